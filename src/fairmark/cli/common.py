@@ -1,0 +1,39 @@
+"""Options every command takes, and the shared state they set (console mode, store URL, --traceback)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from fairmark.console import console
+
+state: dict[str, Any] = {"traceback": False, "store": None}
+
+
+def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    @click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout (nothing else there).")
+    @click.option(
+        "--store",
+        "store_url",
+        envvar="FAIRMARK_STORE",
+        metavar="URL",
+        help="SQLAlchemy URL or SQLite path (default $XDG_DATA_HOME/fairmark/fairmark.db).",
+    )
+    @click.option("--traceback", is_flag=True, help="Show the Python stack on errors.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, json_mode: bool, store_url: str | None, traceback: bool, **kwargs: Any) -> Any:
+        state["traceback"] = traceback
+        state["store"] = store_url
+        console.configure(json_mode=json_mode)
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def open_store():  # -> fairmark.store.db.Store (imported lazily: `fairmark compare` needs no database)
+    from fairmark.store.db import Store
+
+    return Store.open(state["store"])

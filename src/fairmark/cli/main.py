@@ -1,0 +1,75 @@
+"""`fairmark` entry point. The only place where errors become exit codes.
+
+Commands live one per module in this package; each module exposes `commands` (a list of click commands),
+found automatically, so adding a command is adding a file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+import traceback
+
+import click
+
+from fairmark import __version__
+from fairmark.cli.common import state
+from fairmark.console import console
+from fairmark.errors import ExitStatus, FairmarkError
+
+INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in fairmark, not in the plan or the host
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="fairmark")
+def cli() -> None:
+    """Honest A/B benchmarks of operating systems.
+
+    Runs real workloads on variants A and B, interleaved and repeated until the answer is precise enough,
+    writes the environment down, and gives a verdict with a confidence interval."""
+
+
+def _register() -> None:
+    import fairmark.cli as pkg
+
+    for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if mod.name in ("main", "common") or mod.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"fairmark.cli.{mod.name}")
+        for command in getattr(module, "commands", []):
+            cli.add_command(command)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, prog_name="fairmark", standalone_mode=False)
+        return ExitStatus.OK
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return ExitStatus.USAGE
+    except click.exceptions.Abort:
+        console.error("aborted")
+        return 130
+    except KeyboardInterrupt:
+        console.error("interrupted (Ctrl-C); finished trials are in the store — `fairmark resume RUN` continues")
+        return 130
+    except FairmarkError as exc:
+        if state["traceback"]:
+            traceback.print_exc()
+        console.error(exc.message, exc.hint)
+        return int(exc.exit_status)
+    except Exception as exc:
+        if state["traceback"]:
+            traceback.print_exc()
+        console.error(f"internal error: {type(exc).__name__}: {exc} (rerun with --traceback and report it)")
+        return INTERNAL_ERROR
+
+
+def entry() -> None:
+    sys.exit(main())

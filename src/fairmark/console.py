@@ -1,0 +1,109 @@
+"""The one place that writes to the terminal.
+
+Human output goes to stdout; with ``--json`` stdout carries exactly one JSON document and everything human
+(progress, notes, warnings) goes to stderr. Colour follows rich's rules: off when ``NO_COLOR`` is set or the
+stream is not a terminal, so pipes and CI logs get plain lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import Console as RichConsole
+from rich.markup import escape
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    return str(obj)
+
+
+def _finite(obj: Any) -> Any:
+    """JSON has no NaN/Infinity; an undefined statistic is null, never a made-up number."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any, *, indent: int | None = 2) -> str:
+    return json.dumps(_finite(json.loads(json.dumps(obj, default=_json_default))), indent=indent)
+
+
+class Console:
+    def __init__(self) -> None:
+        self.json_mode = False
+        self.quiet = False
+        self._make()
+
+    def _make(self) -> None:
+        no_color = bool(os.environ.get("NO_COLOR"))
+        self.out = RichConsole(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=False)
+        self.err = RichConsole(file=sys.stderr, no_color=no_color, highlight=False, stderr=True)
+
+    def configure(self, *, json_mode: bool = False, quiet: bool = False) -> None:
+        self.json_mode, self.quiet = json_mode, quiet
+        self._make()  # pick up the current sys.stdout (tests swap it) and NO_COLOR
+
+    @property
+    def human(self) -> RichConsole:
+        """Where human-readable output goes: stdout normally, stderr in --json mode."""
+        return self.err if self.json_mode else self.out
+
+    @property
+    def interactive(self) -> bool:
+        return self.human.is_terminal and not os.environ.get("NO_COLOR") and not os.environ.get("CI")
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if self.json_mode and not kwargs.pop("force", False):
+            return
+        self.out.print(*objects, **kwargs)
+
+    def text(self, line: str) -> None:
+        """A plain line, printed verbatim (no markup interpretation); suppressed in --json mode."""
+        if not self.json_mode:
+            self.out.print(escape(line), highlight=False)
+
+    def note(self, message: str) -> None:
+        if not self.quiet:
+            self.err.print(f"[dim]fairmark:[/dim] {escape(message)}")
+
+    def warn(self, message: str) -> None:
+        self.err.print(f"[yellow]fairmark: warning:[/yellow] {escape(message)}")
+
+    def error(self, message: str, hint: str | None = None) -> None:
+        self.err.print(f"[bold red]fairmark: error:[/bold red] {escape(message)}")
+        if hint:
+            self.err.print(f"  [dim]hint:[/dim] {escape(hint)}")
+
+    def emit_json(self, obj: Any) -> None:
+        sys.stdout.write(dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    @contextlib.contextmanager
+    def status(self, message: str) -> Iterator[None]:
+        if self.interactive:
+            with self.human.status(escape(message)):
+                yield
+        else:
+            self.note(message)
+            yield
+
+
+console = Console()

@@ -1,0 +1,69 @@
+"""Errors raised by the library. The CLI maps them to exit codes in exactly one place (cli/main.py)."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitStatus(enum.IntEnum):
+    OK = 0
+    GATE_TRIPPED = 1  # e.g. --fail-on-regression found a regression
+    USAGE = 2  # bad command line, bad plan, bad input file
+    ENVIRONMENT = 3  # the environment was refused (doctor error, host lock, missing root/tool)
+
+
+class FairmarkError(Exception):
+    """Base class; `exit_status` decides the process exit code."""
+
+    exit_status = ExitStatus.USAGE
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class UsageError(FairmarkError):
+    exit_status = ExitStatus.USAGE
+
+
+class PlanError(FairmarkError):
+    """A plan that cannot be run. Carries file, line and key so the user can fix it without guessing."""
+
+    exit_status = ExitStatus.USAGE
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+        hint: str | None = None,
+    ):
+        where = path or "<plan>"
+        if line:
+            where += f":{line}"
+        prefix = f"{where}: " + (f"{key}: " if key else "")
+        super().__init__(prefix + message, hint=hint)
+        self.path, self.line, self.key, self.detail = path, line, key, message
+
+
+class InputError(FairmarkError):
+    """Bad data file (compare), bad bundle (import), unknown run id."""
+
+    exit_status = ExitStatus.USAGE
+
+
+class EnvironmentRefused(FairmarkError):
+    """The host is not fit to benchmark on (doctor error without --accept-risk, host lock, not root …)."""
+
+    exit_status = ExitStatus.ENVIRONMENT
+
+
+class GateTripped(FairmarkError):
+    exit_status = ExitStatus.GATE_TRIPPED
+
+
+class StoreError(FairmarkError):
+    exit_status = ExitStatus.USAGE

@@ -1,0 +1,194 @@
+"""TOML → Plan. Every error names the file, the line and the key, before anything runs or is written."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import shutil
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from fairmark.errors import PlanError
+from fairmark.plan.model import Plan
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=""")
+
+
+@dataclass(frozen=True)
+class LoadedPlan:
+    plan: Plan
+    path: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def _split_key(dotted: str) -> list[str]:
+    parts = re.findall(r""""([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+)""", dotted)
+    return [a or b or c for a, b, c in parts]
+
+
+class Locator:
+    """Maps a key path such as ("workload", 1, "timeout_s") to its line in the TOML text.
+
+    tomllib keeps no positions, so this follows table headers and `key =` lines; a nested value inside an
+    inline table maps to the line of its enclosing key (the longest known prefix)."""
+
+    def __init__(self, text: str):
+        self.lines: dict[tuple, int] = {}
+        counters: dict[tuple, int] = {}
+        table: tuple = ()
+        for no, line in enumerate(text.splitlines(), start=1):
+            header = _HEADER.match(line)
+            if header:
+                keys = _split_key(header.group(2))
+                table = self._table_path(keys, header.group(1) == "[[", counters)
+                self.lines.setdefault(table, no)
+                continue
+            key = _KEY.match(line)
+            if key:
+                self.lines.setdefault(table + tuple(_split_key(key.group(1))), no)
+
+    def _table_path(self, keys: list[str], is_array: bool, counters: dict[tuple, int]) -> tuple:
+        path: tuple = ()
+        for i, k in enumerate(keys):
+            path = (*path, k)
+            last = i == len(keys) - 1
+            if last and is_array:
+                counters[path] = counters.get(path, -1) + 1
+                path = (*path, counters[path])
+            elif path in counters:  # a sub-table of the current element of an array of tables
+                path = (*path, counters[path])
+        return path
+
+    def line(self, loc: tuple) -> int | None:
+        for end in range(len(loc), 0, -1):
+            if loc[:end] in self.lines:
+                return self.lines[loc[:end]]
+        return None
+
+
+def _dotted(loc: tuple, data: dict[str, Any]) -> str:
+    """("workload", 1, "timeout_s") → 'workload[1] "net".timeout_s' — index and name, to find it either way."""
+    out, node = "", data
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            node = node[part] if isinstance(node, list) and part < len(node) else {}
+            if isinstance(node, dict) and isinstance(node.get("name"), str):
+                out += f' "{node["name"]}"'
+        else:
+            out += ("." if out else "") + str(part)
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+    return out
+
+
+def _pydantic_message(err: dict[str, Any]) -> str:
+    kind, msg = err.get("type", ""), err.get("msg", "")
+    if kind == "extra_forbidden":
+        return "unknown key (check the spelling; see docs/plan.md for the keys a plan takes)"
+    if kind == "missing":
+        return "required key is missing"
+    got = err.get("input")
+    if kind.endswith("_type") or kind in ("union_tag_invalid", "literal_error"):
+        return f"{msg}; got {type(got).__name__} {got!r}"
+    return msg.removeprefix("Value error, ")
+
+
+def parse_plan(text: str, path: str = "<plan>") -> Plan:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"at line (\d+)", str(exc))
+        raise PlanError(f"not valid TOML: {exc}", path=path, line=int(m.group(1)) if m else None) from None
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        err = _most_specific(exc.errors())
+        loc = tuple(p for p in err["loc"] if not _is_union_branch(p))
+        raise PlanError(
+            _pydantic_message(err), path=path, line=Locator(text).line(loc), key=_dotted(loc, data) or None
+        ) from None
+
+
+def _is_union_branch(part: Any) -> bool:
+    # pydantic inserts the union member's type name into loc ("list[str]", "str", "literal[False]")
+    return isinstance(part, str) and (
+        "[" in part or part in ("str", "int", "float", "bool", "function-after", "list")
+    )
+
+
+def _most_specific(errors: list[dict[str, Any]]) -> dict[str, Any]:
+    # Report the error that goes deepest; for unions, pydantic lists one error per branch.
+    return max(errors, key=lambda e: len([p for p in e["loc"] if not _is_union_branch(p)]))
+
+
+def load_plan(path: str | Path, *, check_executables: bool = True) -> LoadedPlan:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError("no such plan file", path=str(p)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError(f"cannot read plan: {exc}", path=str(p)) from None
+    plan = parse_plan(text, str(p))
+    if check_executables:
+        check_commands(plan, text, str(p))
+    return LoadedPlan(plan=plan, path=str(p), text=text)
+
+
+def _argv0(cmd: list[str] | str, shell: bool) -> str | None:
+    if isinstance(cmd, list):
+        return cmd[0]
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return None
+    # A shell line may start with assignments or builtins; only check a plain first word.
+    if not words or "=" in words[0] or words[0] in {"cd", "exec", "export", "set", "for", "if", "while", "{", "("}:
+        return None
+    return words[0]
+
+
+def _missing(exe: str | None, cwd: str | None) -> bool:
+    if exe is None:
+        return False
+    if "/" in exe:
+        return not (Path(cwd or ".") / exe).exists()
+    return shutil.which(exe) is None
+
+
+def check_commands(plan: Plan, text: str, path: str) -> None:
+    """Every executable a plan names must exist before the first trial starts."""
+    loc, data = Locator(text), tomllib.loads(text)
+    checks: list[tuple[tuple, list[str] | str, bool, str | None]] = []
+    for i, w in enumerate(plan.workload):
+        for key in ("command", "setup", "teardown", "prime"):
+            cmd = getattr(w, key)
+            if cmd is not None:
+                checks.append((("workload", i, key), cmd, w.shell, w.cwd))
+    for i, v in enumerate(plan.variant):
+        if v.wrap:
+            checks.append((("variant", i, "wrap"), v.wrap, False, None))
+        if v.command is not None:
+            checks.append((("variant", i, "command"), v.command, bool(v.shell), None))
+        for name, cmd in v.commands.items():
+            checks.append((("variant", i, "commands", name), cmd, bool(v.shell), None))
+    for where, cmd, shell, cwd in checks:
+        exe = _argv0(cmd, shell)
+        if _missing(exe, cwd):
+            raise PlanError(
+                f"executable {exe!r} not found (not on PATH and not a file)",
+                path=path,
+                line=loc.line(where),
+                key=_dotted(where, data),
+                hint="install it (fairmark setup PLAN installs the tools of tool workloads) or fix the path",
+            )

@@ -1,0 +1,198 @@
+"""The plan as frozen, validated objects. Unknown keys and wrong types are errors (see load.py for line numbers)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# ministat's table levels; fairmark accepts exactly these so results stay comparable with it.
+CONFIDENCE_LEVELS = (80.0, 90.0, 95.0, 98.0, 99.0, 99.5)
+
+Command = Annotated[list[str], Field(min_length=1)] | str
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]*$")
+BUILTIN_METRICS = {
+    # name: (unit, better) — measured by the executor for every trial
+    "wall_s": ("s", "lower"),
+    "user_s": ("s", "lower"),
+    "sys_s": ("s", "lower"),
+    "cpu_s": ("s", "lower"),
+    "max_rss_kib": ("KiB", "lower"),
+}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _check_name(value: str) -> str:
+    if not NAME_RE.match(value):
+        raise ValueError("expected a name of letters, digits and _ . + @ - (no spaces), e.g. 'malloc-debug'")
+    return value
+
+
+class RunPolicy(Strict):
+    warmup: int = Field(1, ge=0, le=100)
+    min_trials: int = Field(5, ge=3, le=10_000)  # ministat's floor is 3 values
+    max_trials: int = Field(30, ge=3, le=100_000)
+    target_ci_pct: float = Field(1.0, gt=0, le=100)
+    confidence: float = 95.0
+    max_failures: int = Field(3, ge=1)
+    seed: int | None = None
+    timeout_s: float = Field(600.0, gt=0)
+    kill_grace_s: float = Field(2.0, ge=0)
+    baseline: str | None = None
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, v: float) -> float:
+        if float(v) not in CONFIDENCE_LEVELS:
+            raise ValueError(f"expected one of {', '.join(f'{c:g}' for c in CONFIDENCE_LEVELS)}")
+        return float(v)
+
+    @model_validator(mode="after")
+    def _trials(self) -> RunPolicy:
+        if self.max_trials < self.min_trials:
+            raise ValueError(f"max_trials ({self.max_trials}) must be ≥ min_trials ({self.min_trials})")
+        return self
+
+
+class Metric(Strict):
+    """What one trial yields. Built-ins (wall_s, user_s, sys_s, cpu_s, max_rss_kib) need no source;
+    otherwise `regex` (first group, or the whole match) or `json` (a dotted path into stdout parsed as JSON)."""
+
+    name: str
+    regex: str | None = None
+    json_path: str | None = Field(None, alias="json")
+    stream: Literal["stdout", "stderr"] = "stdout"
+    unit: str | None = None
+    better: Literal["higher", "lower"] | None = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _check_name(v)
+
+    @field_validator("regex")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _source(self) -> Metric:
+        if self.regex and self.json_path:
+            raise ValueError("give either regex or json, not both")
+        if not self.regex and not self.json_path and self.name not in BUILTIN_METRICS:
+            raise ValueError(
+                f"metric {self.name!r} needs a source: regex = '…' or json = 'a.b.c' "
+                f"(or use a built-in: {', '.join(BUILTIN_METRICS)})"
+            )
+        if (self.regex or self.json_path) and self.better is None:
+            raise ValueError("a metric taken from output needs better = 'higher' or 'lower'")
+        return self
+
+    @property
+    def direction(self) -> str:
+        return self.better or BUILTIN_METRICS.get(self.name, ("", "lower"))[1]
+
+    @property
+    def unit_name(self) -> str:
+        return self.unit or BUILTIN_METRICS.get(self.name, ("", ""))[0]
+
+
+EnvValue = str | Literal[False]  # false unsets the variable
+
+
+class Workload(Strict):
+    name: str
+    description: str = ""
+    command: Command | None = None
+    shell: bool = False
+    tool: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    sweep: dict[str, list[Any] | str] = Field(default_factory=dict)
+    setup: Command | None = None
+    teardown: Command | None = None
+    prime: Command | None = None
+    timeout_s: float | None = Field(None, gt=0)
+    metrics: list[Metric] = Field(default_factory=list)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+    cwd: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _check_name(v)
+
+    @model_validator(mode="after")
+    def _what(self) -> Workload:
+        if (self.command is None) == (self.tool is None):
+            raise ValueError("give exactly one of command = [...] (or a shell string) and tool = 'NAME'")
+        if isinstance(self.command, str) and not self.shell:
+            raise ValueError("a command given as a string needs shell = true (or give an argv list)")
+        if self.tool is None and self.params:
+            raise ValueError("params are for tool workloads; a command workload takes its arguments in command")
+        names = [m.name for m in self.metrics]
+        if len(set(names)) != len(names):
+            raise ValueError(f"metric names must be unique, got {names}")
+        for key, values in self.sweep.items():
+            if isinstance(values, list) and not values:
+                raise ValueError(f"sweep {key!r} has no values")
+        return self
+
+
+class Variant(Strict):
+    name: str
+    description: str = ""
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+    wrap: list[str] | None = Field(None, min_length=1)
+    command: Command | None = None  # replaces the command of every command workload
+    commands: dict[str, Command] = Field(default_factory=dict)  # per workload name
+    shell: bool | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _check_name(v)
+
+
+class Plan(Strict):
+    title: str = ""
+    description: str = ""
+    run: RunPolicy = Field(default_factory=RunPolicy)
+    workload: list[Workload] = Field(min_length=1)
+    variant: list[Variant] = Field(default_factory=lambda: [Variant(name="default")], min_length=1)
+
+    @model_validator(mode="after")
+    def _cross(self) -> Plan:
+        for kind, items in (("workload", self.workload), ("variant", self.variant)):
+            names = [i.name for i in items]
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise ValueError(f"{kind} names must be unique; repeated: {', '.join(dup)}")
+        workloads = {w.name for w in self.workload}
+        for v in self.variant:
+            unknown = sorted(set(v.commands) - workloads)
+            if unknown:
+                raise ValueError(f"variant {v.name!r}: commands for unknown workload(s) {unknown}")
+        if self.run.baseline and self.run.baseline not in {v.name for v in self.variant}:
+            raise ValueError(f"run.baseline {self.run.baseline!r} is not a variant of this plan")
+        return self
+
+    @property
+    def baseline(self) -> str:
+        return self.run.baseline or self.variant[0].name
+
+    def workload_named(self, name: str) -> Workload:
+        return next(w for w in self.workload if w.name == name)
+
+    def variant_named(self, name: str) -> Variant:
+        return next(v for v in self.variant if v.name == name)

@@ -1,0 +1,98 @@
+"""Plan → cells, and the seeded, interleaved order in which their trials run."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from fairmark.errors import PlanError
+from fairmark.plan.model import Plan
+
+_POW2 = re.compile(r"^pow2:(\d+)\.\.(\d+)(x?)$")
+_RANGE = re.compile(r"^(\d+)\.\.(\d+)(x?)$")
+
+
+def expand_sweep_values(key: str, values: list[Any] | str, ncpu: int | None = None) -> list[Any]:
+    """A sweep is a list, or a range relative to the machine: "pow2:1..4x" = 1, 2, 4 … up to 4 × CPUs,
+    "1..8" = every integer from 1 to 8 ("1..2x" = 1 up to 2 × CPUs)."""
+    if isinstance(values, list):
+        return values
+    ncpu = ncpu or os.cpu_count() or 1
+    for pattern, step in ((_POW2, "pow2"), (_RANGE, "range")):
+        m = pattern.match(values.strip())
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2)) * (ncpu if m.group(3) else 1)
+            if lo < 1 or hi < lo:
+                break
+            if step == "range":
+                return list(range(lo, hi + 1))
+            out, v = [], 1
+            while v <= hi:
+                if v >= lo:
+                    out.append(v)
+                v *= 2
+            return out
+    raise PlanError(
+        f"sweep {key!r}: cannot read {values!r}; expected a list, 'pow2:1..4x' (powers of two up to 4 × CPUs) "
+        "or '1..8'",
+        key=f"sweep.{key}",
+    )
+
+
+@dataclass(frozen=True)
+class Cell:
+    """workload × variant × sweep point. `key` is stable across resume and export."""
+
+    workload: str
+    variant: str
+    point: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def point_label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.point)
+
+    @property
+    def group(self) -> str:
+        """Cells with the same group are compared against each other (same workload and sweep point)."""
+        return self.workload + (f"[{self.point_label}]" if self.point else "")
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}/{self.variant}"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.point)
+
+
+def cells_of(plan: Plan, ncpu: int | None = None) -> list[Cell]:
+    cells: list[Cell] = []
+    for w in plan.workload:
+        keys = list(w.sweep)
+        grids = [expand_sweep_values(k, w.sweep[k], ncpu) for k in keys]
+        for combo in itertools.product(*grids) if keys else [()]:
+            point = tuple(zip(keys, combo, strict=True))
+            cells.extend(Cell(w.name, v.name, point) for v in plan.variant)
+    return cells
+
+
+@dataclass
+class Order:
+    """The seeded order of one round. Each round runs every active cell once, shuffled, so that drift in the
+    machine (thermal, caches, a neighbour) cannot favour one variant. The seed is stored with the run."""
+
+    seed: int
+
+    def round(self, workload: str, index: int, cells: list[Cell]) -> list[Cell]:
+        rng = random.Random(f"{self.seed}/{workload}/{index}")
+        shuffled = sorted(cells, key=lambda c: c.key)
+        rng.shuffle(shuffled)
+        return shuffled
+
+
+def new_seed() -> int:
+    return random.SystemRandom().randrange(1, 2**31)

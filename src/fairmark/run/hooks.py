@@ -1,0 +1,48 @@
+"""Trial hooks: monitors and profilers plug into every trial through this one interface.
+
+The runner calls, for each trial: argv = hook.wrap(argv, ctx) for every hook (profilers such as strace wrap
+the command), hook.start(ctx) just before the process starts, hook.stop(ctx, result) right after it ended;
+stop() returns artifacts (time series, folded stacks, tables) that the store keeps with the trial.
+A hook that cannot work here says why once (`unavailable`) and the run continues without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Artifact:
+    kind: str  # "monitor", "profile.cpu", "profile.locks", "profile.syscalls", "env", …
+    name: str
+    content_type: str  # "application/json", "text/plain", "image/svg+xml"
+    data: Any  # JSON-able for application/json, str otherwise
+
+
+@dataclass(frozen=True)
+class HookContext:
+    run_id: str
+    cell_key: str
+    workload: str
+    variant: str
+    trial_id: str
+    trial_dir: str
+    warmup: bool
+
+
+class TrialHook:
+    name: str = "hook"
+    unavailable: str | None = None  # why this hook cannot run here (set by the constructor), else None
+
+    def wrap(self, argv: list[str], ctx: HookContext) -> list[str]:
+        return argv
+
+    def start(self, ctx: HookContext) -> None:
+        pass
+
+    def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
+        return []
+
+    def close(self) -> None:
+        """End of run: release anything held across trials."""

@@ -1,0 +1,137 @@
+"""What a workload adapter is. One small module per tool (iperf3.py, pgbench.py, …) subclasses `Adapter`.
+
+Life cycle the runner drives, per workload:
+    check(params) → setup(ctx) → prime(ctx)? → [before_trial(tctx) → command(tctx) → parse(raw) → after_trial(tctx)]*
+    → teardown(ctx)   (teardown always runs: normal end, error, Ctrl-C)
+
+`parse` is pure: raw text in, metrics out, so it is tested on real captured outputs in tests/fixtures/.
+A tool that exits 0 without producing its result must make `parse` raise ParseError — never a made-up number.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from fairmark.errors import FairmarkError, PlanError
+
+
+class ParseError(FairmarkError):
+    """The tool's output does not contain the result. The trial is recorded as failed with its raw output."""
+
+
+class SetupError(FairmarkError):
+    """A server or data set could not be prepared (the message carries the tool's log tail)."""
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str  # units in names where natural: tps, latency_avg_ms, gbit_s_sent
+    unit: str
+    better: Literal["higher", "lower"]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    default: Any
+    unit: str = ""
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class RawOutput:
+    stdout: str
+    stderr: str
+    exit_code: int | None = 0
+    files: Mapping[str, str] = field(default_factory=dict)  # name → text of files listed by output_files()
+
+
+@dataclass
+class WorkloadContext:
+    """Per workload: a private scratch directory (removed after teardown) and state shared with trials."""
+
+    name: str
+    params: dict[str, Any]  # defaults ⊕ plan params (sweep points are added per cell in TrialContext)
+    scratch: Path
+    cache: Path  # survives runs: generated test files, extracted sources
+    is_root: bool
+    state: dict[str, Any] = field(default_factory=dict)  # e.g. port, socket path, server pid
+    env: dict[str, str] = field(default_factory=dict)  # extra environment for every trial of this workload
+
+
+@dataclass
+class TrialContext:
+    workload: WorkloadContext
+    params: dict[str, Any]  # workload params ⊕ this cell's sweep point
+    trial_dir: Path  # fresh, empty directory for this trial's files
+    variant: str
+    warmup: bool = False
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.workload.state
+
+
+class Adapter:
+    name: ClassVar[str]
+    summary: ClassVar[str] = ""
+    # OS package names providing the executables, per package manager family.
+    packages: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    executables: ClassVar[tuple[str, ...]] = ()
+    params: ClassVar[tuple[ParamSpec, ...]] = ()
+    metrics: ClassVar[tuple[MetricSpec, ...]] = ()
+    # What the trial measures, for the doctor and attribution: "cpu", "memory", "disk", "network", "kernel".
+    measures: ClassVar[tuple[str, ...]] = ()
+
+    # -- declaration helpers --------------------------------------------------------------------------
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        return {p.name: p.default for p in cls.params}
+
+    def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        known = {p.name for p in self.params}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise PlanError(
+                f"tool {self.name!r} has no parameter(s) {', '.join(unknown)}; it takes: {', '.join(sorted(known))}"
+            )
+        merged = self.defaults() | dict(params)
+        self.check(merged)
+        return merged
+
+    def missing_executables(self) -> list[str]:
+        return [exe for exe in self.executables if shutil.which(exe) is None]
+
+    # -- life cycle (override what the tool needs) -----------------------------------------------------
+    def check(self, params: dict[str, Any]) -> None:
+        """Raise PlanError for parameter values that cannot work (before anything runs)."""
+
+    def setup(self, ctx: WorkloadContext) -> None:
+        """Once per workload: start servers, generate data. Raise SetupError with the server's log tail."""
+
+    def prime(self, ctx: WorkloadContext) -> None:
+        """Once, after setup and before warm-up: fill caches, a priming build."""
+
+    def before_trial(self, ctx: TrialContext) -> None:
+        """Per trial, not timed: e.g. restart the server, `make clean`."""
+
+    def command(self, ctx: TrialContext) -> list[str]:
+        raise NotImplementedError
+
+    def output_files(self, ctx: TrialContext) -> dict[str, Path]:
+        """Files the command writes its result to (read after the trial, passed to parse as raw.files)."""
+        return {}
+
+    def parse(self, raw: RawOutput) -> dict[str, float]:
+        raise NotImplementedError
+
+    def after_trial(self, ctx: TrialContext) -> None:
+        """Per trial, not timed: clean up what the trial created."""
+
+    def teardown(self, ctx: WorkloadContext) -> None:
+        """Always called, also after errors and Ctrl-C: stop servers, remove data."""
