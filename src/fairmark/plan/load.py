@@ -17,7 +17,9 @@ from fairmark.errors import PlanError
 from fairmark.plan.model import Plan
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=""")
+_KEY = re.compile(
+    r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*="""
+)
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,11 @@ def _argv0(cmd: list[str] | str, shell: bool) -> str | None:
     except ValueError:
         return None
     # A shell line may start with assignments or builtins; only check a plain first word.
-    if not words or "=" in words[0] or words[0] in {"cd", "exec", "export", "set", "for", "if", "while", "{", "("}:
+    if (
+        not words
+        or "=" in words[0]
+        or words[0] in {"cd", "exec", "export", "set", "for", "if", "while", "{", "("}
+    ):
         return None
     return words[0]
 

@@ -139,7 +139,9 @@ class Workload(Strict):
         if isinstance(self.command, str) and not self.shell:
             raise ValueError("a command given as a string needs shell = true (or give an argv list)")
         if self.tool is None and self.params:
-            raise ValueError("params are for tool workloads; a command workload takes its arguments in command")
+            raise ValueError(
+                "params are for tool workloads; a command workload takes its arguments in command"
+            )
         names = [m.name for m in self.metrics]
         if len(set(names)) != len(names):
             raise ValueError(f"metric names must be unique, got {names}")
@@ -164,10 +166,22 @@ class Variant(Strict):
         return _check_name(v)
 
 
+class QuickPolicy(Strict):
+    """What `fairmark run --quick` changes: fewer trials and shorter tool parameters, for a first look or CI.
+    A quick run is labelled as such in every report."""
+
+    warmup: int = Field(0, ge=0)
+    min_trials: int = Field(3, ge=3)
+    max_trials: int = Field(6, ge=3)
+    target_ci_pct: float | None = Field(None, gt=0)
+    params: dict[str, dict[str, Any]] = Field(default_factory=dict)  # workload name → params overrides
+
+
 class Plan(Strict):
     title: str = ""
     description: str = ""
     run: RunPolicy = Field(default_factory=RunPolicy)
+    quick: QuickPolicy = Field(default_factory=QuickPolicy)
     workload: list[Workload] = Field(min_length=1)
     variant: list[Variant] = Field(default_factory=lambda: [Variant(name="default")], min_length=1)
 
@@ -183,9 +197,25 @@ class Plan(Strict):
             unknown = sorted(set(v.commands) - workloads)
             if unknown:
                 raise ValueError(f"variant {v.name!r}: commands for unknown workload(s) {unknown}")
+        unknown = sorted(set(self.quick.params) - workloads)
+        if unknown:
+            raise ValueError(f"quick.params names unknown workload(s) {unknown}")
         if self.run.baseline and self.run.baseline not in {v.name for v in self.variant}:
             raise ValueError(f"run.baseline {self.run.baseline!r} is not a variant of this plan")
         return self
+
+    def policy(self, quick: bool = False) -> RunPolicy:
+        if not quick:
+            return self.run
+        q = self.quick
+        return self.run.model_copy(
+            update={
+                "warmup": min(self.run.warmup, q.warmup),
+                "min_trials": min(self.run.min_trials, q.min_trials),
+                "max_trials": min(self.run.max_trials, max(q.max_trials, q.min_trials)),
+                "target_ci_pct": q.target_ci_pct or self.run.target_ci_pct,
+            }
+        )
 
     @property
     def baseline(self) -> str:

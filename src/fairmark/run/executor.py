@@ -1,0 +1,180 @@
+"""Runs one trial: its own session and process group, monotonic wall clock, rusage of the whole waited tree,
+timeout that kills the whole group (SIGTERM, grace, SIGKILL). Returns a frozen record; never raises for a
+failing command — a failure is data."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+TAIL_BYTES = 8192  # kept for every trial
+RAW_BYTES = 1 << 20  # kept for failed trials: the raw output is the evidence
+
+Status = Literal["ok", "failed", "timeout"]
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    argv: tuple[str, ...]
+    status: Status
+    exit_code: int | None  # None when killed by a signal
+    signal: int | None
+    wall_s: float
+    user_s: float
+    sys_s: float
+    max_rss_kib: int
+    stdout_path: str
+    stderr_path: str
+    error: str | None = None  # why it failed, in words
+    leftovers_killed: int = 0  # processes still in the group after the leader exited
+
+    @property
+    def cpu_s(self) -> float:
+        return self.user_s + self.sys_s
+
+
+def read_text(path: str | Path, limit: int | None = None, *, tail: bool = True) -> str:
+    try:
+        with open(path, "rb") as f:
+            if limit is not None:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - limit) if tail else 0)
+                data = f.read(limit)
+            else:
+                data = f.read()
+    except FileNotFoundError:
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # Zombies count as members until reaped; PID 1 here reaps orphans late, so look at the states.
+    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return not Path("/proc/self/stat").exists()
+
+
+def kill_group(pgid: int, grace_s: float) -> None:
+    """SIGTERM the whole group, wait up to grace_s, then SIGKILL what is left."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5.0)
+        while time.monotonic() < deadline:
+            if not _group_alive(pgid):
+                return
+            time.sleep(0.02)
+
+
+def execute(
+    argv: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    timeout_s: float | None = None,
+    grace_s: float = 2.0,
+    out_dir: str | Path,
+    name: str = "trial",
+    stdin_devnull: bool = True,
+) -> ExecResult:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stdout_path, stderr_path = out / f"{name}.stdout", out / f"{name}.stderr"
+    timed_out = threading.Event()
+    with open(stdout_path, "wb") as fo, open(stderr_path, "wb") as fe:
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL if stdin_devnull else None,
+                stdout=fo,
+                stderr=fe,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,  # own session and process group: the timeout kills the whole tree
+                close_fds=True,
+            )
+        except OSError as exc:
+            return ExecResult(
+                tuple(argv),
+                "failed",
+                None,
+                None,
+                0.0,
+                0.0,
+                0.0,
+                0,
+                str(stdout_path),
+                str(stderr_path),
+                error=f"cannot start {argv[0]!r}: {exc.strerror or exc}",
+            )
+        timer = None
+        if timeout_s:
+
+            def _expire() -> None:
+                timed_out.set()
+                kill_group(proc.pid, grace_s)
+
+            timer = threading.Timer(timeout_s, _expire)
+            timer.daemon = True
+            timer.start()
+        try:
+            _, status, ru = os.wait4(proc.pid, 0)
+        except KeyboardInterrupt:
+            kill_group(proc.pid, grace_s)
+            os.wait4(proc.pid, 0)
+            raise
+        wall = time.monotonic() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from waiting again
+        if timer:
+            timer.cancel()
+    leftovers = 0
+    if not timed_out.is_set() and _group_alive(proc.pid):
+        # Background children outliving the trial would perturb the next one: end them, and say so.
+        leftovers = 1
+        kill_group(proc.pid, grace_s)
+    code = os.waitstatus_to_exitcode(status)
+    exit_code, sig = (code, None) if code >= 0 else (None, -code)
+    if timed_out.is_set():
+        st, err = "timeout", f"timed out after {timeout_s:g} s; process group killed"
+    elif sig is not None:
+        st, err = "failed", f"killed by signal {signal.Signals(sig).name}"
+    elif exit_code != 0:
+        st, err = "failed", f"exit status {exit_code}"
+    else:
+        st, err = "ok", None
+    return ExecResult(
+        argv=tuple(argv),
+        status=st,
+        exit_code=exit_code,
+        signal=sig,
+        wall_s=wall,
+        user_s=ru.ru_utime,
+        sys_s=ru.ru_stime,
+        max_rss_kib=int(ru.ru_maxrss),  # Linux and FreeBSD report KiB
+        stdout_path=str(stdout_path),
+        stderr_path=str(stderr_path),
+        error=err,
+        leftovers_killed=leftovers,
+    )

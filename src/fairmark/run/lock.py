@@ -1,0 +1,91 @@
+"""Host lock: two fairmark runs on one host perturb each other, so the second is refused.
+
+flock() is released by the kernel when its holder dies (even by kill -9), so a lock file whose recorded PID
+is dead is simply taken over, with a note."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from fairmark.errors import EnvironmentRefused
+
+
+def lock_path() -> Path:
+    return Path(os.environ.get("FAIRMARK_LOCK_PATH") or "/tmp/fairmark-host.lock")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+
+
+class HostLock:
+    def __init__(self, info: dict[str, Any], *, allow_concurrent: bool = False):
+        self.info, self.allow_concurrent = info, allow_concurrent
+        self.path = lock_path()
+        self.fd: int | None = None
+        self.notes: list[str] = []
+
+    def __enter__(self) -> HostLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = self._read(fd)
+            os.close(fd)
+            if self.allow_concurrent:
+                self.notes.append(
+                    f"another fairmark run is active (PID {holder.get('pid', '?')}); "
+                    "running concurrently as asked (--allow-concurrent): both are perturbed"
+                )
+                return self
+            raise EnvironmentRefused(
+                f"another fairmark run holds the host lock: PID {holder.get('pid', '?')}, "
+                f"plan {holder.get('plan', '?')}, run {holder.get('run_id', '?')}",
+                hint="wait for it to finish, or pass --allow-concurrent (both results are then perturbed)",
+            ) from None
+        previous = self._read(fd)
+        if previous.get("pid") and previous["pid"] != os.getpid() and not _pid_alive(int(previous["pid"])):
+            self.notes.append(
+                f"took over a stale host lock of PID {previous['pid']} "
+                f"(plan {previous.get('plan', '?')}), which died without releasing it"
+            )
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(self.info | {"pid": os.getpid(), "since": time.time()}).encode(), 0)
+        self.fd = fd
+        return self
+
+    @staticmethod
+    def _read(fd: int) -> dict[str, Any]:
+        try:
+            return json.loads(os.pread(fd, 65536, 0).decode() or "{}")
+        except (ValueError, OSError):
+            return {}
+
+    def update(self, **info: Any) -> None:
+        if self.fd is not None:
+            self.info |= info
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, json.dumps(self.info | {"pid": os.getpid()}).encode(), 0)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)  # a clean exit leaves no PID to look stale
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None

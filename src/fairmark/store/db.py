@@ -1,0 +1,348 @@
+"""The store: SQLite by default (WAL, busy timeout), PostgreSQL with the same code. Every finished trial is
+committed at once, so `kill -9` loses at most the trial that was running."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from fairmark.errors import InputError, StoreError
+from fairmark.store import schema as S
+
+
+def default_url() -> str:
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return f"sqlite:///{base / 'fairmark' / 'fairmark.db'}"
+
+
+def normalize_url(url: str | None) -> str:
+    if not url:
+        return default_url()
+    if "://" not in url:  # a plain path means an SQLite file
+        return f"sqlite:///{Path(url).expanduser().resolve()}"
+    if url.startswith("postgresql://"):
+        return "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    return url
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: str
+    plan_path: str
+    plan_text: str
+    plan_sha256: str
+    title: str
+    seed: int
+    host_id: str
+    hostname: str
+    started_at: dt.datetime
+    ended_at: dt.datetime | None
+    status: str
+    command_line: str
+    fairmark_version: str
+    accept_risk: bool
+    options: dict[str, Any]
+    env_before: dict[str, Any] | None
+    env_after: dict[str, Any] | None
+    notes: list[Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in vars(self).items()}
+
+
+class Store:
+    def __init__(self, engine: sa.Engine, url: str):
+        self.engine, self.url = engine, url
+
+    @classmethod
+    def open(cls, url: str | None = None) -> Store:
+        url = normalize_url(url)
+        kwargs: dict[str, Any] = {}
+        if url.startswith("sqlite"):
+            path = url.split("///", 1)[1] if "///" in url else ""
+            if path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"timeout": 30}
+        try:
+            engine = sa.create_engine(url, future=True, **kwargs)
+        except (sa.exc.ArgumentError, ImportError) as exc:
+            raise StoreError(f"cannot use store {url!r}: {exc}") from None
+        if url.startswith("sqlite"):
+
+            @sa.event.listens_for(engine, "connect")
+            def _pragmas(dbapi_conn: Any, _: Any) -> None:
+                cur = dbapi_conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA busy_timeout=30000")
+                cur.execute("PRAGMA foreign_keys=ON")
+                cur.close()
+
+        store = cls(engine, url)
+        store._migrate()
+        return store
+
+    def _migrate(self) -> None:
+        try:
+            with self.engine.begin() as conn:
+                S.metadata.create_all(conn, tables=[S.meta])
+                row = conn.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first()
+                if row is None:
+                    S.metadata.create_all(conn)
+                    conn.execute(sa.insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
+                    return
+                version = int(row[0])
+                if version > S.SCHEMA_VERSION:
+                    raise StoreError(
+                        f"store schema version {version} is newer than this fairmark ({S.SCHEMA_VERSION}); upgrade"
+                    )
+                for v in range(version + 1, S.SCHEMA_VERSION + 1):
+                    S.MIGRATIONS[v](conn)
+                conn.execute(
+                    sa.update(S.meta)
+                    .where(S.meta.c.key == "schema_version")
+                    .values(value=str(S.SCHEMA_VERSION))
+                )
+        except sa.exc.OperationalError as exc:
+            raise StoreError(f"cannot open store {self.url}: {exc.orig}") from None
+
+    # -- runs -------------------------------------------------------------------------------------------
+    def create_run(self, **values: Any) -> str:
+        run_id = values.pop("id", None) or str(uuid.uuid4())
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.insert(S.runs).values(id=run_id, started_at=values.pop("started_at", now()), **values)
+            )
+        return run_id
+
+    def update_run(self, run_id: str, **values: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(S.runs).where(S.runs.c.id == run_id).values(**values))
+
+    def get_run(self, ref: str) -> RunRecord:
+        """A run by full id, unique prefix, or 'last'."""
+        with self.engine.connect() as conn:
+            if ref in ("last", "latest"):
+                q = sa.select(S.runs).order_by(S.runs.c.started_at.desc()).limit(1)
+            else:
+                q = sa.select(S.runs).where(S.runs.c.id.like(ref.replace("%", "") + "%")).limit(2)
+            rows = conn.execute(q).mappings().all()
+        if not rows:
+            raise InputError(f"no run {ref!r} in store {self.url} (`fairmark runs` lists them)")
+        if len(rows) > 1:
+            raise InputError(f"run id prefix {ref!r} is ambiguous; give more characters")
+        return RunRecord(**dict(rows[0]))
+
+    def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        t, c = S.trials, S.cells
+        n_ok = (
+            sa.select(sa.func.count()).where(t.c.run_id == S.runs.c.id, t.c.status == "ok").scalar_subquery()
+        )
+        n_all = sa.select(sa.func.count()).where(t.c.run_id == S.runs.c.id).scalar_subquery()
+        n_cells = sa.select(sa.func.count()).where(c.c.run_id == S.runs.c.id).scalar_subquery()
+        q = (
+            sa.select(
+                S.runs.c.id,
+                S.runs.c.title,
+                S.runs.c.plan_path,
+                S.runs.c.started_at,
+                S.runs.c.ended_at,
+                S.runs.c.status,
+                S.runs.c.hostname,
+                S.runs.c.accept_risk,
+                n_cells.label("cells"),
+                n_all.label("trials"),
+                n_ok.label("trials_ok"),
+            )
+            .order_by(S.runs.c.started_at.desc())
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    # -- cells ------------------------------------------------------------------------------------------
+    def ensure_cells(self, run_id: str, cells: Iterable[dict[str, Any]]) -> dict[str, int]:
+        """Insert cells not yet stored; return key → cell id (also for resume)."""
+        with self.engine.begin() as conn:
+            existing = {
+                r.key: r.id
+                for r in conn.execute(
+                    sa.select(S.cells.c.key, S.cells.c.id).where(S.cells.c.run_id == run_id)
+                )
+            }
+            for cell in cells:
+                if cell["key"] not in existing:
+                    res = conn.execute(sa.insert(S.cells).values(run_id=run_id, **cell))
+                    existing[cell["key"]] = res.inserted_primary_key[0]
+        return existing
+
+    def update_cell(self, cell_id: int, **values: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(S.cells).where(S.cells.c.id == cell_id).values(**values))
+
+    def cells(self, run_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            q = sa.select(S.cells).where(S.cells.c.run_id == run_id).order_by(S.cells.c.id)
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    # -- trials and samples -----------------------------------------------------------------------------
+    def add_trial(
+        self,
+        trial: dict[str, Any],
+        samples: Sequence[dict[str, Any]] = (),
+        artifacts: Sequence[dict[str, Any]] = (),
+    ) -> str:
+        """One transaction per finished trial: the trial, its samples and artifacts, or nothing."""
+        trial_id = trial.get("id") or str(uuid.uuid4())
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(S.trials).values(**(trial | {"id": trial_id})))
+            if samples:
+                conn.execute(
+                    sa.insert(S.samples),
+                    [
+                        s | {"run_id": trial["run_id"], "cell_id": trial["cell_id"], "trial_id": trial_id}
+                        for s in samples
+                    ],
+                )
+            if artifacts:
+                conn.execute(
+                    sa.insert(S.artifacts),
+                    [a | {"run_id": trial["run_id"], "trial_id": trial_id} for a in artifacts],
+                )
+        return trial_id
+
+    def trials(self, run_id: str) -> list[dict[str, Any]]:
+        q = (
+            sa.select(
+                S.trials,
+                S.cells.c.key.label("cell_key"),
+                S.cells.c.workload,
+                S.cells.c.variant,
+                S.cells.c.point,
+            )
+            .join(S.cells, S.cells.c.id == S.trials.c.cell_id)
+            .where(S.trials.c.run_id == run_id)
+            .order_by(S.trials.c.seq)
+        )
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def samples(self, run_id: str) -> list[dict[str, Any]]:
+        q = (
+            sa.select(
+                S.samples.c.metric,
+                S.samples.c.value,
+                S.samples.c.unit,
+                S.samples.c.better,
+                S.samples.c.trial_id,
+                S.cells.c.key.label("cell_key"),
+                S.cells.c.workload,
+                S.cells.c.variant,
+                S.cells.c.point,
+                S.trials.c.warmup,
+                S.trials.c.status,
+                S.trials.c.seq,
+            )
+            .join(S.cells, S.cells.c.id == S.samples.c.cell_id)
+            .join(S.trials, S.trials.c.id == S.samples.c.trial_id)
+            .where(S.samples.c.run_id == run_id)
+            .order_by(S.trials.c.seq, S.samples.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    # -- findings, verdicts, artifacts ------------------------------------------------------------------
+    def add_findings(self, run_id: str, phase: str, items: Iterable[dict[str, Any]]) -> None:
+        rows = [
+            {
+                "run_id": run_id,
+                "phase": phase,
+                "finding_id": f["id"],
+                "severity": f["severity"],
+                "title": f.get("title", ""),
+                "evidence": f.get("evidence", ""),
+                "why": f.get("why", ""),
+                "fix": f.get("fix", ""),
+            }
+            for f in items
+        ]
+        if rows:
+            with self.engine.begin() as conn:
+                conn.execute(sa.insert(S.findings), rows)
+
+    def findings(self, run_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            q = sa.select(S.findings).where(S.findings.c.run_id == run_id).order_by(S.findings.c.id)
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def replace_verdicts(self, run_id: str, rows: Sequence[dict[str, Any]]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(S.verdicts).where(S.verdicts.c.run_id == run_id))
+            if rows:
+                conn.execute(sa.insert(S.verdicts), [r | {"run_id": run_id} for r in rows])
+
+    def verdicts(self, run_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            q = sa.select(S.verdicts).where(S.verdicts.c.run_id == run_id).order_by(S.verdicts.c.id)
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def add_artifact(
+        self,
+        run_id: str,
+        *,
+        kind: str,
+        name: str,
+        content_type: str,
+        data: Any = None,
+        text: str | None = None,
+        trial_id: str | None = None,
+        cell_key: str | None = None,
+    ) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.insert(S.artifacts).values(
+                    run_id=run_id,
+                    trial_id=trial_id,
+                    cell_key=cell_key,
+                    kind=kind,
+                    name=name,
+                    content_type=content_type,
+                    data=data,
+                    text=text,
+                )
+            )
+
+    def artifacts(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:
+        q = sa.select(S.artifacts).where(S.artifacts.c.run_id == run_id)
+        if kind:
+            q = q.where(S.artifacts.c.kind == kind)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q.order_by(S.artifacts.c.id)).mappings()]
+
+    # -- bundles ----------------------------------------------------------------------------------------
+    def table_rows(self, table: sa.Table, run_id: str) -> list[dict[str, Any]]:
+        col = table.c.id if table is S.runs else table.c.run_id
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(sa.select(table).where(col == run_id)).mappings()]
+
+    def insert_rows(self, rows_by_table: dict[sa.Table, list[dict[str, Any]]]) -> None:
+        with self.engine.begin() as conn:
+            for table, rows in rows_by_table.items():
+                if rows:
+                    conn.execute(sa.insert(table), rows)
+
+    def delete_run(self, run_id: str) -> None:
+        with self.engine.begin() as conn:
+            for table in (S.artifacts, S.verdicts, S.findings, S.samples, S.trials, S.cells):
+                conn.execute(sa.delete(table).where(table.c.run_id == run_id))
+            conn.execute(sa.delete(S.runs).where(S.runs.c.id == run_id))

@@ -1,0 +1,146 @@
+"""Store schema (SQLAlchemy Core), one version number, and forward migrations.
+
+Every row knows its run; samples know their trial and cell, so nothing assumes one host or one store file.
+Add a migration by appending to MIGRATIONS and bumping SCHEMA_VERSION; never edit a released step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlalchemy as sa
+
+SCHEMA_VERSION = 1
+
+metadata = sa.MetaData()
+
+meta = sa.Table(
+    "fairmark_meta",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),  # UUID
+    sa.Column("plan_path", sa.Text, nullable=False),
+    sa.Column("plan_text", sa.Text, nullable=False),
+    sa.Column("plan_sha256", sa.String(64), nullable=False),
+    sa.Column("title", sa.Text, nullable=False, default=""),
+    sa.Column("seed", sa.BigInteger, nullable=False),
+    sa.Column("host_id", sa.String(64), nullable=False, default=""),
+    sa.Column("hostname", sa.Text, nullable=False, default=""),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("ended_at", sa.DateTime(timezone=True)),
+    sa.Column("status", sa.String(16), nullable=False),  # running, done, interrupted, failed
+    sa.Column("command_line", sa.Text, nullable=False, default=""),
+    sa.Column("fairmark_version", sa.String(32), nullable=False),
+    sa.Column("accept_risk", sa.Boolean, nullable=False, default=False),
+    sa.Column("options", sa.JSON, nullable=False, default=dict),
+    sa.Column("env_before", sa.JSON),
+    sa.Column("env_after", sa.JSON),
+    sa.Column("notes", sa.JSON, nullable=False, default=list),
+)
+
+cells = sa.Table(
+    "cells",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("key", sa.Text, nullable=False),
+    sa.Column("workload", sa.Text, nullable=False),
+    sa.Column("variant", sa.Text, nullable=False),
+    sa.Column("point", sa.JSON, nullable=False, default=list),  # [[param, value], ...]
+    sa.Column("primary_metric", sa.Text, nullable=False),
+    sa.Column("metrics", sa.JSON, nullable=False, default=list),  # [{name, unit, better}]
+    sa.Column("status", sa.String(16), nullable=False, default="active"),  # active, done, abandoned
+    sa.Column("stop_reason", sa.Text),
+    sa.Column("command", sa.JSON),  # argv as run (for the report's "how to reproduce")
+    sa.UniqueConstraint("run_id", "key"),
+)
+
+trials = sa.Table(
+    "trials",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("cell_id", sa.Integer, sa.ForeignKey("cells.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),  # global order in the run
+    sa.Column("round", sa.Integer, nullable=False),  # warm-up rounds are negative
+    sa.Column("warmup", sa.Boolean, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),  # ok, failed, timeout
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("wall_s", sa.Float),
+    sa.Column("user_s", sa.Float),
+    sa.Column("sys_s", sa.Float),
+    sa.Column("max_rss_kib", sa.BigInteger),
+    sa.Column("exit_code", sa.Integer),
+    sa.Column("signal", sa.Integer),
+    sa.Column("error", sa.Text),
+    sa.Column("stdout_tail", sa.Text, nullable=False, default=""),
+    sa.Column("stderr_tail", sa.Text, nullable=False, default=""),
+    sa.Column("argv", sa.JSON),
+    sa.Index("ix_trials_run_cell", "run_id", "cell_id"),
+)
+
+samples = sa.Table(
+    "samples",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("cell_id", sa.Integer, sa.ForeignKey("cells.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("trial_id", sa.String(36), sa.ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("metric", sa.Text, nullable=False),
+    sa.Column("value", sa.Float, nullable=False),
+    sa.Column("unit", sa.Text, nullable=False, default=""),
+    sa.Column("better", sa.String(8), nullable=False),
+    sa.Index("ix_samples_run", "run_id", "cell_id"),
+)
+
+findings = sa.Table(
+    "findings",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("phase", sa.String(16), nullable=False),  # before, between, after
+    sa.Column("finding_id", sa.Text, nullable=False),
+    sa.Column("severity", sa.String(8), nullable=False),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("evidence", sa.Text, nullable=False, default=""),
+    sa.Column("why", sa.Text, nullable=False, default=""),
+    sa.Column("fix", sa.Text, nullable=False, default=""),
+)
+
+verdicts = sa.Table(
+    "verdicts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("group", sa.Text, nullable=False),  # workload[sweep point]
+    sa.Column("metric", sa.Text, nullable=False),
+    sa.Column("baseline", sa.Text, nullable=False),
+    sa.Column("variant", sa.Text, nullable=False),
+    sa.Column("significant", sa.Boolean, nullable=False),
+    sa.Column("sentence", sa.Text, nullable=False),
+    sa.Column("data", sa.JSON, nullable=False),  # the full comparison (same fields as `compare --json`)
+)
+
+artifacts = sa.Table(
+    "artifacts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("trial_id", sa.String(36)),
+    sa.Column("cell_key", sa.Text),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("content_type", sa.String(64), nullable=False),
+    sa.Column("data", sa.JSON),  # JSON documents
+    sa.Column("text", sa.Text),  # everything else (SVG, folded stacks, tables)
+    sa.Index("ix_artifacts_run", "run_id", "kind"),
+)
+
+# version → function(connection) that upgrades from version-1 to version
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}
