@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 # ministat's table levels; fairmark accepts exactly these so results stay comparable with it.
 CONFIDENCE_LEVELS = (80.0, 90.0, 95.0, 98.0, 99.0, 99.5)
@@ -151,9 +152,87 @@ class Workload(Strict):
         return self
 
 
-class Variant(Strict):
+_SIZE_RE = re.compile(r"^[1-9][0-9]*[KMGT]?$")
+_CPU_LIST_RE = re.compile(r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$")
+SysctlValue = int | str
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    # An unquoted dotted key (net.ipv4.x = 1) is a nested table in TOML; the user meant one sysctl name.
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            _flatten(f"{prefix}.{key}" if prefix else str(key), sub, out)
+    else:
+        out[prefix] = value
+
+
+class MountSpec(Strict):
+    """A scratch file system fairmark creates for the variant (never an existing mount)."""
+
+    fs: str = "ext4"
+    options: str = ""  # mount -o, e.g. "sync" or "noatime,data=writeback"
+    size: str = "1G"  # image size: 512M, 4G …
+    mkfs_options: list[str] | str = ""  # extra mkfs arguments, e.g. "-O ^has_journal"
+    soft_updates: bool | None = None  # FreeBSD UFS only (tunefs -n enable|disable)
+    image_dir: str | None = None  # where the image file lives (default: under fairmark's state directory)
+
+    @field_validator("fs")
+    @classmethod
+    def _fs(cls, v: str) -> str:
+        if not re.match(r"^[a-z0-9]+$", v):
+            raise ValueError("expected a file system type such as 'ext4', 'tmpfs' or 'ufs'")
+        return v
+
+    @field_validator("size")
+    @classmethod
+    def _size(cls, v: str) -> str:
+        if not _SIZE_RE.match(v):
+            raise ValueError("expected a size such as '512M' or '4G' (suffix K, M, G or T)")
+        return v
+
+
+class SystemChanges(Strict):
+    """Changes to the system under test, applied before a variant's block of trials and reverted after
+    (see run/variants/system.py). Shared by [[variant]] and [tuning.NAME]."""
+
+    sysctl: dict[str, SysctlValue] = Field(default_factory=dict)
+    mount: MountSpec | None = None
+    cpus: int | str | None = None  # a count (first N online CPUs) or a list "0-1,3"
+    online_cpus: int | None = Field(None, ge=1)  # CPU hotplug: keep this many online
+    thp: Literal["always", "madvise", "never"] | None = None
+    governor: str | None = None
+    aslr: Literal[0, 1, 2] | None = None
+    malloc_debug: bool = False
+    # seconds to wait after applying, before the block's first trial (default 1 s when anything changed)
+    settle_s: float | None = Field(None, ge=0, le=600)
+
+    @field_validator("sysctl", mode="before")
+    @classmethod
+    def _sysctl(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            out: dict[str, Any] = {}
+            _flatten("", v, out)
+            return out
+        return v
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, v: int | str | None) -> int | str | None:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("expected at least 1 CPU")
+        if isinstance(v, str) and not _CPU_LIST_RE.match(v.replace(" ", "")):
+            raise ValueError("expected a CPU count (cpus = 1) or a list such as '0-1' or '0,2'")
+        return v
+
+
+class TuningSet(SystemChanges):
+    description: str = ""
+
+
+class Variant(SystemChanges):
     name: str
     description: str = ""
+    tuning: str | None = None  # a [tuning.NAME] set; the variant's own keys override it
     env: dict[str, EnvValue] = Field(default_factory=dict)
     wrap: list[str] | None = Field(None, min_length=1)
     command: Command | None = None  # replaces the command of every command workload
@@ -182,6 +261,7 @@ class Plan(Strict):
     description: str = ""
     run: RunPolicy = Field(default_factory=RunPolicy)
     quick: QuickPolicy = Field(default_factory=QuickPolicy)
+    tuning: dict[str, TuningSet] = Field(default_factory=dict)
     workload: list[Workload] = Field(min_length=1)
     variant: list[Variant] = Field(default_factory=lambda: [Variant(name="default")], min_length=1)
 
@@ -197,12 +277,24 @@ class Plan(Strict):
             unknown = sorted(set(v.commands) - workloads)
             if unknown:
                 raise ValueError(f"variant {v.name!r}: commands for unknown workload(s) {unknown}")
+        self._check_tuning_names()
         unknown = sorted(set(self.quick.params) - workloads)
         if unknown:
             raise ValueError(f"quick.params names unknown workload(s) {unknown}")
         if self.run.baseline and self.run.baseline not in {v.name for v in self.variant}:
             raise ValueError(f"run.baseline {self.run.baseline!r} is not a variant of this plan")
         return self
+
+    def _check_tuning_names(self) -> None:
+        for i, v in enumerate(self.variant):
+            if v.tuning is not None and v.tuning not in self.tuning:
+                # raised with its location so load.py can name the line of `tuning = "…"`
+                known = ", ".join(sorted(self.tuning)) or "none"
+                msg = f"no [tuning.{v.tuning}] in this plan (defined: {known})"
+                err = InitErrorDetails(
+                    type=PydanticCustomError("value_error", msg), loc=("variant", i, "tuning"), input=v.tuning
+                )
+                raise ValidationError.from_exception_data("Plan", [err])
 
     def policy(self, quick: bool = False) -> RunPolicy:
         if not quick:
