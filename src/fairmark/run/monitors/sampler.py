@@ -1,0 +1,86 @@
+"""The system monitor as a trial hook: a background thread samples at a fixed interval during each trial.
+
+A snapshot is taken in `start` (before the process exists) and in `stop` (after it ended), so every trial has
+whole-trial totals however short it is; the thread adds one snapshot per interval in between.
+"""
+
+from __future__ import annotations
+
+import platform
+import threading
+from typing import Any, Protocol
+
+from fairmark.run.hooks import Artifact, HookContext, TrialHook
+from fairmark.run.monitors.base import Snapshot, build_series
+
+
+class Reader(Protocol):
+    def snapshot(self) -> Snapshot: ...
+
+
+def reader_for(system: str | None = None) -> Reader | None:
+    system = system or platform.system()
+    if system == "Linux":
+        from fairmark.run.monitors.linux import LinuxReader
+
+        return LinuxReader()
+    if system == "FreeBSD":
+        from fairmark.run.monitors.freebsd import FreeBSDReader
+
+        return FreeBSDReader()
+    return None
+
+
+class SystemMonitor(TrialHook):
+    name = "monitor.system"
+
+    def __init__(self, interval_s: float = 1.0, reader: Reader | None = None):
+        if interval_s <= 0:
+            raise ValueError("monitor interval must be > 0 seconds")
+        self.interval_s = interval_s
+        self.os_name = platform.system().lower()
+        self.reader = reader or reader_for()
+        if self.reader is None:
+            self.unavailable = (
+                f"no system monitor for {platform.system()} (Linux /proc and FreeBSD sysctl only)"
+            )
+        self._snaps: list[Snapshot] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.errors: list[str] = []
+
+    def start(self, ctx: HookContext) -> None:
+        self._snaps = [self.reader.snapshot()]
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._loop, name=f"fairmark-monitor-{ctx.trial_id}", daemon=True
+        )
+        self._thread.start()
+
+    def _loop(self) -> None:
+        # Event.wait sleeps without polling; a stop request ends the wait at once.
+        while not self._stop.wait(self.interval_s):
+            try:
+                self._snaps.append(self.reader.snapshot())
+            except (
+                Exception
+            ) as exc:  # a failed sample must not kill the trial; it is reported in the artifact
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._snaps.append(self.reader.snapshot())
+        series = build_series(self._snaps, os_name=self.os_name, interval_s=self.interval_s)
+        if self.errors:
+            series["sample_errors"] = self.errors[:10]
+            self.errors = []
+        self._snaps = []
+        return [Artifact(kind="monitor", name="system", content_type="application/json", data=series)]
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
