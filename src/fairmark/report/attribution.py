@@ -1,0 +1,277 @@
+"""What a cell's trials spent their time on, in one sentence, and USE-style warnings.
+
+Seed 000's lesson: a debug kernel left lzbench unchanged because lzbench never left user space. So for
+every cell fairmark says where the CPU time went — from rusage (exactly the trial's process tree) and from
+the monitor series (system-wide: also the server a client talks to, iowait, steal, run queue, swap) — and
+how much of the time a kernel or system change could move at most.
+
+Pure functions over plain numbers and the monitor series' JSON (see run/monitors/base.py); no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+USER_BOUND_PCT = 95.0  # at or above: a kernel change can move at most ~5% of the time
+SYSTEM_HEAVY_PCT = 50.0
+# When the trial's own processes used less than this share of the busy CPU time the monitor saw, the work
+# happens elsewhere (a server started by the adapter): describe the system-wide split instead.
+OWN_SHARE_MIN = 0.5
+IOWAIT_FLAG_PCT = 5.0
+STEAL_FLAG_PCT = 2.0
+PSI_MEMORY_FLAG_PCT = 5.0
+SYSTEM_CHANGE_KEYS = ("sysctl", "mount", "cpus", "online_cpus", "thp", "governor", "aslr", "tuning", "kernel")
+
+
+@dataclass(frozen=True)
+class UseFlag:
+    key: str  # cpu_saturation, iowait, swap, steal, memory_pressure
+    message: str
+
+
+@dataclass(frozen=True)
+class Attribution:
+    workload: str
+    user_pct: float
+    system_pct: float
+    iowait_pct: float | None  # None: not measured (no monitor, or FreeBSD)
+    source: str  # "rusage" (the trial's processes) or "system-wide" (monitor)
+    cpu_busy_ratio: float | None  # CPU seconds per wall second of the trial's processes
+    sentence: str
+    flags: tuple[UseFlag, ...] = field(default_factory=tuple)
+
+    @property
+    def user_bound(self) -> bool:
+        return self.user_pct >= USER_BOUND_PCT
+
+    @property
+    def kernel_pct(self) -> float:
+        return 100.0 - self.user_pct
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "user_pct": self.user_pct,
+            "system_pct": self.system_pct,
+            "iowait_pct": self.iowait_pct,
+            "source": self.source,
+            "cpu_busy_ratio": self.cpu_busy_ratio,
+            "sentence": self.sentence,
+            "flags": [{"key": f.key, "message": f.message} for f in self.flags],
+        }
+
+
+@dataclass(frozen=True)
+class CpuSeconds:
+    user: float = 0.0
+    system: float = 0.0
+    iowait: float | None = None
+    steal: float | None = None
+    idle: float = 0.0
+    wall: float = 0.0
+
+
+def monitor_cpu_seconds(series: Iterable[Mapping[str, Any]]) -> CpuSeconds | None:
+    """Sum the system-wide CPU seconds per state over the trials' monitor series."""
+    total: dict[str, float] = {}
+    wall, seen = 0.0, False
+    for s in series:
+        tot = s.get("totals") or {}
+        pct, w, ncpu = tot.get("cpu_pct") or {}, tot.get("wall_s") or 0.0, s.get("ncpu") or 1
+        for state, value in pct.items():
+            if value is not None:
+                total[state] = total.get(state, 0.0) + value / 100.0 * w * ncpu
+        wall += w
+        seen = seen or bool(pct)
+    if not seen:
+        return None
+    return CpuSeconds(
+        user=total.get("user", 0.0),
+        system=total.get("system", 0.0),
+        iowait=total.get("iowait"),
+        steal=total.get("steal"),
+        idle=total.get("idle", 0.0),
+        wall=wall,
+    )
+
+
+def rusage_seconds(trials: Iterable[Mapping[str, Any]]) -> CpuSeconds | None:
+    """Sum user/system/wall over finished, non-warm-up trials (failed ones measured something else)."""
+    user = system = wall = 0.0
+    n = 0
+    for t in trials:
+        if t.get("warmup") or t.get("status", "ok") != "ok" or t.get("user_s") is None:
+            continue
+        user += t["user_s"]
+        system += t.get("sys_s") or 0.0
+        wall += t.get("wall_s") or 0.0
+        n += 1
+    return CpuSeconds(user=user, system=system, wall=wall) if n else None
+
+
+def attribute(
+    workload: str,
+    trials: Sequence[Mapping[str, Any]],
+    series: Sequence[Mapping[str, Any]] = (),
+) -> Attribution | None:
+    """The attribution of one cell; None when nothing was measured (no successful trial, no monitor)."""
+    own = rusage_seconds(trials)
+    mon = monitor_cpu_seconds(series)
+    split, source = _choose_split(own, mon)
+    if split is None:
+        return None
+    iowait = mon.iowait if mon else None
+    denom = split.user + split.system + (iowait or 0.0)
+    if denom <= 0:
+        return None
+    user_pct = 100.0 * split.user / denom
+    system_pct = 100.0 * split.system / denom
+    iowait_pct = None if iowait is None else 100.0 * iowait / denom
+    busy = (own.user + own.system) / own.wall if own and own.wall > 0 else None
+    sentence = describe(workload, user_pct, system_pct, iowait_pct, source, busy)
+    return Attribution(workload, user_pct, system_pct, iowait_pct, source, busy, sentence, use_flags(series))
+
+
+def _choose_split(own: CpuSeconds | None, mon: CpuSeconds | None) -> tuple[CpuSeconds | None, str]:
+    if own is None:
+        return mon, "system-wide"
+    if mon is not None and (own.user + own.system) < OWN_SHARE_MIN * (mon.user + mon.system):
+        return mon, "system-wide"
+    return own, "rusage"
+
+
+FRACTIONS = (
+    (0.10, "a tenth"),
+    (0.20, "a fifth"),
+    (0.25, "a quarter"),
+    (1 / 3, "a third"),
+    (0.50, "half"),
+    (2 / 3, "two thirds"),
+    (0.75, "three quarters"),
+)
+
+
+def fraction_words(share: float) -> str:
+    """0.21 → 'a fifth': how the seed talks about it, and honest about the precision of a CPU split."""
+    if share < 0.08:
+        return f"{100 * share:.0f}%"
+    if share > 0.85:
+        return "nearly all"
+    return min(FRACTIONS, key=lambda f: abs(f[0] - share))[1]
+
+
+def describe(
+    workload: str,
+    user_pct: float,
+    system_pct: float,
+    iowait_pct: float | None,
+    source: str,
+    busy: float | None = None,
+) -> str:
+    where = " (system-wide: the work runs outside the trial's processes, e.g. in a server)" * (
+        source == "system-wide"
+    )
+    if user_pct >= USER_BOUND_PCT:
+        return (
+            f"{workload}: {user_pct:.0f}% user time{where} — insensitive to kernel debug options "
+            f"(seed 000's lzbench case): a kernel change can move at most about {100 - user_pct:.0f}% of it"
+        )
+    parts = f"{user_pct:.0f}% user, {system_pct:.0f}% system"
+    if iowait_pct is not None and iowait_pct >= 0.5:
+        parts += f", {iowait_pct:.0f}% iowait"
+    kernel = (100.0 - user_pct) / 100.0
+    if system_pct >= SYSTEM_HEAVY_PCT:
+        tail = "kernel-bound: a kernel change (debug options, locking, mitigations) shows up here in full"
+    else:
+        tail = f"a kernel change can move at most about {fraction_words(kernel)} of this time"
+    waiting = ""
+    if busy is not None and busy < 0.3 and source == "rusage":
+        waiting = f"; its processes were on a CPU only {100 * busy:.0f}% of the wall time (waiting)"
+    return f"{workload}: {parts}{where} — {tail}{waiting}"
+
+
+def use_flags(series: Sequence[Mapping[str, Any]]) -> tuple[UseFlag, ...]:
+    """USE-method warnings from the monitor series: saturation, and what makes numbers meaningless."""
+    if not series:
+        return ()
+    flags = []
+    ncpu = max(s.get("ncpu") or 1 for s in series)
+    runq = [x for s in series for x in (s.get("gauges") or {}).get("runq", []) if x is not None]
+    if runq and sum(runq) / len(runq) > ncpu:
+        flags.append(
+            UseFlag(
+                "cpu_saturation",
+                f"CPU saturated: run queue averaged {sum(runq) / len(runq):.1f} (peak {max(runq):.0f}) "
+                f"on {ncpu} CPUs — tasks waited for a CPU",
+            )
+        )
+    mon = monitor_cpu_seconds(series)
+    if mon is not None:
+        flags += _share_flags(mon)
+    flags += _swap_and_pressure(series)
+    return tuple(flags)
+
+
+def _share_flags(mon: CpuSeconds) -> list[UseFlag]:
+    total = mon.user + mon.system + mon.idle + (mon.iowait or 0.0) + (mon.steal or 0.0)
+    if total <= 0:
+        return []
+    out = []
+    if mon.iowait is not None and 100 * mon.iowait / total >= IOWAIT_FLAG_PCT:
+        out.append(
+            UseFlag(
+                "iowait", f"I/O wait {100 * mon.iowait / total:.0f}% of CPU time — the disk is in the result"
+            )
+        )
+    if mon.steal is not None and 100 * mon.steal / total >= STEAL_FLAG_PCT:
+        out.append(
+            UseFlag(
+                "steal",
+                f"steal {100 * mon.steal / total:.1f}% — the hypervisor took CPU from this VM: noise "
+                "that no variant caused",
+            )
+        )
+    return out
+
+
+def _swap_and_pressure(series: Sequence[Mapping[str, Any]]) -> list[UseFlag]:
+    out = []
+    pages_in = sum((s.get("totals") or {}).get("counters", {}).get("swap_in_pages", 0) for s in series)
+    pages_out = sum((s.get("totals") or {}).get("counters", {}).get("swap_out_pages", 0) for s in series)
+    if pages_in or pages_out:
+        out.append(
+            UseFlag(
+                "swap",
+                f"swapping: {pages_in:.0f} pages in, {pages_out:.0f} out — memory is short; "
+                "the result measures the swap device",
+            )
+        )
+    psi = [
+        x
+        for s in series
+        for x in (s.get("rates_per_s") or {}).get("psi_memory_some_pct", [])
+        if x is not None
+    ]
+    if psi and max(psi) >= PSI_MEMORY_FLAG_PCT:
+        out.append(
+            UseFlag("memory_pressure", f"memory pressure: tasks stalled on memory up to {max(psi):.0f}%")
+        )
+    return out
+
+
+def is_system_change(variant: Mapping[str, Any]) -> bool:
+    """Does this variant differ by a kernel/system property (rather than env vars or the command)?"""
+    return any(variant.get(key) not in (None, {}, [], "", False) for key in SYSTEM_CHANGE_KEYS)
+
+
+def verdict_caveat(attribution: Attribution | None, system_change: bool) -> str | None:
+    """The caveat a verdict carries when it compares a system property on a user-bound cell."""
+    if attribution is None or not system_change or not attribution.user_bound:
+        return None
+    return (
+        f"caveat: this cell spends {attribution.user_pct:.0f}% of its CPU time in user space, so a kernel or "
+        f"system change can move at most about {attribution.kernel_pct:.0f}% of it — "
+        "'no difference' here says little about the change in general"
+    )
