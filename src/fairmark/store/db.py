@@ -104,7 +104,8 @@ class Store:
                 version = int(row[0])
                 if version > S.SCHEMA_VERSION:
                     raise StoreError(
-                        f"store schema version {version} is newer than this fairmark ({S.SCHEMA_VERSION}); upgrade"
+                        f"store schema version {version} is newer than this fairmark "
+                        f"({S.SCHEMA_VERSION}); upgrade fairmark"
                     )
                 for v in range(version + 1, S.SCHEMA_VERSION + 1):
                     S.MIGRATIONS[v](conn)

@@ -1,0 +1,94 @@
+"""Progress of a run on the terminal: a rich live bar when interactive, one plain line per trial otherwise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from fairmark.console import console
+from fairmark.plan.model import RunPolicy
+from fairmark.run.runner import Progress as RunnerProgress
+from fairmark.stats import format_value
+
+
+def _estimate(ev: dict[str, Any]) -> str:
+    if ev.get("mean") is None:
+        return ""
+    return f"{format_value(ev['mean'], ev.get('ci_half_width'), ev.get('unit', ''))}"
+
+
+class TerminalProgress(RunnerProgress):
+    def __init__(self) -> None:
+        self.bar: Progress | None = None
+        self.task: Any = None
+        self.cells = 0
+        self.policy: RunPolicy | None = None
+        self.done = 0
+
+    def started(self, run_id: str, cells: int, policy: RunPolicy) -> None:
+        self.cells, self.policy = cells, policy
+        console.note(
+            f"run {run_id}: {cells} cell(s), {policy.min_trials}–{policy.max_trials} trials each, "
+            f"target CI ±{policy.target_ci_pct:g}% at {policy.confidence:g}%"
+        )
+        if console.interactive:
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=console.human,
+                transient=True,
+            )
+            self.bar.start()
+            total = cells * (policy.min_trials + policy.warmup)
+            self.task = self.bar.add_task("starting", total=total)
+
+    def workload(self, name: str, phase: str) -> None:
+        if phase == "setup":
+            console.note(f"workload {name}: setting up")
+
+    def trial(self, ev: dict[str, Any]) -> None:
+        self.done += 1
+        tag = "warm-up" if ev["warmup"] else f"trial {ev['n']}/{ev['max_trials']}"
+        if ev["status"] == "ok":
+            value = format_value(ev["value"], None, ev["unit"]) if ev["value"] is not None else "?"
+            est = _estimate(ev)
+            msg = f"{ev['cell']}  {tag}  {value}" + (f"  (mean {est}, n={ev['n']})" if est else "")
+        else:
+            msg = f"{ev['cell']}  {tag}  {ev['status'].upper()}: {ev['error']}"
+        if self.bar is not None:
+            self.bar.update(
+                self.task,
+                completed=self.done,
+                total=max(self.bar.tasks[0].total or 0, self.done + 1),
+                description=escape(msg),
+            )
+        else:
+            console.err.print(f"[{self.done:4d}] {escape(msg)}", highlight=False)
+
+    def cell_stopped(self, key: str, status: str, reason: str) -> None:
+        line = f"{key}: {'abandoned — ' if status == 'abandoned' else 'stopped — '}{reason}"
+        if self.bar is not None:
+            self.bar.console.print(escape(line))
+        else:
+            console.note(line)
+
+    def note(self, message: str) -> None:
+        console.note(message)
+
+    def finished(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None

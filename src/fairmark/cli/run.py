@@ -1,0 +1,221 @@
+"""`fairmark run PLAN` and `fairmark resume RUN`."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any
+
+import click
+
+from fairmark.cli.common import common_options, open_store
+from fairmark.console import console
+from fairmark.errors import GateTripped
+from fairmark.plan.load import LoadedPlan, load_plan, parse_plan
+from fairmark.report.data import RunReport, load_report
+from fairmark.run.hooks import TrialHook
+from fairmark.run.lock import HostLock
+from fairmark.run.runner import Runner, RunOptions
+
+
+def _hooks(monitors: bool, interval: float, profile: str | None) -> list[TrialHook]:
+    hooks: list[TrialHook] = []
+    if monitors:
+        from fairmark.run.monitors import default_hooks
+
+        hooks += default_hooks(interval)
+    if profile:
+        from fairmark.run.profiles import hooks_for
+
+        hooks += hooks_for([p.strip() for p in profile.split(",") if p.strip()])
+    for h in hooks:
+        if h.unavailable:
+            console.warn(f"{h.name}: not available here — {h.unavailable}; continuing without it")
+    return [h for h in hooks if not h.unavailable]
+
+
+def _gate(report: RunReport, fail_on_regression: float | None) -> None:
+    if fail_on_regression is None:
+        return
+    worse = [
+        v
+        for v in report.verdicts
+        if v.significant
+        and v.comparison.get("change") == "worse"
+        and abs(v.comparison.get("percent") or 0) >= fail_on_regression
+    ]
+    if worse:
+        lines = "; ".join(f"{v.group} {v.metric} {v.variant}: {v.sentence}" for v in worse)
+        raise GateTripped(f"regression beyond {fail_on_regression:g}%: {lines}")
+
+
+def _finish(store: Any, run_id: str, fail_on_regression: float | None) -> None:
+    report = load_report(store, run_id)
+    if console.json_mode:
+        console.emit_json(report.to_dict())
+    else:
+        from fairmark.report.terminal import render
+
+        console.print()
+        render(report)
+        console.note(f"stored as run {run_id} in {store.url}; `fairmark show {run_id[:8]}` shows it again")
+    _gate(report, fail_on_regression)
+
+
+def _execute(
+    loaded: LoadedPlan,
+    options: RunOptions,
+    *,
+    resume: str | None,
+    allow_concurrent: bool,
+    fail_on_regression: float | None,
+) -> None:
+    from fairmark.cli._progress import TerminalProgress
+
+    store = open_store()
+    runner = Runner(loaded, store, options, progress=TerminalProgress())
+    with HostLock({"plan": loaded.path, "run_id": resume or ""}, allow_concurrent=allow_concurrent) as lock:
+        for note in lock.notes:
+            console.warn(note)
+        run_id = runner.resume(resume) if resume else runner.start()
+    _finish(store, run_id, fail_on_regression)
+
+
+_run_options = [
+    click.option(
+        "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
+    ),
+    click.option(
+        "--fail-on-regression",
+        type=float,
+        metavar="PCT",
+        help="Exit 1 when any variant is significantly worse than the baseline by PCT% or more.",
+    ),
+    click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials."),
+    click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S"),
+    click.option("--profile", metavar="LIST", help="Profilers to attach: cpu,locks,syscalls."),
+]
+
+
+def _with(options: list[Any]):
+    def deco(f: Any) -> Any:
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+
+    return deco
+
+
+@click.command()
+@click.argument("plan", type=click.Path(dir_okay=False))
+@click.option("--quick", is_flag=True, help="Few trials and the plan's [quick] parameters: a first look.")
+@click.option("--seed", type=int, help="Seed of the randomized trial order (default: random, recorded).")
+@click.option("--accept-risk", is_flag=True, help="Run despite doctor errors; every report will say so.")
+@click.option(
+    "--dry-run", is_flag=True, help="Check the plan and print what would run and change; run nothing."
+)
+@click.option("--keep-scratch", is_flag=True, help="Keep per-trial scratch directories (for debugging).")
+@_with(_run_options)
+@common_options
+def run(
+    plan: str,
+    quick: bool,
+    seed: int | None,
+    accept_risk: bool,
+    dry_run: bool,
+    keep_scratch: bool,
+    allow_concurrent: bool,
+    fail_on_regression: float | None,
+    no_monitors: bool,
+    monitor_interval: float,
+    profile: str | None,
+) -> None:
+    """Run PLAN: interleaved trials of every cell, stored as they finish, then the verdicts."""
+    loaded = load_plan(plan)
+    if dry_run:
+        _dry_run(loaded, quick)
+        return
+    options = RunOptions(
+        quick=quick,
+        seed=seed,
+        accept_risk=accept_risk,
+        keep_scratch=keep_scratch,
+        command_line=shlex.join(["fairmark", *sys.argv[1:]]),
+        hooks=_hooks(not no_monitors, monitor_interval, profile),
+    )
+    _execute(
+        loaded, options, resume=None, allow_concurrent=allow_concurrent, fail_on_regression=fail_on_regression
+    )
+
+
+@click.command()
+@click.argument("run_ref", metavar="RUN")
+@_with(_run_options)
+@common_options
+def resume(
+    run_ref: str,
+    allow_concurrent: bool,
+    fail_on_regression: float | None,
+    no_monitors: bool,
+    monitor_interval: float,
+    profile: str | None,
+) -> None:
+    """Continue an interrupted run: finished trials are kept, the interrupted one is re-run."""
+    stored = open_store().get_run(run_ref)
+    loaded = LoadedPlan(
+        plan=parse_plan(stored.plan_text, stored.plan_path), path=stored.plan_path, text=stored.plan_text
+    )
+    opts = stored.options or {}
+    options = RunOptions(
+        quick=bool(opts.get("quick")),
+        seed=stored.seed,
+        accept_risk=stored.accept_risk,
+        command_line=stored.command_line,
+        hooks=_hooks(not no_monitors, monitor_interval, profile),
+    )
+    _execute(
+        loaded,
+        options,
+        resume=stored.id,
+        allow_concurrent=allow_concurrent,
+        fail_on_regression=fail_on_regression,
+    )
+
+
+def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
+    from fairmark.plan.schedule import cells_of
+    from fairmark.run.runner import state_dir
+    from fairmark.run.variants.basic import command_for
+    from fairmark.run.variants.system import SystemState
+
+    plan = loaded.plan
+    policy = plan.policy(quick)
+    cells = cells_of(plan)
+    system = SystemState(plan, state_dir=state_dir(), dry_run=True)
+    changes = system.describe() if hasattr(system, "describe") else {}
+    doc = {
+        "plan": loaded.path,
+        "policy": policy.model_dump(),
+        "cells": [c.key for c in cells],
+        "commands": {
+            c.key: command_for(plan.workload_named(c.workload), plan.variant_named(c.variant)) for c in cells
+        },
+        "system_changes": changes,
+    }
+    if console.json_mode:
+        console.emit_json(doc)
+        return
+    console.text(
+        f"plan {loaded.path}: {len(cells)} cell(s); {policy.warmup} warm-up + {policy.min_trials}–"
+        f"{policy.max_trials} trials each, target CI ±{policy.target_ci_pct:g}% at {policy.confidence:g}%"
+    )
+    for key, argv in doc["commands"].items():
+        console.text(f"  {key}: {shlex.join(argv) if argv else '(tool adapter)'}")
+    for variant, items in (changes or {}).items():
+        for item in items:
+            console.text(f"  variant {variant} would change: {item}")
+    if not changes:
+        console.text("  no system changes (env/wrap/command variants only)")
+
+
+commands = [run, resume]

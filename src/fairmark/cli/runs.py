@@ -1,0 +1,60 @@
+"""`fairmark runs` and `fairmark show RUN`."""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from fairmark.cli.common import common_options, open_store
+from fairmark.console import console
+from fairmark.report.data import load_report
+
+
+@click.command()
+@click.option("--limit", type=int, default=50, show_default=True)
+@common_options
+def runs(limit: int) -> None:
+    """List the runs in the store, newest first."""
+    store = open_store()
+    rows = store.list_runs(limit)
+    if console.json_mode:
+        console.emit_json({"store": store.url, "runs": rows})
+        return
+    if not rows:
+        console.text(f"no runs in {store.url}")
+        return
+    t = Table(title=f"runs in {store.url}", title_justify="left")
+    for col in ("id", "started", "status", "plan", "cells", "trials ok/all", "risk"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(
+            r["id"][:8],
+            f"{r['started_at']:%Y-%m-%d %H:%M}",
+            r["status"],
+            escape(r["title"] or r["plan_path"]),
+            str(r["cells"]),
+            f"{r['trials_ok']}/{r['trials']}",
+            "accept-risk" if r["accept_risk"] else "",
+        )
+    console.print(t)
+
+
+@click.command()
+@click.argument("run_ref", metavar="RUN", default="last")
+@click.option(
+    "-w", "--width", type=int, default=74, show_default=True, help="Width of the ministat-style plot."
+)
+@common_options
+def show(run_ref: str, width: int) -> None:
+    """Terminal report of a run (RUN: id, unique prefix, or 'last')."""
+    report = load_report(open_store(), run_ref)
+    if console.json_mode:
+        console.emit_json(report.to_dict())
+        return
+    from fairmark.report.terminal import render
+
+    render(report, plot_width=width)
+
+
+commands = [runs, show]

@@ -1,0 +1,394 @@
+"""The read model of a stored run: everything a report shows, computed from the store alone.
+
+Reports (terminal, text, HTML, exports) read only this, so a report can be made later, elsewhere, from an
+imported bundle. Verdicts compare each variant's cell with the baseline variant's cell of the same group
+(workload × sweep point) on the workload's declared metrics; Benjamini-Hochberg controls the false discovery
+rate across all comparisons of the run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from fairmark.plan.model import BUILTIN_METRICS
+from fairmark.stats import benjamini_hochberg, compare, describe, sample_warnings
+from fairmark.store.db import RunRecord, Store
+
+MIN_N = 3  # ministat's floor: fewer values give no statistics
+
+
+@dataclass(frozen=True)
+class CellReport:
+    id: int
+    key: str
+    group: str
+    workload: str
+    variant: str
+    point: tuple[tuple[str, Any], ...]
+    status: str
+    stop_reason: str | None
+    primary_metric: str
+    metrics: tuple[dict[str, str], ...]  # [{name, unit, better}], primary first
+    command: list[str] | None
+    trials: tuple[dict[str, Any], ...]
+    values: dict[str, list[float]]  # metric → values of ok, measured (non-warm-up) trials, in trial order
+    summaries: dict[str, dict[str, Any]]
+    warnings: tuple[str, ...]
+
+    @property
+    def n_ok(self) -> int:
+        return sum(1 for t in self.trials if t["status"] == "ok" and not t["warmup"])
+
+    @property
+    def n_failed(self) -> int:
+        return sum(1 for t in self.trials if t["status"] != "ok")
+
+    def spec(self, metric: str) -> dict[str, str]:
+        return next(
+            (m for m in self.metrics if m["name"] == metric), {"name": metric, "unit": "", "better": "lower"}
+        )
+
+    @property
+    def verdict_metrics(self) -> list[str]:
+        """Declared metrics get verdicts; the executor's built-ins only when one of them is the primary."""
+        return [
+            m["name"]
+            for m in self.metrics
+            if m["name"] == self.primary_metric or m["name"] not in BUILTIN_METRICS
+        ]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    group: str
+    workload: str
+    point: tuple[tuple[str, Any], ...]
+    metric: str
+    unit: str
+    baseline: str
+    variant: str
+    comparison: dict[str, Any]
+    fdr_significant: bool
+
+    @property
+    def significant(self) -> bool:
+        return bool(self.comparison["significant"])
+
+    @property
+    def sentence(self) -> str:
+        return str(self.comparison["sentence"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "workload": self.workload,
+            "point": [list(p) for p in self.point],
+            "metric": self.metric,
+            "unit": self.unit,
+            "baseline": self.baseline,
+            "variant": self.variant,
+            "fdr_significant": self.fdr_significant,
+        } | self.comparison
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    value: Any
+    n: int
+    mean: float
+    ci_half_width: float
+    speedup: float  # mean ÷ first point's mean, oriented so that > 1 is better
+    efficiency: float | None  # speedup ÷ (value ÷ first value) for numeric sweeps
+
+
+@dataclass(frozen=True)
+class Scaling:
+    workload: str
+    variant: str
+    parameter: str
+    metric: str
+    unit: str
+    points: tuple[ScalingPoint, ...]
+    peak: Any
+    declines_after_peak: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "variant": self.variant,
+            "parameter": self.parameter,
+            "metric": self.metric,
+            "unit": self.unit,
+            "peak": self.peak,
+            "declines_after_peak": self.declines_after_peak,
+            "points": [vars(p) for p in self.points],
+        }
+
+
+@dataclass(frozen=True)
+class RunReport:
+    run: RunRecord
+    cells: tuple[CellReport, ...]
+    verdicts: tuple[Verdict, ...]
+    findings: tuple[dict[str, Any], ...]
+    scaling: tuple[Scaling, ...]
+    confidence: float
+    baseline: str
+    store: Store = field(repr=False, compare=False)
+
+    def artifacts(self, kind: str | None = None) -> list[dict[str, Any]]:
+        return self.store.artifacts(self.run.id, kind)
+
+    def groups(self) -> dict[str, list[CellReport]]:
+        out: dict[str, list[CellReport]] = defaultdict(list)
+        for c in self.cells:
+            out[c.group].append(c)
+        return dict(out)
+
+    def to_dict(self, *, trials: bool = True) -> dict[str, Any]:
+        run = self.run.to_dict()
+        return {
+            "run": run,
+            "confidence": self.confidence,
+            "baseline": self.baseline,
+            "findings": [_jsonable(f) for f in self.findings],
+            "cells": [_cell_dict(c, trials) for c in self.cells],
+            "verdicts": [v.to_dict() for v in self.verdicts],
+            "scaling": [s.to_dict() for s in self.scaling],
+        }
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
+
+
+def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "key": c.key,
+        "group": c.group,
+        "workload": c.workload,
+        "variant": c.variant,
+        "point": [list(p) for p in c.point],
+        "status": c.status,
+        "stop_reason": c.stop_reason,
+        "primary_metric": c.primary_metric,
+        "metrics": list(c.metrics),
+        "command": c.command,
+        "n_ok": c.n_ok,
+        "n_failed": c.n_failed,
+        "summaries": c.summaries,
+        "warnings": list(c.warnings),
+        "values": c.values,
+    }
+    if trials:
+        d["trials"] = [_trial_dict(t) for t in c.trials]
+    return d
+
+
+def _trial_dict(t: dict[str, Any]) -> dict[str, Any]:
+    keep = (
+        "id",
+        "seq",
+        "round",
+        "warmup",
+        "status",
+        "started_at",
+        "wall_s",
+        "user_s",
+        "sys_s",
+        "max_rss_kib",
+        "exit_code",
+        "signal",
+        "error",
+        "argv",
+        "samples",
+        "stdout_tail",
+        "stderr_tail",
+    )
+    return _jsonable({k: t.get(k) for k in keep})
+
+
+def _group(workload: str, point: list[list[Any]]) -> str:
+    return workload + (f"[{','.join(f'{k}={v}' for k, v in point)}]" if point else "")
+
+
+def load_report(store: Store, run_ref: str) -> RunReport:
+    run = store.get_run(run_ref)
+    policy = (run.options or {}).get("policy", {})
+    confidence = float(policy.get("confidence", 95.0))
+    baseline = policy.get("baseline") or _plan_baseline(run)
+    samples_by_trial: dict[str, dict[str, float]] = defaultdict(dict)
+    for s in store.samples(run.id):
+        samples_by_trial[s["trial_id"]][s["metric"]] = s["value"]
+    trials_by_cell: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for t in store.trials(run.id):
+        t["samples"] = samples_by_trial.get(t["id"], {})
+        trials_by_cell[t["cell_id"]].append(t)
+    cells = tuple(_cell(c, trials_by_cell.get(c["id"], []), confidence) for c in store.cells(run.id))
+    verdicts = _verdicts(cells, baseline, confidence)
+    return RunReport(
+        run=run,
+        cells=cells,
+        verdicts=verdicts,
+        findings=tuple(store.findings(run.id)),
+        scaling=_scaling(cells, confidence),
+        confidence=confidence,
+        baseline=baseline,
+        store=store,
+    )
+
+
+def _plan_baseline(run: RunRecord) -> str:
+    from fairmark.plan.load import parse_plan
+
+    try:
+        return parse_plan(run.plan_text, run.plan_path).baseline
+    except Exception:  # an imported bundle from a newer plan format: fall back to the first cell's variant
+        return ""
+
+
+def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) -> CellReport:
+    metrics = tuple(c["metrics"] or [])
+    values: dict[str, list[float]] = {m["name"]: [] for m in metrics}
+    for t in trials:
+        if t["status"] == "ok" and not t["warmup"]:
+            for name, v in t["samples"].items():
+                values.setdefault(name, []).append(v)
+    summaries = {m: describe(v, confidence).to_dict() for m, v in values.items() if len(v) >= 1}
+    primary = values.get(c["primary_metric"], [])
+    warnings = tuple(sample_warnings(primary)) if len(primary) >= MIN_N else ()
+    if len(primary) < MIN_N:
+        warnings = (f"only {len(primary)} measured trial(s): no statistics (ministat needs ≥ 3)",)
+    elif len(primary) < 6:
+        warnings += (f"only {len(primary)} measured trials: the CI is wide; 6 or more are advised",)
+    point = tuple((k, v) for k, v in c["point"])
+    return CellReport(
+        id=c["id"],
+        key=c["key"],
+        group=_group(c["workload"], c["point"]),
+        workload=c["workload"],
+        variant=c["variant"],
+        point=point,
+        status=c["status"],
+        stop_reason=c["stop_reason"],
+        primary_metric=c["primary_metric"],
+        metrics=metrics,
+        command=c["command"],
+        trials=tuple(trials),
+        values=values,
+        summaries=summaries,
+        warnings=warnings,
+    )
+
+
+def _verdicts(cells: tuple[CellReport, ...], baseline: str, confidence: float) -> tuple[Verdict, ...]:
+    raw: list[tuple[CellReport, CellReport, str]] = []
+    by_group: dict[str, list[CellReport]] = defaultdict(list)
+    for c in cells:
+        by_group[c.group].append(c)
+    for members in by_group.values():
+        base = next((c for c in members if c.variant == baseline), members[0])
+        for other in members:
+            if other is base:
+                continue
+            for metric in base.verdict_metrics:
+                a, b = base.values.get(metric, []), other.values.get(metric, [])
+                if len(a) >= MIN_N and len(b) >= MIN_N:
+                    raw.append((base, other, metric))
+    comps = [
+        compare(
+            a.values[m],
+            b.values[m],
+            confidence=confidence,
+            better=a.spec(m)["better"],
+            name_baseline=a.variant,
+            name_other=b.variant,
+            unit=a.spec(m)["unit"],
+        ).to_dict()
+        for a, b, m in raw
+    ]
+    pvals = [c.get("p_value") for c in comps]
+    fdr = (
+        benjamini_hochberg(
+            [p if p is not None and math.isfinite(p) else 1.0 for p in pvals], alpha=1 - confidence / 100
+        )
+        if comps
+        else []
+    )
+    return tuple(
+        Verdict(
+            group=a.group,
+            workload=a.workload,
+            point=a.point,
+            metric=m,
+            unit=a.spec(m)["unit"],
+            baseline=a.variant,
+            variant=b.variant,
+            comparison=comp,
+            fdr_significant=bool(q),
+        )
+        for (a, b, m), comp, q in zip(raw, comps, fdr, strict=True)
+    )
+
+
+def _scaling(cells: tuple[CellReport, ...], confidence: float) -> tuple[Scaling, ...]:
+    series: dict[tuple[str, str, str], list[CellReport]] = defaultdict(list)
+    for c in cells:
+        if len(c.point) == 1:  # a curve needs exactly one swept parameter
+            series[(c.workload, c.variant, c.point[0][0])].append(c)
+    out = []
+    for (workload, variant, param), members in series.items():
+        members = [c for c in members if len(c.values.get(c.primary_metric, [])) >= 2]
+        if len(members) < 2:
+            continue
+        metric = members[0].primary_metric
+        spec = members[0].spec(metric)
+        higher = spec["better"] == "higher"
+        pts = []
+        first = describe(members[0].values[metric], confidence)
+        x0 = members[0].point[0][1]
+        for c in members:
+            s = describe(c.values[metric], confidence)
+            speedup = (
+                (s.mean / first.mean if higher else first.mean / s.mean)
+                if first.mean and s.mean
+                else math.nan
+            )
+            x = c.point[0][1]
+            eff = (
+                speedup / (x / x0)
+                if isinstance(x, int | float) and isinstance(x0, int | float) and x0
+                else None
+            )
+            pts.append(ScalingPoint(x, s.n, s.mean, s.ci_half_width, speedup, eff))
+        best = max(range(len(pts)), key=lambda i: pts[i].speedup)
+        peak = pts[best]
+        # "Declines" only when a later point is worse than the peak by more than both CIs together.
+        declines = any(
+            ((peak.mean - p.mean) if higher else (p.mean - peak.mean)) > peak.ci_half_width + p.ci_half_width
+            for p in pts[best + 1 :]
+        )
+        out.append(Scaling(workload, variant, param, metric, spec["unit"], tuple(pts), peak.value, declines))
+    return tuple(out)
+
+
+def store_verdicts(store: Store, run_id: str) -> None:
+    report = load_report(store, run_id)
+    store.replace_verdicts(
+        run_id,
+        [
+            {
+                "group": v.group,
+                "metric": v.metric,
+                "baseline": v.baseline,
+                "variant": v.variant,
+                "significant": v.significant,
+                "sentence": v.sentence,
+                "data": v.to_dict(),
+            }
+            for v in report.verdicts
+        ],
+    )

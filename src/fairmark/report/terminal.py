@@ -1,0 +1,142 @@
+"""`fairmark show` and the end of `fairmark run`: per workload a table (variants as rows), the ministat-style
+plot, verdict sentences, scaling data, warnings and findings. Digits are rounded to what the CI supports."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from fairmark.console import console
+from fairmark.report.data import CellReport, RunReport
+from fairmark.report.ministat import ascii_plot
+from fairmark.stats import format_value
+
+
+def _header(r: RunReport) -> None:
+    run = r.run
+    title = f" — {run.title}" if run.title else ""
+    console.print(f"[bold]run {run.id}[/bold]{escape(title)}")
+    console.text(
+        f"plan {run.plan_path} (sha256 {run.plan_sha256[:12]}), seed {run.seed}, status {run.status}, "
+        f"started {run.started_at:%Y-%m-%d %H:%M:%S}, fairmark {run.fairmark_version}"
+    )
+    if run.options.get("quick"):
+        console.print(
+            "[yellow]quick run: few trials and short parameters — a first look, not a result to quote[/]"
+        )
+    if run.accept_risk:
+        console.print(
+            "[bold red]RUN WITH --accept-risk: the doctor found errors that can invalidate these "
+            "numbers (see findings below)[/bold red]"
+        )
+
+
+def _cell_row(c: CellReport, verdict: str) -> list[str]:
+    s = c.summaries.get(c.primary_metric)
+    unit = c.spec(c.primary_metric)["unit"]
+    if not s or s["n"] < 2:
+        return [escape(c.variant), str(c.n_ok), "—", "—", "—", str(c.n_failed), escape(verdict or c.status)]
+    cv = f"{100 * s['cv']:.2g}%" if s.get("cv") is not None else "—"
+    return [
+        escape(c.variant),
+        str(s["n"]),
+        format_value(s["median"], s["ci_half_width"], unit),
+        format_value(s["mean"], s["ci_half_width"], unit),
+        cv,
+        str(c.n_failed),
+        escape(verdict),
+    ]
+
+
+def _group(r: RunReport, group: str, cells: list[CellReport], plot_width: int) -> None:
+    primary = cells[0].primary_metric
+    verdicts = {v.variant: v for v in r.verdicts if v.group == group and v.metric == primary}
+    t = Table(
+        title=f"{group} — {primary} ({cells[0].spec(primary)['better']} is better)", title_justify="left"
+    )
+    for col in (
+        "variant",
+        "n",
+        "median",
+        f"mean ± {r.confidence:g}% CI",
+        "CV",
+        "failed",
+        "verdict vs baseline",
+    ):
+        t.add_column(col, overflow="fold")
+    for c in cells:
+        v = verdicts.get(c.variant)
+        text = "baseline" if c.variant == r.baseline else (v.sentence if v else "")
+        t.add_row(*_cell_row(c, text))
+    console.print(t)
+    data = [(c.variant, c.values.get(primary, [])) for c in cells if len(c.values.get(primary, [])) >= 3]
+    if data:
+        console.text(ascii_plot(data, width=plot_width))
+    for v in r.verdicts:
+        if v.group == group and v.metric != primary:
+            console.text(f"  {v.metric}: {v.sentence}")
+    for c in cells:
+        for w in c.warnings:
+            console.print(f"  [yellow]warning[/] {escape(c.key)}: {escape(w)}")
+        if c.status == "abandoned":
+            console.print(f"  [red]abandoned[/] {escape(c.key)}: {escape(c.stop_reason or '')}")
+        for t_ in c.trials:
+            if t_["status"] != "ok":
+                console.print(
+                    f"  [red]{t_['status']}[/] {escape(c.key)} trial {t_['seq']}: {escape(t_['error'] or '')}"
+                )
+
+
+def _scaling(r: RunReport) -> None:
+    for s in r.scaling:
+        t = Table(
+            title=f"scaling: {s.workload}/{s.variant} over {s.parameter} — {s.metric}", title_justify="left"
+        )
+        for col in (s.parameter, "n", f"mean ± {r.confidence:g}% CI", "speedup", "efficiency"):
+            t.add_column(col)
+        for p in s.points:
+            mark = "  ← peak" if p.value == s.peak else ""
+            eff = f"{100 * p.efficiency:.0f}%" if p.efficiency is not None else "—"
+            t.add_row(
+                str(p.value),
+                str(p.n),
+                format_value(p.mean, p.ci_half_width, s.unit),
+                f"{p.speedup:.2f}×{mark}",
+                eff,
+            )
+        console.print(t)
+        tail = (
+            "declines after the peak (beyond both CIs)"
+            if s.declines_after_peak
+            else "no proven decline after it"
+        )
+        console.text(f"  peak at {s.parameter} = {s.peak}; {tail}")
+
+
+def _findings(r: RunReport) -> None:
+    shown = [f for f in r.findings if f["severity"] in ("error", "warn")]
+    if not shown:
+        return
+    console.print("[bold]environment findings[/bold] (fairmark doctor)")
+    for f in shown:
+        colour = "red" if f["severity"] == "error" else "yellow"
+        console.print(f"  [{colour}]{f['severity']}[/] {escape(f['title'])}: {escape(f['evidence'])}")
+
+
+def render(r: RunReport, *, plot_width: int = 74) -> None:
+    _header(r)
+    for group, cells in r.groups().items():
+        console.print()
+        _group(r, group, cells, plot_width)
+    if r.scaling:
+        console.print()
+        _scaling(r)
+    significant = [v for v in r.verdicts if v.significant]
+    if r.verdicts:
+        console.print()
+        console.text(
+            f"{len(r.verdicts)} comparison(s), {len(significant)} significant at {r.confidence:g}%; "
+            f"{sum(v.fdr_significant for v in r.verdicts)} survive Benjamini-Hochberg (FDR "
+            f"{100 - r.confidence:g}%) across the run"
+        )
+    _findings(r)

@@ -1,0 +1,600 @@
+"""Plan → trials → store. Interleaved, seeded, adaptive, crash-safe.
+
+Per workload (so that one workload's servers never run during another's trials):
+    adapter setup → prime → warm-up rounds → measured rounds → teardown (always)
+Each round runs every still-active cell of the workload once, in a seeded random order (or in A B B A variant
+blocks when a variant changes the system). After each round a cell stops when its CI half-width is within
+target_ci_pct of its mean (never because an A/B test became significant), at max_trials, or after
+max_failures failed trials (abandoned, with the reason). Each finished trial is committed at once; resume
+continues from what the store holds, re-running the interrupted trial.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairmark import __version__
+from fairmark.errors import EnvironmentRefused, FairmarkError, PlanError
+from fairmark.plan.load import LoadedPlan
+from fairmark.plan.model import BUILTIN_METRICS, RunPolicy, Workload
+from fairmark.plan.schedule import Cell, Order, cells_of, new_seed
+from fairmark.run import metrics as M
+from fairmark.run.executor import RAW_BYTES, TAIL_BYTES, ExecResult, execute, read_text
+from fairmark.run.hooks import Artifact, HookContext, TrialHook
+from fairmark.run.variants.basic import apply_env, command_for
+from fairmark.run.variants.system import SystemState
+from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads.base import Adapter, ParseError, RawOutput, TrialContext, WorkloadContext
+from fairmark.stats import describe, precision_reached
+from fairmark.store.db import Store, now
+
+Executor = Callable[..., ExecResult]
+
+
+def state_dir() -> Path:
+    if os.environ.get("FAIRMARK_STATE_DIR"):
+        return Path(os.environ["FAIRMARK_STATE_DIR"])
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "fairmark"
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fairmark"
+
+
+@dataclass
+class RunOptions:
+    quick: bool = False
+    seed: int | None = None
+    accept_risk: bool = False
+    probe: bool = True  # environment snapshots and the doctor gate (off only in scheduler tests)
+    command_line: str = ""
+    hooks: Sequence[TrialHook] = ()
+    keep_scratch: bool = False
+
+
+class Progress:
+    """What the runner tells the user; the CLI plugs in a rich or plain implementation."""
+
+    def started(self, run_id: str, cells: int, policy: RunPolicy) -> None: ...
+    def workload(self, name: str, phase: str) -> None: ...
+    def trial(self, event: dict[str, Any]) -> None: ...
+    def cell_stopped(self, key: str, status: str, reason: str) -> None: ...
+    def note(self, message: str) -> None: ...
+    def finished(self) -> None: ...
+
+
+@dataclass
+class CellState:
+    cell: Cell
+    id: int
+    status: str = "active"
+    reason: str | None = None
+    values: list[float] = field(default_factory=list)  # primary metric, measured ok trials, in order
+    failures: int = 0
+    rounds_done: set[int] = field(default_factory=set)
+
+
+@dataclass
+class WorkloadRuntime:
+    workload: Workload
+    adapter: Adapter | None
+    params: dict[str, Any]
+    metric_specs: dict[str, tuple[str, str]]  # name → (unit, better); the first is primary
+    cells: list[CellState]
+
+    @property
+    def primary(self) -> str:
+        return next(iter(self.metric_specs))
+
+
+class Runner:
+    def __init__(
+        self,
+        loaded: LoadedPlan,
+        store: Store,
+        options: RunOptions | None = None,
+        *,
+        executor: Executor = execute,
+        progress: Progress | None = None,
+    ):
+        self.loaded, self.plan, self.store = loaded, loaded.plan, store
+        self.options = options or RunOptions()
+        self.execute = executor
+        self.progress = progress or Progress()
+        self.policy = self.plan.policy(self.options.quick)
+        self.system = SystemState(self.plan, state_dir=state_dir())
+        self.run_id = ""
+        self.seq = 0
+        self.secrets = _secret_values(os.environ)
+
+    # -- preparation (nothing is written before all of this passed) ---------------------------------------
+    def _runtimes(self, stored: dict[str, int] | None = None) -> list[WorkloadRuntime]:
+        cells = cells_of(self.plan)
+        out = []
+        for w in self.plan.workload:
+            adapter, params = None, {}
+            if w.tool:
+                adapter = adapter_for(w.tool)
+                base = dict(w.params) | (self.plan.quick.params.get(w.name, {}) if self.options.quick else {})
+                sweep_keys = [k for k in w.sweep if k != "cpus"]
+                try:
+                    params = adapter.resolve(base | {k: _first(w, k) for k in sweep_keys})
+                except PlanError as exc:
+                    raise PlanError(
+                        exc.message, path=self.loaded.path, key=f"workload {w.name!r} params"
+                    ) from None
+                missing = adapter.missing_executables()
+                if missing:
+                    pkgs = ", ".join(adapter.packages.get("debian", ())) or "its package"
+                    raise EnvironmentRefused(
+                        f"workload {w.name!r}: tool {w.tool!r} needs {', '.join(missing)} (Debian: {pkgs})",
+                        hint=f"run `fairmark setup {self.loaded.path}` to install what the plan needs",
+                    )
+                specs = {m.name: (m.unit, m.better) for m in adapter.metrics}
+            else:
+                specs = {m.name: (m.unit_name, m.direction) for m in w.metrics}
+            for name, (unit, better) in BUILTIN_METRICS.items():
+                specs.setdefault(name, (unit, better))
+            own = [c for c in cells if c.workload == w.name]
+            out.append(
+                WorkloadRuntime(
+                    w, adapter, params, specs, [CellState(c, (stored or {}).get(c.key, -1)) for c in own]
+                )
+            )
+        return out
+
+    def _cell_rows(self, rt: WorkloadRuntime) -> list[dict[str, Any]]:
+        return [
+            {
+                "key": cs.cell.key,
+                "workload": cs.cell.workload,
+                "variant": cs.cell.variant,
+                "point": [list(p) for p in cs.cell.point],
+                "primary_metric": rt.primary,
+                "metrics": [{"name": n, "unit": u, "better": b} for n, (u, b) in rt.metric_specs.items()],
+                "command": command_for(rt.workload, self.plan.variant_named(cs.cell.variant)),
+            }
+            for cs in rt.cells
+        ]
+
+    def _gate(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        if not self.options.probe:
+            return None, []
+        from fairmark.probe import diagnose, take_snapshot
+        from fairmark.run.variants.basic import intended_env
+
+        tools = sorted({w.tool for w in self.plan.workload if w.tool})
+        snap = take_snapshot("/", tools=tools, workdir=os.getcwd())
+        found = [
+            f.to_dict()
+            for f in diagnose(
+                snap, intended_env=intended_env(self.plan.variant), workloads=self._workload_info()
+            )
+        ]
+        errors = [f for f in found if f["severity"] == "error"]
+        if errors and not self.options.accept_risk:
+            lines = "; ".join(f"{f['title']} ({f['evidence']})" for f in errors)
+            raise EnvironmentRefused(
+                f"the environment would invalidate this benchmark: {lines}",
+                hint="fix it (see `fairmark doctor`), or pass --accept-risk to run anyway; "
+                "every report of the run will then say so",
+            )
+        return snap, found
+
+    def _workload_info(self) -> list[dict[str, Any]]:
+        info = []
+        for w in self.plan.workload:
+            measures = list(adapter_for(w.tool).measures) if w.tool else []
+            item: dict[str, Any] = {"name": w.name, "measures": measures}
+            for key in ("data_size_bytes", "directory"):
+                if key in w.params:
+                    item[key] = w.params[key]
+            info.append(item)
+        return info
+
+    # -- entry points ------------------------------------------------------------------------------------
+    def start(self) -> str:
+        runtimes = self._runtimes()
+        snap, found = self._gate()
+        seed = self.options.seed if self.options.seed is not None else (self.plan.run.seed or new_seed())
+        self.run_id = self.store.create_run(
+            plan_path=self.loaded.path,
+            plan_text=self._scrub(self.loaded.text),
+            plan_sha256=self.loaded.sha256,
+            title=self.plan.title,
+            seed=seed,
+            host_id=_host_id(snap),
+            hostname=_hostname(snap),
+            status="running",
+            command_line=self._scrub(self.options.command_line),
+            fairmark_version=__version__,
+            accept_risk=self.options.accept_risk,
+            env_before=snap,
+            options={
+                "quick": self.options.quick,
+                "policy": self.policy.model_dump(),
+                "hooks": [h.name for h in self.options.hooks],
+            },
+            notes=[],
+        )
+        self.store.add_findings(self.run_id, "before", found)
+        return self._execute(runtimes, seed)
+
+    def resume(self, run_id: str) -> str:
+        run = self.store.get_run(run_id)
+        if run.status == "done":
+            raise FairmarkError(f"run {run.id} is already complete; nothing to resume")
+        self.run_id = run.id
+        stored = {c["key"]: c["id"] for c in self.store.cells(run.id)}
+        runtimes = self._runtimes(stored)
+        self._load_progress(runtimes)
+        self.store.update_run(run.id, status="running", ended_at=None)
+        self.progress.note(f"resuming run {run.id}: {self.seq} trial(s) already stored are kept")
+        return self._execute(runtimes, run.seed)
+
+    def _load_progress(self, runtimes: list[WorkloadRuntime]) -> None:
+        by_id = {cs.id: (rt, cs) for rt in runtimes for cs in rt.cells}
+        values = {(s["trial_id"], s["metric"]): s["value"] for s in self.store.samples(self.run_id)}
+        for t in self.store.trials(self.run_id):
+            rt, cs = by_id[t["cell_id"]]
+            cs.rounds_done.add(t["round"])
+            self.seq = max(self.seq, t["seq"])
+            if t["status"] != "ok":
+                cs.failures += 1
+            elif not t["warmup"] and (t["id"], rt.primary) in values:
+                cs.values.append(values[(t["id"], rt.primary)])
+        for c in self.store.cells(self.run_id):
+            if c["status"] != "active":
+                _, cs = by_id[c["id"]]
+                cs.status, cs.reason = c["status"], c["stop_reason"]
+
+    # -- the loop ----------------------------------------------------------------------------------------
+    def _execute(self, runtimes: list[WorkloadRuntime], seed: int) -> str:
+        ids = {}
+        for rt in runtimes:
+            ids |= self.store.ensure_cells(self.run_id, self._cell_rows(rt))
+        for rt in runtimes:
+            for cs in rt.cells:
+                cs.id = ids[cs.cell.key]
+        self.progress.started(self.run_id, sum(len(rt.cells) for rt in runtimes), self.policy)
+        order = Order(seed)
+        status = "interrupted"
+        try:
+            for rt in runtimes:
+                if any(cs.status == "active" for cs in rt.cells):
+                    self._workload(rt, order)
+            status = "done"
+        except FairmarkError:
+            status = "failed"
+            raise
+        finally:
+            try:
+                self.system.close()
+            finally:
+                for hook in self.options.hooks:
+                    hook.close()
+                self._finish(status)
+        return self.run_id
+
+    def _finish(self, status: str) -> None:
+        env_after = None
+        if self.options.probe and status == "done":
+            from fairmark.probe import take_snapshot
+
+            env_after = take_snapshot("/", tools=sorted({w.tool for w in self.plan.workload if w.tool}))
+        self.store.update_run(self.run_id, status=status, ended_at=now(), env_after=env_after)
+        if status == "done":
+            from fairmark.report.data import store_verdicts
+
+            store_verdicts(self.store, self.run_id)
+        self.progress.finished()
+
+    def _workload(self, rt: WorkloadRuntime, order: Order) -> None:
+        w = rt.workload
+        scratch = Path(tempfile.mkdtemp(prefix=f"fairmark-{w.name}-"))
+        ctx = WorkloadContext(
+            name=w.name,
+            params=rt.params,
+            scratch=scratch,
+            cache=cache_dir() / (w.tool or "command"),
+            is_root=os.geteuid() == 0,
+        )
+        ctx.cache.mkdir(parents=True, exist_ok=True)
+        try:
+            self.progress.workload(w.name, "setup")
+            if rt.adapter:
+                rt.adapter.setup(ctx)
+            self._shell_step(w, "setup", scratch)
+            self._shell_step(w, "prime", scratch)
+            if rt.adapter:
+                rt.adapter.prime(ctx)
+            self.progress.workload(w.name, "trials")
+            for r in range(-self.policy.warmup, self.policy.max_trials + self.policy.max_failures):
+                active = [cs for cs in rt.cells if cs.status == "active"]
+                if not active:
+                    break
+                for cs in self._round_order(order, w.name, r, active):
+                    if r not in cs.rounds_done:
+                        self._trial(rt, ctx, cs, r)
+                if r >= 0:
+                    self._stop_rule(rt)
+                self._between_rounds()
+            for cs in rt.cells:  # the loop bound was reached
+                if cs.status == "active":
+                    self._stop(cs, "done", f"max_trials ({self.policy.max_trials}) reached")
+        finally:
+            try:
+                if rt.adapter:
+                    rt.adapter.teardown(ctx)
+                self._shell_step(w, "teardown", scratch, check=False)
+            finally:
+                if not self.options.keep_scratch:
+                    shutil.rmtree(scratch, ignore_errors=True)
+
+    def _round_order(self, order: Order, workload: str, r: int, active: list[CellState]) -> list[CellState]:
+        by_cell = {cs.cell: cs for cs in active}
+        cells = order.round(workload, r, list(by_cell))
+        if self.system.changes_system:
+            # A B | B A | A B …: blocks cancel drift without flipping system state on every trial.
+            names = [v.name for v in self.plan.variant]
+            names = names if r % 2 == 0 else names[::-1]
+            cells = sorted(cells, key=lambda c: names.index(c.variant))
+        return [by_cell[c] for c in cells]
+
+    def _shell_step(self, w: Workload, step: str, scratch: Path, check: bool = True) -> None:
+        cmd = getattr(w, step)
+        if cmd is None:
+            return
+        argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        res = execute(
+            argv,
+            env=apply_env(os.environ, w.env),
+            cwd=w.cwd,
+            timeout_s=w.timeout_s or self.policy.timeout_s,
+            grace_s=self.policy.kill_grace_s,
+            out_dir=scratch,
+            name=step,
+        )
+        if res.status != "ok" and check:
+            tail = read_text(res.stderr_path, 2000) or read_text(res.stdout_path, 2000)
+            raise FairmarkError(f"workload {w.name!r}: {step} command failed ({res.error}): {tail.strip()}")
+
+    def _between_rounds(self) -> None:
+        """Cheap checks of the volatile environment (load, steal, swap) between rounds: hook point."""
+
+    # -- one trial ---------------------------------------------------------------------------------------
+    def _trial(self, rt: WorkloadRuntime, wctx: WorkloadContext, cs: CellState, r: int) -> None:
+        cell, w = cs.cell, rt.workload
+        variant = self.plan.variant_named(cell.variant)
+        self.system.activate(cell.variant)
+        sysprep = self.system.prepare(cell.variant)
+        self.seq += 1
+        trial_dir = wctx.scratch / f"trial-{self.seq:05d}"
+        trial_dir.mkdir()
+        params = rt.params | {k: v for k, v in cell.point if k != "cpus"}
+        tctx = TrialContext(
+            workload=wctx, params=params, trial_dir=trial_dir, variant=cell.variant, warmup=r < 0
+        )
+        if rt.adapter:
+            rt.adapter.before_trial(tctx)
+            argv = rt.adapter.command(tctx)
+        else:
+            argv = command_for(w, variant) or []
+        argv = list(variant.wrap or []) + list(sysprep.get("wrap", [])) + _cpus_wrap(cell) + argv
+        hctx = HookContext(
+            self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{self.seq}", str(trial_dir), r < 0
+        )
+        for hook in self.options.hooks:
+            argv = hook.wrap(argv, hctx)
+        env = apply_env(os.environ, w.env, wctx.env, variant.env, sysprep.get("env", {}))
+        if sysprep.get("workdir"):
+            env["FAIRMARK_WORKDIR"] = str(sysprep["workdir"])
+        started = now()
+        for hook in self.options.hooks:
+            hook.start(hctx)
+        result = self.execute(
+            argv,
+            env=env,
+            cwd=sysprep.get("workdir") or w.cwd or None,
+            timeout_s=w.timeout_s or self.policy.timeout_s,
+            grace_s=self.policy.kill_grace_s,
+            out_dir=trial_dir,
+            name="trial",
+        )
+        artifacts: list[Artifact] = []
+        for hook in self.options.hooks:
+            artifacts += hook.stop(hctx, result)
+        try:
+            status, error, values = self._measure(rt, tctx, result)
+        finally:
+            if rt.adapter:
+                rt.adapter.after_trial(tctx)
+        self._record(rt, cs, r, started, argv, result, status, error, values, artifacts)
+
+    def _measure(
+        self, rt: WorkloadRuntime, tctx: TrialContext, result: ExecResult
+    ) -> tuple[str, str | None, dict[str, float]]:
+        if result.status != "ok":
+            return result.status, result.error, {}
+        stdout, stderr = read_text(result.stdout_path), read_text(result.stderr_path)
+        try:
+            if rt.adapter:
+                files = {name: read_text(p) for name, p in rt.adapter.output_files(tctx).items()}
+                parsed = rt.adapter.parse(RawOutput(stdout, stderr, result.exit_code, files))
+                values = M.builtin_values(result) | parsed
+            else:
+                values = M.command_metrics(rt.workload.metrics, result, stdout, stderr)
+            if rt.primary not in values:
+                raise ParseError(f"the output yielded no value for the primary metric {rt.primary!r}")
+        except ParseError as exc:
+            return "failed", f"output did not parse: {exc.message}", {}
+        return "ok", None, values
+
+    def _record(
+        self,
+        rt: WorkloadRuntime,
+        cs: CellState,
+        r: int,
+        started: dt.datetime,
+        argv: list[str],
+        result: ExecResult,
+        status: str,
+        error: str | None,
+        values: dict[str, float],
+        artifacts: list[Artifact],
+    ) -> None:
+        keep = TAIL_BYTES if status == "ok" else RAW_BYTES  # a failure keeps its raw output as evidence
+        if result.leftovers_killed and status == "ok":
+            error = "background processes outlived the trial and were killed"
+        trial = {
+            "run_id": self.run_id,
+            "cell_id": cs.id,
+            "seq": self.seq,
+            "round": r,
+            "warmup": r < 0,
+            "status": status,
+            "started_at": started,
+            "wall_s": result.wall_s,
+            "user_s": result.user_s,
+            "sys_s": result.sys_s,
+            "max_rss_kib": result.max_rss_kib,
+            "exit_code": result.exit_code,
+            "signal": result.signal,
+            "error": self._scrub(error) if error else None,
+            "stdout_tail": self._scrub(read_text(result.stdout_path, keep)),
+            "stderr_tail": self._scrub(read_text(result.stderr_path, keep)),
+            "argv": [self._scrub(a) for a in argv],
+        }
+        samples = [
+            {
+                "metric": k,
+                "value": float(v),
+                "unit": rt.metric_specs.get(k, ("", "higher"))[0],
+                "better": rt.metric_specs.get(k, ("", "higher"))[1],
+            }
+            for k, v in values.items()
+            if k in rt.metric_specs
+        ]
+        arts = [
+            {
+                "cell_key": cs.cell.key,
+                "kind": a.kind,
+                "name": a.name,
+                "content_type": a.content_type,
+                "data": a.data if a.content_type == "application/json" else None,
+                "text": None if a.content_type == "application/json" else self._scrub(str(a.data)),
+            }
+            for a in artifacts
+        ]
+        self.store.add_trial(trial, samples, arts)
+        cs.rounds_done.add(r)
+        if status != "ok":
+            cs.failures += 1
+            if cs.failures >= self.policy.max_failures:
+                self._stop(cs, "abandoned", f"{cs.failures} failed trials (last: {error})")
+        elif r >= 0:
+            cs.values.append(values[rt.primary])
+        self.progress.trial(self._event(rt, cs, r, status, error, values))
+
+    def _event(
+        self,
+        rt: WorkloadRuntime,
+        cs: CellState,
+        r: int,
+        status: str,
+        error: str | None,
+        values: dict[str, float],
+    ) -> dict[str, Any]:
+        est = describe(cs.values, self.policy.confidence) if len(cs.values) >= 2 else None
+        return {
+            "seq": self.seq,
+            "cell": cs.cell.key,
+            "round": r,
+            "warmup": r < 0,
+            "status": status,
+            "error": error,
+            "metric": rt.primary,
+            "unit": rt.metric_specs[rt.primary][0],
+            "value": values.get(rt.primary),
+            "n": len(cs.values),
+            "max_trials": self.policy.max_trials,
+            "mean": est.mean if est else None,
+            "ci_half_width": est.ci_half_width if est else None,
+            "wall_s": values.get("wall_s"),
+        }
+
+    def _stop_rule(self, rt: WorkloadRuntime) -> None:
+        p = self.policy
+        for cs in rt.cells:
+            if cs.status != "active" or len(cs.values) < p.min_trials:
+                continue
+            s = describe(cs.values, p.confidence)
+            pct = 100 * s.ci_half_width / abs(s.mean) if s.mean else float("inf")
+            if precision_reached(cs.values, confidence=p.confidence, target_ci_pct=p.target_ci_pct):
+                self._stop(
+                    cs, "done", f"precision reached: CI ±{pct:.2g}% ≤ {p.target_ci_pct:g}% after {s.n} trials"
+                )
+            elif len(cs.values) >= p.max_trials:
+                self._stop(
+                    cs,
+                    "done",
+                    f"max_trials ({p.max_trials}) reached; CI ±{pct:.2g}% (target {p.target_ci_pct:g}%)",
+                )
+
+    def _stop(self, cs: CellState, status: str, reason: str) -> None:
+        cs.status, cs.reason = status, reason
+        self.store.update_cell(cs.id, status=status, stop_reason=reason)
+        self.progress.cell_stopped(cs.cell.key, status, reason)
+
+    def _scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "<redacted>")
+        return text
+
+
+def _first(w: Workload, key: str) -> Any:
+    from fairmark.plan.schedule import expand_sweep_values
+
+    return expand_sweep_values(key, w.sweep[key])[0]
+
+
+def _cpus_wrap(cell: Cell) -> list[str]:
+    """A `cpus` sweep point runs the whole trial tree under a CPU set (sched affinity, inherited)."""
+    cpus = dict(cell.point).get("cpus")
+    if cpus is None:
+        return []
+    if isinstance(cpus, int):
+        cpus = f"0-{cpus - 1}" if cpus > 1 else "0"
+    return ["taskset", "-c", str(cpus)]
+
+
+def _secret_values(env: dict[str, str] | os._Environ) -> list[str]:
+    try:
+        from fairmark.probe import redact_env
+    except ImportError:
+        return []
+    redacted = redact_env(dict(env))
+    return sorted({v for k, v in env.items() if redacted.get(k) != v and len(v) >= 4}, key=len, reverse=True)
+
+
+def _host_id(snap: dict[str, Any] | None) -> str:
+    if not snap:
+        return ""
+    from fairmark.probe import host_identity
+
+    return host_identity(snap)
+
+
+def _hostname(snap: dict[str, Any] | None) -> str:
+    if not snap:
+        return ""
+    host = snap.get("host", {})
+    return str(host.get("hostname", "")) if isinstance(host, dict) else ""
