@@ -1,0 +1,60 @@
+"""What differs between two environment snapshots, each difference labelled by how much it matters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fairmark.probe.rules import DIFF_CATEGORIES, DIFF_IGNORED_PREFIXES
+
+CATEGORY_ORDER = {"validity": 0, "environment": 1, "info": 2}
+_MISSING = object()
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted keys down to scalars; lists of scalars stay whole (a list of governors is one value)."""
+    if isinstance(obj, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(obj, list) and any(isinstance(v, Mapping) for v in obj):
+        out = {}
+        for i, v in enumerate(obj):
+            label = v.get("cpu", v.get("name", i)) if isinstance(v, Mapping) else i
+            out.update(flatten(v, f"{prefix}.{label}"))
+        return out
+    return {prefix: obj}
+
+
+def _matches(key: str, prefix: str) -> bool:
+    return key == prefix or key.startswith(prefix + ".")
+
+
+def category_of(key: str) -> str:
+    for prefix, category in DIFF_CATEGORIES:
+        if _matches(key, prefix):
+            return category
+    return "info"
+
+
+def diff_snapshots(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """[{"key", "a", "b", "category"}], validity-relevant first; missing on one side is None there."""
+    fa, fb = flatten(a), flatten(b)
+    out = []
+    for key in sorted(set(fa) | set(fb)):
+        if any(_matches(key, p) for p in DIFF_IGNORED_PREFIXES):
+            continue
+        va, vb = fa.get(key, _MISSING), fb.get(key, _MISSING)
+        if va == vb:
+            continue
+        out.append(
+            {
+                "key": key,
+                "a": None if va is _MISSING else va,
+                "b": None if vb is _MISSING else vb,
+                "category": category_of(key),
+            }
+        )
+    out.sort(key=lambda d: (CATEGORY_ORDER.get(d["category"], 9), d["key"]))
+    return out

@@ -1,0 +1,104 @@
+"""Secrets never leave the host: environment values and free text are scrubbed before anything is stored.
+
+A name is secret when it contains one of SECRET_WORDS anywhere, in any case (`DB_PASSWORD`, `github_token`,
+`XAUTHORITY`). A value is secret when it looks like a credential whatever its name: a URL with a password, a
+private-key block, a well-known token prefix, a JWT, or a long random-looking string. Over-redacting costs a
+little information; under-redacting leaks a password into a shared results database, so we err this way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "<redacted>"
+SECRET_WORDS = (
+    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION",
+)  # fmt: skip
+_NAME_RE = re.compile("|".join(SECRET_WORDS), re.IGNORECASE)
+_URL_PASSWORD_RE = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<pw>[^@\s/]+)(?P<tail>@)", re.I)
+_KNOWN_TOKEN_RE = re.compile(
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+    r"|\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}"
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,})"
+    r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+    re.S,
+)
+# `name=value` / `name: value` inside free text (command lines, config dumps) where the name is secret.
+_ASSIGN_RE = re.compile(
+    r"(?P<name>[A-Za-z_][\w.-]*(?:" + "|".join(SECRET_WORDS) + r")[\w.-]*)(?P<sep>\s*[=:]\s*)"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;]+)",
+    re.IGNORECASE,
+)
+_RANDOMISH_RE = re.compile(r"^[A-Za-z0-9_+=.-]{24,}$")
+_WORD_RE = re.compile(r"[^\s\"',;:@/]+")
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_NAME_RE.search(name))
+
+
+def looks_like_key(value: str) -> bool:
+    """A long token mixing upper case, lower case and digits, with no path or word structure."""
+    v = value.strip()
+    if _URL_PASSWORD_RE.search(v) or _KNOWN_TOKEN_RE.search(v):
+        return True
+    if not _RANDOMISH_RE.match(v) or re.fullmatch(r"[0-9a-fA-F.-]+", v):
+        return False  # hex digests (commit ids, config hashes) are not credentials
+    classes = sum(bool(re.search(p, v)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
+    return classes == 3 and not re.search(r"[a-z]{2,}[._-][a-z]{2,}", v)  # dotted/hyphenated words are names
+
+
+def redact_env(mapping: Mapping[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in mapping.items():
+        value = str(value)
+        if is_secret_name(name) or looks_like_key(value):
+            out[name] = REDACTED
+        else:
+            out[name] = redact_text(value)
+    return out
+
+
+def redact_text(text: str) -> str:
+    if not text:
+        return text
+    text = _URL_PASSWORD_RE.sub(lambda m: m["head"] + REDACTED + m["tail"], text)
+    text = _KNOWN_TOKEN_RE.sub(REDACTED, text)
+
+    def _assign(m: re.Match[str]) -> str:
+        return m[0] if m["value"] == REDACTED else m["name"] + m["sep"] + REDACTED
+
+    text = _ASSIGN_RE.sub(_assign, text)
+    return _WORD_RE.sub(lambda m: REDACTED if looks_like_key(m[0]) else m[0], text)
+
+
+def secret_values(mapping: Mapping[str, str]) -> set[str]:
+    """The raw values redact_env would hide; used to scrub them from every other string in a snapshot."""
+    return {
+        str(v)
+        for k, v in mapping.items()
+        if len(str(v)) >= 4 and (is_secret_name(k) or looks_like_key(str(v)))
+    }
+
+
+def scrub(obj: Any, secrets: Iterable[str]) -> Any:
+    """Replace every occurrence of a known secret value in any string of a JSON-able structure."""
+    secrets = sorted(set(secrets), key=len, reverse=True)
+    if not secrets:
+        return obj
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, str):
+            for s in secrets:
+                if s in x:
+                    x = x.replace(s, REDACTED)
+            return x
+        if isinstance(x, dict):
+            return {walk(k): walk(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [walk(v) for v in x]
+        return x
+
+    return walk(obj)

@@ -1,0 +1,82 @@
+"""Versions of the toolchain and of the tools a plan uses (live host only; each command has a short timeout).
+
+A version that cannot be determined is recorded with the raw first line or the error, never invented.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from fairmark.probe._io import CommandResult, run_command
+from fairmark.probe.redact import redact_text
+
+# Tools whose version flag is not `--version` (checked on this Debian 12 machine, see TOOLS.md).
+VERSION_ARGS: dict[str, list[str]] = {
+    "openssl": ["version"],
+    "wrk": ["-v"],
+    "iperf3": ["--version"],
+    "redis-server": ["--version"],
+    "redis-benchmark": ["--version"],
+    "dbench": ["--help"],
+    "bonnie++": ["-h"],
+    "ministat": [],  # no version option; its path and presence are recorded
+    "perf": ["--version"],
+    "go": ["version"],
+}
+TOOLCHAIN = ("cc", "gcc", "clang", "ld", "make")
+_VERSION_RE = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)")
+
+
+def _version_of(name: str) -> dict[str, Any]:
+    path = shutil.which(name)
+    if path is None:
+        return {"path": None, "version": None, "raw": None, "error": "not found on PATH"}
+    args = VERSION_ARGS.get(name, ["--version"])
+    if not args:
+        return {"path": path, "version": None, "raw": None, "error": "tool has no version option"}
+    res: CommandResult = run_command([path, *args])
+    line = res.first_line()
+    if line is None:
+        return {
+            "path": path,
+            "version": None,
+            "raw": None,
+            "error": res.error or f"exit {res.returncode}, no output",
+        }
+    m = _VERSION_RE.search(line)
+    return {
+        "path": path,
+        "version": m[1] if m else None,
+        "raw": redact_text(line[:200]),
+        "error": None if m else "no version number in output",
+    }
+
+
+def tool_versions(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    names = sorted(set(names))
+    if not names:
+        return {}
+    # Commands run in parallel: a dozen `--version` calls in a row would blow the 2 s snapshot budget.
+    with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
+        return dict(zip(names, pool.map(_version_of, names), strict=True))
+
+
+def toolchain(found: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Compilers (from `found`: tool_versions over TOOLCHAIN), libc and Python of the live host."""
+    libc_name, libc_ver = platform.libc_ver()
+    try:
+        gnu = os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError):
+        gnu = None
+    return {
+        **{k: found[k] for k in TOOLCHAIN},
+        "libc": gnu or (f"{libc_name} {libc_ver}".strip() or None),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+    }
