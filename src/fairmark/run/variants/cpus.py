@@ -1,0 +1,193 @@
+"""`cpus = N | "LIST"` (the trial's whole process tree on those CPUs) and `online_cpus = N` (CPU hotplug).
+
+`cpus` uses a cpuset cgroup (v1, /sys/fs/cgroup/cpuset) when fairmark may create one: the trial joins it
+before exec, so every child inherits it and no child can widen its own affinity. Without it (not root, no
+cgroup v1 cpuset) it falls back to `taskset -c LIST`, whose affinity children inherit too. Servers a tool
+adapter starts before the trial are outside the tree; `online_cpus` limits the whole machine instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fairmark.errors import EnvironmentRefused
+from fairmark.run.variants.journal import Journal
+from fairmark.run.variants.tunable import FileSetting, read_value, write_value
+
+CPU_ROOT = "/sys/devices/system/cpu"
+CPUSET_ROOT = "/sys/fs/cgroup/cpuset"
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """'0-2,5' → [0, 1, 2, 5] (the kernel's list format, also used by taskset -c)."""
+    out: set[int] = set()
+    for part in text.replace(" ", "").strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return sorted(out)
+
+
+def format_cpu_list(cpus: list[int]) -> str:
+    """[0, 1, 2, 5] → '0-2,5'."""
+    parts: list[str] = []
+    for cpu in sorted(set(cpus)):
+        if parts and cpu == _last(parts) + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{cpu}"
+        else:
+            parts.append(str(cpu))
+    return ",".join(parts)
+
+
+def _last(parts: list[str]) -> int:
+    return int(parts[-1].split("-")[-1])
+
+
+def online_cpu_ids(root: str = CPU_ROOT) -> list[int]:
+    path = Path(root) / "online"
+    if path.exists():
+        return parse_cpu_list(path.read_text())
+    return list(range(os.cpu_count() or 1))
+
+
+def present_cpu_ids(root: str = CPU_ROOT) -> list[int]:
+    path = Path(root) / "present"
+    return parse_cpu_list(path.read_text()) if path.exists() else online_cpu_ids(root)
+
+
+def resolve_cpus(spec: int | str, online: list[int]) -> list[int]:
+    """A count means the first N online CPUs; a list must name online CPUs only."""
+    if isinstance(spec, int):
+        if spec > len(online):
+            raise EnvironmentRefused(f"cpus = {spec}: only {len(online)} CPU(s) are online here")
+        return online[:spec]
+    wanted = parse_cpu_list(spec)
+    missing = sorted(set(wanted) - set(online))
+    if missing:
+        raise EnvironmentRefused(
+            f"cpus = {spec!r}: CPU(s) {format_cpu_list(missing)} are not online here "
+            f"(online: {format_cpu_list(online)})"
+        )
+    return wanted
+
+
+# -- online_cpus: hotplug --------------------------------------------------------------------------------
+def online_settings(count: int, root: str = CPU_ROOT, cpuset_root: str = CPUSET_ROOT) -> list[FileSetting]:
+    """Keep the first `count` present CPUs online and take the others offline (order: guards, online, off)."""
+    present = present_cpu_ids(root)
+    if count > len(present):
+        raise EnvironmentRefused(f"online_cpus = {count}: this machine has only {len(present)} CPU(s)")
+    keep = set(present[:count])
+    ups, downs = [], []
+    for cpu in present:
+        path = f"{root}/cpu{cpu}/online"
+        if not Path(path).exists():
+            if cpu not in keep:
+                raise EnvironmentRefused(
+                    f"online_cpus = {count}: cpu{cpu} cannot be taken offline here ({path})"
+                )
+            continue
+        setting = FileSetting(label=f"cpu{cpu} online", path=path, want="1" if cpu in keep else "0")
+        _check_hotplug(setting)
+        (ups if cpu in keep else downs).append(setting)
+    return _cpuset_guards(cpuset_root) + ups + downs if downs else ups
+
+
+def _check_hotplug(setting: FileSetting) -> None:
+    try:
+        setting.check()
+    except EnvironmentRefused as exc:
+        raise EnvironmentRefused(
+            f"online_cpus: CPU hotplug is not allowed here: {exc.message}",
+            hint="use `cpus = N` (a cpuset for the trial's processes) instead",
+        ) from None
+
+
+def _cpuset_guards(cpuset_root: str) -> list[FileSetting]:
+    # cgroup v1 removes an offlined CPU from every child cpuset and never gives it back on online.
+    root = Path(cpuset_root)
+    if not (root / "cpuset.cpus").exists():
+        return []
+    return [
+        FileSetting(label=f"cpuset {p.parent.relative_to(root)}", path=str(p), want="", guard=True)
+        for p in sorted(root.glob("*/**/cpuset.cpus"))
+    ]
+
+
+# -- cpus: cpuset cgroup or taskset ----------------------------------------------------------------------
+def cpuset_usable(cpuset_root: str = CPUSET_ROOT) -> bool:
+    root = Path(cpuset_root)
+    return os.geteuid() == 0 and (root / "cgroup.procs").exists() and (root / "cpuset.mems").exists()
+
+
+@dataclass
+class CpuSet:
+    """The CPUs one variant's trials run on, and how (a cgroup, created lazily and kept until close)."""
+
+    variant: str
+    cpus: list[int]
+    use_cgroup: bool
+    cpuset_root: str = CPUSET_ROOT
+    entry_id: str | None = None
+    path: str | None = None
+
+    def describe(self) -> str:
+        how = "a cpuset cgroup" if self.use_cgroup else "taskset affinity"
+        return f"trial processes on CPU(s) {format_cpu_list(self.cpus)} ({len(self.cpus)} CPU, via {how})"
+
+    def wrap(self, journal: Journal, dry_run: bool = False) -> list[str]:
+        if not self.use_cgroup:
+            if shutil.which("taskset") is None:
+                raise EnvironmentRefused("cpus: `taskset` (util-linux) is not installed and no cpuset cgroup")
+            return ["taskset", "-c", format_cpu_list(self.cpus)]
+        if self.path is None and not dry_run:
+            self.create(journal)
+        procs = f"{self.path or self.cpuset_root + '/fairmark-…'}/cgroup.procs"
+        # Join the cgroup, then become the trial: same pid, so rusage and timeouts still see the trial.
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs]
+
+    def create(self, journal: Journal) -> None:
+        name = f"fairmark-{os.getpid()}-{self.variant}"
+        path = f"{self.cpuset_root}/{name}"
+        self.entry_id = journal.add({"type": "cgroup", "path": path, "label": f"cpuset cgroup {name}"})
+        os.mkdir(path)
+        write_value(f"{path}/cpuset.mems", read_value(f"{self.cpuset_root}/cpuset.mems"))
+        write_value(f"{path}/cpuset.cpus", format_cpu_list(self.cpus))
+        self.path = path
+
+    def remove(self, journal: Journal) -> str | None:
+        if self.entry_id is None:
+            return None
+        problem = undo_cgroup(journal.get(self.entry_id))[1]
+        if problem is None:
+            journal.remove(self.entry_id)
+            self.entry_id, self.path = None, None
+        return problem
+
+
+def undo_cgroup(entry: dict[str, Any]) -> tuple[str, str | None]:
+    """Move any process left in the cgroup to its parent and remove it. Idempotent."""
+    path = Path(entry["path"])
+    if not path.exists():
+        return f"{entry['label']} is gone", None
+    parent_procs = path.parent / "cgroup.procs"
+    for attempt in range(20):
+        for pid in (path / "cgroup.procs").read_text().split():
+            with contextlib.suppress(OSError):  # it may exit meanwhile
+                write_value(parent_procs, pid)
+        try:
+            path.rmdir()
+            return f"removed {entry['label']}", None
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or attempt == 19:
+                return f"{entry['label']}: not removed", f"cannot remove {path}: {exc.strerror}"
+            time.sleep(0.05)  # an exiting process leaves the cgroup a moment later
+    return f"{entry['label']}: not removed", f"cannot remove {path}"

@@ -1,0 +1,160 @@
+"""The write-ahead journal of system changes, so that a killed fairmark can always put the machine back.
+
+Rule: an entry (with the original value, or the names of what is about to be created) is on disk and fsync'd
+*before* the change is made, and is dropped only after the change was undone and checked. A journal file
+therefore lists a superset of what is changed at any instant, and undoing an entry is idempotent (writing an
+original value again, unmounting only what is mounted). One file per fairmark process,
+``STATE_DIR/journal/PID-START.json``; a journal whose process is gone is *pending* and is undone by the next
+fairmark command (`recover_pending`). Files are replaced atomically (write, fsync, rename, fsync directory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+FORMAT = 1
+
+
+def default_state_dir() -> Path:
+    """$FAIRMARK_STATE_DIR, else $XDG_STATE_HOME/fairmark, else ~/.local/state/fairmark."""
+    explicit = os.environ.get("FAIRMARK_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "fairmark"
+
+
+def _process_start(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+@dataclass
+class Journal:
+    path: Path
+    pid: int
+    start: float | None
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+    host: str = field(default_factory=socket.gethostname)
+    tags: dict[str, Any] = field(default_factory=dict)  # merged into new entries (variant, scope)
+    history: list[dict[str, Any]] = field(default_factory=list)  # every entry ever added, for the final check
+
+    # -- construction ------------------------------------------------------------------------------------
+    @classmethod
+    def for_this_process(cls, state_dir: Path) -> Journal:
+        pid = os.getpid()
+        start = _process_start(pid)
+        name = f"{pid}-{int((start or 0) * 1000)}.json"
+        return cls(path=Path(state_dir) / "journal" / name, pid=pid, start=start)
+
+    @classmethod
+    def load(cls, path: Path) -> Journal:
+        """Raises ValueError (with the reason) for a journal that cannot be read."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"unreadable journal {path}: {exc}") from None
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != FORMAT
+            or not isinstance(data.get("entries"), list)
+        ):
+            raise ValueError(f"journal {path} is not a fairmark journal of format {FORMAT}")
+        return cls(
+            path=path,
+            pid=int(data.get("pid", 0)),
+            start=data.get("start"),
+            entries=data["entries"],
+            created=float(data.get("created", 0)),
+            host=str(data.get("host", "")),
+        )
+
+    # -- state -------------------------------------------------------------------------------------------
+    def owner_alive(self) -> bool:
+        """True while the process that wrote it runs (same pid *and* start time: pids are reused)."""
+        start = _process_start(self.pid)
+        if start is None:
+            return False
+        return self.start is None or abs(start - float(self.start)) < 0.01
+
+    @property
+    def mine(self) -> bool:
+        return self.pid == os.getpid() and self.owner_alive()
+
+    # -- write-ahead operations --------------------------------------------------------------------------
+    def add(self, entry: dict[str, Any]) -> str:
+        """Record what is about to change; returns the entry id. Durable when this returns."""
+        entry = {"id": uuid.uuid4().hex[:12], "at": time.time(), **self.tags, **entry}
+        self.entries.append(entry)
+        self.history.append(entry)
+        self._write()
+        return entry["id"]
+
+    def update(self, entry_id: str, **fields: Any) -> None:
+        self.get(entry_id).update(fields)
+        self._write()
+
+    def remove(self, entry_id: str) -> None:
+        self.entries = [e for e in self.entries if e["id"] != entry_id]
+        self._write()
+
+    def get(self, entry_id: str) -> dict[str, Any]:
+        return next(e for e in self.entries if e["id"] == entry_id)
+
+    def _write(self) -> None:
+        if not self.entries:
+            self.discard()
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        data = {
+            "format": FORMAT,
+            "pid": self.pid,
+            "start": self.start,
+            "host": self.host,
+            "created": self.created,
+            "entries": self.entries,
+        }
+        atomic_write_json(self.path, data)
+
+    def discard(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+            _fsync_dir(self.path.parent)
+
+
+def journal_paths(state_dir: Path) -> list[Path]:
+    folder = Path(state_dir) / "journal"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))

@@ -1,0 +1,227 @@
+"""`mount = { fs, options, size, mkfs_options }`: a scratch file system fairmark creates, uses and removes.
+
+Linux: an image file in a dedicated directory → `losetup --find --show` → mkfs → mount at a private mount
+point inside that directory (tmpfs needs neither image nor loop device). FreeBSD: `mdconfig -a -t vnode` →
+`newfs` (`-U` / `tunefs -n` for soft updates) → mount. Every name is journaled before it is created, and the
+undo only touches the exact paths the journal names, so an existing mount is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fairmark.errors import EnvironmentRefused
+from fairmark.plan.model import MountSpec
+from fairmark.run.variants.journal import Journal
+from fairmark.run.variants.tunable import run_command
+
+MKFS_QUIET = {
+    "ext2": ["-q", "-F"],
+    "ext3": ["-q", "-F"],
+    "ext4": ["-q", "-F"],
+    "xfs": ["-q", "-f"],
+    "btrfs": ["-q", "-f"],
+}
+
+
+def mkfs_extra(spec: MountSpec) -> list[str]:
+    opts = spec.mkfs_options
+    return shlex.split(opts) if isinstance(opts, str) else list(opts)
+
+
+def size_bytes(size: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+
+
+def describe(spec: MountSpec) -> str:
+    parts = [f"scratch {spec.fs} file system ({spec.size}"]
+    if spec.options:
+        parts.append(f", mount -o {spec.options}")
+    if mkfs_extra(spec):
+        parts.append(f", mkfs {' '.join(mkfs_extra(spec))}")
+    if spec.soft_updates is not None:
+        parts.append(f", soft updates {'on' if spec.soft_updates else 'off'}")
+    return "".join(parts) + "); the workload's data directory is on it"
+
+
+# -- Linux command builders (pure) ----------------------------------------------------------------------
+def linux_commands(spec: MountSpec, image: str, loop: str, mountpoint: str) -> list[list[str]]:
+    """mkfs and mount for an attached loop device (losetup runs first: its output names the device)."""
+    opts = ["-o", spec.options] if spec.options else []
+    return [
+        [f"mkfs.{spec.fs}", *MKFS_QUIET.get(spec.fs, []), *mkfs_extra(spec), loop],
+        ["mount", "-t", spec.fs, *opts, loop, mountpoint],
+    ]
+
+
+def tmpfs_command(spec: MountSpec, mountpoint: str) -> list[str]:
+    options = ",".join(o for o in (f"size={spec.size}", spec.options) if o)
+    return ["mount", "-t", "tmpfs", "-o", options, "fairmark-scratch", mountpoint]
+
+
+def parse_losetup_j(text: str) -> list[str]:
+    """`losetup -j IMAGE` → ['/dev/loop0', …] ("/dev/loop0: [2049]:131 (/path/image)" per line)."""
+    return [line.split(":", 1)[0] for line in text.splitlines() if line.startswith("/dev/")]
+
+
+def mounted(mountpoint: str, mountinfo: str | None = None) -> bool:
+    """Is exactly this path a mount point? (/proc/self/mountinfo field 5, octal escapes decoded)."""
+    if mountinfo is None:
+        try:
+            mountinfo = Path("/proc/self/mountinfo").read_text()
+        except OSError:
+            return os.path.ismount(mountpoint)
+    target = os.path.realpath(mountpoint) if os.path.exists(mountpoint) else mountpoint
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and _unescape(fields[4]) in (mountpoint, target):
+            return True
+    return False
+
+
+def _unescape(path: str) -> str:
+    return path.encode().decode("unicode_escape") if "\\" in path else path
+
+
+# -- FreeBSD command builders (pure; run by FreeBSD hosts, tested on fixtures) --------------------------
+def freebsd_commands(spec: MountSpec, image: str, unit: str, mountpoint: str) -> list[list[str]]:
+    """newfs, tunefs and mount for an attached md unit (`mdconfig -a -t vnode -f IMAGE` printed `unit`)."""
+    dev = f"/dev/{unit}"
+    newfs = ["newfs", *(["-U"] if spec.soft_updates else []), *mkfs_extra(spec), dev]
+    cmds = [newfs]
+    if spec.soft_updates is False:
+        cmds.append(["tunefs", "-n", "disable", dev])
+    opts = ["-o", spec.options] if spec.options else []
+    cmds.append(["mount", "-t", "ufs" if spec.fs in ("ufs", "ffs") else spec.fs, *opts, dev, mountpoint])
+    return cmds
+
+
+def freebsd_attach(image: str, size: str) -> list[list[str]]:
+    return [["truncate", "-s", size, image], ["mdconfig", "-a", "-t", "vnode", "-f", image]]
+
+
+def freebsd_detach(unit: str) -> list[str]:
+    return ["mdconfig", "-d", "-u", unit.removeprefix("md")]
+
+
+def parse_mdconfig_list(text: str) -> dict[str, str]:
+    """`mdconfig -l -v` → {image file: unit} ("md0\tvnode\t 1024M\t/path/image" per line)."""
+    out = {}
+    for line in text.splitlines():
+        fields = line.split(None, 3)
+        if len(fields) == 4 and fields[1] == "vnode":
+            out[fields[3].strip()] = fields[0]
+    return out
+
+
+# -- the Linux scratch file system -----------------------------------------------------------------------
+@dataclass
+class ScratchFs:
+    variant: str
+    spec: MountSpec
+    base_dir: Path
+    entry_id: str | None = None
+    mountpoint: str | None = None
+
+    def check(self) -> None:
+        if self.spec.soft_updates is not None:
+            raise EnvironmentRefused("mount.soft_updates: FreeBSD UFS only (on Linux compare mount options)")
+        if self.spec.fs == "tmpfs":
+            return
+        if shutil.which(f"mkfs.{self.spec.fs}") is None:
+            raise EnvironmentRefused(f"mount.fs = {self.spec.fs!r}: `mkfs.{self.spec.fs}` is not installed")
+        if shutil.which("losetup") is None or not Path("/dev/loop-control").exists():
+            raise EnvironmentRefused(
+                "mount: loop devices are not available here (no losetup or /dev/loop-control)"
+            )
+
+    def create(self, journal: Journal) -> str:
+        folder = self.base_dir / f"{os.getpid()}-{self.variant}-{uuid.uuid4().hex[:8]}"
+        entry = {
+            "type": "scratch",
+            "dir": str(folder),
+            "image": str(folder / "image"),
+            "mountpoint": str(folder / "mnt"),
+            "loop": None,
+            "label": f"scratch {self.spec.fs} of variant {self.variant}",
+        }
+        self.entry_id = journal.add(entry)  # before anything exists: recovery can always find it
+        (folder / "mnt").mkdir(parents=True, mode=0o755)
+        if self.spec.fs == "tmpfs":
+            run_command(tmpfs_command(self.spec, entry["mountpoint"]))
+        else:
+            with open(entry["image"], "wb") as fh:
+                fh.truncate(size_bytes(self.spec.size))  # sparse: mkfs writes what it needs
+            loop = run_command(["losetup", "--find", "--show", entry["image"]]).strip()
+            journal.update(self.entry_id, loop=loop)
+            for argv in linux_commands(self.spec, entry["image"], loop, entry["mountpoint"]):
+                run_command(argv)
+        os.chmod(entry["mountpoint"], 0o1777)  # like /tmp: servers running as their own user can write
+        self.mountpoint = entry["mountpoint"]
+        return self.mountpoint
+
+    def remove(self, journal: Journal) -> str | None:
+        if self.entry_id is None:
+            return None
+        problem = undo_scratch(journal.get(self.entry_id))[1]
+        if problem is None:
+            journal.remove(self.entry_id)
+            self.entry_id, self.mountpoint = None, None
+        return problem
+
+
+def _umount(mountpoint: str) -> str | None:
+    for _ in range(20):
+        with contextlib.suppress(Exception):
+            run_command(["umount", mountpoint])
+        if not mounted(mountpoint):
+            return None
+        time.sleep(0.1)  # a process that just exited may still hold a file open for a moment
+    run_command(["umount", "-l", mountpoint])  # last resort: detach now, the kernel frees it when unused
+    return "lazily (it was busy)"
+
+
+def _loops_of(entry: dict[str, Any]) -> list[str]:
+    image = entry["image"]
+    loops = []
+    with contextlib.suppress(Exception):
+        loops = parse_losetup_j(run_command(["losetup", "-j", image]))
+    if entry.get("loop") and entry["loop"] not in loops:
+        with contextlib.suppress(Exception):
+            if image in run_command(["losetup", "-n", "-O", "BACK-FILE", entry["loop"]]):
+                loops.append(entry["loop"])
+    return loops
+
+
+def undo_scratch(entry: dict[str, Any]) -> tuple[str, str | None]:
+    """Unmount, detach, delete — only what the journal entry names. Idempotent."""
+    done, mountpoint, folder = [], entry["mountpoint"], Path(entry["dir"])
+    try:
+        if mounted(mountpoint):
+            how = _umount(mountpoint)
+            done.append("unmounted " + mountpoint + (f" {how}" if how else ""))
+        for loop in _loops_of(entry):
+            run_command(["losetup", "-d", loop])
+            done.append(f"detached {loop}")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(entry["image"])
+            done.append(f"removed {entry['image']}")
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(mountpoint)
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(folder)
+    except Exception as exc:
+        return f"{entry['label']}: cleanup failed", f"{entry['label']}: {exc}"
+    leftovers = [p for p in (mountpoint, entry["image"], str(folder)) if os.path.exists(p)]
+    if mounted(mountpoint) or leftovers:
+        return f"{entry['label']}: cleanup incomplete", f"{entry['label']}: still present: {leftovers}"
+    return (f"{entry['label']}: " + ", ".join(done)) if done else f"{entry['label']} is gone", None
