@@ -1,0 +1,35 @@
+"""Statistics: per-cell summaries, ministat-exact A/B comparison (+ Welch ratio CI, Mann-Whitney U), adaptive
+stopping by precision, sample warnings (outliers, drift, two modes), false discovery rate, honest rounding."""
+
+from fairmark.stats.checks import bimodal_split, drift, modified_z, outlier_indices, sample_warnings
+from fairmark.stats.compare import Comparison, compare
+from fairmark.stats.describe import Summary, describe, ministat_median
+from fairmark.stats.digits import format_pair, format_percent, format_value
+from fairmark.stats.fdr import benjamini_hochberg, bh_adjust
+from fairmark.stats.stopping import MIN_TRIALS, ideal_n, precision_reached
+from fairmark.stats.tdist import MINISTAT_LEVELS, exact_t, ministat_t, t_quantile
+
+__all__ = [
+    "MINISTAT_LEVELS",
+    "MIN_TRIALS",
+    "Comparison",
+    "Summary",
+    "benjamini_hochberg",
+    "bh_adjust",
+    "bimodal_split",
+    "compare",
+    "describe",
+    "drift",
+    "exact_t",
+    "format_pair",
+    "format_percent",
+    "format_value",
+    "ideal_n",
+    "ministat_median",
+    "ministat_t",
+    "modified_z",
+    "outlier_indices",
+    "precision_reached",
+    "sample_warnings",
+    "t_quantile",
+]

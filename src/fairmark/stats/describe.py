@@ -1,0 +1,79 @@
+"""Per-cell summary: N, min, max, median, mean, stddev, CV and the confidence interval of the mean."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from fairmark.errors import InputError
+from fairmark.stats.tdist import t_quantile
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    min: float
+    max: float
+    median: float  # mean of the two middle values for even n (ministat 20150715 prints the upper one)
+    mean: float
+    stddev: float  # sample standard deviation (n − 1); nan for n < 2
+    cv: float  # stddev/|mean|; nan when undefined (n < 2 or mean 0)
+    confidence: float
+    ci_half_width: float  # t·s/√n, t for df = n − 1 (nan for n < 2)
+    ci_low: float
+    ci_high: float
+
+    @property
+    def ci_pct(self) -> float:
+        """Half-width of the CI in percent of |mean| (nan when undefined)."""
+        return _ratio(100.0 * self.ci_half_width, abs(self.mean))
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {**asdict(self), "ci_pct": self.ci_pct}
+
+
+def as_array(values: Sequence[float]) -> np.ndarray:
+    """Values as a float array; a NaN or infinity is refused: it is never a measurement."""
+    arr = np.asarray(values, dtype=float).ravel()
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise InputError(f"value #{bad} is {arr[bad]!r}, not a finite number")
+    return arr
+
+
+def describe(values: Sequence[float], confidence: float = 95.0) -> Summary:
+    arr = as_array(values)
+    n = arr.size
+    if n == 0:
+        raise InputError("no values to describe")
+    mean = float(np.mean(arr))
+    sd = float(np.std(arr, ddof=1)) if n > 1 else math.nan
+    half = t_quantile(confidence, n - 1) * sd / math.sqrt(n) if n > 1 else math.nan
+    return Summary(
+        n=n,
+        min=float(arr.min()),
+        max=float(arr.max()),
+        median=float(np.median(arr)),
+        mean=mean,
+        stddev=sd,
+        cv=_ratio(sd, abs(mean)),
+        confidence=float(confidence),
+        ci_half_width=half,
+        ci_low=mean - half,
+        ci_high=mean + half,
+    )
+
+
+def ministat_median(values: Sequence[float]) -> float:
+    """The median ministat 20150715 prints: the element at index n/2 of the sorted data (upper middle)."""
+    arr = np.sort(as_array(values))
+    return float(arr[arr.size // 2])
+
+
+def _ratio(num: float, den: float) -> float:
+    if den == 0 or math.isnan(den) or math.isnan(num):
+        return math.nan
+    return num / den

@@ -1,0 +1,81 @@
+"""Student t quantiles, ministat-exact where fairmark promises ministat's numbers.
+
+ministat (Debian 20150715) does not compute t: it looks it up in a table with rows df = 1…100 and one ∞ row
+used for every df > 100. Its columns are labelled 80 90 95 98 99 99.5. Measured against the installed program:
+
+* the table holds the two-sided quantiles rounded to 3 decimals (unrounded quantiles miss its printed digits);
+* the column labelled 99.5 holds the **99.8 %** two-sided quantile (t₀.₉₉₉: 318.313 at df = 1, 3.090 at ∞),
+  and six of its entries (df 7–12) are off in the third decimal (e.g. 4.782 where t₀.₉₉₉(7) = 4.785).
+
+fairmark reproduces that table at 80/90/95/98/99 (so `fairmark compare` prints ministat's digits), ∞ row
+included, and is correct at 99.5 by default: 99.5 means the 99.5 % quantile. `ministat_compat=True` reproduces
+ministat's 99.5 column too. Any other level (e.g. 97.5) uses the exact quantile: ministat has none.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from scipy import stats
+
+from fairmark.errors import UsageError
+
+MINISTAT_LEVELS = (80.0, 90.0, 95.0, 98.0, 99.0, 99.5)
+MINISTAT_MAX_DF = 100  # above this ministat uses its ∞ row
+
+# Entries of ministat's "99.5" (really 99.8 %) column that are not the rounded quantile, as the program prints
+# them (recovered from its half-widths on constructed data sets; tests/test_stats_ministat_live.py re-checks).
+_MINISTAT_998_TYPOS = {7: 4.782, 8: 4.499, 9: 4.296, 10: 4.143, 11: 4.024, 12: 3.929}
+
+
+def exact_t(confidence: float, df: float) -> float:
+    """Two-sided Student t quantile: P(|T| ≤ t) = confidence/100."""
+    _check_level(confidence)
+    if df <= 0 or math.isnan(df):
+        return math.nan
+    return float(stats.t.ppf(1.0 - (1.0 - confidence / 100.0) / 2.0, df))
+
+
+@functools.cache
+def ministat_t(column: float, df: int) -> float:
+    """The value ministat's table holds for `column` (one of its six labels) and `df`."""
+    if column not in MINISTAT_LEVELS:
+        raise UsageError(f"ministat has no {column}% column (it has {', '.join(map(str, MINISTAT_LEVELS))})")
+    if df < 1:
+        return math.nan
+    if column == 99.5:
+        if df in _MINISTAT_998_TYPOS:
+            return _MINISTAT_998_TYPOS[df]
+        column = 99.8  # what the column really holds
+    row = math.inf if df > MINISTAT_MAX_DF else df
+    return round(float(stats.t.ppf(1.0 - (1.0 - column / 100.0) / 2.0, row)), 3)
+
+
+def t_quantile(confidence: float, df: float, *, ministat_compat: bool = False) -> float:
+    """The t fairmark uses: ministat's table value at 80/90/95/98/99 (and at 99.5 when `ministat_compat`),
+    the exact quantile otherwise."""
+    _check_level(confidence)
+    if df < 1 or math.isnan(df):
+        return math.nan
+    table = confidence in MINISTAT_LEVELS and (confidence != 99.5 or ministat_compat)
+    if table and float(df).is_integer():
+        return ministat_t(float(confidence), int(df))
+    return exact_t(confidence, df)
+
+
+def differs_from_ministat(confidence: float, ministat_compat: bool) -> str | None:
+    """A sentence saying where fairmark's numbers differ from ministat's at this level, or None."""
+    if confidence == 99.5 and not ministat_compat:
+        return (
+            "ministat's 99.5% column really holds the 99.8% quantile; fairmark uses the true 99.5% quantile "
+            "(narrower interval). --ministat-compat reproduces ministat."
+        )
+    if confidence not in MINISTAT_LEVELS:
+        return f"ministat has no {confidence:g}% level (it offers 80 90 95 98 99 99.5); exact t used"
+    return None
+
+
+def _check_level(confidence: float) -> None:
+    if not 0.0 < confidence < 100.0:
+        raise UsageError(f"confidence must be a percentage strictly between 0 and 100, got {confidence!r}")

@@ -1,0 +1,189 @@
+"""describe / compare / stopping / digits / checks / FDR: behaviour on known vectors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fairmark.errors import InputError, UsageError
+from fairmark.stats import (
+    benjamini_hochberg,
+    bh_adjust,
+    compare,
+    describe,
+    format_percent,
+    format_value,
+    ideal_n,
+    ministat_median,
+    outlier_indices,
+    precision_reached,
+    sample_warnings,
+)
+
+IGUANA = [50, 200, 150, 400, 750, 400, 150]
+CHAMELEON = [150, 400, 720, 500, 930]
+
+
+def test_describe_manual_vector():
+    s = describe(IGUANA)
+    assert (s.n, s.min, s.max, s.median, s.mean) == (7, 50, 750, 200, 300)
+    assert s.stddev == pytest.approx(238.04761, abs=1e-5)
+    assert s.cv == pytest.approx(238.04761 / 300, rel=1e-6)
+    # t(6, 95%) from ministat's table is 2.447
+    assert s.ci_half_width == pytest.approx(2.447 * s.stddev / math.sqrt(7))
+    assert s.ci_low == pytest.approx(300 - s.ci_half_width)
+    assert describe(CHAMELEON).stddev == pytest.approx(299.08193, abs=1e-5)
+
+
+def test_describe_edge_cases():
+    one = describe([5.0])
+    assert one.n == 1 and math.isnan(one.stddev) and math.isnan(one.cv) and math.isnan(one.ci_half_width)
+    assert math.isnan(describe([0.0, 0.0, 0.0]).cv)
+    with pytest.raises(InputError):
+        describe([])
+    with pytest.raises(InputError, match="not a finite number"):
+        describe([1.0, float("nan"), 2.0])
+    assert describe([1, 2, 3, 10]).median == 2.5
+    assert ministat_median([1, 2, 3, 10]) == 3  # what ministat 20150715 prints
+
+
+def test_compare_manual_vector_at_80_and_95():
+    c80 = compare(IGUANA, CHAMELEON, confidence=80)
+    assert c80.difference == 240
+    assert f"{c80.half_width:g}" == "212.215"
+    assert f"{c80.pooled_stddev:g}" == "264.159"
+    assert f"{c80.percent:g}% +/- {c80.percent_half_width:g}%" == "80% +/- 70.7384%"
+    assert c80.significant and c80.change == "worse"
+    c95 = compare(IGUANA, CHAMELEON)
+    assert not c95.significant and c95.change == "none"
+    assert "no difference proven at 95% confidence" in c95.sentence
+    assert "identical" not in c95.sentence
+    assert any("only 5 values" in w for w in c95.warnings)
+
+
+def test_compare_fields_and_json():
+    c = compare([10, 10.2, 9.9, 10.1, 10.05, 9.95], [9, 9.1, 8.9, 9.05, 8.95, 9.0], unit="s")
+    d = c.to_dict()
+    keys = "difference half_width percent percent_half_width pooled_stddev significant confidence welch"
+    keys += " mann_whitney sentence p_value df t_quantile change warnings"
+    assert set(keys.split()) <= set(d)
+    assert d["welch"]["ratio"] == pytest.approx(c.mean_other / c.mean_baseline)
+    assert d["welch"]["ratio_ci_low"] < d["welch"]["ratio"] < d["welch"]["ratio_ci_high"]
+    assert c.sentence == "B is 10.3% ± 1.2% faster than A (95% CI)"
+    assert c.change == "better" and c.p_value < 1e-6 and c.mann_whitney["significant"]
+
+
+@pytest.mark.parametrize(
+    ("better", "unit", "expect"),
+    [
+        ("higher", "MB/s", "B is 9.6% ± 1.9% higher (better) than A (95% CI)"),
+        ("lower", "MB/s", "B is 9.6% ± 1.9% higher (worse) than A (95% CI)"),
+        ("lower", "s", "B is 9.6% ± 1.9% slower than A (95% CI)"),
+    ],
+)
+def test_sentence_direction(better, unit, expect):
+    c = compare([100, 102, 99, 101], [110, 111, 109, 110.5], better=better, unit=unit)
+    assert c.sentence == expect
+
+
+def test_not_significant_sentence_gives_bound():
+    c = compare([10, 10.2, 9.9, 10.1, 10.05, 9.95], [10, 10.1, 9.9, 10.05, 9.95, 10.0], unit="s")
+    assert c.sentence.startswith("B vs A: no difference proven at 95% confidence; a change beyond ±1.2%")
+
+
+def test_welch_ratio_ci_contains_true_ratio_for_10pct_more_work():
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(200):
+        a = rng.normal(100, 3, 10)
+        b = rng.normal(110, 6, 12)
+        w = compare(a, b, unit="s").welch
+        hits += w["ratio_ci_low"] <= 1.1 <= w["ratio_ci_high"]
+    assert hits >= 180  # 95% nominal coverage; 200 draws
+
+
+def test_compare_refuses_bad_input():
+    with pytest.raises(InputError):
+        compare([1.0], [1.0, 2.0, 3.0])
+    with pytest.raises(UsageError):
+        compare([1, 2, 3], [1, 2, 3], better="faster")
+    with pytest.raises(UsageError):
+        compare([1, 2, 3], [1, 2, 3], confidence=100)
+
+
+def test_zero_spread():
+    c = compare([5, 5, 5], [6, 6, 6])
+    assert c.significant and c.half_width == 0
+    assert any("zero spread" in w for w in c.warnings)
+    same = compare([5, 5, 5], [5, 5, 5])
+    assert not same.significant and same.mann_whitney["p_value"] == 1.0
+
+
+def test_student_and_mann_whitney_disagreement_is_warned():
+    # one huge outlier in B drags the mean but not the ranks
+    a = [10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98, 10.0]
+    b = [10.01, 10.11, 9.91, 10.06, 9.96, 10.03, 9.99, 60.0]
+    c = compare(a, b)
+    assert any("disagree" in w for w in c.warnings) or not c.significant
+
+
+def test_precision_and_ideal_n():
+    tight = [100.0, 100.2, 99.9, 100.1, 100.05]
+    assert precision_reached(tight, confidence=95, target_ci_pct=1.0)
+    assert not precision_reached(tight[:2], confidence=95, target_ci_pct=50.0)  # n < 3 never stops
+    assert not precision_reached([90, 110, 100, 95, 105], confidence=95, target_ci_pct=1.0)
+    n = ideal_n([90, 110, 100], confidence=95, target_ci_pct=1.0)
+    cv = describe([90, 110, 100]).cv
+    assert n == pytest.approx((1.96 * cv / 0.01) ** 2, rel=0.05)
+    assert ideal_n([5.0], confidence=95, target_ci_pct=1) == 3
+
+
+@pytest.mark.parametrize(
+    ("value", "hw", "unit", "text"),
+    [
+        (412.567, 9, "MB/s", "413 ± 9 MB/s"),
+        (412.567, 37, "MB/s", "410 ± 40 MB/s"),
+        (412.567, 12, "MB/s", "413 ± 12 MB/s"),
+        (412.567, 0.97, "MB/s", "412.6 ± 1.0 MB/s"),
+        (0.1354, 0.0015165751, "s", "0.1354 ± 0.0015 s"),
+        (12.34, 1.83, "%", "12.3% ± 1.8%"),
+        (-0.004, 0.3, "", "0.00 ± 0.30"),
+        (1234567.0, 3000, "", "1234600 ± 3000"),
+        (0.123456789, None, "s", "0.123457 s"),
+    ],
+)
+def test_format_value(value, hw, unit, text):
+    assert format_value(value, hw, unit) == text
+
+
+def test_format_percent_signed():
+    assert format_percent(12.34, 1.83, signed=True) == "+12.3% ± 1.8%"
+    assert format_percent(-12.34, 1.83, signed=True) == "-12.3% ± 1.8%"
+
+
+def test_outliers_flagged_not_dropped():
+    values = [1, 1.1, 0.9, 1, 1.05, 0.95, 5, 1, 1.02, 0.98]
+    assert outlier_indices(values) == [6]
+    (sentence,) = sample_warnings(values)
+    assert "#7" in sentence and "kept" in sentence
+
+
+def test_drift_and_two_modes():
+    assert any(w.startswith("drift: values rise") for w in sample_warnings([float(i) for i in range(20)]))
+    two = [1, 1.1, 0.9, 1, 1.05, 5, 5.1, 4.9, 5, 5.05]
+    assert any(w.startswith("two modes: 5 values near 1") for w in sample_warnings(two))
+    from scipy.stats import norm
+
+    # an ideal normal sample in shuffled order: no outlier, no trend, one mode
+    ideal = [100 + 2 * norm.ppf((i + 0.5) / 30) for i in (7 * k % 30 for k in range(30))]
+    assert sample_warnings(ideal) == []
+
+
+def test_benjamini_hochberg():
+    p = [0.01, 0.04, 0.03, 0.5]
+    assert bh_adjust(p) == pytest.approx([0.04, 0.0533333, 0.0533333, 0.5])
+    assert benjamini_hochberg(p) == [True, False, False, False]
+    assert benjamini_hochberg([0.001] * 40 + [math.nan]) == [True] * 40 + [False]
