@@ -110,7 +110,8 @@ def parse_plan(text: str, path: str = "<plan>") -> Plan:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"at line (\d+)", str(exc))
-        raise PlanError(f"not valid TOML: {exc}", path=path, line=int(m.group(1)) if m else None) from None
+        line = int(m.group(1)) if m else (len(text.splitlines()) if "end of document" in str(exc) else None)
+        raise PlanError(f"not valid TOML: {exc}", path=path, line=line) from None
     try:
         return Plan.model_validate(data)
     except ValidationError as exc:

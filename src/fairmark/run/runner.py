@@ -308,6 +308,8 @@ class Runner:
             is_root=os.geteuid() == 0,
         )
         ctx.cache.mkdir(parents=True, exist_ok=True)
+        # Plain command workloads find their private scratch directory (removed after the workload) here.
+        ctx.env["FAIRMARK_SCRATCH"] = str(scratch)
         try:
             self.progress.workload(w.name, "setup")
             if rt.adapter:
@@ -356,7 +358,7 @@ class Runner:
         argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         res = execute(
             argv,
-            env=apply_env(os.environ, w.env),
+            env=apply_env(os.environ, w.env, {"FAIRMARK_SCRATCH": str(scratch)}),
             cwd=w.cwd,
             timeout_s=w.timeout_s or self.policy.timeout_s,
             grace_s=self.policy.kill_grace_s,

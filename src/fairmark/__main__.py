@@ -1,0 +1,3 @@
+from fairmark.cli.main import entry
+
+entry()

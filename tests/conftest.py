@@ -1,0 +1,60 @@
+"""Every test gets its own store, host lock, state and data directories, so tests never touch the user's store
+and concurrent test sessions never refuse each other through the host lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def isolated_fairmark(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("fairmark-home")
+    monkeypatch.setenv("FAIRMARK_STORE", f"sqlite:///{home / 'store.db'}")
+    monkeypatch.setenv("FAIRMARK_LOCK_PATH", str(home / "host.lock"))
+    monkeypatch.setenv("FAIRMARK_STATE_DIR", str(home / "state"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    return home
+
+
+@pytest.fixture
+def fairmark_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """Run the CLI in-process: (exit code, stdout, stderr)."""
+    from fairmark.cli.main import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def fairmark_subprocess(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300, **kw: object
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed CLI as a user would, in its own process."""
+    return subprocess.run(
+        [sys.executable, "-m", "fairmark", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        cwd=REPO,
+        **kw,
+    )
+
+
+def json_out(stdout: str) -> dict:
+    return json.loads(stdout)

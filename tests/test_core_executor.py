@@ -1,0 +1,80 @@
+"""The executor: process group per trial, rusage of the waited tree, timeout kills the whole group."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+from fairmark.run.executor import execute
+
+
+def _alive_with_marker(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z" and int(entry.name) != os.getpid():
+            found.append(int(entry.name))
+    return found
+
+
+def test_timeout_kills_whole_process_tree(tmp_path: Path) -> None:
+    marker = f"fm-{uuid.uuid4().hex[:8]}"
+    # A shell that starts grandchildren (one ignoring SIGTERM) and waits: all must be gone after the timeout.
+    script = f"sleep 300 {marker} & (trap '' TERM; exec sleep 301 {marker}) & sleep 302 {marker}; wait"
+    t0 = time.monotonic()
+    res = execute(
+        ["bash", "-c", script.replace(f" {marker}", "") + f" # {marker}"],
+        timeout_s=0.5,
+        grace_s=0.5,
+        out_dir=tmp_path,
+    )
+    assert res.status == "timeout"
+    assert "timed out" in (res.error or "")
+    assert time.monotonic() - t0 < 15
+    time.sleep(0.2)
+    assert _alive_with_marker(marker) == []
+
+
+def test_no_orphans_after_timeout_with_marker_in_children(tmp_path: Path) -> None:
+    marker = f"fmchild{uuid.uuid4().hex[:8]}"
+    script = f"python3 -c 'import time; time.sleep(300)' {marker} & python3 -c 'import time; time.sleep(300)' {marker}"
+    res = execute(["bash", "-c", script], timeout_s=0.7, grace_s=0.3, out_dir=tmp_path)
+    assert res.status == "timeout"
+    time.sleep(0.2)
+    assert _alive_with_marker(marker) == []
+
+
+def test_background_leftovers_are_killed_and_reported(tmp_path: Path) -> None:
+    marker = f"fmleft{uuid.uuid4().hex[:8]}"
+    res = execute(
+        ["bash", "-c", f"python3 -c 'import time; time.sleep(300)' {marker} & echo started"],
+        out_dir=tmp_path,
+        grace_s=0.5,
+    )
+    assert res.status == "ok"
+    assert res.leftovers_killed == 1
+    time.sleep(0.2)
+    assert _alive_with_marker(marker) == []
+
+
+def test_rusage_covers_children_and_exit_status(tmp_path: Path) -> None:
+    res = execute(["bash", "-c", "python3 -c 'sum(range(4_000_000))'; exit 3"], out_dir=tmp_path)
+    assert res.status == "failed" and res.exit_code == 3 and res.error == "exit status 3"
+    assert res.user_s > 0.02  # the grandchild's CPU time is counted
+    assert res.max_rss_kib > 1000
+    assert res.wall_s >= res.user_s * 0.5
+
+
+def test_signal_and_missing_program(tmp_path: Path) -> None:
+    res = execute(["bash", "-c", "kill -SEGV $$"], out_dir=tmp_path)
+    assert res.status == "failed" and res.signal == 11 and "SIGSEGV" in (res.error or "")
+    res = execute(["no-such-program-xyz"], out_dir=tmp_path)
+    assert res.status == "failed" and "cannot start" in (res.error or "")
