@@ -1,0 +1,170 @@
+"""`fairmark compare FILE...`: ministat's input rules, table and plot, then fairmark's verdict lines."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from fairmark.cli.common import common_options
+from fairmark.console import console
+from fairmark.errors import InputError, UsageError
+from fairmark.report import ministat
+from fairmark.stats import compare as compare_samples
+from fairmark.stats import describe, sample_warnings
+
+MIN_VALUES = 3  # ministat's floor
+# What a number looks like in a data file: decimal, optional exponent. NaN, infinities, hex and "1_000"
+# (which Python's float() would take) are refused: none of them is a measurement.
+NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+@dataclass(frozen=True)
+class DataFile:
+    name: str
+    values: tuple[float, ...]
+
+
+def parse_lines(lines: Iterable[str], name: str, *, column: int = 1, delimiters: str = " \t") -> DataFile:
+    """ministat's rules: split on any delimiter character (runs count as one), a token starting with `#` ends
+    the line, lines without a value in `column` are skipped; anything else in that column must be a number."""
+    split = re.compile("[" + re.escape(delimiters) + "]+") if delimiters else None
+    values, last = [], 0
+    for last, raw in enumerate(lines, start=1):
+        tokens = [t for t in (split.split(raw.rstrip("\r\n")) if split else [raw.rstrip("\r\n")]) if t]
+        token = _column_token(tokens, column)
+        if token is None:
+            continue
+        if not NUMBER.fullmatch(token):
+            raise InputError(f"{name}:{last}: column {column}: {token!r} is not a number")
+        values.append(float(token))
+    if len(values) < MIN_VALUES:
+        raise InputError(
+            f"{name}:{last}: {len(values)} value(s) in column {column}; at least {MIN_VALUES} are needed",
+            hint="one value per line; `#` starts a comment; -C picks the column, -d the delimiters",
+        )
+    return DataFile(name, tuple(values))
+
+
+def _column_token(tokens: list[str], column: int) -> str | None:
+    for i, token in enumerate(tokens, start=1):
+        if token.startswith("#"):
+            return None
+        if i == column:
+            return token
+    return None
+
+
+def read_file(path: str, *, column: int, delimiters: str) -> DataFile:
+    if path == "-":
+        return parse_lines(sys.stdin, "<stdin>", column=column, delimiters=delimiters)
+    try:
+        with Path(path).open(encoding="utf-8", errors="strict") as fh:
+            return parse_lines(fh, path, column=column, delimiters=delimiters)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def _dataset_json(df: DataFile, confidence: float) -> dict:
+    s = describe(df.values, confidence)
+    return {"name": df.name, **s.to_dict(), "warnings": sample_warnings(df.values)}
+
+
+def _emit_human(files, comparisons, *, width, plot, separate, compat) -> None:
+    datasets = [(f.name, f.values) for f in files]
+    lines = ministat.render(
+        datasets, comparisons, width=width, plot=plot, separate_bars=separate, ministat_compat=compat
+    )
+    out = console.out.file  # verbatim: ministat's tabs and long plot lines must survive (rich would expand)
+    out.write("\n".join(lines) + "\n")
+    extra = [(f, sample_warnings(f.values)) for f in files]
+    if comparisons or any(w for _, w in extra):
+        out.write("\nfairmark (each set vs the first; Welch and Mann-Whitney U cross-check Student's t):\n")
+    for k, c in enumerate(comparisons, start=1):
+        out.write(f"{ministat.SYMBOLS[k + 1]} " + "\n".join(ministat.verdict_lines(c)) + "\n")
+    for f, warnings in extra:
+        for text in warnings:
+            out.write(f"  {f.name}: {text}\n")
+    out.flush()
+
+
+@click.command("compare")
+@click.argument("files", nargs=-1, metavar="FILE...")
+@click.option(
+    "-C", "--column", type=click.IntRange(min=1), default=1, show_default=True, help="Column to use."
+)
+@click.option(
+    "-d", "--delimiters", default=" \t", help="Column delimiter characters (default space and tab)."
+)
+@click.option(
+    "-c",
+    "--confidence",
+    type=click.FloatRange(0, 100, min_open=True, max_open=True),
+    default=95.0,
+    show_default=True,
+    help="Confidence level in percent (ministat's: 80 90 95 98 99 99.5).",
+)
+@click.option(
+    "--ministat-compat", is_flag=True, help="Reproduce ministat's numbers exactly, its 99.5% included."
+)
+@click.option("-w", "--width", type=click.IntRange(min=3), default=ministat.DEFAULT_WIDTH, show_default=True)
+@click.option("-n", "-A", "--no-plot", is_flag=True, help="Leave out the ASCII plot.")
+@click.option("-s", "--separate-bars", is_flag=True, help="One mean/median/stddev bar line per data set.")
+@click.option("--better", type=click.Choice(["lower", "higher"]), default="lower", show_default=True)
+@click.option("--unit", default="", help="Unit of the values, for the verdict sentences (e.g. s, MB/s).")
+@common_options
+def compare(
+    files: tuple[str, ...],
+    column: int,
+    delimiters: str,
+    confidence: float,
+    ministat_compat: bool,
+    width: int,
+    no_plot: bool,
+    separate_bars: bool,
+    better: str,
+    unit: str,
+) -> None:
+    """Compare data files with one value per line, like ministat: each file against the first.
+
+    Prints ministat's table and plot (same numbers as ministat), then fairmark's verdict: the difference in
+    percent with its confidence interval, Welch's CI of the ratio and a Mann-Whitney U cross-check."""
+    paths = list(files) or ["-"]
+    if len(paths) > ministat.MAX_DATASETS:
+        raise UsageError(f"{len(paths)} files given; at most {ministat.MAX_DATASETS} can be compared at once")
+    data = [read_file(p, column=column, delimiters=delimiters) for p in paths]
+    comparisons = [
+        compare_samples(
+            data[0].values,
+            d.values,
+            confidence=confidence,
+            better=better,
+            name_baseline=data[0].name,
+            name_other=d.name,
+            unit=unit,
+            ministat_compat=ministat_compat,
+        )
+        for d in data[1:]
+    ]
+    if console.json_mode:
+        console.emit_json(
+            {
+                "confidence": confidence,
+                "ministat_compat": ministat_compat,
+                "datasets": [_dataset_json(d, confidence) for d in data],
+                "comparisons": [c.to_dict() for c in comparisons],
+            }
+        )
+        return
+    _emit_human(
+        data, comparisons, width=width, plot=not no_plot, separate=separate_bars, compat=ministat_compat
+    )
+
+
+commands = [compare]
