@@ -60,9 +60,9 @@ def _debug_kernel(snap: Mapping[str, Any]) -> list[Finding]:
     prefix = "" if freebsd else "CONFIG_"
     found = {**(kc.get("debug_options") or {}), **(kc.get("debug_features") or {})}
     if not found and kc.get("source") is None and not kc.get("witness_boot_warning"):
-        return [
-            _finding("debug-kernel-unknown", "no /proc/config.gz, /boot/config-<release> or kern.conftxt")
-        ]
+        ident = (snap.get("os") or {}).get("ident")
+        ev = "no kern.conftxt or kern.features" if freebsd else "no /proc/config.gz or /boot/config-<release>"
+        return [_finding("debug-kernel-unknown", ev + (f"; kernel ident {ident}" if ident else ""))]
     out = []
     by_sev: dict[str, list[str]] = {"error": [], "warn": [], "info": []}
     for name in found:
@@ -71,6 +71,8 @@ def _debug_kernel(snap: Mapping[str, Any]) -> list[Finding]:
     if heavy:
         src = kc.get("source") or "kernel"
         ev = f"{src}: " + ", ".join(f"{prefix}{n}" for n in heavy)
+        if kc.get("witness_boot_warning"):
+            ev += "; dmesg.boot: 'WITNESS option enabled, expect reduced performance'"
         why = R.RULES["debug-kernel"].why + ". " + "; ".join(f"{n}: {table[n].why}" for n in heavy[:4])
         fix = R.FREEBSD_NODEBUG_FIX if freebsd else R.LINUX_NODEBUG_FIX
         out.append(
@@ -83,8 +85,13 @@ def _debug_kernel(snap: Mapping[str, Any]) -> list[Finding]:
             )
         )
     if by_sev["info"]:
-        ev = ", ".join(f"{prefix}{n} ({table[n].why})" for n in by_sev["info"])
-        out.append(_finding("debug-kernel-cheap", ev, fix="none needed"))
+        ev = ", ".join(f"{prefix}{n}" for n in by_sev["info"])
+        why = (
+            R.RULES["debug-kernel-cheap"].why
+            + ". "
+            + "; ".join(f"{n}: {table[n].why}" for n in by_sev["info"])
+        )
+        out.append(_finding("debug-kernel-cheap", ev, fix="none needed", why=why))
     if freebsd and kc.get("witness_boot_warning") and "WITNESS" not in found:
         out.append(_finding("debug-kernel-witness-dmesg", "dmesg.boot: " + "WITNESS option enabled"))
     return out
@@ -228,10 +235,11 @@ def _load(snap: Mapping[str, Any]) -> list[Finding]:
     if (sample or 0) > 0 or (boot or 0) > 0:
         # Any steal shows a shared host; only a noticeable share is worth a warning.
         big = (sample or 0) >= R.STEAL_PCT_WARN or (boot or 0) >= R.STEAL_PCT_WARN
+        during = f"{_pct(sample)} during the {load.get('sample_s')} s sample, " if sample is not None else ""
         out.append(
             _finding(
                 "steal",
-                f"steal {_pct(sample)} during the {load.get('sample_s')} s sample, {_pct(boot)} since boot",
+                f"steal {during}{_pct(boot)} since boot",
                 severity=None if big else "info",
             )
         )

@@ -28,6 +28,8 @@ FREEBSD_MITIGATION_OIDS = (
     "machdep.mitigations.taa.enable",
     "hw.mds_disable_state",
 )
+# amd64: `CPU: AMD Ryzen 5 5600G ... (3900.17-MHz K8-class CPU)`; arm64: `CPU  1: APM eMAG 8180 r3p2 affinity: ...`
+DMESG_CPU_RE = r"^CPU(?::|\s+\d+:) (.+?)\s*(?:\(\d|affinity|$)"
 WITNESS_WARNING = "WARNING: WITNESS option enabled, expect reduced performance."
 NET_FS = {"nfs", "smbfs", "fusefs", "p9fs"}
 MEMORY_FS = {"tmpfs", "md"}
@@ -111,7 +113,7 @@ def probe(root: Root, *, workdir: str) -> dict[str, Any]:
             "nics": [],
         },
         "cpu": {
-            "model": (s.get("hw.model") or "").strip() or _dmesg_str(dmesg, r"^CPU: (.+?)\s*\(\d"),
+            "model": (s.get("hw.model") or "").strip() or _dmesg_str(dmesg, DMESG_CPU_RE),
             "vendor": None,
             "arch": s.get("hw.machine_arch") or s.get("hw.machine"),
             "sockets": _dmesg_int(dmesg, r"FreeBSD/SMP: (\d+) package"),

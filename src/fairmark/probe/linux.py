@@ -23,25 +23,27 @@ MEMORY_FS = {"tmpfs", "ramfs"}
 
 
 def parse_cpuinfo(text: str) -> list[dict[str, str]]:
-    """One dict per processor block. Tolerates spaces instead of tabs before the colon."""
+    """One dict per processor block. Tolerates spaces instead of tabs and missing blank lines between blocks;
+    old ARM kernels' capitalised `Processor` line (the model) is kept apart from the `processor` index."""
     blocks: list[dict[str, str]] = []
     current: dict[str, str] = {}
     for line in text.splitlines():
-        if not line.strip():
+        raw_key, sep, value = line.partition(":")
+        raw_key = raw_key.strip()
+        if not line.strip() or (raw_key == "processor" and "processor" in current):
             if current:
                 blocks.append(current)
             current = {}
-            continue
-        key, sep, value = line.partition(":")
-        if sep:
-            current[key.strip().lower()] = value.strip()
+        if sep and raw_key:
+            key = "processor name" if raw_key == "Processor" else raw_key.lower()
+            current[key] = value.strip()
     if current:
         blocks.append(current)
     return [b for b in blocks if "processor" in b]
 
 
 def _cpu_model(procs: list[dict[str, str]], whole: str) -> str | None:
-    for key in ("model name", "cpu model", "cpu"):
+    for key in ("model name", "cpu model", "processor name", "cpu"):
         if procs and procs[0].get(key) and not procs[0][key].isdigit():
             return procs[0][key]
     m = re.search(r"^(?:Hardware|Processor)\s*:\s*(.+)$", whole, re.M)  # older ARM kernels

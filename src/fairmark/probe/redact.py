@@ -27,7 +27,7 @@ _KNOWN_TOKEN_RE = re.compile(
 )
 # `name=value` / `name: value` inside free text (command lines, config dumps) where the name is secret.
 _ASSIGN_RE = re.compile(
-    r"(?P<name>[A-Za-z_][\w.-]*(?:" + "|".join(SECRET_WORDS) + r")[\w.-]*)(?P<sep>\s*[=:]\s*)"
+    r"(?<![\w.-])(?P<name>[\w.-]*(?:" + "|".join(SECRET_WORDS) + r")[\w.-]*)(?P<sep>\s*[=:]\s*)"
     r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;]+)",
     re.IGNORECASE,
 )

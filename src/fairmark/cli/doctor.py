@@ -1,0 +1,75 @@
+"""`fairmark doctor`: what on this host (or in a saved sysroot) would invalidate or blur a benchmark."""
+
+from __future__ import annotations
+
+import os
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from fairmark.cli.common import common_options
+from fairmark.console import console
+from fairmark.errors import InputError
+
+SEVERITY_STYLE = {"error": "bold red", "warn": "yellow", "info": "dim"}
+
+
+def check_sysroot(sysroot: str | None) -> str:
+    if sysroot is None:
+        return "/"
+    if not os.path.isdir(sysroot):
+        raise InputError(
+            f"--sysroot {sysroot}: not a directory", hint="give a tree with proc/ sys/ or sysctl.txt"
+        )
+    return sysroot
+
+
+@click.command()
+@click.option(
+    "--sysroot", metavar="DIR", help="Read a saved tree (proc/, sys/ or sysctl.txt …), not this host."
+)
+@click.option("--workdir", metavar="DIR", default=".", show_default=True,
+              help="Directory whose file system and disk are checked.")  # fmt: skip
+@click.option("--tool", "tools", multiple=True, metavar="NAME", help="Also record this tool's version.")
+@common_options
+def doctor(sysroot: str | None, workdir: str, tools: tuple[str, ...]) -> None:
+    """Findings on this host, each with severity, evidence and the fix.
+
+    Exits 0 even with findings: refusing to run is `fairmark run`'s job (it stops on errors unless
+    --accept-risk)."""
+    from fairmark.probe import diagnose, take_snapshot, worst_severity
+
+    root = check_sysroot(sysroot)
+    snap = take_snapshot(root, tools=tools, workdir=workdir)
+    findings = diagnose(snap)
+    counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warn", "info")}
+    if console.json_mode:
+        console.emit_json({
+            "sysroot": None if root == "/" else os.path.abspath(root),
+            "host_id": snap["identity"]["host_id"],
+            "os": {k: snap["os"].get(k) for k in ("kernel", "release")},
+            "worst": worst_severity(findings),
+            "counts": counts,
+            "findings": [f.to_dict() for f in findings],
+        })  # fmt: skip
+        return
+    where = "this host" if root == "/" else root
+    kernel = f"{snap['os'].get('kernel')} {snap['os'].get('release') or ''}".strip()
+    host_id = snap["identity"]["host_id"]
+    console.print(f"[bold]fairmark doctor[/bold]: {escape(where)} ({escape(kernel)}, host {host_id})")
+    if not findings:
+        console.print("no findings")
+        return
+    table = Table(show_lines=True)
+    for col, kw in (("severity", {}), ("id", {}), ("evidence", {"ratio": 3}), ("fix", {"ratio": 2})):
+        table.add_column(col, overflow="fold", **kw)
+    for f in findings:
+        table.add_row(f"[{SEVERITY_STYLE[f.severity]}]{f.severity}[/]", escape(f.id),
+                      escape(f"{f.title}: {f.evidence}"), escape(f.fix))  # fmt: skip
+    console.print(table)
+    console.print(f"{counts['error']} error(s), {counts['warn']} warning(s), {counts['info']} note(s); "
+                  "`--json` gives each finding's reason ('why')")  # fmt: skip
+
+
+commands = [doctor]

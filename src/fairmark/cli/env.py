@@ -1,0 +1,116 @@
+"""`fairmark env`: the environment snapshot recorded with every run, and the differences between two runs'."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from fairmark.cli.common import common_options, open_store
+from fairmark.cli.doctor import check_sysroot
+from fairmark.console import console
+from fairmark.errors import UsageError
+
+CATEGORY_STYLE = {"validity": "bold red", "environment": "yellow", "info": "dim"}
+
+
+@click.command()
+@click.option("--sysroot", metavar="DIR", help="Describe a saved tree instead of this host.")
+@click.option(
+    "--workdir",
+    metavar="DIR",
+    default=".",
+    show_default=True,
+    help="Directory whose file system is described.",
+)
+@click.option("--tool", "tools", multiple=True, metavar="NAME", help="Also record this tool's version.")
+@click.option("--diff", "diff_runs", nargs=2, metavar="RUN_A RUN_B",
+              help="Compare the environments stored with two runs (ids, prefixes or 'last').")  # fmt: skip
+@click.option("--after", is_flag=True, help="With --diff: use the snapshots taken after the runs.")
+@common_options
+def env(sysroot: str | None, workdir: str, tools: tuple[str, ...], diff_runs: tuple[str, str] | None,
+        after: bool) -> None:  # fmt: skip
+    """The environment snapshot fairmark records with every run (secrets redacted)."""
+    if diff_runs:
+        if sysroot:
+            raise UsageError("--diff reads stored runs; it cannot be combined with --sysroot")
+        _diff(*diff_runs, after=after)
+        return
+    from fairmark.probe import take_snapshot
+
+    snap = take_snapshot(check_sysroot(sysroot), tools=tools, workdir=workdir)
+    if console.json_mode:
+        console.emit_json(snap)
+        return
+    _print_snapshot(snap)
+
+
+def _print_snapshot(snap: dict[str, Any]) -> None:
+    from fairmark.probe.diff import flatten
+
+    skip = {"env", "schema"}
+    for section, value in snap.items():
+        if section in skip or not isinstance(value, dict):
+            continue
+        table = Table(title=section, title_justify="left", show_header=False, box=None, padding=(0, 2))
+        table.add_column("key", style="bold", no_wrap=True)
+        table.add_column("value", overflow="fold")
+        for key, v in flatten(value).items():
+            table.add_row(escape(key), escape(_fmt(v)))
+        console.print(table)
+    env_vars = snap.get("env") or {}
+    console.print(f"[bold]env[/bold]: {len(env_vars)} variables (secrets redacted; `--json` lists them)")
+    console.print(f"[dim]taken {snap.get('taken_at')} in {snap.get('elapsed_s')} s[/dim]")
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "unknown"
+    if isinstance(v, list):
+        return ", ".join(_fmt(x) for x in v) or "(none)"
+    return str(v)
+
+
+def _diff(ref_a: str, ref_b: str, *, after: bool) -> None:
+    from fairmark.probe import diff_snapshots
+
+    store = open_store()
+    runs = [store.get_run(ref_a), store.get_run(ref_b)]
+    snaps = []
+    for run in runs:
+        snap = run.env_after if after else run.env_before
+        if not snap:
+            which = "after" if after else "before"
+            raise UsageError(
+                f"run {run.id} has no environment snapshot ({which}); it was run without probing"
+            )
+        snaps.append(snap)
+    diffs = diff_snapshots(snaps[0], snaps[1])
+    if console.json_mode:
+        console.emit_json({"a": runs[0].id, "b": runs[1].id, "differences": diffs})
+        return
+    if not diffs:
+        console.print(f"no differences between the environments of {runs[0].id[:8]} and {runs[1].id[:8]}")
+        return
+    table = Table(
+        title=f"environment differences: A={runs[0].id[:8]}  B={runs[1].id[:8]}", title_justify="left"
+    )
+    for col in ("category", "key", "A", "B"):
+        table.add_column(col, overflow="fold")
+    for d in diffs:
+        style = CATEGORY_STYLE.get(d["category"], "")
+        table.add_row(
+            f"[{style}]{d['category']}[/]", escape(d["key"]), escape(_fmt(d["a"])), escape(_fmt(d["b"]))
+        )
+    console.print(table)
+    n_valid = sum(d["category"] == "validity" for d in diffs)
+    if n_valid:
+        console.print(
+            f"{n_valid} difference(s) can invalidate a comparison of these runs unless they are the "
+            "variant under test"
+        )
+
+
+commands = [env]

@@ -1,0 +1,67 @@
+"""Secrets never reach a snapshot: by name, by value shape, and anywhere else in the snapshot."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fairmark.probe import redact_env, redact_text, take_snapshot
+from fairmark.probe.redact import REDACTED, looks_like_key
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["FAIRMARK_TEST_TOKEN", "DB_PASSWORD", "db_passwd", "MY_PASS", "AWS_SECRET_ACCESS_KEY", "apikey",
+     "X_CREDENTIALS", "GH_AUTH", "cookie_jar", "SessionId", "github_token"],
+)  # fmt: skip
+def test_secret_names_are_redacted_in_any_case_and_position(name: str) -> None:
+    assert redact_env({name: "harmless-looking"})[name] == REDACTED
+
+
+def test_ordinary_variables_are_kept() -> None:
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "GIT_COMMIT": "9b05f4a" * 5, "HOME": "/root"}
+    assert redact_env(env) == env
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "postgresql://bench:s3cr3tpw@127.0.0.1:5432/db",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "AKIAIOSFODNN7EXAMPLE",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "Zx8kQ2mN7vB4tR9wL3pY6cH1",
+    ],
+)
+def test_key_looking_values_are_redacted_whatever_the_name(value: str) -> None:
+    assert looks_like_key(value)
+    assert redact_env({"SOME_SETTING": value})["SOME_SETTING"] != value
+
+
+def test_redact_text_keeps_structure_and_hides_only_the_secret() -> None:
+    text = "console=ttyS0 password=hunter2 url=https://u:pw123@example.org/x --auth-required quiet"
+    out = redact_text(text)
+    assert "hunter2" not in out and "pw123" not in out
+    assert "console=ttyS0" in out and "--auth-required" in out and "quiet" in out
+    assert "https://u:<redacted>@example.org/x" in out
+
+
+def test_mitigation_words_are_not_mistaken_for_secrets() -> None:
+    text = "Mitigation: Speculative Store Bypass disabled via prctl"
+    assert redact_text(text) == text
+
+
+def test_planted_secrets_appear_nowhere_in_a_live_snapshot(tmp_path) -> None:
+    token, pw = "planted-7c1e9d2b-token", "planted-db-pw-5512"
+    env = {
+        "PATH": "/usr/bin",
+        "FAIRMARK_TEST_TOKEN": token,
+        "DB_PASSWORD": pw,
+        "OTHER": f"prefix-{pw}-suffix",
+    }
+    snap = take_snapshot("/", env=env, workdir=str(tmp_path))
+    text = json.dumps(snap)
+    assert token not in text and pw not in text
+    assert snap["env"]["FAIRMARK_TEST_TOKEN"] == REDACTED and snap["env"]["DB_PASSWORD"] == REDACTED
+    assert snap["env"]["PATH"] == "/usr/bin"
