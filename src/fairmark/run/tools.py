@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import os
 import random
+import re
 import shutil
 import subprocess
 import tempfile
@@ -113,9 +114,13 @@ def require_choice(tool: str, params: dict, name: str, choices: Iterable[str]) -
 
 
 def parse_size(value: str | int, what: str) -> int:
-    """'64M', '1G', '512k' or a byte count → bytes (binary units, as fio and sysbench read them)."""
+    """'64M', '1G', '512k', a byte count, or '2xRAM' (relative to this machine's memory, so one plan means
+    "twice the RAM" on every host) → bytes (binary units, as fio and sysbench read them)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    relative = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*x\s*RAM\s*", str(value), re.IGNORECASE)
+    if relative:
+        return int(float(relative[1]) * ram_bytes())
     text = str(value).strip().upper().removesuffix("B").removesuffix("I")
     factors = {"K": 1024, "M": MIB, "G": 1024 * MIB, "T": 1024**4}
     try:
@@ -123,7 +128,9 @@ def parse_size(value: str | int, what: str) -> int:
             return int(float(text[:-1]) * factors[text[-1]])
         return int(text)
     except ValueError:
-        raise PlanError(f"{what}: expected a size such as 64M or 2G, got {value!r}", key=what) from None
+        raise PlanError(
+            f"{what}: expected a size such as 64M, 2G or 2xRAM, got {value!r}", key=what
+        ) from None
 
 
 def packages(

@@ -38,7 +38,7 @@ class Fio(Adapter):
     params = (
         ParamSpec("rw", "randread", "", f"I/O pattern: {', '.join(RW_MODES)}"),
         ParamSpec("bs", "4k", "bytes", "block size"),
-        ParamSpec("size", "256M", "bytes", "file size per job"),
+        ParamSpec("size", "256M", "bytes", "file size per job (or relative: 2xRAM)"),
         ParamSpec("iodepth", 16, "", "I/Os in flight per job"),
         ParamSpec("direct", True, "", "O_DIRECT (bypass the page cache)"),
         ParamSpec("numjobs", 1, "jobs", "parallel jobs (each with its own file)"),
@@ -87,10 +87,12 @@ class Fio(Adapter):
         ctx.state["dir"] = tools.private_dir(ctx.params["directory"] or ctx.scratch, "fio")
 
     def _job(self, params: dict[str, Any], directory: Path) -> list[str]:
+        size = tools.parse_size(params["size"], "size")
         return [
             "fio", "--name=fairmark", f"--directory={directory}", f"--rw={params['rw']}",
-            f"--bs={params['bs']}", f"--size={params['size']}", f"--iodepth={params['iodepth']}", f"--ioengine={params['ioengine']}",
-            f"--direct={int(params['direct'])}", f"--numjobs={params['numjobs']}", "--group_reporting",
+            f"--bs={params['bs']}", f"--size={size}", f"--iodepth={params['iodepth']}",
+            f"--ioengine={params['ioengine']}", f"--direct={int(params['direct'])}",
+            f"--numjobs={params['numjobs']}", "--group_reporting",
         ]  # fmt: skip
 
     def prime(self, ctx: WorkloadContext) -> None:

@@ -58,7 +58,7 @@ class Sysbench(Adapter):
         ParamSpec("memory_oper", "write", "", "memory: read, write or none"),
         ParamSpec("memory_access_mode", "seq", "", "memory: seq or rnd"),
         ParamSpec("mutex_locks", 50000, "", "mutex: lock/unlock pairs per thread"),
-        ParamSpec("file_total_size", "2G", "bytes", "fileio: total size of the test files"),
+        ParamSpec("file_total_size", "2G", "bytes", "fileio: total size of the test files (or 2xRAM)"),
         ParamSpec("file_num", 16, "files", "fileio: number of files"),
         ParamSpec("file_test_mode", "rndrw", "", f"fileio: {', '.join(FILE_MODES)}"),
         ParamSpec("file_block_size", 16384, "bytes", "fileio: block size"),
@@ -105,7 +105,8 @@ class Sysbench(Adapter):
         )
 
     def _file_opts(self, p: dict[str, Any]) -> list[str]:
-        opts = [f"--file-total-size={p['file_total_size']}", f"--file-num={p['file_num']}"]
+        total = tools.parse_size(p["file_total_size"], "file_total_size")
+        opts = [f"--file-total-size={total}", f"--file-num={p['file_num']}"]
         opts.append(f"--file-block-size={p['file_block_size']}")
         return opts + ([f"--file-extra-flags={p['file_extra_flags']}"] if p["file_extra_flags"] else [])
 
