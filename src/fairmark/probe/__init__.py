@@ -9,18 +9,20 @@ redact_env(mapping) / redact_text(text)                          secret scrubbin
 """
 
 from fairmark.probe.diff import diff_snapshots
-from fairmark.probe.doctor import Finding, diagnose, worst_severity
+from fairmark.probe.doctor import Finding, diagnose, diagnose_volatile, worst_severity
 from fairmark.probe.redact import redact_env, redact_text
-from fairmark.probe.snapshot import host_identity, take_snapshot, volatile_snapshot
+from fairmark.probe.snapshot import host_identity, take_snapshot, volatile_part, volatile_snapshot
 
 __all__ = [
     "Finding",
     "diagnose",
+    "diagnose_volatile",
     "diff_snapshots",
     "host_identity",
     "redact_env",
     "redact_text",
     "take_snapshot",
+    "volatile_part",
     "volatile_snapshot",
     "worst_severity",
 ]

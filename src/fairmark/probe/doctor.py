@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from fairmark.probe import rules as R
@@ -243,6 +243,11 @@ def _load(snap: Mapping[str, Any]) -> list[Finding]:
                 severity=None if big else "info",
             )
         )
+    stalled = {k.removesuffix("_some_avg10"): v for k, v in (load.get("pressure") or {}).items()
+               if k.endswith("_some_avg10") and v is not None and v >= R.PRESSURE_SOME_AVG10_WARN}  # fmt: skip
+    if stalled:
+        ev = ", ".join(f"{k} some avg10={v:.1f}%" for k, v in stalled.items())
+        out.append(_finding("pressure", f"/proc/pressure: {ev}"))
     if (load.get("swap_in_pages") or 0) + (load.get("swap_out_pages") or 0) > 0:
         out.append(
             _finding(
@@ -386,6 +391,18 @@ CHECKS: tuple[Callable[..., list[Finding]], ...] = (
 )
 
 
+def _localise(findings: list[Finding], family: str) -> list[Finding]:
+    """Give FreeBSD hosts the FreeBSD wording of fixes whose default text is Linux-specific."""
+    if family != "freebsd":
+        return findings
+    out = []
+    for f in findings:
+        if f.id in R.FREEBSD_FIXES and f.fix == R.RULES[f.id].fix:
+            f = replace(f, fix=R.FREEBSD_FIXES[f.id])
+        out.append(f)
+    return out
+
+
 def diagnose(
     snapshot: Mapping[str, Any],
     *,
@@ -398,5 +415,22 @@ def diagnose(
         findings += check(snapshot)
     findings += _malloc(snapshot, intended_env or {})
     findings += _workloads(snapshot, workloads)
+    findings.sort(key=lambda f: -R.SEVERITY_ORDER[f.severity])
+    return _localise(findings, _family(snapshot))
+
+
+def diagnose_volatile(current: Mapping[str, Any], baseline: Mapping[str, Any] | None = None) -> list[Finding]:
+    """Findings from a volatile_snapshot() taken between rounds: noise now, and drift since `baseline` (the
+    volatile part of the snapshot before the run, or the previous volatile snapshot)."""
+    pseudo = {"load": current.get("load") or {}, "thermal": current.get("thermal") or {},
+              "cpu": {"threads": current.get("threads")}}  # fmt: skip
+    findings = _load(pseudo) + [f for f in _thermal_clock(pseudo) if f.id == "thermal"]
+    if baseline:
+        for key in ("governors", "boost", "thp", "smt_active"):
+            if key in baseline and key in current and baseline[key] != current[key]:
+                findings.append(_finding("env-drift", f"{key}: {baseline[key]!r} -> {current[key]!r}"))
+        grew = (current.get("swap_used_kib") or 0) - (baseline.get("swap_used_kib") or 0)
+        if grew > 0:
+            findings.append(_finding("env-drift", f"swap in use grew by {grew} KiB", severity="warn"))
     findings.sort(key=lambda f: -R.SEVERITY_ORDER[f.severity])
     return findings

@@ -125,6 +125,7 @@ class Rule:
 LOAD_PER_CPU_WARN = 0.5  # 1-minute load average per CPU before the run
 BUSY_PROCESS_CPU_PCT = 10.0  # a process using this much of one CPU during the sample is "busy"
 STEAL_PCT_WARN = 2.0  # hypervisor steal (sample or since boot)
+PRESSURE_SOME_AVG10_WARN = 20.0  # % of the last 10 s in which some task waited for the resource
 TEST_SIZE_RAM_FACTOR = 2.0  # seed 003: a disk test must exceed 2x RAM, else it measures the page cache
 
 RULES: dict[str, Rule] = {
@@ -153,8 +154,7 @@ RULES: dict[str, Rule] = {
         FREEBSD_MALLOC_FIX),
     "governor": Rule("warn", "CPU frequency governor is not 'performance'",
         "a dynamic governor changes the clock between and within trials, adding noise and bias",
-        "`cpupower frequency-set -g performance` (Linux) or `sysctl dev.hwpstate_intel.0.epp=0` / run powerd "
-        "off (FreeBSD)"),
+        "`cpupower frequency-set -g performance` (or write `performance` to every CPU's scaling_governor)"),
     "governor-mixed": Rule("warn", "CPUs run different frequency governors or limits",
         "trials on different CPUs would run at different speeds", "set the same governor on every CPU"),
     "governor-unknown": Rule("info", "CPU frequency control not visible",
@@ -207,10 +207,31 @@ RULES: dict[str, Rule] = {
         "point the workload's directory at a disk file system"),
     "workdir-netfs": Rule("warn", "Working directory is on a network file system",
         "network latency and server load dominate a disk workload there", "use a local disk file system"),
+    "env-drift": Rule("warn", "The environment changed during the run",
+        "trials before and after the change ran on different machines, in effect",
+        "find what changed it (power daemon, thermal event, another job) and rerun"),
+    "pressure": Rule("warn", "Tasks are waiting for CPU, memory or I/O (pressure stall)",
+        "stalls mean contention: trial times include waiting for other work",
+        "stop other jobs; check `cat /proc/pressure/*`"),
     "mount-sync": Rule("info", "Working directory is mounted with performance-relevant options",
         "sync/async/noatime/soft updates change file-system results by large factors (seed 004)",
         "none needed if intended; keep them equal between compared runs"),
 }  # fmt: skip
+
+# FreeBSD wording of the fixes whose default text is Linux-specific.
+FREEBSD_FIXES: dict[str, str] = {
+    "governor": "stop powerd (`service powerd stop`) and pin the clock: `sysctl dev.cpu.0.freq=<highest level>`, "
+    "or `sysctl dev.hwpstate_intel.0.epp=0` with hwpstate_intel",
+    "governor-mixed": "set the same dev.cpu.N.freq / dev.hwpstate_intel.N.epp on every CPU",
+    "boost": "set the EPP to 0 (`sysctl dev.hwpstate_intel.N.epp=0`) or cap dev.cpu.N.freq below the turbo range",
+    "smt": "pin trials to one thread per core (cpuset -l), or set `machdep.hyperthreading_allowed=0` in "
+    "/boot/loader.conf and reboot",
+    "clocksource": "`sysctl kern.timecounter.hardware=TSC-low` if kern.timecounter.choice lists it",
+    "aslr-off": "`sysctl kern.elf64.aslr.enable=1`",
+    "swap-used": "`swapoff -a && swapon -a` to bring swapped pages back before the run",
+    "test-size": "make the data set at least 2x RAM, or limit RAM with `hw.physmem` in /boot/loader.conf",
+    "busy-process": "stop it (`top -S` shows it) or move it to other CPUs with cpuset for the run",
+}
 
 # Which snapshot keys matter when comparing two runs (env --diff): first matching prefix wins.
 DIFF_CATEGORIES: tuple[tuple[str, str], ...] = (

@@ -123,27 +123,49 @@ def _freebsd_snapshot(r: Root, workdir: str) -> dict[str, Any]:
 
 
 def volatile_snapshot(root: str = "/", *, sample_s: float = 0.2) -> dict[str, Any]:
-    """The cheap parts that change during a run: load, steal, swap activity, governor, THP, thermal."""
+    """The cheap parts that change during a run: load, steal, swap activity, governor, THP, SMT, thermal.
+
+    Feed two of them (or the full snapshot's volatile part and one of them) to diagnose_volatile()."""
     r = Root(root)
     if _os_family(r) == "freebsd":
         full = freebsd.probe(r, workdir="/")
-        load, thermal, cpufreq = full["load"], full["thermal"], full["cpufreq"]
-        thp = full["memory"]["thp"]
+        load, thermal, cpufreq, cpu, mem = (
+            full["load"],
+            full["thermal"],
+            full["cpufreq"],
+            full["cpu"],
+            full["memory"],
+        )
     else:
         load = linux.load_section(r, sample_s=sample_s, skip_pids={os.getpid()})
         thermal, cpufreq = linux.thermal_section(r), linux.cpufreq_section(r)
-        thp = linux.memory_section(r)["thp"]
-    mem = linux.parse_meminfo(r.read("proc/meminfo") or "")
+        cpu, mem = linux.cpu_section(r), linux.memory_section(r)
     return {
         "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "load": load,
         "governors": cpufreq["governors"],
         "boost": cpufreq["boost"],
-        "thp": thp,
-        "swap_used_kib": mem["SwapTotal"] - mem["SwapFree"]
-        if "SwapTotal" in mem and "SwapFree" in mem
-        else None,
+        "thp": mem["thp"],
+        "swap_used_kib": mem["swap_used_kib"],
+        "smt_active": cpu["smt"]["active"],
+        "threads": cpu["threads"],
         "thermal": thermal,
+    }
+
+
+def volatile_part(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """The same keys as volatile_snapshot(), cut from a full snapshot: the baseline for diagnose_volatile()."""
+    cf, mem, cpu = snapshot.get("cpufreq") or {}, snapshot.get("memory") or {}, snapshot.get("cpu") or {}
+    return {
+        "taken_at": snapshot.get("taken_at"),
+        "load": snapshot.get("load") or {},
+        "governors": cf.get("governors"),
+        "boost": cf.get("boost"),
+        "thp": mem.get("thp"),
+        "swap_used_kib": mem.get("swap_used_kib"),
+        "smt_active": (cpu.get("smt") or {}).get("active"),
+        "threads": cpu.get("threads"),
+        "thermal": snapshot.get("thermal") or {},
     }
 
 

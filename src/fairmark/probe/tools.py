@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from fairmark.probe._io import CommandResult, run_command
+from fairmark.probe._io import run_command
 from fairmark.probe.redact import redact_text
 
 # Tools whose version flag is not `--version` (checked on this Debian 12 machine, see TOOLS.md).
@@ -24,8 +24,9 @@ VERSION_ARGS: dict[str, list[str]] = {
     "redis-server": ["--version"],
     "redis-benchmark": ["--version"],
     "dbench": ["--help"],
-    "bonnie++": ["-h"],
-    "ministat": [],  # no version option; its path and presence are recorded
+    "bonnie++": [],  # no version option: the package version is used
+    "ministat": [],
+    "nginx": ["-v"],
     "perf": ["--version"],
     "go": ["version"],
 }
@@ -38,24 +39,33 @@ def _version_of(name: str) -> dict[str, Any]:
     if path is None:
         return {"path": None, "version": None, "raw": None, "error": "not found on PATH"}
     args = VERSION_ARGS.get(name, ["--version"])
-    if not args:
-        return {"path": path, "version": None, "raw": None, "error": "tool has no version option"}
-    res: CommandResult = run_command([path, *args])
-    line = res.first_line()
-    if line is None:
-        return {
-            "path": path,
-            "version": None,
-            "raw": None,
-            "error": res.error or f"exit {res.returncode}, no output",
-        }
-    m = _VERSION_RE.search(line)
-    return {
-        "path": path,
-        "version": m[1] if m else None,
-        "raw": redact_text(line[:200]),
-        "error": None if m else "no version number in output",
-    }
+    res = run_command([path, *args]) if args else None
+    line = res.first_line() if res else None
+    m = _VERSION_RE.search(line) if line else None
+    if m:
+        return {"path": path, "version": m[1], "raw": redact_text(line[:200]), "error": None}
+    pkg = _package_version(path)  # the tool prints no version: its distribution package knows it
+    if pkg:
+        return {"path": path, "version": pkg[1], "raw": f"package {pkg[0]} {pkg[1]}", "error": None}
+    error = "tool has no version option" if res is None else res.error or "no version number in output"
+    return {"path": path, "version": None, "raw": redact_text(line[:200]) if line else None, "error": error}
+
+
+def _package_version(path: str) -> tuple[str, str] | None:
+    """(package, version) from dpkg (Debian) or pkg (FreeBSD), when either is installed."""
+    if shutil.which("dpkg-query"):
+        owner = run_command(["dpkg-query", "-S", os.path.realpath(path)])
+        pkg = owner.stdout.split(":", 1)[0].strip() if owner.ok else ""
+        if pkg:
+            ver = run_command(["dpkg-query", "-W", "-f=${Version}", pkg])
+            if ver.ok and ver.stdout.strip():
+                return pkg, ver.stdout.strip()
+    if shutil.which("pkg"):
+        res = run_command(["pkg", "which", "-q", path])
+        if res.ok and res.stdout.strip():
+            name, _, ver = res.stdout.strip().rpartition("-")
+            return name, ver
+    return None
 
 
 def tool_versions(names: Iterable[str]) -> dict[str, dict[str, Any]]:
