@@ -39,6 +39,7 @@ def parse_lines(lines: Iterable[str], name: str, *, column: int = 1, delimiters:
         token = _column_token(tokens, column)
         if token is None:
             continue
+        token = token.lstrip()  # like strtod: leading blanks are fine (with -d , a token may start with one)
         if not NUMBER.fullmatch(token):
             raise InputError(f"{name}:{last}: column {column}: {token!r} is not a number")
         values.append(float(token))
@@ -69,6 +70,12 @@ def read_file(path: str, *, column: int, delimiters: str) -> DataFile:
         raise InputError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from exc
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def _labels(names: list[str]) -> list[str]:
+    """Names for the verdict sentences: file names without directories when that keeps them apart."""
+    short = [Path(n).name or n for n in names]
+    return short if len(set(short)) == len(set(names)) else names
 
 
 def _dataset_json(df: DataFile, confidence: float) -> dict:
@@ -139,18 +146,19 @@ def compare(
     if len(paths) > ministat.MAX_DATASETS:
         raise UsageError(f"{len(paths)} files given; at most {ministat.MAX_DATASETS} can be compared at once")
     data = [read_file(p, column=column, delimiters=delimiters) for p in paths]
+    labels = _labels([d.name for d in data])
     comparisons = [
         compare_samples(
             data[0].values,
             d.values,
             confidence=confidence,
             better=better,
-            name_baseline=data[0].name,
-            name_other=d.name,
+            name_baseline=labels[0],
+            name_other=label,
             unit=unit,
             ministat_compat=ministat_compat,
         )
-        for d in data[1:]
+        for d, label in zip(data[1:], labels[1:], strict=True)
     ]
     if console.json_mode:
         console.emit_json(
