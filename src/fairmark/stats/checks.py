@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from fairmark.stats.describe import as_array
 from fairmark.stats.digits import format_value
@@ -46,6 +45,8 @@ def drift(values: Sequence[float]) -> tuple[float, float] | None:
     x = as_array(values)
     if x.size < DRIFT_MIN_N or np.ptp(x) == 0:
         return None
+    from scipy import stats  # heavy import, only when there is something to test
+
     res = stats.kendalltau(np.arange(x.size), x)
     if np.isnan(res.pvalue) or res.pvalue >= DRIFT_P:
         return None

@@ -7,7 +7,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 
 def bh_adjust(p_values: Sequence[float]) -> list[float]:
@@ -16,6 +15,8 @@ def bh_adjust(p_values: Sequence[float]) -> list[float]:
     out = np.full(p.shape, math.nan)
     ok = ~np.isnan(p)
     if ok.any():
+        from scipy import stats  # heavy import, only when there are p-values
+
         out[ok] = stats.false_discovery_control(np.clip(p[ok], 0.0, 1.0), method="bh")
     return [float(v) for v in out]
 
