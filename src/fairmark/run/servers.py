@@ -1,0 +1,438 @@
+"""Servers fairmark starts itself for a workload: PostgreSQL, redis, nginx, iperf3.
+
+Every server is our own child process (never a daemon that detaches), in its own session so a Ctrl-C at the
+terminal does not kill it before teardown can stop it cleanly. That makes stopping exact: signal the process
+group, `wait()` on the child (no zombie left for a slow PID 1 to reap), and remove the data directory.
+
+Ports are chosen free at start time by binding port 0 on loopback; nothing listens beyond loopback.
+A server that does not come up raises SetupError carrying the tail of its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import grp
+import os
+import pwd
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import ClassVar
+
+from fairmark.run.workloads.base import SetupError
+
+LOOPBACK = "127.0.0.1"
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port nobody listens on right now (the kernel's choice for port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def proc_state(pid: int) -> str | None:
+    """The state letter from /proc/PID/stat ('Z' for a zombie), or None when the process is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return text.rsplit(")", 1)[1].split()[0]
+
+
+def pid_running(pid: int) -> bool:
+    # kill -0 says "alive" for a zombie; only a non-Z state is a running process.
+    return proc_state(pid) not in (None, "Z")
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+
+def server_user(preferred: str) -> str | None:
+    """The account a server runs as: `preferred` when we are root (PostgreSQL refuses root), else ourselves."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam(preferred)
+    except KeyError:
+        raise SetupError(
+            f"user {preferred!r} does not exist; the server cannot run as root",
+            hint="install the server's package (it creates the user) or run fairmark as an ordinary user",
+        ) from None
+    return preferred
+
+
+def as_user(user: str | None) -> dict:
+    """subprocess keywords that run a child as `user` (uid, primary group, no supplementary groups) —
+    what `runuser -u USER --` does, without an extra process between us and the server."""
+    if user is None:
+        return {}
+    pw = pwd.getpwnam(user)
+    return {
+        "user": pw.pw_uid,
+        "group": pw.pw_gid,
+        "extra_groups": [],
+        "env": os.environ | {"HOME": pw.pw_dir},
+    }
+
+
+def grant(path: Path, user: str | None) -> None:
+    """Give `user` the tree at `path` and let it walk to it.
+
+    Scratch directories are 0700 (mkdtemp); search permission (o+x, not listing) is added to the ancestors
+    we own inside the temporary directory, which is harmless there and refused anywhere else."""
+    if user is None:
+        return
+    pw = pwd.getpwnam(user)
+    for p in [path, *path.rglob("*")]:
+        os.chown(p, pw.pw_uid, pw.pw_gid, follow_symlinks=False)
+    tmp = Path(tempfile.gettempdir()).resolve()
+    for parent in path.resolve().parents:
+        mode = parent.stat().st_mode
+        if mode & stat.S_IXOTH:
+            continue
+        if parent.is_relative_to(tmp) and parent != tmp and parent.stat().st_uid == os.geteuid():
+            parent.chmod(mode | stat.S_IXOTH)
+        else:
+            raise SetupError(
+                f"user {user!r} cannot reach {path}: {parent} is not searchable by others",
+                hint=f"put fairmark's scratch directory under {tmp} (set TMPDIR) or make {parent} o+x",
+            )
+
+
+def wait_until(
+    ready: Callable[[], bool], proc: subprocess.Popen, timeout_s: float, what: str, log: Path
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SetupError(
+                f"{what} exited with status {proc.returncode} while starting; log tail:\n{log_tail(log)}"
+            )
+        if ready():
+            return
+        time.sleep(0.05)
+    raise SetupError(f"{what} not ready after {timeout_s:g} s; log tail:\n{log_tail(log)}")
+
+
+def tcp_answers(port: int, request: bytes, expect: bytes, host: str = LOOPBACK) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1) as s:
+            s.sendall(request)
+            return s.recv(64).startswith(expect)
+    except OSError:
+        return False
+
+
+class ManagedServer:
+    """One server process: start(), stop(), and its directory removed on stop. Use as a context manager."""
+
+    kind: ClassVar[str] = "server"
+    run_as: ClassVar[str] = ""  # account to use when root ("" = stay root)
+    start_timeout_s: ClassVar[float] = 30.0
+    stop_signal: ClassVar[int] = signal.SIGTERM
+
+    def __init__(self, directory: Path):
+        self.dir = Path(directory)
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+        self.user = server_user(self.run_as) if self.run_as else None
+        self.log = self.dir / f"{self.kind}.log"
+
+    # -- what a concrete server provides --------------------------------------------------------------
+    def prepare(self) -> None:
+        """Create data and config files (once, before the first start)."""
+
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    # -- life cycle -----------------------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> ManagedServer:
+        if not self.dir.exists():
+            self.dir.mkdir(parents=True)
+            self.prepare()
+            grant(self.dir, self.user)
+        self.port = free_port()
+        self._spawn()
+        try:
+            wait_until(
+                self.ready, self.proc, self.start_timeout_s, f"{self.kind} on port {self.port}", self.log
+            )
+        except BaseException:
+            self._kill()
+            raise
+        return self
+
+    def _spawn(self) -> None:
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.dir,
+                start_new_session=True,  # own process group: Ctrl-C does not reach it, killpg reaches all of it
+                **as_user(self.user),
+            )
+
+    def restart(self) -> None:
+        self._kill()
+        self._spawn()
+        try:
+            wait_until(
+                self.ready, self.proc, self.start_timeout_s, f"{self.kind} on port {self.port}", self.log
+            )
+        except BaseException:
+            self._kill()
+            raise
+
+    def _kill(self, grace_s: float = 15.0) -> None:
+        """Stop cleanly (the server's own shutdown signal), then SIGKILL the whole group after `grace_s`."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, self.stop_signal)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # stragglers in the group (postgres backends, nginx workers)
+        proc.wait()
+
+    def stop(self) -> None:
+        """Stop the server and remove its directory. Safe to call twice, and after a failed start."""
+        try:
+            self._kill()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> ManagedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class PostgresServer(ManagedServer):
+    """PostgreSQL 15: initdb (trust, no sync) into a private directory, TCP on 127.0.0.1 plus a private socket dir."""
+
+    kind = "postgres"
+    run_as = "postgres"
+    stop_signal = signal.SIGINT  # "fast" shutdown: abort sessions, checkpoint, exit
+
+    def __init__(self, directory: Path, *, fsync: bool = True, settings: dict[str, str] | None = None):
+        super().__init__(directory)
+        self.fsync = fsync
+        self.settings = dict(settings or {})
+
+    @property
+    def data(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.dir / "sock"
+
+    def prepare(self) -> None:
+        self.socket_dir.mkdir()
+        self.log.touch()
+
+    def start(self) -> ManagedServer:
+        fresh = not self.dir.exists()
+        if fresh:
+            self.dir.mkdir(parents=True)
+            self.prepare()
+            grant(self.dir, self.user)
+            self._initdb()
+        return super().start()
+
+    def _initdb(self) -> None:
+        argv = [str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync"]
+        res = subprocess.run(
+            argv, capture_output=True, text=True, timeout=120, cwd=self.dir, **as_user(self.user)
+        )
+        if res.returncode != 0:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise SetupError(f"initdb failed (status {res.returncode}):\n{(res.stdout + res.stderr)[-2000:]}")
+
+    def argv(self) -> list[str]:
+        opts = {"listen_addresses": LOOPBACK, "fsync": "on" if self.fsync else "off"} | self.settings
+        argv = [
+            str(PG_BIN / "postgres"),
+            "-D",
+            str(self.data),
+            "-p",
+            str(self.port),
+            "-k",
+            str(self.socket_dir),
+        ]
+        for key, value in opts.items():
+            argv += ["-c", f"{key}={value}"]
+        return argv
+
+    def ready(self) -> bool:
+        res = subprocess.run(
+            [str(PG_BIN / "pg_isready"), "-q", "-h", LOOPBACK, "-p", str(self.port), "-U", "postgres"],
+            capture_output=True,
+        )
+        return res.returncode == 0
+
+    def psql(self, sql: str, timeout_s: float = 600) -> str:
+        argv = [str(PG_BIN / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", *self.conn_args(), "-c", sql]
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+        if res.returncode != 0:
+            raise SetupError(f"psql {sql!r} failed: {res.stderr.strip()[-1000:]}")
+        return res.stdout
+
+    def conn_args(self) -> list[str]:
+        return ["-h", LOOPBACK, "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+
+
+class RedisServer(ManagedServer):
+    """redis-server without persistence, on a free loopback port and a private Unix socket."""
+
+    kind = "redis"
+
+    @property
+    def socket(self) -> Path:
+        return self.dir / "redis.sock"
+
+    def argv(self) -> list[str]:
+        return [
+            "redis-server", "--port", str(self.port), "--bind", LOOPBACK,
+            "--unixsocket", str(self.socket), "--unixsocketperm", "700",
+            "--save", "", "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
+            "--protected-mode", "yes",
+        ]  # fmt: skip
+
+    def ready(self) -> bool:
+        return self.socket.exists() and tcp_answers(self.port, b"PING\r\n", b"+PONG")
+
+
+NGINX_CONF = """\
+daemon off;
+master_process on;
+worker_processes {workers};
+pid {dir}/nginx.pid;
+error_log {dir}/nginx.log warn;
+worker_rlimit_nofile {nofile};
+{user}
+events {{ worker_connections {connections}; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/tmp/body; proxy_temp_path {dir}/tmp/proxy; fastcgi_temp_path {dir}/tmp/fcgi;
+  uwsgi_temp_path {dir}/tmp/uwsgi; scgi_temp_path {dir}/tmp/scgi;
+  server {{ listen {host}:{port} backlog={backlog}; root {dir}/www; }}
+}}
+"""
+
+
+class NginxServer(ManagedServer):
+    """nginx serving one small static file (`/file`) from its private directory."""
+
+    kind = "nginx"
+    stop_signal = signal.SIGQUIT  # graceful: finish open requests
+
+    def __init__(
+        self, directory: Path, *, file_bytes: int = 612, workers: int | str = "auto", connections=16384
+    ):
+        super().__init__(directory)
+        self.file_bytes, self.workers, self.connections = file_bytes, workers, connections
+        # The master stays root (so it may raise its fd limit); workers drop to `nobody`, as packaged nginx does.
+        self.worker_user = "nobody" if os.geteuid() == 0 else None
+
+    def prepare(self) -> None:
+        (self.dir / "www").mkdir()
+        (self.dir / "tmp").mkdir()
+        # Fixed content: the same bytes on every run and variant.
+        (self.dir / "www" / "file").write_bytes(
+            (b"fairmark " * (self.file_bytes // 9 + 1))[: self.file_bytes]
+        )
+        self.log.touch()
+        grant(self.dir / "www", self.worker_user)
+
+    def argv(self) -> list[str]:
+        conf = self.dir / "nginx.conf"
+        conf.write_text(
+            NGINX_CONF.format(
+                dir=self.dir, host=LOOPBACK, port=self.port, workers=self.workers, nofile=self.connections * 2,
+                connections=self.connections, backlog=4096,
+                user=self._user_directive(),
+            )
+        )  # fmt: skip
+        return ["nginx", "-p", str(self.dir), "-c", str(conf), "-e", str(self.log)]
+
+    def ready(self) -> bool:
+        return tcp_answers(self.port, b"HEAD /file HTTP/1.0\r\n\r\n", b"HTTP/1.1 200")
+
+    def _user_directive(self) -> str:
+        if not self.worker_user:
+            return ""
+        group = grp.getgrgid(pwd.getpwnam(self.worker_user).pw_gid).gr_name  # "nogroup" on Debian
+        return f"user {self.worker_user} {group};"
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}/file"
+
+
+class Iperf3Server(ManagedServer):
+    """iperf3 -s on a loopback port, serving one client test at a time for the whole workload."""
+
+    kind = "iperf3"
+
+    def prepare(self) -> None:
+        self.log.touch()
+
+    def argv(self) -> list[str]:
+        return ["iperf3", "-s", "-B", LOOPBACK, "-p", str(self.port), "--forceflush"]
+
+    def ready(self) -> bool:
+        return f"Server listening on {self.port}" in self.log.read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def running(server: ManagedServer) -> Iterator[ManagedServer]:
+    """Start a server for the duration of a block; stopped and removed also on errors and Ctrl-C."""
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+def start_in(ctx, server: ManagedServer) -> ManagedServer:  # ctx: WorkloadContext
+    """Start `server` for a workload and remember it in ctx.state, so teardown finds it even after a failed start."""
+    ctx.state["server"] = server
+    return server.start()
+
+
+def stop_in(ctx) -> None:
+    server = ctx.state.pop("server", None)
+    if server is not None:
+        server.stop()
