@@ -14,8 +14,8 @@ from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import InputError, UsageError
 from fairmark.report import ministat
+from fairmark.stats import bh_adjust, describe, sample_warnings
 from fairmark.stats import compare as compare_samples
-from fairmark.stats import describe, sample_warnings
 
 MIN_VALUES = 3  # ministat's floor
 # What a number looks like in a data file: decimal, optional exponent. NaN, infinities, hex and "1_000"
@@ -72,6 +72,12 @@ def read_file(path: str, *, column: int, delimiters: str) -> DataFile:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
+def _q_values(comparisons) -> list[float]:
+    """Benjamini-Hochberg q-values of the Student p-values: with several files, some "differences" at 95%
+    are expected by chance alone."""
+    return bh_adjust([c.p_value for c in comparisons])
+
+
 def _labels(names: list[str]) -> list[str]:
     """Names for the verdict sentences: file names without directories when that keeps them apart."""
     short = [Path(n).name or n for n in names]
@@ -95,6 +101,11 @@ def _emit_human(files, comparisons, *, width, plot, separate, compat) -> None:
         out.write("\nfairmark (each set vs the first; Welch and Mann-Whitney U cross-check Student's t):\n")
     for k, c in enumerate(comparisons, start=1):
         out.write(f"{ministat.SYMBOLS[k + 1]} " + "\n".join(ministat.verdict_lines(c)) + "\n")
+    if len(comparisons) > 1:
+        qs = ", ".join(f"{ministat.SYMBOLS[k + 2]} {q:.2g}" for k, q in enumerate(_q_values(comparisons)))
+        out.write(
+            f"  {len(comparisons)} comparisons: Benjamini-Hochberg q-values (false discovery rate) {qs}\n"
+        )
     for f, warnings in extra:
         for text in warnings:
             out.write(f"  {f.name}: {text}\n")
@@ -166,7 +177,10 @@ def compare(
                 "confidence": confidence,
                 "ministat_compat": ministat_compat,
                 "datasets": [_dataset_json(d, confidence) for d in data],
-                "comparisons": [c.to_dict() for c in comparisons],
+                "comparisons": [
+                    {**c.to_dict(), "q_value": q}
+                    for c, q in zip(comparisons, _q_values(comparisons), strict=True)
+                ],
             }
         )
         return

@@ -75,7 +75,10 @@ def compare(
     name_other: str = "B",
     unit: str = "",
     ministat_compat: bool = False,
+    aa_percent_half_width: float | None = None,
 ) -> Comparison:
+    """Compare `other` with `baseline`. `aa_percent_half_width`: the ±% an A/A run of this workload showed on
+    this machine (calibration); a significant change smaller than that gets a warning."""
     if better not in ("lower", "higher"):
         raise UsageError(f"better must be 'lower' or 'higher', got {better!r}")
     a, b = as_array(baseline), as_array(other)
@@ -119,7 +122,10 @@ def compare(
         mann_whitney=mwu,
         change=change,
         sentence=sentence,
-        warnings=tuple(_warnings(sa, sb, names, significant, mwu, welch)),
+        warnings=tuple(
+            _warnings(sa, sb, names, significant, mwu, welch)
+            + _calibration_warning(significant, percent, aa_percent_half_width)
+        ),
         ministat_note=differs_from_ministat(float(confidence), ministat_compat),
         baseline=sa,
         other=sb,
@@ -221,6 +227,15 @@ def verdict_sentence(
 def _signed(value: float, half_width: float) -> str:
     text = format_pair(value, half_width)[0]
     return text if text.startswith("-") or text == "0" else "+" + text
+
+
+def _calibration_warning(significant: bool, percent: float, aa_pct: float | None) -> list[str]:
+    if aa_pct is None or not significant or not math.isfinite(percent) or abs(percent) >= aa_pct:
+        return []
+    return [
+        f"the change ({percent:+.2g}%) is within the ±{aa_pct:.2g}% an A/A run of this workload shows on this "
+        "machine: treat it as unproven"
+    ]
 
 
 def _warnings(sa, sb, names, significant, mwu, welch) -> list[str]:
