@@ -87,8 +87,15 @@ def ascii_plot(
     ministat_compat: bool = False,
 ) -> list[str]:
     """ministat's plot as lines (frame included). `x`, `+`, `*`… per data set, overlapping points combine;
-    `|___A_M___|` marks mean ± stddev, A the mean, M the median (a bar line per set with `separate_bars`)."""
-    _check(datasets)
+    `|___A_M___|` marks mean ± stddev, A the mean, M the median (a bar line per set with `separate_bars`).
+    Only the first 7 data sets fit ministat's symbols; a last line says how many more were left out."""
+    if not datasets:
+        raise ValueError("no data sets to plot")
+    if len(datasets) > MAX_DATASETS:
+        shown = datasets[:MAX_DATASETS]
+        lines = ascii_plot(shown, width, separate_bars=separate_bars, ministat_compat=ministat_compat)
+        more = len(datasets) - MAX_DATASETS
+        return [*lines, f"[{more} more data set(s) not plotted: the plot has symbols for {MAX_DATASETS}]"]
     if width < 3:
         raise ValueError(f"plot width must be at least 3 columns, got {width}")
     frame = _frame(datasets, width)
@@ -113,7 +120,7 @@ def ascii_plot(
 
 
 def legend(datasets: Sequence[Dataset]) -> list[str]:
-    return [f"{SYMBOLS[k + 1]} {name}" for k, (name, _) in enumerate(datasets)]
+    return [f"{SYMBOLS[k + 1]} {name}" for k, (name, _) in enumerate(datasets[:MAX_DATASETS])]
 
 
 def vitals_line(index: int, values: Sequence[float], *, ministat_compat: bool = False) -> str:
