@@ -29,14 +29,29 @@ CATEGORY_STYLE = {"validity": "bold red", "environment": "yellow", "info": "dim"
 @click.option("--diff", "diff_runs", nargs=2, metavar="RUN_A RUN_B",
               help="Compare the environments stored with two runs (ids, prefixes or 'last').")  # fmt: skip
 @click.option("--after", is_flag=True, help="With --diff: use the snapshots taken after the runs.")
+@click.option("--save-sysroot", metavar="DIR", help="Save this host's probe inputs as a sysroot tree in DIR "
+              "(for `doctor --sysroot` elsewhere).")  # fmt: skip
 @common_options
-def env(sysroot: str | None, workdir: str, tools: tuple[str, ...], diff_runs: tuple[str, str] | None,
-        after: bool) -> None:  # fmt: skip
+def env(
+    sysroot: str | None,
+    workdir: str,
+    tools: tuple[str, ...],
+    diff_runs: tuple[str, str] | None,
+    after: bool,
+    save_sysroot: str | None,
+) -> None:
     """The environment snapshot fairmark records with every run (secrets redacted)."""
     if diff_runs:
-        if sysroot:
-            raise UsageError("--diff reads stored runs; it cannot be combined with --sysroot")
+        if sysroot or save_sysroot:
+            raise UsageError(
+                "--diff reads stored runs; it cannot be combined with --sysroot or --save-sysroot"
+            )
         _diff(*diff_runs, after=after)
+        return
+    if save_sysroot:
+        if sysroot:
+            raise UsageError("--save-sysroot saves this host; it cannot be combined with --sysroot")
+        _save(save_sysroot)
         return
     from fairmark.probe import take_snapshot
 
@@ -45,6 +60,17 @@ def env(sysroot: str | None, workdir: str, tools: tuple[str, ...], diff_runs: tu
         console.emit_json(snap)
         return
     _print_snapshot(snap)
+
+
+def _save(dest: str) -> None:
+    from fairmark.probe.capture import save_sysroot
+
+    files = save_sysroot(dest)
+    if console.json_mode:
+        console.emit_json({"sysroot": dest, "files": files})
+        return
+    console.print(f"saved {len(files)} files to {escape(dest)} (environment redacted); "
+                  f"check it with `fairmark doctor --sysroot {escape(dest)}`")  # fmt: skip
 
 
 def _print_snapshot(snap: dict[str, Any]) -> None:
@@ -101,9 +127,8 @@ def _diff(ref_a: str, ref_b: str, *, after: bool) -> None:
         table.add_column(col, overflow="fold")
     for d in diffs:
         style = CATEGORY_STYLE.get(d["category"], "")
-        table.add_row(
-            f"[{style}]{d['category']}[/]", escape(d["key"]), escape(_fmt(d["a"])), escape(_fmt(d["b"]))
-        )
+        a, b = ("—" if v is None else _fmt(v) for v in (d["a"], d["b"]))
+        table.add_row(f"[{style}]{d['category']}[/]", escape(d["key"]), escape(a), escape(b))
     console.print(table)
     n_valid = sum(d["category"] == "validity" for d in diffs)
     if n_valid:

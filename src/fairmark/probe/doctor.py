@@ -350,7 +350,7 @@ def _fs_of(directory: str, snap: Mapping[str, Any]) -> dict[str, Any]:
 
     root = Root((snap.get("source") or {}).get("root") or "/")
     if _family(snap) == "freebsd":
-        return freebsd._fs(root, directory)
+        return freebsd._fs(freebsd.Sources.from_root(root), directory)
     return linux.fs_section(root, directory)
 
 

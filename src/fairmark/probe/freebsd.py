@@ -1,6 +1,6 @@
 """FreeBSD probe: pure parsers over saved command outputs under a root directory.
 
-Layout of a FreeBSD sysroot (what `fairmark` saves, or a user copies from a FreeBSD host):
+Layout of a FreeBSD sysroot (what `fairmark env --save-sysroot DIR` writes on a FreeBSD host):
   sysctl.txt   `sysctl -a` (multi-line values such as kern.conftxt continue on the following lines)
   uname.txt    `uname -a`
   mount.txt    `mount` (or `mount -p`)
@@ -11,11 +11,14 @@ Layout of a FreeBSD sysroot (what `fairmark` saves, or a user copies from a Free
 
 from __future__ import annotations
 
+import os
+import platform
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from fairmark.probe._io import Root
+from fairmark.probe._io import Root, run_command
 from fairmark.probe.kconfig import config_hash, parse_freebsd_config
 from fairmark.probe.rules import FREEBSD_DEBUG_OPTIONS
 
@@ -31,11 +34,14 @@ FREEBSD_MITIGATION_OIDS = (
 # amd64: `CPU: AMD Ryzen 5 5600G ... (3900.17-MHz K8-class CPU)`; arm64: `CPU  1: APM eMAG 8180 r3p2 affinity: ...`
 DMESG_CPU_RE = r"^CPU(?::|\s+\d+:) (.+?)\s*(?:\(\d|affinity|$)"
 WITNESS_WARNING = "WARNING: WITNESS option enabled, expect reduced performance."
+SYSCTL_TIMEOUT_S = 5.0  # `sysctl -a` prints tens of thousands of lines on a big machine
 NET_FS = {"nfs", "smbfs", "fusefs", "p9fs"}
 MEMORY_FS = {"tmpfs", "md"}
 
 
 def is_freebsd_root(root: Root) -> bool:
+    if root.live:
+        return platform.system() == "FreeBSD"
     return root.exists("sysctl.txt") or "FreeBSD" in (root.read("uname.txt") or "")
 
 
@@ -60,8 +66,42 @@ def _int(v: str | None) -> int | None:
         return None
 
 
-def _sysctl(root: Root) -> dict[str, str]:
-    return parse_sysctl(root.read("sysctl.txt") or "")
+@dataclass(frozen=True)
+class Sources:
+    """The raw texts the FreeBSD probe parses, from files under a sysroot or from commands on the live host."""
+
+    sysctl: str
+    uname: str
+    mount: str
+    dmesg: str | None
+    malloc_link: str | None
+    root: Root
+
+    @classmethod
+    def from_root(cls, root: Root) -> Sources:
+        if root.live and platform.system() == "FreeBSD":
+            return cls.live(root)
+        return cls(
+            sysctl=root.read("sysctl.txt") or "",
+            uname=(root.read("uname.txt") or "").strip(),
+            mount=root.read("mount.txt") or "",
+            dmesg=root.read("dmesg.boot") or root.read("var/run/dmesg.boot"),
+            malloc_link=malloc_conf_link(root),
+            root=root,
+        )
+
+    @classmethod
+    def live(cls, root: Root) -> Sources:
+        """Run the commands a sysroot's files stand for (each with a timeout; a failure leaves text empty)."""
+        sysctl = run_command(["sysctl", "-a"], timeout_s=SYSCTL_TIMEOUT_S)
+        return cls(
+            sysctl=sysctl.stdout if sysctl.ok else "",
+            uname=run_command(["uname", "-a"]).stdout.strip(),
+            mount=run_command(["mount"]).stdout,
+            dmesg=root.read("var/run/dmesg.boot"),
+            malloc_link=root.readlink("etc/malloc.conf"),
+            root=root,
+        )
 
 
 def parse_mount(text: str) -> list[dict[str, Any]]:
@@ -79,9 +119,8 @@ def parse_mount(text: str) -> list[dict[str, Any]]:
     return mounts
 
 
-def witness_warning(root: Root) -> bool | None:
-    text = root.read("dmesg.boot") or root.read("var/run/dmesg.boot")
-    return None if text is None else WITNESS_WARNING in text
+def witness_warning(dmesg: str | None) -> bool | None:
+    return None if dmesg is None else WITNESS_WARNING in dmesg
 
 
 def malloc_conf_link(root: Root) -> str | None:
@@ -93,12 +132,13 @@ def malloc_conf_link(root: Root) -> str | None:
 
 
 def probe(root: Root, *, workdir: str) -> dict[str, Any]:
-    s = _sysctl(root)
-    uname = (root.read("uname.txt") or "").strip()
+    src = Sources.from_root(root)
+    s = parse_sysctl(src.sysctl)
+    uname = src.uname
     ncpu = _int(s.get("hw.ncpu"))
     tpc = _int(s.get("kern.smp.threads_per_core"))
     cores = _int(s.get("kern.smp.cores"))
-    dmesg = root.read("dmesg.boot") or root.read("var/run/dmesg.boot") or ""
+    dmesg = src.dmesg or ""
     physmem = _int(s.get("hw.physmem")) or _dmesg_int(dmesg, r"^avail memory\s*=\s*(\d+)")
     return {
         "host": {
@@ -139,14 +179,14 @@ def probe(root: Root, *, workdir: str) -> dict[str, Any]:
             "aslr": {"1": "full", "0": "off"}.get((s.get("kern.elf64.aslr.enable") or "").strip()),
         },
         "os": _os(s, uname),
-        "kernel_config": _kernel_config(root, s),
+        "kernel_config": _kernel_config(src, s),
         "cpufreq": _cpufreq(s),
         "mitigations": {k: v.strip() for k, v in s.items() if k in FREEBSD_MITIGATION_OIDS},
-        "fs": _fs(root, workdir),
+        "fs": _fs(src, os.path.realpath(workdir) if root.live else workdir),
         "load": _load(s),
         "thermal": _thermal(s),
         "malloc": {
-            "malloc_conf_link": malloc_conf_link(root),
+            "malloc_conf_link": src.malloc_link,
             "malloc_production": _malloc_production(s, uname),
         },
     }
@@ -193,7 +233,7 @@ def _ident_from_uname(uname: str) -> str | None:
     return m[1] if m else None
 
 
-def _kernel_config(root: Root, s: dict[str, str]) -> dict[str, Any]:
+def _kernel_config(src: Sources, s: dict[str, str]) -> dict[str, Any]:
     features = sorted(
         k.split(".", 2)[2] for k, v in s.items() if k.startswith("kern.features.") and v.strip() == "1"
     )
@@ -210,7 +250,7 @@ def _kernel_config(root: Root, s: dict[str, str]) -> dict[str, Any]:
         "ident": (s.get("kern.ident") or "").strip() or (parsed or {}).get("ident"),
         "debug_options": debug,
         "debug_features": debug_features,
-        "witness_boot_warning": witness_warning(root),
+        "witness_boot_warning": witness_warning(src.dmesg),
     }
 
 
@@ -244,8 +284,8 @@ def _cpufreq(s: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _fs(root: Root, workdir: str) -> dict[str, Any]:
-    mounts = parse_mount(root.read("mount.txt") or "")
+def _fs(src: Sources, workdir: str) -> dict[str, Any]:
+    mounts = parse_mount(src.mount)
     best = None
     for m in mounts:
         mp = m["mount_point"].rstrip("/") or "/"
