@@ -160,3 +160,35 @@ def test_every_rule_has_a_valid_severity_and_text() -> None:
     for rid, rule in RULES.items():
         assert rule.severity in SEVERITY_ORDER and rule.title and rule.why, rid
     assert all(o.severity in SEVERITY_ORDER for o in LINUX_DEBUG_OPTIONS.values())
+
+
+def _with(snapshot: dict, **sections) -> dict:
+    out = {**snapshot}
+    for key, value in sections.items():
+        out[key] = {**snapshot[key], **value}
+    return out
+
+
+def test_debugging_switched_on_from_the_kernel_command_line() -> None:
+    base = take_snapshot(str(SYSROOTS / "linux-fedora-production"))
+    snap = _with(
+        base, os={"cmdline": "ro quiet slub_debug=FZP mitigations=off -- slub_debug=ignored-by-kernel"}
+    )
+    fs = {f.id: f for f in diagnose(snap)}
+    assert (
+        fs["debug-kernel-cmdline"].severity == "error"
+        and "slub_debug=FZP" in fs["debug-kernel-cmdline"].evidence
+    )
+    assert fs["mitigations-off"].severity == "info"
+    snap = _with(base, os={"cmdline": "ro quiet -- slub_debug"})
+    assert "debug-kernel-cmdline" not in {f.id for f in diagnose(snap)}
+
+
+def test_a_non_debug_preload_is_noted_and_a_debug_one_is_an_error() -> None:
+    root = str(SYSROOTS / "linux-debian12-vm")
+    fs = {f.id: f.severity for f in diagnose(take_snapshot(root, env={"LD_PRELOAD": "libjemalloc.so.2"}))}
+    assert fs["ld-preload"] == "info" and "malloc-debug" not in fs
+    fs = {
+        f.id: f.severity for f in diagnose(take_snapshot(root, env={"LD_PRELOAD": "libc_malloc_debug.so.0"}))
+    }
+    assert fs["malloc-debug"] == "error" and "ld-preload" not in fs

@@ -99,3 +99,21 @@ def test_missing_files_are_unknown_not_guessed(tmp_path) -> None:
     assert s["cpu"]["model"] is None and s["memory"]["total_kib"] is None
     assert s["kernel_config"]["source"] is None and s["load"]["loadavg"] is None
     assert Root(str(tmp_path)).read("proc/nothing") is None
+
+
+def test_topology_fallback_and_smt_without_smt_files(tmp_path) -> None:
+    cpu = tmp_path / "sys/devices/system/cpu"
+    for i, core in enumerate([0, 0, 1, 1]):
+        topo = cpu / f"cpu{i}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "core_id").write_text(f"{core}\n")
+        (topo / "physical_package_id").write_text("0\n")
+    s = take_snapshot(str(tmp_path))["cpu"]
+    assert (s["threads"], s["cores"], s["sockets"], s["smt"]["active"]) == (4, 2, 1, True)
+
+
+def test_hostname_redaction_hides_it_everywhere(tmp_path) -> None:
+    root = SYSROOTS / "freebsd-current-debug"
+    s = take_snapshot(str(root), redact_hostname=True)
+    assert s["host"]["hostname"] == "<redacted>"
+    assert "bench1" not in str(s)

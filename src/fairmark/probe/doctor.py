@@ -98,7 +98,10 @@ def _debug_kernel(snap: Mapping[str, Any]) -> list[Finding]:
 
 
 def _cmdline(snap: Mapping[str, Any]) -> list[Finding]:
-    words = ((snap.get("os") or {}).get("cmdline") or "").split("--", 1)[0].split()
+    # words after a lone `--` go to init, not to the kernel
+    words = re.split(r"(?:^|\s)--(?:\s|$)", (snap.get("os") or {}).get("cmdline") or "", maxsplit=1)[
+        0
+    ].split()
     out = []
     for key, opt in R.LINUX_DEBUG_CMDLINE.items():
         hits = [w for w in words if w == key or (w.startswith(key + "=") if "=" not in key else False)]
@@ -134,6 +137,14 @@ def _glibc_malloc_problems(env: Mapping[str, str]) -> dict[str, str]:
     if libs:
         out["LD_PRELOAD"] = "LD_PRELOAD=" + " ".join(libs)
     return out
+
+
+def _preload(snap: Mapping[str, Any], intended_env: Mapping[str, str]) -> list[Finding]:
+    """A preloaded library that is not a debugging one still changes what runs (e.g. another malloc)."""
+    preload = str(((snap.get("malloc") or {}).get("env") or {}).get("LD_PRELOAD", "")).strip()
+    if not preload or "LD_PRELOAD" in intended_env or _glibc_malloc_problems({"LD_PRELOAD": preload}):
+        return []
+    return [_finding("ld-preload", f"LD_PRELOAD={preload}")]
 
 
 def jemalloc_debug_opts(conf: str | None) -> list[str]:
@@ -297,7 +308,7 @@ def _thermal_clock(snap: Mapping[str, Any]) -> list[Finding]:
             )
         )
     mit = snap.get("mitigations") or {}
-    off = [k for k, v in mit.items() if str(v).startswith("Vulnerable") and "SMT" not in str(v)[:12]]
+    off = [k for k, v in mit.items() if str(v).startswith("Vulnerable")]
     if _family(snap) == "freebsd" and str(mit.get("vm.pmap.pti", "")).strip() == "0":
         off.append("vm.pmap.pti=0")
     if off and not any(f.id == "mitigations-off" for f in out):
@@ -413,7 +424,7 @@ def diagnose(
     findings: list[Finding] = []
     for check in CHECKS:
         findings += check(snapshot)
-    findings += _malloc(snapshot, intended_env or {})
+    findings += _malloc(snapshot, intended_env or {}) + _preload(snapshot, intended_env or {})
     findings += _workloads(snapshot, workloads)
     findings.sort(key=lambda f: -R.SEVERITY_ORDER[f.severity])
     return _localise(findings, _family(snapshot))

@@ -62,6 +62,8 @@ def cpu_section(root: Root) -> dict[str, Any]:
     )
     packages = {p.get("physical id") for p in procs if "physical id" in p}
     cores = {(p.get("physical id"), p.get("core id")) for p in procs if "core id" in p}
+    if not cores:  # ARM and some VMs print no core ids: the sysfs topology has them
+        packages, cores = _topology(root)
     flags = set((procs[0].get("flags") or procs[0].get("features") or "").split()) if procs else set()
     return {
         "model": _cpu_model(procs, text),
@@ -72,7 +74,10 @@ def cpu_section(root: Root) -> dict[str, Any]:
         "threads": threads or None,
         "smt": {
             "control": root.line("sys/devices/system/cpu/smt/control"),
-            "active": _bool01(root.line("sys/devices/system/cpu/smt/active")),
+            # without the smt/ files, more threads than cores is what SMT means
+            "active": _bool01(root.line("sys/devices/system/cpu/smt/active"))
+            if root.exists("sys/devices/system/cpu/smt/active")
+            else (threads > len(cores) if cores and threads else None),
         },
         "online": root.line("sys/devices/system/cpu/online"),
         "hypervisor_flag": "hypervisor" in flags,
@@ -80,6 +85,17 @@ def cpu_section(root: Root) -> dict[str, Any]:
         "numa_nodes": len([d for d in root.listdir("sys/devices/system/node") if re.fullmatch(r"node\d+", d)])
         or None,
     }
+
+
+def _topology(root: Root) -> tuple[set[str | None], set[tuple[str | None, str | None]]]:
+    packages, cores = set(), set()
+    for cpu in _cpu_dirs(root):
+        pkg = root.line(f"sys/devices/system/cpu/{cpu}/topology/physical_package_id")
+        core = root.line(f"sys/devices/system/cpu/{cpu}/topology/core_id")
+        if core is not None:
+            packages.add(pkg)
+            cores.add((pkg, core))
+    return packages, cores
 
 
 def _arch(root: Root, procs: list[dict[str, str]]) -> str | None:

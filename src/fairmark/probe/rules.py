@@ -149,6 +149,8 @@ RULES: dict[str, Rule] = {
         "times and dominates what is measured", ""),
     "malloc-debug-intended": Rule("info", "malloc debugging set by a variant on purpose",
         "a plan variant sets it, so it is the difference under test, not an accident", "none needed"),
+    "ld-preload": Rule("info", "A library is preloaded into every benchmark process",
+        "it replaces or wraps functions (often malloc) for every trial", "unset LD_PRELOAD unless intended"),
     "freebsd-malloc-default-debug": Rule("warn", "FreeBSD -CURRENT userland: jemalloc debugging may be on",
         "on -CURRENT, world is built without MALLOC_PRODUCTION, so jemalloc debugging is on by default",
         FREEBSD_MALLOC_FIX),

@@ -55,7 +55,7 @@ def take_snapshot(
     tools: Iterable[str] = (),
     workdir: str = ".",
     env: Mapping[str, str] | None = None,
-    redact_hostname: bool = False,
+    redact_hostname: bool | None = None,
 ) -> dict[str, Any]:
     """Describe the host completely (issue 3); JSON-able and already redacted.
 
@@ -68,7 +68,13 @@ def take_snapshot(
     snap["malloc"] = {**snap.get("malloc", {}), "env": _malloc_env(raw_env)}
     snap["toolchain"], snap["tools"] = _tooling(r, tools)
     snap["env"] = redact_env(raw_env)
+    if redact_hostname is None:  # lets `fairmark run` honour it without a new option
+        redact_hostname = os.environ.get("FAIRMARK_REDACT_HOSTNAME", "").lower() in ("1", "yes", "true")
+    hidden = secret_values(raw_env)
     if redact_hostname:
+        name = snap["host"].get("hostname")
+        if name and len(name) >= 3:
+            hidden.add(name)  # also inside uname/kern.version text
         snap["host"]["hostname"] = REDACTED
     snap["os"]["cmdline"] = redact_text(snap["os"]["cmdline"]) if snap["os"].get("cmdline") else None
     head = {
@@ -79,7 +85,7 @@ def take_snapshot(
     head.update(snap)
     head["identity"] = {"host_id": None, "inputs": identity_inputs(head)}
     head["identity"]["host_id"] = host_identity(head)
-    head = scrub(head, secret_values(raw_env))  # belt and braces: a secret value anywhere else is hidden too
+    head = scrub(head, hidden)  # belt and braces: a secret value anywhere else is hidden too
     head["elapsed_s"] = round(time.monotonic() - t0, 3)
     return head
 
