@@ -3,17 +3,12 @@ and concurrent test sessions never refuse each other through the host lock."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURES = REPO / "tests" / "fixtures"
+from helpers import FIXTURES, REPO, fairmark_subprocess, json_out  # noqa: F401 - re-exported for tests
 
 
 @pytest.fixture(autouse=True)
@@ -39,22 +34,3 @@ def fairmark_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int,
         return code, out, err
 
     return run
-
-
-def fairmark_subprocess(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 300, **kw: object
-) -> subprocess.CompletedProcess[str]:
-    """Run the installed CLI as a user would, in its own process."""
-    return subprocess.run(
-        [sys.executable, "-m", "fairmark", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=timeout,
-        cwd=REPO,
-        **kw,
-    )
-
-
-def json_out(stdout: str) -> dict:
-    return json.loads(stdout)

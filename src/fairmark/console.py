@@ -54,8 +54,12 @@ class Console:
 
     def _make(self) -> None:
         no_color = bool(os.environ.get("NO_COLOR"))
-        self.out = RichConsole(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=False)
-        self.err = RichConsole(file=sys.stderr, no_color=no_color, highlight=False, stderr=True)
+        # soft_wrap: lines are never broken at the terminal width (plots, paths and messages stay greppable);
+        # tables still fit themselves to the width.
+        self.out = RichConsole(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
+        self.err = RichConsole(
+            file=sys.stderr, no_color=no_color, highlight=False, stderr=True, soft_wrap=True
+        )
 
     def configure(self, *, json_mode: bool = False, quiet: bool = False) -> None:
         self.json_mode, self.quiet = json_mode, quiet

@@ -232,7 +232,8 @@ def import_(bundle: str) -> None:
         store.insert_rows({S.runs: _rows(S.runs, t["runs"], {})})
         cell_map = {}
         for cell in t.get("cells", []):
-            cell_map[cell["id"]] = store.ensure_cells(run_id, _rows(S.cells, [cell], {}))[cell["key"]]
+            row = {k: v for k, v in _rows(S.cells, [cell], {})[0].items() if k != "run_id"}
+            cell_map[cell["id"]] = store.ensure_cells(run_id, [row])[cell["key"]]
         store.insert_rows({table: _rows(table, t.get(table.name, []), cell_map) for table in TABLES[2:]})
     except (KeyError, TypeError, ValueError) as exc:
         store.delete_run(run_id)  # nothing half-written

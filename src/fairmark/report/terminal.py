@@ -8,8 +8,8 @@ from rich.table import Table
 
 from fairmark.console import console
 from fairmark.report.data import CellReport, RunReport
-from fairmark.report.ministat import ascii_plot
-from fairmark.stats import format_value
+from fairmark.report.ministat import ascii_plot, legend
+from fairmark.stats import format_pair, format_value
 
 
 def _header(r: RunReport) -> None:
@@ -37,10 +37,11 @@ def _cell_row(c: CellReport, verdict: str) -> list[str]:
     if not s or s["n"] < 2:
         return [escape(c.variant), str(c.n_ok), "—", "—", "—", str(c.n_failed), escape(verdict or c.status)]
     cv = f"{100 * s['cv']:.2g}%" if s.get("cv") is not None else "—"
+    median = format_pair(s["median"], s["ci_half_width"])[0] + (f" {unit}" if unit else "")
     return [
         escape(c.variant),
         str(s["n"]),
-        format_value(s["median"], s["ci_half_width"], unit),
+        median,
         format_value(s["mean"], s["ci_half_width"], unit),
         cv,
         str(c.n_failed),
@@ -71,7 +72,7 @@ def _group(r: RunReport, group: str, cells: list[CellReport], plot_width: int) -
     console.print(t)
     data = [(c.variant, c.values.get(primary, [])) for c in cells if len(c.values.get(primary, [])) >= 3]
     if data:
-        console.text(ascii_plot(data, width=plot_width))
+        console.text("\n".join(legend(data) + ascii_plot(data, width=plot_width)))
     for v in r.verdicts:
         if v.group == group and v.metric != primary:
             console.text(f"  {v.metric}: {v.sentence}")
