@@ -192,3 +192,13 @@ def test_a_non_debug_preload_is_noted_and_a_debug_one_is_an_error() -> None:
         f.id: f.severity for f in diagnose(take_snapshot(root, env={"LD_PRELOAD": "libc_malloc_debug.so.0"}))
     }
     assert fs["malloc-debug"] == "error" and "ld-preload" not in fs
+
+
+def test_test_size_is_skipped_for_direct_io_and_undeclared_sizes() -> None:
+    snap = take_snapshot(str(SYSROOTS / "linux-fedora-production"), workdir="/")
+    work = [
+        {"name": "direct", "measures": ["disk"], "data_size_bytes": 1 << 20, "direct": True},
+        {"name": "nosize", "measures": ["disk"]},
+        {"name": "text", "measures": ["disk"], "data_size_bytes": "2xRAM"},
+    ]
+    assert [f for f in diagnose(snap, workloads=work) if f.id == "test-size"] == []

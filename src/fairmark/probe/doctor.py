@@ -320,37 +320,40 @@ def _thermal_clock(snap: Mapping[str, Any]) -> list[Finding]:
 
 
 def _workloads(snap: Mapping[str, Any], workloads: Sequence[Mapping[str, Any]]) -> list[Finding]:
-    out = []
-    total_kib = (snap.get("memory") or {}).get("total_kib")
-    fs = snap.get("fs") or {}
+    """Test size and working-directory checks for each workload that claims to measure the disk."""
+    out: list[Finding] = []
     for w in workloads:
-        if "disk" not in (w.get("measures") or []):
-            continue
-        name = w.get("name", "?")
-        size = w.get("data_size_bytes")
-        if size is not None and total_kib:
-            ram = total_kib * 1024
-            if size < R.TEST_SIZE_RAM_FACTOR * ram:
-                sev = "error" if size < ram else "warn"
-                out.append(
-                    _finding(
-                        "test-size",
-                        f"workload {name}: data set {_gib(size)} vs RAM {_gib(ram)} "
-                        f"(needs >= {R.TEST_SIZE_RAM_FACTOR:g}x RAM)",
-                        severity=sev,
-                    )
-                )
-        wfs = fs if not w.get("directory") or w.get("directory") == fs.get("workdir") else w.get("fs") or fs
-        if w.get("directory") and w.get("directory") != fs.get("workdir") and not w.get("fs"):
-            wfs = _fs_of(w["directory"], snap)
-        if wfs.get("memory_fs"):
-            out.append(
-                _finding("workdir-tmpfs", f"workload {name}: {wfs.get('workdir')} on {wfs.get('fstype')}")
-            )
-        if wfs.get("network_fs"):
-            out.append(
-                _finding("workdir-netfs", f"workload {name}: {wfs.get('workdir')} on {wfs.get('fstype')}")
-            )
+        if "disk" in (w.get("measures") or []):
+            out += _test_size(w, (snap.get("memory") or {}).get("total_kib"))
+            out += _workdir_fs(w, snap)
+    return out
+
+
+def _test_size(w: Mapping[str, Any], total_kib: int | None) -> list[Finding]:
+    try:
+        size = float(w["data_size_bytes"])
+    except (KeyError, TypeError, ValueError):
+        return []  # no declared size (or not a number): nothing to judge
+    if not total_kib or w.get("direct") or w.get("direct_io"):
+        return []  # O_DIRECT bypasses the page cache, so RAM size does not matter
+    ram = total_kib * 1024
+    if size >= R.TEST_SIZE_RAM_FACTOR * ram:
+        return []
+    evidence = (f"workload {w.get('name', '?')}: data set {_gib(size)} vs RAM {_gib(ram)} "
+                f"(needs >= {R.TEST_SIZE_RAM_FACTOR:g}x RAM)")  # fmt: skip
+    return [_finding("test-size", evidence, severity="error" if size < ram else "warn")]
+
+
+def _workdir_fs(w: Mapping[str, Any], snap: Mapping[str, Any]) -> list[Finding]:
+    fs = snap.get("fs") or {}
+    directory = w.get("directory")
+    wfs = _fs_of(str(directory), snap) if directory and directory != fs.get("workdir") else fs
+    where = f"workload {w.get('name', '?')}: {wfs.get('workdir')} on {wfs.get('fstype')}"
+    out = []
+    if wfs.get("memory_fs"):
+        out.append(_finding("workdir-tmpfs", where))
+    if wfs.get("network_fs"):
+        out.append(_finding("workdir-netfs", where))
     return out
 
 
