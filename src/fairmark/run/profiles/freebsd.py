@@ -1,0 +1,162 @@
+"""FreeBSD profilers: DTrace profile-997 (CPU), lockstat (locks), truss -c (syscalls).
+
+Each wraps the trial's command and writes to a file in the trial directory; the parsers are pure and tested on
+fixtures written from the tools' documented output formats (dtrace(1) aggregation of stack()/ustack(),
+lockstat(1), truss(1) -c). DTrace stacks are folded by inferno's `inferno-collapse-dtrace`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fairmark.run.hooks import Artifact, HookContext
+from fairmark.run.profiles.base import Profiler, find_tool, is_root
+from fairmark.run.profiles.cpu import folded_weight
+
+DTRACE_SCRIPT = "profile-997 /pid == $target || progenyof($target)/ { @[stack(), ustack()] = count(); }"
+
+
+def dtrace_command(argv: list[str], out: str) -> list[str]:
+    # dtrace -c takes one command string; shlex.join keeps arguments with spaces intact.
+    return ["dtrace", "-q", "-x", "ustackframes=100", "-n", DTRACE_SCRIPT, "-o", out, "-c", shlex.join(argv)]
+
+
+def lockstat_command(argv: list[str], out: str) -> list[str]:
+    # -C: contention events; -P: sort by total time; -s 0: no stacks (caller only), as seed 001's table.
+    return ["lockstat", "-C", "-P", "-s", "0", "-n", "1000000", "-o", out, *argv]
+
+
+def truss_command(argv: list[str], out: str) -> list[str]:
+    return ["truss", "-f", "-c", "-o", out, *argv]
+
+
+_LOCK_SECTION = re.compile(r"^(.+?): (\d+) events in ([\d.]+) seconds")
+_LOCK_ROW = re.compile(r"^\s*(\d+)\s+(\d+)%\s+(\d+)%\s+([\d.]+)\s+(\d+)\s+(\S+)\s+(\S+)\s*$")
+
+
+def parse_lockstat(text: str) -> list[dict[str, Any]]:
+    """lockstat(1) tables → rows: event type, lock, caller, count, average and total wait (ns)."""
+    rows, event = [], ""
+    for line in text.splitlines():
+        if m := _LOCK_SECTION.match(line):
+            event = m.group(1)
+        elif m := _LOCK_ROW.match(line):
+            count, nsec = int(m.group(1)), float(m.group(5))
+            rows.append(
+                {
+                    "type": event,
+                    "lock": m.group(6),
+                    "caller": m.group(7),
+                    "contended": count,
+                    "avg_wait_ns": nsec,
+                    "total_wait_ns": count * nsec,
+                }
+            )
+    return sorted(rows, key=lambda r: -r["total_wait_ns"])
+
+
+def parse_truss_c(text: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """truss -c: `syscall seconds calls errors`, a dashed line, then the unnamed total row."""
+    rows, total = [], None
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 4 and re.fullmatch(r"[\d.]+", f[1]) and f[2].isdigit():
+            rows.append({"syscall": f[0], "seconds": float(f[1]), "calls": int(f[2]), "errors": int(f[3])})
+        elif len(f) == 3 and all(re.fullmatch(r"[\d.]+", x) for x in f):
+            total = {"syscall": "total", "seconds": float(f[0]), "calls": int(f[1]), "errors": int(f[2])}
+    return sorted(rows, key=lambda r: -r["seconds"]), total
+
+
+class WrapProfiler(Profiler):
+    """Runs the trial under a tracing command that writes `out` in the trial directory; parses it in stop."""
+
+    tool = ""
+    out_name = "profile.out"
+
+    def __init__(self) -> None:
+        if find_tool(self.tool) is None:
+            self.unavailable = f"{self.tool} not found"
+        elif not is_root():
+            self.unavailable = f"{self.tool} needs root (DTrace privileges)"
+
+    def build(self, argv: list[str], out: str) -> list[str]:
+        raise NotImplementedError
+
+    def artifacts(self, text: str) -> list[Artifact]:
+        raise NotImplementedError
+
+    def wrap(self, argv: list[str], ctx: HookContext) -> list[str]:
+        return self.build(argv, str(Path(ctx.trial_dir) / self.out_name))
+
+    def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
+        out = Path(ctx.trial_dir) / self.out_name
+        if not out.exists():
+            return [Artifact(self.kind, "error", "text/plain", f"{self.tool} wrote no output")]
+        return self.artifacts(out.read_text(errors="replace"))
+
+
+class DTraceCpuProfile(WrapProfiler):
+    name = kind = "profile.cpu"
+    tool = "dtrace"
+    out_name = "dtrace.stacks"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.collapse = find_tool("inferno-collapse-dtrace")
+        if self.unavailable is None and self.collapse is None:
+            self.unavailable = "inferno-collapse-dtrace not found: `cargo install inferno`"
+
+    def build(self, argv: list[str], out: str) -> list[str]:
+        return dtrace_command(argv, out)
+
+    def artifacts(self, text: str) -> list[Artifact]:
+        proc = subprocess.run([self.collapse], input=text, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            return [Artifact(self.kind, "error", "text/plain", proc.stderr[-300:])]
+        meta = {"event": "profile-997", "weight": folded_weight(proc.stdout), "scope": "process tree"}
+        return [
+            Artifact(self.kind, "folded", "text/plain", proc.stdout),
+            Artifact(self.kind, "meta", "application/json", meta | {"collapser": "inferno-collapse-dtrace"}),
+        ]
+
+
+class LockstatProfile(WrapProfiler):
+    name = kind = "profile.locks"
+    tool = "lockstat"
+    out_name = "lockstat.txt"
+    build = staticmethod(lockstat_command)  # type: ignore[assignment]
+
+    def artifacts(self, text: str) -> list[Artifact]:
+        data = {"source": "lockstat", "rows": parse_lockstat(text), "raw": text[-20000:]}
+        return [Artifact(self.kind, "contention", "application/json", data)]
+
+
+class TrussProfile(WrapProfiler):
+    name = kind = "profile.syscalls"
+    tool = "truss"
+    out_name = "truss.txt"
+    build = staticmethod(truss_command)  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        if self.unavailable and "root" in self.unavailable:
+            self.unavailable = None  # truss traces one's own processes without privileges
+
+    def artifacts(self, text: str) -> list[Artifact]:
+        table, total = parse_truss_c(text)
+        if not table:
+            return [Artifact(self.kind, "error", "text/plain", "truss -c printed no table")]
+        data = {"source": "truss -c", "table": table, "total": total, "histograms_us": {}}
+        return [Artifact(self.kind, "summary", "application/json", data)]
+
+
+FREEBSD_PROFILERS: dict[str, Callable[[], Profiler]] = {
+    "cpu": DTraceCpuProfile,
+    "locks": LockstatProfile,
+    "syscalls": TrussProfile,
+}
