@@ -141,7 +141,8 @@ class CpuSet:
 
     def describe(self) -> str:
         how = "a cpuset cgroup" if self.use_cgroup else "taskset affinity"
-        return f"trial processes on CPU(s) {format_cpu_list(self.cpus)} ({len(self.cpus)} CPU, via {how})"
+        n = len(self.cpus)
+        return f"trial processes on CPU(s) {format_cpu_list(self.cpus)} ({n} CPU{'s' if n > 1 else ''}, via {how})"
 
     def wrap(self, journal: Journal, dry_run: bool = False) -> list[str]:
         if not self.use_cgroup:
