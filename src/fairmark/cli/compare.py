@@ -129,12 +129,20 @@ def _emit_human(files, comparisons, *, width, plot, separate, compat) -> None:
     help="Confidence level in percent (ministat's: 80 90 95 98 99 99.5).",
 )
 @click.option(
-    "--ministat-compat", is_flag=True, help="Reproduce ministat's numbers exactly, its 99.5% included."
+    "--ministat-compat",
+    is_flag=True,
+    help="Reproduce ministat 20150715 exactly: its 99.5% (really 99.8%), its even-N median, its plot height.",
 )
-@click.option("-w", "--width", type=click.IntRange(min=3), default=ministat.DEFAULT_WIDTH, show_default=True)
+@click.option(
+    "-w", "--width", type=click.IntRange(min=3), default=ministat.DEFAULT_WIDTH, show_default=True,
+    help="Width of the plot in characters.",
+)  # fmt: skip
 @click.option("-n", "-A", "--no-plot", is_flag=True, help="Leave out the ASCII plot.")
 @click.option("-s", "--separate-bars", is_flag=True, help="One mean/median/stddev bar line per data set.")
-@click.option("--better", type=click.Choice(["lower", "higher"]), default="lower", show_default=True)
+@click.option(
+    "--better", type=click.Choice(["lower", "higher"]), default="lower", show_default=True,
+    help="Which direction is an improvement (times: lower; throughput: higher).",
+)  # fmt: skip
 @click.option("--unit", default="", help="Unit of the values, for the verdict sentences (e.g. s, MB/s).")
 @common_options
 def compare(
@@ -149,7 +157,8 @@ def compare(
     better: str,
     unit: str,
 ) -> None:
-    """Compare data files with one value per line, like ministat: each file against the first.
+    """Compare data files with one value per line, like ministat: each file against the first
+    (up to 7; `-` or no file reads standard input).
 
     Prints ministat's table and plot (same numbers as ministat), then fairmark's verdict: the difference in
     percent with its confidence interval, Welch's CI of the ratio and a Mann-Whitney U cross-check."""
