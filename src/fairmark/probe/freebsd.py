@@ -131,64 +131,74 @@ def malloc_conf_link(root: Root) -> str | None:
     return target
 
 
-def probe(root: Root, *, workdir: str) -> dict[str, Any]:
+def probe(root: Root, *, workdir: str, sample_s: float = 0.0) -> dict[str, Any]:
     src = Sources.from_root(root)
     s = parse_sysctl(src.sysctl)
-    uname = src.uname
-    ncpu = _int(s.get("hw.ncpu"))
-    tpc = _int(s.get("kern.smp.threads_per_core"))
-    cores = _int(s.get("kern.smp.cores"))
-    dmesg = src.dmesg or ""
-    physmem = _int(s.get("hw.physmem")) or _dmesg_int(dmesg, r"^avail memory\s*=\s*(\d+)")
     return {
-        "host": {
-            "hostname": s.get("kern.hostname") or (uname.split()[1] if len(uname.split()) > 1 else None),
-            "virtualization": {
-                "hypervisor": _vm_guest(s),
-                "hypervisor_evidence": "kern.vm_guest" if s.get("kern.vm_guest") else None,
-                "container": _jail(s),
-                "container_evidence": "security.jail.jailed" if _jail(s) else None,
-            },
-            "disks": [{"name": d} for d in (s.get("kern.disks") or "").split()],
-            "nics": [],
-        },
-        "cpu": {
-            "model": (s.get("hw.model") or "").strip() or _dmesg_str(dmesg, DMESG_CPU_RE),
-            "vendor": None,
-            "arch": s.get("hw.machine_arch") or s.get("hw.machine"),
-            "sockets": _dmesg_int(dmesg, r"FreeBSD/SMP: (\d+) package"),
-            "cores": cores,
-            "threads": ncpu,
-            "smt": {
-                "control": None if tpc is None else ("on" if tpc > 1 else "off"),
-                "active": None if tpc is None else tpc > 1,
-            },
-            "online": None,
-            "hypervisor_flag": _vm_guest(s) not in (None, "none"),
-            "caches": [],
-            "numa_nodes": _int(s.get("vm.ndomains")),
-        },
-        "memory": {
-            "total_kib": physmem // 1024 if physmem else None,
-            "available_kib": None,
-            "swap_total_kib": (_int(s.get("vm.swap_total")) or 0) // 1024 if "vm.swap_total" in s else None,
-            "swap_free_kib": None,
-            "swap_used_kib": None,
-            "thp": {"1": "superpages", "0": "off"}.get((s.get("vm.pmap.pg_ps_enabled") or "").strip()),
-            "thp_defrag": None,
-            "aslr": {"1": "full", "0": "off"}.get((s.get("kern.elf64.aslr.enable") or "").strip()),
-        },
-        "os": _os(s, uname),
+        "host": _host(s, src.uname),
+        "cpu": _cpu(s, src.dmesg or ""),
+        "memory": _memory(s, src.dmesg or ""),
+        "os": _os(s, src.uname),
         "kernel_config": _kernel_config(src, s),
         "cpufreq": _cpufreq(s),
         "mitigations": {k: v.strip() for k, v in s.items() if k in FREEBSD_MITIGATION_OIDS},
         "fs": _fs(src, os.path.realpath(workdir) if root.live else workdir),
-        "load": _load(s),
+        "load": _load(s, live=root.live, sample_s=sample_s),
         "thermal": _thermal(s),
         "malloc": {
             "malloc_conf_link": src.malloc_link,
-            "malloc_production": _malloc_production(s, uname),
+            "malloc_production": _malloc_production(s, src.uname),
         },
+    }
+
+
+def _host(s: dict[str, str], uname: str) -> dict[str, Any]:
+    words = uname.split()
+    return {
+        "hostname": s.get("kern.hostname") or (words[1] if len(words) > 1 else None),
+        "virtualization": {
+            "hypervisor": _vm_guest(s),
+            "hypervisor_evidence": "kern.vm_guest" if _vm_guest(s) else None,
+            "container": _jail(s),
+            "container_evidence": "security.jail.jailed" if _jail(s) else None,
+        },
+        "disks": [{"name": d} for d in (s.get("kern.disks") or "").split()],
+        "nics": [],
+    }
+
+
+def _cpu(s: dict[str, str], dmesg: str) -> dict[str, Any]:
+    tpc = _int(s.get("kern.smp.threads_per_core"))
+    return {
+        "model": (s.get("hw.model") or "").strip() or _dmesg_str(dmesg, DMESG_CPU_RE),
+        "vendor": None,
+        "arch": s.get("hw.machine_arch") or s.get("hw.machine"),
+        "sockets": _dmesg_int(dmesg, r"FreeBSD/SMP: (\d+) package"),
+        "cores": _int(s.get("kern.smp.cores")),
+        "threads": _int(s.get("hw.ncpu")),
+        "smt": {
+            "control": None if tpc is None else ("on" if tpc > 1 else "off"),
+            "active": None if tpc is None else tpc > 1,
+        },
+        "online": None,
+        "hypervisor_flag": _vm_guest(s) is not None,
+        "caches": [],
+        "numa_nodes": _int(s.get("vm.ndomains")),
+    }
+
+
+def _memory(s: dict[str, str], dmesg: str) -> dict[str, Any]:
+    physmem = _int(s.get("hw.physmem")) or _dmesg_int(dmesg, r"^avail memory\s*=\s*(\d+)")
+    swap = _int(s.get("vm.swap_total"))
+    return {
+        "total_kib": physmem // 1024 if physmem else None,
+        "available_kib": None,
+        "swap_total_kib": swap // 1024 if swap is not None else None,
+        "swap_free_kib": None,
+        "swap_used_kib": None,
+        "thp": {"1": "superpages", "0": "off"}.get((s.get("vm.pmap.pg_ps_enabled") or "").strip()),
+        "thp_defrag": None,
+        "aslr": {"1": "full", "0": "off"}.get((s.get("kern.elf64.aslr.enable") or "").strip()),
     }
 
 
@@ -314,19 +324,47 @@ def _fs(src: Sources, workdir: str) -> dict[str, Any]:
     }
 
 
-def _load(s: dict[str, str]) -> dict[str, Any]:
+def _load(s: dict[str, str], *, live: bool, sample_s: float) -> dict[str, Any]:
     la = re.findall(r"[\d.]+", s.get("vm.loadavg", ""))
-    return {
+    out = {
         "loadavg": [float(x) for x in la[:3]] if len(la) >= 3 else None,
         "procs_running": None,
         "sample_s": None,
-        "steal_pct_sample": None,
+        "steal_pct_sample": None,  # FreeBSD guests do not account steal time
         "steal_pct_since_boot": None,
         "swap_in_pages": None,
         "swap_out_pages": None,
         "busy_processes": [],
         "pressure": {},
     }
+    if live and sample_s > 0:
+        out["busy_processes"], out["sample_s"] = busy_processes_psutil(sample_s)
+    return out
+
+
+def busy_processes_psutil(sample_s: float) -> tuple[list[dict[str, Any]], float]:
+    """Top CPU users over `sample_s` seconds through psutil (portable; Linux uses /proc so sysroots work)."""
+    import psutil
+
+    me = os.getpid()
+
+    def times() -> dict[int, tuple[str, float]]:
+        out = {}
+        for p in psutil.process_iter(["pid", "name", "cpu_times"]):
+            ct = p.info["cpu_times"]
+            if ct is not None and p.info["pid"] != me:
+                out[p.info["pid"]] = (p.info["name"] or "?", ct.user + ct.system)
+        return out
+
+    t0, before = time.monotonic(), times()
+    time.sleep(sample_s)
+    after, elapsed = times(), time.monotonic() - t0
+    busy = [
+        {"pid": pid, "comm": name, "cpu_pct": round(100.0 * (cpu - before[pid][1]) / elapsed, 1)}
+        for pid, (name, cpu) in after.items()
+        if pid in before and (cpu - before[pid][1]) / elapsed >= 0.01
+    ]
+    return sorted(busy, key=lambda p: -p["cpu_pct"])[:8], round(elapsed, 3)
 
 
 def _thermal(s: dict[str, str]) -> dict[str, Any]:

@@ -125,7 +125,7 @@ def _linux_snapshot(r: Root, workdir: str) -> dict[str, Any]:
 
 
 def _freebsd_snapshot(r: Root, workdir: str) -> dict[str, Any]:
-    return freebsd.probe(r, workdir=workdir)
+    return freebsd.probe(r, workdir=workdir, sample_s=SAMPLE_S)
 
 
 def volatile_snapshot(root: str = "/", *, sample_s: float = 0.2) -> dict[str, Any]:
@@ -134,7 +134,7 @@ def volatile_snapshot(root: str = "/", *, sample_s: float = 0.2) -> dict[str, An
     Feed two of them (or the full snapshot's volatile part and one of them) to diagnose_volatile()."""
     r = Root(root)
     if _os_family(r) == "freebsd":
-        full = freebsd.probe(r, workdir="/")
+        full = freebsd.probe(r, workdir="/", sample_s=sample_s)
         load, thermal, cpufreq, cpu, mem = (
             full["load"],
             full["thermal"],
