@@ -65,3 +65,8 @@ def test_planted_secrets_appear_nowhere_in_a_live_snapshot(tmp_path) -> None:
     assert token not in text and pw not in text
     assert snap["env"]["FAIRMARK_TEST_TOKEN"] == REDACTED and snap["env"]["DB_PASSWORD"] == REDACTED
     assert snap["env"]["PATH"] == "/usr/bin"
+
+
+def test_boot_parameters_with_uuids_and_paths_survive() -> None:
+    text = "BOOT_IMAGE=/vmlinuz-6.8.2-300.fc40.x86_64 root=UUID=3f1c9a0e-4b2d-4c1e-9f3a-2b1c0d9e8f7a ro rhgb"
+    assert redact_text(text) == text

@@ -32,7 +32,7 @@ _ASSIGN_RE = re.compile(
     re.IGNORECASE,
 )
 _RANDOMISH_RE = re.compile(r"^[A-Za-z0-9_+=.-]{24,}$")
-_WORD_RE = re.compile(r"[^\s\"',;:@/]+")
+_WORD_RE = re.compile(r"[^\s\"',;:@/=]+")
 
 
 def is_secret_name(name: str) -> bool:
