@@ -73,9 +73,24 @@ def _save(dest: str) -> None:
                   f"check it with `fairmark doctor --sysroot {escape(dest)}`")  # fmt: skip
 
 
-def _print_snapshot(snap: dict[str, Any]) -> None:
-    from fairmark.probe.diff import flatten
+def _rows(value: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """Nested dicts become dotted keys; a list of records (caches, per-CPU settings) one line per record."""
+    rows: list[tuple[str, str]] = []
+    for key, v in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(v, dict):
+            rows += _rows(v, name + ".")
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            rows += [
+                (f"{name}[{i}]", ", ".join(f"{k}={_fmt(x)}" for k, x in rec.items()))
+                for i, rec in enumerate(v)
+            ]
+        else:
+            rows.append((name, _fmt(v)))
+    return rows
 
+
+def _print_snapshot(snap: dict[str, Any]) -> None:
     skip = {"env", "schema"}
     for section, value in snap.items():
         if section in skip or not isinstance(value, dict):
@@ -83,8 +98,8 @@ def _print_snapshot(snap: dict[str, Any]) -> None:
         table = Table(title=section, title_justify="left", show_header=False, box=None, padding=(0, 2))
         table.add_column("key", style="bold", no_wrap=True)
         table.add_column("value", overflow="fold")
-        for key, v in flatten(value).items():
-            table.add_row(escape(key), escape(_fmt(v)))
+        for key, text in _rows(value):
+            table.add_row(escape(key), escape(text))
         console.print(table)
     env_vars = snap.get("env") or {}
     console.print(f"[bold]env[/bold]: {len(env_vars)} variables (secrets redacted; `--json` lists them)")
