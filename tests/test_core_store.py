@@ -1,0 +1,142 @@
+"""The same store code on SQLite and on a real PostgreSQL server (started here on loopback, removed after)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fairmark.errors import InputError, StoreError
+from fairmark.plan.load import LoadedPlan, parse_plan
+from fairmark.report.data import load_report
+from fairmark.run.runner import Runner, RunOptions
+from fairmark.store.db import Store, normalize_url
+from test_core_scheduler import FakeExecutor, plan_text
+
+
+@pytest.fixture(scope="module")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from fairmark.run.servers import PG_BIN, PostgresServer
+
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN}); `make setup` installs them")
+    server = PostgresServer(tmp_path_factory.mktemp("pgstore") / "pg", fsync=False)
+    server.start()
+    try:
+        server.psql("CREATE DATABASE fairmark_test")
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{server.port}/fairmark_test"
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    if request.param == "sqlite":
+        return Store.open(f"sqlite:///{tmp_path / 'fm.db'}")
+    return Store.open(request.getfixturevalue("postgres_url"))
+
+
+def _run(store: Store, **extra: object) -> str:
+    return store.create_run(
+        plan_path="p.toml",
+        plan_text="x",
+        plan_sha256="0" * 64,
+        seed=1,
+        status="running",
+        fairmark_version="test",
+        options={"policy": {"confidence": 95}},
+        **extra,
+    )
+
+
+def test_runs_cells_trials_samples(store: Store) -> None:
+    run_id = _run(store, env_before={"os": {"kernel": "6.1"}})
+    ids = store.ensure_cells(
+        run_id,
+        [
+            {
+                "key": "w/A",
+                "workload": "w",
+                "variant": "A",
+                "point": [],
+                "primary_metric": "wall_s",
+                "metrics": [],
+            }
+        ],
+    )
+    assert (
+        store.ensure_cells(
+            run_id,
+            [
+                {
+                    "key": "w/A",
+                    "workload": "w",
+                    "variant": "A",
+                    "point": [],
+                    "primary_metric": "wall_s",
+                    "metrics": [],
+                }
+            ],
+        )
+        == ids
+    )  # idempotent
+    trial = {
+        "run_id": run_id,
+        "cell_id": ids["w/A"],
+        "seq": 1,
+        "round": 0,
+        "warmup": False,
+        "status": "ok",
+        "started_at": dt.datetime.now(dt.UTC),
+        "wall_s": 1.5,
+        "argv": ["true"],
+    }
+    tid = store.add_trial(
+        trial,
+        [{"metric": "wall_s", "value": 1.5, "unit": "s", "better": "lower"}],
+        [
+            {
+                "cell_key": "w/A",
+                "kind": "monitor",
+                "name": "vmstat",
+                "content_type": "application/json",
+                "data": {"cpu": [1, 2]},
+            }
+        ],
+    )
+    assert store.get_run(run_id[:8]).env_before == {"os": {"kernel": "6.1"}}
+    assert store.get_run("last").id == run_id
+    (row,) = store.samples(run_id)
+    assert (row["trial_id"], row["value"], row["cell_key"]) == (tid, 1.5, "w/A")
+    assert store.artifacts(run_id, "monitor")[0]["data"] == {"cpu": [1, 2]}
+    assert store.list_runs()[0]["trials_ok"] == 1
+    store.add_findings(run_id, "before", [{"id": "x", "severity": "warn", "title": "t"}])
+    assert store.findings(run_id)[0]["finding_id"] == "x"
+    store.delete_run(run_id)
+    with pytest.raises(InputError):
+        store.get_run(run_id)
+
+
+def test_whole_run_through_the_runner(store: Store) -> None:
+    text = plan_text(["A", "B"], min_trials=3, max_trials=5)
+    loaded = LoadedPlan(parse_plan(text), "plan.toml", text)
+    run_id = Runner(loaded, store, RunOptions(probe=False), executor=FakeExecutor({"B": 1.3}, 0.01)).start()
+    report = load_report(store, run_id)
+    assert report.run.status == "done"
+    assert all(3 <= c.n_ok <= 5 for c in report.cells)
+    assert store.verdicts(run_id)[0]["significant"] is True
+
+
+def test_unknown_run_and_ambiguity(store: Store) -> None:
+    with pytest.raises(InputError, match="no run"):
+        store.get_run(str(uuid.uuid4()))
+
+
+def test_urls() -> None:
+    assert normalize_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert normalize_url("/tmp/x.db") == "sqlite:////tmp/x.db"
+    with pytest.raises(StoreError):
+        Store.open("nosuchdialect://x")
