@@ -1,0 +1,79 @@
+"""kill -9 in the middle of a 30-trial run: every finished trial is in the store; resume completes the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from helpers import REPO, fairmark_subprocess
+
+PLAN = """
+[run]
+warmup = 0
+min_trials = 15
+max_trials = 15
+seed = 11
+
+[[workload]]
+name = "nap"
+command = ["python3", "-c", "import time; time.sleep(0.15); print('ok')"]
+
+[[variant]]
+name = "A"
+
+[[variant]]
+name = "B"
+"""
+
+
+def _count(db: Path) -> int:
+    try:
+        with sqlite3.connect(db, timeout=30) as c:
+            return c.execute("select count(*) from trials").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_kill_9_then_show_then_resume(tmp_path: Path) -> None:
+    plan = tmp_path / "thirty.toml"
+    plan.write_text(PLAN)
+    db = Path(os.environ["FAIRMARK_STORE"].removeprefix("sqlite:///"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fairmark", "run", str(plan), "--no-monitors", "--accept-risk"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while _count(db) < 8 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    stored = _count(db)
+    assert 8 <= stored < 30
+
+    shown = fairmark_subprocess("show", "last", "--json")
+    assert shown.returncode == 0, shown.stderr
+    doc = json.loads(shown.stdout)
+    assert doc["run"]["status"] == "running"  # it never got to say anything else
+    listed = sum(len(c["trials"]) for c in doc["cells"])
+    assert listed == _count(db) >= stored
+
+    res = fairmark_subprocess("resume", doc["run"]["id"][:8], "--json", "--no-monitors")
+    assert res.returncode == 0, res.stderr
+    done = json.loads(res.stdout)
+    assert done["run"]["status"] == "done"
+    for cell in done["cells"]:
+        assert cell["n_ok"] == 15
+        seqs = [t["seq"] for t in cell["trials"]]
+        assert len(seqs) == len(set(seqs)) == 15  # nothing lost, nothing duplicated
+    all_seqs = sorted(t["seq"] for c in done["cells"] for t in c["trials"])
+    assert all_seqs == list(range(1, 31))
