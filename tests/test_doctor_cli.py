@@ -76,8 +76,13 @@ def test_env_diff_shows_exactly_the_planted_differences(fairmark_cli) -> None:
         ("os.release", "validity"),
         ("env.GLIBC_TUNABLES", "environment"),
     ]
+    assert [f["id"] for f in doc["findings"]] == ["comparison-validity", "comparison-environment"]
     code, out, _ = fairmark_cli("env", "--diff", ra, rb)
     assert code == 0 and "os.release" in out and "6.19.1" in out
+    code, out, _ = fairmark_cli("env", "--diff", ra, rb, "--declare", "os.release", "--json")
+    assert [f["id"] for f in json.loads(out)["findings"]] == ["comparison-environment"]
+    code, _, err = fairmark_cli("env", "--diff", ra, rb, "--after")
+    assert code == 2 and "no environment snapshot" in " ".join(err.split())
 
 
 def test_env_diff_of_unknown_run_is_a_usage_error(fairmark_cli) -> None:

@@ -76,3 +76,19 @@ def test_host_identity_is_stable_and_ignores_clock_and_hostname() -> None:
 def test_different_machines_have_different_identities() -> None:
     ids = {take_snapshot(str(p))["identity"]["host_id"] for p in SYSROOTS.iterdir()}
     assert len(ids) >= 6
+
+
+def test_comparison_findings_respect_declared_differences() -> None:
+    from fairmark.probe import comparison_findings
+
+    a, b = base(), base()
+    b["os"]["release"], b["memory"]["thp"] = "6.19.0", "always"
+    b["env"]["GLIBC_TUNABLES"], b["host"]["hostname"] = "glibc.malloc.check=3", "renamed"
+    got = {(f.id, f.severity, f.evidence.split(":")[0]) for f in comparison_findings(a, b)}
+    assert got == {
+        ("comparison-validity", "error", "os.release"),
+        ("comparison-validity", "error", "memory.thp"),
+        ("comparison-environment", "warn", "env.GLIBC_TUNABLES"),
+    }
+    declared = comparison_findings(a, b, declared=["os.release", "env.GLIBC_TUNABLES"])
+    assert [f.evidence.split(":")[0] for f in declared] == ["memory.thp"]

@@ -28,6 +28,8 @@ CATEGORY_STYLE = {"validity": "bold red", "environment": "yellow", "info": "dim"
 @click.option("--tool", "tools", multiple=True, metavar="NAME", help="Also record this tool's version.")
 @click.option("--diff", "diff_runs", nargs=2, metavar="RUN_A RUN_B",
               help="Compare the environments stored with two runs (ids, prefixes or 'last').")  # fmt: skip
+@click.option("--declare", "declared", multiple=True, metavar="KEY",
+              help="With --diff: a key (prefix) that is the intended difference, e.g. os.release.")  # fmt: skip
 @click.option("--after", is_flag=True, help="With --diff: use the snapshots taken after the runs.")
 @click.option("--save-sysroot", metavar="DIR", help="Save this host's probe inputs as a sysroot tree in DIR "
               "(for `doctor --sysroot` elsewhere).")  # fmt: skip
@@ -39,6 +41,7 @@ def env(
     diff_runs: tuple[str, str] | None,
     after: bool,
     save_sysroot: str | None,
+    declared: tuple[str, ...],
 ) -> None:
     """The environment snapshot fairmark records with every run (secrets redacted)."""
     if diff_runs:
@@ -46,7 +49,7 @@ def env(
             raise UsageError(
                 "--diff reads stored runs; it cannot be combined with --sysroot or --save-sysroot"
             )
-        _diff(*diff_runs, after=after)
+        _diff(*diff_runs, after=after, declared=declared)
         return
     if save_sysroot:
         if sysroot:
@@ -114,8 +117,8 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _diff(ref_a: str, ref_b: str, *, after: bool) -> None:
-    from fairmark.probe import diff_snapshots
+def _diff(ref_a: str, ref_b: str, *, after: bool, declared: tuple[str, ...]) -> None:
+    from fairmark.probe import comparison_findings, diff_snapshots
 
     store = open_store()
     runs = [store.get_run(ref_a), store.get_run(ref_b)]
@@ -129,8 +132,10 @@ def _diff(ref_a: str, ref_b: str, *, after: bool) -> None:
             )
         snaps.append(snap)
     diffs = diff_snapshots(snaps[0], snaps[1])
+    findings = comparison_findings(snaps[0], snaps[1], declared=declared)
     if console.json_mode:
-        console.emit_json({"a": runs[0].id, "b": runs[1].id, "differences": diffs})
+        console.emit_json({"a": runs[0].id, "b": runs[1].id, "declared": list(declared), "differences": diffs,
+                           "findings": [f.to_dict() for f in findings]})  # fmt: skip
         return
     if not diffs:
         console.print(f"no differences between the environments of {runs[0].id[:8]} and {runs[1].id[:8]}")
@@ -145,11 +150,11 @@ def _diff(ref_a: str, ref_b: str, *, after: bool) -> None:
         a, b = ("—" if v is None else _fmt(v) for v in (d["a"], d["b"]))
         table.add_row(f"[{style}]{d['category']}[/]", escape(d["key"]), escape(a), escape(b))
     console.print(table)
-    n_valid = sum(d["category"] == "validity" for d in diffs)
+    n_valid = sum(f.severity == "error" for f in findings)
     if n_valid:
         console.print(
-            f"{n_valid} difference(s) can invalidate a comparison of these runs unless they are the "
-            "variant under test"
+            f"{n_valid} undeclared difference(s) can invalidate a comparison of these runs; "
+            "`--declare KEY` marks one as the difference under test"
         )
 
 

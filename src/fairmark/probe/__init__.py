@@ -8,13 +8,14 @@ host_identity(snapshot) -> str                                   stable machine 
 redact_env(mapping) / redact_text(text)                          secret scrubbing
 """
 
-from fairmark.probe.diff import diff_snapshots
+from fairmark.probe.diff import comparison_findings, diff_snapshots
 from fairmark.probe.doctor import Finding, diagnose, diagnose_volatile, worst_severity
 from fairmark.probe.redact import redact_env, redact_text
 from fairmark.probe.snapshot import host_identity, take_snapshot, volatile_part, volatile_snapshot
 
 __all__ = [
     "Finding",
+    "comparison_findings",
     "diagnose",
     "diagnose_volatile",
     "diff_snapshots",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fairmark.probe.rules import DIFF_CATEGORIES, DIFF_IGNORED_PREFIXES
+from fairmark.probe.rules import DIFF_CATEGORIES, DIFF_IGNORED_PREFIXES, RULES
 
 CATEGORY_ORDER = {"validity": 0, "environment": 1, "info": 2}
 _MISSING = object()
@@ -57,4 +57,24 @@ def diff_snapshots(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str,
             }
         )
     out.sort(key=lambda d: (CATEGORY_ORDER.get(d["category"], 9), d["key"]))
+    return out
+
+
+def comparison_findings(
+    a: Mapping[str, Any], b: Mapping[str, Any], *, declared: Iterable[str] = ()
+) -> list[Any]:
+    """Findings for comparing two runs: each undeclared validity difference is an error, each undeclared
+    environment-variable difference a warning. `declared`: key prefixes the user says are the variant
+    (e.g. "os.release", "env.GLIBC_TUNABLES")."""
+    from fairmark.probe.doctor import Finding
+
+    declared = tuple(declared)
+    out = []
+    for d in diff_snapshots(a, b):
+        if any(_matches(d["key"], p) for p in declared) or d["category"] == "info":
+            continue
+        rid = "comparison-validity" if d["category"] == "validity" else "comparison-environment"
+        rule = RULES[rid]
+        ev = f"{d['key']}: {d['a']!r} vs {d['b']!r}"
+        out.append(Finding(rid, rule.severity, rule.title, ev, rule.why, rule.fix))
     return out

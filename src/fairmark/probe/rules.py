@@ -215,6 +215,13 @@ RULES: dict[str, Rule] = {
     "pressure": Rule("warn", "Tasks are waiting for CPU, memory or I/O (pressure stall)",
         "stalls mean contention: trial times include waiting for other work",
         "stop other jobs; check `cat /proc/pressure/*`"),
+    "comparison-validity": Rule("error", "The two runs differ in more than the variant",
+        "a difference nobody declared (kernel, compiler, libc, CPU, governor, mitigations, mount options) can "
+        "cause the measured change by itself", "rerun both on the same setup, or declare the difference if it is "
+        "the one under test"),
+    "comparison-environment": Rule("warn", "The two runs had different environment variables",
+        "variables can change program behaviour (allocator, locale, thread counts)",
+        "declare the variable if it is the difference under test, else rerun with the same environment"),
     "mount-sync": Rule("info", "Working directory is mounted with performance-relevant options",
         "sync/async/noatime/soft updates change file-system results by large factors (seed 004)",
         "none needed if intended; keep them equal between compared runs"),
