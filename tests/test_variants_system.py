@@ -320,6 +320,24 @@ def test_kill_9_leaves_a_journal_that_recovery_undoes(state, metrics_save, tmp_p
     assert pending_findings(state) == [] and recover_pending(state) == []
 
 
+def test_sigterm_unwinds_like_ctrl_c(state, metrics_save, tmp_path):
+    other = "0" if metrics_save == "1" else "1"
+    plan_file = tmp_path / "p.toml"
+    plan_file.write_text(
+        '[[workload]]\nname = "w"\ncommand = ["true"]\n[[variant]]\nname = "A"\n[[variant]]\nname = "B"\n'
+        f'settle_s = 0\nsysctl = {{ "net.ipv4.tcp_no_metrics_save" = {other} }}\n'
+    )
+    script = CRASHER.replace("time.sleep(60)", "try:\n    time.sleep(60)\nfinally:\n    s.close()")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(plan_file), str(state)], stdout=subprocess.PIPE, text=True
+    )
+    proc.stdout.readline()
+    assert read(SYSCTL) == other
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 128 + signal.SIGTERM
+    assert read(SYSCTL) == metrics_save and pending_findings(state) == []
+
+
 def test_unreadable_journal_is_reported_not_guessed(state):
     (state / "journal").mkdir(parents=True)
     (state / "journal" / "1-2.json").write_text("{not json")
