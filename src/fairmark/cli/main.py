@@ -23,11 +23,22 @@ INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in fairmark, not in the plan or the ho
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="fairmark")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Honest A/B benchmarks of operating systems.
 
     Runs real workloads on variants A and B, interleaved and repeated until the answer is precise enough,
     writes the environment down, and gives a verdict with a confidence interval."""
+    if ctx.invoked_subcommand != "restore":  # restore does it itself, and reports it
+        _recover()
+
+
+def _recover() -> None:
+    """A journal left by a killed fairmark means the system is still changed: put it back before anything."""
+    from fairmark.run.variants.system import recover_pending
+
+    for line in recover_pending():
+        console.warn(line)
 
 
 def _register() -> None:
@@ -57,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         console.error("aborted")
         return 130
     except KeyboardInterrupt:
-        console.error("interrupted (Ctrl-C); finished trials are in the store — `fairmark resume RUN` continues")
+        console.error(
+            "interrupted (Ctrl-C); finished trials are in the store — `fairmark resume RUN` continues"
+        )
         return 130
     except FairmarkError as exc:
         if state["traceback"]:

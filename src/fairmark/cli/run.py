@@ -184,15 +184,15 @@ def resume(
 
 def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
     from fairmark.plan.schedule import cells_of
-    from fairmark.run.runner import state_dir
     from fairmark.run.variants.basic import command_for
+    from fairmark.run.variants.journal import default_state_dir
     from fairmark.run.variants.system import SystemState
 
     plan = loaded.plan
     policy = plan.policy(quick)
     cells = cells_of(plan)
-    system = SystemState(plan, state_dir=state_dir(), dry_run=True)
-    changes = system.describe() if hasattr(system, "describe") else {}
+    system = SystemState(plan, state_dir=default_state_dir(), dry_run=True)
+    changes = system.describe()
     doc = {
         "plan": loaded.path,
         "policy": policy.model_dump(),
@@ -211,10 +211,14 @@ def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
     )
     for key, argv in doc["commands"].items():
         console.text(f"  {key}: {shlex.join(argv) if argv else '(tool adapter)'}")
-    for variant, items in (changes or {}).items():
+    for v in plan.variant:
+        env = " ".join(f"{k}={val}" if val is not False else f"-u {k}" for k, val in v.env.items())
+        wrap = f", wrapped in {shlex.join(v.wrap)}" if v.wrap else ""
+        console.text(f"  variant {v.name}: {'env ' + env if env else 'no environment changes'}{wrap}")
+    for variant, items in changes.items():
         for item in items:
-            console.text(f"  variant {variant} would change: {item}")
-    if not changes:
+            console.text(f"  variant {variant} would change the system: {item}")
+    if not any(changes.values()):
         console.text("  no system changes (env/wrap/command variants only)")
 
 

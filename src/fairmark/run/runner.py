@@ -29,6 +29,7 @@ from fairmark.run import metrics as M
 from fairmark.run.executor import RAW_BYTES, TAIL_BYTES, ExecResult, execute, read_text
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
 from fairmark.run.variants.basic import apply_env, command_for
+from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState
 from fairmark.run.workloads import adapter_for
 from fairmark.run.workloads.base import Adapter, ParseError, RawOutput, TrialContext, WorkloadContext
@@ -36,12 +37,6 @@ from fairmark.stats import describe, precision_reached
 from fairmark.store.db import Store, now
 
 Executor = Callable[..., ExecResult]
-
-
-def state_dir() -> Path:
-    if os.environ.get("FAIRMARK_STATE_DIR"):
-        return Path(os.environ["FAIRMARK_STATE_DIR"])
-    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "fairmark"
 
 
 def cache_dir() -> Path:
@@ -110,7 +105,7 @@ class Runner:
         self.execute = executor
         self.progress = progress or Progress()
         self.policy = self.plan.policy(self.options.quick)
-        self.system = SystemState(self.plan, state_dir=state_dir())
+        self.system = SystemState(self.plan, state_dir=default_state_dir())
         self.run_id = ""
         self.seq = 0
         self.secrets = _secret_values(os.environ)
