@@ -67,6 +67,13 @@ def test_command_per_transport(tmp_path: Path):
     )
     unix = a.command(TrialContext(ctx, a.resolve({"transport": "unix"}), tmp_path, "A"))
     assert unix[1:3] == ["-s", str(tmp_path / "redis.sock")] and "-h" not in unix
+    by_variant = a.resolve({"transport": {"A": "tcp", "B": "unix"}})
+    assert a.command(TrialContext(ctx, by_variant, tmp_path, "B"))[1] == "-s"
+    assert a.command(TrialContext(ctx, by_variant, tmp_path, "A"))[1] == "-h"
+    with pytest.raises(PlanError, match="no entry for variant 'C'"):
+        a.command(TrialContext(ctx, by_variant, tmp_path, "C"))
+    with pytest.raises(PlanError, match="transport"):
+        a.resolve({"transport": {"A": "udp"}})
 
 
 @needs_redis

@@ -53,7 +53,13 @@ class Redis(Adapter):
     packages = tools.packages(("redis-server", "redis-tools"), ("redis",), ("redis",))
     executables = ("redis-server", "redis-benchmark")
     params = (
-        ParamSpec("transport", "tcp", "", "tcp (127.0.0.1) or unix (a private Unix socket)"),
+        ParamSpec(
+            "transport",
+            "tcp",
+            "",
+            "tcp (127.0.0.1) or unix (a private Unix socket); or a table variant → transport, "
+            "e.g. { tcp = 'tcp', unix = 'unix' }, to compare the two as variants A and B",
+        ),
         ParamSpec(
             "tests", "get,set", "", "redis-benchmark -t, comma-separated; the first one is the primary"
         ),
@@ -73,7 +79,13 @@ class Redis(Adapter):
     measures = ("network", "kernel")
 
     def check(self, params: dict[str, Any]) -> None:
-        tools.require_choice(self.name, params, "transport", TRANSPORTS)
+        transport = params["transport"]
+        choices = transport.values() if isinstance(transport, dict) else [transport]
+        if not choices or any(t not in TRANSPORTS for t in choices):
+            raise PlanError(
+                f"redis: transport must be tcp, unix, or a table of variant = tcp|unix; got {transport!r}",
+                key="transport",
+            )
         tools.require_positive_ints(self.name, params, ("clients", "pipeline", "data_size", "requests"))
         if (
             isinstance(params["threads"], bool)
@@ -101,7 +113,7 @@ class Redis(Adapter):
 
     def command(self, ctx: TrialContext) -> list[str]:
         p, server = ctx.params, ctx.state["server"]
-        if p["transport"] == "unix":
+        if transport_for(p["transport"], ctx.variant) == "unix":
             where = ["-s", str(server.socket)]
         else:
             where = ["-h", servers.LOOPBACK, "-p", str(server.port)]
@@ -140,6 +152,19 @@ class Redis(Adapter):
 
     def teardown(self, ctx: WorkloadContext) -> None:
         servers.stop_in(ctx)
+
+
+def transport_for(transport: str | dict[str, str], variant: str) -> str:
+    """The transport of one variant's trials: variants cannot set tool parameters, so a plan comparing TCP
+    with Unix sockets maps variant names to transports here."""
+    if not isinstance(transport, dict):
+        return transport
+    if variant not in transport:
+        raise PlanError(
+            f"redis: transport table has no entry for variant {variant!r} (it names {', '.join(transport)})",
+            key="transport",
+        )
+    return transport[variant]
 
 
 def _row_metrics(row: dict[str, str]) -> dict[str, float]:
