@@ -7,9 +7,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from fairmark.console import console
-from fairmark.report.data import CellReport, RunReport
+from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
-from fairmark.stats import format_pair, format_value
+from fairmark.stats import format_pair, format_percent, format_value
 
 
 def _header(r: RunReport) -> None:
@@ -49,33 +49,36 @@ def _cell_row(c: CellReport, verdict: str) -> list[str]:
     ]
 
 
+def _short(v: Verdict | None) -> str:
+    """The table's verdict column: signed change ± CI as a % of the baseline, and whether it is proven."""
+    if v is None:
+        return "—"
+    c = v.comparison
+    pct = format_percent(c["percent"], c["percent_half_width"], signed=True)
+    return f"{pct} {c['change']}" if c["significant"] else f"{pct} (not proven)"
+
+
 def _group(r: RunReport, group: str, cells: list[CellReport], plot_width: int) -> None:
     primary = cells[0].primary_metric
     verdicts = {v.variant: v for v in r.verdicts if v.group == group and v.metric == primary}
     t = Table(
         title=f"{group} — {primary} ({cells[0].spec(primary)['better']} is better)", title_justify="left"
     )
-    for col in (
-        "variant",
-        "n",
-        "median",
-        f"mean ± {r.confidence:g}% CI",
-        "CV",
-        "failed",
-        "verdict vs baseline",
-    ):
+    for col in ("variant", "n", "median", f"mean ± {r.confidence:g}% CI", "CV", "failed", "vs baseline"):
         t.add_column(col, overflow="fold")
     for c in cells:
-        v = verdicts.get(c.variant)
-        text = "baseline" if c.variant == r.baseline else (v.sentence if v else "")
+        text = "baseline" if c.variant == r.baseline else _short(verdicts.get(c.variant))
         t.add_row(*_cell_row(c, text))
     console.print(t)
     data = [(c.variant, c.values.get(primary, [])) for c in cells if len(c.values.get(primary, [])) >= 3]
     if data:
         console.text("\n".join(legend(data) + ascii_plot(data, width=plot_width)))
     for v in r.verdicts:
-        if v.group == group and v.metric != primary:
-            console.text(f"  {v.metric}: {v.sentence}")
+        if v.group == group:
+            console.text(
+                f"  {v.metric}: {v.sentence}"
+                + ("" if v.fdr_significant or not v.significant else " — not significant after FDR control")
+            )
     for c in cells:
         for w in c.warnings:
             console.print(f"  [yellow]warning[/] {escape(c.key)}: {escape(w)}")
@@ -115,13 +118,19 @@ def _scaling(r: RunReport) -> None:
 
 
 def _findings(r: RunReport) -> None:
-    shown = [f for f in r.findings if f["severity"] in ("error", "warn")]
+    seen: set[str] = set()
+    shown = []
+    for f in r.findings:  # the same noise noticed again between rounds is shown once, first occurrence
+        if f["severity"] in ("error", "warn") and f["finding_id"] not in seen:
+            seen.add(f["finding_id"])
+            shown.append(f)
     if not shown:
         return
-    console.print("[bold]environment findings[/bold] (fairmark doctor)")
+    console.print("[bold]environment findings[/bold] (fairmark doctor; `fairmark show --json` has them all)")
     for f in shown:
         colour = "red" if f["severity"] == "error" else "yellow"
-        console.print(f"  [{colour}]{f['severity']}[/] {escape(f['title'])}: {escape(f['evidence'])}")
+        when = "" if f["phase"] == "before" else f" ({f['phase']} rounds)" if f["phase"] == "between" else ""
+        console.print(f"  [{colour}]{f['severity']}[/] {escape(f['title'])}{when}: {escape(f['evidence'])}")
 
 
 def render(r: RunReport, *, plot_width: int = 74) -> None:

@@ -15,6 +15,7 @@ import datetime as dt
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from fairmark.stats import describe, precision_reached
 from fairmark.store.db import Store, now
 
 Executor = Callable[..., ExecResult]
+VOLATILE_EVERY_S = 10.0  # the volatile probe samples for ~0.2 s; keep it off the hot path
 
 
 def cache_dir() -> Path:
@@ -109,6 +111,9 @@ class Runner:
         self.run_id = ""
         self.seq = 0
         self.secrets = _secret_values(os.environ)
+        self._last_volatile = 0.0
+        self._noticed: set[str] = set()
+        self._env_before: dict[str, Any] | None = None
 
     # -- preparation (nothing is written before all of this passed) ---------------------------------------
     def _runtimes(self, stored: dict[str, int] | None = None) -> list[WorkloadRuntime]:
@@ -199,6 +204,7 @@ class Runner:
     def start(self) -> str:
         runtimes = self._runtimes()
         snap, found = self._gate()
+        self._env_before = snap
         seed = self.options.seed if self.options.seed is not None else (self.plan.run.seed or new_seed())
         self.run_id = self.store.create_run(
             plan_path=self.loaded.path,
@@ -365,7 +371,30 @@ class Runner:
             raise FairmarkError(f"workload {w.name!r}: {step} command failed ({res.error}): {tail.strip()}")
 
     def _between_rounds(self) -> None:
-        """Cheap checks of the volatile environment (load, steal, swap) between rounds: hook point."""
+        """Between rounds (at most every VOLATILE_EVERY_S), sample the cheap, volatile environment: a
+        neighbour that starts using the CPU, steal time, swapping, a changed governor — each noticed once and
+        stored as a finding of phase "between"."""
+        if not self.options.probe or time.monotonic() - self._last_volatile < VOLATILE_EVERY_S:
+            return
+        from fairmark.probe.doctor import diagnose_volatile
+        from fairmark.probe.snapshot import volatile_part, volatile_snapshot
+
+        snap = volatile_snapshot()
+        self._last_volatile = time.monotonic()
+        self.store.add_artifact(
+            self.run_id,
+            kind="env.volatile",
+            name=str(snap.get("taken_at", "")),
+            content_type="application/json",
+            data=snap,
+        )
+        baseline = volatile_part(self._env_before) if self._env_before else None
+        new = [f.to_dict() for f in diagnose_volatile(snap, baseline)]
+        new = [f for f in new if f["severity"] != "info" and f["id"] not in self._noticed]
+        for f in new:
+            self._noticed.add(f["id"])
+            self.progress.note(f"between rounds: {f['title']}: {f['evidence']}")
+        self.store.add_findings(self.run_id, "between", new)
 
     # -- one trial ---------------------------------------------------------------------------------------
     def _trial(self, rt: WorkloadRuntime, wctx: WorkloadContext, cs: CellState, r: int) -> None:
