@@ -275,3 +275,75 @@ def verdict_caveat(attribution: Attribution | None, system_change: bool) -> str 
         f"system change can move at most about {attribution.kernel_pct:.0f}% of it — "
         "'no difference' here says little about the change in general"
     )
+
+
+# (label, unit, where in the series, divisor) for the per-cell monitor table
+SUMMARY_RATES = (
+    ("context switches", "/s", "ctxt", 1.0),
+    ("interrupts", "/s", "intr", 1.0),
+    ("forks", "/s", "forks", 1.0),
+    ("minor faults", "/s", "faults_minor", 1.0),
+    ("major faults", "/s", "faults_major", 1.0),
+    ("disk read", "MB/s", "disk_read_bytes", 1e6),
+    ("disk write", "MB/s", "disk_write_bytes", 1e6),
+    ("disk ops", "/s", "disk_ops", 1.0),
+    ("net rx", "MB/s", "net_rx_bytes", 1e6),
+    ("net tx", "MB/s", "net_tx_bytes", 1e6),
+    ("swap in+out", "pages/s", "swap_pages", 1.0),
+)
+
+
+def monitor_summary(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per cell: whole-run mean (counter totals ÷ wall time) and the peak interval of each monitored rate."""
+    if not series:
+        return []
+    wall = sum((s.get("totals") or {}).get("wall_s") or 0.0 for s in series)
+    rows = _cpu_rows(series)
+    for name, unit, key, div in SUMMARY_RATES:
+        total = sum(_counter(s, key) for s in series)
+        peaks = [_peak(s, key) for s in series]
+        if total is None or wall <= 0 or all(p is None for p in peaks):
+            continue
+        peak = max(p for p in peaks if p is not None)
+        rows.append({"name": name, "unit": unit, "mean": total / wall / div, "peak": peak / div})
+    for gauge, name in (("runq", "run queue"), ("mem_free_kib", "free memory (MiB)")):
+        vals = [x for s in series for x in (s.get("gauges") or {}).get(gauge, []) if x is not None]
+        if vals:
+            div = 1024.0 if gauge.endswith("kib") else 1.0
+            rows.append(
+                {"name": name, "unit": "", "mean": sum(vals) / len(vals) / div, "peak": max(vals) / div}
+            )
+    return rows
+
+
+def _cpu_rows(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    mon = monitor_cpu_seconds(series)
+    if mon is None:
+        return []
+    parts = {"user": mon.user, "system": mon.system, "iowait": mon.iowait, "steal": mon.steal}
+    total = mon.user + mon.system + mon.idle + (mon.iowait or 0.0) + (mon.steal or 0.0)
+    rows = []
+    for state, secs in parts.items():
+        if secs is None or total <= 0:
+            continue
+        peak = max(
+            (x for s in series for x in (s.get("cpu_pct") or {}).get(state, []) if x is not None), default=0
+        )
+        rows.append({"name": f"CPU {state}", "unit": "%", "mean": 100 * secs / total, "peak": peak})
+    return rows
+
+
+def _counter(s: Mapping[str, Any], key: str) -> float:
+    c = (s.get("totals") or {}).get("counters") or {}
+    combos = {"disk_ops": ("disk_reads", "disk_writes"), "swap_pages": ("swap_in_pages", "swap_out_pages")}
+    return sum(c.get(k) or 0.0 for k in combos.get(key, (key,)))
+
+
+def _peak(s: Mapping[str, Any], key: str) -> float | None:
+    r = s.get("rates_per_s") or {}
+    combos = {"disk_ops": ("disk_reads", "disk_writes"), "swap_pages": ("swap_in_pages", "swap_out_pages")}
+    cols = [r.get(k) for k in combos.get(key, (key,))]
+    if not all(cols):
+        return None
+    sums = [sum(x or 0.0 for x in vals) for vals in zip(*cols, strict=True)]
+    return max(sums) if sums else None

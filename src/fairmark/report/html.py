@@ -1,0 +1,390 @@
+"""`fairmark report --html`: one self-contained HTML file built from the store alone.
+
+Everything shown is data from runs: plan text, command lines, host names, variant names and tool output are
+escaped by Jinja2's autoescape, never trusted as markup. Pictures are inline matplotlib SVG (text escaped by
+matplotlib) and flame graphs as `<img>` data URIs, so the JavaScript inferno puts in its SVG cannot run inside
+the report. No CDN, no web fonts: the file works offline and prints.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from fairmark import __version__
+from fairmark.report import attribution as attr
+from fairmark.report import plots
+from fairmark.report.data import CellReport, RunReport
+from fairmark.report.ministat import ascii_plot, legend, vitals_line
+from fairmark.stats import format_value
+
+ENV_VALUE_MAX = 200  # characters of one environment value shown; the store keeps it whole
+TOP_LOCKS = 15
+TOP_SYSCALLS = 20
+
+
+class Figures:
+    """Turns figures into inline SVG, and into PNG files too with `--png DIR`."""
+
+    def __init__(self, png_dir: Path | None = None):
+        self.png_dir = png_dir
+        self.png_paths: list[Path] = []
+
+    def svg(self, fig: Any, name: str) -> str:
+        if self.png_dir is not None:
+            self.png_paths.append(plots.save_png(fig, self.png_dir, name))
+        return plots.to_svg(fig)
+
+
+# -- per-run pieces -----------------------------------------------------------------------------------------
+
+
+class RunArtifacts:
+    """A run's artifacts grouped by cell, measured (non-warm-up) trials only."""
+
+    def __init__(self, report: RunReport):
+        measured = {t["id"] for c in report.cells for t in c.trials if not t["warmup"]}
+        self.by_cell: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+        for a in report.artifacts():
+            if a["trial_id"] in measured:
+                self.by_cell[a["cell_key"]][f"{a['kind']}/{a['name']}"].append(a)
+
+    def data(self, cell_key: str, kind_name: str) -> list[Any]:
+        return [a["data"] if a["data"] is not None else a["text"] for a in self.by_cell[cell_key][kind_name]]
+
+
+def variant_definitions(report: RunReport) -> dict[str, dict[str, Any]]:
+    from fairmark.plan.load import parse_plan
+
+    try:
+        plan = parse_plan(report.run.plan_text, report.run.plan_path)
+    except Exception:  # a plan from another fairmark version: no caveats rather than a broken report
+        return {}
+    return {v.name: v.model_dump() for v in plan.variant}
+
+
+def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dict[str, Any]]:
+    defs = variant_definitions(report)
+    rows = []
+    for v in report.verdicts:
+        c = v.comparison
+        unit = v.unit
+        cell_key = next((x.key for x in report.cells if x.group == v.group and x.variant == v.variant), "")
+        caveat = attr.verdict_caveat(
+            attributions.get(cell_key), attr.is_system_change(defs.get(v.variant, {}))
+        )
+        rows.append(
+            {
+                "group": v.group,
+                "metric": v.metric,
+                "baseline": v.baseline,
+                "variant": v.variant,
+                "difference": format_value(c["difference"], c["half_width"], unit),
+                "percent": format_value(c["percent"], c["percent_half_width"], "%"),
+                "significant": v.significant,
+                "fdr_significant": v.fdr_significant,
+                "change": c.get("change", "none"),
+                "sentence": v.sentence,
+                "warnings": list(c.get("warnings") or []),
+                "caveat": caveat,
+            }
+        )
+    return rows
+
+
+def cell_row(c: CellReport) -> dict[str, Any]:
+    s = c.summaries.get(c.primary_metric)
+    unit = c.spec(c.primary_metric)["unit"]
+    row = {"variant": c.variant, "n": c.n_ok, "failed": c.n_failed, "stop": c.stop_reason or c.status}
+    if s and s["n"] >= 2:
+        row |= {
+            "mean": format_value(s["mean"], s["ci_half_width"], unit),
+            "median": format_value(s["median"], s["ci_half_width"], unit),
+            "cv": f"{100 * s['cv']:.2g}%" if s.get("cv") == s.get("cv") else "—",
+        }
+    elif s:
+        row |= {"mean": format_value(s["mean"], None, unit), "median": "—", "cv": "—"}
+    else:
+        row |= {"mean": "—", "median": "—", "cv": "—"}
+    return row
+
+
+def ministat_text(cells: Sequence[CellReport], metric: str) -> str:
+    datasets = [(c.variant, c.values.get(metric, [])) for c in cells if len(c.values.get(metric, [])) >= 1]
+    if not datasets:
+        return ""
+    try:
+        lines = legend(datasets) + ascii_plot(datasets, 74)
+    except ValueError as exc:
+        return f"[no plot: {exc}]"
+    lines.append("    N           Min           Max        Median           Avg        Stddev")
+    lines += [vitals_line(i, v) for i, (_, v) in enumerate(datasets)]
+    return "\n".join(lines)
+
+
+def lock_rows(docs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for doc in docs:
+        for r in doc.get("rows", []):
+            key = (r.get("type", ""), r.get("lock", "") + (" " + r["caller"] if r.get("caller") else ""))
+            m = merged.setdefault(
+                key, {"type": key[0], "lock": key[1], "contended": 0, "total": 0.0, "max": 0.0}
+            )
+            m["contended"] += r.get("contended", 0)
+            m["total"] += r.get("total_wait_ns", 0.0)
+            m["max"] = max(m["max"], r.get("max_wait_ns") or r.get("avg_wait_ns") or 0.0)
+    rows = sorted(merged.values(), key=lambda r: -r["total"])[:TOP_LOCKS]
+    return [r | {"total_ms": r["total"] / 1e6, "max_us": r["max"] / 1e3} for r in rows]
+
+
+def syscall_view(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    table: dict[str, dict[str, Any]] = {}
+    hists: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for doc in docs:
+        for r in doc.get("table", []):
+            m = table.setdefault(
+                r["syscall"], {"syscall": r["syscall"], "calls": 0, "errors": 0, "seconds": 0.0}
+            )
+            m["calls"] += r.get("calls", 0)
+            m["errors"] += r.get("errors", 0)
+            m["seconds"] += r.get("seconds", 0.0)
+        for name, buckets in (doc.get("histograms_us") or {}).items():
+            for b in buckets:
+                hists[name][b["le_us"]] += b["count"]
+    total = sum(r["seconds"] for r in table.values()) or 1.0
+    rows = sorted(table.values(), key=lambda r: -r["seconds"])[:TOP_SYSCALLS]
+    for r in rows:
+        r["pct"] = 100 * r["seconds"] / total
+        r["usecs_per_call"] = 1e6 * r["seconds"] / r["calls"] if r["calls"] else 0.0
+    histograms = []
+    for name, buckets in hists.items():
+        peak = max(buckets.values())
+        bars = [{"le_us": b, "count": n, "width": 100 * n / peak} for b, n in sorted(buckets.items())]
+        histograms.append({"syscall": name, "bars": bars})
+    return {"rows": rows, "histograms": histograms, "source": docs[0].get("source", "") if docs else ""}
+
+
+def cell_profiles(c: CellReport, arts: RunArtifacts, baseline_folded: str | None) -> dict[str, Any] | None:
+    folded = plots.merge_folded(arts.data(c.key, "profile.cpu/folded"))
+    errors = [
+        e
+        for k in ("profile.cpu", "profile.locks", "profile.syscalls")
+        for e in arts.data(c.key, f"{k}/error")
+    ]
+    locks = arts.data(c.key, "profile.locks/contention")
+    sys_docs = arts.data(c.key, "profile.syscalls/summary")
+    if not (folded or errors or locks or sys_docs):
+        return None
+    out: dict[str, Any] = {"variant": c.variant, "errors": sorted(set(errors))[:5], "folded": folded}
+    if folded:
+        out["flame"] = _flame(folded, f"{c.group} — {c.variant}", None)
+        if baseline_folded and baseline_folded != folded:
+            out["diff"] = _flame(folded, f"{c.group}: {c.variant} vs baseline (red = more)", baseline_folded)
+    if locks:
+        out["locks"] = lock_rows(locks)
+        out["lock_source"] = locks[0].get("source", "")
+    if sys_docs:
+        out["syscalls"] = syscall_view(sys_docs)
+    return out
+
+
+def _flame(folded: str, title: str, diff_of: str | None) -> dict[str, str]:
+    made = plots.flamegraph_svg(folded, title, diff_of=diff_of)
+    if made is None:
+        return {"missing": "no flame graph renderer: `cargo install inferno` (or FlameGraph on PATH)"}
+    svg, renderer = made
+    return {"uri": plots.svg_data_uri(svg), "renderer": renderer}
+
+
+def group_view(
+    report: RunReport, name: str, cells: list[CellReport], arts: RunArtifacts, figs: Figures, attrs: dict
+) -> dict[str, Any]:
+    first = cells[0]
+    metric = first.primary_metric
+    spec = first.spec(metric)
+    datasets = [(c.variant, c.values.get(metric, [])) for c in cells if c.values.get(metric)]
+    plot = (
+        figs.svg(plots.strip_plot(datasets, metric, spec["unit"], spec["better"]), f"{name}-{metric}")
+        if datasets
+        else ""
+    )
+    base = next((c for c in cells if c.variant == report.baseline), cells[0])
+    base_folded = plots.merge_folded(arts.data(base.key, "profile.cpu/folded")) or None
+    cell_views = []
+    for c in cells:
+        series = arts.data(c.key, "monitor/system")
+        a = attrs.get(c.key)
+        monitor_svg = ""
+        if series:
+            ncpu = max(s.get("ncpu") or 1 for s in series)
+            monitor_svg = figs.svg(plots.monitor_plot(series, ncpu), f"{name}-{c.variant}-monitor")
+        cell_views.append(
+            {
+                "variant": c.variant,
+                "command": c.command,
+                "attribution": a,
+                "monitor_svg": monitor_svg,
+                "monitor_rows": attr.monitor_summary(series),
+                "warnings": list(c.warnings),
+                "failures": [t for t in c.trials if t["status"] != "ok"][:3],
+                "profiles": cell_profiles(c, arts, base_folded if c is not base else None),
+            }
+        )
+    return {
+        "name": name,
+        "metric": metric,
+        "unit": spec["unit"],
+        "better": spec["better"],
+        "rows": [cell_row(c) for c in cells],
+        "plot_svg": plot,
+        "ministat": ministat_text(cells, metric),
+        "cells": cell_views,
+    }
+
+
+def scaling_views(report: RunReport, figs: Figures) -> list[dict[str, Any]]:
+    by_workload: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for s in report.scaling:
+        by_workload[(s.workload, s.parameter)].append(s)
+    out = []
+    for (workload, param), curves in by_workload.items():
+        svg = figs.svg(plots.scaling_plot(curves), f"{workload}-scaling-{param}")
+        rows = [
+            {
+                "variant": c.variant,
+                "value": p.value,
+                "n": p.n,
+                "mean": format_value(p.mean, p.ci_half_width, c.unit),
+                "speedup": f"{p.speedup:.3g}",
+                "efficiency": "—" if p.efficiency is None else f"{100 * p.efficiency:.0f}%",
+                "peak": p.value == c.peak,
+            }
+            for c in curves
+            for p in c.points
+        ]
+        notes = [
+            f"{c.variant}: peak at {param} = {c.peak}"
+            + (", declining after it" if c.declines_after_peak else "")
+            for c in curves
+        ]
+        out.append({"workload": workload, "parameter": param, "svg": svg, "rows": rows, "notes": notes})
+    return out
+
+
+def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
+    arts = RunArtifacts(report)
+    attrs = {
+        c.key: attr.attribute(c.workload, c.trials, arts.data(c.key, "monitor/system")) for c in report.cells
+    }
+    run = report.run
+    groups = [group_view(report, g, cells, arts, figs, attrs) for g, cells in report.groups().items()]
+    return {
+        "id": run.id,
+        "title": run.title,
+        "status": run.status,
+        "hostname": run.hostname,
+        "started": _when(run.started_at),
+        "ended": _when(run.ended_at),
+        "quick": bool((run.options or {}).get("quick")),
+        "accept_risk": run.accept_risk,
+        "confidence": report.confidence,
+        "baseline": report.baseline,
+        "hooks": (run.options or {}).get("hooks", []),
+        "verdicts": verdict_rows(report, attrs),
+        "groups": groups,
+        "scaling": scaling_views(report, figs),
+        "findings": [_finding(f) for f in report.findings],
+        "reproduce": {
+            "version": run.fairmark_version,
+            "plan_path": run.plan_path,
+            "plan_text": run.plan_text,
+            "plan_sha256": run.plan_sha256,
+            "command_line": run.command_line,
+            "seed": run.seed,
+        },
+    }
+
+
+def _when(t: dt.datetime | None) -> str:
+    return t.strftime("%Y-%m-%d %H:%M:%S %Z").strip() if t else "—"
+
+
+def _finding(f: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("phase", "finding_id", "severity", "title", "evidence", "why", "fix")
+    return {k: f.get(k, "") for k in keys}
+
+
+# -- environment, across runs and before/after --------------------------------------------------------------
+
+
+def flatten(obj: Any, prefix: str = "", out: dict[str, str] | None = None) -> dict[str, str]:
+    out = {} if out is None else out
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    elif isinstance(obj, list) and obj and all(isinstance(x, Mapping) for x in obj):
+        for i, v in enumerate(obj):
+            flatten(v, f"{prefix}[{i}]", out)
+    else:
+        text = obj if isinstance(obj, str) else json.dumps(obj, default=str)
+        out[prefix] = text if len(text) <= ENV_VALUE_MAX else text[:ENV_VALUE_MAX] + "…"
+    return out
+
+
+def environment_view(reports: Sequence[RunReport]) -> dict[str, Any]:
+    columns, flats = [], []
+    for r in reports:
+        short = r.run.id[:8]
+        for label, env in (("before", r.run.env_before), ("after", r.run.env_after)):
+            if env:
+                columns.append(f"{short} {label}")
+                flats.append(flatten(env))
+    keys = sorted({k for f in flats for k in f})
+    rows = [{"key": k, "values": [f.get(k, "—") for f in flats]} for k in keys]
+    differ = [r for r in rows if len(set(r["values"])) > 1]
+    same = [r for r in rows if len(set(r["values"])) <= 1]
+    return {"columns": columns, "differ": differ, "same": same}
+
+
+# -- the document --------------------------------------------------------------------------------------------
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=PackageLoader("fairmark.report", "templates"),
+        autoescape=select_autoescape(["html", "j2", "html.j2"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    return env
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    if isinstance(x, int | float) and x == x:
+        return f"{x:.{digits}g}" if abs(x) < 10**digits else f"{x:,.0f}"
+    return "—"
+
+
+def render_html(reports: Sequence[RunReport], *, png_dir: Path | None = None) -> tuple[str, list[Path]]:
+    figs = Figures(png_dir)
+    view = {
+        "version": __version__,
+        "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "runs": [run_view(r, figs) for r in reports],
+        "environment": environment_view(reports),
+        "flame_renderer": (Path(plots.flame_renderer()).name if plots.flame_renderer() else None),
+    }
+    return _env().get_template("report.html.j2").render(**view), figs.png_paths
+
+
+def write_html(reports: Sequence[RunReport], path: Path, *, png_dir: Path | None = None) -> list[Path]:
+    html, pngs = render_html(reports, png_dir=png_dir)
+    path.write_text(html, encoding="utf-8")
+    return pngs

@@ -1,0 +1,204 @@
+"""`fairmark report --text / --markdown`: an 80-column report for a mailing list — ASCII plots, no colour.
+
+Same content as the HTML report minus pictures: verdicts first, then per workload the variants' table, the
+ministat plot, attribution and USE flags, a monitor digest and the top of the lock and syscall profiles;
+then scaling, doctor findings and how to reproduce. Markdown wraps the same text in headings and fences.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from fairmark.report import attribution as attr
+from fairmark.report.data import CellReport, RunReport
+from fairmark.report.html import (
+    RunArtifacts,
+    cell_row,
+    lock_rows,
+    ministat_text,
+    syscall_view,
+    verdict_rows,
+)
+from fairmark.stats import format_value
+
+WIDTH = 80
+NAME_W = 14
+
+
+class Writer:
+    def __init__(self, markdown: bool):
+        self.md = markdown
+        self.lines: list[str] = []
+
+    def heading(self, text: str, level: int = 2) -> None:
+        if self.md:
+            self.lines += ["", "#" * level + " " + text, ""]
+        else:
+            rule = "=" if level <= 2 else "-"
+            self.lines += ["", text[:WIDTH], rule * min(len(text), WIDTH)]
+
+    def para(self, text: str, indent: str = "") -> None:
+        rest = " " * len(indent) + "  "
+        self.lines += textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=rest) or [""]
+
+    def block(self, lines: Sequence[str]) -> None:
+        """Preformatted lines (tables, plots): fenced in Markdown so they keep their columns."""
+        if self.md:
+            self.lines += ["```", *lines, "```"]
+        else:
+            self.lines += list(lines)
+
+    def blank(self) -> None:
+        self.lines.append("")
+
+
+def _short(text: Any, width: int = NAME_W) -> str:
+    s = str(text)
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _verdicts(w: Writer, report: RunReport, attrs: dict) -> None:
+    w.heading("Verdicts", 3)
+    rows = verdict_rows(report, attrs)
+    if not rows:
+        w.para("No comparisons: a verdict needs two variants with at least 3 measured trials each.")
+    for v in rows:
+        w.para(f"{v['group']} {v['metric']}: {v['sentence']}", "* " if w.md else "- ")
+        w.para(f"difference {v['difference']} ({v['percent']})", "    ")
+        if v["significant"] and not v["fdr_significant"]:
+            w.para("not significant after false-discovery-rate control across the run", "    ")
+        for extra in [*v["warnings"], v["caveat"]]:
+            if extra:
+                w.para(extra, "    ")
+
+
+def _table(cells: Sequence[CellReport]) -> list[str]:
+    head = f"{'variant':<{NAME_W}} {'n':>3}  {'mean ± CI':<24} {'median':<18} {'CV':>5} {'fail':>4}"
+    out = [head[:WIDTH]]
+    for c in cells:
+        r = cell_row(c)
+        line = f"{_short(r['variant']):<{NAME_W}} {r['n']:>3}  {_short(r['mean'], 24):<24} "
+        out.append((line + f"{_short(r['median'], 18):<18} {r['cv']:>5} {r['failed']:>4}")[:WIDTH])
+    return out
+
+
+def _cell(w: Writer, c: CellReport, arts: RunArtifacts, a: Any) -> None:
+    if a is not None:
+        w.para(f"[{c.variant}] {a.sentence}", "  ")
+        for f in a.flags:
+            w.para(f"USE: {f.message}", "    ")
+    series = arts.data(c.key, "monitor/system")
+    digest = [
+        f"{m['name']} {m['mean']:.3g}{m['unit'] if m['unit'] == '%' else ''}"
+        for m in attr.monitor_summary(series)
+        if m["name"] in ("CPU user", "CPU system", "CPU iowait", "run queue", "context switches")
+    ]
+    if digest:
+        w.para(f"monitor ({c.variant}, means): " + ", ".join(digest), "    ")
+    _profiles(w, c, arts)
+
+
+def _profiles(w: Writer, c: CellReport, arts: RunArtifacts) -> None:
+    sys_docs = arts.data(c.key, "profile.syscalls/summary")
+    if sys_docs:
+        view = syscall_view(sys_docs)
+        lines = [f"  {'syscall':<18} {'calls':>10} {'errors':>7} {'seconds':>10} {'%time':>6}"]
+        lines += [
+            f"  {_short(r['syscall'], 18):<18} {r['calls']:>10} {r['errors']:>7} {r['seconds']:>10.4g} {r['pct']:>6.1f}"
+            for r in view["rows"][:8]
+        ]
+        w.para(f"syscalls of {c.variant} ({view['source']}):", "    ")
+        w.block(lines)
+    locks = arts.data(c.key, "profile.locks/contention")
+    if locks:
+        rows = lock_rows(locks)[:5]
+        w.para(f"lock contention of {c.variant}: " + ("none recorded" if not rows else ""), "    ")
+        if rows:
+            lines = [f"  {'lock / caller':<36} {'contended':>9} {'wait ms':>9} {'max µs':>9}"]
+            lines += [
+                f"  {_short(r['lock'], 36):<36} {r['contended']:>9} {r['total_ms']:>9.3g} {r['max_us']:>9.3g}"
+                for r in rows
+            ]
+            w.block(lines)
+    if arts.data(c.key, "profile.cpu/folded"):
+        w.para(
+            f"CPU flame graph of {c.variant}: in the HTML report (`fairmark report RUN --html FILE`)", "    "
+        )
+
+
+def _scaling(w: Writer, report: RunReport) -> None:
+    if not report.scaling:
+        return
+    w.heading("Scaling", 3)
+    for s in report.scaling:
+        w.para(f"{s.workload} / {s.variant} vs {s.parameter} ({s.metric}): peak at {s.peak}", "")
+        lines = [f"  {s.parameter[:10]:>10}  {'n':>3}  {'mean ± CI':<26} {'speedup':>8} {'effic.':>7}"]
+        for p in s.points:
+            eff = "—" if p.efficiency is None else f"{100 * p.efficiency:.0f}%"
+            mean = _short(format_value(p.mean, p.ci_half_width, s.unit), 26)
+            lines.append(f"  {_short(p.value, 10):>10}  {p.n:>3}  {mean:<26} {p.speedup:>8.3g} {eff:>7}")
+        w.block(lines)
+
+
+def _findings(w: Writer, report: RunReport) -> None:
+    w.heading("Doctor findings", 3)
+    if not report.findings:
+        w.para("none recorded")
+    for f in report.findings:
+        w.para(f"[{f.get('severity', '')}] {f.get('title', '')}: {f.get('evidence', '')}", "- ")
+        if f.get("fix"):
+            w.para(f"fix: {f['fix']}", "    ")
+
+
+def _reproduce(w: Writer, report: RunReport) -> None:
+    run = report.run
+    w.heading("How to reproduce", 3)
+    w.para(
+        f"fairmark {run.fairmark_version}, seed {run.seed}, plan {run.plan_path} (sha256 {run.plan_sha256[:16]})"
+    )
+    w.para("command line:")
+    w.block(["  " + run.command_line])
+    w.para("plan:")
+    w.block(run.plan_text.rstrip("\n").splitlines())
+
+
+def _run(w: Writer, report: RunReport) -> None:
+    run = report.run
+    w.heading(f"fairmark run {run.id}" + (f" — {run.title}" if run.title else ""), 2)
+    w.para(
+        f"status {run.status}, host {run.hostname}, started {run.started_at:%Y-%m-%d %H:%M:%S}, "
+        f"confidence {report.confidence:g}%, baseline {report.baseline}"
+    )
+    if run.accept_risk:
+        w.para("!!! RUN WITH --accept-risk: the doctor found problems that can invalidate these numbers !!!")
+    if (run.options or {}).get("quick"):
+        w.para("quick run: few trials and short parameters — a first look, not a result to quote")
+    arts = RunArtifacts(report)
+    attrs = {
+        c.key: attr.attribute(c.workload, c.trials, arts.data(c.key, "monitor/system")) for c in report.cells
+    }
+    _verdicts(w, report, attrs)
+    for group, cells in report.groups().items():
+        metric = cells[0].primary_metric
+        spec = cells[0].spec(metric)
+        unit = f" ({spec['unit']})" if spec["unit"] else ""
+        w.heading(f"{group} — {metric}{unit}, {spec['better']} is better", 3)
+        w.block(_table(cells))
+        plot = ministat_text(cells, metric)
+        if plot:
+            w.blank()
+            w.block(plot.splitlines())
+        for c in cells:
+            _cell(w, c, arts, attrs.get(c.key))
+    _scaling(w, report)
+    _findings(w, report)
+    _reproduce(w, report)
+
+
+def render_text(reports: Sequence[RunReport], *, markdown: bool = False) -> str:
+    w = Writer(markdown)
+    for r in reports:
+        _run(w, r)
+    return "\n".join(line.rstrip() for line in w.lines).strip("\n") + "\n"
