@@ -141,12 +141,17 @@ def packages(
 
 
 def run_once(
-    adapter: Adapter, params: dict[str, Any], workdir: Path, *, timeout_s: float = 60
+    adapter: Adapter,
+    params: dict[str, Any],
+    workdir: Path,
+    *,
+    cache: Path | None = None,
+    timeout_s: float = 60,
 ) -> dict[str, float]:
     """Drive one adapter through its whole life cycle for a single trial, the way the runner does (without
     statistics or store): for tests and for trying a tool by hand. Teardown always runs."""
     resolved = adapter.resolve(params)
-    scratch, cache = workdir / "scratch", workdir / "cache"
+    scratch, cache = workdir / "scratch", cache or workdir / "cache"
     scratch.mkdir(parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
     ctx = WorkloadContext(

@@ -1,0 +1,198 @@
+"""kbuild — seed 000's buildkernel on Linux: build the distro's own kernel source (Debian: linux-source-*),
+which reads thousands of small files, forks compilers and writes objects — userspace-heavy work that still
+stresses the kernel. The metric is the trial's wall time (user/sys come from the runner's rusage).
+
+The source tarball is extracted once into fairmark's cache and never written to; each run builds out of tree
+(`make O=…`) in the workload's scratch directory. setup() configures (tinyconfig or defconfig), prime() does
+the priming build, and before_trial() removes the objects of the targets so each trial compiles the same set.
+The default targets (kernel/ mm/) keep a trial to about a minute on 2 cores; `targets = ["vmlinux"]` is the
+full build for real hardware."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fairmark.errors import PlanError
+from fairmark.run import tools
+from fairmark.run.workloads.base import (
+    Adapter,
+    MetricSpec,
+    ParamSpec,
+    ParseError,
+    RawOutput,
+    SetupError,
+    TrialContext,
+    WorkloadContext,
+)
+
+CONFIGS = ("tinyconfig", "defconfig", "allnoconfig")
+TARBALLS = "/usr/src/linux-source-*.tar.xz"
+_MAKE_ERROR = re.compile(r"^(?:g?make(?:\[\d+\])?: \*\*\*.*|.*: error: .*)$", re.MULTILINE)
+_COMPILED = re.compile(r"^\s+(?:CC|AS|LD|AR)\s+\S", re.MULTILINE)
+
+
+def find_tarball() -> str | None:
+    found = sorted(glob.glob(TARBALLS))
+    return found[-1] if found else None
+
+
+class Kbuild(Adapter):
+    name = "kbuild"
+    summary = "build (part of) the distro's Linux kernel source: wall seconds per build"
+    packages = tools.packages(
+        ("linux-source-6.1", "make", "gcc", "bc", "flex", "bison", "libelf-dev", "libssl-dev", "xz-utils"),
+        ("make", "gcc", "bc", "flex", "bison", "elfutils-libelf-devel", "openssl-devel", "xz"),
+        (),
+    )
+    executables = ("make", "gcc", "bc", "flex", "bison", "tar", "xz")
+    params = (
+        ParamSpec("config", "tinyconfig", "", f"kernel configuration target: {', '.join(CONFIGS)}"),
+        ParamSpec("jobs", 0, "jobs", "make -j (0 = one per online CPU)"),
+        ParamSpec(
+            "targets", ["kernel/", "mm/"], "", "make targets: directories (kernel/, mm/, fs/) or vmlinux"
+        ),
+        ParamSpec("source", "", "", f"kernel source: a .tar.xz or a directory (default: {TARBALLS})"),
+    )
+    metrics = (
+        MetricSpec("wall_s", "s", "lower", "build wall-clock time"),
+        MetricSpec("user_s", "s", "lower", "user CPU of the whole build tree"),
+        MetricSpec("sys_s", "s", "lower", "system CPU of the whole build tree"),
+    )
+    measures = ("cpu", "kernel", "disk")
+
+    def missing_executables(self) -> list[str]:
+        missing = super().missing_executables()
+        return missing if find_tarball() else [*missing, TARBALLS]
+
+    def check(self, params: dict[str, Any]) -> None:
+        if not sys.platform.startswith("linux"):
+            raise PlanError(
+                "kbuild builds Linux; on FreeBSD use a command workload (make buildkernel)", key="tool"
+            )
+        tools.require_choice(self.name, params, "config", CONFIGS)
+        jobs = params["jobs"]
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
+            raise PlanError(f"kbuild: jobs must be a whole number ≥ 0, got {jobs!r}", key="jobs")
+        targets = params["targets"]
+        if not isinstance(targets, list) or not targets or not all(_safe_target(t) for t in targets):
+            raise PlanError(
+                f"kbuild: targets must be a list like ['kernel/', 'mm/'], got {targets!r}", key="targets"
+            )
+        if params["source"] and not Path(params["source"]).exists():
+            raise PlanError(f"kbuild: source {params['source']!r} does not exist", key="source")
+
+    # -- life cycle ----------------------------------------------------------------------------------------
+    def setup(self, ctx: WorkloadContext) -> None:
+        src = self._source(ctx)
+        build = ctx.scratch / "build"
+        build.mkdir(exist_ok=True)
+        ctx.state |= {"src": src, "build": build}
+        self._make(ctx, [ctx.params["config"]], "configure")
+
+    def prime(self, ctx: WorkloadContext) -> None:
+        # The priming build also generates headers and host tools (scripts/) that trials then reuse.
+        self._make(ctx, [f"-j{_jobs(ctx.params)}", *ctx.params["targets"]], "priming build")
+
+    def before_trial(self, ctx: TrialContext) -> None:
+        build: Path = ctx.state["build"]
+        for target in ctx.params["targets"]:
+            if target.endswith("/"):
+                shutil.rmtree(build / target, ignore_errors=True)  # `make clean` of just this directory
+            elif target.endswith(".o"):
+                (build / target).unlink(missing_ok=True)
+            else:
+                self._make(ctx.workload, ["clean"], "make clean")
+
+    def command(self, ctx: TrialContext) -> list[str]:
+        s = ctx.state
+        return [
+            "make",
+            "-C",
+            str(s["src"]),
+            f"O={s['build']}",
+            f"-j{_jobs(ctx.params)}",
+            *ctx.params["targets"],
+        ]
+
+    def parse(self, raw: RawOutput) -> dict[str, float]:
+        return parse_build(raw.stdout, raw.stderr)
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    def _source(self, ctx: WorkloadContext) -> Path:
+        given = ctx.params["source"]
+        if given and Path(given).is_dir():
+            return Path(given)
+        tarball = given or find_tarball()
+        if not tarball:
+            raise SetupError(
+                f"no kernel source: install linux-source (Debian) or set source = '…' ({TARBALLS})"
+            )
+        return extract_once(Path(tarball), ctx.cache)
+
+    def _make(self, ctx: WorkloadContext, args: list[str], what: str) -> None:
+        argv = ["make", "-C", str(ctx.state["src"]), f"O={ctx.state['build']}", *args]
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=os.environ | ctx.env)
+        if proc.returncode != 0:
+            raise SetupError(
+                f"kbuild {what} failed ({' '.join(argv)}): {(proc.stderr or proc.stdout)[-1500:]}"
+            )
+
+
+def _jobs(params: dict[str, Any]) -> int:
+    return params["jobs"] or len(os.sched_getaffinity(0))
+
+
+def _safe_target(target: Any) -> bool:
+    return (
+        isinstance(target, str)
+        and bool(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./-]*", target))
+        and ".." not in target
+    )
+
+
+def extract_once(tarball: Path, cache: Path) -> Path:
+    """Extract the source into the cache the first time; later runs reuse it (it is only ever read)."""
+    stem = tarball.name.removesuffix(".tar.xz").removesuffix(".tar.gz").removesuffix(".tar")
+    dest = cache / stem
+    marker = dest / ".fairmark-extracted"
+    if marker.exists():
+        return _top(dest)
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=cache))
+    try:
+        proc = subprocess.run(["tar", "-xf", str(tarball), "-C", str(tmp)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SetupError(f"cannot extract {tarball}: {proc.stderr[-800:]}")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)  # atomic: an interrupted extraction never looks complete
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    marker.touch()
+    return _top(dest)
+
+
+def _top(dest: Path) -> Path:
+    """The tarball holds one top directory (linux-source-6.1/)."""
+    subdirs = [p for p in dest.iterdir() if p.is_dir()]
+    return subdirs[0] if len(subdirs) == 1 and not (dest / "Makefile").exists() else dest
+
+
+def parse_build(stdout: str, stderr: str) -> dict[str, float]:
+    """The build's time is the metric (measured by the runner); parse only decides whether it is a real build:
+    no make/compiler error, and something was actually compiled (an up-to-date tree builds in no time)."""
+    error = _MAKE_ERROR.search(stderr) or _MAKE_ERROR.search(stdout)
+    if error:
+        raise ParseError(f"the kernel build reported an error: {error[0].strip()}")
+    if not _COMPILED.search(stdout):
+        raise ParseError(
+            "the kernel build compiled nothing (tree already up to date?): its time is not a build"
+        )
+    return {}
