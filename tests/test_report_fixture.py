@@ -23,7 +23,8 @@ name = "A"
 name = "B"
 sysctl = { "kern.foo" = 1 }
 """
-HOSTILE = "<script>window.__pwned = 1</script>"
+# Executes if ever treated as markup: changes the title, or marks the body from an image error handler.
+HOSTILE = '<script>document.title="PWNED"</script><img src=x onerror="document.body.dataset.pwned=1">'
 FOLDED = (
     "zstd;main;ZSTD_compress;ZSTD_compressBlock 900\nzstd;main;read;entry_SYSCALL_64_[k];ksys_read_[k] 100\n"
 )
@@ -51,6 +52,7 @@ def synthetic_run(
     hostile: bool = False,
     accept_risk: bool = False,
     seed: int = 7,
+    sweep: tuple[int, ...] = (),
 ) -> str:
     rng = random.Random(seed)
     cmdline = "fairmark run plan.toml" + (f" --note '{HOSTILE}'" if hostile else "")
@@ -73,12 +75,13 @@ def synthetic_run(
     )
     series = monitor_series()
     metrics = [{"name": "wall_s", "unit": "s", "better": "lower"}]
+    points = [[["threads", x]] for x in sweep] or [[]]
     cells = [
         {
-            "key": f"w{w}|{v}",
+            "key": f"w{w}|{v}|{p}",
             "workload": f"w{w}",
             "variant": v,
-            "point": [],
+            "point": p,
             "primary_metric": "wall_s",
             "metrics": metrics,
             "status": "done",
@@ -87,6 +90,7 @@ def synthetic_run(
         }
         for w in range(workloads)
         for v in variants
+        for p in points
     ]
     ids = store.ensure_cells(run_id, cells)
     seq = 0
@@ -94,7 +98,8 @@ def synthetic_run(
         for cell in cells:
             seq += 1
             shift = 1.0 + 0.1 * variants.index(cell["variant"])
-            wall = rng.gauss(1.0 * shift, 0.02)
+            threads = cell["point"][0][1] if cell["point"] else 1
+            wall = rng.gauss(1.0 * shift / min(threads, 2), 0.02)
             failed = hostile and t == 0 and cell["variant"] == variants[-1]
             trial = {
                 "run_id": run_id,
