@@ -1,0 +1,223 @@
+"""`fairmark compare-runs RUN_A RUN_B`: the same cells measured in two stored runs — across a reboot into another
+kernel (seed 000: debug vs nodebug) or on another OS (seed 002) — compared with the same statistics as the
+variants of one run.
+
+The environment differences are shown first: two runs differ in more than the one thing the user changed, and a
+difference that can invalidate the comparison (kernel, CPU, frequency policy, mitigations, file system, tool
+versions, …) makes the command refuse (exit 3) unless the user states the intended difference with
+`--because "kernel debug options"` (recorded in the output) or marks the keys with `--declare KEY`."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from fairmark.cli.common import common_options, open_store
+from fairmark.console import console
+from fairmark.errors import EnvironmentRefused, InputError
+from fairmark.plan.model import CONFIDENCE_LEVELS
+
+MIN_VALUES = 3  # ministat's floor, as for the variants of one run
+
+
+@click.command("compare-runs")
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option(
+    "--because", metavar="TEXT", help='The intended difference between the runs, e.g. "kernel debug options".'
+)
+@click.option(
+    "--declare",
+    "declared",
+    multiple=True,
+    metavar="KEY",
+    help="An environment key (prefix) that is the intended difference, e.g. os.kernel (repeatable).",
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    help="Compare this metric (repeatable; default: each cell's primary metric).",
+)
+@click.option("--all-metrics", is_flag=True, help="Compare every metric both runs measured.")
+@click.option(
+    "--confidence",
+    type=click.Choice([f"{c:g}" for c in CONFIDENCE_LEVELS]),
+    default="95",
+    show_default=True,
+    help="Confidence level (ministat's levels).",
+)
+@common_options
+def compare_runs(
+    run_a: str, run_b: str, because: str | None, declared: tuple[str, ...], metrics: tuple[str, ...],
+    all_metrics: bool, confidence: str,
+) -> None:  # fmt: skip
+    """Compare matching cells of two stored runs (RUN_A is the baseline), environment differences first."""
+    store = open_store()
+    runs = [store.get_run(run_a), store.get_run(run_b)]
+    if runs[0].id == runs[1].id:
+        raise InputError(f"RUN_A and RUN_B are the same run ({runs[0].id}); give two different runs")
+    env = environment_check(runs[0], runs[1], declared=declared, because=because)
+    pairs = matching_cells(store.cells(runs[0].id), store.cells(runs[1].id))
+    if not pairs:
+        raise InputError(
+            f"runs {runs[0].id[:8]} and {runs[1].id[:8]} have no cell in common (same workload, variant and sweep "
+            "point)",
+            hint="compare runs of the same plan; `fairmark show RUN` lists a run's cells",
+        )
+    samples = [values_by_cell(store.samples(r.id)) for r in runs]
+    rows = comparisons(pairs, samples, set(metrics), all_metrics, float(confidence), runs)
+    if metrics and not rows:
+        raise InputError(f"no metric named {', '.join(metrics)} with ≥ {MIN_VALUES} values in both runs")
+    show(runs, env, rows, because)
+
+
+# -- environment ---------------------------------------------------------------------------------------------
+def environment_check(run_a, run_b, *, declared: tuple[str, ...], because: str | None) -> dict[str, Any]:
+    """Differences between the runs' environments before they started; refuse on undeclared validity ones."""
+    from fairmark.probe import comparison_findings, diff_snapshots
+
+    a, b = run_a.env_before, run_b.env_before
+    if not a or not b:
+        missing = ", ".join(r.id[:8] for r in (run_a, run_b) if not r.env_before)
+        if not because:
+            raise EnvironmentRefused(
+                f"run(s) {missing} have no environment snapshot, so what else differed is unknown",
+                hint='say what the difference is with --because "…" to compare them anyway',
+            )
+        return {"differences": None, "findings": [], "unknown": missing, "accepted": []}
+    diffs = diff_snapshots(a, b)
+    findings = [f.to_dict() for f in comparison_findings(a, b, declared=declared)]
+    blocking = [f for f in findings if f["severity"] == "error"]
+    env = {
+        "differences": diffs,
+        "findings": findings,
+        "unknown": None,
+        "accepted": blocking if because else [],
+    }
+    if blocking and not because:
+        show_differences(run_a, run_b, env)
+        raise EnvironmentRefused(
+            f"the runs' environments differ in {len(blocking)} way(s) that can invalidate the comparison: "
+            + "; ".join(f["evidence"] for f in blocking[:5]),
+            hint='name the intended difference: --because "kernel debug options" (or --declare KEY for each key)',
+        )
+    return env
+
+
+# -- cells and samples ---------------------------------------------------------------------------------------
+def cell_id(cell: dict[str, Any], with_variant: bool = True) -> tuple:
+    point = tuple(tuple(p) for p in (cell["point"] or []))
+    return (cell["workload"], cell["variant"] if with_variant else "", json.dumps(point, default=str))
+
+
+def matching_cells(cells_a: list[dict], cells_b: list[dict]) -> list[tuple[dict, dict]]:
+    """Cells with the same workload, variant and sweep point. Runs made with one variant each (one run per
+    kernel, typically) match on workload and point even when their variants are named differently."""
+    by_b = {cell_id(c): c for c in cells_b}
+    pairs = [(c, by_b[cell_id(c)]) for c in cells_a if cell_id(c) in by_b]
+    single = len({c["variant"] for c in cells_a}) == 1 and len({c["variant"] for c in cells_b}) == 1
+    if not pairs and single:
+        by_b = {cell_id(c, False): c for c in cells_b}
+        pairs = [(c, by_b[cell_id(c, False)]) for c in cells_a if cell_id(c, False) in by_b]
+    return pairs
+
+
+def values_by_cell(samples: list[dict]) -> dict[str, dict[str, list[float]]]:
+    """cell key → metric → values of the counted trials (warm-up and failed trials never count)."""
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for s in samples:
+        if not s["warmup"] and s["status"] == "ok" and s["value"] is not None:
+            out[s["cell_key"]][s["metric"]].append(float(s["value"]))
+    return out
+
+
+def metric_specs(cell: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {m["name"]: m for m in cell["metrics"] or []}
+
+
+def comparisons(pairs, samples, wanted: set[str], all_metrics: bool, confidence: float, runs) -> list[dict]:
+    from fairmark.stats import bh_adjust, compare
+
+    rows = []
+    for ca, cb in pairs:
+        va, vb = samples[0].get(ca["key"], {}), samples[1].get(cb["key"], {})
+        specs = metric_specs(ca)
+        names = sorted(set(va) & set(vb)) if all_metrics else sorted(wanted) or [ca["primary_metric"]]
+        for name in names:
+            if len(va.get(name, [])) < MIN_VALUES or len(vb.get(name, [])) < MIN_VALUES:
+                continue
+            spec = specs.get(name, {"unit": "", "better": "lower"})
+            c = compare(
+                va[name], vb[name], confidence=confidence, better=spec["better"], unit=spec["unit"],
+                name_baseline=runs[0].id[:8], name_other=runs[1].id[:8],
+            )  # fmt: skip
+            rows.append({"workload": ca["workload"], "variant": ca["variant"], "point": ca["point"] or [],
+                         "metric": name, "comparison": c})  # fmt: skip
+    for row, q in zip(rows, bh_adjust([r["comparison"].p_value for r in rows]), strict=True):
+        row["q_value"] = q  # Benjamini-Hochberg across all comparisons of this command
+    return rows
+
+
+# -- output --------------------------------------------------------------------------------------------------
+def show(runs, env: dict[str, Any], rows: list[dict], because: str | None) -> None:
+    if console.json_mode:
+        console.emit_json(
+            {
+                "a": runs[0].id, "b": runs[1].id, "because": because,
+                "environment": env,
+                "comparisons": [{k: v for k, v in r.items() if k != "comparison"} | r["comparison"].to_dict()
+                                for r in rows],
+            }
+        )  # fmt: skip
+        return
+    show_differences(runs[0], runs[1], env)
+    if because:
+        console.text(f"intended difference (--because): {because}")
+    for f in env["accepted"]:
+        console.warn(f"accepted as part of the intended difference: {f['evidence']}")
+    table = Table(title=f"A = {runs[0].id[:8]} (baseline)   B = {runs[1].id[:8]}", title_justify="left")
+    for col in ("cell", "metric", "A mean", "B mean", "verdict"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        c = r["comparison"]
+        point = ",".join(f"{k}={v}" for k, v in r["point"])
+        cell = f"{r['workload']}{f'[{point}]' if point else ''}/{r['variant']}"
+        table.add_row(escape(cell), r["metric"], f"{c.mean_baseline:.6g} {c.unit}", f"{c.mean_other:.6g} {c.unit}",
+                      escape(c.sentence))  # fmt: skip
+    console.print(table)
+    if not rows:
+        console.text(f"no metric has ≥ {MIN_VALUES} counted values in both runs: nothing to compare")
+
+
+def show_differences(run_a, run_b, env: dict[str, Any]) -> None:
+    if console.json_mode:
+        return
+    if env["unknown"]:
+        console.warn(f"no environment snapshot for run(s) {env['unknown']}: other differences are unknown")
+        return
+    diffs = [d for d in env["differences"] if d["category"] != "info"]
+    if not diffs:
+        console.text(f"environment: no relevant difference between {run_a.id[:8]} and {run_b.id[:8]}")
+        return
+    table = Table(title="environment differences (before each run)", title_justify="left")
+    for col in ("category", "key", run_a.id[:8], run_b.id[:8]):
+        table.add_column(col, overflow="fold")
+    for d in diffs:
+        table.add_row(d["category"], escape(d["key"]), escape(_fmt(d["a"])), escape(_fmt(d["b"])))
+    console.print(table)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+commands = [compare_runs]

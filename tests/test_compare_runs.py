@@ -1,0 +1,147 @@
+"""`fairmark compare-runs`: environment differences first, refusal (exit 3) unless --because/--declare,
+matching cells, verdicts from fairmark.stats.compare. One real run is made; the others are copies of it in the
+store with a changed environment, variant name or scaled values, so the expected verdicts are known exactly."""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+
+import pytest
+
+from fairmark.store import schema as S
+from fairmark.store.db import Store
+from helpers import fairmark_subprocess
+
+PLAN = """
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+
+[[workload]]
+name = "spin"
+command = ["python3", "-c", "sum(range(200_000))"]
+"""
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """(store URL, run id) of one real run with its environment snapshot."""
+    d = tmp_path_factory.mktemp("compare-runs")
+    (d / "plan.toml").write_text(PLAN)
+    url = f"sqlite:///{d / 'x.db'}"
+    res = fairmark_subprocess(
+        "run", str(d / "plan.toml"), "--store", url, "--json", "--no-monitors", "--accept-risk", "--allow-concurrent",
+        env={"FAIRMARK_LOCK_PATH": str(d / "lock")},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return url, json.loads(res.stdout)["run"]["id"]
+
+
+def clone(url: str, src: str, *, factor: float = 1.0, variant: str | None = None, env_patch=None) -> str:
+    """A copy of run `src` in the store: values × factor, cells renamed to `variant`, env_before patched."""
+    store, new = Store.open(url), str(uuid.uuid4())
+    run = store.table_rows(S.runs, src)[0] | {"id": new}
+    if env_patch:
+        run["env_before"] = copy.deepcopy(run["env_before"])
+        env_patch(run["env_before"])
+    store.insert_rows({S.runs: [run]})
+    cell_ids = {}
+    for c in store.table_rows(S.cells, src):
+        row = {k: v for k, v in c.items() if k not in ("id", "run_id")}
+        if variant:
+            row |= {"variant": variant, "key": row["key"].replace(f"/{c['variant']}", f"/{variant}")}
+        cell_ids[c["id"]] = store.ensure_cells(new, [row])[row["key"]]
+    trial_ids = {}
+    for t in store.table_rows(S.trials, src):
+        trial_ids[t["id"]] = str(uuid.uuid4())
+        store.insert_rows(
+            {S.trials: [t | {"id": trial_ids[t["id"]], "run_id": new, "cell_id": cell_ids[t["cell_id"]]}]}
+        )
+    samples = [
+        {k: v for k, v in s.items() if k != "id"}
+        | {"run_id": new, "cell_id": cell_ids[s["cell_id"]], "trial_id": trial_ids[s["trial_id"]],
+           "value": s["value"] * factor}
+        for s in store.table_rows(S.samples, src)
+    ]  # fmt: skip
+    store.insert_rows({S.samples: samples})
+    return new
+
+
+@pytest.fixture
+def compare_runs(fairmark_cli):
+    """In process (fast): compare_runs(url, *args) → (exit code, stdout, stderr)."""
+    return lambda url, *args: fairmark_cli("compare-runs", *args, "--store", url)
+
+
+def other_kernel(env: dict) -> None:
+    env["os"]["kernel"] = "6.1.0-debug+INVARIANTS"
+
+
+def test_same_environment_compares_and_finds_a_known_slowdown(real_run, compare_runs):
+    url, a = real_run
+    b = clone(url, a, factor=1.5)  # every value 50% larger: wall_s, lower is better → worse
+    code, out, err = compare_runs(url, a[:8], b[:8], "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["environment"]["findings"] == [] and doc["because"] is None
+    (row,) = doc["comparisons"]  # default: the primary metric of each cell
+    assert row["metric"] == "wall_s" and row["workload"] == "spin"
+    assert row["percent"] == pytest.approx(50) and row["significant"] and row["change"] == "worse"
+
+
+def test_undeclared_kernel_difference_is_refused_with_exit_3(real_run, compare_runs):
+    url, a = real_run
+    b = clone(url, a, env_patch=other_kernel)
+    code, out, err = compare_runs(url, a, b)
+    assert code == 3
+    assert "os.kernel" in err and "--because" in err
+    assert "6.1.0-debug+INVARIANTS" in out  # the differences were shown before refusing
+
+
+def test_because_names_the_intended_difference(real_run, compare_runs):
+    url, a = real_run
+    b = clone(url, a, factor=1.3, env_patch=other_kernel)
+    code, out, err = compare_runs(url, a, b, "--because", "kernel debug options")
+    assert code == 0, err
+    assert out.index("environment differences") < out.index("A = ")  # environment first
+    assert "kernel debug options" in out and "30%" in out
+    doc = json.loads(compare_runs(url, a, b, "--because", "kernel debug options", "--json")[1])
+    assert doc["because"] == "kernel debug options" and doc["environment"]["accepted"]
+
+
+def test_declare_key_is_enough_without_because(real_run, compare_runs):
+    url, a = real_run
+    b = clone(url, a, env_patch=other_kernel)
+    code, out, err = compare_runs(url, a, b, "--declare", "os.kernel", "--json")
+    assert code == 0, err
+    assert json.loads(out)["environment"]["findings"] == []
+
+
+def test_runs_with_one_variant_each_match_across_names_and_all_metrics(real_run, compare_runs):
+    url, a = real_run
+    b = clone(url, a, variant="nodebug")
+    doc = json.loads(compare_runs(url, a, b, "--all-metrics", "--json")[1])
+    metrics = {r["metric"] for r in doc["comparisons"]}
+    assert {"wall_s", "user_s", "sys_s"} <= metrics
+    assert all(not r["significant"] for r in doc["comparisons"])  # identical values: no difference
+    assert all(0 <= r["q_value"] <= 1 for r in doc["comparisons"] if r["q_value"] is not None)
+
+
+def test_bad_references_are_usage_errors(real_run, compare_runs):
+    url, a = real_run
+    assert compare_runs(url, a, a)[0] == 2
+    code, _, err = compare_runs(url, a, "ffffffff")
+    assert code == 2 and "ffffffff" in err
+    code, _, err = compare_runs(url, a, clone(url, a), "--metric", "no_such_metric")
+    assert code == 2 and "no_such_metric" in err
+
+
+def test_missing_snapshot_needs_because(real_run, compare_runs):
+    url, a = real_run
+    b = clone(url, a)
+    Store.open(url).update_run(b, env_before=None)
+    assert compare_runs(url, a, b)[0] == 3
+    assert compare_runs(url, a, b, "--because", "other machine, no probe")[0] == 0
