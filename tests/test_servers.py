@@ -181,3 +181,36 @@ def test_kill_group_when_clean_stop_hangs(tmp_path: Path):
     assert servers.proc_state(pid) is None
     server.stop()
     assert not (tmp_path / "s").exists()
+
+
+def test_second_ctrl_c_during_stop_still_kills_and_removes(tmp_path: Path):
+    class Sleeper(servers.ManagedServer):
+        kind = "sleeper"
+
+        def argv(self) -> list[str]:
+            return ["sleep", "60"]
+
+        def ready(self) -> bool:
+            return True
+
+    server = Sleeper(tmp_path / "s")
+    server.start()
+    pid, real_wait = server.pid, server.proc.wait
+
+    def interrupted_wait(timeout=None):
+        if timeout is not None:  # the grace period: the user presses Ctrl-C again
+            raise KeyboardInterrupt
+        return real_wait()
+
+    server.proc.wait = interrupted_wait
+    with pytest.raises(KeyboardInterrupt):
+        server.stop()
+    assert servers.proc_state(pid) is None and not (tmp_path / "s").exists()
+
+
+def test_pg_bin_override_and_discovery(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("FAIRMARK_PG_BIN", str(tmp_path))
+    assert servers.find_pg_bin() == tmp_path
+    monkeypatch.delenv("FAIRMARK_PG_BIN")
+    found = servers.find_pg_bin()
+    assert found.name == "bin" or (found / "initdb").exists() or not shutil.which("initdb")

@@ -14,6 +14,7 @@ import contextlib
 import grp
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -28,7 +29,25 @@ from typing import ClassVar
 from fairmark.run.workloads.base import SetupError
 
 LOOPBACK = "127.0.0.1"
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _version_key(initdb: Path) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", initdb.parts[-3])]  # /usr/lib/postgresql/<15>/bin/initdb
+
+
+def find_pg_bin() -> Path:
+    """Where PostgreSQL's server programs are: $FAIRMARK_PG_BIN, else Debian's versioned directory (newest),
+    else next to `initdb` on PATH (Fedora, FreeBSD)."""
+    if os.environ.get("FAIRMARK_PG_BIN"):
+        return Path(os.environ["FAIRMARK_PG_BIN"])
+    debian = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=_version_key)
+    if debian:
+        return debian[-1].parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = find_pg_bin()
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -214,16 +233,18 @@ class ManagedServer:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, self.stop_signal)
-            try:
-                proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                pass
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)  # stragglers in the group (postgres backends, nginx workers)
-        proc.wait()
+        try:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, self.stop_signal)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=grace_s)
+        finally:  # also when a second Ctrl-C cuts the grace period short: the kill below still happens
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(
+                    proc.pid, signal.SIGKILL
+                )  # stragglers in the group (postgres backends, nginx workers)
+            proc.wait()
 
     def stop(self) -> None:
         """Stop the server and remove its directory. Safe to call twice, and after a failed start."""
@@ -240,7 +261,7 @@ class ManagedServer:
 
 
 class PostgresServer(ManagedServer):
-    """PostgreSQL 15: initdb (trust, no sync) into a private directory, TCP on 127.0.0.1 plus a private socket dir."""
+    """PostgreSQL (15 on Debian 12): initdb (trust, no sync) into a private directory, TCP on 127.0.0.1 plus a private socket dir."""
 
     kind = "postgres"
     run_as = "postgres"
