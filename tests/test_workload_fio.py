@@ -63,3 +63,13 @@ def test_fio_end_to_end(tmp_path):
     m = tools.run_once(adapter_for("fio"), params, tmp_path / "w")
     assert m["iops"] > 50 and m["bw_mib_s"] > 0.1 and 0 < m["clat_p50_us"] < 1e6
     assert not list(tmp_path.glob("fairmark-fio-*"))  # laid-out files removed at teardown
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_fio_setup_error_leaves_nothing_behind(tmp_path):
+    from fairmark.run.workloads.base import SetupError
+
+    params = {"size": "1M", "ioengine": "no-such-engine", "directory": str(tmp_path)}
+    with pytest.raises(SetupError, match="could not lay out"):
+        tools.run_once(adapter_for("fio"), params, tmp_path / "w")
+    assert not list(tmp_path.glob("fairmark-fio-*"))  # teardown ran after the failed prime

@@ -100,3 +100,36 @@ def test_command_drops_to_user_only_when_root_and_exec(tmp_path):
             assert "--yaml" in argv and f"--{stressors[0]}" in argv
         finally:
             a.teardown(ctx)
+
+
+RUN_PLAN = """
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+timeout_s = 30
+
+[[workload]]
+name = "procs"
+tool = "stress-ng"
+params = { stressors = ["exec", "pipe"], duration_s = 1 }
+"""
+
+
+@pytest.mark.slow  # three 1-second trials plus the run's environment probe: about 6 s idle, more under load
+@pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng not installed")
+def test_stress_ng_through_fairmark_run(tmp_path):
+    from helpers import fairmark_subprocess, json_out
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(RUN_PLAN)
+    before = _leftover_dirs()
+    proc = fairmark_subprocess(
+        "run", str(plan), "--store", f"sqlite:///{tmp_path / 'x.db'}", "--json", "--no-monitors", "--accept-risk",
+        timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cell = json_out(proc.stdout)["cells"][0]
+    assert cell["primary_metric"] == "bogo_ops_s_real" and cell["n_ok"] == 3 and cell["n_failed"] == 0
+    assert all(v > 1 for v in cell["values"]["bogo_ops_s_real_exec"])
+    assert _leftover_dirs() == before
