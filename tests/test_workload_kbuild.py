@@ -80,3 +80,12 @@ def test_kbuild_end_to_end(tmp_path):
     a = adapter_for("kbuild")
     params = {"targets": ["lib/ctype.o"], "jobs": 2}
     assert tools.run_once(a, params, tmp_path, cache=cache, timeout_s=900) == {}
+
+
+def test_jobs_follow_the_trial_cpu_set(tmp_path):
+    a = adapter_for("kbuild")
+    state = {"src": tmp_path / "src", "build": tmp_path / "build"}
+    for jobs, expect in ((0, '-j"$(nproc)"'), (3, "-j3")):
+        ctx = WorkloadContext("k", a.resolve({"jobs": jobs}), tmp_path, tmp_path, True, dict(state))
+        argv = a.command(TrialContext(ctx, ctx.params, tmp_path / "t", "A"))
+        assert any(expect in arg for arg in argv) and "kernel/" in argv

@@ -112,15 +112,13 @@ class Kbuild(Adapter):
                 self._make(ctx.workload, ["clean"], "make clean")
 
     def command(self, ctx: TrialContext) -> list[str]:
-        s = ctx.state
-        return [
-            "make",
-            "-C",
-            str(s["src"]),
-            f"O={s['build']}",
-            f"-j{_jobs(ctx.params)}",
-            *ctx.params["targets"],
-        ]
+        s, p = ctx.state, ctx.params
+        argv = ["make", "-C", str(s["src"]), f"O={s['build']}", *p["targets"]]
+        if p["jobs"]:
+            return [*argv, f"-j{p['jobs']}"]
+        # jobs = 0: one per CPU the trial may use, counted inside the trial, so a `cpus` sweep (which pins the
+        # trial's process tree) also sets -j.
+        return ["/bin/sh", "-c", 'exec "$@" -j"$(nproc)"', "sh", *argv]
 
     def parse(self, raw: RawOutput) -> dict[str, float]:
         return parse_build(raw.stdout, raw.stderr)
