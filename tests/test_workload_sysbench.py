@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fairmark.console import console
 from fairmark.errors import PlanError
 from fairmark.run import tools
 from fairmark.run.workloads import adapter_for
@@ -14,6 +15,15 @@ from fairmark.run.workloads.base import ParseError
 from fairmark.run.workloads.sysbench import parse_text
 
 FIX = Path(__file__).parent / "fixtures" / "tools" / "sysbench"
+
+
+@pytest.fixture(autouse=True)
+def _console_on_live_streams():
+    # An earlier in-process CLI test may have left the console bound to its closed capture streams; the
+    # adapters' setup() warns through it (size below 2 × RAM with a reason).
+    console.configure()
+
+
 needs_sysbench = pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench not installed")
 
 
