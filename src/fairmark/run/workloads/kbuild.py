@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -113,7 +114,7 @@ class Kbuild(Adapter):
 
     def command(self, ctx: TrialContext) -> list[str]:
         s, p = ctx.state, ctx.params
-        argv = ["make", "-C", str(s["src"]), f"O={s['build']}", *p["targets"]]
+        argv = ["make", "-C", str(s["src"]), f"O={s['build']}", *_arch(), *p["targets"]]
         if p["jobs"]:
             return [*argv, f"-j{p['jobs']}"]
         # jobs = 0: one per CPU the trial may use, counted inside the trial, so a `cpus` sweep (which pins the
@@ -136,12 +137,18 @@ class Kbuild(Adapter):
         return extract_once(Path(tarball), ctx.cache)
 
     def _make(self, ctx: WorkloadContext, args: list[str], what: str) -> None:
-        argv = ["make", "-C", str(ctx.state["src"]), f"O={ctx.state['build']}", *args]
+        argv = ["make", "-C", str(ctx.state["src"]), f"O={ctx.state['build']}", *_arch(), *args]
         proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=os.environ | ctx.env)
         if proc.returncode != 0:
             raise SetupError(
                 f"kbuild {what} failed ({' '.join(argv)}): {(proc.stderr or proc.stdout)[-1500:]}"
             )
+
+
+def _arch() -> list[str]:
+    # On x86 hosts Kbuild's default ARCH is "x86", where tinyconfig turns 64BIT off and compiles a 32-bit
+    # kernel; ARCH=x86_64 builds for the machine the benchmark runs on.
+    return ["ARCH=x86_64"] if platform.machine() == "x86_64" else []
 
 
 def _jobs(params: dict[str, Any]) -> int:
