@@ -8,6 +8,8 @@ directory, and a stressor missing from the YAML fails the trial whatever the exi
 from __future__ import annotations
 
 import pwd
+import shlex
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -48,7 +50,7 @@ class StressNg(Adapter):
     name = "stress-ng"
     summary = "stress-ng stressors (fork, exec, pipe, switch, vm, …): bogo-ops/s real and per usr+sys second"
     packages = tools.packages(("stress-ng",), ("stress-ng",), ("stress-ng",))
-    executables = ("stress-ng", "runuser")
+    executables = ("stress-ng",)
     params = (
         ParamSpec("stressors", ["fork", "exec", "pipe", "switch"], "", "stressors run together in one trial"),
         ParamSpec("instances", 1, "workers", "workers per stressor (0 = one per online CPU)"),
@@ -120,7 +122,7 @@ class StressNg(Adapter):
         argv += ["--timeout", f"{p['duration_s']}s", "--temp-path", str(ctx.state["dir"])]
         argv += ["--metrics-brief", "--yaml", str(out)]
         if ctx.state.get("run_as"):
-            return ["runuser", "-u", ctx.state["run_as"], "--", *argv]
+            return as_user(ctx.state["run_as"], argv)
         return argv
 
     def output_files(self, ctx: TrialContext) -> dict[str, Path]:
@@ -136,6 +138,13 @@ class StressNg(Adapter):
 
     def teardown(self, ctx: WorkloadContext) -> None:
         tools.remove_dir(ctx.state.pop("dir", None))
+
+
+def as_user(user: str, argv: list[str]) -> list[str]:
+    """argv run as `user`: util-linux runuser on Linux (no PAM session, no password), `su -m` elsewhere."""
+    if shutil.which("runuser"):
+        return ["runuser", "-u", user, "--", *argv]
+    return ["su", "-m", user, "-c", shlex.join(argv)]
 
 
 def parse_yaml(text: str, expected: list[str], stderr: str = "") -> dict[str, float]:
