@@ -133,3 +133,52 @@ def test_stress_ng_through_fairmark_run(tmp_path):
     assert cell["primary_metric"] == "bogo_ops_s_real" and cell["n_ok"] == 3 and cell["n_failed"] == 0
     assert all(v > 1 for v in cell["values"]["bogo_ops_s_real_exec"])
     assert _leftover_dirs() == before
+
+
+def _stress_ng_pids() -> set[int]:
+    import psutil
+
+    out = set()
+    for p in psutil.process_iter(["name", "status"]):
+        if (
+            p.info["name"]
+            and p.info["name"].startswith("stress-ng")
+            and p.info["status"] != psutil.STATUS_ZOMBIE
+        ):
+            out.add(p.pid)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng not installed")
+def test_ctrl_c_mid_trial_leaves_no_directory_or_process(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        RUN_PLAN.replace("duration_s = 1", "duration_s = 30").replace("[run]", "[run]\nkill_grace_s = 0.5")
+    )
+    before_dirs, before_pids = _leftover_dirs(), _stress_ng_pids()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fairmark", "run", str(plan), "--store", f"sqlite:///{tmp_path / 'x.db'}",
+         "--no-monitors", "--accept-risk"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 20
+    while (
+        not (_leftover_dirs() - before_dirs and _stress_ng_pids() - before_pids)
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.1)  # until the trial runs: its private directory and stress-ng exist
+    assert _stress_ng_pids() - before_pids, "the trial never started"
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err[-1500:]
+    print(f"stopped {time.monotonic() - started:.1f} s after SIGINT")
+    assert _leftover_dirs() == before_dirs
+    time.sleep(0.2)
+    assert not (_stress_ng_pids() - before_pids)
