@@ -72,7 +72,7 @@ class Console:
 
     @property
     def interactive(self) -> bool:
-        return self.human.is_terminal and not os.environ.get("NO_COLOR") and not os.environ.get("CI")
+        return self.err.is_terminal and not os.environ.get("NO_COLOR") and not os.environ.get("CI")
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         if self.json_mode and not kwargs.pop("force", False):

@@ -48,7 +48,7 @@ class TerminalProgress(RunnerProgress):
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
-                console=console.human,
+                console=console.err,  # the same console as notes and warnings, so they print above the bar
                 transient=True,
             )
             self.bar.start()
@@ -62,6 +62,8 @@ class TerminalProgress(RunnerProgress):
     def trial(self, ev: dict[str, Any]) -> None:
         self.done += 1
         tag = "warm-up" if ev["warmup"] else f"trial {ev['n']}/{ev['max_trials']}"
+        if ev["status"] != "ok":
+            tag = f"failure {ev['failures']}/{ev['max_failures']}" + (" (warm-up)" if ev["warmup"] else "")
         if ev["status"] == "ok":
             value = format_value(ev["value"], None, ev["unit"]) if ev["value"] is not None else "?"
             est = _estimate(ev)

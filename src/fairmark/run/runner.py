@@ -205,6 +205,7 @@ class Runner:
         runtimes = self._runtimes()
         snap, found = self._gate()
         self._env_before = snap
+        self._noticed = {f["id"] for f in found}  # between rounds, report only what is new
         seed = self.options.seed if self.options.seed is not None else (self.plan.run.seed or new_seed())
         self.run_id = self.store.create_run(
             plan_path=self.loaded.path,
@@ -552,6 +553,8 @@ class Runner:
             "value": values.get(rt.primary),
             "n": len(cs.values),
             "max_trials": self.policy.max_trials,
+            "failures": cs.failures,
+            "max_failures": self.policy.max_failures,
             "mean": est.mean if est else None,
             "ci_half_width": est.ci_half_width if est else None,
             "wall_s": values.get("wall_s"),
