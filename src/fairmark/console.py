@@ -50,20 +50,38 @@ class Console:
     def __init__(self) -> None:
         self.json_mode = False
         self.quiet = False
-        self._make()
+        self._streams: tuple[object, object, bool] | None = None
+        self._out: RichConsole | None = None
+        self._err: RichConsole | None = None
 
-    def _make(self) -> None:
-        no_color = bool(os.environ.get("NO_COLOR"))
-        # soft_wrap: lines are never broken at the terminal width (plots, paths and messages stay greppable);
-        # tables still fit themselves to the width.
-        self.out = RichConsole(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
-        self.err = RichConsole(
-            file=sys.stderr, no_color=no_color, highlight=False, stderr=True, soft_wrap=True
-        )
+    def _current(self) -> None:
+        """(Re)bind to the current sys.stdout/sys.stderr and NO_COLOR: tests and embedding code swap streams,
+        and a console left bound to a closed stream must never be written to."""
+        key = (sys.stdout, sys.stderr, bool(os.environ.get("NO_COLOR")))
+        if key != self._streams:
+            no_color = key[2]
+            # soft_wrap: lines are never broken at the terminal width (plots, paths and messages stay
+            # greppable); tables still fit themselves to the width.
+            self._out = RichConsole(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
+            self._err = RichConsole(
+                file=sys.stderr, no_color=no_color, highlight=False, stderr=True, soft_wrap=True
+            )
+            self._streams = key
+
+    @property
+    def out(self) -> RichConsole:
+        self._current()
+        assert self._out is not None
+        return self._out
+
+    @property
+    def err(self) -> RichConsole:
+        self._current()
+        assert self._err is not None
+        return self._err
 
     def configure(self, *, json_mode: bool = False, quiet: bool = False) -> None:
         self.json_mode, self.quiet = json_mode, quiet
-        self._make()  # pick up the current sys.stdout (tests swap it) and NO_COLOR
 
     @property
     def human(self) -> RichConsole:
