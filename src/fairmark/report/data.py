@@ -53,11 +53,11 @@ class CellReport:
 
     @property
     def verdict_metrics(self) -> list[str]:
-        """Declared metrics get verdicts; the executor's built-ins only when one of them is the primary."""
+        """Declared metrics get verdicts; the executor's built-ins (always recorded) only when declared."""
         return [
             m["name"]
             for m in self.metrics
-            if m["name"] == self.primary_metric or m["name"] not in BUILTIN_METRICS
+            if m.get("verdict", m["name"] == self.primary_metric or m["name"] not in BUILTIN_METRICS)
         ]
 
 

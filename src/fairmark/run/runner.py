@@ -86,6 +86,7 @@ class WorkloadRuntime:
     params: dict[str, Any]
     metric_specs: dict[str, tuple[str, str]]  # name → (unit, better); the first is primary
     cells: list[CellState]
+    declared: list[str]  # the plan's or adapter's metrics (built-ins only when declared): they get verdicts
 
     @property
     def primary(self) -> str:
@@ -141,12 +142,18 @@ class Runner:
                 specs = {m.name: (m.unit, m.better) for m in adapter.metrics}
             else:
                 specs = {m.name: (m.unit_name, m.direction) for m in w.metrics}
+            declared = list(specs) or ["wall_s"]  # verdicts are given for these; built-ins are also kept
             for name, (unit, better) in BUILTIN_METRICS.items():
                 specs.setdefault(name, (unit, better))
             own = [c for c in cells if c.workload == w.name]
             out.append(
                 WorkloadRuntime(
-                    w, adapter, params, specs, [CellState(c, (stored or {}).get(c.key, -1)) for c in own]
+                    w,
+                    adapter,
+                    params,
+                    specs,
+                    [CellState(c, (stored or {}).get(c.key, -1)) for c in own],
+                    declared,
                 )
             )
         return out
@@ -159,7 +166,10 @@ class Runner:
                 "variant": cs.cell.variant,
                 "point": [list(p) for p in cs.cell.point],
                 "primary_metric": rt.primary,
-                "metrics": [{"name": n, "unit": u, "better": b} for n, (u, b) in rt.metric_specs.items()],
+                "metrics": [
+                    {"name": n, "unit": u, "better": b, "verdict": n in rt.declared}
+                    for n, (u, b) in rt.metric_specs.items()
+                ],
                 "command": command_for(rt.workload, self.plan.variant_named(cs.cell.variant)),
             }
             for cs in rt.cells
