@@ -28,6 +28,11 @@ def test_parse_digest_table():
     assert m["bytes_s_1024B"] == pytest.approx(1102744.25e3)
 
 
+def test_parse_single_block_size():
+    m = parse_speed((FIX / "sha256-bytes16384.txt").read_text())
+    assert set(m) == {"bytes_s", "bytes_s_16384B"} and m["bytes_s"] > 1e8
+
+
 def test_parse_without_table_is_error():
     with pytest.raises(ParseError, match="no result table"):
         parse_speed((FIX / "aes-256-gcm.stderr.txt").read_text())
@@ -46,6 +51,7 @@ def test_params_checked():
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
 def test_openssl_end_to_end(tmp_path):
-    m = tools.run_once(adapter_for("openssl"), {"algorithm": "sha256", "seconds": 1}, tmp_path)
-    assert 1e6 < m["bytes_s"] < 1e12
-    assert m["bytes_s_16B"] < m["bytes_s_16384B"]  # per-call overhead dominates small blocks
+    m = tools.run_once(
+        adapter_for("openssl"), {"algorithm": "sha256", "seconds": 1, "bytes": 16384}, tmp_path
+    )
+    assert 1e6 < m["bytes_s"] < 1e12 and m["bytes_s"] == m["bytes_s_16384B"]

@@ -25,9 +25,12 @@ class Openssl(Adapter):
             "algorithm", "aes-256-gcm", "", "an EVP cipher or digest (openssl list -cipher-algorithms)"
         ),
         ParamSpec("seconds", 3, "s", "seconds per block size (openssl speed -seconds)"),
+        ParamSpec(
+            "bytes", 0, "bytes", "one block size only (openssl speed -bytes); 0 = the six default sizes"
+        ),
     )
     metrics = (
-        MetricSpec("bytes_s", "B/s", "higher", "throughput at the largest block size (16384 bytes)"),
+        MetricSpec("bytes_s", "B/s", "higher", "throughput at the largest block size measured"),
         *(
             MetricSpec(f"bytes_s_{n}B", "B/s", "higher", f"throughput with {n}-byte blocks")
             for n in BLOCK_SIZES
@@ -43,10 +46,14 @@ class Openssl(Adapter):
         seconds = params["seconds"]
         if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1:
             raise PlanError(f"openssl: seconds must be a whole number ≥ 1, got {seconds!r}", key="seconds")
+        size = params["bytes"]
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise PlanError(f"openssl: bytes must be a whole number ≥ 0, got {size!r}", key="bytes")
 
     def command(self, ctx: TrialContext) -> list[str]:
         p = ctx.params
-        return ["openssl", "speed", "-seconds", str(p["seconds"]), "-evp", str(p["algorithm"])]
+        size = ["-bytes", str(p["bytes"])] if p["bytes"] else []
+        return ["openssl", "speed", "-seconds", str(p["seconds"]), *size, "-evp", str(p["algorithm"])]
 
     def parse(self, raw: RawOutput) -> dict[str, float]:
         return parse_speed(raw.stdout)
