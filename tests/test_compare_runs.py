@@ -40,10 +40,13 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return url, json.loads(res.stdout)["run"]["id"]
 
 
-def clone(url: str, src: str, *, factor: float = 1.0, variant: str | None = None, env_patch=None) -> str:
-    """A copy of run `src` in the store: values × factor, cells renamed to `variant`, env_before patched."""
+def clone(
+    url: str, src: str, *, factor=1.0, variant=None, env_patch=None, run_patch=None, wall_s=None
+) -> str:
+    """A copy of run `src` in the store: values × factor (wall_s replaced by the given values, in trial order,
+    for verdicts that do not depend on this machine's noise), cells renamed to `variant`, env_before patched."""
     store, new = Store.open(url), str(uuid.uuid4())
-    run = store.table_rows(S.runs, src)[0] | {"id": new}
+    run = store.table_rows(S.runs, src)[0] | {"id": new} | (run_patch or {})
     if env_patch:
         run["env_before"] = copy.deepcopy(run["env_before"])
         env_patch(run["env_before"])
@@ -66,6 +69,10 @@ def clone(url: str, src: str, *, factor: float = 1.0, variant: str | None = None
            "value": s["value"] * factor}
         for s in store.table_rows(S.samples, src)
     ]  # fmt: skip
+    walls = iter(wall_s or [])
+    for row in samples:
+        if wall_s and row["metric"] == "wall_s":
+            row["value"] = next(walls) * factor
     store.insert_rows({S.samples: samples})
     return new
 
@@ -82,6 +89,7 @@ def other_kernel(env: dict) -> None:
 
 def test_same_environment_compares_and_finds_a_known_slowdown(real_run, compare_runs):
     url, a = real_run
+    a = clone(url, a, wall_s=[1.0, 1.01, 0.99])
     b = clone(url, a, factor=1.5)  # every value 50% larger: wall_s, lower is better → worse
     code, out, err = compare_runs(url, a[:8], b[:8], "--json")
     assert code == 0, err
@@ -103,11 +111,12 @@ def test_undeclared_kernel_difference_is_refused_with_exit_3(real_run, compare_r
 
 def test_because_names_the_intended_difference(real_run, compare_runs):
     url, a = real_run
+    a = clone(url, a, wall_s=[1.0, 1.01, 0.99])
     b = clone(url, a, factor=1.3, env_patch=other_kernel)
     code, out, err = compare_runs(url, a, b, "--because", "kernel debug options")
     assert code == 0, err
-    assert out.index("environment differences") < out.index("A = ")  # environment first
-    assert "kernel debug options" in out and "30%" in out
+    assert out.index("differences between the runs") < out.index("A = ")  # environment first
+    assert "kernel debug options" in out and "is 30.0% ± " in out and "slower" in out
     doc = json.loads(compare_runs(url, a, b, "--because", "kernel debug options", "--json")[1])
     assert doc["because"] == "kernel debug options" and doc["environment"]["accepted"]
 
@@ -145,3 +154,14 @@ def test_missing_snapshot_needs_because(real_run, compare_runs):
     Store.open(url).update_run(b, env_before=None)
     assert compare_runs(url, a, b)[0] == 3
     assert compare_runs(url, a, b, "--because", "other machine, no probe")[0] == 0
+
+
+def test_different_plan_or_scale_is_refused_unless_declared(real_run, compare_runs):
+    url, a = real_run
+    b = clone(url, a, run_patch={"plan_sha256": "f" * 64})
+    code, _, err = compare_runs(url, a, b)
+    assert code == 3 and "plan.sha256" in err
+    assert compare_runs(url, a, b, "--declare", "plan")[0] == 0
+    quick = clone(url, a, run_patch={"options": {"quick": True}})
+    code, _, err = compare_runs(url, a, quick)
+    assert code == 3 and "run.quick" in err

@@ -80,35 +80,60 @@ def compare_runs(
 
 # -- environment ---------------------------------------------------------------------------------------------
 def environment_check(run_a, run_b, *, declared: tuple[str, ...], because: str | None) -> dict[str, Any]:
-    """Differences between the runs' environments before they started; refuse on undeclared validity ones."""
+    """Differences between the runs (plan, --quick) and their environments before they started; refuse on
+    undeclared ones that can invalidate the comparison, unless --because states the intended difference."""
     from fairmark.probe import comparison_findings, diff_snapshots
 
+    diffs, findings = run_differences(run_a, run_b, declared)
     a, b = run_a.env_before, run_b.env_before
-    if not a or not b:
-        missing = ", ".join(r.id[:8] for r in (run_a, run_b) if not r.env_before)
-        if not because:
-            raise EnvironmentRefused(
-                f"run(s) {missing} have no environment snapshot, so what else differed is unknown",
-                hint='say what the difference is with --because "…" to compare them anyway',
-            )
-        return {"differences": None, "findings": [], "unknown": missing, "accepted": []}
-    diffs = diff_snapshots(a, b)
-    findings = [f.to_dict() for f in comparison_findings(a, b, declared=declared)]
+    missing = ", ".join(r.id[:8] for r in (run_a, run_b) if not r.env_before)
+    if missing:
+        findings.append(
+            _finding("comparison-unknown-environment", f"run(s) {missing} have no environment snapshot")
+        )
+    else:
+        diffs += diff_snapshots(a, b)
+        findings += [f.to_dict() for f in comparison_findings(a, b, declared=declared)]
     blocking = [f for f in findings if f["severity"] == "error"]
     env = {
         "differences": diffs,
         "findings": findings,
-        "unknown": None,
+        "unknown": missing or None,
         "accepted": blocking if because else [],
     }
     if blocking and not because:
         show_differences(run_a, run_b, env)
         raise EnvironmentRefused(
-            f"the runs' environments differ in {len(blocking)} way(s) that can invalidate the comparison: "
+            f"the runs differ in {len(blocking)} way(s) that can invalidate the comparison: "
             + "; ".join(f["evidence"] for f in blocking[:5]),
             hint='name the intended difference: --because "kernel debug options" (or --declare KEY for each key)',
         )
     return env
+
+
+def run_differences(run_a, run_b, declared: tuple[str, ...]) -> tuple[list[dict], list[dict]]:
+    """The same plan at the same scale, or the cells measure different things under the same names."""
+    facts = {
+        "plan.sha256": (run_a.plan_sha256, run_b.plan_sha256),
+        "run.quick": (bool((run_a.options or {}).get("quick")), bool((run_b.options or {}).get("quick"))),
+    }
+    diffs, findings = [], []
+    for key, (va, vb) in facts.items():
+        if va == vb:
+            continue
+        diffs.append({"key": key, "a": va, "b": vb, "category": "validity"})
+        if not any(key == d or key.startswith(d + ".") for d in declared):
+            findings.append(_finding("comparison-plan", f"{key}: {va!r} vs {vb!r}"))
+    return diffs, findings
+
+
+def _finding(rule: str, evidence: str) -> dict[str, str]:
+    why = {
+        "comparison-plan": "different plans or scales measure different work under the same cell names",
+        "comparison-unknown-environment": "without a snapshot, what else differed between the runs is unknown",
+    }[rule]
+    return {"id": rule, "severity": "error", "title": why, "evidence": evidence, "why": why,
+            "fix": 'state the intended difference with --because "…" (or --declare KEY)'}  # fmt: skip
 
 
 # -- cells and samples ---------------------------------------------------------------------------------------
@@ -201,12 +226,14 @@ def show_differences(run_a, run_b, env: dict[str, Any]) -> None:
         return
     if env["unknown"]:
         console.warn(f"no environment snapshot for run(s) {env['unknown']}: other differences are unknown")
-        return
     diffs = [d for d in env["differences"] if d["category"] != "info"]
     if not diffs:
-        console.text(f"environment: no relevant difference between {run_a.id[:8]} and {run_b.id[:8]}")
+        if not env["unknown"]:
+            console.text(f"environment: no relevant difference between {run_a.id[:8]} and {run_b.id[:8]}")
         return
-    table = Table(title="environment differences (before each run)", title_justify="left")
+    table = Table(
+        title="differences between the runs (plan, environment before each run)", title_justify="left"
+    )
     for col in ("category", "key", run_a.id[:8], run_b.id[:8]):
         table.add_column(col, overflow="fold")
     for d in diffs:
