@@ -298,13 +298,15 @@ def monitor_summary(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     if not series:
         return []
     wall = sum((s.get("totals") or {}).get("wall_s") or 0.0 for s in series)
+    counters = [(s.get("totals") or {}).get("counters") or {} for s in series]
+    rates = [s.get("rates_per_s") or {} for s in series]
     rows = _cpu_rows(series)
     for name, unit, key, div in SUMMARY_RATES:
-        total = sum(_counter(s, key) for s in series)
-        peaks = [_peak(s, key) for s in series]
-        if total is None or wall <= 0 or all(p is None for p in peaks):
+        parts = _COMBOS.get(key, (key,))
+        if wall <= 0 or not any(all(p in r for p in parts) for r in rates):
             continue
-        peak = max(p for p in peaks if p is not None)
+        total = sum(c.get(p) or 0.0 for c in counters for p in parts)
+        peak = max(_peak(r, parts) for r in rates)
         rows.append({"name": name, "unit": unit, "mean": total / wall / div, "peak": peak / div})
     for gauge, name in (("runq", "run queue"), ("mem_free_kib", "free memory (MiB)")):
         vals = [x for s in series for x in (s.get("gauges") or {}).get(gauge, []) if x is not None]
@@ -314,6 +316,15 @@ def monitor_summary(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
                 {"name": name, "unit": "", "mean": sum(vals) / len(vals) / div, "peak": max(vals) / div}
             )
     return rows
+
+
+_COMBOS = {"disk_ops": ("disk_reads", "disk_writes"), "swap_pages": ("swap_in_pages", "swap_out_pages")}
+
+
+def _peak(rates: Mapping[str, Any], parts: Sequence[str]) -> float:
+    cols = [rates.get(p) or [] for p in parts]
+    sums = [sum(x or 0.0 for x in vals) for vals in zip(*cols, strict=False)]
+    return max(sums, default=0.0)
 
 
 def _cpu_rows(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -331,19 +342,3 @@ def _cpu_rows(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         )
         rows.append({"name": f"CPU {state}", "unit": "%", "mean": 100 * secs / total, "peak": peak})
     return rows
-
-
-def _counter(s: Mapping[str, Any], key: str) -> float:
-    c = (s.get("totals") or {}).get("counters") or {}
-    combos = {"disk_ops": ("disk_reads", "disk_writes"), "swap_pages": ("swap_in_pages", "swap_out_pages")}
-    return sum(c.get(k) or 0.0 for k in combos.get(key, (key,)))
-
-
-def _peak(s: Mapping[str, Any], key: str) -> float | None:
-    r = s.get("rates_per_s") or {}
-    combos = {"disk_ops": ("disk_reads", "disk_writes"), "swap_pages": ("swap_in_pages", "swap_out_pages")}
-    cols = [r.get(k) for k in combos.get(key, (key,))]
-    if not all(cols):
-        return None
-    sums = [sum(x or 0.0 for x in vals) for vals in zip(*cols, strict=True)]
-    return max(sums) if sums else None

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import multiprocessing
+import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +32,62 @@ TOP_LOCKS = 15
 TOP_SYSCALLS = 20
 
 
+BATCH = 6  # figures per task sent to a worker process
+
+
+def _draw(job: tuple[str, tuple, str, Path | None]) -> tuple[str, Path | None]:
+    """Build, render and optionally save one figure."""
+    kind, args, name, png_dir = job
+    fig = getattr(plots, kind)(*args)
+    png = plots.save_png(fig, png_dir, name) if png_dir is not None else None
+    return plots.to_svg(fig), png
+
+
+def _draw_batch(jobs: list[tuple[str, tuple, str, Path | None]]) -> list[tuple[str, Path | None]]:
+    return [_draw(job) for job in jobs]
+
+
 class Figures:
-    """Turns figures into inline SVG, and into PNG files too with `--png DIR`."""
+    """Draws the report's figures while the rest of the view is still being built: every BATCH figures go
+    to a worker process (matplotlib is single-threaded; a 50-workload report has 150 figures). A report
+    with fewer figures than one batch is drawn in-process, without the cost of a pool."""
 
     def __init__(self, png_dir: Path | None = None):
         self.png_dir = png_dir
         self.png_paths: list[Path] = []
+        self._pending: list[tuple[tuple[str, tuple, str, Path | None], dict[str, Any]]] = []
+        self._submitted: list[tuple[Future, list[dict[str, Any]]]] = []
+        self._pool: ProcessPoolExecutor | None = None
 
-    def svg(self, fig: Any, name: str) -> str:
-        if self.png_dir is not None:
-            self.png_paths.append(plots.save_png(fig, self.png_dir, name))
-        return plots.to_svg(fig)
+    def add(self, kind: str, args: tuple, name: str) -> dict[str, Any]:
+        """A slot whose "svg" is filled by render(); the template reads slot.svg."""
+        slot: dict[str, Any] = {"svg": ""}
+        self._pending.append(((kind, args, name, self.png_dir), slot))
+        if len(self._pending) >= BATCH and (os.cpu_count() or 1) > 1:
+            self._submit()
+        return slot
+
+    def _submit(self) -> None:
+        if self._pool is None:
+            ctx = multiprocessing.get_context("fork")
+            self._pool = ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=ctx)
+        jobs, slots = [j for j, _ in self._pending], [s for _, s in self._pending]
+        self._submitted.append((self._pool.submit(_draw_batch, jobs), slots))
+        self._pending = []
+
+    def render(self) -> None:
+        done = [(_draw_batch([j for j, _ in self._pending]), [s for _, s in self._pending])]
+        try:
+            done += [(future.result(), slots) for future, slots in self._submitted]
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+            self._pool, self._pending, self._submitted = None, [], []
+        for results, slots in done:
+            for slot, (svg, png) in zip(slots, results, strict=True):
+                slot["svg"] = svg
+                if png is not None:
+                    self.png_paths.append(png)
 
 
 # -- per-run pieces -----------------------------------------------------------------------------------------
@@ -210,9 +258,9 @@ def group_view(
     spec = first.spec(metric)
     datasets = [(c.variant, c.values.get(metric, [])) for c in cells if c.values.get(metric)]
     plot = (
-        figs.svg(plots.strip_plot(datasets, metric, spec["unit"], spec["better"]), f"{name}-{metric}")
+        figs.add("strip_plot", (datasets, metric, spec["unit"], spec["better"]), f"{name}-{metric}")
         if datasets
-        else ""
+        else None
     )
     base = next((c for c in cells if c.variant == report.baseline), cells[0])
     base_folded = plots.merge_folded(arts.data(base.key, "profile.cpu/folded")) or None
@@ -220,10 +268,11 @@ def group_view(
     for c in cells:
         series = arts.data(c.key, "monitor/system")
         a = attrs.get(c.key)
-        monitor_svg = ""
+        monitor_svg = None
         if series:
             ncpu = max(s.get("ncpu") or 1 for s in series)
-            monitor_svg = figs.svg(plots.monitor_plot(series, ncpu), f"{name}-{c.variant}-monitor")
+            slim = [_slim(s) for s in series]
+            monitor_svg = figs.add("monitor_plot", (slim, ncpu), f"{name}-{c.variant}-monitor")
         cell_views.append(
             {
                 "variant": c.variant,
@@ -254,7 +303,7 @@ def scaling_views(report: RunReport, figs: Figures) -> list[dict[str, Any]]:
         by_workload[(s.workload, s.parameter)].append(s)
     out = []
     for (workload, param), curves in by_workload.items():
-        svg = figs.svg(plots.scaling_plot(curves), f"{workload}-scaling-{param}")
+        svg = figs.add("scaling_plot", (curves,), f"{workload}-scaling-{param}")
         rows = [
             {
                 "variant": c.variant,
@@ -275,6 +324,15 @@ def scaling_views(report: RunReport, figs: Figures) -> list[dict[str, Any]]:
         ]
         out.append({"workload": workload, "parameter": param, "svg": svg, "rows": rows, "notes": notes})
     return out
+
+
+def _slim(series: Mapping[str, Any]) -> dict[str, Any]:
+    """Only what the monitor plot draws: less to send to a worker process."""
+    return {
+        "t_s": series.get("t_s"),
+        "cpu_pct": series.get("cpu_pct"),
+        "gauges": {"runq": (series.get("gauges") or {}).get("runq")},
+    }
 
 
 def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
@@ -377,10 +435,11 @@ def render_html(reports: Sequence[RunReport], *, png_dir: Path | None = None) ->
     view = {
         "version": __version__,
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "runs": [run_view(r, figs) for r in reports],
+        "runs": [run_view(r, figs) for r in reports],  # figures are collected here …
         "environment": environment_view(reports),
         "flame_renderer": (Path(plots.flame_renderer()).name if plots.flame_renderer() else None),
     }
+    figs.render()  # … and drawn here, all at once
     return _env().get_template("report.html.j2").render(**view), figs.png_paths
 
 

@@ -20,6 +20,8 @@ import numpy as np
 
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Polygon
 from matplotlib.ticker import MaxNLocator
 
 from fairmark.run.profiles.base import find_tool
@@ -43,17 +45,24 @@ def label(text: Any) -> str:
     return str(text).replace("$", r"\$")
 
 
+_PATH_DATA = re.compile(r' d="([^"]*)"')
+_LONG_DECIMAL = re.compile(r"(\.\d)\d+")
+
+
 def to_svg(fig: Figure) -> str:
+    # No bbox_inches="tight": it draws the figure twice. Margins are set by each plot instead.
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
-    return text[text.index("<svg") :]  # drop the XML declaration and DOCTYPE: the SVG is inlined in HTML
+    text = text[text.index("<svg") :]  # drop the XML declaration and DOCTYPE: the SVG is inlined in HTML
+    # Path coordinates to 0.1 pt: invisible on screen and paper, and a third of the report's size.
+    return _PATH_DATA.sub(lambda m: ' d="' + _LONG_DECIMAL.sub(r"\1", m.group(1)) + '"', text)
 
 
 def save_png(fig: Figure, directory: Path, name: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / (re.sub(r"[^A-Za-z0-9_.=+-]+", "_", name)[:120] + ".png")
-    fig.savefig(path, format="png", dpi=120, bbox_inches="tight")
+    fig.savefig(path, format="png", dpi=120)
     return path
 
 
@@ -82,6 +91,10 @@ def strip_plot(
     ax.set_xlabel(
         label(f"{metric} ({unit}, {better} is better)" if unit else f"{metric} ({better} is better)")
     )
+    longest = max((len(str(n)) for n, _ in datasets), default=1)
+    height = fig.get_figheight()
+    left = min(0.45, 0.04 + 0.0115 * longest)
+    fig.subplots_adjust(left=left, right=0.97, top=1 - 0.1 / height, bottom=0.45 / height)
     return fig
 
 
@@ -135,29 +148,71 @@ def _fill(values: Sequence[float | None] | None, n: int) -> list[float]:
     return [np.nan if v is None else float(v) for v in values]
 
 
+MAX_POINTS = 600  # per line; longer series are thinned evenly (the table keeps exact means and peaks)
+
+
+def _thin(d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    n = len(d["t"])
+    if n <= MAX_POINTS:
+        return d
+    idx = np.linspace(0, n - 1, MAX_POINTS).astype(int)
+    return {k: v[idx] for k, v in d.items()}
+
+
+# Figure-fraction boxes of the two bands of a monitor plot: (left, bottom, width, height).
+CPU_BOX = (0.01, 0.42, 0.98, 0.44)
+RUNQ_BOX = (0.01, 0.04, 0.98, 0.24)
+
+
+def _place(box: tuple[float, float, float, float], x: np.ndarray, y: np.ndarray, y_max: float) -> np.ndarray:
+    left, bottom, width, height = box
+    span = (x[-1] - x[0]) or 1.0
+    return np.column_stack((left + width * (x - x[0]) / span, bottom + height * np.clip(y / y_max, 0, 1)))
+
+
 def monitor_plot(series: Sequence[Mapping[str, Any]], ncpu: int) -> Figure:
-    """CPU share by state (stacked, whole machine) and the run queue against the number of CPUs."""
-    d = concat_series(series)
-    fig = Figure(figsize=(5.5, 2.2))
-    cpu_ax, rq_ax = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
-    states = [k for k in CPU_COLOURS if not np.all(np.isnan(d[k]))]
-    cpu_ax.stackplot(
-        d["t"],
-        *[np.nan_to_num(d[k]) for k in states],
-        labels=states,
-        colors=[CPU_COLOURS[k] for k in states],
-        step="pre",
+    """CPU share by state (stacked, whole machine) above the run queue, sparkline style.
+
+    Drawn with figure-level patches instead of Axes: an Axes builds tick objects even when hidden, which
+    made a monitor plot ten times slower than the patches it shows."""
+    d = _thin(concat_series(series))
+    fig = Figure(figsize=(5.5, 1.5))
+    t = d["t"]
+    if len(t) < 2:
+        t = np.array([0.0, 1.0])
+        d = {k: np.repeat(v[:1] if len(v) else np.array([np.nan]), 2) for k, v in d.items()} | {"t": t}
+    # A state that never happened (no iowait, no steal) is left out of the picture, not drawn as zero.
+    states = [k for k in CPU_COLOURS if np.nansum(d[k]) > 0] or ["user"]
+    lower = np.zeros(len(t))
+    for state in states:
+        upper = lower + np.nan_to_num(d[state])
+        outline = np.vstack((_place(CPU_BOX, t, upper, 100.0), _place(CPU_BOX, t[::-1], lower[::-1], 100.0)))
+        fig.add_artist(
+            Polygon(outline, closed=True, color=CPU_COLOURS[state], lw=0, transform=fig.transFigure)
+        )
+        lower = upper
+    runq = np.nan_to_num(d["runq"])
+    peak = float(runq.max()) if runq.size else 0.0
+    top = max(peak, float(ncpu)) * 1.2 or 1.0
+    line = _place(RUNQ_BOX, t, runq, top)
+    fig.add_artist(Line2D(line[:, 0], line[:, 1], color="#333333", lw=0.8, transform=fig.transFigure))
+    ncpu_y = _place(RUNQ_BOX, t[[0, -1]], np.array([ncpu, ncpu], dtype=float), top)
+    fig.add_artist(
+        Line2D(ncpu_y[:, 0], ncpu_y[:, 1], color="#c44e52", lw=0.6, ls="--", transform=fig.transFigure)
     )
-    cpu_ax.set_ylim(0, 100)
-    cpu_ax.set_ylabel("CPU %")
-    cpu_ax.legend(loc="upper right", ncol=4, frameon=False, fontsize=6)
-    rq_ax.step(d["t"], d["runq"], where="pre", color="#333333", lw=0.8)
-    rq_ax.axhline(ncpu, color="#c44e52", lw=0.6, ls="--")
-    rq_ax.set_ylabel("run q")
-    rq_ax.set_xlabel("seconds (trials end to end)")
-    _lean(cpu_ax, 2)
-    _lean(rq_ax, 2)
+    _monitor_labels(fig, states, len(series), float(t[-1]), peak, ncpu)
     return fig
+
+
+def _monitor_labels(
+    fig: Figure, states: Sequence[str], trials: int, end_s: float, peak: float, ncpu: int
+) -> None:
+    fig.text(0.01, 0.9, f"CPU % by state, 0–100; {trials} trial(s) end to end, {end_s:.3g} s", fontsize=7)
+    for k, state in enumerate(reversed(states)):
+        fig.text(
+            0.99 - 0.08 * k, 0.9, state, color=CPU_COLOURS[state], fontsize=7, ha="right", fontweight="bold"
+        )
+    fig.text(0.01, 0.3, f"run queue (peak {peak:.3g}; dashed: {ncpu} CPUs)", fontsize=6)
 
 
 # -- flame graphs: inferno renders them; fairmark never draws its own -------------------------------------
