@@ -214,3 +214,23 @@ def test_pg_bin_override_and_discovery(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.delenv("FAIRMARK_PG_BIN")
     found = servers.find_pg_bin()
     assert found.name == "bin" or (found / "initdb").exists() or not shutil.which("initdb")
+
+
+@needs["nginx"]
+def test_nginx_workers_get_enough_descriptors_even_from_a_low_soft_limit(tmp_path: Path):
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, soft), hard))
+    try:
+        with servers.NginxServer(tmp_path / "n", connections=4096) as server:
+            workers = psutil.Process(server.pid).children()
+            assert workers
+            for w in workers:
+                line = next(
+                    x for x in Path(f"/proc/{w.pid}/limits").read_text().splitlines() if "open files" in x
+                )
+                assert int(line.split()[3]) == servers.nofile_for(8192)
+            assert "setrlimit" not in server.log.read_text()  # no worker failed to raise its own limit
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -15,6 +15,7 @@ import grp
 import os
 import pwd
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -131,6 +132,13 @@ def grant(path: Path, user: str | None) -> None:
             )
 
 
+def nofile_for(wanted: int) -> int:
+    """The descriptor limit a server can have: what it wants, capped by the hard limit (raising that needs
+    CAP_SYS_RESOURCE, which even root lacks in many containers)."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+
+
 def wait_until(
     ready: Callable[[], bool], proc: subprocess.Popen, timeout_s: float, what: str, log: Path
 ) -> None:
@@ -162,6 +170,7 @@ class ManagedServer:
     run_as: ClassVar[str] = ""  # account to use when root ("" = stay root)
     start_timeout_s: ClassVar[float] = 30.0
     stop_signal: ClassVar[int] = signal.SIGTERM
+    nofile: int | None = None  # RLIMIT_NOFILE for the server, when it needs more than it inherits
 
     def __init__(self, directory: Path):
         self.dir = Path(directory)
@@ -214,8 +223,17 @@ class ManagedServer:
                 stderr=subprocess.STDOUT,
                 cwd=self.dir,
                 start_new_session=True,  # own process group: Ctrl-C does not reach it, killpg reaches all of it
+                preexec_fn=self._raise_nofile if self.nofile else None,
                 **as_user(self.user),
             )
+
+    def _raise_nofile(self) -> None:
+        # In the child before exec: a server for thousands of connections needs that many descriptors, and
+        # its workers cannot raise the limit themselves once they have dropped root.
+        limit, hard = nofile_for(self.nofile), resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(
+            resource.RLIMIT_NOFILE, (limit, hard if hard == resource.RLIM_INFINITY else max(limit, hard))
+        )
 
     def restart(self) -> None:
         self._kill()
@@ -385,6 +403,7 @@ class NginxServer(ManagedServer):
     ):
         super().__init__(directory)
         self.file_bytes, self.workers, self.connections = file_bytes, workers, connections
+        self.nofile = connections * 2  # a proxied or static request may hold two descriptors (socket, file)
         # The master stays root (so it may raise its fd limit); workers drop to `nobody`, as packaged nginx does.
         self.worker_user = "nobody" if os.geteuid() == 0 else None
 
@@ -402,7 +421,7 @@ class NginxServer(ManagedServer):
         conf = self.dir / "nginx.conf"
         conf.write_text(
             NGINX_CONF.format(
-                dir=self.dir, host=LOOPBACK, port=self.port, workers=self.workers, nofile=self.connections * 2,
+                dir=self.dir, host=LOOPBACK, port=self.port, workers=self.workers, nofile=nofile_for(self.nofile),
                 connections=self.connections, backlog=4096,
                 user=self._user_directive(),
             )
