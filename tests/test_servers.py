@@ -234,3 +234,14 @@ def test_nginx_workers_get_enough_descriptors_even_from_a_low_soft_limit(tmp_pat
             assert "setrlimit" not in server.log.read_text()  # no worker failed to raise its own limit
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@needs["redis"]
+def test_dead_server_is_reported_before_the_next_trial(tmp_path: Path):
+    with servers.RedisServer(tmp_path / "r") as server:
+        server.check_alive()
+        os.kill(server.pid, 9)
+        server.proc.wait()
+        with pytest.raises(SetupError, match=r"redis \(port \d+\) is no longer running \(status -9\)"):
+            server.check_alive()
+    assert our_children() == []

@@ -198,6 +198,14 @@ class ManagedServer:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def check_alive(self) -> None:
+        """Before a trial: a server that died must not turn into a hung or failed client run without a reason
+        (redis-benchmark spins forever against a closed port)."""
+        if not self.running:
+            code = self.proc.returncode if self.proc else None
+            raise SetupError(f"{self.kind} (port {self.port}) is no longer running (status {code}); log tail:\n"
+                             f"{log_tail(self.log)}")  # fmt: skip
+
     def start(self) -> ManagedServer:
         if not self.dir.exists():
             self.dir.mkdir(parents=True)

@@ -91,6 +91,7 @@ class Connections(Adapter):
 
     def before_trial(self, ctx: TrialContext) -> None:
         raise_fd_limit(ctx.params["connections"] + FD_HEADROOM)
+        ctx.state["server"].check_alive()
 
     def command(self, ctx: TrialContext) -> list[str]:
         p = ctx.params

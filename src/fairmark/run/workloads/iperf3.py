@@ -65,6 +65,9 @@ class Iperf3(Adapter):
     def setup(self, ctx: WorkloadContext) -> None:
         servers.start_in(ctx, servers.Iperf3Server(ctx.scratch / "iperf3-server"))
 
+    def before_trial(self, ctx: TrialContext) -> None:
+        ctx.state["server"].check_alive()
+
     def command(self, ctx: TrialContext) -> list[str]:
         p, port = ctx.params, ctx.state["server"].port
         argv = ["iperf3", "-c", servers.LOOPBACK, "-p", str(port), "-J", "-P", str(p["parallel"])]

@@ -115,6 +115,7 @@ class Pgbench(Adapter):
     def before_trial(self, ctx: TrialContext) -> None:
         if ctx.params["restart"]:
             ctx.state["server"].restart()
+        ctx.state["server"].check_alive()
 
     def command(self, ctx: TrialContext) -> list[str]:
         p = ctx.params

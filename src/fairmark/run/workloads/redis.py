@@ -128,6 +128,7 @@ class Redis(Adapter):
         # redis-benchmark runs its tests in its own order, whatever -t says; the plan's first test is the
         # primary one, so parse is told which (through a file, to stay a pure function of its input).
         (ctx.trial_dir / "primary-test").write_text(self.test_list(ctx.params)[0])
+        ctx.state["server"].check_alive()  # redis-benchmark would spin forever against a dead server
 
     def output_files(self, ctx: TrialContext) -> dict[str, Path]:
         return {"primary-test": ctx.trial_dir / "primary-test"}

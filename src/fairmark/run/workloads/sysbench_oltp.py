@@ -98,6 +98,9 @@ class SysbenchOltp(Adapter):
             raise SetupError(f"sysbench prepare failed (status {res.returncode}): {res.stdout[-1500:]}")
         server.psql("VACUUM ANALYZE")  # fresh tables: statistics and visibility maps before the first trial
 
+    def before_trial(self, ctx: TrialContext) -> None:
+        ctx.state["server"].check_alive()
+
     def command(self, ctx: TrialContext) -> list[str]:
         p = ctx.params
         extra = [f"--threads={p['threads']}", f"--time={p['time_s']}", "--report-interval=0", "run"]
