@@ -19,7 +19,12 @@ def registry() -> dict[str, type[Adapter]]:
             continue
         module = importlib.import_module(f"{__name__}.{mod.name}")
         for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, Adapter) and obj is not Adapter and "name" in vars(obj):
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, Adapter)
+                and obj is not Adapter
+                and "name" in vars(obj)
+            ):
                 found[obj.name] = obj
     return found
 
@@ -27,5 +32,7 @@ def registry() -> dict[str, type[Adapter]]:
 def adapter_for(tool: str) -> Adapter:
     tools = registry()
     if tool not in tools:
-        raise PlanError(f"unknown tool {tool!r}; known tools: {', '.join(sorted(tools)) or 'none'}", key="tool")
+        raise PlanError(
+            f"unknown tool {tool!r}; known tools: {', '.join(sorted(tools)) or 'none'}", key="tool"
+        )
     return tools[tool]()
