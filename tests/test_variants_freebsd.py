@@ -98,3 +98,45 @@ def test_mdconfig_listing_finds_the_unit_of_an_image():
         "/var/db/fairmark/scratch/123-B-ab12cd34/image": "md0",
         "/tmp/with space/image": "md2",
     }
+
+
+class FakeMd:
+    """mdconfig/newfs/tunefs/mount as far as the scratch file system's sequence needs them."""
+
+    def __init__(self):
+        self.calls, self.units = [], {}
+
+    def __call__(self, argv):
+        self.calls.append(list(argv))
+        if argv[:2] == ["mdconfig", "-a"]:
+            self.units[argv[-1]] = f"md{len(self.units) + 3}"
+            return self.units[argv[-1]] + "\n"
+        if argv[:2] == ["mdconfig", "-l"]:
+            return "".join(f"{u}\tvnode\t 64M\t{img}\n" for img, u in self.units.items())
+        if argv[:2] == ["mdconfig", "-d"]:
+            self.units = {i: u for i, u in self.units.items() if u != f"md{argv[-1]}"}
+        return ""
+
+
+def test_freebsd_scratch_sequence_and_undo(tmp_path):
+    fake = FakeMd()
+    spec = MountSpec(fs="ufs", options="async", size="64M", soft_updates=True)
+    scratch = mount.ScratchFs("tuned", spec, tmp_path / "scratch", freebsd=True, run=fake)
+    scratch.check()
+    journal = Journal.for_this_process(tmp_path / "state")
+    mnt = scratch.create(journal)
+    image = str(tmp_path / "scratch" / Path(mnt).parent.name / "image")
+    assert fake.calls == [
+        ["mdconfig", "-a", "-t", "vnode", "-f", image],
+        ["newfs", "-U", "/dev/md3"],
+        ["mount", "-t", "ufs", "-o", "async", "/dev/md3", mnt],
+    ]
+    assert journal.entries[0]["loop"] == "md3" and journal.entries[0]["os"] == "freebsd"
+    done, problem = mount.undo_scratch(journal.entries[0], run=fake)
+    assert problem is None and "detached md3" in done
+    assert fake.calls[-1] == ["mdconfig", "-d", "-u", "3"] and not Path(mnt).parent.exists()
+
+
+def test_freebsd_scratch_refuses_linux_file_systems(tmp_path):
+    with pytest.raises(EnvironmentRefused, match="ufs"):
+        mount.ScratchFs("b", MountSpec(fs="ext4"), tmp_path, freebsd=True).check()

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fairmark.run.variants.syslock import SystemLock
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing the system needs root")
 
 SYSCTL = Path("/proc/sys/net/ipv4/tcp_no_metrics_save")
@@ -22,9 +24,16 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def original():
+    # Under the machine-wide lock (the fairmark processes started here run under it as our children), so
+    # another fairmark changing this sysctl at the same time cannot be taken for the original value.
+    lock = SystemLock()
+    lock.acquire(wait_s=300)
     before = SYSCTL.read_text().strip()
-    yield before
-    SYSCTL.write_text(before)
+    try:
+        yield before
+    finally:
+        SYSCTL.write_text(before)
+        lock.release()
 
 
 def plan_file(

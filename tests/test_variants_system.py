@@ -16,6 +16,7 @@ import pytest
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.load import parse_plan
 from fairmark.run.variants import tunable
+from fairmark.run.variants.syslock import SystemLock
 from fairmark.run.variants.system import SystemState, pending_findings, recover_pending
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing the system needs root")
@@ -55,10 +56,16 @@ def state(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def metrics_save():
-    """The sysctl the tests flip; whatever happens, the test leaves it as it found it."""
+    """The sysctl the tests flip; whatever happens, the test leaves it as it found it. Held under the
+    machine-wide lock, so a fairmark run elsewhere on this machine is not mistaken for the original value."""
+    lock = SystemLock()
+    lock.acquire(wait_s=300)
     before = read(SYSCTL)
-    yield before
-    Path(SYSCTL).write_text(before)
+    try:
+        yield before
+    finally:
+        Path(SYSCTL).write_text(before)
+        lock.release()
 
 
 def loops_of(folder: Path) -> str:
@@ -360,3 +367,28 @@ def test_restore_command(state, metrics_save, fairmark_cli, monkeypatch):
     doc = json.loads(out)
     assert any("restored sysctl x" in a for a in doc["actions"]) and doc["still_pending"] == []
     assert read(SYSCTL) == metrics_save
+
+
+def test_a_second_fairmark_may_not_change_the_machine_at_the_same_time(tmp_path):
+    path = tmp_path / "system.lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(EnvironmentRefused, match=f"another fairmark \\(pid {holder.pid}\\)"):
+            SystemLock(path).acquire(wait_s=0.3)
+    finally:
+        holder.kill()
+        holder.wait()
+    lock = SystemLock(path)
+    lock.acquire()  # the kernel released it with the process
+    lock.release()
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from fairmark.run.variants.syslock import SystemLock
+SystemLock(Path(sys.argv[1])).acquire()
+print("held", flush=True)
+time.sleep(60)
+"""

@@ -164,15 +164,6 @@ class CpuSet:
         write_value(f"{path}/cpuset.cpus", format_cpu_list(self.cpus))
         self.path = path
 
-    def remove(self, journal: Journal) -> str | None:
-        if self.entry_id is None:
-            return None
-        problem = undo_cgroup(journal.get(self.entry_id))[1]
-        if problem is None:
-            journal.remove(self.entry_id)
-            self.entry_id, self.path = None, None
-        return problem
-
 
 def undo_cgroup(entry: dict[str, Any]) -> tuple[str, str | None]:
     """Move any process left in the cgroup to its parent and remove it. Idempotent."""

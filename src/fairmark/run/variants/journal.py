@@ -108,31 +108,28 @@ class Journal:
             return False
         return self.start is None or abs(start - float(self.start)) < 0.01
 
-    @property
-    def mine(self) -> bool:
-        return self.pid == os.getpid() and self.owner_alive()
-
     # -- write-ahead operations --------------------------------------------------------------------------
     def add(self, entry: dict[str, Any]) -> str:
         """Record what is about to change; returns the entry id. Durable when this returns."""
         entry = {"id": uuid.uuid4().hex[:12], "at": time.time(), **self.tags, **entry}
         self.entries.append(entry)
         self.history.append(entry)
-        self._write()
+        self.save()
         return entry["id"]
 
     def update(self, entry_id: str, **fields: Any) -> None:
         self.get(entry_id).update(fields)
-        self._write()
+        self.save()
 
     def remove(self, entry_id: str) -> None:
         self.entries = [e for e in self.entries if e["id"] != entry_id]
-        self._write()
+        self.save()
 
     def get(self, entry_id: str) -> dict[str, Any]:
         return next(e for e in self.entries if e["id"] == entry_id)
 
-    def _write(self) -> None:
+    def save(self) -> None:
+        """Write the journal durably; with no entries left, delete the file (nothing is pending)."""
         if not self.entries:
             self.discard()
             return

@@ -12,8 +12,10 @@ import contextlib
 import os
 import shlex
 import shutil
+import sys
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,8 @@ from fairmark.errors import EnvironmentRefused
 from fairmark.plan.model import MountSpec
 from fairmark.run.variants.journal import Journal
 from fairmark.run.variants.tunable import run_command
+
+Runner = Callable[[Sequence[str]], str]
 
 MKFS_QUIET = {
     "ext2": ["-q", "-F"],
@@ -123,20 +127,26 @@ def parse_mdconfig_list(text: str) -> dict[str, str]:
     return out
 
 
-# -- the Linux scratch file system -----------------------------------------------------------------------
+# -- the scratch file system (Linux: loop device; FreeBSD: md vnode unit) ---------------------------------
 @dataclass
 class ScratchFs:
     variant: str
     spec: MountSpec
     base_dir: Path
+    freebsd: bool = False
+    run: Runner = run_command  # injectable: FreeBSD's sequence is tested with a fake here
     entry_id: str | None = None
     mountpoint: str | None = None
 
     def check(self) -> None:
-        if self.spec.soft_updates is not None:
-            raise EnvironmentRefused("mount.soft_updates: FreeBSD UFS only (on Linux compare mount options)")
         if self.spec.fs == "tmpfs":
             return
+        if self.freebsd:
+            if self.spec.fs not in ("ufs", "ffs"):
+                raise EnvironmentRefused(f"mount.fs = {self.spec.fs!r}: on FreeBSD use 'ufs' or 'tmpfs'")
+            return
+        if self.spec.soft_updates is not None:
+            raise EnvironmentRefused("mount.soft_updates: FreeBSD UFS only (on Linux compare mount options)")
         if shutil.which(f"mkfs.{self.spec.fs}") is None:
             raise EnvironmentRefused(f"mount.fs = {self.spec.fs!r}: `mkfs.{self.spec.fs}` is not installed")
         if shutil.which("losetup") is None or not Path("/dev/loop-control").exists():
@@ -148,70 +158,81 @@ class ScratchFs:
         folder = self.base_dir / f"{os.getpid()}-{self.variant}-{uuid.uuid4().hex[:8]}"
         entry = {
             "type": "scratch",
+            "os": "freebsd" if self.freebsd else "linux",
             "dir": str(folder),
             "image": str(folder / "image"),
             "mountpoint": str(folder / "mnt"),
-            "loop": None,
+            "loop": None,  # loop device (Linux) or md unit (FreeBSD), recorded once it exists
             "label": f"scratch {self.spec.fs} of variant {self.variant}",
         }
         self.entry_id = journal.add(entry)  # before anything exists: recovery can always find it
         (folder / "mnt").mkdir(parents=True, mode=0o755)
         if self.spec.fs == "tmpfs":
-            run_command(tmpfs_command(self.spec, entry["mountpoint"]))
+            self.run(tmpfs_command(self.spec, entry["mountpoint"]))
         else:
             with open(entry["image"], "wb") as fh:
                 fh.truncate(size_bytes(self.spec.size))  # sparse: mkfs writes what it needs
-            loop = run_command(["losetup", "--find", "--show", entry["image"]]).strip()
-            journal.update(self.entry_id, loop=loop)
-            for argv in linux_commands(self.spec, entry["image"], loop, entry["mountpoint"]):
-                run_command(argv)
+            self._attach_and_mount(journal, entry)
         os.chmod(entry["mountpoint"], 0o1777)  # like /tmp: servers running as their own user can write
         self.mountpoint = entry["mountpoint"]
         return self.mountpoint
 
-    def remove(self, journal: Journal) -> str | None:
-        if self.entry_id is None:
-            return None
-        problem = undo_scratch(journal.get(self.entry_id))[1]
-        if problem is None:
-            journal.remove(self.entry_id)
-            self.entry_id, self.mountpoint = None, None
-        return problem
+    def _attach_and_mount(self, journal: Journal, entry: dict[str, Any]) -> None:
+        image, mnt = entry["image"], entry["mountpoint"]
+        if self.freebsd:
+            device = self.run(freebsd_attach(image, self.spec.size)[1]).strip()
+            build = freebsd_commands
+        else:
+            device = self.run(["losetup", "--find", "--show", image]).strip()
+            build = linux_commands
+        journal.update(self.entry_id, loop=device)
+        for argv in build(self.spec, image, device, mnt):
+            self.run(argv)
 
 
-def _umount(mountpoint: str) -> str | None:
+def _umount(mountpoint: str, run: Runner) -> str | None:
     for _ in range(20):
         with contextlib.suppress(Exception):
-            run_command(["umount", mountpoint])
+            run(["umount", mountpoint])
         if not mounted(mountpoint):
             return None
         time.sleep(0.1)  # a process that just exited may still hold a file open for a moment
-    run_command(["umount", "-l", mountpoint])  # last resort: detach now, the kernel frees it when unused
-    return "lazily (it was busy)"
+    run(["umount", "-l", mountpoint] if sys.platform.startswith("linux") else ["umount", "-f", mountpoint])
+    return "forcibly (it was busy)"
 
 
-def _loops_of(entry: dict[str, Any]) -> list[str]:
-    image = entry["image"]
-    loops = []
-    with contextlib.suppress(Exception):
-        loops = parse_losetup_j(run_command(["losetup", "-j", image]))
-    if entry.get("loop") and entry["loop"] not in loops:
+def _devices_of(entry: dict[str, Any], run: Runner) -> list[str]:
+    """The loop devices / md units backed by the journaled image: asked from the kernel, not trusted."""
+    image, recorded = entry["image"], entry.get("loop")
+    if entry.get("os") == "freebsd":
         with contextlib.suppress(Exception):
-            if image in run_command(["losetup", "-n", "-O", "BACK-FILE", entry["loop"]]):
-                loops.append(entry["loop"])
-    return loops
+            unit = parse_mdconfig_list(run(["mdconfig", "-l", "-v"])).get(image)
+            return [unit] if unit else []
+        return [recorded] if recorded else []
+    devices = []
+    with contextlib.suppress(Exception):
+        devices = parse_losetup_j(run(["losetup", "-j", image]))
+    if recorded and recorded not in devices:
+        with contextlib.suppress(Exception):
+            if image in run(["losetup", "-n", "-O", "BACK-FILE", recorded]):
+                devices.append(recorded)
+    return devices
 
 
-def undo_scratch(entry: dict[str, Any]) -> tuple[str, str | None]:
+def _detach(entry: dict[str, Any], device: str) -> list[str]:
+    return freebsd_detach(device) if entry.get("os") == "freebsd" else ["losetup", "-d", device]
+
+
+def undo_scratch(entry: dict[str, Any], run: Runner = run_command) -> tuple[str, str | None]:
     """Unmount, detach, delete — only what the journal entry names. Idempotent."""
     done, mountpoint, folder = [], entry["mountpoint"], Path(entry["dir"])
     try:
         if mounted(mountpoint):
-            how = _umount(mountpoint)
+            how = _umount(mountpoint, run)
             done.append("unmounted " + mountpoint + (f" {how}" if how else ""))
-        for loop in _loops_of(entry):
-            run_command(["losetup", "-d", loop])
-            done.append(f"detached {loop}")
+        for device in _devices_of(entry, run):
+            run(_detach(entry, device))
+            done.append(f"detached {device}")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(entry["image"])
             done.append(f"removed {entry['image']}")

@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.errors import EnvironmentRefused
-from fairmark.plan.model import MountSpec, Plan, SystemChanges, Variant
+from fairmark.plan.model import MountSpec, Plan, Variant
 from fairmark.run.variants import cpus as cpus_mod
 from fairmark.run.variants import kernel, malloc_debug, mount, sysctl
 from fairmark.run.variants.journal import Journal, default_state_dir, journal_paths
+from fairmark.run.variants.syslock import SystemLock
 from fairmark.run.variants.tunable import RevertError, undo_file, verify_files
 
 DEFAULT_SETTLE_S = 1.0
@@ -82,8 +83,11 @@ class SystemState:
         self.journal = Journal.for_this_process(self.state_dir)
         self._old_handlers: dict[int, Any] = {}
         self._closed = False
+        self.lock = SystemLock()
         if not dry_run and any(r.needs_root for r in self.variants.values()):
             self._refuse_unless_possible()
+        if not dry_run and any(r.settings for r in self.variants.values()):
+            self.lock.acquire()  # machine-wide settings: one fairmark at a time (released by close())
 
     # -- resolution (all refusals happen here, before any trial) -----------------------------------------
     def _resolve(self, variant: Variant) -> Resolved:
@@ -110,12 +114,8 @@ class SystemState:
         return r
 
     def _scratch(self, name: str, spec: MountSpec) -> mount.ScratchFs:
-        if self.freebsd:
-            raise EnvironmentRefused(
-                "mount variants: the FreeBSD runner (mdconfig/newfs) is not wired up yet"
-            )
         base = Path(spec.image_dir) if spec.image_dir else self.state_dir / "scratch"
-        scratch = mount.ScratchFs(name, spec, base)
+        scratch = mount.ScratchFs(name, spec, base, freebsd=self.freebsd)
         scratch.check()
         return scratch
 
@@ -203,6 +203,8 @@ class SystemState:
         finally:
             self.active = None
             self._restore_signal_handlers()
+            if not self.journal.entries:
+                self.lock.release()  # with entries left, hold it until exit: recovery must run first
         if problems:
             raise RevertError(
                 "the system is NOT as fairmark found it: " + "; ".join(problems),
@@ -334,7 +336,7 @@ def recover_pending(state_dir: Path | str | None = None) -> list[str]:
                     lines.append(f"  FAILED: {problem}")
                     remaining.insert(0, entry)
             journal.entries = remaining
-            journal._write()  # deletes the file when nothing remains
+            journal.save()  # deletes the file when nothing remains
     return lines
 
 
@@ -369,7 +371,6 @@ def _entry_summary(entry: dict[str, Any]) -> str:
 
 
 __all__ = [
-    "SystemChanges",
     "SystemState",
     "merged_changes",
     "pending_findings",
