@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,18 +20,21 @@ from test_core_scheduler import FakeExecutor, plan_text
 
 
 @pytest.fixture(scope="module")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_url() -> Iterator[str]:
     from fairmark.run.servers import PG_BIN, PostgresServer
 
     if not (PG_BIN / "initdb").exists():
         pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN}); `make setup` installs them")
-    server = PostgresServer(tmp_path_factory.mktemp("pgstore") / "pg", fsync=False)
-    server.start()
+    # Not under pytest's basetemp: another pytest session resets that tree to 0700, locking the postgres user out.
+    base = Path(tempfile.mkdtemp(prefix="fairmark-pgstore-"))
+    server = PostgresServer(base / "pg", fsync=False)
     try:
+        server.start()
         server.psql("CREATE DATABASE fairmark_test")
         yield f"postgresql+psycopg://postgres@127.0.0.1:{server.port}/fairmark_test"
     finally:
         server.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
