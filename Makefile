@@ -20,8 +20,11 @@ $(STAMP): pyproject.toml
 tools:
 	@bash scripts/ensure-tools.sh packages/debian.txt
 
+# The terminal report comes at the end of the run; the self-contained HTML report is written next to it.
 run: setup
 	$(BIN)/fairmark run $(PLAN)
+	@mkdir -p out
+	$(BIN)/fairmark report last --html out/report.html
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
