@@ -16,9 +16,12 @@ from typing import Any
 
 USER_BOUND_PCT = 95.0  # at or above: a kernel change can move at most ~5% of the time
 SYSTEM_HEAVY_PCT = 50.0
-# When the trial's own processes used less than this share of the busy CPU time the monitor saw, the work
-# happens elsewhere (a server started by the adapter): describe the system-wide split instead.
-OWN_SHARE_MIN = 0.5
+# When the trial's own processes were on a CPU less than this share of the wall time and the monitor saw
+# more than twice their CPU time, the work happens elsewhere (a server started by the adapter): describe the
+# system-wide split instead. A busy neighbour alone must not trigger this: a user-bound zstd on a loaded host
+# is still user-bound, so the trial's own CPU use decides first.
+OWN_BUSY_MIN = 0.5
+OTHERS_FACTOR = 2.0
 IOWAIT_FLAG_PCT = 5.0
 STEAL_FLAG_PCT = 2.0
 PSI_MEMORY_FLAG_PCT = 5.0
@@ -137,7 +140,9 @@ def attribute(
 def _choose_split(own: CpuSeconds | None, mon: CpuSeconds | None) -> tuple[CpuSeconds | None, str]:
     if own is None:
         return mon, "system-wide"
-    if mon is not None and (own.user + own.system) < OWN_SHARE_MIN * (mon.user + mon.system):
+    own_cpu = own.user + own.system
+    idle_own = own.wall > 0 and own_cpu / own.wall < OWN_BUSY_MIN
+    if mon is not None and idle_own and (mon.user + mon.system) > OTHERS_FACTOR * own_cpu:
         return mon, "system-wide"
     return own, "rusage"
 

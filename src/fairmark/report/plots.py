@@ -164,10 +164,13 @@ CPU_BOX = (0.01, 0.42, 0.98, 0.44)
 RUNQ_BOX = (0.01, 0.04, 0.98, 0.24)
 
 
-def _place(box: tuple[float, float, float, float], x: np.ndarray, y: np.ndarray, y_max: float) -> np.ndarray:
+def _place(
+    box: tuple[float, float, float, float], x: np.ndarray, y: np.ndarray, y_max: float, t: np.ndarray
+) -> np.ndarray:
+    """Data → figure fractions inside `box`; `t` (the whole time axis) fixes the horizontal scale."""
     left, bottom, width, height = box
-    span = (x[-1] - x[0]) or 1.0
-    return np.column_stack((left + width * (x - x[0]) / span, bottom + height * np.clip(y / y_max, 0, 1)))
+    span = (t[-1] - t[0]) or 1.0
+    return np.column_stack((left + width * (x - t[0]) / span, bottom + height * np.clip(y / y_max, 0, 1)))
 
 
 def monitor_plot(series: Sequence[Mapping[str, Any]], ncpu: int) -> Figure:
@@ -186,7 +189,8 @@ def monitor_plot(series: Sequence[Mapping[str, Any]], ncpu: int) -> Figure:
     lower = np.zeros(len(t))
     for state in states:
         upper = lower + np.nan_to_num(d[state])
-        outline = np.vstack((_place(CPU_BOX, t, upper, 100.0), _place(CPU_BOX, t[::-1], lower[::-1], 100.0)))
+        forward, back = _place(CPU_BOX, t, upper, 100.0, t), _place(CPU_BOX, t[::-1], lower[::-1], 100.0, t)
+        outline = np.vstack((forward, back))
         fig.add_artist(
             Polygon(outline, closed=True, color=CPU_COLOURS[state], lw=0, transform=fig.transFigure)
         )
@@ -194,9 +198,9 @@ def monitor_plot(series: Sequence[Mapping[str, Any]], ncpu: int) -> Figure:
     runq = np.nan_to_num(d["runq"])
     peak = float(runq.max()) if runq.size else 0.0
     top = max(peak, float(ncpu)) * 1.2 or 1.0
-    line = _place(RUNQ_BOX, t, runq, top)
+    line = _place(RUNQ_BOX, t, runq, top, t)
     fig.add_artist(Line2D(line[:, 0], line[:, 1], color="#333333", lw=0.8, transform=fig.transFigure))
-    ncpu_y = _place(RUNQ_BOX, t[[0, -1]], np.array([ncpu, ncpu], dtype=float), top)
+    ncpu_y = _place(RUNQ_BOX, t[[0, -1]], np.array([ncpu, ncpu], dtype=float), top, t)
     fig.add_artist(
         Line2D(ncpu_y[:, 0], ncpu_y[:, 1], color="#c44e52", lw=0.6, ls="--", transform=fig.transFigure)
     )
