@@ -188,3 +188,25 @@ def test_unparseable_metric_is_a_failed_trial_with_raw_output(tmp_path: Path) ->
     assert cell.status == "abandoned"
     t = cell.trials[0]
     assert t["status"] == "failed" and "did not parse" in t["error"] and "result: 1" in t["stdout_tail"]
+
+
+def test_calibrate_adds_an_interleaved_aa_twin_of_the_baseline(tmp_path: Path) -> None:
+    text = plan_text(["A", "B"], min_trials=6, max_trials=6)
+    store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
+    loaded = LoadedPlan(parse_plan(text), "plan.toml", text)
+    fake = FakeExecutor({"A": 1.0, "B": 1.5}, sd=0.01)
+    run_id = Runner(loaded, store, RunOptions(probe=False, calibrate=True), executor=fake).start()
+    report = load_report(store, run_id)
+    assert [c.variant for c in report.cells] == ["A", "A.aa", "B"]
+    rounds = {t["round"] for c in report.cells for t in c.trials}
+    for r in rounds:  # the twin runs in every round, interleaved like any variant
+        assert sorted(c.variant for c in report.cells for t in c.trials if t["round"] == r) == [
+            "A",
+            "A.aa",
+            "B",
+        ]
+    by_variant = {v.variant: v for v in report.verdicts if v.metric == "wall_s"}
+    assert by_variant["A.aa"].comparison["calibration"] is True
+    assert "calibration" not in by_variant["B"].comparison
+    assert by_variant["B"].significant
+    assert store.get_run(run_id).options["calibrate"] is True

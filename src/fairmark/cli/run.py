@@ -115,6 +115,12 @@ def _with(options: list[Any]):
     "--dry-run", is_flag=True, help="Check the plan and print what would run and change; run nothing."
 )
 @click.option("--keep-scratch", is_flag=True, help="Keep per-trial scratch directories (for debugging).")
+@click.option(
+    "--calibrate",
+    is_flag=True,
+    help="Also run an A/A twin of the baseline: measures false positives and the smallest change "
+    "this machine can show, and warns about verdicts within it.",
+)
 @_with(_run_options)
 @common_options
 def run(
@@ -124,6 +130,7 @@ def run(
     accept_risk: bool,
     dry_run: bool,
     keep_scratch: bool,
+    calibrate: bool,
     allow_concurrent: bool,
     fail_on_regression: float | None,
     no_monitors: bool,
@@ -140,6 +147,7 @@ def run(
         seed=seed,
         accept_risk=accept_risk,
         keep_scratch=keep_scratch,
+        calibrate=calibrate,
         command_line=shlex.join(["fairmark", *sys.argv[1:]]),
         hooks=_hooks(not no_monitors, monitor_interval, profile),
     )
@@ -168,6 +176,7 @@ def resume(
     opts = stored.options or {}
     options = RunOptions(
         quick=bool(opts.get("quick")),
+        calibrate=bool(opts.get("calibrate")),
         seed=stored.seed,
         accept_risk=stored.accept_risk,
         command_line=stored.command_line,

@@ -23,6 +23,13 @@ BUILTIN_METRICS = {
 }
 
 
+AA_SUFFIX = ".aa"
+
+
+def aa_twin_name(baseline: str) -> str:
+    return baseline + AA_SUFFIX
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -308,6 +315,14 @@ class Plan(Strict):
                 "target_ci_pct": q.target_ci_pct or self.run.target_ci_pct,
             }
         )
+
+    def with_aa_twin(self) -> Plan:
+        """The plan plus an exact copy of the baseline variant, interleaved like any other: an A/A
+        calibration that measures this machine's false positives and smallest detectable change."""
+        base = self.variant_named(self.baseline)
+        twin = base.model_copy(update={"name": aa_twin_name(self.baseline)})
+        at = self.variant.index(base) + 1
+        return self.model_copy(update={"variant": [*self.variant[:at], twin, *self.variant[at:]]})
 
     @property
     def baseline(self) -> str:

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairmark.plan.model import BUILTIN_METRICS
+from fairmark.plan.model import AA_SUFFIX, BUILTIN_METRICS, aa_twin_name
 from fairmark.stats import benjamini_hochberg, compare, describe, sample_warnings
 from fairmark.store.db import RunRecord, Store
 
@@ -285,31 +285,30 @@ def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) ->
 
 
 def _verdicts(cells: tuple[CellReport, ...], baseline: str, confidence: float) -> tuple[Verdict, ...]:
-    raw: list[tuple[CellReport, CellReport, str]] = []
     by_group: dict[str, list[CellReport]] = defaultdict(list)
     for c in cells:
         by_group[c.group].append(c)
+    raw: list[tuple[CellReport, CellReport, str, float | None]] = []
     for members in by_group.values():
         base = next((c for c in members if c.variant == baseline), members[0])
-        for other in members:
-            if other is base:
-                continue
-            for metric in base.verdict_metrics:
-                a, b = base.values.get(metric, []), other.values.get(metric, [])
-                if len(a) >= MIN_N and len(b) >= MIN_N:
-                    raw.append((base, other, metric))
+        twin = next((c for c in members if c.variant == aa_twin_name(base.variant)), None)
+        others = ([twin] if twin else []) + [c for c in members if c is not base and c is not twin]
+        for metric in base.verdict_metrics:
+            aa = _aa_spread(base, twin, metric, confidence) if twin else None
+            for other in others:
+                if len(base.values.get(metric, [])) >= MIN_N and len(other.values.get(metric, [])) >= MIN_N:
+                    raw.append((base, other, metric, None if other is twin else aa))
     comps = [
-        compare(
-            a.values[m],
-            b.values[m],
-            confidence=confidence,
-            better=a.spec(m)["better"],
-            name_baseline=a.variant,
-            name_other=b.variant,
-            unit=a.spec(m)["unit"],
-        ).to_dict()
-        for a, b, m in raw
-    ]
+        compare(a.values[m], b.values[m], confidence=confidence, better=a.spec(m)["better"],
+                name_baseline=a.variant, name_other=b.variant, unit=a.spec(m)["unit"],
+                aa_percent_half_width=aa).to_dict()
+        for a, b, m, aa in raw
+    ]  # fmt: skip
+    for (_, b, _, _), comp in zip(raw, comps, strict=True):
+        if b.variant.endswith(AA_SUFFIX):
+            comp["calibration"] = True
+            if comp["significant"]:
+                comp["warnings"] = [*comp.get("warnings", []), AA_BIASED]
     pvals = [c.get("p_value") for c in comps]
     fdr = (
         benjamini_hochberg(
@@ -319,19 +318,26 @@ def _verdicts(cells: tuple[CellReport, ...], baseline: str, confidence: float) -
         else []
     )
     return tuple(
-        Verdict(
-            group=a.group,
-            workload=a.workload,
-            point=a.point,
-            metric=m,
-            unit=a.spec(m)["unit"],
-            baseline=a.variant,
-            variant=b.variant,
-            comparison=comp,
-            fdr_significant=bool(q),
-        )
-        for (a, b, m), comp, q in zip(raw, comps, fdr, strict=True)
-    )
+        Verdict(group=a.group, workload=a.workload, point=a.point, metric=m, unit=a.spec(m)["unit"],
+                baseline=a.variant, variant=b.variant, comparison=comp, fdr_significant=bool(q))
+        for (a, b, m, _), comp, q in zip(raw, comps, fdr, strict=True)
+    )  # fmt: skip
+
+
+AA_BIASED = (
+    "the A/A calibration found a difference between two identical variants: something in this setup (order, "
+    "caches, a neighbour) biases the measurement; treat every verdict of this workload with suspicion"
+)
+
+
+def _aa_spread(base: CellReport, twin: CellReport, metric: str, confidence: float) -> float | None:
+    """The ±% within which this machine cannot tell the baseline from itself (the A/A CI half-width, or the
+    A/A difference actually observed, whichever is larger)."""
+    a, b = base.values.get(metric, []), twin.values.get(metric, [])
+    if len(a) < MIN_N or len(b) < MIN_N:
+        return None
+    c = compare(a, b, confidence=confidence, better=base.spec(metric)["better"])
+    return max(abs(c.percent), c.percent_half_width)
 
 
 def _scaling(cells: tuple[CellReport, ...], confidence: float) -> tuple[Scaling, ...]:

@@ -55,7 +55,8 @@ def _short(v: Verdict | None) -> str:
         return "—"
     c = v.comparison
     pct = format_percent(c["percent"], c["percent_half_width"], signed=True)
-    return f"{pct} {c['change']}" if c["significant"] else f"{pct} (not proven)"
+    text = f"{pct} {c['change']}" if c["significant"] else f"{pct} (not proven)"
+    return f"A/A calibration: {text}" if c.get("calibration") else text
 
 
 def _group(r: RunReport, group: str, cells: list[CellReport], plot_width: int) -> None:

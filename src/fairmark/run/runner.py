@@ -55,6 +55,7 @@ class RunOptions:
     command_line: str = ""
     hooks: Sequence[TrialHook] = ()
     keep_scratch: bool = False
+    calibrate: bool = False  # add an A/A twin of the baseline variant (see Plan.with_aa_twin)
 
 
 class Progress:
@@ -103,8 +104,9 @@ class Runner:
         executor: Executor = execute,
         progress: Progress | None = None,
     ):
-        self.loaded, self.plan, self.store = loaded, loaded.plan, store
         self.options = options or RunOptions()
+        self.loaded, self.store = loaded, store
+        self.plan = loaded.plan.with_aa_twin() if self.options.calibrate else loaded.plan
         self.execute = executor
         self.progress = progress or Progress()
         self.policy = self.plan.policy(self.options.quick)
@@ -232,6 +234,7 @@ class Runner:
             env_before=snap,
             options={
                 "quick": self.options.quick,
+                "calibrate": self.options.calibrate,
                 "policy": self.policy.model_dump(),
                 "hooks": [h.name for h in self.options.hooks],
             },
