@@ -53,6 +53,7 @@ def synthetic_run(
     accept_risk: bool = False,
     seed: int = 7,
     sweep: tuple[int, ...] = (),
+    fail_at: int | None = None,  # sweep value at which every trial fails (a failure point)
 ) -> str:
     rng = random.Random(seed)
     cmdline = "fairmark run plan.toml" + (f" --note '{HOSTILE}'" if hostile else "")
@@ -100,7 +101,7 @@ def synthetic_run(
             shift = 1.0 + 0.1 * variants.index(cell["variant"])
             threads = cell["point"][0][1] if cell["point"] else 1
             wall = rng.gauss(1.0 * shift / min(threads, 2), 0.02)
-            failed = hostile and t == 0 and cell["variant"] == variants[-1]
+            failed = (hostile and t == 0 and cell["variant"] == variants[-1]) or threads == fail_at
             trial = {
                 "run_id": run_id,
                 "cell_id": ids[cell["key"]],

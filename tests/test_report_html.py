@@ -113,11 +113,12 @@ def test_environment_diff_and_flatten():
 def test_scaling_and_two_runs(tmp_path):
     store = open_store(tmp_path / "s.db")
     first = synthetic_run(store, workloads=1, trials=4, seed=1)
-    second = synthetic_run(store, workloads=1, trials=4, seed=2, monitors=False, sweep=(1, 2, 4))
+    second = synthetic_run(store, workloads=1, trials=4, seed=2, monitors=False, sweep=(1, 2, 4, 8), fail_at=8)
     html, pngs = render_html(
         [load_report(store, first), load_report(store, second)], png_dir=tmp_path / "png"
     )
     assert html.count('<section id="run-') == 2
     assert HOSTILE not in html
     assert "Scaling" in html and "w0 vs threads" in html and "(peak)" in html
+    assert "A: every trial failed at threads = 8 (failure point)" in html
     assert len(pngs) >= 4 and all(p.stat().st_size > 1000 for p in pngs)

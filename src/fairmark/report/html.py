@@ -303,7 +303,9 @@ def scaling_views(report: RunReport, figs: Figures) -> list[dict[str, Any]]:
         by_workload[(s.workload, s.parameter)].append(s)
     out = []
     for (workload, param), curves in by_workload.items():
-        svg = figs.add("scaling_plot", (curves,), f"{workload}-scaling-{param}")
+        failed = failure_points(report, workload, param)
+        xs = sorted({x for _, x in failed if isinstance(x, int | float)})
+        svg = figs.add("scaling_plot", (curves, xs), f"{workload}-scaling-{param}")
         rows = [
             {
                 "variant": c.variant,
@@ -322,8 +324,19 @@ def scaling_views(report: RunReport, figs: Figures) -> list[dict[str, Any]]:
             + (", declining after it" if c.declines_after_peak else "")
             for c in curves
         ]
+        notes += [f"{v}: every trial failed at {param} = {x} (failure point)" for v, x in failed]
         out.append({"workload": workload, "parameter": param, "svg": svg, "rows": rows, "notes": notes})
     return out
+
+
+def failure_points(report: RunReport, workload: str, param: str) -> list[tuple[str, Any]]:
+    """(variant, sweep value) of the cells of this sweep that produced no measurement at all."""
+    return [
+        (c.variant, c.point[0][1])
+        for c in report.cells
+        if c.workload == workload and len(c.point) == 1 and c.point[0][0] == param
+        and c.n_ok == 0 and (c.n_failed > 0 or c.status == "abandoned")
+    ]  # fmt: skip
 
 
 def _slim(series: Mapping[str, Any]) -> dict[str, Any]:

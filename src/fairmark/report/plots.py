@@ -98,10 +98,12 @@ def strip_plot(
     return fig
 
 
-def scaling_plot(curves: Sequence[Any]) -> Figure:
-    """Mean with its CI band per variant along the swept parameter; the peak is a star; speedup below."""
+def scaling_plot(curves: Sequence[Any], failures: Sequence[Any] = ()) -> Figure:
+    """Mean with its CI band per variant along the swept parameter; the peak is a star, a sweep value where
+    every trial failed a red dotted line; speedup below."""
     fig = Figure(figsize=(5.5, 3.4))
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    fig.subplots_adjust(left=0.14, right=0.97, top=0.95, bottom=0.13, hspace=0.12)
     for i, c in enumerate(curves):
         colour = PALETTE[i % len(PALETTE)]
         xs = list(range(len(c.points))) if not _numeric(c) else [p.value for p in c.points]
@@ -113,6 +115,10 @@ def scaling_plot(curves: Sequence[Any]) -> Figure:
         top.plot([xs[peak]], [mean[peak]], marker="*", ms=10, color=colour)
         bottom.plot(xs, [p.speedup for p in c.points], marker="o", ms=3, color=colour)
     first = curves[0]
+    for x in failures if _numeric(first) else ():
+        for ax in (top, bottom):
+            ax.axvline(x, color="#c44e52", ls=":", lw=1)
+        top.annotate("failed", (x, 1.0), xycoords=("data", "axes fraction"), color="#c44e52", fontsize=7)
     if not _numeric(first):
         bottom.set_xticks(range(len(first.points)), [label(p.value) for p in first.points])
     top.set_ylabel(label(f"{first.metric} ({first.unit})" if first.unit else first.metric))
