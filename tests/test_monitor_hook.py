@@ -47,3 +47,7 @@ def test_busy_trial_samples_each_interval_and_sees_user_time():
 def test_bad_interval_refused():
     with pytest.raises(ValueError):
         SystemMonitor(0)
+
+
+def test_stop_without_start_gives_nothing():
+    assert SystemMonitor(1.0).stop(CTX, None) == []

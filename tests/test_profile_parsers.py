@@ -106,3 +106,16 @@ def test_hooks_for_contract():
 
 def test_folded_weight():
     assert folded_weight("a;b 10\na;c 5\nbad line\n") == 15
+
+
+def test_freebsd_dtrace_stacks_fold_with_inferno():
+    hook = freebsd.DTraceCpuProfile()
+    if hook.collapse is None:
+        pytest.skip("inferno-collapse-dtrace not installed (cargo install inferno)")
+    folded, meta = hook.artifacts((FIX / "dtrace_profile.txt").read_text())
+    lines = dict(line.rsplit(" ", 1) for line in folded.data.splitlines())
+    assert (
+        lines["a.out`_start;a.out`main;libc.so.7`memset;kernel`trap;kernel`trap_pfault;kernel`vm_fault"]
+        == "61"
+    )
+    assert meta.data["weight"] == 84 and meta.data["collapser"] == "inferno-collapse-dtrace"

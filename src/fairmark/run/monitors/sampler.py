@@ -68,6 +68,8 @@ class SystemMonitor(TrialHook):
                 self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
+        if not self._snaps:  # start() never ran for this trial (another hook failed first): nothing to say
+            return []
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
