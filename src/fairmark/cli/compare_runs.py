@@ -75,7 +75,8 @@ def compare_runs(
     rows = comparisons(pairs, samples, set(metrics), all_metrics, float(confidence), runs)
     if metrics and not rows:
         raise InputError(f"no metric named {', '.join(metrics)} with ≥ {MIN_VALUES} values in both runs")
-    show(runs, env, rows, because)
+    only = unmatched(pairs, store.cells(runs[0].id), store.cells(runs[1].id))
+    show(runs, env, rows, because, only)
 
 
 # -- environment ---------------------------------------------------------------------------------------------
@@ -154,6 +155,13 @@ def matching_cells(cells_a: list[dict], cells_b: list[dict]) -> list[tuple[dict,
     return pairs
 
 
+def unmatched(pairs, cells_a: list[dict], cells_b: list[dict]) -> dict[str, list[str]]:
+    """Cells measured in only one of the runs: said, so a missing comparison is not mistaken for 'no change'."""
+    paired_a, paired_b = {a["key"] for a, _ in pairs}, {b["key"] for _, b in pairs}
+    return {"a": [c["key"] for c in cells_a if c["key"] not in paired_a],
+            "b": [c["key"] for c in cells_b if c["key"] not in paired_b]}  # fmt: skip
+
+
 def values_by_cell(samples: list[dict]) -> dict[str, dict[str, list[float]]]:
     """cell key → metric → values of the counted trials (warm-up and failed trials never count)."""
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -191,12 +199,14 @@ def comparisons(pairs, samples, wanted: set[str], all_metrics: bool, confidence:
 
 
 # -- output --------------------------------------------------------------------------------------------------
-def show(runs, env: dict[str, Any], rows: list[dict], because: str | None) -> None:
+def show(
+    runs, env: dict[str, Any], rows: list[dict], because: str | None, only: dict[str, list[str]]
+) -> None:
     if console.json_mode:
         console.emit_json(
             {
                 "a": runs[0].id, "b": runs[1].id, "because": because,
-                "environment": env,
+                "environment": env, "only_in": only,
                 "comparisons": [{k: v for k, v in r.items() if k != "comparison"} | r["comparison"].to_dict()
                                 for r in rows],
             }
@@ -208,17 +218,21 @@ def show(runs, env: dict[str, Any], rows: list[dict], because: str | None) -> No
     for f in env["accepted"]:
         console.warn(f"accepted as part of the intended difference: {f['evidence']}")
     table = Table(title=f"A = {runs[0].id[:8]} (baseline)   B = {runs[1].id[:8]}", title_justify="left")
-    for col in ("cell", "metric", "A mean", "B mean", "verdict"):
+    for col in ("cell", "metric", "A mean ± CI", "B mean ± CI", "verdict"):
         table.add_column(col, overflow="fold")
     for r in rows:
         c = r["comparison"]
         point = ",".join(f"{k}={v}" for k, v in r["point"])
         cell = f"{r['workload']}{f'[{point}]' if point else ''}/{r['variant']}"
-        table.add_row(escape(cell), r["metric"], f"{c.mean_baseline:.6g} {c.unit}", f"{c.mean_other:.6g} {c.unit}",
+        table.add_row(escape(cell), r["metric"], _mean(c.baseline, c.unit), _mean(c.other, c.unit),
                       escape(c.sentence))  # fmt: skip
     console.print(table)
     if not rows:
         console.text(f"no metric has ≥ {MIN_VALUES} counted values in both runs: nothing to compare")
+    for side, keys in only.items():
+        if keys:
+            run = runs[0] if side == "a" else runs[1]
+            console.text(f"only in {run.id[:8]} (not compared): {', '.join(keys)}")
 
 
 def show_differences(run_a, run_b, env: dict[str, Any]) -> None:
@@ -239,6 +253,12 @@ def show_differences(run_a, run_b, env: dict[str, Any]) -> None:
     for d in diffs:
         table.add_row(d["category"], escape(d["key"]), escape(_fmt(d["a"])), escape(_fmt(d["b"])))
     console.print(table)
+
+
+def _mean(summary, unit: str) -> str:
+    from fairmark.stats import format_value
+
+    return format_value(summary.mean, summary.ci_half_width, unit)  # rounded to what the CI supports
 
 
 def _fmt(value: Any) -> str:
