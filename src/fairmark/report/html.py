@@ -15,6 +15,7 @@ import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,14 @@ def _draw_batch(jobs: list[tuple[str, tuple, str, Path | None]]) -> list[tuple[s
     return [_draw(job) for job in jobs]
 
 
+def _result(future: Future, jobs: list) -> list[tuple[str, Path | None]]:
+    """A worker that died (out of memory, fork refused) costs time, not the report: draw here instead."""
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        return _draw_batch(jobs)
+
+
 class Figures:
     """Draws the report's figures while the rest of the view is still being built: every BATCH figures go
     to a worker process (matplotlib is single-threaded; a 50-workload report has 150 figures). A report
@@ -56,15 +65,19 @@ class Figures:
         self.png_dir = png_dir
         self.png_paths: list[Path] = []
         self._pending: list[tuple[tuple[str, tuple, str, Path | None], dict[str, Any]]] = []
-        self._submitted: list[tuple[Future, list[dict[str, Any]]]] = []
+        self._submitted: list[tuple[Future, list, list[dict[str, Any]]]] = []
         self._pool: ProcessPoolExecutor | None = None
+        self._parallel = (os.cpu_count() or 1) > 1
 
     def add(self, kind: str, args: tuple, name: str) -> dict[str, Any]:
         """A slot whose "svg" is filled by render(); the template reads slot.svg."""
         slot: dict[str, Any] = {"svg": ""}
         self._pending.append(((kind, args, name, self.png_dir), slot))
-        if len(self._pending) >= BATCH and (os.cpu_count() or 1) > 1:
-            self._submit()
+        if len(self._pending) >= BATCH and self._parallel:
+            try:
+                self._submit()
+            except OSError:  # no processes to be had: draw everything here, in render()
+                self._parallel = False
         return slot
 
     def _submit(self) -> None:
@@ -72,13 +85,13 @@ class Figures:
             ctx = multiprocessing.get_context("fork")
             self._pool = ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=ctx)
         jobs, slots = [j for j, _ in self._pending], [s for _, s in self._pending]
-        self._submitted.append((self._pool.submit(_draw_batch, jobs), slots))
+        self._submitted.append((self._pool.submit(_draw_batch, jobs), jobs, slots))
         self._pending = []
 
     def render(self) -> None:
         done = [(_draw_batch([j for j, _ in self._pending]), [s for _, s in self._pending])]
         try:
-            done += [(future.result(), slots) for future, slots in self._submitted]
+            done += [(_result(future, jobs), slots) for future, jobs, slots in self._submitted]
         finally:
             if self._pool is not None:
                 self._pool.shutdown()
