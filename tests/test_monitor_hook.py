@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from fairmark.errors import UsageError
 from fairmark.run.hooks import HookContext
 from fairmark.run.monitors import SystemMonitor, default_hooks
 
@@ -45,7 +46,7 @@ def test_busy_trial_samples_each_interval_and_sees_user_time():
 
 
 def test_bad_interval_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError, match="monitor-interval"):
         SystemMonitor(0)
 
 

@@ -10,6 +10,7 @@ import platform
 import threading
 from typing import Any, Protocol
 
+from fairmark.errors import UsageError
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
 from fairmark.run.monitors.base import Snapshot, build_series
 
@@ -36,7 +37,7 @@ class SystemMonitor(TrialHook):
 
     def __init__(self, interval_s: float = 1.0, reader: Reader | None = None):
         if interval_s <= 0:
-            raise ValueError("monitor interval must be > 0 seconds")
+            raise UsageError(f"--monitor-interval must be more than 0 seconds, got {interval_s:g}")
         self.interval_s = interval_s
         self.os_name = platform.system().lower()
         self.reader = reader or reader_for()
