@@ -182,3 +182,35 @@ def _events_s(threads: int) -> float:
 
 def _parallel_speedup() -> float:
     return _events_s(2) / _events_s(1)
+
+
+@pytest.mark.skipif(not Path("/dev/loop-control").exists(), reason="no loop devices in this environment")
+def test_mount_variant_runs_trials_on_its_scratch_fs_and_removes_it(tmp_path, fairmark_cli):
+    state = Path(os.environ["FAIRMARK_STATE_DIR"])
+    plan = tmp_path / "mount.toml"
+    plan.write_text(
+        """
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+
+[[workload]]
+name = "where"
+shell = true
+# passes only inside the variant's scratch file system, which is the trial's working directory
+command = 'test "$PWD" = "$FAIRMARK_WORKDIR" && test "$(stat -f -c %T .)" = ext2/ext3 && grep -q " $PWD ext4 .*sync" /proc/mounts && echo ok=1'
+metrics = [{ name = "ok", regex = 'ok=(1)', better = "higher" }]
+
+[[variant]]
+name = "sync"
+mount = { fs = "ext4", options = "sync", size = "32M" }
+"""
+    )
+    code, out, err = fairmark_cli(*run_args(plan, tmp_path))
+    assert code == 0, err
+    assert json.loads(out)["cells"][0]["n_ok"] == 3
+    assert str(state) not in Path("/proc/mounts").read_text()
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    assert str(state) not in loops
+    assert list((state / "scratch").iterdir()) == []
