@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -244,4 +245,19 @@ def test_dead_server_is_reported_before_the_next_trial(tmp_path: Path):
         server.proc.wait()
         with pytest.raises(SetupError, match=r"redis \(port \d+\) is no longer running \(status -9\)"):
             server.check_alive()
+    assert our_children() == []
+
+
+@pytest.mark.parametrize(
+    "kind", [pytest.param("redis", marks=needs["redis"]), pytest.param("postgres", marks=needs["postgres"])]
+)
+def test_unix_socket_in_a_short_private_dir_when_the_path_is_too_long(kind: str, tmp_path: Path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    server = {"redis": servers.RedisServer, "postgres": servers.PostgresServer}[kind](deep / kind)
+    with server:
+        sock = server.socket if kind == "redis" else server.socket_dir / f".s.PGSQL.{server.port}"
+        assert sock.exists() and len(str(sock)) < 108
+        short = server._short_dir
+        assert short is not None and short.is_relative_to(tempfile.gettempdir())
+    assert not short.exists() and not (deep / kind).exists()
     assert our_children() == []

@@ -30,6 +30,7 @@ from typing import ClassVar
 from fairmark.run.workloads.base import SetupError
 
 LOOPBACK = "127.0.0.1"
+SOCKET_DIR_MAX = 80  # leaves room for "/sock/.s.PGSQL.65535" within sun_path's 108 bytes
 
 
 def _version_key(initdb: Path) -> list[int]:
@@ -178,6 +179,7 @@ class ManagedServer:
         self.proc: subprocess.Popen | None = None
         self.user = server_user(self.run_as) if self.run_as else None
         self.log = self.dir / f"{self.kind}.log"
+        self._short_dir: Path | None = None
 
     # -- what a concrete server provides --------------------------------------------------------------
     def prepare(self) -> None:
@@ -278,6 +280,18 @@ class ManagedServer:
             self._kill()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+            if self._short_dir is not None:
+                shutil.rmtree(self._short_dir, ignore_errors=True)
+                self._short_dir = None
+
+    def short_dir(self) -> Path:
+        """A private directory for Unix sockets: the server's own one, or — when that path is too long for a
+        socket address (sun_path holds 108 bytes) — a fresh one in the temporary directory, removed on stop."""
+        if len(str(self.dir)) <= SOCKET_DIR_MAX:
+            return self.dir
+        if self._short_dir is None:
+            self._short_dir = Path(tempfile.mkdtemp(prefix=f"fm-{self.kind}-"))
+        return self._short_dir
 
     def __enter__(self) -> ManagedServer:
         return self.start()
@@ -304,11 +318,13 @@ class PostgresServer(ManagedServer):
 
     @property
     def socket_dir(self) -> Path:
-        return self.dir / "sock"
+        return self.short_dir() / "sock"
 
     def prepare(self) -> None:
         self.socket_dir.mkdir()
         self.log.touch()
+        if self._short_dir is not None:
+            grant(self._short_dir, self.user)
 
     def start(self) -> ManagedServer:
         fresh = not self.dir.exists()
@@ -368,7 +384,7 @@ class RedisServer(ManagedServer):
 
     @property
     def socket(self) -> Path:
-        return self.dir / "redis.sock"
+        return self.short_dir() / "redis.sock"
 
     def argv(self) -> list[str]:
         return [
