@@ -105,7 +105,10 @@ class SystemState:
         if ch.get("mount"):
             r.scratch = self._scratch(variant.name, ch["mount"])
         if ch.get("cpus") is not None:
-            chosen = cpus_mod.resolve_cpus(ch["cpus"], cpus_mod.online_cpu_ids())
+            online = cpus_mod.online_cpu_ids()
+            if ch.get("online_cpus"):  # the CPU set must fit in what stays online
+                online = online[: ch["online_cpus"]]
+            chosen = cpus_mod.resolve_cpus(ch["cpus"], online)
             r.cpuset = cpus_mod.CpuSet(variant.name, chosen, use_cgroup=cpus_mod.cpuset_usable())
         if ch.get("malloc_debug"):
             r.env = malloc_debug.malloc_env(variant.env, freebsd=self.freebsd)
