@@ -87,3 +87,24 @@ def test_verdict_caveat_only_for_system_changes_on_user_bound_cells():
     assert at.verdict_caveat(user, False) is None and at.verdict_caveat(kern, True) is None
     assert at.attribute("w", []) is None
     assert user.to_dict()["flags"] == []
+
+
+def test_monitor_summary_means_and_peaks():
+    from fairmark.run.monitors.base import Snapshot, build_series
+
+    def snap(t, user, ctxt, reads, writes):
+        cpu = {"user": user, "system": 0.0, "idle": 100.0 * t - user, "iowait": 0.0, "steal": 0.0}
+        counters = {"ctxt": ctxt, "disk_reads": reads, "disk_writes": writes}
+        return Snapshot(t, {"total": cpu, "cpu0": cpu}, counters, {"runq": 2.0})
+
+    s = build_series(
+        [snap(0, 0, 0, 0, 0), snap(1, 50, 100, 10, 0), snap(2, 150, 400, 10, 30)],
+        os_name="linux",
+        interval_s=1,
+    )
+    rows = {r["name"]: r for r in at.monitor_summary([s, s])}
+    assert rows["context switches"]["mean"] == 200 and rows["context switches"]["peak"] == 300
+    assert rows["disk ops"]["mean"] == 20 and rows["disk ops"]["peak"] == 30
+    assert rows["CPU user"]["mean"] == 75 and rows["CPU user"]["peak"] == 100
+    assert rows["run queue"]["mean"] == 2 and "net rx" not in rows
+    assert at.monitor_summary([]) == []

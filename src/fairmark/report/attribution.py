@@ -305,13 +305,17 @@ def monitor_summary(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     wall = sum((s.get("totals") or {}).get("wall_s") or 0.0 for s in series)
     counters = [(s.get("totals") or {}).get("counters") or {} for s in series]
     rates = [s.get("rates_per_s") or {} for s in series]
+    peaks = [(s.get("totals") or {}).get("rate_peak") or {} for s in series]
     rows = _cpu_rows(series)
     for name, unit, key, div in SUMMARY_RATES:
         parts = _COMBOS.get(key, (key,))
-        if wall <= 0 or not any(all(p in r for p in parts) for r in rates):
+        if wall <= 0 or not any(parts[0] in r for r in rates):
             continue
         total = sum(c.get(p) or 0.0 for c in counters for p in parts)
-        peak = max(_peak(r, parts) for r in rates)
+        if len(parts) == 1:  # the series carries its own peak; a sum of two rates needs the columns
+            peak = max(pk.get(key) or 0.0 for pk in peaks)
+        else:
+            peak = max(_peak(r, parts) for r in rates)
         rows.append({"name": name, "unit": unit, "mean": total / wall / div, "peak": peak / div})
     for gauge, name in (("runq", "run queue"), ("mem_free_kib", "free memory (MiB)")):
         vals = [x for s in series for x in (s.get("gauges") or {}).get(gauge, []) if x is not None]
