@@ -9,6 +9,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -25,6 +26,15 @@ needs = {
         not (servers.PG_BIN / "postgres").exists(), reason="PostgreSQL 15 missing"
     ),
 }
+
+
+@pytest.fixture
+def srv_tmp() -> Iterator[Path]:
+    """A scratch directory outside pytest's own: concurrent pytest sessions reset /tmp/pytest-of-USER to 0700,
+    which would cut an unprivileged server (postgres, nginx workers) off from its files mid-test."""
+    path = Path(tempfile.mkdtemp(prefix="fairmark-test-srv-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def our_children() -> list[psutil.Process]:
@@ -64,21 +74,21 @@ def test_proc_state_sees_zombies_and_gone_processes():
         pytest.param("iperf3", marks=needs["iperf3"]),
     ],
 )
-def test_server_starts_on_free_port_and_leaves_nothing(kind: str, tmp_path: Path):
+def test_server_starts_on_free_port_and_leaves_nothing(kind: str, srv_tmp: Path):
     cls = {"redis": servers.RedisServer, "nginx": servers.NginxServer, "iperf3": servers.Iperf3Server}[kind]
-    server = cls(tmp_path / kind)
+    server = cls(srv_tmp / kind)
     with server:
         assert server.running and listening(server.port)
         pid, port = server.pid, server.port
     assert servers.proc_state(pid) is None  # waited for: not even a zombie
     assert not listening(port)
-    assert not (tmp_path / kind).exists()
+    assert not (srv_tmp / kind).exists()
     assert our_children() == []
 
 
 @needs["postgres"]
-def test_postgres_runs_unprivileged_restarts_and_is_removed(tmp_path: Path):
-    server = servers.PostgresServer(tmp_path / "pg", fsync=False)
+def test_postgres_runs_unprivileged_restarts_and_is_removed(srv_tmp: Path):
+    server = servers.PostgresServer(srv_tmp / "pg", fsync=False)
     with server:
         assert server.psql("SHOW fsync").split()[2] == "off"
         owner = psutil.Process(server.pid).username()
@@ -87,7 +97,7 @@ def test_postgres_runs_unprivileged_restarts_and_is_removed(tmp_path: Path):
         server.restart()
         assert server.pid != first and servers.proc_state(first) is None
         assert server.psql("SELECT 41 + 1").split()[2] == "42"
-    assert not (tmp_path / "pg").exists()
+    assert not (srv_tmp / "pg").exists()
     assert our_children() == []
 
 
@@ -218,13 +228,13 @@ def test_pg_bin_override_and_discovery(monkeypatch: pytest.MonkeyPatch, tmp_path
 
 
 @needs["nginx"]
-def test_nginx_workers_get_enough_descriptors_even_from_a_low_soft_limit(tmp_path: Path):
+def test_nginx_workers_get_enough_descriptors_even_from_a_low_soft_limit(srv_tmp: Path):
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, soft), hard))
     try:
-        with servers.NginxServer(tmp_path / "n", connections=4096) as server:
+        with servers.NginxServer(srv_tmp / "n", connections=4096) as server:
             workers = psutil.Process(server.pid).children()
             assert workers
             for w in workers:
@@ -251,8 +261,8 @@ def test_dead_server_is_reported_before_the_next_trial(tmp_path: Path):
 @pytest.mark.parametrize(
     "kind", [pytest.param("redis", marks=needs["redis"]), pytest.param("postgres", marks=needs["postgres"])]
 )
-def test_unix_socket_in_a_short_private_dir_when_the_path_is_too_long(kind: str, tmp_path: Path):
-    deep = tmp_path / ("d" * 60) / ("e" * 60)
+def test_unix_socket_in_a_short_private_dir_when_the_path_is_too_long(kind: str, srv_tmp: Path):
+    deep = srv_tmp / ("d" * 60) / ("e" * 60)
     server = {"redis": servers.RedisServer, "postgres": servers.PostgresServer}[kind](deep / kind)
     with server:
         sock = server.socket if kind == "redis" else server.socket_dir / f".s.PGSQL.{server.port}"

@@ -4,6 +4,8 @@ fsync off, Unix socket), and nothing left behind — also when setup fails."""
 from __future__ import annotations
 
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -19,6 +21,15 @@ needs_pg = pytest.mark.skipif(
     shutil.which("pgbench") is None or not (servers.PG_BIN / "postgres").exists(),
     reason="PostgreSQL 15 missing",
 )
+
+
+@pytest.fixture
+def srv_tmp() -> Iterator[Path]:
+    """A scratch directory outside pytest's own: concurrent pytest sessions reset /tmp/pytest-of-USER to 0700,
+    which would cut an unprivileged server (postgres, nginx workers) off from its files mid-test."""
+    path = Path(tempfile.mkdtemp(prefix="fairmark-test-srv-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def parse(name: str, stderr: str = "") -> dict[str, float]:
@@ -60,19 +71,19 @@ def no_leftovers(tmp_path: Path) -> None:
 
 
 @needs_pg
-def test_end_to_end_restart_unix_socket(tmp_path: Path):
+def test_end_to_end_restart_unix_socket(srv_tmp: Path):
     params = {"scale": 1, "duration_s": 1, "clients": 2, "restart": True, "fsync": False, "transport": "unix"}
-    m = tools.run_once(adapter_for("pgbench"), params, tmp_path, timeout_s=30)
+    m = tools.run_once(adapter_for("pgbench"), params, srv_tmp, timeout_s=30)
     assert m["tps"] > 10 and m["latency_avg_ms"] > 0 and m["failed_transactions"] == 0
-    no_leftovers(tmp_path)
+    no_leftovers(srv_tmp)
 
 
 @needs_pg
-def test_server_removed_when_setup_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_server_removed_when_setup_fails(srv_tmp: Path, monkeypatch: pytest.MonkeyPatch):
     a = adapter_for("pgbench")
     monkeypatch.setattr(
         a, "_conn", lambda server, transport: ["-h", "127.0.0.1", "-p", "1", "-U", "postgres"]
     )
     with pytest.raises(SetupError, match="pgbench -i failed"):
-        tools.run_once(a, {"scale": 1}, tmp_path, timeout_s=30)
-    no_leftovers(tmp_path)
+        tools.run_once(a, {"scale": 1}, srv_tmp, timeout_s=30)
+    no_leftovers(srv_tmp)

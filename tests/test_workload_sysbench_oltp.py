@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -18,6 +20,15 @@ needs_pg = pytest.mark.skipif(
     shutil.which("sysbench") is None or not (servers.PG_BIN / "postgres").exists(),
     reason="sysbench/PG missing",
 )
+
+
+@pytest.fixture
+def srv_tmp() -> Iterator[Path]:
+    """A scratch directory outside pytest's own: concurrent pytest sessions reset /tmp/pytest-of-USER to 0700,
+    which would cut an unprivileged server (postgres, nginx workers) off from its files mid-test."""
+    path = Path(tempfile.mkdtemp(prefix="fairmark-test-srv-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def parse(name: str) -> dict[str, float]:
@@ -51,9 +62,9 @@ def test_params_are_checked():
 
 
 @needs_pg
-def test_end_to_end_read_write(tmp_path: Path):
+def test_end_to_end_read_write(srv_tmp: Path):
     params = {"test": "oltp_read_write", "threads": 2, "time_s": 1, "tables": 2, "table_size": 1000}
-    m = tools.run_once(adapter_for("sysbench-oltp"), params, tmp_path, timeout_s=30)
+    m = tools.run_once(adapter_for("sysbench-oltp"), params, srv_tmp, timeout_s=30)
     assert m["tps"] > 5 and m["qps"] > m["tps"] and m["latency_p95_ms"] >= m["latency_avg_ms"] * 0.5
     assert psutil.Process().children(recursive=True) == []
-    assert not (tmp_path / "scratch" / "postgres").exists()
+    assert not (srv_tmp / "scratch" / "postgres").exists()

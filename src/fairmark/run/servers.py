@@ -208,12 +208,20 @@ class ManagedServer:
             raise SetupError(f"{self.kind} (port {self.port}) is no longer running (status {code}); log tail:\n"
                              f"{log_tail(self.log)}")  # fmt: skip
 
+    def initialise(self) -> None:
+        """Create the data set as the server's user (once, after prepare), e.g. initdb."""
+
     def start(self) -> ManagedServer:
         if not self.dir.exists():
             self.dir.mkdir(parents=True)
             self.prepare()
             grant(self.dir, self.user)
+            self.initialise()
         self.port = free_port()
+        self._launch()
+        return self
+
+    def _launch(self) -> None:
         self._spawn()
         try:
             wait_until(
@@ -222,7 +230,6 @@ class ManagedServer:
         except BaseException:
             self._kill()
             raise
-        return self
 
     def _spawn(self) -> None:
         with open(self.log, "ab") as log:
@@ -246,15 +253,9 @@ class ManagedServer:
         )
 
     def restart(self) -> None:
+        """Stop and start again on the same port with the same data (seed 003: restart between runs)."""
         self._kill()
-        self._spawn()
-        try:
-            wait_until(
-                self.ready, self.proc, self.start_timeout_s, f"{self.kind} on port {self.port}", self.log
-            )
-        except BaseException:
-            self._kill()
-            raise
+        self._launch()
 
     def _kill(self, grace_s: float = 15.0) -> None:
         """Stop cleanly (the server's own shutdown signal), then SIGKILL the whole group after `grace_s`."""
@@ -301,7 +302,8 @@ class ManagedServer:
 
 
 class PostgresServer(ManagedServer):
-    """PostgreSQL (15 on Debian 12): initdb (trust, no sync) into a private directory, TCP on 127.0.0.1 plus a private socket dir."""
+    """PostgreSQL (15 on Debian 12): initdb (trust auth, no sync) into a private directory; TCP on 127.0.0.1
+    and a private socket directory."""
 
     kind = "postgres"
     run_as = "postgres"
@@ -326,16 +328,7 @@ class PostgresServer(ManagedServer):
         if self._short_dir is not None:
             grant(self._short_dir, self.user)
 
-    def start(self) -> ManagedServer:
-        fresh = not self.dir.exists()
-        if fresh:
-            self.dir.mkdir(parents=True)
-            self.prepare()
-            grant(self.dir, self.user)
-            self._initdb()
-        return super().start()
-
-    def _initdb(self) -> None:
+    def initialise(self) -> None:
         argv = [str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync"]
         res = subprocess.run(
             argv, capture_output=True, text=True, timeout=120, cwd=self.dir, **as_user(self.user)
