@@ -64,3 +64,14 @@ def test_lock_profile_runs_or_says_why(tmp_path):
     (art,) = arts
     assert art.name == "contention", art.data
     assert isinstance(art.data["rows"], list) and art.data["source"] == "perf lock contention"
+
+
+def test_close_stops_a_recording_left_running(tmp_path):
+    (hook,) = hooks_for(["cpu"])
+    if hook.unavailable:
+        pytest.skip(hook.unavailable)
+    ctx = HookContext("r", "c", "w", "A", "t", str(tmp_path), False)
+    hook.start(ctx)  # the trial is interrupted: stop() never comes
+    proc = hook._rec.proc
+    hook.close()
+    assert proc.poll() is not None and not list(tmp_path.glob("perf*.data"))

@@ -116,3 +116,11 @@ class Profiler(TrialHook):
     """A profile hook: `kind` is the artifact kind ("profile.cpu" …)."""
 
     kind = "profile"
+    _rec: PerfRecorder | None = None
+
+    def close(self) -> None:
+        """End of run (also after Ctrl-C between start and stop): no perf left recording."""
+        if self._rec is not None:
+            self._rec.stop()
+            self._rec.out.unlink(missing_ok=True)
+            self._rec = None
