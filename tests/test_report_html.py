@@ -87,6 +87,8 @@ def test_sections_present(hostile_report):
         'class="differ"',
         "insensitive to kernel debug options",
         "caveat: this cell spends",
+        "What the variants change",
+        "<code>sysctl.kern.foo</code>",
     ):
         assert needle in html, needle
     assert html.count("<svg") >= 6  # strip plots + monitor plots, inline

@@ -352,6 +352,21 @@ def failure_points(report: RunReport, workload: str, param: str) -> list[tuple[s
     ]  # fmt: skip
 
 
+def variant_table(report: RunReport) -> dict[str, Any]:
+    """What the plan changes per variant (env, sysctl, wrapper, CPUs …), keys that differ first."""
+    defs = variant_definitions(report)
+    names = [n for n in dict.fromkeys(c.variant for c in report.cells) if n in defs]
+    flats = {
+        n: flatten({k: v for k, v in defs[n].items() if k not in ("name", "description")}) for n in names
+    }
+    keys = sorted({k for f in flats.values() for k in f})
+    rows = [{"key": k, "values": [flats[n].get(k, "—") for n in names]} for k in keys]
+    rows = [r for r in rows if any(v not in ("—", "null", "{}", "[]", "false") for v in r["values"])]
+    for r in rows:
+        r["differ"] = len(set(r["values"])) > 1
+    return {"names": names, "rows": sorted(rows, key=lambda r: not r["differ"])}
+
+
 def _slim(series: Mapping[str, Any]) -> dict[str, Any]:
     """Only what the monitor plot draws: less to send to a worker process."""
     return {
@@ -385,6 +400,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "groups": groups,
         "scaling": scaling_views(report, figs),
         "findings": [_finding(f) for f in report.findings],
+        "variants": variant_table(report),
         "reproduce": {
             "version": run.fairmark_version,
             "plan_path": run.plan_path,
