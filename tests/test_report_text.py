@@ -31,7 +31,7 @@ def test_text_fits_80_columns_and_has_the_sections(stored):
     text = render_text([load_report(store, run_id)])
     assert max(len(line) for line in _body_lines(text)) <= 80
     for needle in ("Verdicts", "slower than A", "|__", "[A]", "How to reproduce",
-                   "--accept-risk", "syscalls of A", "lock contention of B", "Doctor findings"):  # fmt: skip
+                   "--accept-risk", "syscalls of A", "lock contention of B", "Doctor findings", "- B: sysctl.kern.foo=1"):  # fmt: skip
         assert needle in text, needle
     assert "\x1b[" not in text  # no colour codes
     assert HOSTILE in text  # plain text shows data as it is

@@ -19,6 +19,7 @@ from fairmark.report.html import (
     lock_rows,
     ministat_text,
     syscall_view,
+    variant_table,
     verdict_rows,
 )
 from fairmark.stats import format_value
@@ -72,6 +73,16 @@ def _verdicts(w: Writer, report: RunReport, attrs: dict) -> None:
         for extra in [*v["warnings"], v["caveat"]]:
             if extra:
                 w.para(extra, "    ")
+
+
+def _variants(w: Writer, report: RunReport) -> None:
+    table = variant_table(report)
+    differ = [r for r in table["rows"] if r["differ"]]
+    if differ:
+        w.heading("What the variants change", 3)
+        for i, name in enumerate(table["names"]):
+            parts = [f"{r['key']}={r['values'][i]}" for r in differ if r["values"][i] != "—"]
+            w.para(f"{name}: " + (", ".join(parts) or "(as the system is)"), "- ")
 
 
 def _table(cells: Sequence[CellReport]) -> list[str]:
@@ -180,6 +191,7 @@ def _run(w: Writer, report: RunReport) -> None:
         c.key: attr.attribute(c.workload, c.trials, arts.data(c.key, "monitor/system")) for c in report.cells
     }
     _verdicts(w, report, attrs)
+    _variants(w, report)
     for group, cells in report.groups().items():
         metric = cells[0].primary_metric
         spec = cells[0].spec(metric)
