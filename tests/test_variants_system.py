@@ -327,6 +327,21 @@ def test_kill_9_leaves_a_journal_that_recovery_undoes(state, metrics_save, tmp_p
     assert pending_findings(state) == [] and recover_pending(state) == []
 
 
+# Like the runner: everything after construction inside try/finally, since a signal may come at any moment.
+RUNNER_LIKE = """
+import sys, time
+from fairmark.plan.load import parse_plan
+from fairmark.run.variants.system import SystemState
+s = SystemState(parse_plan(open(sys.argv[1]).read()), state_dir=sys.argv[2])
+try:
+    s.activate("B")
+    print("active", flush=True)
+    time.sleep(60)
+finally:
+    s.close()
+"""
+
+
 def test_sigterm_unwinds_like_ctrl_c(state, metrics_save, tmp_path):
     other = "0" if metrics_save == "1" else "1"
     plan_file = tmp_path / "p.toml"
@@ -334,15 +349,19 @@ def test_sigterm_unwinds_like_ctrl_c(state, metrics_save, tmp_path):
         '[[workload]]\nname = "w"\ncommand = ["true"]\n[[variant]]\nname = "A"\n[[variant]]\nname = "B"\n'
         f'settle_s = 0\nsysctl = {{ "net.ipv4.tcp_no_metrics_save" = {other} }}\n'
     )
-    script = CRASHER.replace("time.sleep(60)", "try:\n    time.sleep(60)\nfinally:\n    s.close()")
     proc = subprocess.Popen(
-        [sys.executable, "-c", script, str(plan_file), str(state)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", RUNNER_LIKE, str(plan_file), str(state)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     proc.stdout.readline()
     assert read(SYSCTL) == other
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=20) == 128 + signal.SIGTERM
-    assert read(SYSCTL) == metrics_save and pending_findings(state) == []
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert read(SYSCTL) == metrics_save, err
+    assert pending_findings(state) == []
 
 
 def test_unreadable_journal_is_reported_not_guessed(state):
