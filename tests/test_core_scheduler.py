@@ -210,3 +210,42 @@ def test_calibrate_adds_an_interleaved_aa_twin_of_the_baseline(tmp_path: Path) -
     assert "calibration" not in by_variant["B"].comparison
     assert by_variant["B"].significant
     assert store.get_run(run_id).options["calibrate"] is True
+
+
+def test_variant_params_reach_the_tool_and_are_stored(tmp_path: Path) -> None:
+    """A variant may change a tool's parameters; each cell's resolved params (and report labels) are stored."""
+    fixtures = Path(__file__).parent / "fixtures" / "tools" / "openssl"
+
+    class OpensslOutput(FakeExecutor):
+        def __call__(self, argv: list[str], *, out_dir: Path, name: str, **kw: object) -> ExecResult:
+            self.calls.append(" ".join(argv))
+            res = super().__call__(argv, env={}, out_dir=out_dir, name=name)
+            fixture = "sha256.txt" if "sha256" in argv else "aes-256-gcm.txt"
+            Path(res.stdout_path).write_text((fixtures / fixture).read_text())
+            return res
+
+    text = (
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n"
+        "[[workload]]\nname = 'crypto'\ntool = 'openssl'\nparams = { seconds = 1 }\n"
+        "[[variant]]\nname = 'aes'\n"
+        "[[variant]]\nname = 'sha'\nparams = { crypto = { algorithm = 'sha256' } }\n"
+    )
+    store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
+    fake = OpensslOutput({}, 0.01)
+    run_id = Runner(
+        LoadedPlan(parse_plan(text), "p.toml", text), store, RunOptions(probe=False), executor=fake
+    ).start()
+    cells = {c["variant"]: c for c in store.cells(run_id)}
+    assert cells["aes"]["params"]["algorithm"] == "aes-256-gcm"
+    assert cells["sha"]["params"] == {"algorithm": "sha256", "seconds": 1, "bytes": 0}
+    assert sum("sha256" in call for call in fake.calls) == 3
+    assert all(c.n_ok == 3 for c in load_report(store, run_id).cells)
+
+
+def test_variant_params_for_a_command_workload_is_a_plan_error() -> None:
+    import pytest
+
+    from fairmark.errors import PlanError
+
+    with pytest.raises(PlanError, match="non-tool workload"):
+        parse_plan(plan_text(["A"]) + "params = { w = { x = 1 } }\n")

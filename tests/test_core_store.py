@@ -145,3 +145,36 @@ def test_urls() -> None:
     assert normalize_url("/tmp/x.db") == "sqlite:////tmp/x.db"
     with pytest.raises(StoreError):
         Store.open("nosuchdialect://x")
+
+
+def test_v1_store_is_migrated_forward(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    from fairmark.store import schema
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    store = Store.open(url)
+    with store.engine.begin() as conn:  # make it a version 1 store: no cell params/labels yet
+        conn.execute(sa.text("ALTER TABLE cells DROP COLUMN params"))
+        conn.execute(sa.text("ALTER TABLE cells DROP COLUMN labels"))
+        conn.execute(sa.text("UPDATE fairmark_meta SET value = '1' WHERE key = 'schema_version'"))
+    store.engine.dispose()
+    migrated = Store.open(url)
+    with migrated.engine.connect() as conn:
+        version = conn.execute(
+            sa.text("SELECT value FROM fairmark_meta WHERE key = 'schema_version'")
+        ).scalar()
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("cells")}
+    assert int(version) == schema.SCHEMA_VERSION
+    assert {"params", "labels"} <= columns
+
+
+def test_newer_store_is_refused(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    store = Store.open(url)
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE fairmark_meta SET value = '999' WHERE key = 'schema_version'"))
+    with pytest.raises(StoreError, match="newer than this fairmark"):
+        Store.open(url)

@@ -245,6 +245,9 @@ class Variant(SystemChanges):
     command: Command | None = None  # replaces the command of every command workload
     commands: dict[str, Command] = Field(default_factory=dict)  # per workload name
     shell: bool | None = None
+    # Tool parameters this variant changes, per tool workload name: { redis = { transport = "unix" } }.
+    # They apply per trial (the command); a workload's setup (e.g. its server) uses the workload's own params.
+    params: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod
@@ -284,6 +287,10 @@ class Plan(Strict):
             unknown = sorted(set(v.commands) - workloads)
             if unknown:
                 raise ValueError(f"variant {v.name!r}: commands for unknown workload(s) {unknown}")
+            tools = {w.name for w in self.workload if w.tool}
+            unknown = sorted(set(v.params) - tools)
+            if unknown:
+                raise ValueError(f"variant {v.name!r}: params for unknown or non-tool workload(s) {unknown}")
         self._check_tuning_names()
         unknown = sorted(set(self.quick.params) - workloads)
         if unknown:

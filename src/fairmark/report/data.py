@@ -33,6 +33,8 @@ class CellReport:
     primary_metric: str
     metrics: tuple[dict[str, str], ...]  # [{name, unit, better}], primary first
     command: list[str] | None
+    params: dict[str, Any] | None
+    labels: dict[str, str] | None
     trials: tuple[dict[str, Any], ...]
     values: dict[str, list[float]]  # metric → values of ok, measured (non-warm-up) trials, in trial order
     summaries: dict[str, dict[str, Any]]
@@ -177,6 +179,8 @@ def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
         "primary_metric": c.primary_metric,
         "metrics": list(c.metrics),
         "command": c.command,
+        "params": c.params,
+        "labels": c.labels,
         "n_ok": c.n_ok,
         "n_failed": c.n_failed,
         "summaries": c.summaries,
@@ -277,6 +281,8 @@ def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) ->
         primary_metric=c["primary_metric"],
         metrics=metrics,
         command=c["command"],
+        params=c.get("params"),
+        labels=c.get("labels"),
         trials=tuple(trials),
         values=values,
         summaries=summaries,

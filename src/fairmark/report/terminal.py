@@ -3,6 +3,8 @@ plot, verdict sentences, scaling data, warnings and findings. Digits are rounded
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.markup import escape
 from rich.table import Table
 
@@ -59,7 +61,14 @@ def _short(v: Verdict | None) -> str:
     return f"A/A calibration: {text}" if c.get("calibration") else text
 
 
-def _group(r: RunReport, group: str, cells: list[CellReport], plot_width: int) -> None:
+def _group(
+    r: RunReport,
+    group: str,
+    cells: list[CellReport],
+    plot_width: int,
+    attrs: dict[str, Any],
+    caveats: dict[tuple[str, str, str], str],
+) -> None:
     primary = cells[0].primary_metric
     verdicts = {v.variant: v for v in r.verdicts if v.group == group and v.metric == primary}
     t = Table(
@@ -76,10 +85,18 @@ def _group(r: RunReport, group: str, cells: list[CellReport], plot_width: int) -
         console.text("\n".join(legend(data) + ascii_plot(data, width=plot_width)))
     for v in r.verdicts:
         if v.group == group:
-            console.text(
-                f"  {v.metric}: {v.sentence}"
-                + ("" if v.fdr_significant or not v.significant else " — not significant after FDR control")
-            )
+            fdr = "" if v.fdr_significant or not v.significant else " — not significant after FDR control"
+            console.text(f"  {v.metric}: {v.sentence}{fdr}")
+            caveat = caveats.get((v.group, v.variant, v.metric))
+            if caveat:
+                console.print(f"    [yellow]{escape(caveat)}[/]")
+    _params(cells)
+    for c in cells:
+        a = attrs.get(c.key)
+        if a is not None:
+            console.text(f"  [{c.variant}] {a.sentence}")
+            for flag in a.flags:
+                console.print(f"    [yellow]USE[/] {escape(flag.message)}")
     for c in cells:
         for w in c.warnings:
             console.print(f"  [yellow]warning[/] {escape(c.key)}: {escape(w)}")
@@ -90,6 +107,22 @@ def _group(r: RunReport, group: str, cells: list[CellReport], plot_width: int) -
                 console.print(
                     f"  [red]{t_['status']}[/] {escape(c.key)} trial {t_['seq']}: {escape(t_['error'] or '')}"
                 )
+
+
+def _params(cells: list[CellReport]) -> None:
+    """A tool's parameters where the variants differ, and what the report must state (e.g. fsync)."""
+    rows = [c for c in cells if c.params]
+    if not rows:
+        return
+    keys = sorted({k for c in rows for k in c.params})
+    differ = [k for k in keys if len({repr(c.params.get(k)) for c in rows}) > 1]
+    same = {k: rows[0].params[k] for k in keys if k not in differ and k in rows[0].params}
+    console.text("  params: " + ", ".join(f"{k}={v}" for k, v in same.items()))
+    for c in rows:
+        diff = ", ".join(f"{k}={c.params.get(k)}" for k in differ)
+        labels = ", ".join(f"{k}: {v}" for k, v in (c.labels or {}).items())
+        if diff or labels:
+            console.text(f"  [{c.variant}] " + "; ".join(x for x in (diff, labels) if x))
 
 
 def _scaling(r: RunReport) -> None:
@@ -136,9 +169,17 @@ def _findings(r: RunReport) -> None:
 
 def render(r: RunReport, *, plot_width: int = 74) -> None:
     _header(r)
+    from fairmark.report.attribution import attribute
+    from fairmark.report.html import RunArtifacts, verdict_rows
+
+    arts = RunArtifacts(r)
+    attrs = {c.key: attribute(c.workload, c.trials, arts.data(c.key, "monitor/system")) for c in r.cells}
+    caveats = {
+        (v["group"], v["variant"], v["metric"]): v["caveat"] for v in verdict_rows(r, attrs) if v["caveat"]
+    }
     for group, cells in r.groups().items():
         console.print()
-        _group(r, group, cells, plot_width)
+        _group(r, group, cells, plot_width, attrs, caveats)
     if r.scaling:
         console.print()
         _scaling(r)

@@ -78,6 +78,7 @@ class CellState:
     values: list[float] = field(default_factory=list)  # primary metric, measured ok trials, in order
     failures: int = 0
     rounds_done: set[int] = field(default_factory=set)
+    params: dict[str, Any] = field(default_factory=dict)  # a tool cell's resolved parameters
 
 
 @dataclass
@@ -148,17 +149,29 @@ class Runner:
             for name, (unit, better) in BUILTIN_METRICS.items():
                 specs.setdefault(name, (unit, better))
             own = [c for c in cells if c.workload == w.name]
+            cell_params = {c.key: self._cell_params(adapter, params, c) for c in own} if adapter else {}
             out.append(
                 WorkloadRuntime(
                     w,
                     adapter,
                     params,
                     specs,
-                    [CellState(c, (stored or {}).get(c.key, -1)) for c in own],
+                    [
+                        CellState(c, (stored or {}).get(c.key, -1), params=cell_params.get(c.key, {}))
+                        for c in own
+                    ],
                     declared,
                 )
             )
         return out
+
+    def _cell_params(self, adapter: Adapter, params: dict[str, Any], cell: Cell) -> dict[str, Any]:
+        """Workload params ⊕ the variant's params for this workload ⊕ the sweep point, checked by the adapter."""
+        own = self.plan.variant_named(cell.variant).params.get(cell.workload, {})
+        try:
+            return adapter.resolve(params | own | {k: v for k, v in cell.point if k != "cpus"})
+        except PlanError as exc:
+            raise PlanError(exc.message, path=self.loaded.path, key=f"cell {cell.key} params") from None
 
     def _cell_rows(self, rt: WorkloadRuntime) -> list[dict[str, Any]]:
         return [
@@ -173,6 +186,8 @@ class Runner:
                     for n, (u, b) in rt.metric_specs.items()
                 ],
                 "command": command_for(rt.workload, self.plan.variant_named(cs.cell.variant)),
+                "params": cs.params or None,
+                "labels": _labels(rt.adapter, cs.params),
             }
             for cs in rt.cells
         ]
@@ -419,7 +434,7 @@ class Runner:
         self.seq += 1
         trial_dir = wctx.scratch / f"trial-{self.seq:05d}"
         trial_dir.mkdir()
-        params = rt.params | {k: v for k, v in cell.point if k != "cpus"}
+        params = cs.params or rt.params
         tctx = TrialContext(
             workload=wctx, params=params, trial_dir=trial_dir, variant=cell.variant, warmup=r < 0
         )
@@ -600,6 +615,12 @@ class Runner:
         for secret in self.secrets:
             text = text.replace(secret, "<redacted>")
         return text
+
+
+def _labels(adapter: Adapter | None, params: dict[str, Any]) -> dict[str, str] | None:
+    """What a report must state beside this cell's numbers (e.g. whether PostgreSQL ran with fsync)."""
+    labels = getattr(adapter, "labels", None)
+    return dict(labels(params)) if adapter and labels and params else None
 
 
 def _first(w: Workload, key: str) -> Any:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = sa.MetaData()
 
@@ -58,6 +58,8 @@ cells = sa.Table(
     sa.Column("status", sa.String(16), nullable=False, default="active"),  # active, done, abandoned
     sa.Column("stop_reason", sa.Text),
     sa.Column("command", sa.JSON),  # argv as run (for the report's "how to reproduce")
+    sa.Column("params", sa.JSON),  # a tool cell's resolved parameters (defaults ⊕ plan ⊕ variant ⊕ sweep)
+    sa.Column("labels", sa.JSON),  # what a report must state beside the numbers (e.g. PostgreSQL fsync)
     sa.UniqueConstraint("run_id", "key"),
 )
 
@@ -142,5 +144,12 @@ artifacts = sa.Table(
     sa.Index("ix_artifacts_run", "run_id", "kind"),
 )
 
+
+def _v2_cell_params(conn: sa.Connection) -> None:
+    """v2: cells record their tool parameters and report labels."""
+    for column in ("params", "labels"):
+        conn.execute(sa.text(f"ALTER TABLE cells ADD COLUMN {column} JSON"))
+
+
 # version → function(connection) that upgrades from version-1 to version
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _v2_cell_params}
