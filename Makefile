@@ -6,19 +6,24 @@ BIN   := $(VENV)/bin
 STAMP := $(VENV)/.fairmark-installed
 PLAN  ?= plans/quick.toml
 
-.PHONY: setup tools run test lint format bench clean
+.PHONY: setup tools-run tools-test run test lint format bench clean
 
-setup: $(STAMP) tools
+setup: tools-run $(STAMP)
 
-$(STAMP): pyproject.toml
+# python3-venv (Debian) must be there before the venv is made: tools-run comes first.
+$(STAMP): pyproject.toml | tools-run
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-# Distro packages the default plan and the test suite need (one apt-get call, only for what is missing).
-tools:
-	@bash scripts/ensure-tools.sh packages/debian.txt
+# Distro packages (one apt-get call, only for what is missing): what the default plan needs, and what the
+# test suite needs on top (real servers, the ministat and hyperfine peers, perf, strace, headless Chromium).
+tools-run:
+	@bash scripts/ensure-tools.sh packages/debian-run.txt
+
+tools-test: tools-run
+	@bash scripts/ensure-tools.sh packages/debian-test.txt
 
 # The terminal report comes at the end of the run; the self-contained HTML report is written next to it.
 run: setup
@@ -35,10 +40,10 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src tests bench
 
 # pytest exits 5 when it collected nothing; that is a failure here, like any other non-zero code.
-test: setup lint
+test: setup tools-test lint
 	$(BIN)/pytest -q
 
-bench: setup
+bench: setup tools-test
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
