@@ -192,9 +192,7 @@ class Store:
             conn.execute(sa.update(S.cells).where(S.cells.c.id == cell_id).values(**values))
 
     def cells(self, run_id: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            q = sa.select(S.cells).where(S.cells.c.run_id == run_id).order_by(S.cells.c.id)
-            return [dict(r) for r in conn.execute(q).mappings()]
+        return self.table_rows(S.cells, run_id)
 
     # -- trials and samples -----------------------------------------------------------------------------
     def add_trial(
@@ -282,9 +280,7 @@ class Store:
                 conn.execute(sa.insert(S.findings), rows)
 
     def findings(self, run_id: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            q = sa.select(S.findings).where(S.findings.c.run_id == run_id).order_by(S.findings.c.id)
-            return [dict(r) for r in conn.execute(q).mappings()]
+        return self.table_rows(S.findings, run_id)
 
     def replace_verdicts(self, run_id: str, rows: Sequence[dict[str, Any]]) -> None:
         with self.engine.begin() as conn:
@@ -293,9 +289,7 @@ class Store:
                 conn.execute(sa.insert(S.verdicts), [r | {"run_id": run_id} for r in rows])
 
     def verdicts(self, run_id: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            q = sa.select(S.verdicts).where(S.verdicts.c.run_id == run_id).order_by(S.verdicts.c.id)
-            return [dict(r) for r in conn.execute(q).mappings()]
+        return self.table_rows(S.verdicts, run_id)
 
     def add_artifact(
         self,
@@ -332,9 +326,13 @@ class Store:
 
     # -- bundles ----------------------------------------------------------------------------------------
     def table_rows(self, table: sa.Table, run_id: str) -> list[dict[str, Any]]:
+        """Every row of `table` that belongs to the run, in insertion order where the table has one."""
         col = table.c.id if table is S.runs else table.c.run_id
+        q = sa.select(table).where(col == run_id)
+        if table is not S.runs and isinstance(table.c.id.type, sa.Integer):
+            q = q.order_by(table.c.id)
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(sa.select(table).where(col == run_id)).mappings()]
+            return [dict(r) for r in conn.execute(q).mappings()]
 
     def insert_rows(self, rows_by_table: dict[sa.Table, list[dict[str, Any]]]) -> None:
         with self.engine.begin() as conn:
