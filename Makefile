@@ -24,6 +24,7 @@ tools-run:
 
 tools-test: tools-run
 	@bash scripts/ensure-tools.sh packages/debian-test.txt
+	@bash scripts/ensure-inferno.sh
 
 # The terminal report comes at the end of the run; the self-contained HTML report is written next to it.
 run: setup
