@@ -122,7 +122,11 @@ def attribute(
     """The attribution of one cell; None when nothing was measured (no successful trial, no monitor)."""
     own = rusage_seconds(trials)
     mon = monitor_cpu_seconds(series)
-    split, source = _choose_split(own, mon)
+    flags = use_flags(series)
+    # On a saturated CPU the trial's processes look idle because they wait for a CPU, not for a server:
+    # the system-wide split would then describe the neighbours, so keep the trial's own rusage.
+    saturated = any(f.key == "cpu_saturation" for f in flags)
+    split, source = _choose_split(own, None if saturated and own is not None else mon)
     if split is None:
         return None
     iowait = mon.iowait if mon else None
@@ -134,7 +138,7 @@ def attribute(
     iowait_pct = None if iowait is None else 100.0 * iowait / denom
     busy = (own.user + own.system) / own.wall if own and own.wall > 0 else None
     sentence = describe(workload, user_pct, system_pct, iowait_pct, source, busy)
-    return Attribution(workload, user_pct, system_pct, iowait_pct, source, busy, sentence, use_flags(series))
+    return Attribution(workload, user_pct, system_pct, iowait_pct, source, busy, sentence, flags)
 
 
 def _choose_split(own: CpuSeconds | None, mon: CpuSeconds | None) -> tuple[CpuSeconds | None, str]:
