@@ -62,7 +62,7 @@ def test_aa_ends_no_difference_proven(tmp_path: Path, fairmark_cli) -> None:
 def test_ab_ten_percent_more_work_is_a_proven_slowdown_with_ci_containing_truth(
     tmp_path: Path, fairmark_cli
 ) -> None:
-    plan = ab_plan(tmp_path, 400_000, 440_000)
+    plan = ab_plan(tmp_path, 3_000_000, 3_300_000)
     code, out, err = fairmark_cli("run", str(plan), "--json", "--no-monitors", "--accept-risk")
     assert code == 0, err
     doc = json.loads(out)
