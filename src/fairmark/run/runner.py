@@ -82,6 +82,16 @@ class CellState:
 
 
 @dataclass
+class _Contexts:
+    """A workload's adapter contexts: the shared one (key None) and one per variant with its own scratch
+    file system; `ready` lists those whose setup has started, in order, for teardown."""
+
+    base: WorkloadContext
+    by_key: dict[str | None, WorkloadContext] = field(default_factory=dict)
+    ready: list[WorkloadContext] = field(default_factory=list)
+
+
+@dataclass
 class WorkloadRuntime:
     workload: Workload
     adapter: Adapter | None
@@ -340,14 +350,11 @@ class Runner:
         ctx.cache.mkdir(parents=True, exist_ok=True)
         # Plain command workloads find their private scratch directory (removed after the workload) here.
         ctx.env["FAIRMARK_SCRATCH"] = str(scratch)
+        contexts = _Contexts(ctx)
         try:
             self.progress.workload(w.name, "setup")
-            if rt.adapter:
-                rt.adapter.setup(ctx)
             self._shell_step(w, "setup", scratch)
             self._shell_step(w, "prime", scratch)
-            if rt.adapter:
-                rt.adapter.prime(ctx)
             self.progress.workload(w.name, "trials")
             for r in range(-self.policy.warmup, self.policy.max_trials + self.policy.max_failures):
                 active = [cs for cs in rt.cells if cs.status == "active"]
@@ -355,7 +362,7 @@ class Runner:
                     break
                 for cs in self._round_order(order, w.name, r, active):
                     if r not in cs.rounds_done:
-                        self._trial(rt, ctx, cs, r)
+                        self._trial(rt, contexts, cs, r)
                 if r >= 0:
                     self._stop_rule(rt)
                 self._between_rounds()
@@ -365,11 +372,45 @@ class Runner:
         finally:
             try:
                 if rt.adapter:
-                    rt.adapter.teardown(ctx)
+                    for c in reversed(contexts.ready):
+                        rt.adapter.teardown(c)
                 self._shell_step(w, "teardown", scratch, check=False)
             finally:
                 if not self.options.keep_scratch:
                     shutil.rmtree(scratch, ignore_errors=True)
+
+    def _adapter_context(
+        self, rt: WorkloadRuntime, contexts: _Contexts, variant: str, workdir: str | None
+    ) -> tuple[WorkloadContext, dict[str, Any]]:
+        """The adapter's context for a trial of `variant`, set up on first use (after the variant's system
+        changes are active). A variant with its own scratch file system gets its own context whose data
+        directory lives there — the data set must be on the file system under test, not beside it."""
+        adapter = rt.adapter
+        own = bool(
+            adapter
+            and workdir
+            and "directory" in {p.name for p in adapter.params}
+            and not rt.params.get("directory")
+        )
+        key = variant if own else None
+        if key not in contexts.by_key:
+            base = contexts.base
+            ctx = base
+            if own:
+                ctx = WorkloadContext(name=base.name, params=base.params | {"directory": str(workdir)},
+                                      scratch=base.scratch / f"variant-{variant}", cache=base.cache,
+                                      is_root=base.is_root, env=dict(base.env))  # fmt: skip
+                ctx.scratch.mkdir()
+                self.progress.note(
+                    f"workload {base.name}: preparing its data for variant {variant} on {workdir}"
+                )
+            if adapter:
+                contexts.ready.append(ctx)  # torn down even if setup fails halfway
+                adapter.setup(ctx)
+                adapter.prime(ctx)
+            contexts.by_key[key] = ctx
+        extra = {"directory": str(workdir)} if own else {}
+        return contexts.by_key[key], extra
 
     def _round_order(self, order: Order, workload: str, r: int, active: list[CellState]) -> list[CellState]:
         by_cell = {cs.cell: cs for cs in active}
@@ -426,15 +467,16 @@ class Runner:
         self.store.add_findings(self.run_id, "between", new)
 
     # -- one trial ---------------------------------------------------------------------------------------
-    def _trial(self, rt: WorkloadRuntime, wctx: WorkloadContext, cs: CellState, r: int) -> None:
+    def _trial(self, rt: WorkloadRuntime, contexts: _Contexts, cs: CellState, r: int) -> None:
         cell, w = cs.cell, rt.workload
         variant = self.plan.variant_named(cell.variant)
         self.system.activate(cell.variant)
         sysprep = self.system.prepare(cell.variant)
+        wctx, extra = self._adapter_context(rt, contexts, cell.variant, sysprep.get("workdir"))
         self.seq += 1
         trial_dir = wctx.scratch / f"trial-{self.seq:05d}"
         trial_dir.mkdir()
-        params = cs.params or rt.params
+        params = (cs.params or rt.params) | extra
         tctx = TrialContext(
             workload=wctx, params=params, trial_dir=trial_dir, variant=cell.variant, warmup=r < 0
         )
