@@ -299,7 +299,14 @@ def _verdicts(cells: tuple[CellReport, ...], baseline: str, confidence: float) -
         base = next((c for c in members if c.variant == baseline), members[0])
         twin = next((c for c in members if c.variant == aa_twin_name(base.variant)), None)
         others = ([twin] if twin else []) + [c for c in members if c is not base and c is not twin]
+        seen: set[tuple] = set()
         for metric in base.verdict_metrics:
+            # An adapter may declare the same numbers twice (compress_mb_s is compress_mb_s_L1 when one
+            # level is run): judge them once, so the FDR count is not inflated by copies.
+            fingerprint = tuple(tuple(c.values.get(metric, [])) for c in members)
+            if fingerprint in seen:
+                continue
+            seen.add(fingerprint)
             aa = _aa_spread(base, twin, metric, confidence) if twin else None
             for other in others:
                 if len(base.values.get(metric, [])) >= MIN_N and len(other.values.get(metric, [])) >= MIN_N:

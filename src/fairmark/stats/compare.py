@@ -195,6 +195,9 @@ def _direction_word(d: float, better: Better, unit: str) -> str:
     return ("higher" if d > 0 else "lower") + (" (better)" if good else " (worse)")
 
 
+EXACT_PCT = 1e-9  # below this, a percentage is floating-point rounding, not a measurement
+
+
 def verdict_sentence(
     names: tuple[str, str],
     d: float,
@@ -209,6 +212,9 @@ def verdict_sentence(
     """The line a human reads. Never 'identical': without proof, say how large a change could have hidden."""
     base, other = names
     relative = math.isfinite(percent) and math.isfinite(percent_hw)
+    if relative and abs(percent_hw) < EXACT_PCT and abs(percent) < EXACT_PCT:
+        # No variation at all (a compression ratio, a count): a CI of ±1e-14% is not a bound worth printing.
+        return f"{other} vs {base}: the same value in every trial (no variation to test)"
     if significant:
         size = format_percent(abs(percent), percent_hw) if relative else format_value(abs(d), e, unit)
         word = _direction_word(d, better, unit)
