@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fairmark.run.tools import run_once
 from fairmark.run.workloads import adapter_for
+from fairmark.stats import compare
 
 CASES = [
     # (tool, params, metric)
@@ -69,15 +70,21 @@ def main() -> None:
         "FAIRMARK_STORE": f"sqlite:///{tmp / 'p.db'}",
         "FAIRMARK_LOCK_PATH": str(tmp / "lock"),
     }
-    print(f"{'workload':32s} {'bare mean':>12s} {'fairmark mean':>14s} {'ratio':>7s}")
+    print(
+        f"{'workload':32s} {'bare mean':>12s} {'fairmark mean':>14s} {'ratio':>7s}  95% CI of the ratio (Welch)"
+    )
     for tool, params, metric in CASES:
         plain, fm = [], []
         for _ in range(args.rounds):  # alternate: drift of the machine hits both sides alike
             plain += bare(tool, params, metric, tmp)
             fm += under_fairmark(tool, params, metric, tmp, env)
         label = f"{tool} {params.get('stressors', [''])[0]} {metric}".replace("  ", " ")
+        welch = compare(plain, fm, better="higher").welch
         ratio = statistics.mean(fm) / statistics.mean(plain)
-        print(f"{label:32s} {statistics.mean(plain):12.4g} {statistics.mean(fm):14.4g} {ratio:7.3f}")
+        print(
+            f"{label:32s} {statistics.mean(plain):12.4g} {statistics.mean(fm):14.4g} {ratio:7.3f}"
+            f"  [{welch['ratio_ci_low']:.3f}, {welch['ratio_ci_high']:.3f}]  n = {len(plain)} + {len(fm)}"
+        )
     shutil.rmtree(tmp, ignore_errors=True)
 
 
