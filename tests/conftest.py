@@ -3,7 +3,9 @@ and concurrent test sessions never refuse each other through the host lock."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,15 @@ def isolated_fairmark(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.delenv("NO_COLOR", raising=False)
     return home
+
+
+@pytest.fixture
+def srv_tmp() -> Iterator[Path]:
+    """A scratch directory outside pytest's own: concurrent pytest sessions reset /tmp/pytest-of-USER to 0700,
+    which would cut an unprivileged server (postgres, nginx workers) off from its files mid-test."""
+    path = Path(tempfile.mkdtemp(prefix="fairmark-test-srv-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -26,15 +25,6 @@ needs = {
         not (servers.PG_BIN / "postgres").exists(), reason="PostgreSQL 15 missing"
     ),
 }
-
-
-@pytest.fixture
-def srv_tmp() -> Iterator[Path]:
-    """A scratch directory outside pytest's own: concurrent pytest sessions reset /tmp/pytest-of-USER to 0700,
-    which would cut an unprivileged server (postgres, nginx workers) off from its files mid-test."""
-    path = Path(tempfile.mkdtemp(prefix="fairmark-test-srv-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def our_children() -> list[psutil.Process]:

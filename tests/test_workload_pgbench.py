@@ -4,8 +4,6 @@ fsync off, Unix socket), and nothing left behind — also when setup fails."""
 from __future__ import annotations
 
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -21,15 +19,6 @@ needs_pg = pytest.mark.skipif(
     shutil.which("pgbench") is None or not (servers.PG_BIN / "postgres").exists(),
     reason="PostgreSQL 15 missing",
 )
-
-
-@pytest.fixture
-def srv_tmp() -> Iterator[Path]:
-    """A scratch directory outside pytest's own: concurrent pytest sessions reset /tmp/pytest-of-USER to 0700,
-    which would cut an unprivileged server (postgres, nginx workers) off from its files mid-test."""
-    path = Path(tempfile.mkdtemp(prefix="fairmark-test-srv-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def parse(name: str, stderr: str = "") -> dict[str, float]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -20,15 +18,6 @@ needs_pg = pytest.mark.skipif(
     shutil.which("sysbench") is None or not (servers.PG_BIN / "postgres").exists(),
     reason="sysbench/PG missing",
 )
-
-
-@pytest.fixture
-def srv_tmp() -> Iterator[Path]:
-    """A scratch directory outside pytest's own: concurrent pytest sessions reset /tmp/pytest-of-USER to 0700,
-    which would cut an unprivileged server (postgres, nginx workers) off from its files mid-test."""
-    path = Path(tempfile.mkdtemp(prefix="fairmark-test-srv-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def parse(name: str) -> dict[str, float]:

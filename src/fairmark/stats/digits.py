@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 PLAIN_DIGITS = 6  # significant digits when no interval is known (what ministat's %g prints)
+FLOAT_NOISE = 1e-12  # a half-width 12 decades below the value is rounding noise of doubles, not a measurement
 
 
 def last_digit_exponent(half_width: float) -> int | None:
@@ -47,6 +48,9 @@ def format_pair(value: float, half_width: float | None) -> tuple[str, str | None
     if not math.isfinite(value):
         return ("n/a", None)
     exp = last_digit_exponent(half_width) if half_width is not None else None
+    if half_width is not None and 0 < abs(half_width) < FLOAT_NOISE * max(abs(value), 1.0):
+        # A half-width at floating-point noise level (identical values in every trial): no interval to round to.
+        return (_plain(value), "0")
     if exp is None:
         return (_plain(value), None if half_width is None or math.isnan(half_width) else _plain(half_width))
     return (_clean(round_to(value, exp)), round_to(abs(half_width), exp))
