@@ -290,6 +290,8 @@ def group_view(
             {
                 "variant": c.variant,
                 "command": c.command,
+                "params": c.params or {},
+                "labels": c.labels or {},
                 "attribution": a,
                 "monitor_svg": monitor_svg,
                 "monitor_rows": attr.monitor_summary(series),
