@@ -49,8 +49,8 @@ def _gate(report: RunReport, fail_on_regression: float | None) -> None:
         raise GateTripped(f"regression beyond {fail_on_regression:g}%: {lines}")
 
 
-def _finish(store: Any, run_id: str, fail_on_regression: float | None) -> None:
-    report = load_report(store, run_id)
+def _finish(store: Any, run_id: str, fail_on_regression: float | None, report: RunReport | None) -> None:
+    report = report or load_report(store, run_id)
     if console.json_mode:
         console.emit_json(report.to_dict())
     else:
@@ -78,7 +78,7 @@ def _execute(
         for note in lock.notes:
             console.warn(note)
         run_id = runner.resume(resume) if resume else runner.start()
-    _finish(store, run_id, fail_on_regression)
+    _finish(store, run_id, fail_on_regression, runner.report)
 
 
 _run_options = [

@@ -394,7 +394,8 @@ def _scaling(cells: tuple[CellReport, ...], confidence: float) -> tuple[Scaling,
     return tuple(out)
 
 
-def store_verdicts(store: Store, run_id: str) -> None:
+def store_verdicts(store: Store, run_id: str) -> RunReport:
+    """Compute the run's verdicts, keep them in the store, and return the report they came from."""
     report = load_report(store, run_id)
     store.replace_verdicts(
         run_id,
@@ -411,3 +412,4 @@ def store_verdicts(store: Store, run_id: str) -> None:
             for v in report.verdicts
         ],
     )
+    return report

@@ -128,6 +128,7 @@ class Runner:
         self._last_volatile = 0.0
         self._noticed: set[str] = set()
         self._env_before: dict[str, Any] | None = None
+        self.report: Any = None  # the finished run's RunReport, so the caller need not compute it again
 
     # -- preparation (nothing is written before all of this passed) ---------------------------------------
     def _runtimes(self, stored: dict[str, int] | None = None) -> list[WorkloadRuntime]:
@@ -334,7 +335,7 @@ class Runner:
         if status == "done":
             from fairmark.report.data import store_verdicts
 
-            store_verdicts(self.store, self.run_id)
+            self.report = store_verdicts(self.store, self.run_id)
         self.progress.finished()
 
     def _workload(self, rt: WorkloadRuntime, order: Order) -> None:
