@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -77,3 +78,6 @@ def test_kill_9_then_show_then_resume(tmp_path: Path) -> None:
         assert len(seqs) == len(set(seqs)) == 15  # nothing lost, nothing duplicated
     all_seqs = sorted(t["seq"] for c in done["cells"] for t in c["trials"])
     assert all_seqs == list(range(1, 31))
+    # the scratch directory the killed process left behind is removed by the next run
+    assert not list(Path(tempfile.gettempdir()).glob(f"fairmark-{proc.pid}-*"))
+    assert f"left by fairmark process {proc.pid}" in res.stderr

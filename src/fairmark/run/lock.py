@@ -19,7 +19,8 @@ def lock_path() -> Path:
     return Path(os.environ.get("FAIRMARK_LOCK_PATH") or "/tmp/fairmark-host.lock")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie does not count: PID 1 here reaps orphans late)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         return state != "Z"
@@ -60,7 +61,7 @@ class HostLock:
                 hint="wait for it to finish, or pass --allow-concurrent (both results are then perturbed)",
             ) from None
         previous = self._read(fd)
-        if previous.get("pid") and previous["pid"] != os.getpid() and not _pid_alive(int(previous["pid"])):
+        if previous.get("pid") and previous["pid"] != os.getpid() and not pid_alive(int(previous["pid"])):
             self.notes.append(
                 f"took over a stale host lock of PID {previous['pid']} "
                 f"(plan {previous.get('plan', '?')}), which died without releasing it"

@@ -29,6 +29,7 @@ from fairmark.plan.schedule import Cell, Order, cells_of, new_seed
 from fairmark.run import metrics as M
 from fairmark.run.executor import RAW_BYTES, TAIL_BYTES, ExecResult, execute, read_text
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
+from fairmark.run.lock import pid_alive
 from fairmark.run.variants.basic import apply_env, command_for
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState
@@ -38,6 +39,7 @@ from fairmark.stats import describe, precision_reached
 from fairmark.store.db import Store, now
 
 Executor = Callable[..., ExecResult]
+SCRATCH_PREFIX = "fairmark-"
 VOLATILE_EVERY_S = 10.0  # the volatile probe samples for ~0.2 s; keep it off the hot path
 
 
@@ -241,6 +243,8 @@ class Runner:
     # -- entry points ------------------------------------------------------------------------------------
     def start(self) -> str:
         runtimes = self._runtimes()
+        for line in sweep_stale_scratch():
+            self.progress.note(line)
         snap, found = self._gate()
         self._env_before = snap
         self._noticed = {f["id"] for f in found}  # between rounds, report only what is new
@@ -271,6 +275,8 @@ class Runner:
 
     def resume(self, run_id: str) -> str:
         run = self.store.get_run(run_id)
+        for line in sweep_stale_scratch():
+            self.progress.note(line)
         if run.status == "done":
             raise FairmarkError(f"run {run.id} is already complete; nothing to resume")
         self.run_id = run.id
@@ -340,7 +346,8 @@ class Runner:
 
     def _workload(self, rt: WorkloadRuntime, order: Order) -> None:
         w = rt.workload
-        scratch = Path(tempfile.mkdtemp(prefix=f"fairmark-{w.name}-"))
+        # The PID in the name lets a later run remove what a killed one left (see sweep_stale_scratch).
+        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-{w.name}-"))
         ctx = WorkloadContext(
             name=w.name,
             params=rt.params,
@@ -658,6 +665,17 @@ class Runner:
         for secret in self.secrets:
             text = text.replace(secret, "<redacted>")
         return text
+
+
+def sweep_stale_scratch(tmp: str | None = None) -> list[str]:
+    """Remove scratch directories of fairmark processes that no longer exist (a kill -9 leaves them)."""
+    lines = []
+    for path in Path(tmp or tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = path.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)) and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+            lines.append(f"removed {path}, left by fairmark process {pid}, which no longer runs")
+    return lines
 
 
 def _labels(adapter: Adapter | None, params: dict[str, Any]) -> dict[str, str] | None:
