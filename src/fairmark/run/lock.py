@@ -19,19 +19,27 @@ def lock_path() -> Path:
     return Path(os.environ.get("FAIRMARK_LOCK_PATH") or "/tmp/fairmark-host.lock")
 
 
-def pid_alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie does not count: PID 1 here reaps orphans late)."""
+def proc_state(pid: int) -> str | None:
+    """The state letter from /proc/PID/stat ('Z' for a zombie), or None when the process is gone."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state != "Z"
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return text.rsplit(")", 1)[1].split()[0]
+
+
+def pid_alive(pid: int) -> bool:
+    """True while `pid` runs. A zombie does not count (PID 1 here reaps orphans late, and kill -0 says
+    "alive" for one); without /proc (FreeBSD) kill -0 is all there is."""
+    if Path("/proc/self/stat").exists():
+        return proc_state(pid) not in (None, "Z")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class HostLock:

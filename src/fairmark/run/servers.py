@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ClassVar
 
+from fairmark.run.lock import pid_alive, proc_state  # noqa: F401 - proc_state is part of this module's API
 from fairmark.run.workloads.base import SetupError
 
 LOOPBACK = "127.0.0.1"
@@ -59,18 +60,7 @@ def free_port(host: str = LOOPBACK) -> int:
         return s.getsockname()[1]
 
 
-def proc_state(pid: int) -> str | None:
-    """The state letter from /proc/PID/stat ('Z' for a zombie), or None when the process is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return text.rsplit(")", 1)[1].split()[0]
-
-
-def pid_running(pid: int) -> bool:
-    # kill -0 says "alive" for a zombie; only a non-Z state is a running process.
-    return proc_state(pid) not in (None, "Z")
+pid_running = pid_alive  # the one liveness check (run/lock.py): a zombie is not running
 
 
 def log_tail(path: Path, lines: int = 20) -> str:
