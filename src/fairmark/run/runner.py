@@ -484,6 +484,9 @@ class Runner:
         self.seq += 1
         trial_dir = wctx.scratch / f"trial-{self.seq:05d}"
         trial_dir.mkdir()
+        if extra and any(cs.params.get(k) != v for k, v in extra.items()):
+            cs.params = cs.params | extra  # the report states where the data really was
+            self.store.update_cell(cs.id, params=cs.params)
         params = (cs.params or rt.params) | extra
         tctx = TrialContext(
             workload=wctx, params=params, trial_dir=trial_dir, variant=cell.variant, warmup=r < 0
