@@ -107,6 +107,12 @@ def require_positive_ints(tool: str, params: dict, names: Iterable[str]) -> None
             raise PlanError(f"{tool}: {name} must be a positive integer, got {value!r}", key=name)
 
 
+def require_directory(tool: str, params: dict, name: str = "directory") -> None:
+    """An optional directory parameter ("" = the workload's scratch dir) must name an existing directory."""
+    if params[name] and not Path(params[name]).is_dir():
+        raise PlanError(f"{tool}: {name} {params[name]!r} does not exist", key=name)
+
+
 def require_choice(tool: str, params: dict, name: str, choices: Iterable[str]) -> None:
     options = tuple(choices)
     if params[name] not in options:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import re
-from pathlib import Path
 from typing import Any
 
 from fairmark.console import console
@@ -76,8 +75,7 @@ class Bonnie(Adapter):
             value = params[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise PlanError(f"bonnie: {key} must be a whole number ≥ 0, got {value!r}", key=key)
-        if params["directory"] and not Path(params["directory"]).is_dir():
-            raise PlanError(f"bonnie: directory {params['directory']!r} does not exist", key="directory")
+        tools.require_directory("bonnie", params)
         self._size_warning(params)
 
     def _size_warning(self, params: dict[str, Any]) -> str | None:

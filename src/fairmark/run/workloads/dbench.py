@@ -54,8 +54,7 @@ class Dbench(Adapter):
             raise PlanError(
                 "dbench: duration_s must be ≥ 2 (a 1-second run reports 0 MB/sec)", key="duration_s"
             )
-        if params["directory"] and not Path(params["directory"]).is_dir():
-            raise PlanError(f"dbench: directory {params['directory']!r} does not exist", key="directory")
+        tools.require_directory("dbench", params)
         if params["loadfile"] and not Path(params["loadfile"]).is_file():
             raise PlanError(f"dbench: loadfile {params['loadfile']!r} does not exist", key="loadfile")
 

@@ -69,8 +69,7 @@ class Fio(Adapter):
         tools.parse_size(params["bs"], "bs")
         if not isinstance(params["direct"], bool):
             raise PlanError(f"fio: direct must be true or false, got {params['direct']!r}", key="direct")
-        if params["directory"] and not Path(params["directory"]).is_dir():
-            raise PlanError(f"fio: directory {params['directory']!r} does not exist", key="directory")
+        tools.require_directory("fio", params)
         self._size_warning(params)
 
     def _size_warning(self, params: dict[str, Any]) -> str | None:

@@ -10,11 +10,9 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-from pathlib import Path
 from typing import Any
 
 from fairmark.console import console
-from fairmark.errors import PlanError
 from fairmark.run import tools
 from fairmark.run.workloads.base import (
     Adapter,
@@ -91,8 +89,7 @@ class Sysbench(Adapter):
         ints = ("threads", "time_s", "cpu_max_prime", "mutex_locks", "file_num", "file_block_size")
         tools.require_positive_ints(self.name, params, ints)
         tools.parse_size(params["memory_block_size"], "memory_block_size")
-        if params["directory"] and not Path(params["directory"]).is_dir():
-            raise PlanError(f"sysbench: directory {params['directory']!r} does not exist", key="directory")
+        tools.require_directory("sysbench", params)
         self._size_warning(params)
 
     def _size_warning(self, params: dict[str, Any]) -> str | None:
