@@ -17,7 +17,7 @@ from fairmark.console import console, dumps
 from fairmark.errors import InputError
 from fairmark.report.data import load_report
 from fairmark.store import schema as S
-from fairmark.store.db import Store
+from fairmark.store.db import Store, jsonable_row
 
 BUNDLE_FORMAT = "fairmark-bundle"
 BUNDLE_VERSION = 1
@@ -34,9 +34,7 @@ def bundle_of(store: Store, run_id: str) -> dict[str, Any]:
     tables = {}
     for table in TABLES:
         rows = store.table_rows(table, run_id)
-        tables[table.name] = [
-            {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in r.items()} for r in rows
-        ]
+        tables[table.name] = [jsonable_row(r) for r in rows]
     return {
         "format": BUNDLE_FORMAT,
         "version": BUNDLE_VERSION,

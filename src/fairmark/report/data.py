@@ -15,7 +15,7 @@ from typing import Any
 
 from fairmark.plan.model import AA_SUFFIX, BUILTIN_METRICS, aa_twin_name
 from fairmark.stats import benjamini_hochberg, compare, describe, sample_warnings
-from fairmark.store.db import RunRecord, Store
+from fairmark.store.db import RunRecord, Store, jsonable_row
 
 MIN_N = 3  # ministat's floor: fewer values give no statistics
 
@@ -156,15 +156,11 @@ class RunReport:
             "run": run,
             "confidence": self.confidence,
             "baseline": self.baseline,
-            "findings": [_jsonable(f) for f in self.findings],
+            "findings": [jsonable_row(f) for f in self.findings],
             "cells": [_cell_dict(c, trials) for c in self.cells],
             "verdicts": [v.to_dict() for v in self.verdicts],
             "scaling": [s.to_dict() for s in self.scaling],
         }
-
-
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
 
 
 def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
@@ -212,7 +208,7 @@ def _trial_dict(t: dict[str, Any]) -> dict[str, Any]:
         "stdout_tail",
         "stderr_tail",
     )
-    return _jsonable({k: t.get(k) for k in keep})
+    return jsonable_row({k: t.get(k) for k in keep})
 
 
 def _group(workload: str, point: list[list[Any]]) -> str:

@@ -36,6 +36,11 @@ def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def jsonable_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A store row with its timestamps as ISO 8601 text (JSON has no datetime), everything else as is."""
+    return {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in row.items()}
+
+
 @dataclass(frozen=True)
 class RunRecord:
     id: str
@@ -58,7 +63,7 @@ class RunRecord:
     notes: list[Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in vars(self).items()}
+        return jsonable_row(vars(self))
 
 
 class Store:
