@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fairmark.report.data import RunArtifacts, RunReport
 
 USER_BOUND_PCT = 95.0  # at or above: a kernel change can move at most ~5% of the time
 SYSTEM_HEAVY_PCT = 50.0
@@ -284,6 +287,37 @@ def verdict_caveat(attribution: Attribution | None, system_change: bool) -> str 
         f"system change can move at most about {attribution.kernel_pct:.0f}% of it — "
         "'no difference' here says little about the change in general"
     )
+
+
+def attribute_cells(report: RunReport, arts: RunArtifacts) -> dict[str, Attribution | None]:
+    """The attribution of every cell of a run, from its trials and its monitor series."""
+    return {c.key: attribute(c.workload, c.trials, arts.data(c.key, "monitor/system")) for c in report.cells}
+
+
+def variant_definitions(report: RunReport) -> dict[str, dict[str, Any]]:
+    from fairmark.plan.load import parse_plan
+
+    try:
+        plan = parse_plan(report.run.plan_text, report.run.plan_path)
+    except Exception:  # a plan from another fairmark version: no caveats rather than a broken report
+        return {}
+    return {v.name: v.model_dump() for v in plan.variant}
+
+
+def verdict_caveats(
+    report: RunReport, attributions: Mapping[str, Attribution | None]
+) -> dict[tuple[str, str, str], str]:
+    """(group, variant, metric) → the caveat of a verdict that compares a system change on a user-bound cell."""
+    defs = variant_definitions(report)
+    cells = {(c.group, c.variant): c.key for c in report.cells}
+    out = {}
+    for v in report.verdicts:
+        caveat = verdict_caveat(
+            attributions.get(cells.get((v.group, v.variant), "")), is_system_change(defs.get(v.variant, {}))
+        )
+        if caveat:
+            out[(v.group, v.variant, v.metric)] = caveat
+    return out
 
 
 # (label, unit, where in the series, divisor) for the per-cell monitor table

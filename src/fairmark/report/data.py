@@ -163,6 +163,20 @@ class RunReport:
         }
 
 
+class RunArtifacts:
+    """A run's artifacts grouped by cell, measured (non-warm-up) trials only."""
+
+    def __init__(self, report: RunReport):
+        measured = {t["id"] for c in report.cells for t in c.trials if not t["warmup"]}
+        self.by_cell: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+        for a in report.artifacts():
+            if a["trial_id"] in measured:
+                self.by_cell[a["cell_key"]][f"{a['kind']}/{a['name']}"].append(a)
+
+    def data(self, cell_key: str, kind_name: str) -> list[Any]:
+        return [a["data"] if a["data"] is not None else a["text"] for a in self.by_cell[cell_key][kind_name]]
+
+
 def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
     d: dict[str, Any] = {
         "key": c.key,

@@ -24,7 +24,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from fairmark import __version__
 from fairmark.report import attribution as attr
 from fairmark.report import plots
-from fairmark.report.data import CellReport, RunReport
+from fairmark.report.attribution import variant_definitions
+from fairmark.report.data import CellReport, RunArtifacts, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.stats import format_value
 
@@ -106,40 +107,13 @@ class Figures:
 # -- per-run pieces -----------------------------------------------------------------------------------------
 
 
-class RunArtifacts:
-    """A run's artifacts grouped by cell, measured (non-warm-up) trials only."""
-
-    def __init__(self, report: RunReport):
-        measured = {t["id"] for c in report.cells for t in c.trials if not t["warmup"]}
-        self.by_cell: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-        for a in report.artifacts():
-            if a["trial_id"] in measured:
-                self.by_cell[a["cell_key"]][f"{a['kind']}/{a['name']}"].append(a)
-
-    def data(self, cell_key: str, kind_name: str) -> list[Any]:
-        return [a["data"] if a["data"] is not None else a["text"] for a in self.by_cell[cell_key][kind_name]]
-
-
-def variant_definitions(report: RunReport) -> dict[str, dict[str, Any]]:
-    from fairmark.plan.load import parse_plan
-
-    try:
-        plan = parse_plan(report.run.plan_text, report.run.plan_path)
-    except Exception:  # a plan from another fairmark version: no caveats rather than a broken report
-        return {}
-    return {v.name: v.model_dump() for v in plan.variant}
-
-
 def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dict[str, Any]]:
-    defs = variant_definitions(report)
+    caveats = attr.verdict_caveats(report, attributions)
     rows = []
     for v in report.verdicts:
         c = v.comparison
         unit = v.unit
-        cell_key = next((x.key for x in report.cells if x.group == v.group and x.variant == v.variant), "")
-        caveat = attr.verdict_caveat(
-            attributions.get(cell_key), attr.is_system_change(defs.get(v.variant, {}))
-        )
+        caveat = caveats.get((v.group, v.variant, v.metric))
         rows.append(
             {
                 "group": v.group,
@@ -380,9 +354,7 @@ def _slim(series: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
     arts = RunArtifacts(report)
-    attrs = {
-        c.key: attr.attribute(c.workload, c.trials, arts.data(c.key, "monitor/system")) for c in report.cells
-    }
+    attrs = attr.attribute_cells(report, arts)
     run = report.run
     groups = [group_view(report, g, cells, arts, figs, attrs) for g, cells in report.groups().items()]
     return {

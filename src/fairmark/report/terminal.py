@@ -169,14 +169,11 @@ def _findings(r: RunReport) -> None:
 
 def render(r: RunReport, *, plot_width: int = 74) -> None:
     _header(r)
-    from fairmark.report.attribution import attribute
-    from fairmark.report.html import RunArtifacts, verdict_rows
+    from fairmark.report.attribution import attribute_cells, verdict_caveats
+    from fairmark.report.data import RunArtifacts
 
-    arts = RunArtifacts(r)
-    attrs = {c.key: attribute(c.workload, c.trials, arts.data(c.key, "monitor/system")) for c in r.cells}
-    caveats = {
-        (v["group"], v["variant"], v["metric"]): v["caveat"] for v in verdict_rows(r, attrs) if v["caveat"]
-    }
+    attrs = attribute_cells(r, RunArtifacts(r))
+    caveats = verdict_caveats(r, attrs)
     for group, cells in r.groups().items():
         console.print()
         _group(r, group, cells, plot_width, attrs, caveats)

@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from fairmark.report import attribution as attr
-from fairmark.report.data import CellReport, RunReport
+from fairmark.report.data import CellReport, RunArtifacts, RunReport
 from fairmark.report.html import (
-    RunArtifacts,
     cell_row,
     lock_rows,
     ministat_text,
@@ -187,9 +186,7 @@ def _run(w: Writer, report: RunReport) -> None:
     if (run.options or {}).get("quick"):
         w.para("quick run: few trials and short parameters — a first look, not a result to quote")
     arts = RunArtifacts(report)
-    attrs = {
-        c.key: attr.attribute(c.workload, c.trials, arts.data(c.key, "monitor/system")) for c in report.cells
-    }
+    attrs = attr.attribute_cells(report, arts)
     _verdicts(w, report, attrs)
     _variants(w, report)
     for group, cells in report.groups().items():
