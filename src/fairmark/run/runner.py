@@ -205,7 +205,7 @@ class Runner:
             for cs in rt.cells
         ]
 
-    def _gate(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    def _gate(self, runtimes: list[WorkloadRuntime]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         if not self.options.probe:
             return None, []
         from fairmark.probe import diagnose, take_snapshot
@@ -216,7 +216,7 @@ class Runner:
         found = [
             f.to_dict()
             for f in diagnose(
-                snap, intended_env=intended_env(self.plan.variant), workloads=self._workload_info()
+                snap, intended_env=intended_env(self.plan.variant), workloads=_workload_info(runtimes)
             )
         ]
         errors = [f for f in found if f["severity"] == "error"]
@@ -229,23 +229,12 @@ class Runner:
             )
         return snap, found
 
-    def _workload_info(self) -> list[dict[str, Any]]:
-        info = []
-        for w in self.plan.workload:
-            measures = list(adapter_for(w.tool).measures) if w.tool else []
-            item: dict[str, Any] = {"name": w.name, "measures": measures}
-            for key in ("data_size_bytes", "directory"):
-                if key in w.params:
-                    item[key] = w.params[key]
-            info.append(item)
-        return info
-
     # -- entry points ------------------------------------------------------------------------------------
     def start(self) -> str:
         runtimes = self._runtimes()
         for line in sweep_stale_scratch():
             self.progress.note(line)
-        snap, found = self._gate()
+        snap, found = self._gate(runtimes)
         self._env_before = snap
         self._noticed = {f["id"] for f in found}  # between rounds, report only what is new
         seed = self.options.seed if self.options.seed is not None else (self.plan.run.seed or new_seed())
@@ -668,6 +657,21 @@ class Runner:
         for secret in self.secrets:
             text = text.replace(secret, "<redacted>")
         return text
+
+
+def _workload_info(runtimes: list[WorkloadRuntime]) -> list[dict[str, Any]]:
+    """What the doctor needs to judge a workload's test size and directory (the adapters already resolved)."""
+    info = []
+    for rt in runtimes:
+        item: dict[str, Any] = {
+            "name": rt.workload.name,
+            "measures": list(rt.adapter.measures) if rt.adapter else [],
+        }
+        for key in ("data_size_bytes", "directory"):
+            if key in rt.workload.params:
+                item[key] = rt.workload.params[key]
+        info.append(item)
+    return info
 
 
 def sweep_stale_scratch(tmp: str | None = None) -> list[str]:
