@@ -15,7 +15,7 @@ from fairmark import __version__
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console, dumps
 from fairmark.errors import InputError
-from fairmark.report.data import load_report
+from fairmark.report.data import TRIAL_FIELDS, load_report
 from fairmark.store import schema as S
 from fairmark.store.db import Store, jsonable_row
 
@@ -85,42 +85,10 @@ def _write_csv(report: Any, out: Path) -> list[Path]:
                     )
     with trials.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(
-            [
-                "run_id",
-                "cell",
-                "seq",
-                "round",
-                "warmup",
-                "status",
-                "wall_s",
-                "user_s",
-                "sys_s",
-                "max_rss_kib",
-                "exit_code",
-                "signal",
-                "error",
-            ]
-        )
+        w.writerow(["run_id", "cell", *TRIAL_FIELDS])
         for c in report.cells:
             for t in c.trials:
-                w.writerow(
-                    [
-                        report.run.id,
-                        c.key,
-                        t["seq"],
-                        t["round"],
-                        t["warmup"],
-                        t["status"],
-                        t["wall_s"],
-                        t["user_s"],
-                        t["sys_s"],
-                        t["max_rss_kib"],
-                        t["exit_code"],
-                        t["signal"],
-                        t["error"],
-                    ]
-                )
+                w.writerow([report.run.id, c.key, *(t[k] for k in TRIAL_FIELDS)])
     return [samples, trials]
 
 

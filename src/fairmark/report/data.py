@@ -202,26 +202,14 @@ def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
     return d
 
 
+# A trial's measurement as reports and exports show it (the CSV export writes exactly these columns).
+TRIAL_FIELDS = (
+    "seq", "round", "warmup", "status", "wall_s", "user_s", "sys_s", "max_rss_kib", "exit_code", "signal", "error",
+)  # fmt: skip
+
+
 def _trial_dict(t: dict[str, Any]) -> dict[str, Any]:
-    keep = (
-        "id",
-        "seq",
-        "round",
-        "warmup",
-        "status",
-        "started_at",
-        "wall_s",
-        "user_s",
-        "sys_s",
-        "max_rss_kib",
-        "exit_code",
-        "signal",
-        "error",
-        "argv",
-        "samples",
-        "stdout_tail",
-        "stderr_tail",
-    )
+    keep = ("id", "started_at", *TRIAL_FIELDS, "argv", "samples", "stdout_tail", "stderr_tail")
     return jsonable_row({k: t.get(k) for k in keep})
 
 
