@@ -12,6 +12,7 @@ import gzip
 import os
 import subprocess
 from dataclasses import dataclass
+from typing import Any
 
 COMMAND_TIMEOUT_S = 2.0
 
@@ -103,3 +104,27 @@ def run_command(argv: list[str], *, timeout_s: float = COMMAND_TIMEOUT_S) -> Com
     except OSError as exc:
         return CommandResult(tuple(argv), None, "", "", error=str(exc))
     return CommandResult(tuple(argv), proc.returncode, proc.stdout[:8192], proc.stderr[:8192])
+
+
+def mount_for(mounts: list[dict[str, Any]], path: str) -> dict[str, Any] | None:
+    """The mount that contains `path`: the longest mount point that is a prefix (last one wins on ties)."""
+    best = None
+    for m in mounts:
+        mp = m["mount_point"].rstrip("/") or "/"
+        if (path == mp or path.startswith(mp.rstrip("/") + "/") or mp == "/") and (
+            best is None or len(mp) >= len(best["mount_point"].rstrip("/") or "/")
+        ):
+            best = m
+    return best
+
+
+def unknown_fs(workdir: str) -> dict[str, Any]:
+    """The file-system record of a working directory whose mount could not be found."""
+    return {
+        "workdir": workdir,
+        "mount_point": None,
+        "fstype": None,
+        "device": None,
+        "options": [],
+        "disk": None,
+    }

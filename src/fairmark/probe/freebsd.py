@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from fairmark.probe._io import Root, run_command
+from fairmark.probe._io import Root, mount_for, run_command, unknown_fs
 from fairmark.probe.kconfig import config_hash, parse_freebsd_config
 from fairmark.probe.rules import FREEBSD_DEBUG_OPTIONS
 
@@ -295,23 +295,9 @@ def _cpufreq(s: dict[str, str]) -> dict[str, Any]:
 
 
 def _fs(src: Sources, workdir: str) -> dict[str, Any]:
-    mounts = parse_mount(src.mount)
-    best = None
-    for m in mounts:
-        mp = m["mount_point"].rstrip("/") or "/"
-        if (workdir == mp or workdir.startswith(mp.rstrip("/") + "/") or mp == "/") and (
-            best is None or len(mp) >= len(best["mount_point"])
-        ):
-            best = m
+    best = mount_for(parse_mount(src.mount), workdir)
     if best is None:
-        return {
-            "workdir": workdir,
-            "mount_point": None,
-            "fstype": None,
-            "device": None,
-            "options": [],
-            "disk": None,
-        }
+        return unknown_fs(workdir)
     return {
         "workdir": workdir,
         "mount_point": best["mount_point"],

@@ -11,7 +11,7 @@ import re
 import time
 from typing import Any
 
-from fairmark.probe._io import Root
+from fairmark.probe._io import Root, mount_for, unknown_fs
 from fairmark.probe.kconfig import config_hash, parse_linux_config
 from fairmark.probe.rules import LINUX_DEBUG_OPTIONS
 
@@ -355,32 +355,13 @@ def _unescape(s: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), s)
 
 
-def mount_for(mounts: list[dict[str, Any]], path: str) -> dict[str, Any] | None:
-    """The mount that contains `path`: the longest mount point that is a prefix (last one wins on ties)."""
-    best = None
-    for m in mounts:
-        mp = m["mount_point"].rstrip("/") or "/"
-        if (path == mp or path.startswith(mp.rstrip("/") + "/") or mp == "/") and (
-            best is None or len(mp) >= len(best["mount_point"].rstrip("/") or "/")
-        ):
-            best = m
-    return best
-
-
 def fs_section(root: Root, workdir: str) -> dict[str, Any]:
     path = os.path.realpath(workdir) if root.live else os.path.normpath(workdir)
     text = root.read("proc/self/mountinfo")
     mounts = parse_mountinfo(text) if text else parse_proc_mounts(root.read("proc/mounts") or "")
     m = mount_for(mounts, path)
     if m is None:
-        return {
-            "workdir": path,
-            "mount_point": None,
-            "fstype": None,
-            "device": None,
-            "options": [],
-            "disk": None,
-        }
+        return unknown_fs(path)
     return {
         "workdir": path,
         "mount_point": m["mount_point"],
