@@ -1,5 +1,6 @@
 """The monitor hook on the real /proc: a short trial still has totals; a longer one a row per interval."""
 
+import itertools
 import platform
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def test_busy_trial_samples_each_interval_and_sees_user_time():
     s = art.data
     t = s["t_s"]
     assert 2 <= len(t) <= elapsed / interval + 1
-    gaps = [b - a for a, b in zip(t, t[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(t)]
     assert all(g >= interval * 0.9 for g in gaps[:-1])  # the last gap ends at stop(), which may come sooner
     assert t[-1] <= elapsed + 0.01
     assert s["totals"]["cpu_pct"]["user"] > 20  # one of the CPUs was spinning in user space

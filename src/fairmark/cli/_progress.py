@@ -78,7 +78,7 @@ class TerminalProgress(RunnerProgress):
                 description=escape(msg),
             )
         else:
-            console.err.print(f"[{self.done:4d}] {escape(msg)}", highlight=False)
+            console.line(f"[{self.done:4d}] {msg}")
 
     def cell_stopped(self, key: str, status: str, reason: str) -> None:
         line = f"{key}: {'abandoned — ' if status == 'abandoned' else 'stopped — '}{reason}"

@@ -21,7 +21,26 @@ from fairmark.errors import ExitStatus, FairmarkError
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in fairmark, not in the plan or the host
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command runs, so `fairmark --version`, `runs` or `doctor`
+    do not pay for scipy, pydantic or matplotlib. A command is looked for in the module of its own name
+    (`compare-runs` → compare_runs.py) first, then in every module, so a new file needs no table entry."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _register()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            _register(cmd_name.replace("-", "_"))
+        if cmd_name not in self.commands:
+            _register()
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, prog_name="fairmark")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -36,24 +55,32 @@ def cli(ctx: click.Context) -> None:
 
 def _recover() -> None:
     """A journal left by a killed fairmark means the system is still changed: put it back before anything."""
+    from fairmark.run.variants.journal import default_state_dir, journal_paths
+
+    if not journal_paths(default_state_dir()):  # the usual case; the variant code (pydantic) is not loaded
+        return
     from fairmark.run.variants.system import recover_pending
 
     for line in recover_pending():
         console.warn(line)
 
 
-def _register() -> None:
+_loaded: set[str] = set()
+
+
+def _register(only: str | None = None) -> None:
+    """Add the commands of one module of this package (`only`), or of all of them."""
     import fairmark.cli as pkg
 
     for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if mod.name in ("main", "common") or mod.name.startswith("_"):
+        if mod.name in ("main", "common") or mod.name.startswith("_") or mod.name in _loaded:
             continue
+        if only is not None and mod.name != only:
+            continue
+        _loaded.add(mod.name)
         module = importlib.import_module(f"fairmark.cli.{mod.name}")
         for command in getattr(module, "commands", []):
             cli.add_command(command)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,6 @@ from rich.table import Table
 
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
-from fairmark.report.data import load_report
 
 
 @click.command()
@@ -48,6 +47,8 @@ def runs(limit: int) -> None:
 @common_options
 def show(run_ref: str, width: int) -> None:
     """Terminal report of a run (RUN: id, unique prefix, or 'last')."""
+    from fairmark.report.data import load_report  # statistics: not needed to list runs
+
     report = load_report(open_store(), run_ref)
     if console.json_mode:
         console.emit_json(report.to_dict())

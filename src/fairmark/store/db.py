@@ -32,6 +32,20 @@ def normalize_url(url: str | None) -> str:
     return url
 
 
+SYNC_MODES = ("normal", "full")
+
+
+def sqlite_sync() -> str:
+    """SQLite's `synchronous` for the store. NORMAL (the default): in WAL mode a commit is durable against a
+    crash or kill -9 of fairmark, but a power cut or kernel crash can lose the last commits since the last
+    WAL checkpoint (the file stays consistent). FULL (`FAIRMARK_STORE_SYNC=full`) fsyncs every commit, so a
+    power cut loses at most the trial that was running, at ~0.5 ms more per trial."""
+    mode = os.environ.get("FAIRMARK_STORE_SYNC", "normal").strip().lower() or "normal"
+    if mode not in SYNC_MODES:
+        raise StoreError(f"FAIRMARK_STORE_SYNC={mode!r}: expected one of {', '.join(SYNC_MODES)}")
+    return mode.upper()
+
+
 def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -84,11 +98,13 @@ class Store:
         except (sa.exc.ArgumentError, ImportError) as exc:
             raise StoreError(f"cannot use store {url!r}: {exc}") from None
         if url.startswith("sqlite"):
+            sync = sqlite_sync()
 
             @sa.event.listens_for(engine, "connect")
             def _pragmas(dbapi_conn: Any, _: Any) -> None:
                 cur = dbapi_conn.cursor()
                 cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute(f"PRAGMA synchronous={sync}")
                 cur.execute("PRAGMA busy_timeout=30000")
                 cur.execute("PRAGMA foreign_keys=ON")
                 cur.close()
@@ -209,7 +225,8 @@ class Store:
         """One transaction per finished trial: the trial, its samples and artifacts, or nothing."""
         trial_id = trial.get("id") or str(uuid.uuid4())
         with self.engine.begin() as conn:
-            conn.execute(sa.insert(S.trials).values(**(trial | {"id": trial_id})))
+            # Values as parameters, not baked into the statement: one compiled INSERT serves every trial.
+            conn.execute(sa.insert(S.trials), trial | {"id": trial_id})
             if samples:
                 conn.execute(
                     sa.insert(S.samples),

@@ -18,12 +18,14 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairmark.errors import EnvironmentRefused
-from fairmark.plan.model import MountSpec
 from fairmark.run.variants.journal import Journal
 from fairmark.run.variants.tunable import run_command
+
+if TYPE_CHECKING:  # the plan model (pydantic) is not needed to recover or to diagnose
+    from fairmark.plan.model import MountSpec
 
 Runner = Callable[[Sequence[str]], str]
 

@@ -30,15 +30,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairmark.errors import EnvironmentRefused
-from fairmark.plan.model import MountSpec, Plan, Variant
 from fairmark.run.variants import cpus as cpus_mod
 from fairmark.run.variants import kernel, malloc_debug, mount, sysctl
 from fairmark.run.variants.journal import Journal, default_state_dir, journal_paths
 from fairmark.run.variants.syslock import SystemLock
 from fairmark.run.variants.tunable import RevertError, undo_file, verify_files
+
+if TYPE_CHECKING:  # the plan model (pydantic) is not needed to recover or to diagnose
+    from fairmark.plan.model import MountSpec, Plan, Variant
 
 DEFAULT_SETTLE_S = 1.0
 CHANGE_KEYS = ("sysctl", "mount", "cpus", "online_cpus", "thp", "governor", "aslr", "malloc_debug")

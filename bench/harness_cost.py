@@ -1,0 +1,119 @@
+"""How light the harness is (issue 9), as figures measured in one run on this machine.
+
+1. Marginal per-trial cost on `true`: the slope of fairmark's wall time between a plan of N1 and of N2 trials
+   (fixed costs — interpreter start, imports, environment probe, verdicts — cancel), next to the same slope of
+   `hyperfine -N --runs N` measured alternately in the same run. Monitors off (the floor) and on (the default).
+2. Start of `fairmark --version`, `runs` and `doctor --help` (imports only: the doctor's probe itself is work,
+   not start), next to `python -c pass`.
+3. fairmark's own peak RSS during a run (wait4's maxrss of the fairmark process: the `true` trials it waits for
+   are far smaller, so the maximum is fairmark's own).
+
+Run: .venv/bin/python bench/harness_cost.py   (the README's Performance section quotes its output)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+N1, N2, REPEATS = 50, 250, 3
+FAIRMARK = [sys.executable, "-m", "fairmark"]
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one command; it must succeed."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - t0
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}): {err[-2000:]}")
+    return wall, int(ru.ru_maxrss)
+
+
+def plan(tmp: Path, trials: int) -> Path:
+    p = tmp / f"plan-{trials}.toml"
+    p.write_text(
+        f"[run]\nwarmup = 0\nmin_trials = {trials}\nmax_trials = {trials}\ntarget_ci_pct = 0.0001\n"
+        "[[workload]]\nname = 'w'\ncommand = ['true']\n"
+    )
+    return p
+
+
+def slopes(tmp: Path, env: dict[str, str]) -> tuple[dict[str, list[float]], int]:
+    out: dict[str, list[float]] = {
+        "fairmark, monitors off": [],
+        "fairmark, monitors on": [],
+        "hyperfine -N": [],
+    }
+    peak = 0
+    for _ in range(REPEATS):
+        for label, flags in (("fairmark, monitors off", ["--no-monitors"]), ("fairmark, monitors on", [])):
+            walls = []
+            for n in (N1, N2):
+                wall, rss = timed([*FAIRMARK, "run", str(plan(tmp, n)), *flags, "--json"], env)
+                walls.append(wall)
+                peak = max(peak, rss)
+            out[label].append((walls[1] - walls[0]) / (N2 - N1))
+        hf = [timed(["hyperfine", "-N", "--runs", str(n), "true"], env)[0] for n in (N1, N2)]
+        out["hyperfine -N"].append((hf[1] - hf[0]) / (N2 - N1))
+    return out, peak
+
+
+def starts(env: dict[str, str]) -> dict[str, float]:
+    cmds = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "fairmark --version": [*FAIRMARK, "--version"],
+        "fairmark runs": [*FAIRMARK, "runs"],
+        "fairmark doctor --help": [*FAIRMARK, "doctor", "--help"],
+    }
+    return {k: statistics.median(timed(argv, env)[0] for _ in range(7)) for k, argv in cmds.items()}
+
+
+def main() -> None:
+    if not shutil.which("hyperfine"):
+        sys.exit("hyperfine is not installed (make setup installs it)")
+    tmp = Path(tempfile.mkdtemp(prefix="fairmark-bench-"))
+    env = os.environ | {
+        "FAIRMARK_STORE": f"sqlite:///{tmp / 'b.db'}",
+        "FAIRMARK_LOCK_PATH": str(tmp / "lock"),
+        "FAIRMARK_STATE_DIR": str(tmp / "state"),
+        "NO_COLOR": "1",
+    }
+    try:
+        per_trial, peak = slopes(tmp, env)
+        start = starts(env)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    hf = statistics.median(per_trial["hyperfine -N"])
+    print(f"marginal cost per trial of `true` (slope {N1}→{N2} trials, median of {REPEATS}):")
+    for label, values in per_trial.items():
+        med = statistics.median(values)
+        extra = (
+            ""
+            if label == "hyperfine -N"
+            else f"   − hyperfine {1e3 * (med - hf):+.2f} ms, ratio {med / hf:.2f}"
+        )
+        runs = ", ".join(f"{1e3 * v:.2f}" for v in values)
+        print(f"  {label:24s} {1e3 * med:6.2f} ms  [{runs}]{extra}")
+    print("start (median of 7):")
+    base = start["python -c pass"]
+    for label, value in start.items():
+        print(f"  {label:24s} {value:6.3f} s   ({value / base:.1f}× python -c pass; goal < 0.3 s)")
+    print(
+        f"peak RSS of fairmark during a run: {peak / 1024:.0f} MB (goal ≤ 150 MB, ratio {peak / 1024 / 150:.2f})"
+    )
+    print(json.dumps({"per_trial_s": per_trial, "start_s": start, "peak_rss_kib": peak}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
