@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 import click
+import sqlalchemy as sa
 
 from fairmark import __version__
 from fairmark.cli.common import common_options, open_store
@@ -127,7 +129,7 @@ def export(run_ref: str, fmt: str, out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if fmt == "json":
-        path = out / f"fairmark-{report.run.id}.json"
+        path = out / f"fairmark-{_safe(report.run.id)}.json"
         tmp = path.with_suffix(".json.tmp")  # nothing half-written: write aside, then rename
         tmp.write_text(dumps(bundle_of(store, report.run.id)))
         tmp.replace(path)
@@ -145,38 +147,105 @@ def export(run_ref: str, fmt: str, out_dir: str) -> None:
 
 def _load_bundle(path: Path) -> dict[str, Any]:
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except ValueError as exc:
-        raise InputError(f"{path}: not JSON: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{path}: not JSON: {str(exc)[:200]}") from None
     if not isinstance(doc, dict) or doc.get("format") != BUNDLE_FORMAT:
         raise InputError(f"{path}: not a fairmark bundle (expected key format = {BUNDLE_FORMAT!r})")
-    if doc.get("version") != BUNDLE_VERSION or int(doc.get("schema_version", 0)) > S.SCHEMA_VERSION:
+    version, schema = doc.get("version"), doc.get("schema_version")
+    if version != BUNDLE_VERSION or not _is_int(schema) or not 1 <= schema <= S.SCHEMA_VERSION:
         raise InputError(
-            f"{path}: bundle version {doc.get('version')}/schema {doc.get('schema_version')} is not "
-            f"readable by this fairmark ({BUNDLE_VERSION}/{S.SCHEMA_VERSION})"
+            f"{path}: bundle version {str(version)[:40]}/schema {str(schema)[:40]} is not readable by this "
+            f"fairmark (expected version {BUNDLE_VERSION}, schema 1..{S.SCHEMA_VERSION})"
         )
     tables = doc.get("tables")
-    if not isinstance(tables, dict) or len(tables.get("runs", [])) != 1:
+    if not isinstance(tables, dict) or not isinstance(tables.get("runs"), list) or len(tables["runs"]) != 1:
         raise InputError(f"{path}: a bundle holds exactly one run under tables.runs")
+    for table in TABLES:
+        rows = tables.get(table.name, [])
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise InputError(f"{path}: tables.{table.name} must be a list of rows (JSON objects)")
+    run_id = tables["runs"][0].get("id")
+    if not isinstance(run_id, str) or not _UUID.fullmatch(run_id):
+        raise InputError(f"{path}: tables.runs[0].id must be a run id (a UUID), got {str(run_id)[:80]!r}")
     return doc
 
 
-def _rows(table: Any, rows: list[dict[str, Any]], cell_map: dict[int, int]) -> list[dict[str, Any]]:
-    cols = {c.name for c in table.columns}
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _value(table: Any, col: Any, v: Any, run_id: str) -> Any:
+    """One value of a bundle row, checked against the store's column: a bundle is input, and a value of the
+    wrong type would otherwise surface later as a crash in `show` or `export`."""
+    where = f"tables.{table.name}.{col.name}"
+    if col.name == "run_id":
+        if v != run_id:
+            raise ValueError(f"{where}: {str(v)[:80]!r} is not the bundle's run {run_id}")
+        return v
+    if v is None:
+        if not col.nullable and col.default is None:
+            raise ValueError(f"{where}: a value is required")
+        return None
+    kind = col.type
+    if isinstance(kind, sa.JSON):
+        return v
+    if isinstance(kind, sa.DateTime):
+        if not isinstance(v, str):
+            raise ValueError(f"{where}: expected an ISO 8601 time, got {type(v).__name__}")
+        return dt.datetime.fromisoformat(v)
+    if isinstance(kind, sa.Boolean):
+        ok = isinstance(v, bool)
+    elif isinstance(kind, sa.Integer):
+        ok = _is_int(v) and -(2**63) <= v < 2**63
+    elif isinstance(kind, sa.Float):
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    else:
+        ok = isinstance(v, str) and len(v) <= (kind.length or 1 << 24)
+    if not ok:
+        raise ValueError(f"{where}: {str(v)[:80]!r} is not a valid {kind}")
+    return v
+
+
+def _rows(
+    table: Any, rows: list[dict[str, Any]], run_id: str, cell_map: dict[Any, int]
+) -> list[dict[str, Any]]:
     out = []
     for r in rows:
-        r = {k: v for k, v in r.items() if k in cols}
-        for k in DATETIME_COLUMNS & r.keys():
-            if isinstance(r[k], str):
-                r[k] = dt.datetime.fromisoformat(r[k])
+        r = {c.name: _value(table, c, r[c.name], run_id) for c in table.columns if c.name in r}
         if table is not S.runs and table is not S.trials:
             r.pop("id", None)  # integer ids are the importing store's
         if "cell_id" in r:
+            if r["cell_id"] not in cell_map:
+                raise ValueError(f"tables.{table.name}: cell_id {r['cell_id']!r} is not a cell of the bundle")
             r["cell_id"] = cell_map[r["cell_id"]]
         out.append(r)
     return out
+
+
+def _insert(conn: sa.Connection, doc: dict[str, Any]) -> str:
+    t = doc["tables"]
+    run_id = t["runs"][0]["id"]
+    conn.execute(sa.insert(S.runs), _rows(S.runs, t["runs"], run_id, {}))
+    cell_map: dict[Any, int] = {}
+    for cell in t.get("cells", []):
+        old = cell.get("id")
+        if not _is_int(old) or old in cell_map:
+            raise ValueError(f"tables.cells: id {str(old)[:40]!r} is not a unique integer")
+        (row,) = _rows(S.cells, [cell], run_id, {})
+        cell_map[old] = conn.execute(sa.insert(S.cells).values(**row)).inserted_primary_key[0]
+    for table in TABLES[2:]:
+        rows = _rows(table, t.get(table.name, []), run_id, cell_map)
+        if rows:
+            conn.execute(sa.insert(table), rows)
+    return run_id
 
 
 @click.command("import")
@@ -186,24 +255,30 @@ def import_(bundle: str) -> None:
     """Import a run exported elsewhere (with its raw samples) into the store."""
     doc = _load_bundle(Path(bundle))
     store = open_store()
-    t = doc["tables"]
-    run_id = t["runs"][0]["id"]
+    run_id = doc["tables"]["runs"][0]["id"]
+    with store.engine.connect() as conn:
+        if conn.execute(sa.select(S.runs.c.id).where(S.runs.c.id == run_id)).first():
+            raise InputError(f"run {run_id} is already in {store.url}")
     try:
-        store.get_run(run_id)
-        raise InputError(f"run {run_id} is already in {store.url}")
-    except InputError as exc:
-        if "already" in exc.message:
-            raise
-    try:
-        store.insert_rows({S.runs: _rows(S.runs, t["runs"], {})})
-        cell_map = {}
-        for cell in t.get("cells", []):
-            row = {k: v for k, v in _rows(S.cells, [cell], {})[0].items() if k != "run_id"}
-            cell_map[cell["id"]] = store.ensure_cells(run_id, [row])[cell["key"]]
-        store.insert_rows({table: _rows(table, t.get(table.name, []), cell_map) for table in TABLES[2:]})
-    except (KeyError, TypeError, ValueError) as exc:
-        store.delete_run(run_id)  # nothing half-written
-        raise InputError(f"{bundle}: malformed bundle ({type(exc).__name__}: {exc})") from None
+        with store.engine.begin() as conn:  # one transaction: all of the bundle or nothing
+            _insert(conn, doc)
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        OverflowError,
+        sa.exc.IntegrityError,
+        sa.exc.StatementError,
+    ) as exc:
+        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0][:300]
+        raise InputError(f"{bundle}: malformed bundle ({type(exc).__name__}: {detail})") from None
+    try:  # JSON columns (metrics, point …) have shapes only the report knows: read the run back as a check
+        load_report(store, run_id)
+    except Exception as exc:
+        store.delete_run(run_id)
+        raise InputError(
+            f"{bundle}: malformed bundle: its run cannot be read back ({type(exc).__name__}: {str(exc)[:300]})"
+        ) from None
     if console.json_mode:
         console.emit_json({"imported": run_id, "store": store.url})
     else:

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from fairmark.errors import PlanError
 from fairmark.plan.model import Plan
+from fairmark.plan.schedule import cells_of, expand_sweep_values
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(
@@ -71,11 +72,11 @@ class Locator:
                 path = (*path, counters[path])
         return path
 
-    def line(self, loc: tuple) -> int | None:
+    def line(self, loc: tuple) -> int:
         for end in range(len(loc), 0, -1):
             if loc[:end] in self.lines:
                 return self.lines[loc[:end]]
-        return None
+        return 1  # a key missing at the top, or a rule over the whole plan: the error is about the file
 
 
 def _dotted(loc: tuple, data: dict[str, Any]) -> str:
@@ -113,13 +114,33 @@ def parse_plan(text: str, path: str = "<plan>") -> Plan:
         line = int(m.group(1)) if m else (len(text.splitlines()) if "end of document" in str(exc) else None)
         raise PlanError(f"not valid TOML: {exc}", path=path, line=line) from None
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as exc:
         err = _most_specific(exc.errors())
         loc = tuple(p for p in err["loc"] if not _is_union_branch(p))
         raise PlanError(
-            _pydantic_message(err), path=path, line=Locator(text).line(loc), key=_dotted(loc, data) or None
+            _pydantic_message(err), path=path, line=Locator(text).line(loc), key=_dotted(loc, data) or "plan"
         ) from None
+    _check_cells(plan, text, path, data)
+    return plan
+
+
+def _check_cells(plan: Plan, text: str, path: str, data: dict[str, Any]) -> None:
+    """Sweeps expand here, at load time, so an unreadable or absurd one ("1..99999999999") is an error with
+    its line, not a memory exhaustion once the run has started."""
+    for i, w in enumerate(plan.workload):
+        for key, values in w.sweep.items():
+            try:
+                expand_sweep_values(key, values)
+            except PlanError as exc:
+                loc = ("workload", i, "sweep", key)
+                raise PlanError(
+                    exc.detail, path=path, line=Locator(text).line(loc), key=_dotted(loc, data)
+                ) from None
+    try:
+        cells_of(plan)
+    except PlanError as exc:
+        raise PlanError(exc.detail, path=path, line=Locator(text).line(("workload",)), key="sweep") from None
 
 
 def _is_union_branch(part: Any) -> bool:

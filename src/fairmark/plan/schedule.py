@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import random
 import re
@@ -16,18 +17,36 @@ _POW2 = re.compile(r"^pow2:(\d+)\.\.(\d+)(x?)$")
 _RANGE = re.compile(r"^(\d+)\.\.(\d+)(x?)$")
 
 
+MAX_SWEEP_POINTS = 1024  # per sweep key: more is a typo ("1..10000000"), not a benchmark
+MAX_CELLS = 10_000  # per plan: each cell needs several trials; more would never finish
+
+
 def expand_sweep_values(key: str, values: list[Any] | str, ncpu: int | None = None) -> list[Any]:
     """A sweep is a list, or a range relative to the machine: "pow2:1..4x" = 1, 2, 4 … up to 4 × CPUs,
     "1..8" = every integer from 1 to 8 ("1..2x" = 1 up to 2 × CPUs)."""
     if isinstance(values, list):
+        if len(values) > MAX_SWEEP_POINTS:
+            raise PlanError(
+                f"sweep {key!r}: {len(values)} values; expected at most {MAX_SWEEP_POINTS}",
+                key=f"sweep.{key}",
+            )
         return values
     ncpu = ncpu or os.cpu_count() or 1
     for pattern, step in ((_POW2, "pow2"), (_RANGE, "range")):
         m = pattern.match(values.strip())
         if m:
+            if (
+                max(len(m.group(1)), len(m.group(2))) > 18
+            ):  # beyond any machine, and int() of 5000 digits fails
+                break
             lo, hi = int(m.group(1)), int(m.group(2)) * (ncpu if m.group(3) else 1)
             if lo < 1 or hi < lo:
                 break
+            if step == "range" and hi - lo + 1 > MAX_SWEEP_POINTS:
+                raise PlanError(
+                    f"sweep {key!r}: {values!r} is {hi - lo + 1} points; expected at most {MAX_SWEEP_POINTS}",
+                    key=f"sweep.{key}",
+                )
             if step == "range":
                 return list(range(lo, hi + 1))
             out, v = [], 1
@@ -74,6 +93,13 @@ def cells_of(plan: Plan, ncpu: int | None = None) -> list[Cell]:
     for w in plan.workload:
         keys = list(w.sweep)
         grids = [expand_sweep_values(k, w.sweep[k], ncpu) for k in keys]
+        count = math.prod(len(g) for g in grids) * len(plan.variant)
+        if len(cells) + count > MAX_CELLS:
+            raise PlanError(
+                f"workload {w.name!r}: its sweep × variants make {count} cells (the plan "
+                f"{len(cells) + count}); expected at most {MAX_CELLS}",
+                key="sweep",
+            )
         for combo in itertools.product(*grids) if keys else [()]:
             point = tuple(zip(keys, combo, strict=True))
             cells.extend(Cell(w.name, v.name, point) for v in plan.variant)

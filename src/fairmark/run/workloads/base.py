@@ -10,8 +10,10 @@ A tool that exits 0 without producing its result must make `parse` raise ParseEr
 
 from __future__ import annotations
 
+import functools
+import math
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -130,8 +132,45 @@ class Adapter:
     def parse(self, raw: RawOutput) -> dict[str, float]:
         raise NotImplementedError
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "parse" in vars(cls):  # every adapter's parse is checked the same way, whatever it parses
+            cls.parse = _checked(cls.parse)  # type: ignore[method-assign]
+
     def after_trial(self, ctx: TrialContext) -> None:
         """Per trial, not timed: clean up what the trial created."""
 
     def teardown(self, ctx: WorkloadContext) -> None:
         """Always called, also after errors and Ctrl-C: stop servers, remove data."""
+
+
+def measured_values(tool: str, values: dict[str, float]) -> dict[str, float]:
+    """A value that is not a finite number ≥ 0 is not a measurement (a tool printed `inf`, a counter wrapped,
+    a field was cut off): the trial fails with its raw output kept, instead of the number entering the
+    statistics."""
+    for metric, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+            raise ParseError(f"{tool}: {metric} = {v!r} is not a measurement (expected a finite number ≥ 0)")
+    return values
+
+
+def _checked(
+    parse: Callable[[Any, RawOutput], dict[str, float]],
+) -> Callable[[Any, RawOutput], dict[str, float]]:
+    """`parse` is pure (text in, numbers out), so any exception it raises means the output was not in the shape
+    the tool prints (cut off, a field missing, a number too big for a float): a ParseError naming what went
+    wrong, so the trial is recorded as failed with its raw output — never an internal error of the run."""
+
+    @functools.wraps(parse)
+    def checked(self: Adapter, raw: RawOutput) -> dict[str, float]:
+        try:
+            values = parse(self, raw)
+        except ParseError:
+            raise
+        except Exception as exc:
+            raise ParseError(
+                f"{self.name}: output not in the expected shape ({type(exc).__name__}: {str(exc)[:200]})"
+            ) from exc
+        return measured_values(self.name, values)
+
+    return checked

@@ -1,0 +1,163 @@
+"""`fairmark compare` files and `fairmark import` bundles, fuzzed (issue 9): corrupted JSON, wrong schema
+versions, hostile names (`../../etc/passwd`), megabyte strings, NaN → a clean error (exit 2) or a correct
+result, never an internal error, never a half-imported run, never a file written outside --out."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fairmark.cli.bundle import bundle_of
+from fairmark.cli.main import main
+from fairmark.store.db import Store, now
+from fuzzing import FUZZ, HOSTILE_NUMBERS, HOSTILE_TEXT, mutated
+
+HOSTILE_NAMES = (
+    "../../etc/passwd",
+    "/etc/passwd",
+    "..",
+    ".",
+    "",
+    "a/b",
+    "x" * 1_000_000,
+    "\x00",
+    "%",
+    "_",
+    "ä€😀",
+)
+
+
+def cli(*args: str) -> tuple[int, str]:
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(list(args))
+    return code, err.getvalue()
+
+
+def clean(code: int, err: str) -> None:
+    assert code in (0, 2), (code, err[-2000:])
+    assert "Traceback" not in err and "internal error" not in err, err[-2000:]
+
+
+# -- compare ---------------------------------------------------------------------------------------------
+lines = st.lists(
+    st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        st.integers().map(str),
+        st.sampled_from(HOSTILE_NUMBERS + HOSTILE_TEXT),
+        st.text(max_size=40),
+    ),
+    max_size=30,
+).map("\n".join)
+data_files = (
+    lines | st.binary(max_size=200).map(lambda b: b.decode("latin-1")) | st.just("1\n" * 3 + "9" * 100_000)
+)
+
+
+@FUZZ
+@given(a=data_files, b=data_files)
+def test_compare_of_any_two_files_is_a_result_or_a_clean_error(a: str, b: str, tmp_path_factory) -> None:
+    tmp = tmp_path_factory.mktemp("cmp")
+    (tmp / "a.txt").write_bytes(a.encode("utf-8", errors="surrogatepass"))
+    (tmp / "b.txt").write_bytes(b.encode("utf-8", errors="surrogatepass"))
+    clean(*cli("compare", str(tmp / "a.txt"), str(tmp / "b.txt")))
+
+
+# -- import ----------------------------------------------------------------------------------------------
+def _bundle() -> dict:
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="fairmark-fz-"))
+    store = Store.open(str(tmp / "src.db"))
+    run = store.create_run(
+        plan_path="p.toml", plan_text="", plan_sha256="", title="t", seed=1, host_id="h", hostname="h",
+        status="done", command_line="", fairmark_version="0", accept_risk=False, options={}, env_before=None,
+        notes=[],
+    )  # fmt: skip
+    cells = store.ensure_cells(
+        run,
+        [
+            {"key": f"w/{v}", "workload": "w", "variant": v, "point": [], "primary_metric": "wall_s",
+             "metrics": [{"name": "wall_s", "unit": "s", "better": "lower", "verdict": True}]}
+            for v in ("A", "B")
+        ],
+    )  # fmt: skip
+    for i in range(6):
+        v = "AB"[i % 2]
+        store.add_trial(
+            {"run_id": run, "cell_id": cells[f"w/{v}"], "seq": i + 1, "round": i // 2, "warmup": False,
+             "status": "ok", "started_at": now(), "wall_s": 1.0 + i / 10, "user_s": 0.5, "sys_s": 0.1, "max_rss_kib": 1000,
+             "exit_code": 0, "argv": ["true"], "stdout_tail": "", "stderr_tail": ""},
+            [{"metric": "wall_s", "value": 1.0 + i / 10, "unit": "s", "better": "lower"}],
+        )  # fmt: skip
+    return json.loads(json.dumps(bundle_of(store, run), default=str))
+
+
+BUNDLE = _bundle()
+
+
+@st.composite
+def bundles(draw: st.DrawFn) -> str:
+    doc = copy.deepcopy(BUNDLE)
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["version", "name", "value", "drop", "type", "text"]))
+        if kind == "version":
+            doc[draw(st.sampled_from(["version", "schema_version", "format"]))] = draw(
+                st.sampled_from([0, 2, 99, -1, "1", None, 1.5, "x" * 1000, [], {}])
+            )
+        elif kind == "text":
+            return draw(mutated(json.dumps(doc)))
+        else:
+            table = draw(st.sampled_from(sorted(doc["tables"])))
+            rows = doc["tables"][table]
+            if not rows:
+                continue
+            row = rows[draw(st.integers(0, len(rows) - 1))]
+            col = draw(st.sampled_from(sorted(row)))
+            if kind == "name":
+                row[col] = draw(st.sampled_from(HOSTILE_NAMES))
+            elif kind == "value":
+                row[col] = draw(st.sampled_from([None, -1, 1e308, 2**70, "nan", [], {}, True]))
+            elif kind == "drop":
+                del row[col]
+            else:
+                doc["tables"][table] = draw(st.sampled_from([None, {}, "rows", [[]], [None]]))
+    return json.dumps(doc)
+
+
+@FUZZ
+@given(text=bundles())
+def test_import_of_a_damaged_bundle_is_all_or_nothing_and_clean(text: str, tmp_path_factory) -> None:
+    tmp = tmp_path_factory.mktemp("imp")
+    path, store = tmp / "bundle.json", tmp / "store.db"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    code, err = cli("import", str(path), "--store", str(store))
+    clean(code, err)
+    runs = Store.open(str(store)).list_runs()
+    if code != 0:
+        assert runs == [], "a refused bundle must leave nothing in the store"
+        return
+    assert len(runs) == 1
+    out = tmp / "out"
+    for fmt in ("ministat", "csv", "json"):
+        clean(*cli("export", runs[0]["id"], "--format", fmt, "--out", str(out), "--store", str(store)))
+    written = [p.resolve() for p in tmp.rglob("*") if p.is_file()]
+    assert all(p.is_relative_to(tmp.resolve()) for p in written)
+
+
+def test_a_megabyte_name_and_a_path_as_run_id_are_refused_or_kept_harmlessly(tmp_path) -> None:
+    doc = copy.deepcopy(BUNDLE)
+    for table in doc["tables"].values():
+        for row in table:
+            if "run_id" in row:
+                row["run_id"] = "../../etc/passwd"
+    doc["tables"]["runs"][0]["id"] = "../../etc/passwd"
+    doc["tables"]["cells"][0]["variant"] = "v" * 1_000_000
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    clean(*cli("import", str(tmp_path / "b.json"), "--store", str(tmp_path / "s.db")))

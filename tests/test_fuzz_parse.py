@@ -1,0 +1,69 @@
+"""Every adapter's `parse` on random mutations of its real captured outputs (issue 9): it returns values or
+raises the adapter's ParseError — never another exception, never a negative or non-finite number as data."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fairmark.run.workloads import registry
+from fairmark.run.workloads.base import ParseError, RawOutput
+from fuzzing import FUZZ, mutated
+
+FIX = Path(__file__).parent / "fixtures" / "tools"
+# adapter → its fixture folder (the tool whose output it parses)
+FOLDER = {"compress": "zstd", "connections": "wrk"}
+
+
+def captured(adapter: str) -> list[tuple[str, str, str]]:
+    """(name, output, stderr) of each captured output of the adapter's tool."""
+    folder = FIX / FOLDER.get(adapter, adapter)
+    out = []
+    for f in sorted(folder.glob("*")):
+        if f.name.endswith(".stderr.txt") or f.suffix == ".md":
+            continue
+        stem = f.name.removesuffix(".stdout.txt").rsplit(".", 1)[0]
+        err = folder / f"{stem}.stderr.txt"
+        out.append((f.name, f.read_text(), err.read_text() if err.exists() else ""))
+    return out
+
+
+def raw_for(name: str, text: str, stderr: str) -> RawOutput:
+    # The output goes where each adapter looks for it: stdout, or a result file (fio's JSON, stress-ng's
+    # YAML); stress-ng's expected stressors are in the fixture's name (fork-pipe-switch-vm.yaml).
+    stressors = name.split(".")[0].removesuffix("-root").removesuffix("-nobody").replace("-", " ")
+    return RawOutput(text, stderr, 0, {"json": text, "yaml": text, "stressors": stressors})
+
+
+ADAPTERS = sorted(a for a in registry() if (FIX / FOLDER.get(a, a)).is_dir())
+
+
+def test_every_adapter_has_captured_output_to_fuzz() -> None:
+    assert set(ADAPTERS) == set(registry()), set(registry()) - set(ADAPTERS)
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_parse_of_mutated_output_gives_clean_values_or_parse_error(adapter: str) -> None:
+    parse = registry()[adapter]().parse
+    samples = captured(adapter)
+
+    @FUZZ
+    @given(st.data())
+    def prop(data: st.DataObject) -> None:
+        name, text, stderr = data.draw(st.sampled_from(samples))
+        text = data.draw(mutated(text))
+        if data.draw(st.booleans()):
+            stderr = data.draw(mutated(stderr or "error"))
+        try:
+            values = parse(raw_for(name, text, stderr))
+        except ParseError:
+            return
+        for metric, v in values.items():
+            assert isinstance(v, float | int) and not isinstance(v, bool), (metric, v)
+            assert math.isfinite(v) and v >= 0, f"{adapter}: {metric} = {v!r} accepted as data"
+
+    prop()
