@@ -16,13 +16,15 @@ REDACTED = "<redacted>"
 SECRET_WORDS = (
     "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION",
 )  # fmt: skip
-_NAME_RE = re.compile("|".join(SECRET_WORDS), re.IGNORECASE)
+# PWD is a password in MYSQL_PWD or DB_PWD, but the working directory in PWD and OLDPWD
+_NAME_RE = re.compile("|".join(SECRET_WORDS) + r"|(?<!^)(?<!^OLD)PWD", re.IGNORECASE)
 _URL_PASSWORD_RE = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<pw>[^@\s/]+)(?P<tail>@)", re.I)
 _KNOWN_TOKEN_RE = re.compile(
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
     r"|\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}"
     r"|xox[abposr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,})"
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+    r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
+    r"|(?<=\bBearer )[A-Za-z0-9._~+/=-]{8,}|(?<=\bBasic )[A-Za-z0-9+/]{8,}={0,2}",  # HTTP Authorization
     re.S,
 )
 # `name=value` / `name: value` inside free text (command lines, config dumps) where the name is secret.
@@ -31,7 +33,7 @@ _ASSIGN_RE = re.compile(
     r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;]+)",
     re.IGNORECASE,
 )
-_RANDOMISH_RE = re.compile(r"^[A-Za-z0-9_+=.-]{24,}$")
+_RANDOMISH_RE = re.compile(r"^[A-Za-z0-9_+=.~-]{24,}$")  # ~ appears in Azure client secrets
 _WORD_RE = re.compile(r"[^\s\"',;:@/=]+")
 
 

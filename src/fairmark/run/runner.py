@@ -198,7 +198,11 @@ class Runner:
                     {"name": n, "unit": u, "better": b, "verdict": n in rt.declared}
                     for n, (u, b) in rt.metric_specs.items()
                 ],
-                "command": command_for(rt.workload, self.plan.variant_named(cs.cell.variant)),
+                "command": [
+                    self._scrub(a)
+                    for a in command_for(rt.workload, self.plan.variant_named(cs.cell.variant)) or []
+                ]
+                or None,
                 "params": cs.params or None,
                 "labels": _labels(rt.adapter, cs.params),
             }
@@ -599,7 +603,7 @@ class Runner:
                 self._stop(cs, "abandoned", f"{cs.failures} failed trials (last: {error})")
         elif r >= 0:
             cs.values.append(values[rt.primary])
-        self.progress.trial(self._event(rt, cs, r, status, error, values))
+        self.progress.trial(self._event(rt, cs, r, status, trial["error"], values))
 
     def _event(
         self,
@@ -654,9 +658,13 @@ class Runner:
         self.progress.cell_stopped(cs.cell.key, status, reason)
 
     def _scrub(self, text: str) -> str:
+        """The environment's secret values, then whatever looks like a credential (tokens, keys, passwords in
+        URLs or `--password=`): a tool's output or a plan's command can carry secrets the environment does not."""
+        from fairmark.probe.redact import redact_text
+
         for secret in self.secrets:
             text = text.replace(secret, "<redacted>")
-        return text
+        return redact_text(text)
 
 
 def _workload_info(runtimes: list[WorkloadRuntime]) -> list[dict[str, Any]]:
