@@ -67,3 +67,10 @@ class GateTripped(FairmarkError):
 
 class StoreError(FairmarkError):
     exit_status = ExitStatus.USAGE
+
+
+class StoreFailed(FairmarkError):
+    """The store cannot be written or read (full file system, read-only, corrupted file, server gone): the
+    environment refuses, so exit 3; the trials committed before are kept."""
+
+    exit_status = ExitStatus.ENVIRONMENT

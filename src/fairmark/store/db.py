@@ -3,6 +3,7 @@ committed at once, so `kill -9` loses at most the trial that was running."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import uuid
@@ -13,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from fairmark.errors import InputError, StoreError
+from fairmark.errors import InputError, StoreError, StoreFailed
 from fairmark.store import schema as S
 
 
@@ -44,6 +45,39 @@ def sqlite_sync() -> str:
     if mode not in SYNC_MODES:
         raise StoreError(f"FAIRMARK_STORE_SYNC={mode!r}: expected one of {', '.join(SYNC_MODES)}")
     return mode.upper()
+
+
+_FULL = ("database or disk is full", "disk i/o error")
+_READONLY = ("readonly database", "unable to open database file", "read-only file system")
+_CORRUPT = ("malformed", "file is not a database", "not a database")
+
+
+def sqlite_failure(url: str, exc: BaseException) -> StoreFailed | None:
+    """A store failure in words that name the store and what the user can do (None: not one of those)."""
+    path = url.split("///", 1)[-1]
+    msg = str(exc).lower()
+    resume = "the trials committed before are kept; `fairmark resume RUN` continues once it is fixed"
+    if any(m in msg for m in _FULL):
+        return StoreFailed(f"store {path}: cannot write, the file system is full ({exc}); {resume}")
+    if any(m in msg for m in _READONLY):
+        return StoreFailed(f"store {path}: cannot write, it is read-only or not reachable ({exc}); {resume}")
+    if any(m in msg for m in _CORRUPT):
+        return StoreFailed(
+            f"store {path} is corrupted ({exc}); PRAGMA integrity_check says: {integrity_check(path)}",
+            hint="restore it from a copy, or export what still reads (`sqlite3 FILE .recover`)",
+        )
+    return None
+
+
+def integrity_check(path: str) -> str:
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as conn:
+            rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchmany(5)]
+    except sqlite3.Error as exc:
+        return f"cannot run it ({exc})"
+    return "; ".join(rows) or "nothing"
 
 
 def now() -> dt.datetime:
@@ -108,6 +142,12 @@ class Store:
                 cur.execute("PRAGMA busy_timeout=30000")
                 cur.execute("PRAGMA foreign_keys=ON")
                 cur.close()
+
+            @sa.event.listens_for(engine, "handle_error")
+            def _failed(ctx: Any) -> None:
+                failure = sqlite_failure(url, ctx.original_exception)
+                if failure is not None:
+                    raise failure
 
         store = cls(engine, url)
         store._migrate()
