@@ -74,11 +74,19 @@ def _execute(
 
     store = open_store()
     runner = Runner(loaded, store, options, progress=TerminalProgress())
+    # The lock guards the measured machine: a plan whose every trial runs on other hosts leaves this one free
+    # (a fleet runs one controller process per host at once).
+    remote_only = all(v.host for v in runner.plan.variant)
+    allow_concurrent = allow_concurrent or remote_only
     with HostLock({"plan": loaded.path, "run_id": resume or ""}, allow_concurrent=allow_concurrent) as lock:
         for note in lock.notes:
             console.warn(note)
         run_id = runner.resume(resume) if resume else runner.start()
     _finish(store, run_id, fail_on_regression, runner.report)
+    if runner.remote and not console.json_mode:
+        from fairmark.remote.report import print_host_diff
+
+        print_host_diff(store, run_id)
 
 
 _run_options = [
@@ -94,6 +102,12 @@ _run_options = [
     click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials."),
     click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S"),
     click.option("--profile", metavar="LIST", help="Profilers to attach: cpu,locks,syscalls."),
+    click.option(
+        "--host", metavar="NAME", help="Run every variant on this host ([hosts.NAME] or an ssh destination)."
+    ),
+    click.option(
+        "--hosts", metavar="A,B,…", help="A fleet: the plan on each host at once, one run per host."
+    ),
 ]
 
 
@@ -136,9 +150,18 @@ def run(
     no_monitors: bool,
     monitor_interval: float,
     profile: str | None,
+    host: str | None,
+    hosts: str | None,
 ) -> None:
     """Run PLAN: interleaved trials of every cell, stored as they finish, then the verdicts."""
     loaded = load_plan(plan)
+    if hosts:
+        from fairmark.remote.fleet import run_fleet
+
+        run_fleet(plan, [h.strip() for h in hosts.split(",") if h.strip()], sys.argv[1:])
+        return
+    if host:
+        loaded = LoadedPlan(plan=loaded.plan.with_host(host), path=loaded.path, text=loaded.text)
     if dry_run:
         _dry_run(loaded, quick)
         return
@@ -149,8 +172,10 @@ def run(
         keep_scratch=keep_scratch,
         calibrate=calibrate,
         command_line=shlex.join(["fairmark", *sys.argv[1:]]),
-        hooks=_hooks(not no_monitors, monitor_interval, profile),
+        hooks=_hooks(not no_monitors and not loaded.plan.remote, monitor_interval, profile),
     )
+    if loaded.plan.remote and not no_monitors:
+        console.note("monitors are not sampled on remote hosts yet; trials there run without them")
     _execute(
         loaded, options, resume=None, allow_concurrent=allow_concurrent, fail_on_regression=fail_on_regression
     )
@@ -167,6 +192,8 @@ def resume(
     no_monitors: bool,
     monitor_interval: float,
     profile: str | None,
+    host: str | None,
+    hosts: str | None,
 ) -> None:
     """Continue an interrupted run: finished trials are kept, the interrupted one is re-run."""
     stored = open_store().get_run(run_ref)
@@ -174,6 +201,11 @@ def resume(
         plan=parse_plan(stored.plan_text, stored.plan_path), path=stored.plan_path, text=stored.plan_text
     )
     opts = stored.options or {}
+    ran_on = list(opts.get("hosts") or {})
+    if host is None and len(ran_on) == 1 and not loaded.plan.remote:
+        host = ran_on[0]  # a run made with --host continues on that host
+    if host:
+        loaded = LoadedPlan(plan=loaded.plan.with_host(host), path=loaded.path, text=loaded.text)
     options = RunOptions(
         quick=bool(opts.get("quick")),
         calibrate=bool(opts.get("calibrate")),

@@ -12,11 +12,12 @@ from fairmark.console import console
 
 @click.command()
 @click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--host", metavar="NAME", help="Only runs whose trials ran on this host ([hosts.NAME]).")
 @common_options
-def runs(limit: int) -> None:
+def runs(limit: int, host: str | None) -> None:
     """List the runs in the store, newest first."""
     store = open_store()
-    rows = store.list_runs(limit)
+    rows = store.list_runs(limit, host=host)
     if console.json_mode:
         console.emit_json({"store": store.url, "runs": rows})
         return
@@ -24,7 +25,7 @@ def runs(limit: int) -> None:
         console.text(f"no runs in {store.url}")
         return
     t = Table(title=f"runs in {store.url}", title_justify="left")
-    for col in ("id", "started", "status", "plan", "cells", "trials ok/all", "risk"):
+    for col in ("id", "started", "status", "plan", "hosts", "cells", "trials ok/all", "risk"):
         t.add_column(col)
     for r in rows:
         t.add_row(
@@ -32,6 +33,7 @@ def runs(limit: int) -> None:
             f"{r['started_at']:%Y-%m-%d %H:%M}",
             r["status"],
             escape(r["title"] or r["plan_path"]),
+            escape(",".join(r["hosts"]) or "(here)"),
             str(r["cells"]),
             f"{r['trials_ok']}/{r['trials']}",
             "accept-risk" if r["accept_risk"] else "",

@@ -134,6 +134,9 @@ class Workload(Strict):
     metrics: list[Metric] = Field(default_factory=list)
     env: dict[str, EnvValue] = Field(default_factory=dict)
     cwd: str | None = None
+    client_host: str | None = (
+        None  # a [hosts.NAME] that runs the tool's client; its server runs on the variant's
+    )
 
     @field_validator("name")
     @classmethod
@@ -236,8 +239,22 @@ class TuningSet(SystemChanges):
     description: str = ""
 
 
+class HostEntry(Strict):
+    """[hosts.NAME]: a machine reached with the user's own `ssh` (their config, keys, known_hosts, ProxyJump)."""
+
+    ssh: str = Field(min_length=1)  # what `ssh` is given: an alias from ~/.ssh/config, user@addr …
+    ssh_options: list[str] = Field(default_factory=list)  # passed to ssh before the destination
+    agent: list[str] | None = Field(None, min_length=1)  # e.g. ["fairmark", "agent"]; default: shipped copy
+    python: str = "python3"  # the host's Python 3 that runs the shipped agent
+
+
+# What a plan may declare as the point of a comparison across hosts (hardware differences are refused else).
+DECLARABLE = ("os", "kernel", "cpu_model", "cores", "memory", "disk", "fs")
+
+
 class Variant(SystemChanges):
     name: str
+    host: str | None = None  # a [hosts.NAME]: this variant's trials run there
     description: str = ""
     tuning: str | None = None  # a [tuning.NAME] set; the variant's own keys override it
     env: dict[str, EnvValue] = Field(default_factory=dict)
@@ -274,6 +291,34 @@ class Plan(Strict):
     tuning: dict[str, TuningSet] = Field(default_factory=dict)
     workload: list[Workload] = Field(min_length=1)
     variant: list[Variant] = Field(default_factory=lambda: [Variant(name="default")], min_length=1)
+    hosts: dict[str, HostEntry] = Field(default_factory=dict)
+    declare: list[Literal[DECLARABLE]] = Field(default_factory=list)  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _hosts(self) -> Plan:
+        known = ", ".join(sorted(self.hosts)) or "none"
+        for v in self.variant:
+            if v.host is not None and v.host not in self.hosts:
+                raise ValueError(
+                    f"variant {v.name!r}: host {v.host!r} is not a [hosts.NAME] (defined: {known})"
+                )
+        for w in self.workload:
+            if w.client_host is not None and w.client_host not in self.hosts:
+                raise ValueError(f"workload {w.name!r}: client_host {w.client_host!r} is not a [hosts.NAME] "
+                                 f"(defined: {known})")  # fmt: skip
+        return self
+
+    def with_host(self, host: str) -> Plan:
+        """Every variant on `host` (`--host`): a name from [hosts], else an ssh destination."""
+        hosts = dict(self.hosts)
+        if host not in hosts:
+            hosts[host] = HostEntry(ssh=host)
+        variants = [v.model_copy(update={"host": host}) for v in self.variant]
+        return self.model_copy(update={"hosts": hosts, "variant": variants})
+
+    @property
+    def remote(self) -> bool:
+        return any(v.host for v in self.variant) or any(w.client_host for w in self.workload)
 
     @model_validator(mode="after")
     def _cross(self) -> Plan:

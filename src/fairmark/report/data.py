@@ -205,6 +205,7 @@ def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
 # A trial's measurement as reports and exports show it (the CSV export writes exactly these columns).
 TRIAL_FIELDS = (
     "seq", "round", "warmup", "status", "wall_s", "user_s", "sys_s", "max_rss_kib", "exit_code", "signal", "error",
+    "host", "boot_id",
 )  # fmt: skip
 
 

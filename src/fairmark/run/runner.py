@@ -123,7 +123,13 @@ class Runner:
         self.execute = executor
         self.progress = progress or Progress()
         self.policy = self.plan.policy(self.options.quick)
-        self.system = SystemState(self.plan, state_dir=default_state_dir())
+        self.remote = None
+        if self.plan.remote:  # variants on other hosts: their trials and system changes happen there
+            from fairmark.remote.hosts import RemoteHosts, local_part
+
+            self.remote = RemoteHosts(self.plan, loaded.path)
+        local = local_part(self.plan) if self.remote else self.plan
+        self.system = SystemState(local, state_dir=default_state_dir())
         self.run_id = ""
         self.seq = 0
         self.secrets = _secret_values(os.environ)
@@ -210,8 +216,16 @@ class Runner:
         ]
 
     def _gate(self, runtimes: list[WorkloadRuntime]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        if self.remote:
+            self.remote.connect()
+            for line in self.remote.recovered:
+                self.progress.note(line)
         if not self.options.probe:
             return None, []
+        if self.remote:
+            from fairmark.remote.hosts import gate_hosts
+
+            return gate_hosts(self, runtimes)
         from fairmark.probe import diagnose, take_snapshot
         from fairmark.run.variants.basic import intended_env
 
@@ -260,10 +274,13 @@ class Runner:
                 "calibrate": self.options.calibrate,
                 "policy": self.policy.model_dump(),
                 "hooks": [h.name for h in self.options.hooks],
+                **({"hosts": self.remote.describe()} if self.remote else {}),
             },
             notes=[],
         )
         self.store.add_findings(self.run_id, "before", found)
+        if self.remote:
+            self.remote.store_snapshots(self.store, self.run_id)
         return self._execute(runtimes, seed)
 
     def resume(self, run_id: str) -> str:
@@ -312,12 +329,14 @@ class Runner:
                 if any(cs.status == "active" for cs in rt.cells):
                     self._workload(rt, order)
             status = "done"
-        except FairmarkError:
-            status = "failed"
+        except FairmarkError as exc:
+            status = "interrupted" if getattr(exc, "resumable", False) else "failed"
             raise
         finally:
             try:
                 self.system.close()
+                if self.remote:
+                    self.remote.close()  # each agent restores the system changes it made on its host
             finally:
                 for hook in self.options.hooks:
                     hook.close()
@@ -326,7 +345,7 @@ class Runner:
 
     def _finish(self, status: str) -> None:
         env_after = None
-        if self.options.probe and status == "done":
+        if self.options.probe and status == "done" and not self.remote:
             from fairmark.probe import take_snapshot
 
             env_after = take_snapshot("/", tools=sorted({w.tool for w in self.plan.workload if w.tool}))
@@ -354,8 +373,9 @@ class Runner:
         contexts = _Contexts(ctx)
         try:
             self.progress.workload(w.name, "setup")
-            self._shell_step(w, "setup", scratch)
-            self._shell_step(w, "prime", scratch)
+            for step in ("setup", "prime"):
+                for ex in self._step_executors(rt):
+                    self._shell_step(w, step, scratch, executor=ex)
             self.progress.workload(w.name, "trials")
             for r in range(-self.policy.warmup, self.policy.max_trials + self.policy.max_failures):
                 active = [cs for cs in rt.cells if cs.status == "active"]
@@ -375,7 +395,8 @@ class Runner:
                 if rt.adapter:
                     for c in reversed(contexts.ready):
                         rt.adapter.teardown(c)
-                self._shell_step(w, "teardown", scratch, check=False)
+                for ex in self._step_executors(rt):
+                    self._shell_step(w, "teardown", scratch, check=False, executor=ex)
             finally:
                 if not self.options.keep_scratch:
                     shutil.rmtree(scratch, ignore_errors=True)
@@ -423,12 +444,21 @@ class Runner:
             cells = sorted(cells, key=lambda c: names.index(c.variant))
         return [by_cell[c] for c in cells]
 
-    def _shell_step(self, w: Workload, step: str, scratch: Path, check: bool = True) -> None:
+    def _step_executors(self, rt: WorkloadRuntime) -> list[Executor]:
+        """Where a workload's setup/prime/teardown commands run: on every host its variants use."""
+        if not self.remote:
+            return [execute]
+        found = {id(ex): ex for cs in rt.cells for ex in [self.remote.executor(cs.cell.variant) or execute]}
+        return list(found.values())
+
+    def _shell_step(
+        self, w: Workload, step: str, scratch: Path, check: bool = True, executor: Executor = execute
+    ) -> None:
         cmd = getattr(w, step)
         if cmd is None:
             return
         argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        res = execute(
+        res = executor(
             argv,
             env=apply_env(os.environ, w.env, {"FAIRMARK_SCRATCH": str(scratch)}),
             cwd=w.cwd,
@@ -472,6 +502,8 @@ class Runner:
         cell, w = cs.cell, rt.workload
         variant = self.plan.variant_named(cell.variant)
         self.system.activate(cell.variant)
+        if self.remote:
+            self.remote.activate(cell.variant)
         sysprep = self.system.prepare(cell.variant)
         wctx, extra = self._adapter_context(rt, contexts, cell.variant, sysprep.get("workdir"))
         self.seq += 1
@@ -501,7 +533,8 @@ class Runner:
         started = now()
         for hook in self.options.hooks:
             hook.start(hctx)
-        result = self.execute(
+        execute_here = (self.remote.executor(cell.variant) if self.remote else None) or self.execute
+        result = execute_here(
             argv,
             env=env,
             cwd=sysprep.get("workdir") or w.cwd or None,
@@ -573,6 +606,8 @@ class Runner:
             "stdout_tail": self._scrub(read_text(result.stdout_path, keep)),
             "stderr_tail": self._scrub(read_text(result.stderr_path, keep)),
             "argv": [self._scrub(a) for a in argv],
+            "host": self.remote.host_of(cs.cell.variant) if self.remote else None,
+            "boot_id": self.remote.boot_id(cs.cell.variant) if self.remote else None,
         }
         samples = [
             {

@@ -205,7 +205,8 @@ class Store:
             raise InputError(f"run id prefix {ref!r} is ambiguous; give more characters")
         return RunRecord(**dict(rows[0]))
 
-    def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
+    def list_runs(self, limit: int = 50, *, host: str | None = None) -> list[dict[str, Any]]:
+        """Newest first; `host`: only runs that ran trials on that [hosts.NAME] (options.hosts)."""
         t, c = S.trials, S.cells
         n_ok = (
             sa.select(sa.func.count()).where(t.c.run_id == S.runs.c.id, t.c.status == "ok").scalar_subquery()
@@ -222,15 +223,19 @@ class Store:
                 S.runs.c.status,
                 S.runs.c.hostname,
                 S.runs.c.accept_risk,
+                S.runs.c.options,
                 n_cells.label("cells"),
                 n_all.label("trials"),
                 n_ok.label("trials_ok"),
             )
             .order_by(S.runs.c.started_at.desc())
-            .limit(limit)
+            .limit(None if host else limit)
         )
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+            rows = [dict(r) for r in conn.execute(q).mappings()]
+        for r in rows:
+            r["hosts"] = sorted((r.pop("options") or {}).get("hosts") or {})
+        return [r for r in rows if host is None or host in r["hosts"]][:limit]
 
     # -- cells ------------------------------------------------------------------------------------------
     def ensure_cells(self, run_id: str, cells: Iterable[dict[str, Any]]) -> dict[str, int]:

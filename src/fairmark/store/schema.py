@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = sa.MetaData()
 
@@ -84,6 +84,8 @@ trials = sa.Table(
     sa.Column("stdout_tail", sa.Text, nullable=False, default=""),
     sa.Column("stderr_tail", sa.Text, nullable=False, default=""),
     sa.Column("argv", sa.JSON),
+    sa.Column("host", sa.Text),  # the [hosts.NAME] the trial ran on; None: the controller itself
+    sa.Column("boot_id", sa.Text),  # that host's boot (Linux boot_id, FreeBSD kern.boottime)
     sa.Index("ix_trials_run_cell", "run_id", "cell_id"),
 )
 
@@ -151,5 +153,13 @@ def _v2_cell_params(conn: sa.Connection) -> None:
         conn.execute(sa.text(f"ALTER TABLE cells ADD COLUMN {column} JSON"))
 
 
+def _v3_trial_host(conn: sa.Connection) -> None:
+    """v3: trials record the host they ran on and its boot."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("trials")}
+    for column in ("host", "boot_id"):
+        if column not in have:
+            conn.execute(sa.text(f"ALTER TABLE trials ADD COLUMN {column} TEXT"))
+
+
 # version → function(connection) that upgrades from version-1 to version
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _v2_cell_params}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _v2_cell_params, 3: _v3_trial_host}

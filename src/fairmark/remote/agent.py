@@ -1,0 +1,557 @@
+"""fairmark's agent on a remote host: one process per SSH session, speaking versioned JSON lines on stdin/stdout.
+
+This file is deliberately self-contained and imports only Python 3's standard library: the controller ships it
+over the SSH connection (`python3 -c …`) to hosts where fairmark is not installed, Linux or FreeBSD alike.
+`fairmark agent` runs the same code.
+
+Protocol (version PROTOCOL): the controller writes one JSON object per line, {"v": 1, "id": N, "op": NAME, …};
+the agent answers each with one line {"v": 1, "id": N, "ok": true, "result": {…}} or {"ok": false, "error":
+"…"}, in order. Anything that is not such a request gets an error answer and is not acted upon; the agent opens
+no port and runs only what a request names. End of input ends the agent (a trial still running is killed
+with its whole process group first).
+
+Operations:
+  hello                 protocol and agent version, OS, hostname, boot_id, whether fairmark is importable, and
+                        the lines of any dead agent's journal undone now ("a dead controller's journal is undone
+                        at next contact")
+  exec                  one trial with the executor's local semantics: own session and process group, monotonic
+                        wall clock, wait4 rusage, timeout kills the group (TERM, grace, KILL), leftovers killed,
+                        output tails (base64) — all measured here, so network latency never enters a time
+  capture               the probe's input files (globs) and, on FreeBSD, sysctl -a / uname -a / mount
+  read                  files' contents (monitors sample /proc or sysctl output here, between trials)
+  sysctl                make these sysctls the active set: revert what is no longer wanted, apply the rest, each
+                        original value journaled (fsync'd) on this host before it is changed
+  restore               revert everything this agent changed; recover: undo dead agents' journals
+  mkdirs, rmtree, which small file-system helpers for the controller's scratch directories and tool checks
+  bye                   end the session (system changes are restored, also at end of input)
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import json
+import os
+import platform
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+PROTOCOL = 1
+AGENT_VERSION = "0.1.0"
+KILL_WAIT_S = 5.0
+
+
+# -- host facts ----------------------------------------------------------------------------------------------
+def boot_id() -> str:
+    """Changes at every boot: Linux's random boot_id, FreeBSD's kern.boottime (and the host's hostid)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip()
+    except OSError:
+        pass
+    out = _run(["sysctl", "-n", "kern.boottime", "kern.hostuuid"])
+    return " ".join(out.split()) if out else ""
+
+
+def _run(argv: list[str], timeout_s: float = 10.0) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
+                              env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin:/sbin:/usr/sbin")})  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout if proc.returncode == 0 else ""
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+# -- the journal of system changes on this host --------------------------------------------------------------
+def state_dir() -> str:
+    explicit = os.environ.get("FAIRMARK_AGENT_STATE")
+    if explicit:
+        return explicit
+    if os.geteuid() == 0:
+        return "/var/db/fairmark-agent" if sys.platform.startswith("freebsd") else "/var/lib/fairmark-agent"
+    return os.path.join(os.path.expanduser("~"), ".local", "state", "fairmark-agent")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is dead for our purpose
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+class Journal:
+    """One file per agent process; an entry is on disk (fsync'd) before the change it describes is made."""
+
+    def __init__(self, path: str, data: dict):
+        self.path, self.data = path, data
+
+    @classmethod
+    def mine(cls) -> Journal:
+        d = os.path.join(state_dir(), "journal")
+        return cls(os.path.join(d, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"),
+                   {"format": 1, "pid": os.getpid(), "started": time.time(), "entries": []})  # fmt: skip
+
+    def save(self) -> None:
+        if not self.data["entries"]:
+            if os.path.exists(self.path):
+                os.unlink(self.path)
+            return
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(self.data, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        fd = os.open(os.path.dirname(self.path), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _linux_sysctl_path(name: str) -> str:
+    rel = name.strip("/") if "/" in name else name.replace(".", "/")
+    return "/proc/sys/" + rel
+
+
+def sysctl_read(name: str) -> str:
+    if sys.platform.startswith("linux"):
+        with open(_linux_sysctl_path(name)) as fh:
+            return " ".join(fh.read().split())
+    out = subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise OSError(out.stderr.strip() or f"sysctl -n {name} failed")
+    return " ".join(out.stdout.split())
+
+
+def sysctl_write(name: str, value: str) -> None:
+    if sys.platform.startswith("linux"):
+        with open(_linux_sysctl_path(name), "w") as fh:
+            fh.write(value)
+        return
+    out = subprocess.run(["sysctl", f"{name}={value}"], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise OSError(out.stderr.strip() or f"sysctl {name}={value} failed")
+
+
+def _undo(entry: dict) -> str:
+    name, original = entry["name"], entry["original"]
+    now = sysctl_read(name)
+    if now != original:
+        sysctl_write(name, original)
+        if sysctl_read(name) != original:
+            raise OSError(f"sysctl {name}: reads {sysctl_read(name)!r} after restoring {original!r}")
+        return f"restored sysctl {name} = {original} (was {now})"
+    return f"sysctl {name} is {original} (original)"
+
+
+def recover_dead() -> list[str]:
+    """Undo the journals of agents that are gone (their controller died, or the connection dropped)."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(state_dir(), "journal", "*.json"))):
+        try:
+            with open(path) as fh:
+                data = json.load(fh)
+        except (OSError, ValueError) as exc:
+            lines.append(f"unreadable journal {path}: {exc}")
+            continue
+        pid = int(data.get("pid", 0))
+        deadline = time.monotonic() + KILL_WAIT_S  # an agent that just lost its connection is exiting
+        while pid != os.getpid() and _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if pid == os.getpid() or _alive(pid):
+            continue
+        journal = Journal(path, data)
+        for entry in reversed(list(data["entries"])):
+            lines.append(_undo(entry) + f" (left by agent {pid})")
+            data["entries"].remove(entry)
+            journal.save()
+    return lines
+
+
+class Tunables:
+    """The sysctls this agent has changed: {name: entry}; every change journaled first."""
+
+    def __init__(self) -> None:
+        self.journal = Journal.mine()
+        self.active: dict[str, dict] = {}
+
+    def set_active(self, wanted: dict[str, str]) -> dict:
+        reverted = [self._revert(n) for n in list(self.active) if n not in wanted or
+                    self.active[n]["want"] != wanted[n]]  # fmt: skip
+        applied = []
+        for name, value in wanted.items():
+            if name in self.active:
+                continue
+            original = sysctl_read(name)
+            entry = {"type": "sysctl", "name": name, "original": original, "want": value}
+            self.journal.data["entries"].append(entry)
+            self.journal.save()
+            self.active[name] = entry
+            try:
+                sysctl_write(name, value)
+                got = sysctl_read(name)
+            except OSError:
+                self._revert(name)
+                raise
+            if got != value:
+                self._revert(name)
+                raise OSError(f"sysctl {name}: wrote {value!r} but the kernel kept {got!r}")
+            applied.append(f"sysctl {name}: {original} → {value}")
+        return {"applied": applied, "reverted": reverted}
+
+    def _revert(self, name: str) -> str:
+        entry = self.active.pop(name)
+        line = _undo(entry)
+        self.journal.data["entries"].remove(entry)
+        self.journal.save()
+        return line
+
+    def restore(self) -> list[str]:
+        return [self._revert(n) for n in reversed(list(self.active))]
+
+
+# -- one trial -----------------------------------------------------------------------------------------------
+def _exit_fd(pid: int) -> tuple[int, threading.Thread | None]:
+    """An fd that becomes readable when `pid` exits (it stays unreaped for wait4): a pidfd on Linux, else a
+    pipe written by a thread blocked in waitid(WNOWAIT)."""
+    if hasattr(os, "pidfd_open"):
+        try:
+            return os.pidfd_open(pid), None
+        except OSError:
+            pass
+    r, w = os.pipe()
+
+    def watch() -> None:
+        try:
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        except (ChildProcessError, OSError):
+            pass
+        os.write(w, b"x")
+        os.close(w)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return r, t
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.exists("/proc/self/stat"):
+        return True
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def kill_group(pgid: int, grace_s: float) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else KILL_WAIT_S)
+        while time.monotonic() < deadline:
+            if not _group_alive(pgid):
+                return
+            time.sleep(0.02)
+
+
+def _tail(path: str, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - limit))
+            return fh.read(limit)
+    except OSError:
+        return b""
+
+
+def _env(req: dict) -> dict:
+    env = dict(os.environ)
+    for k in req.get("env_unset") or ():
+        env.pop(k, None)
+    env.update(req.get("env_set") or {})
+    env.pop("FAIRMARK_AGENT_STATE", None)  # the agent's own setting is not the trial's business
+    return env
+
+
+class Session:
+    def __init__(self, rfd: int = 0, wfd: int = 1):
+        self.rfd, self.wfd = rfd, wfd
+        self.buf = b""
+        self.eof = False
+        self.tunables = Tunables()
+
+    # -- wire ---------------------------------------------------------------------------------------------
+    def _readline(self) -> bytes | None:
+        while b"\n" not in self.buf:
+            if self.eof:
+                return None
+            chunk = os.read(self.rfd, 1 << 16)
+            if not chunk:
+                self.eof = True
+                continue
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+    def send(self, obj: dict) -> None:
+        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        while data:
+            n = os.write(self.wfd, data)
+            data = data[n:]
+
+    def serve(self) -> None:
+        while True:
+            line = self._readline()
+            if line is None:
+                return
+            if not line.strip():
+                continue
+            try:
+                req = json.loads(line)
+                if (
+                    not isinstance(req, dict)
+                    or req.get("v") != PROTOCOL
+                    or not isinstance(req.get("op"), str)
+                ):
+                    raise ValueError(f"not a protocol {PROTOCOL} request")
+            except ValueError as exc:
+                self.send({"v": PROTOCOL, "id": None, "ok": False, "error": f"bad request: {exc}"})
+                continue
+            op = req["op"]
+            handler = getattr(self, "op_" + op, None)
+            if handler is None:
+                self.send({"v": PROTOCOL, "id": req.get("id"), "ok": False, "error": f"unknown op {op!r}"})
+                continue
+            try:
+                result = handler(req)
+            except Exception as exc:  # an answer, never a dead agent: the controller decides
+                self.send({"v": PROTOCOL, "id": req.get("id"), "ok": False, "error": f"{type(exc).__name__}: {exc}"})  # fmt: skip
+                continue
+            self.send({"v": PROTOCOL, "id": req.get("id"), "ok": True, "result": result})
+            if op == "bye" or self.eof:
+                return
+
+    # -- operations ---------------------------------------------------------------------------------------
+    def op_hello(self, req: dict) -> dict:
+        try:
+            import fairmark  # noqa: F401 - only whether it is there
+
+            has_fairmark = True
+        except ImportError:
+            has_fairmark = False
+        return {
+            "protocol": PROTOCOL,
+            "agent_version": AGENT_VERSION,
+            "pid": os.getpid(),
+            "os": platform.system().lower(),
+            "release": platform.release(),
+            "hostname": socket.gethostname(),
+            "address": (os.environ.get("SSH_CONNECTION") or "   ").split(" ")[2]
+            or None,  # as the controller sees it
+            "boot_id": boot_id(),
+            "python": platform.python_version(),
+            "fairmark": has_fairmark,
+            "state_dir": state_dir(),
+            "recovered": recover_dead() if req.get("recover", True) else [],
+        }
+
+    def op_bye(self, req: dict) -> dict:
+        return {"restored": self.tunables.restore()}
+
+    def op_exec(self, req: dict) -> dict:
+        argv = [str(a) for a in req["argv"]]
+        for d in req.get("mkdirs") or ():
+            os.makedirs(d, exist_ok=True)
+        out_dir = tempfile.mkdtemp(prefix="fairmark-agent-")
+        try:
+            return self._exec(req, argv, out_dir)
+        finally:
+            shutil.rmtree(out_dir, ignore_errors=True)
+
+    def _exec(self, req: dict, argv: list[str], out_dir: str) -> dict:
+        timeout_s, grace_s = req.get("timeout_s"), float(req.get("grace_s", 2.0))
+        limit = int(req.get("tail_bytes", 1 << 20))
+        so, se = os.path.join(out_dir, "stdout"), os.path.join(out_dir, "stderr")
+        res = {"status": "failed", "exit_code": None, "signal": None, "wall_s": 0.0, "user_s": 0.0,
+               "sys_s": 0.0, "max_rss_kib": 0, "error": None, "leftovers_killed": 0}  # fmt: skip
+        with open(so, "wb") as fo, open(se, "wb") as fe:
+            t0 = time.monotonic()
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=_env(req),
+                                        cwd=req.get("cwd") or None, start_new_session=True, close_fds=True)  # fmt: skip
+            except OSError as exc:
+                res["error"] = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+                return res
+            timed_out, lost = self._wait(proc.pid, timeout_s)
+            if timed_out or lost:
+                kill_group(proc.pid, grace_s)
+            _, status, ru = os.wait4(proc.pid, 0)
+            wall = time.monotonic() - t0
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        if lost:
+            kill_group(proc.pid, grace_s)
+            return res  # nobody to answer to
+        if not timed_out and _group_alive(proc.pid):
+            res["leftovers_killed"] = 1  # background children outliving the trial would perturb the next
+            kill_group(proc.pid, grace_s)
+        code = os.waitstatus_to_exitcode(status)
+        res.update(wall_s=wall, user_s=ru.ru_utime, sys_s=ru.ru_stime, max_rss_kib=int(ru.ru_maxrss))
+        res["exit_code"], res["signal"] = (code, None) if code >= 0 else (None, -code)
+        if timed_out:
+            res["status"], res["error"] = "timeout", f"timed out after {timeout_s:g} s; process group killed"
+        elif res["signal"] is not None:
+            res["error"] = f"killed by signal {signal.Signals(res['signal']).name}"
+        elif code != 0:
+            res["error"] = f"exit status {code}"
+        else:
+            res["status"] = "ok"
+        res["stdout_b64"], res["stderr_b64"] = _b64(_tail(so, limit)), _b64(_tail(se, limit))
+        res["files"] = {p: _b64(_tail(p, limit)) for p in req.get("files") or () if os.path.isfile(p)}
+        res["boot_id"] = boot_id()
+        return res
+
+    def _wait(self, pid: int, timeout_s: float | None) -> tuple[bool, bool]:
+        """(timed out, connection lost): wait for the trial's exit while watching stdin for end of input."""
+        fd, _ = _exit_fd(pid)
+        deadline = time.monotonic() + timeout_s if timeout_s else None
+        try:
+            while True:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if left == 0.0:
+                    return True, False
+                ready, _, _ = select.select(
+                    [fd, self.rfd], [], [], min(left, 3600.0) if left is not None else 3600.0
+                )
+                if fd in ready:
+                    return False, False
+                if self.rfd in ready:
+                    chunk = os.read(self.rfd, 1 << 16)
+                    if not chunk:
+                        self.eof = True
+                        return False, True
+                    self.buf += chunk  # a request sent early waits its turn
+        finally:
+            os.close(fd)
+
+    def op_capture(self, req: dict) -> dict:
+        files: dict[str, str] = {}
+        for pattern in req.get("files") or ():
+            for src in sorted(glob.glob("/" + pattern)):
+                try:
+                    with open(src, "rb") as fh:
+                        files[src.lstrip("/")] = _b64(fh.read())
+                except OSError:
+                    continue
+        for pattern in req.get("boot_files") or ():
+            pattern = pattern.replace("{release}", platform.release())
+            for src in glob.glob("/" + pattern):
+                try:
+                    with open(src, "rb") as fh:
+                        files[src.lstrip("/")] = _b64(fh.read())
+                except OSError:
+                    continue
+        dirs = [d.lstrip("/") for pattern in req.get("dirs") or () for d in glob.glob("/" + pattern)]
+        commands = {name: _run(list(argv), 30.0) for name, argv in (req.get("commands") or {}).items()}
+        links = {}
+        for rel in req.get("links") or ():
+            try:
+                links[rel] = os.readlink("/" + rel)
+            except OSError:
+                pass
+        env = {k: v for k, v in os.environ.items() if k != "FAIRMARK_AGENT_STATE"}
+        return {"os": platform.system().lower(), "files": files, "dirs": dirs, "commands": commands,
+                "links": links, "environ": env, "hostname": socket.gethostname()}  # fmt: skip
+
+    def op_read(self, req: dict) -> dict:
+        out = {}
+        for path in req.get("paths") or ():
+            try:
+                with open(path, "rb") as fh:
+                    out[path] = _b64(fh.read())
+            except OSError:
+                out[path] = None
+        return {"files": out, "monotonic_s": time.monotonic()}
+
+    def op_sysctl(self, req: dict) -> dict:
+        return self.tunables.set_active({str(k): str(v) for k, v in (req.get("set") or {}).items()})
+
+    def op_sysctl_read(self, req: dict) -> dict:
+        return {"values": {n: sysctl_read(n) for n in req.get("names") or ()}}
+
+    def op_restore(self, req: dict) -> dict:
+        return {"restored": self.tunables.restore()}
+
+    def op_recover(self, req: dict) -> dict:
+        return {"recovered": recover_dead()}
+
+    def op_mkdirs(self, req: dict) -> dict:
+        for d in req.get("paths") or ():
+            os.makedirs(d, exist_ok=True)
+        return {}
+
+    def op_rmtree(self, req: dict) -> dict:
+        for d in req.get("paths") or ():
+            shutil.rmtree(d, ignore_errors=True)
+        return {}
+
+    def op_which(self, req: dict) -> dict:
+        return {"found": {n: shutil.which(n) for n in req.get("names") or ()}}
+
+    def op_write(self, req: dict) -> dict:
+        for path, data in (req.get("files") or {}).items():
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(base64.b64decode(data))
+        return {}
+
+
+def main() -> int:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    session = Session()
+    try:
+        session.serve()
+    finally:
+        # The controller is gone (bye, or end of input when it died or the connection dropped): put the host
+        # back now. Should this agent itself be killed first, its journal stays and the next contact undoes it.
+        session.tunables.restore()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

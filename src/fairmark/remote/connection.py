@@ -1,0 +1,255 @@
+"""The controller's connection to one host: the user's own `ssh`, one multiplexed ControlMaster per host, and
+fairmark's agent at the other end speaking JSON lines (protocol in `fairmark.remote.agent`).
+
+API (also for other parts of fairmark that need a host, e.g. rebooting it):
+
+    spec = HostSpec("bsd", ssh="root@bsd-box", ssh_options=("-p", "2222"))
+    with HostConnection(spec) as host:
+        host.hello                        # {"os", "hostname", "boot_id", "recovered": [...], …} of this session
+        host.call("exec", argv=[...])     # any agent operation; raises ConnectionLost / AgentError
+        host.run(["uname", "-a"])         # a plain command over the same master (no agent), CompletedProcess
+        host.reconnect()                  # after ConnectionLost: new master + agent, with back-off
+        host.boot_id()                    # the host's current boot id (a fresh contact)
+
+Nothing listens on a port on either side: the agent is a child of the SSH session. ssh is started with
+BatchMode (no prompts: keys, agent or ProxyJump as the user's ssh_config says) and ServerAlive probes so a
+dead link is noticed within ~15 s. The agent is the `agent` command of the host spec (a fairmark installed
+there), or else this package's agent.py, shipped in the command line and run by the host's python3.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import itertools
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairmark.errors import EnvironmentRefused, FairmarkError
+from fairmark.remote.agent import PROTOCOL
+
+SSH_BASE_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
+CONNECT_TIMEOUT_S = 30.0
+RECONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+class ConnectionLost(FairmarkError):
+    """The SSH connection or the agent went away in the middle of a request."""
+
+    exit_status = EnvironmentRefused.exit_status
+    resumable = True  # the run is marked interrupted: `fairmark resume RUN` continues it
+
+
+class AgentError(FairmarkError):
+    """The agent answered a request with an error."""
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    name: str
+    ssh: str  # what `ssh` is given: an alias from ~/.ssh/config, user@addr, …
+    ssh_options: tuple[str, ...] = ()
+    agent: tuple[str, ...] = ()  # e.g. ("fairmark", "agent") when fairmark is installed there
+    python: str = "python3"
+
+
+def agent_source() -> bytes:
+    return (Path(__file__).parent / "agent.py").read_bytes()
+
+
+def shipped_agent_command(python: str = "python3") -> str:
+    """A shell command that runs this package's agent with nothing installed on the host but Python 3."""
+    blob = base64.b64encode(zlib.compress(agent_source(), 9)).decode("ascii")
+    boot = (
+        "import base64,sys,zlib;"
+        "exec(compile(zlib.decompress(base64.b64decode(sys.argv[1])),'fairmark-agent','exec'))"
+    )
+    return f"{shlex.quote(python)} -c {shlex.quote(boot)} {blob}"
+
+
+@dataclass
+class HostConnection:
+    spec: HostSpec
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
+    hello: dict[str, Any] = field(default_factory=dict)
+    _dir: str = ""
+    _master: subprocess.Popen[bytes] | None = None
+    _agent: subprocess.Popen[bytes] | None = None
+    _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- ssh ------------------------------------------------------------------------------------------------
+    @property
+    def control_path(self) -> str:
+        return os.path.join(self._dir, "ctl")
+
+    def ssh_argv(self, *remote: str, master: bool = False) -> list[str]:
+        """`ssh` with the user's options, over this connection's ControlMaster socket."""
+        mux = ["-o", f"ControlPath={self.control_path}", "-o", f"ControlMaster={'yes' if master else 'no'}"]
+        tail = ["--", *remote] if remote else []
+        return ["ssh", *SSH_BASE_OPTIONS, *mux, *self.spec.ssh_options, self.spec.ssh, *tail]
+
+    def _start_master(self) -> None:
+        if shutil.which("ssh") is None:
+            raise EnvironmentRefused(
+                "host connections need the OpenSSH client `ssh` (Debian: openssh-client)"
+            )
+        if not self._dir:  # a short path: a unix socket path must fit in 104 bytes
+            self._dir = tempfile.mkdtemp(prefix="fm-ssh-", dir="/tmp")
+        err = open(os.path.join(self._dir, "master.err"), "wb")  # noqa: SIM115 - the master's lifetime
+        self._master = subprocess.Popen(
+            self._master_argv(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,  # a Ctrl-C for the controller is not a hang-up for the connection
+        )
+        deadline = time.monotonic() + self.connect_timeout_s
+        while not os.path.exists(self.control_path):
+            if self._master.poll() is not None or time.monotonic() > deadline:
+                self._stop_master()
+                why = Path(self._dir, "master.err").read_text(errors="replace").strip()
+                raise ConnectionLost(
+                    f"host {self.spec.name}: cannot connect with `ssh {self.spec.ssh}`: {why or 'timed out'}",
+                    hint="check that `ssh "
+                    + " ".join([*self.spec.ssh_options, self.spec.ssh])
+                    + " true` works without a prompt (keys, known_hosts)",
+                )
+            time.sleep(0.02)
+
+    def _master_argv(self) -> list[str]:
+        argv = self.ssh_argv(master=True)  # ends with the destination; -N (no command) goes before it
+        return [*argv[:-1], "-N", argv[-1]]
+
+    def _stop_master(self) -> None:
+        if self._master and self._master.poll() is None:
+            self._master.terminate()
+            try:
+                self._master.wait(5)
+            except subprocess.TimeoutExpired:
+                self._master.kill()
+                self._master.wait()
+        self._master = None
+
+    def _master_alive(self) -> bool:
+        return bool(self._master and self._master.poll() is None and os.path.exists(self.control_path))
+
+    # -- the agent --------------------------------------------------------------------------------------------
+    def _agent_command(self) -> str:
+        if self.spec.agent:
+            return shlex.join(self.spec.agent)
+        return shipped_agent_command(self.spec.python)
+
+    def connect(self) -> dict[str, Any]:
+        """Open the master (if needed) and start an agent; returns its hello (also kept in .hello)."""
+        if not self._master_alive():
+            self._stop_master()
+            self._start_master()
+        self._agent = subprocess.Popen(
+            self.ssh_argv(self._agent_command()),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(os.path.join(self._dir, "agent.err"), "ab"),  # noqa: SIM115
+            start_new_session=True,
+        )
+        self.hello = self.call("hello")
+        if self.hello.get("protocol") != PROTOCOL:
+            raise AgentError(f"host {self.spec.name}: agent speaks protocol {self.hello.get('protocol')}, "
+                             f"this fairmark speaks {PROTOCOL}", hint="update fairmark on the host")  # fmt: skip
+        return self.hello
+
+    def call(self, op: str, **args: Any) -> dict[str, Any]:
+        """One request, one answer. ConnectionLost when the session is gone (the request's effect on the
+        host is then unknown; the agent kills a trial whose controller vanished)."""
+        with self._lock:
+            agent = self._agent
+            if agent is None or agent.poll() is not None or agent.stdin is None or agent.stdout is None:
+                raise ConnectionLost(f"host {self.spec.name}: not connected")
+            rid = next(self._ids)
+            line = json.dumps({"v": PROTOCOL, "id": rid, "op": op, **args}, separators=(",", ":")) + "\n"
+            try:
+                agent.stdin.write(line.encode())
+                agent.stdin.flush()
+                answer = agent.stdout.readline()
+            except (BrokenPipeError, OSError, ValueError):
+                answer = b""
+            if not answer:
+                raise ConnectionLost(f"host {self.spec.name}: connection lost{self._why()}")
+        reply = json.loads(answer)
+        if reply.get("id") != rid:
+            raise AgentError(f"host {self.spec.name}: answer {reply.get('id')} to request {rid}")
+        if not reply.get("ok"):
+            raise AgentError(f"host {self.spec.name}: {op}: {reply.get('error')}")
+        return dict(reply["result"])
+
+    def _why(self) -> str:
+        err = Path(self._dir, "agent.err")
+        text = err.read_text(errors="replace").strip().splitlines() if err.exists() else []
+        return f" ({text[-1]})" if text else ""
+
+    def reconnect(self, backoff_s: tuple[float, ...] = RECONNECT_BACKOFF_S) -> dict[str, Any]:
+        """Drop what is left of the session and connect again, waiting longer after each failed attempt."""
+        last: Exception | None = None
+        for delay in (0.0, *backoff_s):
+            time.sleep(delay)
+            self._drop_agent()
+            try:
+                return self.connect()
+            except (ConnectionLost, AgentError) as exc:
+                last = exc
+        raise ConnectionLost(f"host {self.spec.name}: could not reconnect: {last}")
+
+    def _drop_agent(self) -> None:
+        if self._agent is None:
+            return
+        with contextlib.suppress(OSError):
+            if self._agent.stdin:
+                self._agent.stdin.close()
+        try:
+            self._agent.wait(5)
+        except subprocess.TimeoutExpired:
+            self._agent.kill()
+            self._agent.wait()
+        if self._agent.stdout:
+            self._agent.stdout.close()
+        self._agent = None
+
+    # -- conveniences ---------------------------------------------------------------------------------------
+    def run(self, argv: list[str], *, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """A plain command on the host over the master connection (no agent; for reboots and the like)."""
+        if not self._master_alive():
+            self._stop_master()
+            self._start_master()
+        return subprocess.run(self.ssh_argv(shlex.join(argv)), capture_output=True, text=True,
+                              timeout=timeout_s, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+
+    def boot_id(self) -> str:
+        return str(self.call("hello", recover=False)["boot_id"])
+
+    def close(self) -> None:
+        """End the agent (it restores what it changed), then the master connection."""
+        if self._agent is not None and self._agent.poll() is None:
+            with contextlib.suppress(FairmarkError, json.JSONDecodeError):
+                self.call("bye")
+        self._drop_agent()
+        self._stop_master()
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = ""
+
+    def __enter__(self) -> HostConnection:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

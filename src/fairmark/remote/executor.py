@@ -1,0 +1,93 @@
+"""A trial executed on a host by its agent, returned in the local executor's record (`ExecResult`), so the
+runner treats a remote trial like a local one. Times and rusage are taken on the host; the output tails come
+back and are written where the runner reads them."""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from fairmark.remote.connection import ConnectionLost, HostConnection
+from fairmark.run.executor import RAW_BYTES, ExecResult
+
+
+def env_delta(env: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]:
+    """What the runner's environment changes relative to the controller's own: only that travels to the host
+    (the host keeps its own PATH, HOME …; the controller's secrets stay here)."""
+    if env is None:
+        return {}, []
+    here = os.environ
+    changed = {k: v for k, v in env.items() if here.get(k) != v}
+    return changed, sorted(k for k in here if k not in env)
+
+
+class RemoteExecutor:
+    """Same call signature as `fairmark.run.executor.execute`. `on_reconnect` runs after a reconnection (the
+    runner re-applies the host's system changes, which the lost agent restored)."""
+
+    def __init__(self, conn: HostConnection, on_reconnect: Callable[[], None] | None = None):
+        self.conn, self.on_reconnect = conn, on_reconnect
+        self.last_boot_id: str | None = None
+
+    def __call__(
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        timeout_s: float | None = None,
+        grace_s: float = 2.0,
+        out_dir: str | Path,
+        name: str = "trial",
+        stdin_devnull: bool = True,
+        files: tuple[str, ...] = (),
+    ) -> ExecResult:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        so, se = out / f"{name}.stdout", out / f"{name}.stderr"
+        env_set, env_unset = env_delta(env)
+        mkdirs = [env_set[k] for k in ("FAIRMARK_SCRATCH",) if k in env_set]
+        try:
+            res = self.conn.call("exec", argv=list(argv), env_set=env_set, env_unset=env_unset,
+                                 cwd=str(cwd) if cwd else None, timeout_s=timeout_s, grace_s=grace_s,
+                                 tail_bytes=RAW_BYTES, mkdirs=mkdirs, files=list(files))  # fmt: skip
+        except ConnectionLost as exc:
+            so.write_bytes(b"")
+            se.write_bytes(str(exc).encode())
+            self._reconnect()  # raises ConnectionLost when the host stays away: the run is interrupted
+            return _failed(argv, so, se, f"connection lost to host {self.conn.spec.name} during the trial; "
+                           "reconnected")  # fmt: skip
+        so.write_bytes(base64.b64decode(res.pop("stdout_b64")))
+        se.write_bytes(base64.b64decode(res.pop("stderr_b64")))
+        for path, b64 in res.pop("files", {}).items():
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_bytes(base64.b64decode(b64))
+        self.last_boot_id = res.pop("boot_id", None)
+        return ExecResult(argv=tuple(argv), stdout_path=str(so), stderr_path=str(se), **_fields(res))
+
+    def _reconnect(self) -> None:
+        self.conn.reconnect()
+        if self.on_reconnect:
+            self.on_reconnect()
+
+
+def _fields(res: dict[str, Any]) -> dict[str, Any]:
+    keys = (
+        "status",
+        "exit_code",
+        "signal",
+        "wall_s",
+        "user_s",
+        "sys_s",
+        "max_rss_kib",
+        "error",
+        "leftovers_killed",
+    )
+    return {k: res[k] for k in keys}
+
+
+def _failed(argv: list[str], so: Path, se: Path, error: str) -> ExecResult:
+    return ExecResult(tuple(argv), "failed", None, None, 0.0, 0.0, 0.0, 0, str(so), str(se), error=error)

@@ -1,0 +1,242 @@
+"""Test hosts: Linux network namespaces on a private bridge, each running its own real OpenSSH sshd.
+
+    with NetHosts(["h1", "h2"]) as net:
+        net.ssh_config            # a per-test ssh_config: `ssh -F net.ssh_config h1` reaches namespace h1
+        net.hosts["h1"].address   # its address on the test network (a random private 10.x.y.0/24)
+        net.host_table()          # {"h1": {"ssh": "h1", "ssh_options": ["-F", …]}, …} for a plan's [hosts]
+
+Every host gets a fresh ed25519 host key; the client key and known_hosts are made for the test. Nothing here
+touches the machine's own sshd, ~/.ssh or routes: traffic flows only between the namespaces and the bridge
+end in the root namespace. Teardown (also when a test fails) kills every process left in each namespace,
+deletes the namespaces (their veth ends go with them), the bridge, and the key directory.
+
+The namespaces share the file system and the process table with the test: an agent started over SSH can
+be the same fairmark the test imports. Each sshd exports FAIRMARK_AGENT_STATE so that every "host" keeps
+its own agent journal, as separate machines would.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+
+
+def available() -> str | None:
+    """Why namespace hosts cannot be made here, or None when they can."""
+    if os.geteuid() != 0:
+        return "needs root (ip netns)"
+    for exe in (SSHD, shutil.which("ssh"), shutil.which("ip"), shutil.which("ssh-keygen")):
+        if not exe or not os.path.exists(exe):
+            return (
+                f"missing {exe or 'ssh/ip/ssh-keygen'} (packages/debian-test.txt: openssh-server, iproute2)"
+            )
+    return None
+
+
+def _sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, check=check, stdin=subprocess.DEVNULL)
+
+
+def _free_subnet() -> str:
+    """A 10.x.y.0/24 that no interface here uses (the test chooses its own private range)."""
+    used = _sh("ip", "-o", "-4", "addr", "show").stdout
+    for _ in range(100):
+        net = f"10.{random.randint(100, 250)}.{random.randint(0, 255)}"
+        if f" {net}." not in used:
+            return net
+    raise RuntimeError("no free 10.x.y.0/24 found")
+
+
+@dataclass
+class NetHost:
+    name: str
+    netns: str
+    address: str
+    state_dir: Path
+    sshd: subprocess.Popen[bytes] | None = None
+
+    def exec(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run a command inside this host's namespace (for the test's own checks)."""
+        return _sh("ip", "netns", "exec", self.netns, *argv, check=check)
+
+    def sshd_children(self) -> list[int]:
+        """PIDs of the per-connection sshd processes (children of the listening sshd)."""
+        if self.sshd is None:
+            return []
+        out = _sh("ps", "-o", "pid=", "--ppid", str(self.sshd.pid), check=False).stdout
+        return [int(p) for p in out.split()]
+
+
+class NetHosts:
+    def __init__(self, names: list[str], *, tag: str | None = None):
+        self.names = names
+        self.tag = tag or f"{os.getpid() % 10000:04d}{random.randint(0, 99):02d}"
+        self.dir = Path(tempfile.mkdtemp(prefix="fairmark-nethosts-"))
+        self.bridge = f"fmbr{self.tag}"[:15]
+        self.subnet = ""
+        self.hosts: dict[str, NetHost] = {}
+        self.ssh_config = self.dir / "ssh_config"
+
+    # -- setup -------------------------------------------------------------------------------------------
+    def __enter__(self) -> NetHosts:
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _setup(self) -> None:
+        os.chmod(self.dir, 0o755)
+        Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation directory
+        self.subnet = _free_subnet()
+        _sh("ip", "link", "add", self.bridge, "type", "bridge")
+        _sh("ip", "addr", "add", f"{self.subnet}.1/24", "dev", self.bridge)
+        _sh("ip", "link", "set", self.bridge, "up")
+        _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "fairmark-test", "-f", str(self.dir / "id"))
+        (self.dir / "authorized_keys").write_text((self.dir / "id.pub").read_text())
+        for i, name in enumerate(self.names):
+            self.hosts[name] = self._host(i, name)
+        self._write_client_config()
+        for host in self.hosts.values():
+            self._start_sshd(host)
+        for host in self.hosts.values():
+            self._wait_ssh(host)
+
+    def _host(self, i: int, name: str) -> NetHost:
+        netns, veth = f"fm{self.tag}{name}"[:30], f"fmv{self.tag}{i}"[:15]
+        host = NetHost(name, netns, f"{self.subnet}.{11 + i}", self.dir / f"{name}-agent-state")
+        host.state_dir.mkdir()
+        _sh("ip", "netns", "add", netns)
+        _sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns)
+        _sh("ip", "link", "set", veth, "master", self.bridge)
+        _sh("ip", "link", "set", veth, "up")
+        _sh("ip", "-n", netns, "addr", "add", f"{host.address}/24", "dev", "eth0")
+        _sh("ip", "-n", netns, "link", "set", "eth0", "up")
+        _sh("ip", "-n", netns, "link", "set", "lo", "up")
+        key = self.dir / f"{name}-hostkey"
+        _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key))
+        (self.dir / f"{name}-sshd_config").write_text(
+            f"ListenAddress {host.address}:22\n"
+            f"HostKey {key}\n"
+            f"PidFile {self.dir / f'{name}-sshd.pid'}\n"
+            f"AuthorizedKeysFile {self.dir / 'authorized_keys'}\n"
+            "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+            "UsePAM no\nStrictModes no\nMaxSessions 50\nMaxStartups 50\n"
+            f"SetEnv FAIRMARK_AGENT_STATE={host.state_dir}\n"
+            "Subsystem sftp internal-sftp\n"
+        )
+        return host
+
+    def _write_client_config(self) -> None:
+        known = []
+        lines = []
+        for name, h in self.hosts.items():
+            pub = (self.dir / f"{name}-hostkey.pub").read_text().split()
+            known.append(f"{h.address} {pub[0]} {pub[1]}\n")
+            lines.append(
+                f"Host {name}\n  HostName {h.address}\n  User root\n  IdentityFile {self.dir / 'id'}\n"
+                f"  IdentitiesOnly yes\n  UserKnownHostsFile {self.dir / 'known_hosts'}\n"
+                "  StrictHostKeyChecking yes\n  BatchMode yes\n  ConnectTimeout 10\n"
+            )
+        (self.dir / "known_hosts").write_text("".join(known))
+        self.ssh_config.write_text("".join(lines))
+
+    def _start_sshd(self, host: NetHost) -> None:
+        host.sshd = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                host.netns,
+                SSHD,
+                "-D",
+                "-e",
+                "-f",
+                str(self.dir / f"{host.name}-sshd_config"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.dir / f"{host.name}-sshd.log", "wb"),  # noqa: SIM115 - lives as long as sshd
+        )
+
+    def _wait_ssh(self, host: NetHost) -> None:
+        deadline = time.monotonic() + 20
+        while True:
+            res = _sh(*self.ssh(host.name), "true", check=False)
+            if res.returncode == 0:
+                return
+            if time.monotonic() > deadline or (host.sshd and host.sshd.poll() is not None):
+                log = (self.dir / f"{host.name}-sshd.log").read_text(errors="replace")
+                raise RuntimeError(
+                    f"sshd in {host.netns} did not answer: {res.stderr.strip()} / {log[-2000:]}"
+                )
+            time.sleep(0.1)
+
+    # -- use -----------------------------------------------------------------------------------------------
+    def ssh(self, name: str) -> list[str]:
+        return ["ssh", "-F", str(self.ssh_config), name]
+
+    def host_table(self) -> dict[str, dict[str, object]]:
+        return {n: {"ssh": n, "ssh_options": ["-F", str(self.ssh_config)]} for n in self.hosts}
+
+    def hosts_toml(self, agent: list[str] | None = None) -> str:
+        """The plan's [hosts.NAME] tables for these hosts (optionally with the agent command to start)."""
+        out = []
+        for n in self.hosts:
+            out.append(f'[hosts.{n}]\nssh = "{n}"\nssh_options = ["-F", "{self.ssh_config}"]\n')
+            if agent:
+                out.append("agent = [" + ", ".join(f'"{a}"' for a in agent) + "]\n")
+        return "".join(out)
+
+    # -- teardown ------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        for host in self.hosts.values():
+            self._kill_namespace(host)
+        for i, host in enumerate(self.hosts.values()):
+            # Deleting the root end removes the pair at once (a namespace's own cleanup is deferred).
+            _sh("ip", "link", "del", f"fmv{self.tag}{i}"[:15], check=False)
+            _sh("ip", "netns", "del", host.netns, check=False)
+        _sh("ip", "link", "del", self.bridge, check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _kill_namespace(self, host: NetHost) -> None:
+        if host.sshd and host.sshd.poll() is None:
+            host.sshd.terminate()
+            try:
+                host.sshd.wait(5)
+            except subprocess.TimeoutExpired:
+                host.sshd.kill()
+                host.sshd.wait()
+        for _ in range(3):  # session sshds, agents and their trials: everything still in the namespace
+            pids = [int(p) for p in _sh("ip", "netns", "pids", host.netns, check=False).stdout.split()]
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.1)
+
+    def leftovers(self) -> list[str]:
+        """What of this object still exists on the machine (for the teardown test)."""
+        names = _sh("ip", "netns", "list").stdout
+        links = _sh("ip", "-o", "link").stdout
+        left = [h.netns for h in self.hosts.values() if h.netns in names]
+        left += [self.bridge] if f" {self.bridge}:" in links or f" {self.bridge}@" in links else []
+        left += [f"fmv{self.tag}{i}" for i in range(len(self.names)) if f"fmv{self.tag}{i}@" in links]
+        left += [str(self.dir)] if self.dir.exists() else []
+        return left
