@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import pytest
 
 import nethosts
 from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, HostSpec
+from helpers import fairmark_subprocess
 
 pytestmark = pytest.mark.skipif(nethosts.available() is not None, reason=str(nethosts.available()))
 SYSCTL = "net.ipv4.tcp_slow_start_after_idle"  # per network namespace: each test host has its own
@@ -108,3 +112,87 @@ def test_a_hardware_difference_between_hosts_is_refused(
     assert code == 3 and "cpu_model" in err and "Planted CPU 9000" in err and "declare" in err
     code, _, err = fairmark_cli("run", plan(tmp_path, net, body, "p2.toml", top='declare = ["cpu_model"]\n'))
     assert code == 0, err
+
+
+def test_doctor_judges_a_host_over_ssh(net: nethosts.NetHosts, fairmark_cli) -> None:
+    code, out, err = fairmark_cli(
+        "doctor", "--host", "h1", "--ssh-option=-F", f"--ssh-option={net.ssh_config}", "--json"
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["host"] == "h1" and doc["os"]["kernel"] == "Linux" and doc["host_id"]
+
+
+def _sysctl(net: nethosts.NetHosts, host: str) -> str:
+    return net.hosts[host].exec("sysctl", "-n", SYSCTL).stdout.strip()
+
+
+def _wait(predicate, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def _start_sysctl_run(tmp_path: Path, net: nethosts.NetHosts, name: str) -> tuple[subprocess.Popen, str, str]:
+    before = _sysctl(net, "h1")
+    flipped = "0" if before == "1" else "1"
+    body = (f'[[workload]]\nname = "wait"\ncommand = ["sleep", "30"]\n[[variant]]\nname = "a"\nhost = "h1"\n'
+            f'sysctl = {{ "{SYSCTL}" = {flipped} }}\n[[variant]]\nname = "b"\nhost = "h1"\n')  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "fairmark", "run", plan(tmp_path, net, body, name), "--accept-risk"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    _wait(lambda: _sysctl(net, "h1") == flipped)
+    return proc, before, flipped
+
+
+def test_kill_9_of_the_controller_leaves_no_sysctl_changed_on_the_host(tmp_path, net) -> None:
+    proc, before, flipped = _start_sysctl_run(tmp_path, net, "p1.toml")
+    assert _sysctl(net, "h2") == before  # another host (namespace) is untouched
+    proc.kill()
+    proc.wait()
+    _wait(lambda: _sysctl(net, "h1") == before, 30)  # the agent saw its input end and put the host back
+
+
+def test_a_dead_agents_journal_is_undone_at_the_next_contact(tmp_path, net) -> None:
+    proc, before, flipped = _start_sysctl_run(tmp_path, net, "p2.toml")
+    try:
+        journal = list((net.hosts["h1"].state_dir / "journal").glob("*.json"))
+        assert len(journal) == 1 and json.loads(journal[0].read_text())["entries"][0]["original"] == before
+        agent_pid = json.loads(journal[0].read_text())["pid"]
+        # controller and agent both die (frozen first, so it cannot reconnect): only the journal is left
+        proc.send_signal(signal.SIGSTOP)
+        os.kill(agent_pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+        _wait(lambda: not Path(f"/proc/{agent_pid}").exists())
+        assert _sysctl(net, "h1") == flipped
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    res = fairmark_subprocess("doctor", "--host", "h1", "--ssh-option=-F", f"--ssh-option={net.ssh_config}")
+    assert res.returncode == 0, res.stderr
+    assert f"restored sysctl {SYSCTL} = {before}" in res.stderr
+    assert _sysctl(net, "h1") == before  # 0 tunables left changed
+    assert not list((net.hosts["h1"].state_dir / "journal").glob("*.json"))
+
+
+def test_connection_lost_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_path, net) -> None:
+    body = ('[[workload]]\nname = "nap"\ncommand = ["sleep", "0.7"]\n'
+            '[[variant]]\nname = "a"\nhost = "h1"\n[[variant]]\nname = "b"\nhost = "h1"\n')  # fmt: skip
+    path = plan(tmp_path, net, body, top="[quick]\nmax_trials = 3\n")
+    proc = subprocess.Popen([sys.executable, "-m", "fairmark", "run", path, "--quick", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    sleeping = "ps -eo args | grep -c '^sleep 0.7' || true"
+    _wait(lambda: net.hosts["h1"].exec("sh", "-c", sleeping).stdout.strip() != "0")
+    for pid in net.hosts["h1"].sshd_children():  # the host's side of the SSH connection dies mid-trial
+        os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    report = json.loads(out)
+    trials = [t for c in report["cells"] for t in c["trials"]]
+    lost = [t for t in trials if t["status"] == "failed"]
+    assert len(lost) == 1 and "connection lost to host h1" in lost[0]["error"], lost
+    assert report["run"]["status"] == "done" and all(c["n_ok"] >= 3 for c in report["cells"])
+    assert (
+        net.hosts["h1"].exec("sh", "-c", sleeping).stdout.strip() == "0"
+    )  # the lost trial's tree was killed

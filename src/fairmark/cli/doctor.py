@@ -32,16 +32,31 @@ def check_sysroot(sysroot: str | None) -> str:
 @click.option("--workdir", metavar="DIR", default=".", show_default=True,
               help="Directory whose file system and disk are checked.")  # fmt: skip
 @click.option("--tool", "tools", multiple=True, metavar="NAME", help="Also record this tool's version.")
+@click.option("--host", metavar="DEST", help="Judge this host over SSH (an ssh destination or alias); "
+              "also undoes system changes a dead fairmark agent left there.")  # fmt: skip
+@click.option("--ssh-option", "ssh_options", multiple=True, metavar="OPT", help="Passed to ssh (repeat).")
 @common_options
-def doctor(sysroot: str | None, workdir: str, tools: tuple[str, ...]) -> None:
+def doctor(
+    sysroot: str | None, workdir: str, tools: tuple[str, ...], host: str | None, ssh_options: tuple[str, ...]
+) -> None:
     """Findings on this host, each with severity, evidence and the fix.
 
     Exits 0 even with findings: refusing to run is `fairmark run`'s job (it stops on errors unless
     --accept-risk)."""
     from fairmark.probe import diagnose, take_snapshot, worst_severity
 
-    root = check_sysroot(sysroot)
-    snap = take_snapshot(root, tools=tools, workdir=workdir)
+    if host:
+        from fairmark.remote.connection import HostConnection, HostSpec
+        from fairmark.remote.probe import remote_snapshot
+
+        with HostConnection(HostSpec(host, ssh=host, ssh_options=tuple(ssh_options))) as conn:
+            for line in conn.hello.get("recovered", []):
+                console.warn(f"host {host}: {line}")
+            snap = remote_snapshot(conn)
+        root = f"ssh:{host}"
+    else:
+        root = check_sysroot(sysroot)
+        snap = take_snapshot(root, tools=tools, workdir=workdir)
     findings = diagnose(snap)
     if (
         root == "/"
@@ -53,7 +68,8 @@ def doctor(sysroot: str | None, workdir: str, tools: tuple[str, ...]) -> None:
     counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warn", "info")}
     if console.json_mode:
         console.emit_json({
-            "sysroot": None if root == "/" else os.path.abspath(root),
+            "sysroot": None if root == "/" or host else os.path.abspath(root),
+            "host": host,
             "host_id": snap["identity"]["host_id"],
             "os": {k: snap["os"].get(k) for k in ("kernel", "release")},
             "worst": worst_severity(findings),
@@ -61,7 +77,7 @@ def doctor(sysroot: str | None, workdir: str, tools: tuple[str, ...]) -> None:
             "findings": [f.to_dict() for f in findings],
         })  # fmt: skip
         return
-    where = "this host" if root == "/" else root
+    where = "this host" if root == "/" else (f"host {host}" if host else root)
     kernel = f"{snap['os'].get('kernel')} {snap['os'].get('release') or ''}".strip()
     host_id = snap["identity"]["host_id"]
     console.print(f"[bold]fairmark doctor[/bold]: {escape(where)} ({escape(kernel)}, host {host_id})")
