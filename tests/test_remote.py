@@ -146,7 +146,7 @@ def _start_sysctl_run(tmp_path: Path, net: nethosts.NetHosts, name: str) -> tupl
 
 
 def test_kill_9_of_the_controller_leaves_no_sysctl_changed_on_the_host(tmp_path, net) -> None:
-    proc, before, flipped = _start_sysctl_run(tmp_path, net, "p1.toml")
+    proc, before, _ = _start_sysctl_run(tmp_path, net, "p1.toml")
     assert _sysctl(net, "h2") == before  # another host (namespace) is untouched
     proc.kill()
     proc.wait()
