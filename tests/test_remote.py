@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,3 +198,32 @@ def test_connection_lost_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_path
     assert (
         net.hosts["h1"].exec("sh", "-c", sleeping).stdout.strip() == "0"
     )  # the lost trial's tree was killed
+
+
+def test_a_fleet_runs_concurrently_into_one_postgresql_store(tmp_path: Path) -> None:
+    from fairmark.run.servers import PG_BIN, PostgresServer
+    from fairmark.store.db import Store
+
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN})")
+    base = Path(tempfile.mkdtemp(prefix="fairmark-fleet-pg-"))
+    server = PostgresServer(base / "pg", fsync=False)
+    try:
+        server.start()
+        server.psql("CREATE DATABASE fleet")
+        url = f"postgresql+psycopg://postgres@127.0.0.1:{server.port}/fleet"
+        with nethosts.NetHosts(["f1", "f2", "f3"]) as fleet:
+            body = ('[[workload]]\nname = "spin"\ncommand = ["python3", "-c", "sum(range(100000))"]\n'
+                    '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n')  # fmt: skip
+            path = plan(tmp_path, fleet, body, top="[quick]\nmax_trials = 3\n")
+            res = fairmark_subprocess("run", path, "--hosts", "f1,f2,f3", "--quick", "--store", url)
+            assert res.returncode == 0, res.stdout + res.stderr
+            listed = fairmark_subprocess("runs", "--host", "f2", "--json", "--store", url)
+        runs = Store.open(url).list_runs()
+        assert sorted(h for r in runs for h in r["hosts"]) == ["f1", "f2", "f3"]
+        assert all(r["status"] == "done" and r["trials_ok"] >= 6 for r in runs)
+        assert max(r["started_at"] for r in runs) < min(r["ended_at"] for r in runs)  # they overlapped
+        assert [r["hosts"] for r in json.loads(listed.stdout)["runs"]] == [["f2"]]
+    finally:
+        server.stop()
+        shutil.rmtree(base, ignore_errors=True)

@@ -34,6 +34,10 @@ def _child_argv(plan: str, host: str, argv: list[str]) -> list[str]:
 def run_fleet(plan: str, hosts: list[str], argv: list[str]) -> None:
     if len(set(hosts)) != len(hosts) or not hosts:
         raise UsageError(f"--hosts {','.join(hosts)}: give each host once")
+    # Create (or migrate) the store's schema once, here: several first opens at once race on CREATE TABLE.
+    from fairmark.cli.common import open_store
+
+    open_store().engine.dispose()
     env = dict(os.environ)
     if state.get("store"):
         env["FAIRMARK_STORE"] = state["store"]
