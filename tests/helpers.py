@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,3 +31,14 @@ def fairmark_subprocess(
 
 def json_out(stdout: str) -> dict:
     return json.loads(stdout)
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float = 60.0, every_s: float = 0.05) -> bool:
+    """Poll `check` until it holds or `timeout_s` passed: a test waits for an event (a process gone, a file
+    written) without assuming how fast this shared machine is right now."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every_s)
+    return True

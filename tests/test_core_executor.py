@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from pathlib import Path
 
 from fairmark.run.executor import execute
+from helpers import wait_until
 
 
 def _alive_with_marker(marker: str) -> list[int]:
@@ -29,7 +29,6 @@ def test_timeout_kills_whole_process_tree(tmp_path: Path) -> None:
     marker = f"fm-{uuid.uuid4().hex[:8]}"
     # A shell that starts grandchildren (one ignoring SIGTERM) and waits: all must be gone after the timeout.
     script = f"sleep 300 {marker} & (trap '' TERM; exec sleep 301 {marker}) & sleep 302 {marker}; wait"
-    t0 = time.monotonic()
     res = execute(
         ["bash", "-c", script.replace(f" {marker}", "") + f" # {marker}"],
         timeout_s=0.5,
@@ -38,9 +37,9 @@ def test_timeout_kills_whole_process_tree(tmp_path: Path) -> None:
     )
     assert res.status == "timeout"
     assert "timed out" in (res.error or "")
-    assert time.monotonic() - t0 < 15
-    time.sleep(0.2)
-    assert _alive_with_marker(marker) == []
+    # cut by the timeout, not after the sleeps (300 s): holds however slow the machine is right now
+    assert 0.5 <= res.wall_s < 300
+    assert wait_until(lambda: _alive_with_marker(marker) == []), _alive_with_marker(marker)
 
 
 def test_no_orphans_after_timeout_with_marker_in_children(tmp_path: Path) -> None:
@@ -48,8 +47,7 @@ def test_no_orphans_after_timeout_with_marker_in_children(tmp_path: Path) -> Non
     script = f"python3 -c 'import time; time.sleep(300)' {marker} & python3 -c 'import time; time.sleep(300)' {marker}"
     res = execute(["bash", "-c", script], timeout_s=0.7, grace_s=0.3, out_dir=tmp_path)
     assert res.status == "timeout"
-    time.sleep(0.2)
-    assert _alive_with_marker(marker) == []
+    assert wait_until(lambda: _alive_with_marker(marker) == []), _alive_with_marker(marker)
 
 
 def test_background_leftovers_are_killed_and_reported(tmp_path: Path) -> None:
@@ -61,8 +59,7 @@ def test_background_leftovers_are_killed_and_reported(tmp_path: Path) -> None:
     )
     assert res.status == "ok"
     assert res.leftovers_killed == 1
-    time.sleep(0.2)
-    assert _alive_with_marker(marker) == []
+    assert wait_until(lambda: _alive_with_marker(marker) == []), _alive_with_marker(marker)
 
 
 def test_rusage_covers_children_and_exit_status(tmp_path: Path) -> None:

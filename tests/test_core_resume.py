@@ -78,6 +78,6 @@ def test_kill_9_then_show_then_resume(tmp_path: Path) -> None:
         assert len(seqs) == len(set(seqs)) == 15  # nothing lost, nothing duplicated
     all_seqs = sorted(t["seq"] for c in done["cells"] for t in c["trials"])
     assert all_seqs == list(range(1, 31))
-    # the scratch directory the killed process left behind is removed by the next run
+    # The scratch directory the killed process left behind is gone after the next run. Which fairmark removed
+    # it is not asserted: any fairmark process on this machine (another test, another suite) sweeps it first.
     assert not list(Path(tempfile.gettempdir()).glob(f"fairmark-{proc.pid}-*"))
-    assert f"left by fairmark process {proc.pid}" in res.stderr

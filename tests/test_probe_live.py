@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import time
 
 from fairmark.probe import diagnose, take_snapshot, volatile_snapshot
 
 
 def test_live_snapshot_reads_this_host(tmp_path) -> None:
-    t0 = time.monotonic()
+    # how quick it is, bench/snapshot.py measures; a wall-time bound here would only measure the neighbours
     snap = take_snapshot("/", tools=["zstd", "no-such-tool-xyz"], workdir=str(tmp_path))
-    elapsed = time.monotonic() - t0
-    assert elapsed < 10  # budget is 2 s (bench/snapshot.py measures it); here only a sanity bound
     assert snap["source"]["live"] is True
     assert snap["os"]["release"] == os.uname().release
     assert snap["cpu"]["threads"] == os.cpu_count()
@@ -29,9 +26,7 @@ def test_live_doctor_has_no_errors_without_workloads() -> None:
     assert [f for f in diagnose(snap) if f.severity == "error"] == []
 
 
-def test_volatile_snapshot_is_cheap_and_has_the_changing_parts() -> None:
-    t0 = time.monotonic()
+def test_volatile_snapshot_has_the_changing_parts() -> None:
     v = volatile_snapshot("/", sample_s=0.1)
-    assert time.monotonic() - t0 < 3
     assert {"load", "governors", "boost", "thp", "swap_used_kib", "thermal"} <= set(v)
     assert v["load"]["loadavg"] is not None
