@@ -227,3 +227,23 @@ def test_a_fleet_runs_concurrently_into_one_postgresql_store(tmp_path: Path) -> 
     finally:
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_command_and_a_tool_workload_run_on_a_host(tmp_path, net, fairmark_cli) -> None:
+    """iperf3's server and client run in namespace h1 (the adapter runs there, inside `fairmark agent`)."""
+    body = ('[[workload]]\nname = "spin"\ncommand = ["python3", "-c", "sum(range(100000))"]\n'
+            '[[workload]]\nname = "net"\ntool = "iperf3"\nparams = { duration_s = 1, omit_s = 0 }\n'
+            '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n')  # fmt: skip
+    path = tmp_path / "plan.toml"
+    path.write_text("[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body
+                    + net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"]))  # fmt: skip
+    code, out, err = fairmark_cli("run", str(path), "--host", "h1", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    boot = net.hosts["h1"].exec("cat", "/proc/sys/kernel/random/boot_id").stdout.strip()
+    trials = [t for c in report["cells"] for t in c["trials"]]
+    assert len(trials) == 12 and all(t["status"] == "ok" for t in trials), [t["error"] for t in trials]
+    assert {(t["host"], t["boot_id"]) for t in trials} == {("h1", boot)}
+    assert all(c["n_ok"] == 3 for c in report["cells"])
+    # nothing of the servers is left on the host
+    assert net.hosts["h1"].exec("sh", "-c", "ps -eo args | grep -c '^iperf3' || true").stdout.strip() == "0"

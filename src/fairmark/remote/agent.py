@@ -22,6 +22,8 @@ Operations:
   sysctl                make these sysctls the active set: revert what is no longer wanted, apply the rest, each
                         original value journaled (fsync'd) on this host before it is changed
   restore               revert everything this agent changed; recover: undo dead agents' journals
+  adapter               a tool workload's adapter life cycle (servers, data, command line) run here; needs
+                        fairmark installed on the host (`fairmark agent`)
   mkdirs, rmtree, which small file-system helpers for the controller's scratch directories and tool checks
   bye                   end the session (system changes are restored, also at end of input)
 """
@@ -392,7 +394,16 @@ class Session:
         }
 
     def op_bye(self, req: dict) -> dict:
+        self._teardown_adapters()
         return {"restored": self.tunables.restore()}
+
+    def _teardown_adapters(self) -> None:
+        """Servers a controller left running (it died, or the connection dropped) are stopped with the agent."""
+        for adapter, ctx in self.__dict__.pop("adapters", {}).values():
+            try:
+                adapter.teardown(ctx)
+            except Exception:
+                pass
 
     def op_exec(self, req: dict) -> dict:
         argv = [str(a) for a in req["argv"]]
@@ -520,6 +531,17 @@ class Session:
     def op_recover(self, req: dict) -> dict:
         return {"recovered": recover_dead()}
 
+    def op_adapter(self, req: dict) -> dict:
+        """A tool workload's adapter life cycle, run here (needs fairmark installed on this host)."""
+        try:
+            from fairmark.remote.tooling import handle
+        except ImportError:
+            raise RuntimeError(
+                'tool workloads need fairmark on the host: set agent = ["fairmark", "agent"] '
+                "in its [hosts.NAME]; the shipped agent runs command workloads only"
+            ) from None
+        return handle(self.__dict__.setdefault("adapters", {}), req)
+
     def op_mkdirs(self, req: dict) -> dict:
         for d in req.get("paths") or ():
             os.makedirs(d, exist_ok=True)
@@ -549,6 +571,7 @@ def main() -> int:
     finally:
         # The controller is gone (bye, or end of input when it died or the connection dropped): put the host
         # back now. Should this agent itself be killed first, its journal stays and the next contact undoes it.
+        session._teardown_adapters()
         session.tunables.restore()
     return 0
 

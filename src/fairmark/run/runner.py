@@ -146,6 +146,10 @@ class Runner:
             adapter, params = None, {}
             if w.tool:
                 adapter = adapter_for(w.tool)
+                if self.remote and any(v.host for v in self.plan.variant):
+                    from fairmark.remote.tooling import remote_adapter
+
+                    adapter = remote_adapter(adapter, self.remote, w.name, self.loaded.path)
                 base = dict(w.params) | (self.plan.quick.params.get(w.name, {}) if self.options.quick else {})
                 sweep_keys = [k for k in w.sweep if k != "cpus"]
                 try:

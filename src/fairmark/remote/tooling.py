@@ -1,0 +1,141 @@
+"""Tool workloads on a host, the host's side: the real adapter (its servers, data sets, command line) runs there,
+inside `fairmark agent` — so tool workloads need fairmark installed on the host (the shipped stdlib-only agent
+runs command workloads). The controller's side is `RemoteAdapter`: it forwards the adapter's life cycle to the
+host of each trial's variant and parses the output here (parse is pure)."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fairmark.remote.hosts import RemoteHosts
+    from fairmark.run.workloads.base import Adapter, TrialContext, WorkloadContext
+
+
+# -- on the host (called by the agent's "adapter" operation) -------------------------------------------------
+def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
+    from fairmark.run.runner import cache_dir
+    from fairmark.run.workloads import adapter_for
+    from fairmark.run.workloads.base import TrialContext, WorkloadContext
+
+    key, method = req["key"], req["method"]
+    if method == "setup":
+        c = req["ctx"]
+        scratch = Path(c["scratch"])
+        scratch.mkdir(parents=True, exist_ok=True)
+        ctx = WorkloadContext(name=c["name"], params=c["params"], scratch=scratch,
+                              cache=cache_dir() / req["tool"], is_root=c["is_root"], env=dict(c["env"]))  # fmt: skip
+        ctx.cache.mkdir(parents=True, exist_ok=True)
+        adapter = adapter_for(req["tool"])
+        missing = adapter.missing_executables()
+        if missing:
+            raise RuntimeError(f"tool {req['tool']!r} needs {', '.join(missing)} on this host")
+        state[key] = (adapter, ctx)
+        adapter.setup(ctx)
+        adapter.prime(ctx)
+        return {"env": ctx.env}
+    adapter, ctx = state[key]
+    if method == "teardown":
+        del state[key]
+        adapter.teardown(ctx)
+        return {}
+    t = req["tctx"]
+    Path(t["trial_dir"]).mkdir(parents=True, exist_ok=True)
+    tctx = TrialContext(workload=ctx, params=t["params"], trial_dir=Path(t["trial_dir"]), variant=t["variant"],
+                        warmup=t["warmup"])  # fmt: skip
+    if method == "before_trial":
+        adapter.before_trial(tctx)
+        return {"argv": adapter.command(tctx), "env": ctx.env}
+    if method == "output_files":
+        out = {}
+        for name, path in adapter.output_files(tctx).items():
+            p = Path(path)
+            out[name] = [str(p), base64.b64encode(p.read_bytes()).decode() if p.is_file() else None]
+        return {"files": out}
+    if method == "after_trial":
+        adapter.after_trial(tctx)
+        return {}
+    raise ValueError(f"unknown adapter method {method!r}")
+
+
+# -- on the controller ---------------------------------------------------------------------------------------
+def remote_adapter(adapter: Adapter, hosts: RemoteHosts, workload: str, path: str) -> Adapter:
+    from fairmark.errors import PlanError
+
+    if any(not h for h in hosts.variant_host.values()):
+        raise PlanError(f"workload {workload!r}: a tool workload runs either on hosts or here, not both (yet); "
+                        "give every variant a host", path=path)  # fmt: skip
+    return RemoteAdapter(adapter, hosts)  # type: ignore[return-value]
+
+
+class RemoteAdapter:
+    """Looks like the workload's adapter to the runner; trials of variants on a host run its life cycle there."""
+
+    def __init__(self, adapter: Adapter, hosts: RemoteHosts):
+        self._real, self._hosts = adapter, hosts
+        self._ctx: WorkloadContext | None = None
+        self._ready: dict[str, str] = {}  # host → key of its set-up context
+        self._argv: dict[str, list[str]] = {}
+
+    def __getattr__(self, name: str) -> Any:  # name, params, metrics, measures, resolve, parse, labels …
+        return getattr(self._real, name)
+
+    def missing_executables(self) -> list[str]:
+        return []  # checked on each host at setup, where the tool runs
+
+    def setup(self, ctx: WorkloadContext) -> None:
+        self._ctx = ctx  # each host's side is set up at its first trial
+
+    def prime(self, ctx: WorkloadContext) -> None:
+        pass
+
+    def _call(self, host: str, method: str, **extra: Any) -> dict[str, Any]:
+        return self._hosts.conns[host].call("adapter", tool=self._real.name, key=self._ready.get(host, ""),
+                                            method=method, **extra)  # fmt: skip
+
+    def _tctx(self, tctx: TrialContext) -> dict[str, Any]:
+        return {"params": tctx.params, "trial_dir": str(tctx.trial_dir), "variant": tctx.variant,
+                "warmup": tctx.warmup}  # fmt: skip
+
+    def _ensure(self, host: str) -> None:
+        if host in self._ready or self._ctx is None:
+            return
+        c = self._ctx
+        self._ready[host] = f"{c.name}:{c.scratch}"
+        got = self._call(host, "setup", ctx={"name": c.name, "params": c.params, "scratch": str(c.scratch),
+                                             "is_root": c.is_root, "env": c.env})  # fmt: skip
+        c.env.update(got["env"])
+
+    def before_trial(self, tctx: TrialContext) -> None:
+        host = self._hosts.host_of(tctx.variant)
+        assert host is not None
+        self._ensure(host)
+        got = self._call(host, "before_trial", tctx=self._tctx(tctx))
+        tctx.workload.env.update(got["env"])
+        self._argv[str(tctx.trial_dir)] = list(got["argv"])
+
+    def command(self, tctx: TrialContext) -> list[str]:
+        return self._argv.pop(str(tctx.trial_dir))
+
+    def output_files(self, tctx: TrialContext) -> dict[str, Path]:
+        host = self._hosts.host_of(tctx.variant)
+        got = self._call(str(host), "output_files", tctx=self._tctx(tctx))
+        out = {}
+        for name, (path, b64) in got["files"].items():
+            if b64 is not None:  # brought here, where the runner reads it
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                Path(path).write_bytes(base64.b64decode(b64))
+            out[name] = Path(path)
+        return out
+
+    def after_trial(self, tctx: TrialContext) -> None:
+        self._call(str(self._hosts.host_of(tctx.variant)), "after_trial", tctx=self._tctx(tctx))
+
+    def teardown(self, ctx: WorkloadContext) -> None:
+        for host in list(self._ready):
+            try:
+                self._call(host, "teardown")
+            finally:
+                del self._ready[host]
