@@ -1,0 +1,69 @@
+"""The agent's per-trial overhead against a local trial (issue 13), measured in one run on this machine.
+
+One test host (a network namespace with its own sshd, tests/nethosts.py; needs root) and the controller run
+the same trial alternately, N times each: locally through `fairmark.run.executor.execute`, and on the host
+through `RemoteExecutor` (SSH ControlMaster + the shipped stdlib-only agent). Printed, each as a median with
+the ratio remote/local:
+  1. the wall time fairmark *measures* for the trial (taken on the host by the agent: network latency must not
+     enter it), for `true` and for `sleep 0.05`;
+  2. the end-to-end time of one executor call as the runner sees it (the round trip, JSON, output transfer):
+     the harness cost per trial a remote host adds.
+
+Run: .venv/bin/python bench/remote_overhead.py   (the README's Performance section quotes its output)
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import nethosts  # noqa: E402
+
+from fairmark.remote.connection import HostConnection, HostSpec  # noqa: E402
+from fairmark.remote.executor import RemoteExecutor  # noqa: E402
+from fairmark.run.executor import execute  # noqa: E402
+
+N = 200
+
+
+def measure(run, argv: list[str], out: str) -> tuple[float, float]:
+    t0 = time.monotonic()
+    res = run(argv, timeout_s=30, out_dir=out, name="t")
+    assert res.status == "ok", res.error
+    return res.wall_s, time.monotonic() - t0
+
+
+def main() -> None:
+    why = nethosts.available()
+    if why:
+        print(f"skipped: {why}")
+        return
+    with nethosts.NetHosts(["b1"]) as net, tempfile.TemporaryDirectory() as out:
+        spec = HostSpec("b1", ssh="b1", ssh_options=("-F", str(net.ssh_config)))
+        with HostConnection(spec) as conn:
+            remote = RemoteExecutor(conn)
+            for argv in (["true"], ["sleep", "0.05"]):
+                got: dict[str, list[tuple[float, float]]] = {"local": [], "remote": []}
+                for i in range(N):  # alternate, so drift on this shared VM hits both sides alike
+                    for side in ("local", "remote") if i % 2 == 0 else ("remote", "local"):
+                        got[side].append(measure(execute if side == "local" else remote, argv, out))
+                report(" ".join(argv), got)
+
+
+def report(name: str, got: dict[str, list[tuple[float, float]]]) -> None:
+    med = {s: (statistics.median(v[0] for v in got[s]), statistics.median(v[1] for v in got[s])) for s in got}
+    (lw, lc), (rw, rc) = med["local"], med["remote"]
+    print(f"{name}: {N} trials each, alternating")
+    print(f"  measured wall_s     local {lw * 1e3:.3f} ms  remote {rw * 1e3:.3f} ms  ratio {rw / lw:.3f}  "
+          f"difference {(rw - lw) * 1e3:+.3f} ms")  # fmt: skip
+    print(f"  executor call       local {lc * 1e3:.3f} ms  remote {rc * 1e3:.3f} ms  ratio {rc / lc:.2f}  "
+          f"overhead {(rc - lc) * 1e3:+.3f} ms per trial")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
