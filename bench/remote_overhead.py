@@ -22,11 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import nethosts  # noqa: E402
-
-from fairmark.remote.connection import HostConnection, HostSpec  # noqa: E402
-from fairmark.remote.executor import RemoteExecutor  # noqa: E402
-from fairmark.run.executor import execute  # noqa: E402
+import nethosts
+from fairmark.remote.connection import HostConnection, HostSpec
+from fairmark.remote.executor import RemoteExecutor
+from fairmark.run.executor import execute
 
 N = 200
 
