@@ -6,8 +6,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ def normalize_url(url: str | None) -> str:
 
 
 SYNC_MODES = ("normal", "full")
+RECONNECT_S = 60.0  # how long a write waits for a PostgreSQL store that restarts
 
 
 def sqlite_sync() -> str:
@@ -127,6 +129,8 @@ class Store:
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             kwargs["connect_args"] = {"timeout": 30}
+        else:
+            kwargs["pool_pre_ping"] = True  # a restarted server's dead connections are replaced at checkout
         try:
             engine = sa.create_engine(url, future=True, **kwargs)
         except (sa.exc.ArgumentError, ImportError) as exc:
@@ -149,13 +153,56 @@ class Store:
                 if failure is not None:
                     raise failure
 
+        else:
+
+            @sa.event.listens_for(engine, "handle_error")
+            def _lost(ctx: Any) -> None:
+                # a pre-ping failing, or a connect refused, is retried by _connect; this is a connection
+                # lost in the middle of a statement or commit
+                if ctx.is_disconnect and not ctx.is_pre_ping and ctx.connection is not None:
+                    raise StoreFailed(
+                        f"store {sa.engine.make_url(url).render_as_string(hide_password=True)}: the connection "
+                        f"to the database server was lost ({str(ctx.original_exception).strip()}); trials "
+                        "committed before are kept; `fairmark resume RUN` continues"
+                    )
+
         store = cls(engine, url)
         store._migrate()
         return store
 
+    @contextlib.contextmanager
+    def _begin(self) -> Iterator[sa.Connection]:
+        """One write transaction, on a connection that works: a PostgreSQL server restarted between two
+        commits (pre-ping notices) is waited for up to RECONNECT_S; one lost during a commit stops the run
+        cleanly (StoreFailed, exit 3) — what was committed is kept and `fairmark resume` continues."""
+        with self._connect() as conn, conn.begin():
+            yield conn
+
+    def _connect(self) -> sa.Connection:
+        deadline = time.monotonic() + RECONNECT_S
+        while True:
+            try:
+                return self.engine.connect()
+            except sa.exc.OperationalError as exc:
+                if self.url.startswith("sqlite"):
+                    raise
+                if time.monotonic() > deadline:
+                    raise StoreFailed(
+                        f"store {self.safe_url}: the database server did not answer for {RECONNECT_S:g} s "
+                        f"({str(exc.orig).strip()}); trials committed before are kept; `fairmark resume RUN` "
+                        "continues"
+                    ) from None
+                time.sleep(0.5)
+
+    @property
+    def safe_url(self) -> str:
+        return sa.engine.make_url(self.url).render_as_string(hide_password=True)
+
     def _migrate(self) -> None:
         try:
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
+                if conn.dialect.name == "postgresql":  # concurrent first opens would race on CREATE TABLE
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(7274001)"))
                 S.metadata.create_all(conn, tables=[S.meta])
                 row = conn.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first()
                 if row is None:
@@ -181,14 +228,14 @@ class Store:
     # -- runs -------------------------------------------------------------------------------------------
     def create_run(self, **values: Any) -> str:
         run_id = values.pop("id", None) or str(uuid.uuid4())
-        with self.engine.begin() as conn:
+        with self._begin() as conn:
             conn.execute(
                 sa.insert(S.runs).values(id=run_id, started_at=values.pop("started_at", now()), **values)
             )
         return run_id
 
     def update_run(self, run_id: str, **values: Any) -> None:
-        with self.engine.begin() as conn:
+        with self._begin() as conn:
             conn.execute(sa.update(S.runs).where(S.runs.c.id == run_id).values(**values))
 
     def get_run(self, ref: str) -> RunRecord:
@@ -240,7 +287,7 @@ class Store:
     # -- cells ------------------------------------------------------------------------------------------
     def ensure_cells(self, run_id: str, cells: Iterable[dict[str, Any]]) -> dict[str, int]:
         """Insert cells not yet stored; return key → cell id (also for resume)."""
-        with self.engine.begin() as conn:
+        with self._begin() as conn:
             existing = {
                 r.key: r.id
                 for r in conn.execute(
@@ -254,7 +301,7 @@ class Store:
         return existing
 
     def update_cell(self, cell_id: int, **values: Any) -> None:
-        with self.engine.begin() as conn:
+        with self._begin() as conn:
             conn.execute(sa.update(S.cells).where(S.cells.c.id == cell_id).values(**values))
 
     def cells(self, run_id: str) -> list[dict[str, Any]]:
@@ -269,7 +316,7 @@ class Store:
     ) -> str:
         """One transaction per finished trial: the trial, its samples and artifacts, or nothing."""
         trial_id = trial.get("id") or str(uuid.uuid4())
-        with self.engine.begin() as conn:
+        with self._begin() as conn:
             # Values as parameters, not baked into the statement: one compiled INSERT serves every trial.
             conn.execute(sa.insert(S.trials), trial | {"id": trial_id})
             if samples:
@@ -343,14 +390,14 @@ class Store:
             for f in items
         ]
         if rows:
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 conn.execute(sa.insert(S.findings), rows)
 
     def findings(self, run_id: str) -> list[dict[str, Any]]:
         return self.table_rows(S.findings, run_id)
 
     def replace_verdicts(self, run_id: str, rows: Sequence[dict[str, Any]]) -> None:
-        with self.engine.begin() as conn:
+        with self._begin() as conn:
             conn.execute(sa.delete(S.verdicts).where(S.verdicts.c.run_id == run_id))
             if rows:
                 conn.execute(sa.insert(S.verdicts), [r | {"run_id": run_id} for r in rows])
@@ -370,7 +417,7 @@ class Store:
         trial_id: str | None = None,
         cell_key: str | None = None,
     ) -> None:
-        with self.engine.begin() as conn:
+        with self._begin() as conn:
             conn.execute(
                 sa.insert(S.artifacts).values(
                     run_id=run_id,
@@ -402,13 +449,13 @@ class Store:
             return [dict(r) for r in conn.execute(q).mappings()]
 
     def insert_rows(self, rows_by_table: dict[sa.Table, list[dict[str, Any]]]) -> None:
-        with self.engine.begin() as conn:
+        with self._begin() as conn:
             for table, rows in rows_by_table.items():
                 if rows:
                     conn.execute(sa.insert(table), rows)
 
     def delete_run(self, run_id: str) -> None:
-        with self.engine.begin() as conn:
+        with self._begin() as conn:
             for table in (S.artifacts, S.verdicts, S.findings, S.samples, S.trials, S.cells):
                 conn.execute(sa.delete(table).where(table.c.run_id == run_id))
             conn.execute(sa.delete(S.runs).where(S.runs.c.id == run_id))
