@@ -247,3 +247,39 @@ def test_a_command_and_a_tool_workload_run_on_a_host(tmp_path, net, fairmark_cli
     assert all(c["n_ok"] == 3 for c in report["cells"])
     # nothing of the servers is left on the host
     assert net.hosts["h1"].exec("sh", "-c", "ps -eo args | grep -c '^iperf3' || true").stdout.strip() == "0"
+
+
+def test_pgbench_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
+    """Seed 003: PostgreSQL on h1, the pgbench client on h1 itself vs on h2 — the verdict says by how much."""
+    from fairmark.run.servers import PG_BIN
+
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN})")
+    body = ('[[workload]]\nname = "pg"\ntool = "pgbench"\n'
+            'params = { scale = 1, clients = 2, duration_s = 1, fsync = false, mode = "select-only" }\n'
+            '[[variant]]\nname = "client-on-server"\nhost = "h1"\n'
+            '[[variant]]\nname = "client-on-h2"\nhost = "h1"\nclient_host = "h2"\n')  # fmt: skip
+    path = tmp_path / "plan.toml"
+    path.write_text("[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body
+                    + net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"]))  # fmt: skip
+    code, out, err = fairmark_cli("run", str(path), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    cells = {c["variant"]: c for c in report["cells"]}
+    assert all(c["n_ok"] == 3 for c in cells.values()), [
+        t["error"] for c in cells.values() for t in c["trials"]
+    ]
+    assert cells["client-on-h2"]["labels"]["client host"] == "h2"
+    assert (
+        cells["client-on-h2"]["labels"]["host"] == "h1"
+        and cells["client-on-server"]["labels"]["host"] == "h1"
+    )
+    argv = cells["client-on-h2"]["trials"][0]["argv"]
+    assert net.hosts["h1"].address in argv  # the client connected over the test network
+    assert any(v["variant"] == "client-on-h2" for v in report["verdicts"])  # by how much, with its CI
+    assert (
+        net.hosts["h1"]
+        .exec("sh", "-c", "ps -eo args | grep -c '^/usr/lib/postgresql' || true")
+        .stdout.strip()
+        == "0"
+    )

@@ -246,6 +246,9 @@ class HostEntry(Strict):
     ssh_options: list[str] = Field(default_factory=list)  # passed to ssh before the destination
     agent: list[str] | None = Field(None, min_length=1)  # e.g. ["fairmark", "agent"]; default: shipped copy
     python: str = "python3"  # the host's Python 3 that runs the shipped agent
+    address: str | None = (
+        None  # where clients on other hosts reach it (default: the address ssh connected to)
+    )
 
 
 # What a plan may declare as the point of a comparison across hosts (hardware differences are refused else).
@@ -255,6 +258,7 @@ DECLARABLE = ("os", "kernel", "cpu_model", "cores", "memory", "disk", "fs")
 class Variant(SystemChanges):
     name: str
     host: str | None = None  # a [hosts.NAME]: this variant's trials run there
+    client_host: str | None = None  # overrides the workloads' client_host for this variant's trials
     description: str = ""
     tuning: str | None = None  # a [tuning.NAME] set; the variant's own keys override it
     env: dict[str, EnvValue] = Field(default_factory=dict)
@@ -302,9 +306,10 @@ class Plan(Strict):
                 raise ValueError(
                     f"variant {v.name!r}: host {v.host!r} is not a [hosts.NAME] (defined: {known})"
                 )
-        for w in self.workload:
+        for w in [*self.workload, *self.variant]:
             if w.client_host is not None and w.client_host not in self.hosts:
-                raise ValueError(f"workload {w.name!r}: client_host {w.client_host!r} is not a [hosts.NAME] "
+                kind = "variant" if isinstance(w, Variant) else "workload"
+                raise ValueError(f"{kind} {w.name!r}: client_host {w.client_host!r} is not a [hosts.NAME] "
                                  f"(defined: {known})")  # fmt: skip
         return self
 
@@ -318,7 +323,7 @@ class Plan(Strict):
 
     @property
     def remote(self) -> bool:
-        return any(v.host for v in self.variant) or any(w.client_host for w in self.workload)
+        return any(v.host or v.client_host for v in self.variant) or any(w.client_host for w in self.workload)
 
     @model_validator(mode="after")
     def _cross(self) -> Plan:

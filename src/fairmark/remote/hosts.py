@@ -33,7 +33,14 @@ class RemoteHosts:
             if other or (v.host and v.tuning):
                 raise PlanError(f"variant {v.name!r}: on host {v.host!r} only sysctl changes are supported so far "
                                 f"(not {', '.join(other) or 'tuning sets'})", path=path)  # fmt: skip
-        used = sorted({h for h in self.variant_host.values() if h})
+        # (variant, workload) → the host running the client, where it is not the variant's host
+        self.client_host = {(v.name, w.name): v.client_host or w.client_host for v in plan.variant
+                            for w in plan.workload if (v.client_host or w.client_host)}  # fmt: skip
+        for (v, w), c in self.client_host.items():
+            if not self.variant_host[v]:
+                raise PlanError(f"variant {v!r}: a client on host {c!r} needs the server on a host too: give the "
+                                "variant a host", path=path)  # fmt: skip
+        used = sorted({h for h in [*self.variant_host.values(), *self.client_host.values()] if h})
         self.specs = {n: host_spec(n, plan.hosts[n]) for n in used}
         self.conns: dict[str, HostConnection] = {}
         self.executors: dict[str, RemoteExecutor] = {}
@@ -55,9 +62,31 @@ class RemoteHosts:
     def host_of(self, variant: str) -> str | None:
         return self.variant_host.get(variant)
 
-    def executor(self, variant: str) -> RemoteExecutor | None:
-        host = self.host_of(variant)
+    def client_of(self, variant: str, workload: str) -> str | None:
+        """The host running this cell's client when it is not the variant's host (client_host)."""
+        c = self.client_host.get((variant, workload))
+        return c if c and c != self.host_of(variant) else None
+
+    def executor(self, variant: str, workload: str | None = None) -> RemoteExecutor | None:
+        host = (self.client_of(variant, workload) if workload else None) or self.host_of(variant)
         return self.executors[host] if host else None
+
+    def address(self, host: str) -> str:
+        """Where clients on other hosts reach `host`: [hosts.NAME] address, else the address ssh connected to."""
+        entry = self.plan.hosts[host]
+        addr = entry.address or self.conns[host].hello.get("address")
+        if not addr:
+            raise EnvironmentRefused(f"host {host}: its address for clients on other hosts is unknown",
+                                     hint=f"set address = \"…\" in [hosts.{host}]")  # fmt: skip
+        return str(addr)
+
+    def labels(self, variant: str, workload: str) -> dict[str, str]:
+        """Where each side of a cell ran, for the report."""
+        host = self.host_of(variant)
+        if not host:
+            return {}
+        client = self.client_of(variant, workload)
+        return {"host": host, "client host": client or host} if client else {"host": host}
 
     def boot_id(self, variant: str) -> str | None:
         host = self.host_of(variant)

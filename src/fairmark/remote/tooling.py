@@ -26,7 +26,9 @@ def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
         scratch = Path(c["scratch"])
         scratch.mkdir(parents=True, exist_ok=True)
         ctx = WorkloadContext(name=c["name"], params=c["params"], scratch=scratch,
-                              cache=cache_dir() / req["tool"], is_root=c["is_root"], env=dict(c["env"]))  # fmt: skip
+                              cache=cache_dir() / req["tool"], is_root=c["is_root"], env=dict(c["env"]),
+                              listen_address=c.get("listen_address"),
+                              client_addresses=tuple(c.get("client_addresses") or ()))  # fmt: skip
         ctx.cache.mkdir(parents=True, exist_ok=True)
         adapter = adapter_for(req["tool"])
         missing = adapter.missing_executables()
@@ -44,7 +46,7 @@ def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
     t = req["tctx"]
     Path(t["trial_dir"]).mkdir(parents=True, exist_ok=True)
     tctx = TrialContext(workload=ctx, params=t["params"], trial_dir=Path(t["trial_dir"]), variant=t["variant"],
-                        warmup=t["warmup"])  # fmt: skip
+                        warmup=t["warmup"], client_remote=bool(t.get("client_remote")))  # fmt: skip
     if method == "before_trial":
         adapter.before_trial(tctx)
         return {"argv": adapter.command(tctx), "env": ctx.env}
@@ -67,14 +69,17 @@ def remote_adapter(adapter: Adapter, hosts: RemoteHosts, workload: str, path: st
     if any(not h for h in hosts.variant_host.values()):
         raise PlanError(f"workload {workload!r}: a tool workload runs either on hosts or here, not both (yet); "
                         "give every variant a host", path=path)  # fmt: skip
-    return RemoteAdapter(adapter, hosts)  # type: ignore[return-value]
+    if not adapter.remote_client and any(w == workload for _, w in hosts.client_host):
+        raise PlanError(f"workload {workload!r}: tool {adapter.name!r} cannot put its client on another host "
+                        "(client_host) yet; pgbench can", path=path)  # fmt: skip
+    return RemoteAdapter(adapter, hosts, workload)  # type: ignore[return-value]
 
 
 class RemoteAdapter:
     """Looks like the workload's adapter to the runner; trials of variants on a host run its life cycle there."""
 
-    def __init__(self, adapter: Adapter, hosts: RemoteHosts):
-        self._real, self._hosts = adapter, hosts
+    def __init__(self, adapter: Adapter, hosts: RemoteHosts, workload: str):
+        self._real, self._hosts, self._workload = adapter, hosts, workload
         self._ctx: WorkloadContext | None = None
         self._ready: dict[str, str] = {}  # host → key of its set-up context
         self._argv: dict[str, list[str]] = {}
@@ -97,15 +102,20 @@ class RemoteAdapter:
 
     def _tctx(self, tctx: TrialContext) -> dict[str, Any]:
         return {"params": tctx.params, "trial_dir": str(tctx.trial_dir), "variant": tctx.variant,
-                "warmup": tctx.warmup}  # fmt: skip
+                "warmup": tctx.warmup,
+                "client_remote": bool(self._hosts.client_of(tctx.variant, self._workload))}  # fmt: skip
 
     def _ensure(self, host: str) -> None:
         if host in self._ready or self._ctx is None:
             return
-        c = self._ctx
+        c, hosts = self._ctx, self._hosts
+        clients = sorted({cl for (v, w), cl in hosts.client_host.items()
+                          if w == self._workload and hosts.host_of(v) == host and cl != host})  # fmt: skip
+        remote = {"listen_address": hosts.address(host),
+                  "client_addresses": [hosts.address(cl) for cl in clients]} if clients else {}  # fmt: skip
         self._ready[host] = f"{c.name}:{c.scratch}"
         got = self._call(host, "setup", ctx={"name": c.name, "params": c.params, "scratch": str(c.scratch),
-                                             "is_root": c.is_root, "env": c.env})  # fmt: skip
+                                             "is_root": c.is_root, "env": c.env, **remote})  # fmt: skip
         c.env.update(got["env"])
 
     def before_trial(self, tctx: TrialContext) -> None:

@@ -214,7 +214,9 @@ class Runner:
                 ]
                 or None,
                 "params": cs.params or None,
-                "labels": _labels(rt.adapter, cs.params),
+                "labels": (_labels(rt.adapter, cs.params) or {})
+                | (self.remote.labels(cs.cell.variant, rt.workload.name) if self.remote else {})
+                or None,
             }
             for cs in rt.cells
         ]
@@ -537,7 +539,7 @@ class Runner:
         started = now()
         for hook in self.options.hooks:
             hook.start(hctx)
-        execute_here = (self.remote.executor(cell.variant) if self.remote else None) or self.execute
+        execute_here = (self.remote.executor(cell.variant, w.name) if self.remote else None) or self.execute
         result = execute_here(
             argv,
             env=env,

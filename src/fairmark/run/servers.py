@@ -299,10 +299,22 @@ class PostgresServer(ManagedServer):
     run_as = "postgres"
     stop_signal = signal.SIGINT  # "fast" shutdown: abort sessions, checkpoint, exit
 
-    def __init__(self, directory: Path, *, fsync: bool = True, settings: dict[str, str] | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        fsync: bool = True,
+        settings: dict[str, str] | None = None,
+        address: str = LOOPBACK,
+        clients: tuple[str, ...] = (),
+    ):
         super().__init__(directory)
         self.fsync = fsync
         self.settings = dict(settings or {})
+        # A client on another host (a test network): listen on this host's `address` too, trust those clients.
+        self.address, self.clients = address, clients
+        if address != LOOPBACK:
+            self.settings.setdefault("listen_addresses", f"{LOOPBACK},{address}")
 
     @property
     def data(self) -> Path:
@@ -326,6 +338,9 @@ class PostgresServer(ManagedServer):
         if res.returncode != 0:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise SetupError(f"initdb failed (status {res.returncode}):\n{(res.stdout + res.stderr)[-2000:]}")
+        if self.clients:
+            with open(self.data / "pg_hba.conf", "a") as fh:
+                fh.writelines(f"host all postgres {addr}/32 trust\n" for addr in self.clients)
 
     def argv(self) -> list[str]:
         opts = {"listen_addresses": LOOPBACK, "fsync": "on" if self.fsync else "off"} | self.settings

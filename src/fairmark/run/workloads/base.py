@@ -64,6 +64,10 @@ class WorkloadContext:
     is_root: bool
     state: dict[str, Any] = field(default_factory=dict)  # e.g. port, socket path, server pid
     env: dict[str, str] = field(default_factory=dict)  # extra environment for every trial of this workload
+    # Clients on other hosts (client_host): servers also listen on this host's `listen_address` and admit
+    # `client_addresses`; a trial whose client is elsewhere (TrialContext.client_remote) connects there.
+    listen_address: str | None = None
+    client_addresses: tuple[str, ...] = ()
 
 
 @dataclass
@@ -73,6 +77,7 @@ class TrialContext:
     trial_dir: Path  # fresh, empty directory for this trial's files
     variant: str
     warmup: bool = False
+    client_remote: bool = False  # this trial's command runs on another host than the workload's servers
 
     @property
     def state(self) -> dict[str, Any]:
@@ -87,6 +92,8 @@ class Adapter:
     executables: ClassVar[tuple[str, ...]] = ()
     params: ClassVar[tuple[ParamSpec, ...]] = ()
     metrics: ClassVar[tuple[MetricSpec, ...]] = ()
+    # Whether the client may run on another host than the server (client_host; see WorkloadContext).
+    remote_client: ClassVar[bool] = False
     # What the trial measures, for the doctor and attribution: "cpu", "memory", "disk", "network", "kernel".
     measures: ClassVar[tuple[str, ...]] = ()
 

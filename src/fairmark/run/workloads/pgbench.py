@@ -38,7 +38,8 @@ _LINES = {
 
 def postgres_server(ctx: WorkloadContext, fsync: bool) -> servers.PostgresServer:
     """Start the workload's PostgreSQL (shared by pgbench and sysbench-oltp); teardown stops and removes it."""
-    return servers.start_in(ctx, servers.PostgresServer(ctx.scratch / "postgres", fsync=fsync))
+    remote = {"address": ctx.listen_address, "clients": ctx.client_addresses} if ctx.listen_address else {}
+    return servers.start_in(ctx, servers.PostgresServer(ctx.scratch / "postgres", fsync=fsync, **remote))
 
 
 def check_bool(tool: str, params: dict[str, Any], *names: str) -> None:
@@ -55,6 +56,7 @@ class Pgbench(Adapter):
         ("postgresql-server", "postgresql-contrib"),
         ("postgresql15-server",),
     )
+    remote_client = True  # pgbench connects over TCP to the server on another host
     executables = ("pgbench", str(servers.PG_BIN / "postgres"), str(servers.PG_BIN / "initdb"))
     params = (
         ParamSpec("scale", 5, "", "pgbench -i -s: scale factor (100 000 accounts each)"),
@@ -100,7 +102,12 @@ class Pgbench(Adapter):
         server = postgres_server(ctx, ctx.params["fsync"])
         argv = [
             "pgbench",
-            *self._conn(server, "tcp"),
+            "-h",
+            servers.LOOPBACK,  # the data set is loaded on the server's host
+            "-p",
+            str(server.port),
+            "-U",
+            "postgres",
             "-i",
             "-I",
             "dtgvp",
@@ -119,13 +126,23 @@ class Pgbench(Adapter):
 
     def command(self, ctx: TrialContext) -> list[str]:
         p = ctx.params
+        if ctx.client_remote and p["transport"] == "unix":
+            raise SetupError("pgbench: transport = unix cannot reach a server on another host (client_host)")
         threads = p["threads"] or min(p["clients"], _cpus())
-        argv = ["pgbench", *self._conn(ctx.state["server"], p["transport"]), *MODES[p["mode"]]]
+        argv = [
+            "pgbench",
+            *self._conn(ctx.state["server"], p["transport"], ctx.client_remote),
+            *MODES[p["mode"]],
+        ]
         return [*argv, "-c", str(p["clients"]), "-j", str(threads), "-T", str(p["duration_s"]), "postgres"]
 
     @staticmethod
-    def _conn(server: servers.PostgresServer, transport: str) -> list[str]:
-        host = str(server.socket_dir) if transport == "unix" else servers.LOOPBACK
+    def _conn(server: servers.PostgresServer, transport: str, remote: bool = False) -> list[str]:
+        host = (
+            str(server.socket_dir)
+            if transport == "unix"
+            else (server.address if remote else servers.LOOPBACK)
+        )
         return ["-h", host, "-p", str(server.port), "-U", "postgres"]
 
     def parse(self, raw: RawOutput) -> dict[str, float]:
