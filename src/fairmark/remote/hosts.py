@@ -36,7 +36,7 @@ class RemoteHosts:
         # (variant, workload) → the host running the client, where it is not the variant's host
         self.client_host = {(v.name, w.name): v.client_host or w.client_host for v in plan.variant
                             for w in plan.workload if (v.client_host or w.client_host)}  # fmt: skip
-        for (v, w), c in self.client_host.items():
+        for (v, _w), c in self.client_host.items():
             if not self.variant_host[v]:
                 raise PlanError(f"variant {v!r}: a client on host {c!r} needs the server on a host too: give the "
                                 "variant a host", path=path)  # fmt: skip
