@@ -102,12 +102,7 @@ class Pgbench(Adapter):
         server = postgres_server(ctx, ctx.params["fsync"])
         argv = [
             "pgbench",
-            "-h",
-            servers.LOOPBACK,  # the data set is loaded on the server's host
-            "-p",
-            str(server.port),
-            "-U",
-            "postgres",
+            *self._conn(server, "tcp"),  # loopback: the data set is loaded on the server's own host
             "-i",
             "-I",
             "dtgvp",
