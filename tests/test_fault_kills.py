@@ -1,17 +1,21 @@
 """SIGKILL of fairmark at 50 seeded-random moments over one run (issue 9): during trials, during store
 commits, while a sysctl variant is applied or reverted (A B B A blocks switch it every round). After each
 kill `fairmark resume` continues; in the end the run has exactly the planned trials, no cell/round twice,
-the sysctl is back to its original value, no journal is pending and no process of the run is left."""
+the sysctl is back to its original value, no journal is pending and no process of the run is left. A second
+run is killed while a mount variant (image, loop device, mkfs, mount), a cpus variant (cpuset cgroup) and a
+managed redis server are being set up or torn down: nothing of them is left."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,6 +23,7 @@ import pytest
 
 KNOB = Path("/proc/sys/net/ipv4/tcp_fin_timeout")  # not used by other tests; harmless for a minute
 KILLS = int(os.environ.get("FAIRMARK_FAULT_KILLS", "50"))
+KILLS_SYSTEM = 15  # the second run's lives are longer (mkfs, server start): fewer kills, same coverage
 TRIALS = 100  # per cell, two cells: more than 50 short lives of the process can finish
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not KNOB.exists(), reason="changes a sysctl (root)")
@@ -42,6 +47,39 @@ def test_fifty_kills_then_resume_keep_every_trial_and_the_system(tmp_path: Path)
         "[[variant]]\nname = 'A'\n"
         f"[[variant]]\nname = 'B'\nsettle_s = 0\nsysctl = {{ 'net.ipv4.tcp_fin_timeout' = {other} }}\n"
     )
+    kills, resumes, stored, pids = kill_and_resume(tmp_path, plan, KILLS, 20261122, (0.3, 2.0))
+    print(f"kills {kills}, resumes {resumes}, trials stored at each kill {stored}")
+    assert kills >= min(KILLS, 30), f"only {kills} kills happened before the run completed"
+    check_run(tmp_path / "store.db", {"A": TRIALS, "B": TRIALS})
+    assert all(b >= a for a, b in itertools.pairwise(stored))  # nothing committed is lost
+    assert KNOB.read_text().strip() == original, "the sysctl was left changed"
+    nothing_left(tmp_path, plan, pids)
+
+
+@pytest.mark.skipif(not Path("/dev/loop-control").exists(), reason="no loop devices in this environment")
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed")
+def test_kills_during_mounts_cpu_sets_and_server_starts_leave_nothing(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        "[run]\nwarmup = 0\nmin_trials = 10\nmax_trials = 10\ntarget_ci_pct = 0.0001\nseed = 5\n"
+        "[[workload]]\nname = 'kv'\ntool = 'redis'\nparams = { requests = 20000, clients = 2, tests = 'get' }\n"
+        "[[workload]]\nname = 'disk'\ncommand = ['dd', 'if=/dev/zero', 'of=f', 'bs=64k', 'count=64', 'conv=fsync']\n"
+        "[[variant]]\nname = 'A'\n"
+        "[[variant]]\nname = 'B'\nsettle_s = 0\ncpus = 1\nmount = { fs = 'ext4', size = '32M' }\n"
+    )
+    kills, resumes, stored, pids = kill_and_resume(tmp_path, plan, KILLS_SYSTEM, 7, (0.5, 3.0))
+    print(f"kills {kills}, resumes {resumes}, trials stored at each kill {stored}")
+    assert kills >= KILLS_SYSTEM // 2, f"only {kills} kills happened before the run completed"
+    check_run(tmp_path / "store.db", {"A": 20, "B": 20})
+    assert all(b >= a for a, b in itertools.pairwise(stored))
+    nothing_left(tmp_path, plan, pids)
+
+
+def kill_and_resume(
+    tmp_path: Path, plan: Path, kills_wanted: int, seed: int, span_s: tuple[float, float]
+) -> tuple[int, int, list[int], list[int]]:
+    """Start the run, SIGKILL its whole process group after a seeded random delay, `resume`, again and again;
+    then let the last resume finish. Returns (kills, resumes, trials stored at each kill, fairmark PIDs)."""
     db = tmp_path / "store.db"
     env = os.environ | {
         "FAIRMARK_STORE": str(db),
@@ -49,15 +87,16 @@ def test_fifty_kills_then_resume_keep_every_trial_and_the_system(tmp_path: Path)
         "FAIRMARK_STATE_DIR": str(tmp_path / "state"),
         "NO_COLOR": "1",
     }
-    rng = random.Random(20261122)
-    kills, resumes, kept_before_kill = 0, 0, []
+    rng = random.Random(seed)
+    kills, resumes, stored, pids = 0, 0, [], []
     args = ["run", str(plan), "--no-monitors", "--accept-risk"]
-    while kills < KILLS:
+    while kills < kills_wanted:
         proc = subprocess.Popen(
             [sys.executable, "-m", "fairmark", *args], env=env, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
-        time.sleep(rng.uniform(0.3, 2.0))  # anywhere: start, recovery, trials, commits, sysctl switches
+        pids.append(proc.pid)
+        time.sleep(rng.uniform(*span_s))  # anywhere: start, recovery, trials, commits, system changes
         if proc.poll() is not None:
             err = proc.stderr.read().decode() if proc.stderr else ""
             assert proc.returncode == 0, err[-3000:]
@@ -65,13 +104,12 @@ def test_fifty_kills_then_resume_keep_every_trial_and_the_system(tmp_path: Path)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         kills += 1
-        kept_before_kill.append(count(db))
+        stored.append(count(db))
         if args[0] == "run":
-            if count(db) == 0:
-                continue  # killed before the first trial: start again
-            with sqlite3.connect(db) as c:
-                run_id = c.execute("select id from runs").fetchone()[0]
-            args = ["resume", run_id]
+            run = _run_id(db)
+            if run is None:
+                continue  # killed before the run was stored: start it again
+            args = ["resume", run]
         resumes += 1
     with sqlite3.connect(db) as c:
         finished = c.execute("select status from runs").fetchone()[0] == "done"
@@ -80,24 +118,46 @@ def test_fifty_kills_then_resume_keep_every_trial_and_the_system(tmp_path: Path)
             [sys.executable, "-m", "fairmark", *args], env=env, capture_output=True, text=True, timeout=600
         )
         assert done.returncode == 0, done.stderr[-3000:]
+        resumes += 1
+    return kills, resumes, stored, pids
+
+
+def _run_id(db: Path) -> str | None:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as c:
+            row = c.execute("select id from runs").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return row[0] if row else None
+
+
+def check_run(db: Path, per_variant: dict[str, int]) -> None:
+    """Exactly the planned trials per variant, no cell/round twice, no seq twice, the run done."""
     with sqlite3.connect(db) as c:
-        per_cell = dict(
-            c.execute(
-                "select variant, count(*) from trials join cells on cells.id = cell_id group by variant"
-            )
+        got = dict(
+            c.execute("select variant, count(*) from trials join cells on cells.id = cell_id group by 1")
         )
         twice = c.execute(
             "select count(*) from (select cell_id, round from trials group by 1, 2 having count(*) > 1)"
         ).fetchone()[0]
         seqs = c.execute("select count(*) - count(distinct seq) from trials").fetchone()[0]
-        status = c.execute("select status from runs").fetchone()[0]
-    print(
-        f"kills {kills}, resumes {resumes + 1}, trials kept at each kill {kept_before_kill}, final {per_cell}"
-    )
-    assert kills >= min(KILLS, 30), f"only {kills} kills happened before the run completed"
-    assert per_cell == {"A": TRIALS, "B": TRIALS} and twice == 0 and seqs == 0 and status == "done"
-    assert all(b >= a for a, b in itertools.pairwise(kept_before_kill))  # nothing lost
-    assert KNOB.read_text().strip() == original, "the sysctl was left changed"
-    assert not list((tmp_path / "state").rglob("*.json")), "a system-change journal is still pending"
-    alive = subprocess.run(["pgrep", "-f", str(plan)], capture_output=True, text=True).stdout.split()
-    assert alive == [], f"processes of the run are left: {alive}"
+        status = [r[0] for r in c.execute("select status from runs")]
+    assert (got, twice, seqs, status) == (per_variant, 0, 0, ["done"])
+
+
+def nothing_left(tmp_path: Path, plan: Path, pids: list[int]) -> None:
+    """No pending journal, mount, loop device, cpuset, scratch directory, server or process of this run."""
+    state = tmp_path / "state"
+    assert not list(state.rglob("*.json")), "a system-change journal is still pending"
+    assert str(state) not in Path("/proc/mounts").read_text(), "a scratch file system is still mounted"
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    assert str(state) not in loops, "a loop device is still attached"
+    marks = [f"fairmark-{pid}-" for pid in pids]  # cpusets, scratch directories and servers carry the PID
+    cpusets = Path("/sys/fs/cgroup/cpuset")
+    left = [p.name for p in cpusets.glob("fairmark-*")] if cpusets.is_dir() else []
+    assert [n for n in left if any(n.startswith(m) for m in marks)] == [], left
+    scratch = [p.name for p in Path(tempfile.gettempdir()).glob("fairmark-*")]
+    assert [n for n in scratch if any(n.startswith(m) for m in marks)] == [], scratch
+    procs = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
+    mine = [p for p in procs if str(plan) in p or str(tmp_path) in p or any(f"/{m}" in p for m in marks)]
+    assert mine == [], f"processes left: {mine}"
