@@ -63,7 +63,8 @@ def test_kills_during_mounts_cpu_sets_and_server_starts_leave_nothing(tmp_path: 
     plan.write_text(
         "[run]\nwarmup = 0\nmin_trials = 10\nmax_trials = 10\ntarget_ci_pct = 0.0001\nseed = 5\n"
         "[[workload]]\nname = 'kv'\ntool = 'redis'\nparams = { requests = 20000, clients = 2, tests = 'get' }\n"
-        "[[workload]]\nname = 'disk'\ncommand = ['dd', 'if=/dev/zero', 'of=f', 'bs=64k', 'count=64', 'conv=fsync']\n"
+        "[[workload]]\nname = 'disk'\nshell = true\n"  # the variant's file system, or the private scratch directory
+        "command = 'dd if=/dev/zero of=\"${FAIRMARK_WORKDIR:-$FAIRMARK_SCRATCH}/f\" bs=64k count=64 conv=fsync'\n"
         "[[variant]]\nname = 'A'\n"
         "[[variant]]\nname = 'B'\nsettle_s = 0\ncpus = 1\nmount = { fs = 'ext4', size = '32M' }\n"
     )
