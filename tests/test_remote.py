@@ -90,8 +90,13 @@ def test_aa_over_two_hosts(tmp_path: Path, net: nethosts.NetHosts, fairmark_cli)
     from fairmark.remote.report import host_diff
     from fairmark.store.db import Store
 
-    diffs = host_diff(Store.open(os.environ["FAIRMARK_STORE"]), report["run"]["id"])
+    store = Store.open(os.environ["FAIRMARK_STORE"])
+    diffs = host_diff(store, report["run"]["id"])
     assert diffs and {d["key"].split(".")[0] for d in diffs} == {"remote"}, diffs  # only host identity
+    # each trial's monitor series was sampled by the agent on its host
+    series = [a["data"] for a in store.artifacts(report["run"]["id"], kind="monitor")]
+    assert len(series) == len(trials) and {s["host"] for s in series} == {"h1", "h2"}
+    assert all(s["totals"]["wall_s"] > 0 and "user" in s["totals"]["cpu_pct"] for s in series)
 
 
 def test_a_hardware_difference_between_hosts_is_refused(

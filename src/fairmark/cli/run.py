@@ -172,10 +172,10 @@ def run(
         keep_scratch=keep_scratch,
         calibrate=calibrate,
         command_line=shlex.join(["fairmark", *sys.argv[1:]]),
-        hooks=_hooks(not no_monitors and not loaded.plan.remote, monitor_interval, profile),
+        hooks=_hooks(not no_monitors, monitor_interval, profile),
     )
-    if loaded.plan.remote and not no_monitors:
-        console.note("monitors are not sampled on remote hosts yet; trials there run without them")
+    if loaded.plan.remote and profile:
+        console.note("profiles are taken only of trials on this machine, not of those on hosts")
     _execute(
         loaded, options, resume=None, allow_concurrent=allow_concurrent, fail_on_regression=fail_on_regression
     )

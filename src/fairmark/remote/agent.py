@@ -311,6 +311,35 @@ def _env(req: dict) -> dict:
     return env
 
 
+class Monitor:
+    """The system monitor's raw samples on this host: /proc files (Linux) or one sysctl call (FreeBSD), with
+    the monotonic time; the controller parses them with the monitor's own parsers."""
+
+    def __init__(self, spec: dict):
+        self.interval_s = float(spec.get("interval_s", 1.0))
+        self.files = [str(f) for f in spec.get("files") or ()]
+        self.command = [str(a) for a in spec.get("command") or ()]
+        self.samples: list[dict] = []
+        self.errors: list[str] = []
+        self.next_at = 0.0
+
+    def sample(self) -> None:
+        t = time.monotonic()
+        texts = {}
+        for path in self.files:
+            try:
+                with open(path) as fh:
+                    texts[path] = fh.read()
+            except OSError:
+                pass  # absent here (e.g. no pressure files): that column is simply missing
+        if self.command:
+            texts["command"] = _run(self.command)
+            if not texts["command"]:
+                self.errors.append(f"{' '.join(self.command[:2])} gave no output")
+        self.samples.append({"t_s": t, "texts": texts})
+        self.next_at = t + self.interval_s
+
+
 class Session:
     def __init__(self, rfd: int = 0, wfd: int = 1):
         self.rfd, self.wfd = rfd, wfd
@@ -421,6 +450,9 @@ class Session:
         so, se = os.path.join(out_dir, "stdout"), os.path.join(out_dir, "stderr")
         res = {"status": "failed", "exit_code": None, "signal": None, "wall_s": 0.0, "user_s": 0.0,
                "sys_s": 0.0, "max_rss_kib": 0, "error": None, "leftovers_killed": 0}  # fmt: skip
+        monitor = Monitor(req["monitor"]) if req.get("monitor") else None
+        if monitor:
+            monitor.sample()  # before the trial exists, as the local monitor does
         with open(so, "wb") as fo, open(se, "wb") as fe:
             t0 = time.monotonic()
             try:
@@ -429,12 +461,15 @@ class Session:
             except OSError as exc:
                 res["error"] = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
                 return res
-            timed_out, lost = self._wait(proc.pid, timeout_s)
+            timed_out, lost = self._wait(proc.pid, timeout_s, monitor)
             if timed_out or lost:
                 kill_group(proc.pid, grace_s)
             _, status, ru = os.wait4(proc.pid, 0)
             wall = time.monotonic() - t0
             proc.returncode = os.waitstatus_to_exitcode(status)
+        if monitor:
+            monitor.sample()
+            res["monitor"] = {"samples": monitor.samples, "errors": monitor.errors[:10]}
         if lost:
             kill_group(proc.pid, grace_s)
             return res  # nobody to answer to
@@ -457,18 +492,23 @@ class Session:
         res["boot_id"] = boot_id()
         return res
 
-    def _wait(self, pid: int, timeout_s: float | None) -> tuple[bool, bool]:
-        """(timed out, connection lost): wait for the trial's exit while watching stdin for end of input."""
+    def _wait(self, pid: int, timeout_s: float | None, monitor: Monitor | None = None) -> tuple[bool, bool]:
+        """(timed out, connection lost): wait for the trial's exit while watching stdin for end of input, and
+        take the monitor's samples at their interval meanwhile."""
         fd, _ = _exit_fd(pid)
         deadline = time.monotonic() + timeout_s if timeout_s else None
         try:
             while True:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                now = time.monotonic()
+                left = None if deadline is None else max(0.0, deadline - now)
                 if left == 0.0:
                     return True, False
-                ready, _, _ = select.select(
-                    [fd, self.rfd], [], [], min(left, 3600.0) if left is not None else 3600.0
-                )
+                wait = min(left if left is not None else 3600.0, 3600.0)
+                if monitor:
+                    if now >= monitor.next_at:
+                        monitor.sample()
+                    wait = max(0.0, min(wait, monitor.next_at - time.monotonic()))
+                ready, _, _ = select.select([fd, self.rfd], [], [], wait)
                 if fd in ready:
                     return False, False
                 if self.rfd in ready:

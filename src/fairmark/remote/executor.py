@@ -12,6 +12,7 @@ from typing import Any
 
 from fairmark.remote.connection import ConnectionLost, HostConnection
 from fairmark.run.executor import RAW_BYTES, ExecResult
+from fairmark.run.hooks import Artifact
 
 
 def env_delta(env: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]:
@@ -28,9 +29,55 @@ class RemoteExecutor:
     """Same call signature as `fairmark.run.executor.execute`. `on_reconnect` runs after a reconnection (the
     runner re-applies the host's system changes, which the lost agent restored)."""
 
-    def __init__(self, conn: HostConnection, on_reconnect: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        conn: HostConnection,
+        on_reconnect: Callable[[], None] | None = None,
+        monitor_interval_s: float | None = None,
+    ):
         self.conn, self.on_reconnect = conn, on_reconnect
+        self.monitor_interval_s = monitor_interval_s
         self.last_boot_id: str | None = None
+        self._artifacts: list[Artifact] = []
+
+    def take_artifacts(self) -> list[Artifact]:
+        """The last trial's artifacts made on the host (its monitor series), handed over once."""
+        out, self._artifacts = self._artifacts, []
+        return out
+
+    def _monitor_request(self) -> dict[str, Any] | None:
+        if not self.monitor_interval_s:
+            return None
+        if self.conn.hello.get("os") == "freebsd":
+            from fairmark.run.monitors.freebsd import sysctl_command
+
+            return {"interval_s": self.monitor_interval_s, "command": sysctl_command()}
+        from fairmark.run.monitors.linux import SAMPLE_FILES
+
+        return {"interval_s": self.monitor_interval_s, "files": [f"/proc/{f}" for f in SAMPLE_FILES]}
+
+    def _monitor_series(self, got: dict[str, Any]) -> None:
+        from fairmark.run.monitors.base import build_series
+
+        os_name = str(self.conn.hello.get("os"))
+        if os_name == "freebsd":
+            from fairmark.run.monitors.freebsd import parse_sysctl, to_snapshot
+
+            snaps = [
+                to_snapshot(parse_sysctl(s["texts"].get("command", "")), s["t_s"]) for s in got["samples"]
+            ]
+        else:
+            from fairmark.run.monitors.linux import snapshot_from
+
+            snaps = [snapshot_from({k.removeprefix("/proc/"): v for k, v in s["texts"].items()}, s["t_s"])
+                     for s in got["samples"]]  # fmt: skip
+        series = build_series(snaps, os_name=os_name, interval_s=float(self.monitor_interval_s or 1.0))
+        series["host"] = self.conn.spec.name
+        if got.get("errors"):
+            series["sample_errors"] = got["errors"]
+        self._artifacts = [
+            Artifact(kind="monitor", name="system", content_type="application/json", data=series)
+        ]
 
     def __call__(
         self,
@@ -53,7 +100,8 @@ class RemoteExecutor:
         try:
             res = self.conn.call("exec", argv=list(argv), env_set=env_set, env_unset=env_unset,
                                  cwd=str(cwd) if cwd else None, timeout_s=timeout_s, grace_s=grace_s,
-                                 tail_bytes=RAW_BYTES, mkdirs=mkdirs, files=list(files))  # fmt: skip
+                                 tail_bytes=RAW_BYTES, mkdirs=mkdirs, files=list(files),
+                                 monitor=self._monitor_request())  # fmt: skip
         except ConnectionLost as exc:
             so.write_bytes(b"")
             se.write_bytes(str(exc).encode())
@@ -66,6 +114,8 @@ class RemoteExecutor:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_bytes(base64.b64decode(b64))
         self.last_boot_id = res.pop("boot_id", None)
+        if res.get("monitor"):
+            self._monitor_series(res.pop("monitor"))
         return ExecResult(argv=tuple(argv), stdout_path=str(so), stderr_path=str(se), **_fields(res))
 
     def _reconnect(self) -> None:

@@ -24,8 +24,10 @@ def host_spec(name: str, entry: Any) -> HostSpec:
 
 
 class RemoteHosts:
-    def __init__(self, plan: Plan, path: str = "<plan>"):
+    def __init__(self, plan: Plan, path: str = "<plan>", hooks: Any = ()):
         self.plan = plan
+        # The system monitor runs on each host (its agent samples); other hooks (profilers) stay local only.
+        self.monitor_interval_s = next((h.interval_s for h in hooks if h.name == "monitor.system"), None)
         self.variant_host = {v.name: v.host for v in plan.variant}
         for v in plan.variant:
             other = [k for k in ("mount", "cpus", "online_cpus", "thp", "governor", "aslr", "malloc_debug")
@@ -57,7 +59,8 @@ class RemoteHosts:
             self.conns[name] = conn
             hello = conn.connect()
             self.recovered += [f"host {name}: {line}" for line in hello.get("recovered", [])]
-            self.executors[name] = RemoteExecutor(conn, on_reconnect=lambda n=name: self._reapply(n))
+            self.executors[name] = RemoteExecutor(conn, on_reconnect=lambda n=name: self._reapply(n),
+                                                  monitor_interval_s=self.monitor_interval_s)  # fmt: skip
 
     def host_of(self, variant: str) -> str | None:
         return self.variant_host.get(variant)

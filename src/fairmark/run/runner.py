@@ -127,7 +127,7 @@ class Runner:
         if self.plan.remote:  # variants on other hosts: their trials and system changes happen there
             from fairmark.remote.hosts import RemoteHosts, local_part
 
-            self.remote = RemoteHosts(self.plan, loaded.path)
+            self.remote = RemoteHosts(self.plan, loaded.path, hooks=self.options.hooks)
         local = local_part(self.plan) if self.remote else self.plan
         self.system = SystemState(local, state_dir=default_state_dir())
         self.run_id = ""
@@ -531,16 +531,17 @@ class Runner:
         hctx = HookContext(
             self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{self.seq}", str(trial_dir), r < 0
         )
-        for hook in self.options.hooks:
+        remote_ex = self.remote.executor(cell.variant, w.name) if self.remote else None
+        hooks = () if remote_ex else self.options.hooks  # a host's agent samples its own monitor
+        for hook in hooks:
             argv = hook.wrap(argv, hctx)
         env = apply_env(os.environ, w.env, wctx.env, variant.env, sysprep.get("env", {}))
         if sysprep.get("workdir"):
             env["FAIRMARK_WORKDIR"] = str(sysprep["workdir"])
         started = now()
-        for hook in self.options.hooks:
+        for hook in hooks:
             hook.start(hctx)
-        execute_here = (self.remote.executor(cell.variant, w.name) if self.remote else None) or self.execute
-        result = execute_here(
+        result = (remote_ex or self.execute)(
             argv,
             env=env,
             cwd=sysprep.get("workdir") or w.cwd or None,
@@ -549,8 +550,8 @@ class Runner:
             out_dir=trial_dir,
             name="trial",
         )
-        artifacts: list[Artifact] = []
-        for hook in self.options.hooks:
+        artifacts: list[Artifact] = remote_ex.take_artifacts() if remote_ex else []
+        for hook in hooks:
             artifacts += hook.stop(hctx, result)
         try:
             status, error, values = self._measure(rt, tctx, result)

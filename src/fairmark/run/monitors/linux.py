@@ -155,15 +155,29 @@ class LinuxReader:
 
     def snapshot(self) -> Snapshot:
         t = time.monotonic()
-        cpu, counters, gauges = parse_stat(self._read("stat"))
-        counters |= parse_vmstat(self._read("vmstat"))
-        if disk := self._read("diskstats"):
-            counters |= parse_diskstats(disk)
-        if net := self._read("net/dev"):
-            counters |= parse_net_dev(net)
-        for resource in self.pressure:
-            counters |= parse_pressure(resource, self._read(f"pressure/{resource}"))
-        gauges |= parse_meminfo(self._read("meminfo"))
-        if load := self._read("loadavg"):
-            gauges |= parse_loadavg(load)
-        return Snapshot(t_s=t, cpu=cpu, counters=counters, gauges=gauges)
+        names = ["stat", "vmstat", "diskstats", "net/dev", "meminfo", "loadavg"]
+        return snapshot_from(
+            {n: self._read(n) for n in [*names, *(f"pressure/{r}" for r in self.pressure)]}, t
+        )
+
+
+# The /proc files one sample reads (relative to /proc); a remote host's agent reads them and sends the texts.
+SAMPLE_FILES = ("stat", "vmstat", "diskstats", "net/dev", "meminfo", "loadavg",
+                "pressure/cpu", "pressure/io", "pressure/memory")  # fmt: skip
+
+
+def snapshot_from(texts: Mapping[str, str], t_s: float) -> Snapshot:
+    """One Snapshot from the texts of SAMPLE_FILES (a missing or empty file is simply absent)."""
+    cpu, counters, gauges = parse_stat(texts.get("stat", ""))
+    counters |= parse_vmstat(texts.get("vmstat", ""))
+    if disk := texts.get("diskstats"):
+        counters |= parse_diskstats(disk)
+    if net := texts.get("net/dev"):
+        counters |= parse_net_dev(net)
+    for resource in ("cpu", "io", "memory"):
+        if text := texts.get(f"pressure/{resource}"):
+            counters |= parse_pressure(resource, text)
+    gauges |= parse_meminfo(texts.get("meminfo", ""))
+    if load := texts.get("loadavg"):
+        gauges |= parse_loadavg(load)
+    return Snapshot(t_s=t_s, cpu=cpu, counters=counters, gauges=gauges)
