@@ -172,6 +172,23 @@ class NetHosts:
             stderr=open(self.dir / f"{host.name}-sshd.log", "wb"),  # noqa: SIM115 - lives as long as sshd
         )
 
+    def stop_sshd(self, name: str) -> None:
+        """The host's sshd and every session it serves die (the host becomes unreachable)."""
+        host = self.hosts[name]
+        children = host.sshd_children()
+        if host.sshd:
+            host.sshd.kill()
+            host.sshd.wait()
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def start_sshd(self, name: str) -> None:
+        self._start_sshd(self.hosts[name])
+        self._wait_ssh(self.hosts[name])
+
     def _wait_ssh(self, host: NetHost) -> None:
         deadline = time.monotonic() + 20
         while True:

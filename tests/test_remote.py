@@ -288,3 +288,28 @@ def test_pgbench_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
         .stdout.strip()
         == "0"
     )
+
+
+def test_a_host_that_stays_away_interrupts_the_run_for_resume(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("FAIRMARK_RECONNECT_BACKOFF_S", "0.2,0.2")
+    with nethosts.NetHosts(["r1"]) as net:
+        body = ('[[workload]]\nname = "nap"\ncommand = ["sleep", "0.5"]\n'
+                '[[variant]]\nname = "a"\nhost = "r1"\n[[variant]]\nname = "b"\nhost = "r1"\n')  # fmt: skip
+        path = plan(tmp_path, net, body, top="[quick]\nmax_trials = 3\n")
+        proc = subprocess.Popen([sys.executable, "-m", "fairmark", "run", path, "--quick"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        sleeping = "ps -eo args | grep -c '^sleep 0.5' || true"
+        _wait(lambda: net.hosts["r1"].exec("sh", "-c", sleeping).stdout.strip() != "0")
+        net.stop_sshd("r1")
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 3 and "could not reconnect" in err and "fairmark resume" in err, err
+        runs = json.loads(fairmark_subprocess("runs", "--json").stdout)["runs"]
+        assert runs[0]["status"] == "interrupted"
+        net.start_sshd("r1")
+        res = fairmark_subprocess("resume", runs[0]["id"], "--json")
+        assert res.returncode == 0, res.stderr
+        done = json.loads(res.stdout)
+        assert done["run"]["status"] == "done" and all(c["n_ok"] >= 3 for c in done["cells"])
+        failed = [t for c in done["cells"] for t in c["trials"] if t["status"] != "ok"]
+        assert len(failed) == 1 and "connection lost" in failed[0]["error"]  # the trial in flight
+        assert "could not reconnect" in failed[0]["error"]

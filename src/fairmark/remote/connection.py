@@ -40,7 +40,12 @@ from fairmark.remote.agent import PROTOCOL
 
 SSH_BASE_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
 CONNECT_TIMEOUT_S = 30.0
-RECONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def _backoff() -> tuple[float, ...]:
+    """Waits before each reconnection attempt; FAIRMARK_RECONNECT_BACKOFF_S="0.5,1,2" overrides (tests)."""
+    text = os.environ.get("FAIRMARK_RECONNECT_BACKOFF_S")
+    return tuple(float(x) for x in text.split(",")) if text else (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class ConnectionLost(FairmarkError):
@@ -82,6 +87,7 @@ class HostConnection:
     spec: HostSpec
     connect_timeout_s: float = CONNECT_TIMEOUT_S
     hello: dict[str, Any] = field(default_factory=dict)
+    generation: int = 0  # agents started so far: state kept by an earlier agent (servers …) is gone
     _dir: str = ""
     _master: subprocess.Popen[bytes] | None = None
     _agent: subprocess.Popen[bytes] | None = None
@@ -162,6 +168,7 @@ class HostConnection:
             stderr=open(os.path.join(self._dir, "agent.err"), "ab"),  # noqa: SIM115
             start_new_session=True,
         )
+        self.generation += 1
         self.hello = self.call("hello")
         if self.hello.get("protocol") != PROTOCOL:
             raise AgentError(f"host {self.spec.name}: agent speaks protocol {self.hello.get('protocol')}, "
@@ -197,17 +204,18 @@ class HostConnection:
         text = err.read_text(errors="replace").strip().splitlines() if err.exists() else []
         return f" ({text[-1]})" if text else ""
 
-    def reconnect(self, backoff_s: tuple[float, ...] = RECONNECT_BACKOFF_S) -> dict[str, Any]:
+    def reconnect(self, backoff_s: tuple[float, ...] | None = None) -> dict[str, Any]:
         """Drop what is left of the session and connect again, waiting longer after each failed attempt."""
         last: Exception | None = None
-        for delay in (0.0, *backoff_s):
+        for delay in (0.0, *(backoff_s if backoff_s is not None else _backoff())):
             time.sleep(delay)
             self._drop_agent()
             try:
                 return self.connect()
             except (ConnectionLost, AgentError) as exc:
                 last = exc
-        raise ConnectionLost(f"host {self.spec.name}: could not reconnect: {last}")
+        raise ConnectionLost(f"host {self.spec.name}: could not reconnect: {last}",
+                             hint="when the host is back, `fairmark resume RUN` continues the run")  # fmt: skip
 
     def _drop_agent(self) -> None:
         if self._agent is None:

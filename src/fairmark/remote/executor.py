@@ -39,6 +39,7 @@ class RemoteExecutor:
         self.monitor_interval_s = monitor_interval_s
         self.last_boot_id: str | None = None
         self._artifacts: list[Artifact] = []
+        self.down: ConnectionLost | None = None  # the host stayed away: the next trial interrupts the run
 
     def take_artifacts(self) -> list[Artifact]:
         """The last trial's artifacts made on the host (its monitor series), handed over once."""
@@ -92,6 +93,8 @@ class RemoteExecutor:
         stdin_devnull: bool = True,
         files: tuple[str, ...] = (),
     ) -> ExecResult:
+        if self.down is not None:
+            raise self.down
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         so, se = out / f"{name}.stdout", out / f"{name}.stderr"
@@ -105,7 +108,14 @@ class RemoteExecutor:
         except ConnectionLost as exc:
             so.write_bytes(b"")
             se.write_bytes(str(exc).encode())
-            self._reconnect()  # raises ConnectionLost when the host stays away: the run is interrupted
+            try:
+                self._reconnect()
+            except (
+                ConnectionLost
+            ) as gone:  # this trial is recorded as failed; the next one interrupts the run
+                self.down = gone
+                return _failed(argv, so, se, f"connection lost to host {self.conn.spec.name} during the trial; "
+                               "could not reconnect")  # fmt: skip
             return _failed(argv, so, se, f"connection lost to host {self.conn.spec.name} during the trial; "
                            "reconnected")  # fmt: skip
         so.write_bytes(base64.b64decode(res.pop("stdout_b64")))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fairmark.errors import EnvironmentRefused, PlanError
-from fairmark.remote.connection import HostConnection, HostSpec
+from fairmark.remote.connection import AgentError, HostConnection, HostSpec
 from fairmark.remote.executor import RemoteExecutor
 
 if TYPE_CHECKING:
@@ -107,10 +107,13 @@ class RemoteHosts:
 
         want = {k: value_text(v) for k, v in self.plan.variant_named(variant).sysctl.items()}
         if want != self.wanted.get(host, {}):
+            down = self.executors[host].down
+            if down is not None:
+                raise down
             try:
                 self.conns[host].call("sysctl", set=want)
-            except Exception as exc:
-                raise EnvironmentRefused(f"variant {variant!r} on host {host}: {exc}") from None
+            except AgentError as exc:
+                raise EnvironmentRefused(f"variant {variant!r} on host {host}: {exc.message}") from None
             self.wanted[host] = want
 
     def _reapply(self, host: str) -> None:

@@ -81,7 +81,7 @@ class RemoteAdapter:
     def __init__(self, adapter: Adapter, hosts: RemoteHosts, workload: str):
         self._real, self._hosts, self._workload = adapter, hosts, workload
         self._ctx: WorkloadContext | None = None
-        self._ready: dict[str, str] = {}  # host → key of its set-up context
+        self._ready: dict[str, tuple[str, int]] = {}  # host → (key of its set-up context, agent generation)
         self._argv: dict[str, list[str]] = {}
 
     def __getattr__(self, name: str) -> Any:  # name, params, metrics, measures, resolve, parse, labels …
@@ -97,8 +97,8 @@ class RemoteAdapter:
         pass
 
     def _call(self, host: str, method: str, **extra: Any) -> dict[str, Any]:
-        return self._hosts.conns[host].call("adapter", tool=self._real.name, key=self._ready.get(host, ""),
-                                            method=method, **extra)  # fmt: skip
+        key = self._ready[host][0] if host in self._ready else ""
+        return self._hosts.conns[host].call("adapter", tool=self._real.name, key=key, method=method, **extra)
 
     def _tctx(self, tctx: TrialContext) -> dict[str, Any]:
         return {"params": tctx.params, "trial_dir": str(tctx.trial_dir), "variant": tctx.variant,
@@ -106,6 +106,9 @@ class RemoteAdapter:
                 "client_remote": bool(self._hosts.client_of(tctx.variant, self._workload))}  # fmt: skip
 
     def _ensure(self, host: str) -> None:
+        generation = self._hosts.conns[host].generation
+        if self._ready.get(host, ("", generation))[1] != generation:
+            del self._ready[host]  # a reconnection: the earlier agent stopped this host's servers
         if host in self._ready or self._ctx is None:
             return
         c, hosts = self._ctx, self._hosts
@@ -113,7 +116,7 @@ class RemoteAdapter:
                           if w == self._workload and hosts.host_of(v) == host and cl != host})  # fmt: skip
         remote = {"listen_address": hosts.address(host),
                   "client_addresses": [hosts.address(cl) for cl in clients]} if clients else {}  # fmt: skip
-        self._ready[host] = f"{c.name}:{c.scratch}"
+        self._ready[host] = (f"{c.name}:{c.scratch}", generation)
         got = self._call(host, "setup", ctx={"name": c.name, "params": c.params, "scratch": str(c.scratch),
                                              "is_root": c.is_root, "env": c.env, **remote})  # fmt: skip
         c.env.update(got["env"])
@@ -141,11 +144,17 @@ class RemoteAdapter:
         return out
 
     def after_trial(self, tctx: TrialContext) -> None:
-        self._call(str(self._hosts.host_of(tctx.variant)), "after_trial", tctx=self._tctx(tctx))
+        from fairmark.remote.connection import ConnectionLost
+
+        try:
+            self._call(str(self._hosts.host_of(tctx.variant)), "after_trial", tctx=self._tctx(tctx))
+        except ConnectionLost:
+            pass  # the host went away with this trial: it is recorded as failed, the agent cleaned up there
 
     def teardown(self, ctx: WorkloadContext) -> None:
         for host in list(self._ready):
             try:
-                self._call(host, "teardown")
+                if self._ready[host][1] == self._hosts.conns[host].generation:
+                    self._call(host, "teardown")
             finally:
                 del self._ready[host]

@@ -299,6 +299,8 @@ class Runner:
         stored = {c["key"]: c["id"] for c in self.store.cells(run.id)}
         runtimes = self._runtimes(stored)
         self._load_progress(runtimes)
+        if self.remote:
+            self.remote.connect()
         self.store.update_run(run.id, status="running", ended_at=None)
         self.progress.note(f"resuming run {run.id}: {self.seq} trial(s) already stored are kept")
         return self._execute(runtimes, run.seed)
