@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.report.data import load_report
 from fairmark.run.executor import ExecResult
 from fairmark.run.runner import Runner, RunOptions
+from fairmark.run.spec import TrialSpec
 from fairmark.store.db import Store
 
 
@@ -31,9 +33,8 @@ class FakeExecutor:
         self.fail, self.timeout = fail, timeout
         self.calls: list[str] = []
 
-    def __call__(
-        self, argv: list[str], *, env: dict[str, str], out_dir: Path, name: str, **_: object
-    ) -> ExecResult:
+    def __call__(self, spec: TrialSpec) -> ExecResult:
+        argv, env, out_dir, name = spec.argv, spec.env or {}, spec.out_dir, spec.name
         variant = env.get("FAKE_VARIANT", "A")
         self.calls.append(variant)
         out = Path(out_dir)
@@ -217,10 +218,10 @@ def test_variant_params_reach_the_tool_and_are_stored(tmp_path: Path) -> None:
     fixtures = Path(__file__).parent / "fixtures" / "tools" / "openssl"
 
     class OpensslOutput(FakeExecutor):
-        def __call__(self, argv: list[str], *, out_dir: Path, name: str, **kw: object) -> ExecResult:
-            self.calls.append(" ".join(argv))
-            res = super().__call__(argv, env={}, out_dir=out_dir, name=name)
-            fixture = "sha256.txt" if "sha256" in argv else "aes-256-gcm.txt"
+        def __call__(self, spec: TrialSpec) -> ExecResult:
+            self.calls.append(" ".join(spec.argv))
+            res = super().__call__(replace(spec, env={}))
+            fixture = "sha256.txt" if "sha256" in spec.argv else "aes-256-gcm.txt"
             Path(res.stdout_path).write_text((fixtures / fixture).read_text())
             return res
 

@@ -14,10 +14,9 @@ from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import InputError, UsageError
 from fairmark.report import ministat
-from fairmark.stats import bh_adjust, describe, sample_warnings
-from fairmark.stats import compare as compare_samples
+from fairmark.stats import describe, sample_warnings
+from fairmark.stats.judge import MIN_VALUES, Pair, judge
 
-MIN_VALUES = 3  # ministat's floor
 # What a number looks like in a data file: decimal, optional exponent. NaN, infinities, hex and "1_000"
 # (which Python's float() would take) are refused: none of them is a measurement.
 NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -72,12 +71,6 @@ def read_file(path: str, *, column: int, delimiters: str) -> DataFile:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
-def _q_values(comparisons) -> list[float]:
-    """Benjamini-Hochberg q-values of the Student p-values: with several files, some "differences" at 95%
-    are expected by chance alone."""
-    return bh_adjust([c.p_value for c in comparisons])
-
-
 def _labels(names: list[str]) -> list[str]:
     """Names for the verdict sentences: file names without directories when that keeps them apart."""
     short = [Path(n).name or n for n in names]
@@ -89,7 +82,8 @@ def _dataset_json(df: DataFile, confidence: float) -> dict:
     return {"name": df.name, **s.to_dict(), "warnings": sample_warnings(df.values)}
 
 
-def _emit_human(files, comparisons, *, width, plot, separate, compat) -> None:
+def _emit_human(files, judged, *, width, plot, separate, compat) -> None:
+    comparisons = [j.comparison for j in judged]
     datasets = [(f.name, f.values) for f in files]
     lines = ministat.render(
         datasets, comparisons, width=width, plot=plot, separate_bars=separate, ministat_compat=compat
@@ -102,7 +96,7 @@ def _emit_human(files, comparisons, *, width, plot, separate, compat) -> None:
     for k, c in enumerate(comparisons, start=1):
         out.write(f"{ministat.SYMBOLS[k + 1]} " + "\n".join(ministat.verdict_lines(c)) + "\n")
     if len(comparisons) > 1:
-        qs = ", ".join(f"{ministat.SYMBOLS[k + 2]} {q:.2g}" for k, q in enumerate(_q_values(comparisons)))
+        qs = ", ".join(f"{ministat.SYMBOLS[k + 2]} {j.q_value:.2g}" for k, j in enumerate(judged))
         out.write(
             f"  {len(comparisons)} comparisons: Benjamini-Hochberg q-values (false discovery rate) {qs}\n"
         )
@@ -167,34 +161,26 @@ def compare(
         raise UsageError(f"{len(paths)} files given; at most {ministat.MAX_DATASETS} can be compared at once")
     data = [read_file(p, column=column, delimiters=delimiters) for p in paths]
     labels = _labels([d.name for d in data])
-    comparisons = [
-        compare_samples(
-            data[0].values,
-            d.values,
-            confidence=confidence,
-            better=better,
-            name_baseline=labels[0],
-            name_other=label,
-            unit=unit,
-            ministat_compat=ministat_compat,
-        )
-        for d, label in zip(data[1:], labels[1:], strict=True)
-    ]
+    judged = judge(
+        [
+            Pair(data[0].values, d.values, better=better, unit=unit, name_baseline=labels[0], name_other=label)
+            for d, label in zip(data[1:], labels[1:], strict=True)
+        ],
+        confidence=confidence,
+        ministat_compat=ministat_compat,
+    )
     if console.json_mode:
         console.emit_json(
             {
                 "confidence": confidence,
                 "ministat_compat": ministat_compat,
                 "datasets": [_dataset_json(d, confidence) for d in data],
-                "comparisons": [
-                    {**c.to_dict(), "q_value": q}
-                    for c, q in zip(comparisons, _q_values(comparisons), strict=True)
-                ],
+                "comparisons": [{**j.comparison.to_dict(), "q_value": j.q_value} for j in judged],
             }
         )
         return
     _emit_human(
-        data, comparisons, width=width, plot=not no_plot, separate=separate_bars, compat=ministat_compat
+        data, judged, width=width, plot=not no_plot, separate=separate_bars, compat=ministat_compat
     )
 
 

@@ -21,8 +21,7 @@ from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
 from fairmark.errors import EnvironmentRefused, InputError
 from fairmark.plan.model import CONFIDENCE_LEVELS
-
-MIN_VALUES = 3  # ministat's floor, as for the variants of one run
+from fairmark.stats.judge import MIN_VALUES, Pair, judge
 
 
 @click.command("compare-runs")
@@ -176,26 +175,25 @@ def metric_specs(cell: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 
 def comparisons(pairs, samples, wanted: set[str], all_metrics: bool, confidence: float, runs) -> list[dict]:
-    from fairmark.stats import bh_adjust, compare
-
-    rows = []
+    """Each paired cell's metrics, run A as the baseline, judged together (Benjamini-Hochberg across all the
+    comparisons of this command) by the same judge as the variants of one run."""
+    todo = []
     for ca, cb in pairs:
         va, vb = samples[0].get(ca["key"], {}), samples[1].get(cb["key"], {})
         specs = metric_specs(ca)
         names = sorted(set(va) & set(vb)) if all_metrics else sorted(wanted) or [ca["primary_metric"]]
         for name in names:
-            if len(va.get(name, [])) < MIN_VALUES or len(vb.get(name, [])) < MIN_VALUES:
-                continue
             spec = specs.get(name, {"unit": "", "better": "lower"})
-            c = compare(
-                va[name], vb[name], confidence=confidence, better=spec["better"], unit=spec["unit"],
-                name_baseline=runs[0].id[:8], name_other=runs[1].id[:8],
+            todo.append(
+                Pair(va.get(name, []), vb.get(name, []), better=spec["better"], unit=spec["unit"],
+                     name_baseline=runs[0].id[:8], name_other=runs[1].id[:8], tag=(ca, name))
             )  # fmt: skip
-            rows.append({"workload": ca["workload"], "variant": ca["variant"], "point": ca["point"] or [],
-                         "metric": name, "comparison": c})  # fmt: skip
-    for row, q in zip(rows, bh_adjust([r["comparison"].p_value for r in rows]), strict=True):
-        row["q_value"] = q  # Benjamini-Hochberg across all comparisons of this command
-    return rows
+    return [
+        {"workload": ca["workload"], "variant": ca["variant"], "point": ca["point"] or [], "metric": name,
+         "comparison": j.comparison, "q_value": j.q_value}
+        for j in judge(todo, confidence=confidence)
+        for ca, name in [j.pair.tag]
+    ]  # fmt: skip
 
 
 # -- output --------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""A trial executed on a host by its agent, returned in the local executor's record (`ExecResult`), so the
-runner treats a remote trial like a local one. Times and rusage are taken on the host; the output tails come
-back and are written where the runner reads them."""
+"""A trial executed on a host by its agent: the same seam as the local executor (`TrialSpec` → `Measured`, see
+`fairmark.run.spec`), so the runner treats a remote trial like a local one. Times and rusage are taken on the
+host; the output tails come back and are written where the runner reads them."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.remote.connection import ConnectionLost, HostConnection
-from fairmark.run.executor import RAW_BYTES, ExecResult
 from fairmark.run.hooks import Artifact
+from fairmark.run.spec import Measured, TrialSpec
 
 
 def env_delta(env: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]:
@@ -26,7 +26,7 @@ def env_delta(env: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]
 
 
 class RemoteExecutor:
-    """Same call signature as `fairmark.run.executor.execute`. `on_reconnect` runs after a reconnection (the
+    """Same seam as `fairmark.run.executor.execute_spec` (`TrialSpec` → `Measured`, see `fairmark.run.spec`). `on_reconnect` runs after a reconnection (the
     runner re-applies the host's system changes, which the lost agent restored)."""
 
     def __init__(
@@ -80,30 +80,18 @@ class RemoteExecutor:
             Artifact(kind="monitor", name="system", content_type="application/json", data=series)
         ]
 
-    def __call__(
-        self,
-        argv: list[str],
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: str | Path | None = None,
-        timeout_s: float | None = None,
-        grace_s: float = 2.0,
-        out_dir: str | Path,
-        name: str = "trial",
-        stdin_devnull: bool = True,
-        files: tuple[str, ...] = (),
-    ) -> ExecResult:
+    def __call__(self, spec: TrialSpec) -> Measured:
         if self.down is not None:
             raise self.down
-        out = Path(out_dir)
+        out = Path(spec.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        so, se = out / f"{name}.stdout", out / f"{name}.stderr"
-        env_set, env_unset = env_delta(env)
+        so, se = Path(spec.stdout_path), Path(spec.stderr_path)
+        env_set, env_unset = env_delta(spec.env)
         mkdirs = [env_set[k] for k in ("FAIRMARK_SCRATCH",) if k in env_set]
         try:
-            res = self.conn.call("exec", argv=list(argv), env_set=env_set, env_unset=env_unset,
-                                 cwd=str(cwd) if cwd else None, timeout_s=timeout_s, grace_s=grace_s,
-                                 tail_bytes=RAW_BYTES, mkdirs=mkdirs, files=list(files),
+            res = self.conn.call("exec", argv=list(spec.argv), env_set=env_set, env_unset=env_unset,
+                                 cwd=spec.cwd, timeout_s=spec.timeout_s, grace_s=spec.grace_s,
+                                 tail_bytes=spec.tail_bytes, mkdirs=mkdirs, files=list(spec.files),
                                  monitor=self._monitor_request())  # fmt: skip
         except ConnectionLost as exc:
             so.write_bytes(b"")
@@ -114,9 +102,9 @@ class RemoteExecutor:
                 ConnectionLost
             ) as gone:  # this trial is recorded as failed; the next one interrupts the run
                 self.down = gone
-                return _failed(argv, so, se, f"connection lost to host {self.conn.spec.name} during the trial; "
+                return Measured.not_started(spec, f"connection lost to host {self.conn.spec.name} during the trial; "
                                "could not reconnect")  # fmt: skip
-            return _failed(argv, so, se, f"connection lost to host {self.conn.spec.name} during the trial; "
+            return Measured.not_started(spec, f"connection lost to host {self.conn.spec.name} during the trial; "
                            "reconnected")  # fmt: skip
         so.write_bytes(base64.b64decode(res.pop("stdout_b64")))
         se.write_bytes(base64.b64decode(res.pop("stderr_b64")))
@@ -126,7 +114,7 @@ class RemoteExecutor:
         self.last_boot_id = res.pop("boot_id", None)
         if res.get("monitor"):
             self._monitor_series(res.pop("monitor"))
-        return ExecResult(argv=tuple(argv), stdout_path=str(so), stderr_path=str(se), **_fields(res))
+        return Measured(argv=spec.argv, stdout_path=str(so), stderr_path=str(se), **_fields(res))
 
     def _reconnect(self) -> None:
         self.conn.reconnect()
@@ -147,7 +135,3 @@ def _fields(res: dict[str, Any]) -> dict[str, Any]:
         "leftovers_killed",
     )
     return {k: res[k] for k in keys}
-
-
-def _failed(argv: list[str], so: Path, se: Path, error: str) -> ExecResult:
-    return ExecResult(tuple(argv), "failed", None, None, 0.0, 0.0, 0.0, 0, str(so), str(se), error=error)

@@ -295,13 +295,8 @@ def attribute_cells(report: RunReport, arts: RunArtifacts) -> dict[str, Attribut
 
 
 def variant_definitions(report: RunReport) -> dict[str, dict[str, Any]]:
-    from fairmark.plan.load import parse_plan
-
-    try:
-        plan = parse_plan(report.run.plan_text, report.run.plan_path)
-    except Exception:  # a plan from another fairmark version: no caveats rather than a broken report
-        return {}
-    return {v.name: v.model_dump() for v in plan.variant}
+    """Each variant's definition as the run stored it (never parsed again from the plan text)."""
+    return report.run.variant_definitions
 
 
 def verdict_caveats(

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairmark.plan.model import AA_SUFFIX, BUILTIN_METRICS, aa_twin_name
-from fairmark.stats import benjamini_hochberg, compare, describe, sample_warnings
+from fairmark.stats import describe, sample_warnings
+from fairmark.stats.judge import MIN_VALUES, Pair, aa_spread, enough, judge
 from fairmark.store.db import RunRecord, Store, jsonable_row
-
-MIN_N = 3  # ministat's floor: fewer values give no statistics
 
 
 @dataclass(frozen=True)
@@ -222,7 +221,7 @@ def load_report(store: Store, run_ref: str) -> RunReport:
     run = store.get_run(run_ref)
     policy = (run.options or {}).get("policy", {})
     confidence = float(policy.get("confidence", 95.0))
-    baseline = policy.get("baseline") or _plan_baseline(run)
+    baseline = policy.get("baseline") or run.baseline
     samples_by_trial: dict[str, dict[str, float]] = defaultdict(dict)
     for s in store.samples(run.id):
         samples_by_trial[s["trial_id"]][s["metric"]] = s["value"]
@@ -244,15 +243,6 @@ def load_report(store: Store, run_ref: str) -> RunReport:
     )
 
 
-def _plan_baseline(run: RunRecord) -> str:
-    from fairmark.plan.load import parse_plan
-
-    try:
-        return parse_plan(run.plan_text, run.plan_path).baseline
-    except Exception:  # an imported bundle from a newer plan format: fall back to the first cell's variant
-        return ""
-
-
 def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) -> CellReport:
     metrics = tuple(c["metrics"] or [])
     values: dict[str, list[float]] = {m["name"]: [] for m in metrics}
@@ -262,9 +252,9 @@ def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) ->
                 values.setdefault(name, []).append(v)
     summaries = {m: describe(v, confidence).to_dict() for m, v in values.items() if len(v) >= 1}
     primary = values.get(c["primary_metric"], [])
-    warnings = tuple(sample_warnings(primary)) if len(primary) >= MIN_N else ()
-    if len(primary) < MIN_N:
-        warnings = (f"only {len(primary)} measured trial(s): no statistics (ministat needs ≥ 3)",)
+    warnings = tuple(sample_warnings(primary)) if enough(primary) else ()
+    if not enough(primary):
+        warnings = (f"only {len(primary)} measured trial(s): no statistics (ministat needs ≥ {MIN_VALUES})",)
     elif len(primary) < 6:
         warnings += (f"only {len(primary)} measured trials: the CI is wide; 6 or more are advised",)
     point = tuple((k, v) for k, v in c["point"])
@@ -290,66 +280,46 @@ def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) ->
 
 
 def _verdicts(cells: tuple[CellReport, ...], baseline: str, confidence: float) -> tuple[Verdict, ...]:
+    """Each group's variants against its baseline cell on the declared metrics, judged together (FDR across
+    the run) by `fairmark.stats.judge`; an A/A twin is judged first, as the calibration of the others."""
     by_group: dict[str, list[CellReport]] = defaultdict(list)
     for c in cells:
         by_group[c.group].append(c)
-    raw: list[tuple[CellReport, CellReport, str, float | None]] = []
-    for members in by_group.values():
-        base = next((c for c in members if c.variant == baseline), members[0])
-        twin = next((c for c in members if c.variant == aa_twin_name(base.variant)), None)
-        others = ([twin] if twin else []) + [c for c in members if c is not base and c is not twin]
-        seen: set[tuple] = set()
-        for metric in base.verdict_metrics:
-            # An adapter may declare the same numbers twice (compress_mb_s is compress_mb_s_L1 when one
-            # level is run): judge them once, so the FDR count is not inflated by copies.
-            fingerprint = tuple(tuple(c.values.get(metric, [])) for c in members)
-            if fingerprint in seen:
-                continue
-            seen.add(fingerprint)
-            aa = _aa_spread(base, twin, metric, confidence) if twin else None
-            for other in others:
-                if len(base.values.get(metric, [])) >= MIN_N and len(other.values.get(metric, [])) >= MIN_N:
-                    raw.append((base, other, metric, None if other is twin else aa))
-    comps = [
-        compare(a.values[m], b.values[m], confidence=confidence, better=a.spec(m)["better"],
-                name_baseline=a.variant, name_other=b.variant, unit=a.spec(m)["unit"],
-                aa_percent_half_width=aa).to_dict()
-        for a, b, m, aa in raw
-    ]  # fmt: skip
-    for (_, b, _, _), comp in zip(raw, comps, strict=True):
-        if b.variant.endswith(AA_SUFFIX):
-            comp["calibration"] = True
-            if comp["significant"]:
-                comp["warnings"] = [*comp.get("warnings", []), AA_BIASED]
-    pvals = [c.get("p_value") for c in comps]
-    fdr = (
-        benjamini_hochberg(
-            [p if p is not None and math.isfinite(p) else 1.0 for p in pvals], alpha=1 - confidence / 100
-        )
-        if comps
-        else []
-    )
+    pairs = [p for members in by_group.values() for p in _group_pairs(members, baseline, confidence)]
     return tuple(
         Verdict(group=a.group, workload=a.workload, point=a.point, metric=m, unit=a.spec(m)["unit"],
-                baseline=a.variant, variant=b.variant, comparison=comp, fdr_significant=bool(q))
-        for (a, b, m, _), comp, q in zip(raw, comps, fdr, strict=True)
+                baseline=a.variant, variant=b.variant, comparison=j.to_dict(), fdr_significant=j.fdr_significant)
+        for j in judge(pairs, confidence=confidence)
+        for a, b, m in [j.pair.tag]
     )  # fmt: skip
 
 
-AA_BIASED = (
-    "the A/A calibration found a difference between two identical variants: something in this setup (order, "
-    "caches, a neighbour) biases the measurement; treat every verdict of this workload with suspicion"
-)
-
-
-def _aa_spread(base: CellReport, twin: CellReport, metric: str, confidence: float) -> float | None:
-    """The ±% within which this machine cannot tell the baseline from itself (the A/A CI half-width, or the
-    A/A difference actually observed, whichever is larger)."""
-    a, b = base.values.get(metric, []), twin.values.get(metric, [])
-    if len(a) < MIN_N or len(b) < MIN_N:
-        return None
-    c = compare(a, b, confidence=confidence, better=base.spec(metric)["better"])
-    return max(abs(c.percent), c.percent_half_width)
+def _group_pairs(members: list[CellReport], baseline: str, confidence: float) -> list[Pair]:
+    base = next((c for c in members if c.variant == baseline), members[0])
+    twin = next((c for c in members if c.variant == aa_twin_name(base.variant)), None)
+    others = ([twin] if twin else []) + [c for c in members if c is not base and c is not twin]
+    pairs, seen = [], set()
+    for metric in base.verdict_metrics:
+        # An adapter may declare the same numbers twice (compress_mb_s is compress_mb_s_L1 when one level is
+        # run): judge them once, so the FDR count is not inflated by copies.
+        fingerprint = tuple(tuple(c.values.get(metric, [])) for c in members)
+        if fingerprint in seen:
+            continue
+        seen.add(fingerprint)
+        spec = base.spec(metric)
+        aa = (
+            aa_spread(base.values.get(metric, []), twin.values.get(metric, []), confidence=confidence,
+                      better=spec["better"])
+            if twin else None
+        )  # fmt: skip
+        for other in others:
+            pairs.append(
+                Pair(base.values.get(metric, []), other.values.get(metric, []), better=spec["better"],
+                     unit=spec["unit"], name_baseline=base.variant, name_other=other.variant,
+                     aa_percent_half_width=None if other is twin else aa,
+                     calibration=other.variant.endswith(AA_SUFFIX), tag=(base, other, metric))
+            )  # fmt: skip
+    return pairs
 
 
 def _scaling(cells: tuple[CellReport, ...], confidence: float) -> tuple[Scaling, ...]:

@@ -1,6 +1,7 @@
-"""Runs one trial: its own session and process group, monotonic wall clock, rusage of the whole waited tree,
-timeout that kills the whole group (SIGTERM, grace, SIGKILL). Returns a frozen record; never raises for a
-failing command — a failure is data."""
+"""The local executor: `execute_spec(TrialSpec) -> Measured` (the seam and its contract: `fairmark.run.spec`).
+Its own session and process group, monotonic wall clock, rusage of the whole waited tree, a timeout that kills
+the whole group (SIGTERM, grace, SIGKILL); never raises for a failing command — a failure is data.
+`execute(argv, **keywords)` is the same for a command that is not a trial (setup steps, tests)."""
 
 from __future__ import annotations
 
@@ -10,34 +11,22 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
-TAIL_BYTES = 8192  # kept for every trial
-RAW_BYTES = 1 << 20  # kept for failed trials: the raw output is the evidence
+from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, Status, TrialSpec
 
-Status = Literal["ok", "failed", "timeout"]
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    argv: tuple[str, ...]
-    status: Status
-    exit_code: int | None  # None when killed by a signal
-    signal: int | None
-    wall_s: float
-    user_s: float
-    sys_s: float
-    max_rss_kib: int
-    stdout_path: str
-    stderr_path: str
-    error: str | None = None  # why it failed, in words
-    leftovers_killed: int = 0  # processes still in the group after the leader exited
-
-    @property
-    def cpu_s(self) -> float:
-        return self.user_s + self.sys_s
+ExecResult = Measured  # the name callers used before the seam existed
+__all__ = [
+    "RAW_BYTES",
+    "TAIL_BYTES",
+    "ExecResult",
+    "Measured",
+    "Status",
+    "TrialSpec",
+    "execute",
+    "execute_spec",
+]
 
 
 def read_text(path: str | Path, limit: int | None = None, *, tail: bool = True) -> str:
@@ -137,78 +126,85 @@ def execute(
     out_dir: str | Path,
     name: str = "trial",
     stdin_devnull: bool = True,
-) -> ExecResult:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stdout_path, stderr_path = out / f"{name}.stdout", out / f"{name}.stderr"
+) -> Measured:
+    return execute_spec(
+        TrialSpec(
+            tuple(argv), str(out_dir), name, env, str(cwd) if cwd else None, timeout_s, grace_s, stdin_devnull
+        )
+    )
+
+
+def execute_spec(spec: TrialSpec) -> Measured:
+    Path(spec.out_dir).mkdir(parents=True, exist_ok=True)
     timed_out = threading.Event()
-    with open(stdout_path, "wb") as fo, open(stderr_path, "wb") as fe:
+    with open(spec.stdout_path, "wb") as fo, open(spec.stderr_path, "wb") as fe:
         t0 = time.monotonic()
         try:
             proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL if stdin_devnull else None,
+                spec.argv,
+                stdin=subprocess.DEVNULL if spec.stdin_devnull else None,
                 stdout=fo,
                 stderr=fe,
-                env=env,
-                cwd=cwd,
+                env=spec.env,
+                cwd=spec.cwd,
                 start_new_session=True,  # own session and process group: the timeout kills the whole tree
                 close_fds=True,
             )
         except OSError as exc:
-            return ExecResult(
-                tuple(argv),
-                "failed",
-                None,
-                None,
-                0.0,
-                0.0,
-                0.0,
-                0,
-                str(stdout_path),
-                str(stderr_path),
-                error=f"cannot start {argv[0]!r}: {exc.strerror or exc}",
-            )
-        try:
-            if timeout_s and not _wait_exit(proc.pid, timeout_s):
-                timed_out.set()
-                kill_group(proc.pid, grace_s)
-            timer = None
-            if timeout_s and not _HAVE_PIDFD:
-
-                def _expire() -> None:
-                    timed_out.set()
-                    kill_group(proc.pid, grace_s)
-
-                timer = threading.Timer(timeout_s, _expire)
-                timer.daemon = True
-                timer.start()
-            _, status, ru = os.wait4(proc.pid, 0)
-        except KeyboardInterrupt:
-            kill_group(proc.pid, grace_s)
-            os.wait4(proc.pid, 0)
-            raise
+            return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {exc.strerror or exc}")
+        status, ru = _wait(proc, spec, timed_out)
         wall = time.monotonic() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from waiting again
-        if timer:
-            timer.cancel()
     leftovers = 0
     if not timed_out.is_set() and _group_alive(proc.pid):
         # Background children outliving the trial would perturb the next one: end them, and say so.
         leftovers = 1
+        kill_group(proc.pid, spec.grace_s)
+    return _measured(spec, status, ru, wall, timed_out.is_set(), leftovers)
+
+
+def _wait(proc: subprocess.Popen[bytes], spec: TrialSpec, timed_out: threading.Event) -> tuple[int, Any]:
+    """wait4 the leader, killing its group at the timeout; returns (wait status, rusage)."""
+    timeout_s, grace_s = spec.timeout_s, spec.grace_s
+    try:
+        if timeout_s and not _wait_exit(proc.pid, timeout_s):
+            timed_out.set()
+            kill_group(proc.pid, grace_s)
+        timer = None
+        if timeout_s and not _HAVE_PIDFD:
+
+            def _expire() -> None:
+                timed_out.set()
+                kill_group(proc.pid, grace_s)
+
+            timer = threading.Timer(timeout_s, _expire)
+            timer.daemon = True
+            timer.start()
+        _, status, ru = os.wait4(proc.pid, 0)
+    except KeyboardInterrupt:
         kill_group(proc.pid, grace_s)
+        os.wait4(proc.pid, 0)
+        raise
+    proc.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from waiting again
+    if timer:
+        timer.cancel()
+    return status, ru
+
+
+def _measured(
+    spec: TrialSpec, status: int, ru: Any, wall: float, timed_out: bool, leftovers: int
+) -> Measured:
     code = os.waitstatus_to_exitcode(status)
     exit_code, sig = (code, None) if code >= 0 else (None, -code)
-    if timed_out.is_set():
-        st, err = "timeout", f"timed out after {timeout_s:g} s; process group killed"
+    if timed_out:
+        st, err = "timeout", f"timed out after {spec.timeout_s:g} s; process group killed"
     elif sig is not None:
         st, err = "failed", f"killed by signal {signal.Signals(sig).name}"
     elif exit_code != 0:
         st, err = "failed", f"exit status {exit_code}"
     else:
         st, err = "ok", None
-    return ExecResult(
-        argv=tuple(argv),
+    return Measured(
+        argv=spec.argv,
         status=st,
         exit_code=exit_code,
         signal=sig,
@@ -216,8 +212,12 @@ def execute(
         user_s=ru.ru_utime,
         sys_s=ru.ru_stime,
         max_rss_kib=int(ru.ru_maxrss),  # Linux and FreeBSD report KiB
-        stdout_path=str(stdout_path),
-        stderr_path=str(stderr_path),
+        stdout_path=spec.stdout_path,
+        stderr_path=spec.stderr_path,
         error=err,
         leftovers_killed=leftovers,
+        minor_faults=int(ru.ru_minflt),
+        major_faults=int(ru.ru_majflt),
+        voluntary_switches=int(ru.ru_nvcsw),
+        involuntary_switches=int(ru.ru_nivcsw),
     )

@@ -11,12 +11,11 @@ continues from what the store holds, re-running the interrupted trial.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,19 +25,19 @@ from fairmark.errors import EnvironmentRefused, FairmarkError, PlanError
 from fairmark.plan.load import LoadedPlan
 from fairmark.plan.model import BUILTIN_METRICS, RunPolicy, Workload
 from fairmark.plan.schedule import Cell, Order, cells_of, new_seed
-from fairmark.run import metrics as M
-from fairmark.run.executor import RAW_BYTES, TAIL_BYTES, ExecResult, execute, read_text
-from fairmark.run.hooks import Artifact, HookContext, TrialHook
+from fairmark.run.build import step_spec
+from fairmark.run.executor import execute_spec, read_text
+from fairmark.run.hooks import TrialHook
 from fairmark.run.lock import pid_alive
-from fairmark.run.variants.basic import apply_env, command_for
+from fairmark.run.trial import Contexts, Executor, Outcome, TrialPath
+from fairmark.run.variants.basic import command_for
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState
 from fairmark.run.workloads import adapter_for
-from fairmark.run.workloads.base import Adapter, ParseError, RawOutput, TrialContext, WorkloadContext
+from fairmark.run.workloads.base import Adapter, WorkloadContext
 from fairmark.stats import describe, precision_reached
 from fairmark.store.db import Store, now
 
-Executor = Callable[..., ExecResult]
 SCRATCH_PREFIX = "fairmark-"
 VOLATILE_EVERY_S = 10.0  # the volatile probe samples for ~0.2 s; keep it off the hot path
 
@@ -84,16 +83,6 @@ class CellState:
 
 
 @dataclass
-class _Contexts:
-    """A workload's adapter contexts: the shared one (key None) and one per variant with its own scratch
-    file system; `ready` lists those whose setup has started, in order, for teardown."""
-
-    base: WorkloadContext
-    by_key: dict[str | None, WorkloadContext] = field(default_factory=dict)
-    ready: list[WorkloadContext] = field(default_factory=list)
-
-
-@dataclass
 class WorkloadRuntime:
     workload: Workload
     adapter: Adapter | None
@@ -114,7 +103,7 @@ class Runner:
         store: Store,
         options: RunOptions | None = None,
         *,
-        executor: Executor = execute,
+        executor: Executor = execute_spec,
         progress: Progress | None = None,
     ):
         self.options = options or RunOptions()
@@ -136,6 +125,7 @@ class Runner:
         self._last_volatile = 0.0
         self._noticed: set[str] = set()
         self._env_before: dict[str, Any] | None = None
+        self._trial_path: TrialPath | None = None
         self.report: Any = None  # the finished run's RunReport, so the caller need not compute it again
 
     # -- preparation (nothing is written before all of this passed) ---------------------------------------
@@ -279,6 +269,9 @@ class Runner:
                 "quick": self.options.quick,
                 "calibrate": self.options.calibrate,
                 "policy": self.policy.model_dump(),
+                # resolved once here, so that reports never parse the plan again
+                "baseline": self.plan.baseline,
+                "variants": {v.name: v.model_dump(mode="json") for v in self.plan.variant},
                 "hooks": [h.name for h in self.options.hooks],
                 **({"hosts": self.remote.describe()} if self.remote else {}),
             },
@@ -378,7 +371,7 @@ class Runner:
         ctx.cache.mkdir(parents=True, exist_ok=True)
         # Plain command workloads find their private scratch directory (removed after the workload) here.
         ctx.env["FAIRMARK_SCRATCH"] = str(scratch)
-        contexts = _Contexts(ctx)
+        contexts = Contexts(ctx)
         try:
             self.progress.workload(w.name, "setup")
             for step in ("setup", "prime"):
@@ -409,39 +402,6 @@ class Runner:
                 if not self.options.keep_scratch:
                     shutil.rmtree(scratch, ignore_errors=True)
 
-    def _adapter_context(
-        self, rt: WorkloadRuntime, contexts: _Contexts, variant: str, workdir: str | None
-    ) -> tuple[WorkloadContext, dict[str, Any]]:
-        """The adapter's context for a trial of `variant`, set up on first use (after the variant's system
-        changes are active). A variant with its own scratch file system gets its own context whose data
-        directory lives there — the data set must be on the file system under test, not beside it."""
-        adapter = rt.adapter
-        own = bool(
-            adapter
-            and workdir
-            and "directory" in {p.name for p in adapter.params}
-            and not rt.params.get("directory")
-        )
-        key = variant if own else None
-        if key not in contexts.by_key:
-            base = contexts.base
-            ctx = base
-            if own:
-                ctx = WorkloadContext(name=base.name, params=base.params | {"directory": str(workdir)},
-                                      scratch=base.scratch / f"variant-{variant}", cache=base.cache,
-                                      is_root=base.is_root, env=dict(base.env))  # fmt: skip
-                ctx.scratch.mkdir()
-                self.progress.note(
-                    f"workload {base.name}: preparing its data for variant {variant} on {workdir}"
-                )
-            if adapter:
-                contexts.ready.append(ctx)  # torn down even if setup fails halfway
-                adapter.setup(ctx)
-                adapter.prime(ctx)
-            contexts.by_key[key] = ctx
-        extra = {"directory": str(workdir)} if own else {}
-        return contexts.by_key[key], extra
-
     def _round_order(self, order: Order, workload: str, r: int, active: list[CellState]) -> list[CellState]:
         by_cell = {cs.cell: cs for cs in active}
         cells = order.round(workload, r, list(by_cell))
@@ -455,26 +415,19 @@ class Runner:
     def _step_executors(self, rt: WorkloadRuntime) -> list[Executor]:
         """Where a workload's setup/prime/teardown commands run: on every host its variants use."""
         if not self.remote:
-            return [execute]
-        found = {id(ex): ex for cs in rt.cells for ex in [self.remote.executor(cs.cell.variant) or execute]}
+            return [execute_spec]
+        found = {
+            id(ex): ex for cs in rt.cells for ex in [self.remote.executor(cs.cell.variant) or execute_spec]
+        }
         return list(found.values())
 
     def _shell_step(
-        self, w: Workload, step: str, scratch: Path, check: bool = True, executor: Executor = execute
+        self, w: Workload, step: str, scratch: Path, check: bool = True, executor: Executor = execute_spec
     ) -> None:
-        cmd = getattr(w, step)
-        if cmd is None:
+        spec = step_spec(w, step, scratch, self.policy)
+        if spec is None:
             return
-        argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        res = executor(
-            argv,
-            env=apply_env(os.environ, w.env, {"FAIRMARK_SCRATCH": str(scratch)}),
-            cwd=w.cwd,
-            timeout_s=w.timeout_s or self.policy.timeout_s,
-            grace_s=self.policy.kill_grace_s,
-            out_dir=scratch,
-            name=step,
-        )
+        res = executor(spec)
         if res.status != "ok" and check:
             tail = read_text(res.stderr_path, 2000) or read_text(res.stdout_path, 2000)
             raise FairmarkError(f"workload {w.name!r}: {step} command failed ({res.error}): {tail.strip()}")
@@ -505,177 +458,46 @@ class Runner:
             self.progress.note(f"between rounds: {f['title']}: {f['evidence']}")
         self.store.add_findings(self.run_id, "between", new)
 
-    # -- one trial ---------------------------------------------------------------------------------------
-    def _trial(self, rt: WorkloadRuntime, contexts: _Contexts, cs: CellState, r: int) -> None:
-        cell, w = cs.cell, rt.workload
-        variant = self.plan.variant_named(cell.variant)
-        self.system.activate(cell.variant)
-        if self.remote:
-            self.remote.activate(cell.variant)
-        sysprep = self.system.prepare(cell.variant)
-        wctx, extra = self._adapter_context(rt, contexts, cell.variant, sysprep.get("workdir"))
+    def _trial(self, rt: WorkloadRuntime, contexts: Contexts, cs: CellState, r: int) -> None:
         self.seq += 1
-        trial_dir = wctx.scratch / f"trial-{self.seq:05d}"
-        trial_dir.mkdir()
-        if extra and any(cs.params.get(k) != v for k, v in extra.items()):
-            cs.params = cs.params | extra  # the report states where the data really was
-            self.store.update_cell(cs.id, params=cs.params)
-        params = (cs.params or rt.params) | extra
-        tctx = TrialContext(
-            workload=wctx, params=params, trial_dir=trial_dir, variant=cell.variant, warmup=r < 0
-        )
-        if rt.adapter:
-            rt.adapter.before_trial(tctx)
-            argv = rt.adapter.command(tctx)
-        else:
-            argv = command_for(w, variant) or []
-        argv = list(variant.wrap or []) + list(sysprep.get("wrap", [])) + _cpus_wrap(cell) + argv
-        hctx = HookContext(
-            self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{self.seq}", str(trial_dir), r < 0
-        )
-        remote_ex = self.remote.executor(cell.variant, w.name) if self.remote else None
-        hooks = () if remote_ex else self.options.hooks  # a host's agent samples its own monitor
-        for hook in hooks:
-            argv = hook.wrap(argv, hctx)
-        env = apply_env(os.environ, w.env, wctx.env, variant.env, sysprep.get("env", {}))
-        if sysprep.get("workdir"):
-            env["FAIRMARK_WORKDIR"] = str(sysprep["workdir"])
-        started = now()
-        for hook in hooks:
-            hook.start(hctx)
-        result = (remote_ex or self.execute)(
-            argv,
-            env=env,
-            cwd=sysprep.get("workdir") or w.cwd or None,
-            timeout_s=w.timeout_s or self.policy.timeout_s,
-            grace_s=self.policy.kill_grace_s,
-            out_dir=trial_dir,
-            name="trial",
-        )
-        artifacts: list[Artifact] = remote_ex.take_artifacts() if remote_ex else []
-        for hook in hooks:
-            artifacts += hook.stop(hctx, result)
-        try:
-            status, error, values = self._measure(rt, tctx, result)
-        finally:
-            if rt.adapter:
-                rt.adapter.after_trial(tctx)
-        self._record(rt, cs, r, started, argv, result, status, error, values, artifacts)
-
-    def _measure(
-        self, rt: WorkloadRuntime, tctx: TrialContext, result: ExecResult
-    ) -> tuple[str, str | None, dict[str, float]]:
-        if result.status != "ok":
-            return result.status, result.error, {}
-        stdout, stderr = read_text(result.stdout_path), read_text(result.stderr_path)
-        try:
-            if rt.adapter:
-                files = {name: read_text(p) for name, p in rt.adapter.output_files(tctx).items()}
-                parsed = rt.adapter.parse(RawOutput(stdout, stderr, result.exit_code, files))
-                values = M.builtin_values(result) | parsed
-            else:
-                values = M.command_metrics(rt.workload.metrics, result, stdout, stderr)
-            if rt.primary not in values:
-                raise ParseError(f"the output yielded no value for the primary metric {rt.primary!r}")
-        except ParseError as exc:
-            return "failed", f"output did not parse: {exc.message}", {}
-        return "ok", None, values
-
-    def _record(
-        self,
-        rt: WorkloadRuntime,
-        cs: CellState,
-        r: int,
-        started: dt.datetime,
-        argv: list[str],
-        result: ExecResult,
-        status: str,
-        error: str | None,
-        values: dict[str, float],
-        artifacts: list[Artifact],
-    ) -> None:
-        keep = TAIL_BYTES if status == "ok" else RAW_BYTES  # a failure keeps its raw output as evidence
-        if result.leftovers_killed and status == "ok":
-            error = "background processes outlived the trial and were killed"
-        trial = {
-            "run_id": self.run_id,
-            "cell_id": cs.id,
-            "seq": self.seq,
-            "round": r,
-            "warmup": r < 0,
-            "status": status,
-            "started_at": started,
-            "wall_s": result.wall_s,
-            "user_s": result.user_s,
-            "sys_s": result.sys_s,
-            "max_rss_kib": result.max_rss_kib,
-            "exit_code": result.exit_code,
-            "signal": result.signal,
-            "error": self._scrub(error) if error else None,
-            "stdout_tail": self._scrub(read_text(result.stdout_path, keep)),
-            "stderr_tail": self._scrub(read_text(result.stderr_path, keep)),
-            "argv": [self._scrub(a) for a in argv],
-            "host": self.remote.host_of(cs.cell.variant) if self.remote else None,
-            "boot_id": self.remote.boot_id(cs.cell.variant) if self.remote else None,
-        }
-        samples = [
-            {
-                "metric": k,
-                "value": float(v),
-                "unit": rt.metric_specs.get(k, ("", "higher"))[0],
-                "better": rt.metric_specs.get(k, ("", "higher"))[1],
-            }
-            for k, v in values.items()
-            if k in rt.metric_specs
-        ]
-        arts = [
-            {
-                "cell_key": cs.cell.key,
-                "kind": a.kind,
-                "name": a.name,
-                "content_type": a.content_type,
-                "data": a.data if a.content_type == "application/json" else None,
-                "text": None if a.content_type == "application/json" else self._scrub(str(a.data)),
-            }
-            for a in artifacts
-        ]
-        self.store.add_trial(trial, samples, arts)
+        out = self._path().run(rt, contexts, cs, r, self.seq)
         cs.rounds_done.add(r)
-        if status != "ok":
+        if out.status != "ok":
             cs.failures += 1
             if cs.failures >= self.policy.max_failures:
-                self._stop(cs, "abandoned", f"{cs.failures} failed trials (last: {error})")
+                self._stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")
         elif r >= 0:
-            cs.values.append(values[rt.primary])
-        self.progress.trial(self._event(rt, cs, r, status, trial["error"], values))
+            cs.values.append(out.values[rt.primary])
+        self.progress.trial(self._event(rt, cs, r, out))
 
-    def _event(
-        self,
-        rt: WorkloadRuntime,
-        cs: CellState,
-        r: int,
-        status: str,
-        error: str | None,
-        values: dict[str, float],
-    ) -> dict[str, Any]:
+    def _path(self) -> TrialPath:
+        if self._trial_path is None or self._trial_path.run_id != self.run_id:
+            self._trial_path = TrialPath(
+                plan=self.plan, policy=self.policy, store=self.store, run_id=self.run_id, system=self.system,
+                execute=self.execute, scrub=self._scrub, note=self.progress.note,
+                hooks=tuple(self.options.hooks), remote=self.remote,
+            )  # fmt: skip
+        return self._trial_path
+
+    def _event(self, rt: WorkloadRuntime, cs: CellState, r: int, out: Outcome) -> dict[str, Any]:
         est = describe(cs.values, self.policy.confidence) if len(cs.values) >= 2 else None
         return {
             "seq": self.seq,
             "cell": cs.cell.key,
             "round": r,
             "warmup": r < 0,
-            "status": status,
-            "error": error,
+            "status": out.status,
+            "error": out.error,
             "metric": rt.primary,
             "unit": rt.metric_specs[rt.primary][0],
-            "value": values.get(rt.primary),
+            "value": out.values.get(rt.primary),
             "n": len(cs.values),
             "max_trials": self.policy.max_trials,
             "failures": cs.failures,
             "max_failures": self.policy.max_failures,
             "mean": est.mean if est else None,
             "ci_half_width": est.ci_half_width if est else None,
-            "wall_s": values.get("wall_s"),
+            "wall_s": out.values.get("wall_s"),
         }
 
     def _stop_rule(self, rt: WorkloadRuntime) -> None:
@@ -747,16 +569,6 @@ def _first(w: Workload, key: str) -> Any:
     from fairmark.plan.schedule import expand_sweep_values
 
     return expand_sweep_values(key, w.sweep[key])[0]
-
-
-def _cpus_wrap(cell: Cell) -> list[str]:
-    """A `cpus` sweep point runs the whole trial tree under a CPU set (sched affinity, inherited)."""
-    cpus = dict(cell.point).get("cpus")
-    if cpus is None:
-        return []
-    if isinstance(cpus, int):
-        cpus = f"0-{cpus - 1}" if cpus > 1 else "0"
-    return ["taskset", "-c", str(cpus)]
 
 
 def _secret_values(env: dict[str, str] | os._Environ) -> list[str]:

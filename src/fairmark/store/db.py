@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from fairmark.errors import InputError, StoreError, StoreFailed
 from fairmark.store import schema as S
+from fairmark.store.definitions import legacy_definitions
 
 
 def default_url() -> str:
@@ -114,6 +115,22 @@ class RunRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable_row(vars(self))
+
+    @property
+    def baseline(self) -> str:
+        """The baseline variant the run resolved ("" when unknown: the first variant of each group)."""
+        return str(self._definitions().get("baseline") or "")
+
+    @property
+    def variant_definitions(self) -> dict[str, dict[str, Any]]:
+        """Each variant's definition as the run resolved it (name → the plan model's fields)."""
+        return dict(self._definitions().get("variants") or {})
+
+    def _definitions(self) -> dict[str, Any]:
+        opts = self.options or {}
+        if "baseline" in opts and "variants" in opts:
+            return opts
+        return legacy_definitions(self.plan_text, self.plan_path)
 
 
 class Store:

@@ -1,0 +1,81 @@
+"""One trial's `TrialSpec`, built once from the plan's workload, the variant, the sweep point and what the
+variant's system state prepared: the whole command line (wrappers outside in: the variant's `wrap`, the system
+state's wrapper, the `cpus` placement, then the tool's or plan's command; trial hooks wrap all of it), the
+complete environment (later layers win), the working directory and the time limit."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fairmark.plan.model import RunPolicy, Variant, Workload
+from fairmark.plan.schedule import Cell
+from fairmark.run.spec import TrialSpec
+from fairmark.run.variants.basic import apply_env
+
+
+def cpuset_of(cell: Cell) -> str | None:
+    """The CPU list a `cpus` sweep point pins the trial to (an int n means CPUs 0…n-1)."""
+    cpus = dict(cell.point).get("cpus")
+    if cpus is None:
+        return None
+    if isinstance(cpus, int):
+        return f"0-{cpus - 1}" if cpus > 1 else "0"
+    return str(cpus)
+
+
+def cpus_wrap(cell: Cell) -> list[str]:
+    """A `cpus` sweep point runs the whole trial tree under a CPU set (sched affinity, inherited)."""
+    cpuset = cpuset_of(cell)
+    return ["taskset", "-c", cpuset] if cpuset is not None else []
+
+
+def trial_spec(
+    *,
+    workload: Workload,
+    variant: Variant,
+    cell: Cell,
+    command: Sequence[str],
+    prepared: Mapping[str, Any],
+    workload_env: Mapping[str, str],
+    trial_dir: Path,
+    policy: RunPolicy,
+    wrappers: Sequence[Callable[[list[str]], list[str]]] = (),
+) -> TrialSpec:
+    """`prepared` is what the variant's system state made ready for this trial (`SystemState.prepare`:
+    wrap, env, workdir); `wrappers` are the trial hooks' `wrap`, applied in order."""
+    argv = list(variant.wrap or []) + list(prepared.get("wrap", [])) + cpus_wrap(cell) + list(command)
+    for wrap in wrappers:
+        argv = wrap(argv)
+    env = apply_env(os.environ, workload.env, workload_env, variant.env, prepared.get("env", {}))
+    if prepared.get("workdir"):
+        env["FAIRMARK_WORKDIR"] = str(prepared["workdir"])
+    return TrialSpec(
+        argv=tuple(argv),
+        out_dir=str(trial_dir),
+        name="trial",
+        env=env,
+        cwd=prepared.get("workdir") or workload.cwd or None,
+        timeout_s=workload.timeout_s or policy.timeout_s,
+        grace_s=policy.kill_grace_s,
+        cpuset=cpuset_of(cell),
+    )
+
+
+def step_spec(workload: Workload, step: str, scratch: Path, policy: RunPolicy) -> TrialSpec | None:
+    """A workload's setup / prime / teardown command (None when the plan has none)."""
+    cmd = getattr(workload, step)
+    if cmd is None:
+        return None
+    argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+    return TrialSpec(
+        argv=tuple(argv),
+        out_dir=str(scratch),
+        name=step,
+        env=apply_env(os.environ, workload.env, {"FAIRMARK_SCRATCH": str(scratch)}),
+        cwd=workload.cwd,
+        timeout_s=workload.timeout_s or policy.timeout_s,
+        grace_s=policy.kill_grace_s,
+    )

@@ -1,0 +1,211 @@
+"""One trial's path: activate the variant → build its `TrialSpec` → execute → parse → record.
+
+The runner decides which cell runs when; this module runs one trial of it and returns what happened
+(`Outcome`), having committed the trial, its samples and its hooks' artifacts to the store in one transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fairmark.plan.model import Plan, RunPolicy
+from fairmark.run import metrics as M
+from fairmark.run.build import trial_spec
+from fairmark.run.executor import read_text
+from fairmark.run.hooks import Artifact, HookContext, TrialHook
+from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, TrialSpec
+from fairmark.run.variants.basic import command_for
+from fairmark.run.variants.system import SystemState
+from fairmark.run.workloads.base import ParseError, RawOutput, TrialContext, WorkloadContext
+from fairmark.store.db import Store, now
+
+Executor = Callable[[TrialSpec], Measured]
+
+
+@dataclass
+class Contexts:
+    """A workload's adapter contexts: the shared one (key None) and one per variant with its own scratch
+    file system; `ready` lists those whose setup has started, in order, for teardown."""
+
+    base: WorkloadContext
+    by_key: dict[str | None, WorkloadContext] = field(default_factory=dict)
+    ready: list[WorkloadContext] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # "ok", "failed", "timeout"
+    error: str | None  # scrubbed, as stored
+    values: dict[str, float]  # metric → value (empty unless ok)
+
+
+@dataclass
+class TrialPath:
+    """What every trial of a run shares: where it is recorded, how it executes, what wraps it."""
+
+    plan: Plan
+    policy: RunPolicy
+    store: Store
+    run_id: str
+    system: SystemState
+    execute: Executor
+    scrub: Callable[[str], str]
+    note: Callable[[str], None]
+    hooks: tuple[TrialHook, ...] = ()
+    remote: Any = None  # fairmark.remote.hosts.RemoteHosts when variants run on other hosts
+
+    def run(self, rt: Any, contexts: Contexts, cs: Any, r: int, seq: int) -> Outcome:
+        """Trial number `seq` of cell `cs` (a runner CellState of workload runtime `rt`) in round `r`."""
+        cell, w = cs.cell, rt.workload
+        variant = self.plan.variant_named(cell.variant)
+        self.system.activate(cell.variant)
+        if self.remote:
+            self.remote.activate(cell.variant)
+        prepared = self.system.prepare(cell.variant)
+        wctx, extra = self._adapter_context(rt, contexts, cell.variant, prepared.get("workdir"))
+        trial_dir = wctx.scratch / f"trial-{seq:05d}"
+        trial_dir.mkdir()
+        if extra and any(cs.params.get(k) != v for k, v in extra.items()):
+            cs.params = cs.params | extra  # the report states where the data really was
+            self.store.update_cell(cs.id, params=cs.params)
+        params = (cs.params or rt.params) | extra
+        tctx = TrialContext(
+            workload=wctx, params=params, trial_dir=trial_dir, variant=cell.variant, warmup=r < 0
+        )
+        if rt.adapter:
+            rt.adapter.before_trial(tctx)
+            command = rt.adapter.command(tctx)
+        else:
+            command = command_for(w, variant) or []
+        hctx = HookContext(
+            self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{seq}", str(trial_dir), r < 0
+        )
+        remote_ex = self.remote.executor(cell.variant, w.name) if self.remote else None
+        hooks = () if remote_ex else self.hooks  # a host's agent samples its own monitor
+        spec = trial_spec(
+            workload=w, variant=variant, cell=cell, command=command, prepared=prepared, workload_env=wctx.env,
+            trial_dir=trial_dir, policy=self.policy,
+            wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks],
+        )  # fmt: skip
+        started = now()
+        for hook in hooks:
+            hook.start(hctx)
+        result = (remote_ex or self.execute)(spec)
+        artifacts: list[Artifact] = remote_ex.take_artifacts() if remote_ex else []
+        for hook in hooks:
+            artifacts += hook.stop(hctx, result)
+        try:
+            status, error, values = self._measure(rt, tctx, result)
+        finally:
+            if rt.adapter:
+                rt.adapter.after_trial(tctx)
+        return self._record(rt, cs, r, seq, started, spec, result, (status, error, values), artifacts)
+
+    def _adapter_context(
+        self, rt: Any, contexts: Contexts, variant: str, workdir: str | None
+    ) -> tuple[WorkloadContext, dict[str, Any]]:
+        """The adapter's context for a trial of `variant`, set up on first use (after the variant's system
+        changes are active). A variant with its own scratch file system gets its own context whose data
+        directory lives there — the data set must be on the file system under test, not beside it."""
+        adapter = rt.adapter
+        own = bool(
+            adapter
+            and workdir
+            and "directory" in {p.name for p in adapter.params}
+            and not rt.params.get("directory")
+        )
+        key = variant if own else None
+        if key not in contexts.by_key:
+            base = contexts.base
+            ctx = base
+            if own:
+                ctx = WorkloadContext(name=base.name, params=base.params | {"directory": str(workdir)},
+                                      scratch=base.scratch / f"variant-{variant}", cache=base.cache,
+                                      is_root=base.is_root, env=dict(base.env))  # fmt: skip
+                ctx.scratch.mkdir()
+                self.note(f"workload {base.name}: preparing its data for variant {variant} on {workdir}")
+            if adapter:
+                contexts.ready.append(ctx)  # torn down even if setup fails halfway
+                adapter.setup(ctx)
+                adapter.prime(ctx)
+            contexts.by_key[key] = ctx
+        extra = {"directory": str(workdir)} if own else {}
+        return contexts.by_key[key], extra
+
+    def _measure(
+        self, rt: Any, tctx: TrialContext, result: Measured
+    ) -> tuple[str, str | None, dict[str, float]]:
+        if result.status != "ok":
+            return result.status, result.error, {}
+        stdout, stderr = read_text(result.stdout_path), read_text(result.stderr_path)
+        try:
+            if rt.adapter:
+                files = {name: read_text(p) for name, p in rt.adapter.output_files(tctx).items()}
+                parsed = rt.adapter.parse(RawOutput(stdout, stderr, result.exit_code, files))
+                values = M.builtin_values(result) | parsed
+            else:
+                values = M.command_metrics(rt.workload.metrics, result, stdout, stderr)
+            if rt.primary not in values:
+                raise ParseError(f"the output yielded no value for the primary metric {rt.primary!r}")
+        except ParseError as exc:
+            return "failed", f"output did not parse: {exc.message}", {}
+        return "ok", None, values
+
+    def _record(
+        self,
+        rt: Any,
+        cs: Any,
+        r: int,
+        seq: int,
+        started: dt.datetime,
+        spec: TrialSpec,
+        result: Measured,
+        measured: tuple[str, str | None, dict[str, float]],
+        artifacts: list[Artifact],
+    ) -> Outcome:
+        status, error, values = measured
+        keep = TAIL_BYTES if status == "ok" else RAW_BYTES  # a failure keeps its raw output as evidence
+        if result.leftovers_killed and status == "ok":
+            error = "background processes outlived the trial and were killed"
+        trial = {
+            "run_id": self.run_id,
+            "cell_id": cs.id,
+            "seq": seq,
+            "round": r,
+            "warmup": r < 0,
+            "status": status,
+            "started_at": started,
+            "wall_s": result.wall_s,
+            "user_s": result.user_s,
+            "sys_s": result.sys_s,
+            "max_rss_kib": result.max_rss_kib,
+            "exit_code": result.exit_code,
+            "signal": result.signal,
+            "error": self.scrub(error) if error else None,
+            "stdout_tail": self.scrub(read_text(result.stdout_path, keep)),
+            "stderr_tail": self.scrub(read_text(result.stderr_path, keep)),
+            "argv": [self.scrub(a) for a in spec.argv],
+            "host": self.remote.host_of(cs.cell.variant) if self.remote else None,
+            "boot_id": self.remote.boot_id(cs.cell.variant) if self.remote else None,
+        }
+        samples = [
+            {"metric": k, "value": float(v), "unit": rt.metric_specs[k][0], "better": rt.metric_specs[k][1]}
+            for k, v in values.items()
+            if k in rt.metric_specs
+        ]
+        self.store.add_trial(trial, samples, [self._artifact(cs.cell.key, a) for a in artifacts])
+        return Outcome(status, trial["error"], values)
+
+    def _artifact(self, cell_key: str, a: Artifact) -> dict[str, Any]:
+        json_data = a.content_type == "application/json"
+        return {
+            "cell_key": cell_key,
+            "kind": a.kind,
+            "name": a.name,
+            "content_type": a.content_type,
+            "data": a.data if json_data else None,
+            "text": None if json_data else self.scrub(str(a.data)),
+        }

@@ -1,0 +1,20 @@
+"""A run's resolved baseline and variant definitions, as the run stored them (`options.baseline`,
+`options.variants`), so that reports never read the plan again. Runs stored before fairmark kept them (and
+bundles exported from such runs) get them here, once per read, from the plan text the run kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def legacy_definitions(plan_text: str, plan_path: str) -> dict[str, Any]:
+    """{"baseline": name, "variants": {name: definition}} of a run stored without them; empty if the plan text
+    no longer parses (a plan from another fairmark version: the report then says less, but still works)."""
+    # Imported here: only runs from before the definitions were stored need the plan loader (and pydantic).
+    from fairmark.plan.load import parse_plan
+
+    try:
+        plan = parse_plan(plan_text, plan_path)
+    except Exception:
+        return {}
+    return {"baseline": plan.baseline, "variants": {v.name: v.model_dump(mode="json") for v in plan.variant}}
