@@ -163,7 +163,9 @@ def compare(
     labels = _labels([d.name for d in data])
     judged = judge(
         [
-            Pair(data[0].values, d.values, better=better, unit=unit, name_baseline=labels[0], name_other=label)
+            Pair(
+                data[0].values, d.values, better=better, unit=unit, name_baseline=labels[0], name_other=label
+            )
             for d, label in zip(data[1:], labels[1:], strict=True)
         ],
         confidence=confidence,
@@ -179,9 +181,7 @@ def compare(
             }
         )
         return
-    _emit_human(
-        data, judged, width=width, plot=not no_plot, separate=separate_bars, compat=ministat_compat
-    )
+    _emit_human(data, judged, width=width, plot=not no_plot, separate=separate_bars, compat=ministat_compat)
 
 
 commands = [compare]

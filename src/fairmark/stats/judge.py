@@ -65,7 +65,9 @@ class Judgement:
         return d
 
 
-def judge(pairs: Sequence[Pair], *, confidence: float = 95.0, ministat_compat: bool = False) -> list[Judgement]:
+def judge(
+    pairs: Sequence[Pair], *, confidence: float = 95.0, ministat_compat: bool = False
+) -> list[Judgement]:
     """Judge every pair with enough values on both sides (the others are left out: no statistics), with the
     false discovery rate controlled across all of them."""
     kept = [p for p in pairs if enough(p.baseline) and enough(p.other)]
