@@ -68,6 +68,20 @@ class NetHost:
         """Run a command inside this host's namespace (for the test's own checks)."""
         return _sh("ip", "netns", "exec", self.netns, *argv, check=check)
 
+    def processes(self) -> list[str]:
+        """Command lines of the processes in this host's network namespace (the PID space is shared: `ps`
+        inside the namespace would list every process of the machine)."""
+        out = []
+        for pid in _sh("ip", "netns", "pids", self.netns, check=False).stdout.split():
+            try:
+                out.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip())
+            except OSError:
+                pass
+        return out
+
+    def count(self, prefix: str) -> int:
+        return sum(cmd.startswith(prefix) for cmd in self.processes())
+
     def sshd_children(self) -> list[int]:
         """PIDs of the per-connection sshd processes (children of the listening sshd)."""
         if self.sshd is None:
