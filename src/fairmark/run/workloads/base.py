@@ -172,7 +172,7 @@ def _checked(
     def checked(self: Adapter, raw: RawOutput) -> dict[str, float]:
         try:
             values = parse(self, raw)
-        except ParseError:
+        except (ParseError, MemoryError):  # running out of memory is the machine's failure, not the output's
             raise
         except Exception as exc:
             raise ParseError(
