@@ -116,9 +116,11 @@ def bundles(draw: st.DrawFn) -> str:
         else:
             table = draw(st.sampled_from(sorted(doc["tables"])))
             rows = doc["tables"][table]
-            if not rows:
+            if not isinstance(rows, list) or not rows:  # an earlier edit replaced the table
                 continue
             row = rows[draw(st.integers(0, len(rows) - 1))]
+            if not isinstance(row, dict) or not row:
+                continue
             col = draw(st.sampled_from(sorted(row)))
             if kind == "name":
                 row[col] = draw(st.sampled_from(HOSTILE_NAMES))
