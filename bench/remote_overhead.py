@@ -1,7 +1,7 @@
 """The agent's per-trial overhead against a local trial (issue 13), measured in one run on this machine.
 
 One test host (a network namespace with its own sshd, tests/nethosts.py; needs root) and the controller run
-the same trial alternately, N times each: locally through `fairmark.run.executor.execute`, and on the host
+the same trial alternately, N times each: locally through `fairmark.run.executor.execute_spec`, and on the host
 through `RemoteExecutor` (SSH ControlMaster + the shipped stdlib-only agent). Printed, each as a median with
 the ratio remote/local:
   1. the wall time fairmark *measures* for the trial (taken on the host by the agent: network latency must not
@@ -25,14 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import nethosts
 from fairmark.remote.connection import HostConnection, HostSpec
 from fairmark.remote.executor import RemoteExecutor
-from fairmark.run.executor import execute
+from fairmark.run.executor import execute_spec
+from fairmark.run.spec import TrialSpec
 
 N = 200
 
 
 def measure(run, argv: list[str], out: str) -> tuple[float, float]:
     t0 = time.monotonic()
-    res = run(argv, timeout_s=30, out_dir=out, name="t")
+    res = run(TrialSpec(tuple(argv), out, name="t", timeout_s=30))
     assert res.status == "ok", res.error
     return res.wall_s, time.monotonic() - t0
 
@@ -50,7 +51,7 @@ def main() -> None:
                 got: dict[str, list[tuple[float, float]]] = {"local": [], "remote": []}
                 for i in range(N):  # alternate, so drift on this shared VM hits both sides alike
                     for side in ("local", "remote") if i % 2 == 0 else ("remote", "local"):
-                        got[side].append(measure(execute if side == "local" else remote, argv, out))
+                        got[side].append(measure(execute_spec if side == "local" else remote, argv, out))
                 report(" ".join(argv), got)
 
 

@@ -49,19 +49,33 @@ def test_teardown_leaves_nothing() -> None:
     assert hosts.leftovers() == []
 
 
-def test_agent_runs_a_trial_with_local_semantics(net: nethosts.NetHosts) -> None:
+def test_agent_runs_a_trial_spec_with_local_semantics(net: nethosts.NetHosts, tmp_path: Path) -> None:
+    from fairmark.remote import agent
+    from fairmark.remote.executor import RemoteExecutor
+    from fairmark.run.spec import SPEC_VERSION, TrialSpec
+
+    assert agent.SPEC_VERSION == SPEC_VERSION  # the stdlib-only agent executes the seam's current spec
     with HostConnection(spec(net, "h1")) as host:
-        assert host.hello["protocol"] == 1 and host.hello["boot_id"]
+        assert host.hello["protocol"] == agent.PROTOCOL and host.hello["boot_id"]
         assert host.hello["fairmark"] is False  # the shipped stdlib-only copy, not the package
-        ok = host.call("exec", argv=["sh", "-c", "echo out; echo err >&2; exit 3"], timeout_s=10)
-        assert (ok["status"], ok["exit_code"], ok["error"]) == ("failed", 3, "exit status 3")
-        assert ok["stdout_b64"] == "b3V0Cg==" and ok["boot_id"] == host.hello["boot_id"]
-        t = host.call("exec", argv=["sh", "-c", "sleep 30 & sleep 30"], timeout_s=0.3, grace_s=0.3)
-        assert t["status"] == "timeout" and "process group killed" in t["error"]
-        # nothing of the killed tree is left in the namespace
-        assert net.hosts["h1"].count("sleep 30") == 0
+        run = RemoteExecutor(host)
+        out = str(tmp_path)
+        failed = run(TrialSpec(("sh", "-c", "echo out; echo err >&2; exit 3"), out, timeout_s=10))
+        assert (failed.status, failed.exit_code, failed.error) == ("failed", 3, "exit status 3")
+        assert (
+            Path(failed.stdout_path).read_text() == "out\n"
+            and Path(failed.stderr_path).read_text() == "err\n"
+        )
+        assert run.last_boot_id == host.hello["boot_id"]
+        ok = run(TrialSpec(("python3", "-c", "x = bytearray(50 << 20)"), out))
+        assert ok.status == "ok" and ok.max_rss_kib > 50 << 10 and ok.minor_faults > 0 and ok.wall_s > 0
+        t = run(TrialSpec(("sh", "-c", "sleep 30 & sleep 30"), out, timeout_s=0.3, grace_s=0.3))
+        assert t.status == "timeout" and "process group killed" in str(t.error)
+        assert net.hosts["h1"].count("sleep 30") == 0  # nothing of the killed tree is left on the host
         with pytest.raises(AgentError, match="unknown op"):
             host.call("shell", cmd="id")
+        with pytest.raises(AgentError, match="spec version"):
+            host.call("exec", spec={"argv": ["true"], "out_dir": out, "version": SPEC_VERSION + 1})
         # only sshd listens in the host's namespace: the agent opens no port
         listen = net.hosts["h1"].exec("ss", "-Hltnup").stdout
         assert listen.count("LISTEN") == 1 and "sshd" in listen

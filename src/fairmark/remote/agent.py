@@ -14,9 +14,10 @@ Operations:
   hello                 protocol and agent version, OS, hostname, boot_id, whether fairmark is importable, and
                         the lines of any dead agent's journal undone now ("a dead controller's journal is undone
                         at next contact")
-  exec                  one trial with the executor's local semantics: own session and process group, monotonic
-                        wall clock, wait4 rusage, timeout kills the group (TERM, grace, KILL), leftovers killed,
-                        output tails (base64) — all measured here, so network latency never enters a time
+  exec                  one trial (a TrialSpec → a Measured, fairmark.run.spec) with the executor's local
+                        semantics: own session and process group, monotonic wall clock, wait4 rusage, timeout
+                        kills the group (TERM, grace, KILL), leftovers killed, output tails (base64) — all
+                        measured here, so network latency never enters a time
   capture               the probe's input files (globs) and, on FreeBSD, sysctl -a / uname -a / mount
   read                  files' contents (monitors sample /proc or sysctl output here, between trials)
   sysctl                make these sysctls the active set: revert what is no longer wanted, apply the rest, each
@@ -46,7 +47,8 @@ import threading
 import time
 import uuid
 
-PROTOCOL = 1
+PROTOCOL = 2  # 2: exec carries a TrialSpec and answers a Measured
+SPEC_VERSION = 1  # fairmark.run.spec.SPEC_VERSION this agent executes (a test keeps the two equal)
 AGENT_VERSION = "0.1.0"
 KILL_WAIT_S = 5.0
 
@@ -435,21 +437,31 @@ class Session:
                 pass
 
     def op_exec(self, req: dict) -> dict:
-        argv = [str(a) for a in req["argv"]]
+        """req["spec"]: a TrialSpec (fairmark.run.spec) as a dict, its env None: the environment is the host's
+        own with req["env_set"] / req["env_unset"] applied. Answer: {"measured": a Measured as a dict (its
+        output paths are the controller's to fill), "stdout_b64", "stderr_b64", "files", "boot_id", "monitor"}.
+        The trial's stdin is /dev/null whatever the spec says: the agent's stdin is the protocol."""
+        spec = req["spec"]
+        if spec.get("version") != SPEC_VERSION:
+            raise ValueError(
+                f"trial spec version {spec.get('version')!r}; this agent understands {SPEC_VERSION}"
+            )
         for d in req.get("mkdirs") or ():
             os.makedirs(d, exist_ok=True)
         out_dir = tempfile.mkdtemp(prefix="fairmark-agent-")
         try:
-            return self._exec(req, argv, out_dir)
+            return self._exec(req, spec, out_dir)
         finally:
             shutil.rmtree(out_dir, ignore_errors=True)
 
-    def _exec(self, req: dict, argv: list[str], out_dir: str) -> dict:
-        timeout_s, grace_s = req.get("timeout_s"), float(req.get("grace_s", 2.0))
-        limit = int(req.get("tail_bytes", 1 << 20))
+    def _exec(self, req: dict, spec: dict, out_dir: str) -> dict:
+        argv = [str(a) for a in spec["argv"]]
+        timeout_s, grace_s = spec.get("timeout_s"), float(spec.get("grace_s", 2.0))
+        limit = int(spec.get("tail_bytes", 1 << 20))
         so, se = os.path.join(out_dir, "stdout"), os.path.join(out_dir, "stderr")
-        res = {"status": "failed", "exit_code": None, "signal": None, "wall_s": 0.0, "user_s": 0.0,
-               "sys_s": 0.0, "max_rss_kib": 0, "error": None, "leftovers_killed": 0}  # fmt: skip
+        m = {"argv": argv, "status": "failed", "exit_code": None, "signal": None, "wall_s": 0.0, "user_s": 0.0,
+             "sys_s": 0.0, "max_rss_kib": 0, "error": None, "leftovers_killed": 0, "version": SPEC_VERSION}  # fmt: skip
+        res = {"measured": m, "stdout_b64": "", "stderr_b64": "", "files": {}, "boot_id": boot_id()}
         monitor = Monitor(req["monitor"]) if req.get("monitor") else None
         if monitor:
             monitor.sample()  # before the trial exists, as the local monitor does
@@ -457,9 +469,9 @@ class Session:
             t0 = time.monotonic()
             try:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=_env(req),
-                                        cwd=req.get("cwd") or None, start_new_session=True, close_fds=True)  # fmt: skip
+                                        cwd=spec.get("cwd") or None, start_new_session=True, close_fds=True)  # fmt: skip
             except OSError as exc:
-                res["error"] = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+                m["error"] = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
                 return res
             timed_out, lost = self._wait(proc.pid, timeout_s, monitor)
             if timed_out or lost:
@@ -474,22 +486,23 @@ class Session:
             kill_group(proc.pid, grace_s)
             return res  # nobody to answer to
         if not timed_out and _group_alive(proc.pid):
-            res["leftovers_killed"] = 1  # background children outliving the trial would perturb the next
+            m["leftovers_killed"] = 1  # background children outliving the trial would perturb the next
             kill_group(proc.pid, grace_s)
         code = os.waitstatus_to_exitcode(status)
-        res.update(wall_s=wall, user_s=ru.ru_utime, sys_s=ru.ru_stime, max_rss_kib=int(ru.ru_maxrss))
-        res["exit_code"], res["signal"] = (code, None) if code >= 0 else (None, -code)
+        m.update(wall_s=wall, user_s=ru.ru_utime, sys_s=ru.ru_stime, max_rss_kib=int(ru.ru_maxrss),
+                 minor_faults=int(ru.ru_minflt), major_faults=int(ru.ru_majflt),
+                 voluntary_switches=int(ru.ru_nvcsw), involuntary_switches=int(ru.ru_nivcsw))  # fmt: skip
+        m["exit_code"], m["signal"] = (code, None) if code >= 0 else (None, -code)
         if timed_out:
-            res["status"], res["error"] = "timeout", f"timed out after {timeout_s:g} s; process group killed"
-        elif res["signal"] is not None:
-            res["error"] = f"killed by signal {signal.Signals(res['signal']).name}"
+            m["status"], m["error"] = "timeout", f"timed out after {timeout_s:g} s; process group killed"
+        elif m["signal"] is not None:
+            m["error"] = f"killed by signal {signal.Signals(m['signal']).name}"
         elif code != 0:
-            res["error"] = f"exit status {code}"
+            m["error"] = f"exit status {code}"
         else:
-            res["status"] = "ok"
+            m["status"] = "ok"
         res["stdout_b64"], res["stderr_b64"] = _b64(_tail(so, limit)), _b64(_tail(se, limit))
-        res["files"] = {p: _b64(_tail(p, limit)) for p in req.get("files") or () if os.path.isfile(p)}
-        res["boot_id"] = boot_id()
+        res["files"] = {p: _b64(_tail(p, limit)) for p in spec.get("files") or () if os.path.isfile(p)}
         return res
 
     def _wait(self, pid: int, timeout_s: float | None, monitor: Monitor | None = None) -> tuple[bool, bool]:

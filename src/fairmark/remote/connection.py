@@ -6,7 +6,8 @@ API (also for other parts of fairmark that need a host, e.g. rebooting it):
     spec = HostSpec("bsd", ssh="root@bsd-box", ssh_options=("-p", "2222"))
     with HostConnection(spec) as host:
         host.hello                        # {"os", "hostname", "boot_id", "recovered": [...], …} of this session
-        host.call("exec", argv=[...])     # any agent operation; raises ConnectionLost / AgentError
+        host.call("exec", spec=…)         # any agent operation; raises ConnectionLost / AgentError
+        RemoteExecutor(host)(trial_spec)  # a TrialSpec → Measured, executed there (fairmark.remote.executor)
         host.run(["uname", "-a"])         # a plain command over the same master (no agent), CompletedProcess
         host.reconnect()                  # after ConnectionLost: new master + agent, with back-off
         host.boot_id()                    # the host's current boot id (a fresh contact)

@@ -88,10 +88,10 @@ class RemoteExecutor:
         so, se = Path(spec.stdout_path), Path(spec.stderr_path)
         env_set, env_unset = env_delta(spec.env)
         mkdirs = [env_set[k] for k in ("FAIRMARK_SCRATCH",) if k in env_set]
+        # The spec travels without its env: the host keeps its own environment plus what the plan changes.
+        wire = spec.to_dict() | {"env": None}
         try:
-            res = self.conn.call("exec", argv=list(spec.argv), env_set=env_set, env_unset=env_unset,
-                                 cwd=spec.cwd, timeout_s=spec.timeout_s, grace_s=spec.grace_s,
-                                 tail_bytes=spec.tail_bytes, mkdirs=mkdirs, files=list(spec.files),
+            res = self.conn.call("exec", spec=wire, env_set=env_set, env_unset=env_unset, mkdirs=mkdirs,
                                  monitor=self._monitor_request())  # fmt: skip
         except ConnectionLost as exc:
             so.write_bytes(b"")
@@ -114,24 +114,9 @@ class RemoteExecutor:
         self.last_boot_id = res.pop("boot_id", None)
         if res.get("monitor"):
             self._monitor_series(res.pop("monitor"))
-        return Measured(argv=spec.argv, stdout_path=str(so), stderr_path=str(se), **_fields(res))
+        return Measured.from_dict(res["measured"] | {"stdout_path": str(so), "stderr_path": str(se)})
 
     def _reconnect(self) -> None:
         self.conn.reconnect()
         if self.on_reconnect:
             self.on_reconnect()
-
-
-def _fields(res: dict[str, Any]) -> dict[str, Any]:
-    keys = (
-        "status",
-        "exit_code",
-        "signal",
-        "wall_s",
-        "user_s",
-        "sys_s",
-        "max_rss_kib",
-        "error",
-        "leftovers_killed",
-    )
-    return {k: res[k] for k in keys}
