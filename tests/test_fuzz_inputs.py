@@ -163,3 +163,10 @@ def test_a_megabyte_name_and_a_path_as_run_id_are_refused_or_kept_harmlessly(tmp
     doc["tables"]["cells"][0]["variant"] = "v" * 1_000_000
     (tmp_path / "b.json").write_text(json.dumps(doc))
     clean(*cli("import", str(tmp_path / "b.json"), "--store", str(tmp_path / "s.db")))
+
+
+def test_values_whose_squares_overflow_a_float_compare_cleanly(tmp_path) -> None:
+    # found by the 10 000-example run: Welch's df squared the variances (3e77 → OverflowError)
+    (tmp_path / "a.txt").write_text("0.0\n0.0\n0.0\n")
+    (tmp_path / "b.txt").write_text("0.0\n0.0\n3.4737626771194864e+77\n")
+    clean(*cli("compare", str(tmp_path / "a.txt"), str(tmp_path / "b.txt")))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import hashlib
 import json
 import math
 import re
@@ -29,7 +30,12 @@ DATETIME_COLUMNS = {"started_at", "ended_at"}
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=+@-]+", "_", name).strip("_") or "x"
+    """A file-name part: safe characters only, and short (a cell name from an imported bundle can be a
+    megabyte); a long one keeps its start and a hash of the whole, so names stay distinct."""
+    safe = re.sub(r"[^A-Za-z0-9_.=+@-]+", "_", name).strip("_") or "x"
+    if len(safe) > 60:
+        safe = f"{safe[:40]}-{hashlib.sha256(name.encode(errors='replace')).hexdigest()[:12]}"
+    return safe
 
 
 def bundle_of(store: Store, run_id: str) -> dict[str, Any]:

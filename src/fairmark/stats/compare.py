@@ -162,9 +162,13 @@ def welch_ratio(sa: Summary, sb: Summary, confidence: float) -> dict[str, float]
         return {"t": math.nan, "df": math.nan, "p_value": p, "ratio": ratio, "ratio_ci_low": ratio,
                 "ratio_ci_high": ratio}  # fmt: skip
     tw = d / math.sqrt(va + vb)
+    # Both samples divided by one constant: neither the df nor the ratio's CI changes, and the squares below
+    # stay in range for any finite input (3e77 squared twice overflowed a float)
+    c = max(abs(sa.mean), abs(sb.mean), math.sqrt(va), math.sqrt(vb))
+    ma, mb, va, vb = sa.mean / c, sb.mean / c, va / c / c, vb / c / c
     dfw = (va + vb) ** 2 / (va**2 / (sa.n - 1) + vb**2 / (sb.n - 1))
     p = two_sided_p(tw, dfw)
-    low, high = _fieller(sa.mean, sb.mean, va, vb, exact_t(confidence, dfw))
+    low, high = _fieller(ma, mb, va, vb, exact_t(confidence, dfw))
     return {"t": tw, "df": dfw, "p_value": p, "ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high}
 
 
