@@ -67,3 +67,11 @@ def test_parse_of_mutated_output_gives_clean_values_or_parse_error(adapter: str)
             assert math.isfinite(v) and v >= 0, f"{adapter}: {metric} = {v!r} accepted as data"
 
     prop()
+
+
+def test_a_fifty_digit_level_is_a_parse_error_not_a_memory_exhaustion() -> None:
+    # found by the 10 000-example run (it took 24 GB and the OOM killer): range() over a garbled level
+    text = "-99999999999999999999999999999999999999999999999991  3146366 (1.333) 332.51 MB/s  673.2 MB/s  f\n"
+    text += "-2      3146366 (1.333) 299.20 MB/s  671.1 MB/s  f\n"
+    with pytest.raises(ParseError, match="not compression levels"):
+        registry()["compress"]().parse(RawOutput(text, "", 0))

@@ -54,6 +54,11 @@ def per_level_values(levels: dict[int, tuple[float, float, float]], first: int) 
     """{level: (compress MB/s, decompress MB/s, ratio)} → metric dict, with the first level as primary.
 
     The levels of one trial are a contiguous range (-bLO -eHI); a gap means lost output, not a result."""
+    odd = sorted(n for n in levels if not 1 <= n <= MAX_LEVEL)
+    if odd:  # a garbled line; and range() over a 50-digit level would exhaust memory
+        raise ParseError(
+            f"levels {[str(n)[:20] for n in odd[:3]]} are not compression levels (1..{MAX_LEVEL})"
+        )
     gaps = sorted(set(range(first, max(levels) + 1)) - set(levels))
     if gaps:
         raise ParseError(f"levels {gaps} are missing from the output (found {sorted(levels)})")
