@@ -40,6 +40,7 @@ def raw_for(name: str, text: str, stderr: str) -> RawOutput:
 
 
 ADAPTERS = sorted(a for a in registry() if (FIX / FOLDER.get(a, a)).is_dir())
+CAPTURED = {a: captured(a) for a in ADAPTERS}
 
 
 def test_every_adapter_has_captured_output_to_fuzz() -> None:
@@ -47,26 +48,20 @@ def test_every_adapter_has_captured_output_to_fuzz() -> None:
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
-def test_parse_of_mutated_output_gives_clean_values_or_parse_error(adapter: str) -> None:
-    parse = registry()[adapter]().parse
-    samples = captured(adapter)
-
-    @FUZZ
-    @given(st.data())
-    def prop(data: st.DataObject) -> None:
-        name, text, stderr = data.draw(st.sampled_from(samples))
-        text = data.draw(mutated(text))
-        if data.draw(st.booleans()):
-            stderr = data.draw(mutated(stderr or "error"))
-        try:
-            values = parse(raw_for(name, text, stderr))
-        except ParseError:
-            return
-        for metric, v in values.items():
-            assert isinstance(v, float | int) and not isinstance(v, bool), (metric, v)
-            assert math.isfinite(v) and v >= 0, f"{adapter}: {metric} = {v!r} accepted as data"
-
-    prop()
+@FUZZ
+@given(data=st.data())
+def test_parse_of_mutated_output_gives_clean_values_or_parse_error(adapter: str, data: st.DataObject) -> None:
+    name, text, stderr = data.draw(st.sampled_from(CAPTURED[adapter]))
+    text = data.draw(mutated(text))
+    if data.draw(st.booleans()):
+        stderr = data.draw(mutated(stderr or "error"))
+    try:
+        values = registry()[adapter]().parse(raw_for(name, text, stderr))
+    except ParseError:
+        return
+    for metric, v in values.items():
+        assert isinstance(v, float | int) and not isinstance(v, bool), (metric, v)
+        assert math.isfinite(v) and v >= 0, f"{adapter}: {metric} = {v!r} accepted as data"
 
 
 def test_a_fifty_digit_level_is_a_parse_error_not_a_memory_exhaustion() -> None:
