@@ -170,3 +170,11 @@ def test_values_whose_squares_overflow_a_float_compare_cleanly(tmp_path) -> None
     (tmp_path / "a.txt").write_text("0.0\n0.0\n0.0\n")
     (tmp_path / "b.txt").write_text("0.0\n0.0\n3.4737626771194864e+77\n")
     clean(*cli("compare", str(tmp_path / "a.txt"), str(tmp_path / "b.txt")))
+
+
+def test_values_too_large_for_a_variance_are_a_clean_error(tmp_path) -> None:
+    (tmp_path / "a.txt").write_text("0.0\n0.0\n0.0\n")
+    (tmp_path / "b.txt").write_text("0.0\n0.0\n1.6421143998800675e+154\n")
+    code, err = cli("compare", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"))
+    clean(code, err)
+    assert code == 2 and "b.txt:3: column 1:" in err and "not a finite number up to 1e+150" in err

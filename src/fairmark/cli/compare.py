@@ -15,6 +15,7 @@ from fairmark.console import console
 from fairmark.errors import InputError, UsageError
 from fairmark.report import ministat
 from fairmark.stats import describe, sample_warnings
+from fairmark.stats.describe import MAX_ABS
 from fairmark.stats.judge import MIN_VALUES, Pair, judge
 
 # What a number looks like in a data file: decimal, optional exponent. NaN, infinities, hex and "1_000"
@@ -41,7 +42,12 @@ def parse_lines(lines: Iterable[str], name: str, *, column: int = 1, delimiters:
         token = token.lstrip()  # like strtod: leading blanks are fine (with -d , a token may start with one)
         if not NUMBER.fullmatch(token):
             raise InputError(f"{name}:{last}: column {column}: {token!r} is not a number")
-        values.append(float(token))
+        value = float(token)
+        if not abs(value) <= MAX_ABS:  # inf, nan, or a square that overflows in the variance
+            raise InputError(
+                f"{name}:{last}: column {column}: {token!r} is not a finite number up to {MAX_ABS:g}"
+            )
+        values.append(value)
     if len(values) < MIN_VALUES:
         raise InputError(
             f"{name}:{last}: {len(values)} value(s) in column {column}; at least {MIN_VALUES} are needed",

@@ -35,12 +35,18 @@ class Summary:
         return {**asdict(self), "ci_pct": self.ci_pct}
 
 
+MAX_ABS = 1e150  # a float squares to at most ~1.8e308
+
+
 def as_array(values: Sequence[float]) -> np.ndarray:
     """Values as a float array; a NaN or infinity is refused: it is never a measurement."""
     arr = np.asarray(values, dtype=float).ravel()
     if not np.all(np.isfinite(arr)):
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
         raise InputError(f"value #{bad} is {arr[bad]!r}, not a finite number")
+    if arr.size and np.max(np.abs(arr)) > MAX_ABS:  # variances square the values: past this they overflow
+        bad = int(np.argmax(np.abs(arr)))
+        raise InputError(f"value #{bad} is {arr[bad]:g}, too large to compute a variance (over {MAX_ABS:g})")
     return arr
 
 
