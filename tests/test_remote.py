@@ -110,6 +110,9 @@ def test_aa_over_two_hosts(tmp_path: Path, net: nethosts.NetHosts, fairmark_cli)
     series = [a["data"] for a in store.artifacts(report["run"]["id"], kind="monitor")]
     assert len(series) == len(trials) and {s["host"] for s in series} == {"h1", "h2"}
     assert all(s["totals"]["wall_s"] > 0 and "user" in s["totals"]["cpu_pct"] for s in series)
+    code, out, err = fairmark_cli("show", report["run"]["id"])  # the env diff is shown with the verdicts
+    assert code == 0, err
+    assert "no difference proven" in out and "hosts' environments (h1, h2)" in out and "remote.host" in out
 
 
 def test_a_hardware_difference_between_hosts_is_refused(

@@ -58,6 +58,12 @@ def show(run_ref: str, width: int) -> None:
     from fairmark.report.terminal import render
 
     render(report, plot_width=width)
+    if (
+        len((report.run.options or {}).get("hosts") or {}) > 1
+    ):  # hosts as variants: how their environments differ
+        from fairmark.remote.report import print_host_diff
+
+        print_host_diff(open_store(), report.run.id)
 
 
 commands = [runs, show]
