@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 import nethosts
 from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, HostSpec
 from helpers import fairmark_subprocess
+from test_core_store import postgres_url  # noqa: F401 - a real PostgreSQL on loopback (fixture)
 
 pytestmark = pytest.mark.skipif(nethosts.available() is not None, reason=str(nethosts.available()))
 SYSCTL = "net.ipv4.tcp_slow_start_after_idle"  # per network namespace: each test host has its own
@@ -218,40 +217,28 @@ def test_connection_lost_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_path
     assert net.hosts["h1"].count("sleep 0.7") == 0  # the lost trial's tree was killed
 
 
-def test_a_fleet_runs_concurrently_into_one_postgresql_store(tmp_path: Path) -> None:
-    from fairmark.run.servers import PG_BIN, PostgresServer
+def test_a_fleet_runs_concurrently_into_one_postgresql_store(tmp_path: Path, postgres_url: str) -> None:  # noqa: F811
     from fairmark.store.db import Store
 
-    if not (PG_BIN / "initdb").exists():
-        pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN})")
-    base = Path(tempfile.mkdtemp(prefix="fairmark-fleet-pg-"))
-    server = PostgresServer(base / "pg", fsync=False)
-    try:
-        server.start()
-        server.psql("CREATE DATABASE fleet")
-        url = f"postgresql+psycopg://postgres@127.0.0.1:{server.port}/fleet"
-        with nethosts.NetHosts(["f1", "f2", "f3"]) as fleet:
-            # A barrier in the workload's setup: it passes only when all three hosts are in it at once, so
-            # the runs must be concurrent (a sequential fleet would fail it after 120 s).
-            barrier = tmp_path / "barrier"
-            barrier.mkdir()
-            setup = (f'touch {barrier}/$(echo $SSH_CONNECTION | cut -d" " -f3); i=0; '
-                     f'while [ $(ls {barrier} | wc -l) -lt 3 ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done; '
-                     f'[ $(ls {barrier} | wc -l) -eq 3 ]')  # fmt: skip
-            body = ('[[workload]]\nname = "spin"\ncommand = ["python3", "-c", "sum(range(100000))"]\n'
-                    f"setup = '{setup}'\n"
-                    '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n')  # fmt: skip
-            path = plan(tmp_path, fleet, body, top="[quick]\nmax_trials = 3\n")
-            res = fairmark_subprocess("run", path, "--hosts", "f1,f2,f3", "--quick", "--store", url)
-            assert res.returncode == 0, res.stdout + res.stderr
-            listed = fairmark_subprocess("runs", "--host", "f2", "--json", "--store", url)
-        runs = Store.open(url).list_runs()
-        assert sorted(h for r in runs for h in r["hosts"]) == ["f1", "f2", "f3"]
-        assert all(r["status"] == "done" and r["trials_ok"] >= 6 for r in runs)
-        assert [r["hosts"] for r in json.loads(listed.stdout)["runs"]] == [["f2"]]
-    finally:
-        server.stop()
-        shutil.rmtree(base, ignore_errors=True)
+    with nethosts.NetHosts(["f1", "f2", "f3"]) as fleet:
+        # A barrier in the workload's setup: it passes only when all three hosts are in it at once, so the
+        # runs must be concurrent (a sequential fleet would fail it after 120 s).
+        barrier = tmp_path / "barrier"
+        barrier.mkdir()
+        setup = (f'touch {barrier}/$(echo $SSH_CONNECTION | cut -d" " -f3); i=0; '
+                 f'while [ $(ls {barrier} | wc -l) -lt 3 ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done; '
+                 f'[ $(ls {barrier} | wc -l) -eq 3 ]')  # fmt: skip
+        body = ('[[workload]]\nname = "spin"\ncommand = ["python3", "-c", "sum(range(100000))"]\n'
+                f"setup = '{setup}'\n"
+                '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n')  # fmt: skip
+        path = plan(tmp_path, fleet, body, top="[quick]\nmax_trials = 3\n")
+        res = fairmark_subprocess("run", path, "--hosts", "f1,f2,f3", "--quick", "--store", postgres_url)
+        assert res.returncode == 0, res.stdout + res.stderr
+        listed = fairmark_subprocess("runs", "--host", "f2", "--json", "--store", postgres_url)
+    runs = Store.open(postgres_url).list_runs()
+    assert sorted(h for r in runs for h in r["hosts"]) == ["f1", "f2", "f3"]
+    assert all(r["status"] == "done" and r["trials_ok"] >= 6 for r in runs)
+    assert [r["hosts"] for r in json.loads(listed.stdout)["runs"]] == [["f2"]]
 
 
 def test_a_command_and_a_tool_workload_run_on_a_host(tmp_path, net, fairmark_cli) -> None:

@@ -259,6 +259,8 @@ def _exit_fd(pid: int) -> tuple[int, threading.Thread | None]:
     return r, t
 
 
+# The process-group helpers below repeat fairmark.run.executor's (and _alive repeats run.lock.pid_alive): this
+# file is shipped alone to hosts without fairmark, so it cannot import them.
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
