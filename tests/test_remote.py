@@ -314,3 +314,56 @@ def test_a_host_that_stays_away_interrupts_the_run_for_resume(tmp_path, monkeypa
         failed = [t for c in done["cells"] for t in c["trials"] if t["status"] != "ok"]
         assert len(failed) == 1 and "connection lost" in failed[0]["error"]  # the trial in flight
         assert "could not reconnect" in failed[0]["error"]
+
+
+class _FakeFreeBSD:
+    """What a FreeBSD host's agent answers, made of captured FreeBSD outputs (tests/fixtures): the controller's
+    FreeBSD paths are tested on them (no FreeBSD machine here)."""
+
+    def __init__(self) -> None:
+        self.spec = HostSpec("bsd", ssh="bsd")
+        self.hello = {
+            "os": "freebsd",
+            "boot_id": "{ sec = 1700000000, usec = 1 } 4c4c4544",
+            "address": "10.9.9.9",
+        }
+        self.root = Path(__file__).parent / "fixtures" / "sysroots" / "freebsd-current-debug"
+
+    def call(self, op: str, **kw: object) -> dict:
+        import base64
+
+        if op == "capture":
+            assert kw["commands"] and "sysctl.txt" in kw["commands"]  # FreeBSD: commands, not /proc files
+            texts = {n: (self.root / n).read_text() for n in ("sysctl.txt", "uname.txt", "mount.txt")}
+            dmesg = base64.b64encode((self.root / "dmesg.boot").read_bytes()).decode()
+            return {"os": "freebsd", "files": {"var/run/dmesg.boot": dmesg}, "dirs": [], "commands": texts,
+                    "links": {}, "environ": {"PATH": "/sbin:/bin", "API_TOKEN": "planted-secret-1234"},
+                    "hostname": "bsd-box"}  # fmt: skip
+        assert op == "exec"
+        fix = Path(__file__).parent / "fixtures" / "h4"
+        samples = [{"t_s": t, "texts": {"command": (fix / f"freebsd_sysctl_{n}.txt").read_text()}}
+                   for t, n in ((0.0, "a"), (1.0, "b"))]  # fmt: skip
+        measured = {"argv": ["true"], "status": "ok", "exit_code": 0, "signal": None, "wall_s": 1.0,
+                    "user_s": 0.1, "sys_s": 0.2, "max_rss_kib": 1000, "error": None, "version": 1}  # fmt: skip
+        return {"measured": measured, "stdout_b64": "", "stderr_b64": "", "files": {},
+                "boot_id": self.hello["boot_id"], "monitor": {"samples": samples, "errors": []}}  # fmt: skip
+
+
+def test_a_freebsd_host_is_probed_and_monitored_with_the_freebsd_parsers(tmp_path: Path) -> None:
+    from fairmark.probe import diagnose
+    from fairmark.remote.executor import RemoteExecutor
+    from fairmark.remote.probe import remote_snapshot
+    from fairmark.run.spec import TrialSpec
+
+    fake = _FakeFreeBSD()
+    snap = remote_snapshot(fake)  # type: ignore[arg-type]
+    assert snap["source"] == {"root": "ssh:bsd", "live": True, "os_family": "freebsd"}
+    assert snap["remote"]["host"] == "bsd" and "planted-secret-1234" not in json.dumps(snap)
+    assert snap["os"]["kernel"] == "FreeBSD" and snap["os"]["release"] == "14.0-CURRENT"
+    assert "debug-kernel" in {f.id for f in diagnose(snap) if f.severity == "error"}  # WITNESS on that host
+    run = RemoteExecutor(fake, monitor_interval_s=1.0)  # type: ignore[arg-type]
+    measured = run(TrialSpec(("true",), str(tmp_path)))
+    assert measured.status == "ok" and run.last_boot_id == fake.hello["boot_id"]
+    (series,) = run.take_artifacts()
+    assert series.data["os"] == "freebsd" and series.data["host"] == "bsd"
+    assert "iowait" not in series.data["totals"]["cpu_pct"]  # FreeBSD has no such tick: absent, not zero

@@ -53,6 +53,11 @@ class RemoteHosts:
     def names(self) -> list[str]:
         return list(self.specs)
 
+    @property
+    def changes_system(self) -> bool:
+        """Whether a variant changes a host's sysctls: trials then run in A B B A blocks, as locally."""
+        return any(v.host and v.sysctl for v in self.plan.variant)
+
     def connect(self) -> None:
         for name, spec in self.specs.items():
             conn = HostConnection(spec)

@@ -405,7 +405,7 @@ class Runner:
     def _round_order(self, order: Order, workload: str, r: int, active: list[CellState]) -> list[CellState]:
         by_cell = {cs.cell: cs for cs in active}
         cells = order.round(workload, r, list(by_cell))
-        if self.system.changes_system:
+        if self.system.changes_system or (self.remote and self.remote.changes_system):
             # A B | B A | A B …: blocks cancel drift without flipping system state on every trial.
             names = [v.name for v in self.plan.variant]
             names = names if r % 2 == 0 else names[::-1]
