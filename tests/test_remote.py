@@ -367,3 +367,11 @@ def test_a_freebsd_host_is_probed_and_monitored_with_the_freebsd_parsers(tmp_pat
     (series,) = run.take_artifacts()
     assert series.data["os"] == "freebsd" and series.data["host"] == "bsd"
     assert "iowait" not in series.data["totals"]["cpu_pct"]  # FreeBSD has no such tick: absent, not zero
+
+
+def test_wait_reboot_is_done_when_the_boot_id_changed_and_times_out_otherwise(net: nethosts.NetHosts) -> None:
+    with HostConnection(spec(net, "h2")) as host:
+        now = host.boot_id()
+        assert host.wait_reboot("an earlier boot", timeout_s=30)["boot_id"] == now
+        with pytest.raises(ConnectionLost, match="no new boot"):
+            host.wait_reboot(now, timeout_s=0.5, poll_s=0.1)  # a namespace cannot reboot: same boot

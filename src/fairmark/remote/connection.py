@@ -11,6 +11,7 @@ API (also for other parts of fairmark that need a host, e.g. rebooting it):
         host.run(["uname", "-a"])         # a plain command over the same master (no agent), CompletedProcess
         host.reconnect()                  # after ConnectionLost: new master + agent, with back-off
         host.boot_id()                    # the host's current boot id (a fresh contact)
+        host.wait_reboot(old_boot_id)     # after `host.run(["shutdown", "-r", "now"])`: the new boot's hello
 
 Nothing listens on a port on either side: the agent is a child of the SSH session. ssh is started with
 BatchMode (no prompts: keys, agent or ProxyJump as the user's ssh_config says) and ServerAlive probes so a
@@ -244,6 +245,27 @@ class HostConnection:
 
     def boot_id(self) -> str:
         return str(self.call("hello", recover=False)["boot_id"])
+
+    def wait_reboot(
+        self, previous_boot_id: str, *, timeout_s: float = 900.0, poll_s: float = 5.0
+    ) -> dict[str, Any]:
+        """Reconnect until the host answers from a boot other than `previous_boot_id`; its hello. Raises
+        ConnectionLost after timeout_s (the host did not come back, or came back from the same boot)."""
+        deadline = time.monotonic() + timeout_s
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            self._drop_agent()
+            self._stop_master()
+            try:
+                hello = self.connect()
+                if hello.get("boot_id") and hello["boot_id"] != previous_boot_id:
+                    return hello
+                last = None
+            except (ConnectionLost, AgentError) as exc:
+                last = exc
+            time.sleep(poll_s)
+        why = f": {last}" if last else f" (still boot {previous_boot_id})"
+        raise ConnectionLost(f"host {self.spec.name}: no new boot within {timeout_s:g} s{why}")
 
     def close(self) -> None:
         """End the agent (it restores what it changed), then the master connection."""
