@@ -375,3 +375,17 @@ def test_wait_reboot_is_done_when_the_boot_id_changed_and_times_out_otherwise(ne
         assert host.wait_reboot("an earlier boot", timeout_s=30)["boot_id"] == now
         with pytest.raises(ConnectionLost, match="no new boot"):
             host.wait_reboot(now, timeout_s=0.5, poll_s=0.1)  # a namespace cannot reboot: same boot
+
+
+def test_one_run_at_a_time_measures_a_host(net: nethosts.NetHosts, tmp_path: Path, fairmark_cli) -> None:
+    with HostConnection(spec(net, "h2")) as holder:
+        assert holder.call("lock", owner={"pid": 1, "plan": "other.toml"})["held"]
+        body = '[[workload]]\nname = "t"\ncommand = ["true"]\n[[variant]]\nname = "a"\nhost = "h2"\n'
+        code, _, err = fairmark_cli("run", plan(tmp_path, net, body), "--accept-risk")
+        assert code == 3 and "host h2 is in use by another fairmark run" in err and "other.toml" in err
+        code, _, err = fairmark_cli(
+            "run", plan(tmp_path, net, body, "p2.toml"), "--accept-risk", "--allow-concurrent"
+        )
+        assert code == 0, err
+    code, _, err = fairmark_cli("run", plan(tmp_path, net, body, "p3.toml"), "--accept-risk")  # released
+    assert code == 0, err

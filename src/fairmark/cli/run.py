@@ -73,6 +73,7 @@ def _execute(
     from fairmark.cli._progress import TerminalProgress
 
     store = open_store()
+    options.allow_concurrent = allow_concurrent  # also for the hosts' own locks
     runner = Runner(loaded, store, options, progress=TerminalProgress())
     # The lock guards the measured machine: a plan whose every trial runs on other hosts leaves this one free
     # (a fleet runs one controller process per host at once).

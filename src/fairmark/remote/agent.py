@@ -20,6 +20,7 @@ Operations:
                         measured here, so network latency never enters a time
   capture               the probe's input files (globs) and, on FreeBSD, sysctl -a / uname -a / mount
   read                  files' contents (monitors sample /proc or sysctl output here, between trials)
+  lock                  take the host's run lock for this session (one run measures a host at a time)
   sysctl                make these sysctls the active set: revert what is no longer wanted, apply the rest, each
                         original value journaled (fsync'd) on this host before it is changed
   restore               revert everything this agent changed; recover: undo dead agents' journals
@@ -573,6 +574,27 @@ class Session:
             except OSError:
                 out[path] = None
         return {"files": out, "monotonic_s": time.monotonic()}
+
+    def op_lock(self, req: dict) -> dict:
+        """Take this host's run lock for the session (flock: the kernel drops it when this agent dies).
+        {"held": true} or {"held": false, "owner": what the holder wrote}."""
+        import fcntl
+
+        os.makedirs(state_dir(), mode=0o700, exist_ok=True)
+        fd = os.open(os.path.join(state_dir(), "host.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            with os.fdopen(fd) as fh:
+                try:
+                    owner = json.loads(fh.read() or "{}")
+                except ValueError:
+                    owner = {}
+            return {"held": False, "owner": owner}
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(dict(req.get("owner") or {}, agent_pid=os.getpid())).encode())
+        self.__dict__["lock_fd"] = fd  # held until this agent exits
+        return {"held": True}
 
     def op_sysctl(self, req: dict) -> dict:
         return self.tunables.set_active({str(k): str(v) for k, v in (req.get("set") or {}).items()})

@@ -24,8 +24,8 @@ def host_spec(name: str, entry: Any) -> HostSpec:
 
 
 class RemoteHosts:
-    def __init__(self, plan: Plan, path: str = "<plan>", hooks: Any = ()):
-        self.plan = plan
+    def __init__(self, plan: Plan, path: str = "<plan>", hooks: Any = (), allow_concurrent: bool = False):
+        self.plan, self.path, self.allow_concurrent = plan, path, allow_concurrent
         # The system monitor runs on each host (its agent samples); other hooks (profilers) stay local only.
         self.monitor_interval_s = next((h.interval_s for h in hooks if h.name == "monitor.system"), None)
         self.variant_host = {v.name: v.host for v in plan.variant}
@@ -64,8 +64,25 @@ class RemoteHosts:
             self.conns[name] = conn
             hello = conn.connect()
             self.recovered += [f"host {name}: {line}" for line in hello.get("recovered", [])]
+            self._lock(name, conn)
             self.executors[name] = RemoteExecutor(conn, on_reconnect=lambda n=name: self._reapply(n),
                                                   monitor_interval_s=self.monitor_interval_s)  # fmt: skip
+
+    def _lock(self, name: str, conn: HostConnection) -> None:
+        """The host's own lock (held by its agent for the session): one run measures a host at a time."""
+        import os
+        import socket
+
+        got = conn.call(
+            "lock", owner={"pid": os.getpid(), "controller": socket.gethostname(), "plan": self.path}
+        )
+        if not got["held"] and not self.allow_concurrent:
+            o = got.get("owner") or {}
+            raise EnvironmentRefused(
+                f"host {name} is in use by another fairmark run (controller {o.get('controller')}, "
+                f"pid {o.get('pid')}, plan {o.get('plan')})",
+                hint="wait for it, or pass --allow-concurrent to measure both at once (each perturbs the other)",
+            )
 
     def host_of(self, variant: str) -> str | None:
         return self.variant_host.get(variant)

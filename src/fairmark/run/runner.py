@@ -57,6 +57,7 @@ class RunOptions:
     hooks: Sequence[TrialHook] = ()
     keep_scratch: bool = False
     calibrate: bool = False  # add an A/A twin of the baseline variant (see Plan.with_aa_twin)
+    allow_concurrent: bool = False  # another run may use the same host (a host's lock, as the local HostLock)
 
 
 class Progress:
@@ -116,7 +117,8 @@ class Runner:
         if self.plan.remote:  # variants on other hosts: their trials and system changes happen there
             from fairmark.remote.hosts import RemoteHosts, local_part
 
-            self.remote = RemoteHosts(self.plan, loaded.path, hooks=self.options.hooks)
+            self.remote = RemoteHosts(self.plan, loaded.path, hooks=self.options.hooks,
+                                      allow_concurrent=self.options.allow_concurrent)  # fmt: skip
         local = local_part(self.plan) if self.remote else self.plan
         self.system = SystemState(local, state_dir=default_state_dir())
         self.run_id = ""
