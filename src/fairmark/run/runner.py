@@ -250,7 +250,12 @@ class Runner:
         runtimes = self._runtimes()
         for line in sweep_stale_scratch():
             self.progress.note(line)
-        snap, found = self._gate(runtimes)
+        try:
+            snap, found = self._gate(runtimes)
+        except BaseException:
+            if self.remote:
+                self.remote.close()  # refused before any trial: end the hosts' sessions (and their locks)
+            raise
         self._env_before = snap
         self._noticed = {f["id"] for f in found}  # between rounds, report only what is new
         seed = self.options.seed if self.options.seed is not None else (self.plan.run.seed or new_seed())
