@@ -70,16 +70,16 @@ def test_compare_fields_and_json():
     assert set(keys.split()) <= set(d)
     assert d["welch"]["ratio"] == pytest.approx(c.mean_other / c.mean_baseline)
     assert d["welch"]["ratio_ci_low"] < d["welch"]["ratio"] < d["welch"]["ratio_ci_high"]
-    assert c.sentence == "B is 10.3% ± 1.2% faster than A (95% CI)"
+    assert c.sentence == "B is faster than A: -10.3% (95% CI: -11.4% to -9.2%)"
     assert c.change == "better" and c.p_value < 1e-6 and c.mann_whitney["significant"]
 
 
 @pytest.mark.parametrize(
     ("better", "unit", "expect"),
     [
-        ("higher", "MB/s", "B is 9.6% ± 1.9% higher (better) than A (95% CI)"),
-        ("lower", "MB/s", "B is 9.6% ± 1.9% higher (worse) than A (95% CI)"),
-        ("lower", "s", "B is 9.6% ± 1.9% slower than A (95% CI)"),
+        ("higher", "MB/s", "B is higher (better) than A: +9.6% (95% CI: +7.6% to +11.6%)"),
+        ("lower", "MB/s", "B is higher (worse) than A: +9.6% (95% CI: +7.6% to +11.6%)"),
+        ("lower", "s", "B is slower than A: +9.6% (95% CI: +7.6% to +11.6%)"),
     ],
 )
 def test_sentence_direction(better, unit, expect):
@@ -89,7 +89,11 @@ def test_sentence_direction(better, unit, expect):
 
 def test_not_significant_sentence_gives_bound():
     c = compare([10, 10.2, 9.9, 10.1, 10.05, 9.95], [10, 10.1, 9.9, 10.05, 9.95, 10.0], unit="s")
-    assert c.sentence.startswith("B vs A: no difference proven at 95% confidence; a change beyond ±1.2%")
+    # not "a change beyond ±e would have shown" (a change of exactly e is seen half the time): 80% power
+    assert c.sentence == (
+        "B vs A: no difference proven at 95% confidence, observed -0.3% (95% CI: -1.5% to +0.8%); "
+        "this run would detect a change of ±1.6% with 80% power"
+    )
 
 
 def test_welch_ratio_ci_contains_true_ratio_for_10pct_more_work():

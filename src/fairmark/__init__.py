@@ -25,7 +25,7 @@ finding
     Something the probe/doctor noticed (debug kernel, governor, steal time), with severity and a fix.
 verdict
     The statistical answer for a cell against its baseline cell: difference ± CI, or
-    "no difference proven (a change beyond ±x% would have shown)".
+    "no difference proven (this run would detect a change of ±x% with 80% power)".
 """
 
 __version__ = "0.1.0"

@@ -37,10 +37,12 @@ def _hooks(monitors: bool, interval: float, profile: str | None) -> list[TrialHo
 def _gate(report: RunReport, fail_on_regression: float | None) -> None:
     if fail_on_regression is None:
         return
+    # The Benjamini-Hochberg decision the report shows, not each comparison's own: with many comparisons some
+    # "regressions" at 95% are chance.
     worse = [
         v
         for v in report.verdicts
-        if v.significant
+        if v.fdr_significant
         and v.comparison.get("change") == "worse"
         and abs(v.comparison.get("percent") or 0) >= fail_on_regression
     ]

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairmark.plan.model import AA_SUFFIX, BUILTIN_METRICS, aa_twin_name
-from fairmark.stats import describe, sample_warnings
+from fairmark.stats import describe, format_pair, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, Pair, aa_spread, enough, judge
+from fairmark.stats.scaling import curve_shape
 from fairmark.store.db import RunRecord, Store, jsonable_row
 
 
@@ -36,6 +37,7 @@ class CellReport:
     labels: dict[str, str] | None
     trials: tuple[dict[str, Any], ...]
     values: dict[str, list[float]]  # metric → values of ok, measured (non-warm-up) trials, in trial order
+    rounds: dict[str, list[int]]  # metric → the round of each of those values (pairs cells by round)
     summaries: dict[str, dict[str, Any]]
     warnings: tuple[str, ...]
 
@@ -113,8 +115,21 @@ class Scaling:
     metric: str
     unit: str
     points: tuple[ScalingPoint, ...]
-    peak: Any
+    peak: Any  # the proven peak's sweep value, None when no point beats its neighbours significantly
     declines_after_peak: bool
+    best: Any = None  # the sweep value with the best mean (proven or not)
+    flat_pct: float | None = None  # "flat within ±x%": no two neighbours differ significantly
+
+    @property
+    def summary(self) -> str:
+        """The curve's shape in words, claiming only what the tests proved."""
+        if self.peak is not None:
+            tail = "; declines after it" if self.declines_after_peak else "; no proven decline after it"
+            return f"peak at {self.parameter} = {self.peak} (better than its neighbours){tail}"
+        if self.flat_pct is not None:
+            within = format_pair(self.flat_pct, self.flat_pct)[0]
+            return f"flat within ±{within}% (no point differs from its neighbours)"
+        return f"best mean at {self.parameter} = {self.best}, not proven better than its neighbours"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,6 +140,9 @@ class Scaling:
             "unit": self.unit,
             "peak": self.peak,
             "declines_after_peak": self.declines_after_peak,
+            "best": self.best,
+            "flat_pct": self.flat_pct,
+            "summary": self.summary,
             "points": [vars(p) for p in self.points],
         }
 
@@ -230,7 +248,8 @@ def load_report(store: Store, run_ref: str) -> RunReport:
         t["samples"] = samples_by_trial.get(t["id"], {})
         trials_by_cell[t["cell_id"]].append(t)
     cells = tuple(_cell(c, trials_by_cell.get(c["id"], []), confidence) for c in store.cells(run.id))
-    verdicts = _verdicts(cells, baseline, confidence)
+    calibrations = {key: row["data"] for key, row in store.calibrations(run.host_id).items()}
+    verdicts = _verdicts(cells, baseline, confidence, policy.get("min_trials"), calibrations)
     return RunReport(
         run=run,
         cells=cells,
@@ -246,10 +265,12 @@ def load_report(store: Store, run_ref: str) -> RunReport:
 def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) -> CellReport:
     metrics = tuple(c["metrics"] or [])
     values: dict[str, list[float]] = {m["name"]: [] for m in metrics}
+    rounds: dict[str, list[int]] = {m["name"]: [] for m in metrics}
     for t in trials:
         if t["status"] == "ok" and not t["warmup"]:
             for name, v in t["samples"].items():
                 values.setdefault(name, []).append(v)
+                rounds.setdefault(name, []).append(t["round"])
     summaries = {m: describe(v, confidence).to_dict() for m, v in values.items() if len(v) >= 1}
     primary = values.get(c["primary_metric"], [])
     warnings = tuple(sample_warnings(primary)) if enough(primary) else ()
@@ -274,18 +295,28 @@ def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) ->
         labels=c.get("labels"),
         trials=tuple(trials),
         values=values,
+        rounds=rounds,
         summaries=summaries,
         warnings=warnings,
     )
 
 
-def _verdicts(cells: tuple[CellReport, ...], baseline: str, confidence: float) -> tuple[Verdict, ...]:
+def _verdicts(
+    cells: tuple[CellReport, ...],
+    baseline: str,
+    confidence: float,
+    first_stage: int | None = None,
+    calibrations: dict[tuple[str, str], dict[str, Any]] | None = None,
+) -> tuple[Verdict, ...]:
     """Each group's variants against its baseline cell on the declared metrics, judged together (FDR across
-    the run) by `fairmark.stats.judge`; an A/A twin is judged first, as the calibration of the others."""
+    the run) by `fairmark.stats.judge`, paired by round (the run's length was set by its first `first_stage`
+    rounds), with what `fairmark calibrate` measured on this host; an A/A twin is judged first, as the
+    calibration of the others."""
     by_group: dict[str, list[CellReport]] = defaultdict(list)
     for c in cells:
         by_group[c.group].append(c)
-    pairs = [p for members in by_group.values() for p in _group_pairs(members, baseline, confidence)]
+    context = (baseline, confidence, first_stage, calibrations or {})
+    pairs = [p for members in by_group.values() for p in _group_pairs(members, *context)]
     return tuple(
         Verdict(group=a.group, workload=a.workload, point=a.point, metric=m, unit=a.spec(m)["unit"],
                 baseline=a.variant, variant=b.variant, comparison=j.to_dict(), fdr_significant=j.fdr_significant)
@@ -294,7 +325,13 @@ def _verdicts(cells: tuple[CellReport, ...], baseline: str, confidence: float) -
     )  # fmt: skip
 
 
-def _group_pairs(members: list[CellReport], baseline: str, confidence: float) -> list[Pair]:
+def _group_pairs(
+    members: list[CellReport],
+    baseline: str,
+    confidence: float,
+    first_stage: int | None,
+    calibrations: dict[tuple[str, str], dict[str, Any]],
+) -> list[Pair]:
     base = next((c for c in members if c.variant == baseline), members[0])
     twin = next((c for c in members if c.variant == aa_twin_name(base.variant)), None)
     others = ([twin] if twin else []) + [c for c in members if c is not base and c is not twin]
@@ -317,7 +354,9 @@ def _group_pairs(members: list[CellReport], baseline: str, confidence: float) ->
                 Pair(base.values.get(metric, []), other.values.get(metric, []), better=spec["better"],
                      unit=spec["unit"], name_baseline=base.variant, name_other=other.variant,
                      aa_percent_half_width=None if other is twin else aa,
-                     calibration=other.variant.endswith(AA_SUFFIX), tag=(base, other, metric))
+                     calibration=other.variant.endswith(AA_SUFFIX), tag=(base, other, metric),
+                     rounds=(base.rounds.get(metric, []), other.rounds.get(metric, [])), first_stage=first_stage,
+                     host_calibration=None if other is twin else calibrations.get((base.group, metric)))
             )  # fmt: skip
     return pairs
 
@@ -352,14 +391,12 @@ def _scaling(cells: tuple[CellReport, ...], confidence: float) -> tuple[Scaling,
                 else None
             )
             pts.append(ScalingPoint(x, s.n, s.mean, s.ci_half_width, speedup, eff))
-        best = max(range(len(pts)), key=lambda i: pts[i].speedup)
-        peak = pts[best]
-        # "Declines" only when a later point is worse than the peak by more than both CIs together.
-        declines = any(
-            ((peak.mean - p.mean) if higher else (p.mean - peak.mean)) > peak.ci_half_width + p.ci_half_width
-            for p in pts[best + 1 :]
-        )
-        out.append(Scaling(workload, variant, param, metric, spec["unit"], tuple(pts), peak.value, declines))
+        shape = curve_shape([c.values[metric] for c in members], higher=higher, confidence=confidence)
+        peak = pts[shape.peak].value if shape.peak is not None else None
+        out.append(
+            Scaling(workload, variant, param, metric, spec["unit"], tuple(pts), peak, shape.declines_after_peak,
+                    pts[shape.best].value, shape.flat_pct)
+        )  # fmt: skip
     return tuple(out)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import multiprocessing
 import os
 from collections import defaultdict
@@ -27,7 +28,7 @@ from fairmark.report import plots
 from fairmark.report.attribution import variant_definitions
 from fairmark.report.data import CellReport, RunArtifacts, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
-from fairmark.stats import format_value
+from fairmark.stats import format_median, format_value
 
 ENV_VALUE_MAX = 200  # characters of one environment value shown; the store keeps it whole
 TOP_LOCKS = 15
@@ -140,7 +141,9 @@ def cell_row(c: CellReport) -> dict[str, Any]:
     if s and s["n"] >= 2:
         row |= {
             "mean": format_value(s["mean"], s["ci_half_width"], unit),
-            "median": format_value(s["median"], s["ci_half_width"], unit),
+            "median": format_median(
+                s["median"], s.get("median_ci_low", math.nan), s.get("median_ci_high", math.nan), unit
+            ),
             "cv": f"{100 * s['cv']:.2g}%" if s.get("cv") == s.get("cv") else "—",
         }
     elif s:
@@ -303,16 +306,12 @@ def scaling_views(report: RunReport, figs: Figures) -> list[dict[str, Any]]:
                 "mean": format_value(p.mean, p.ci_half_width, c.unit),
                 "speedup": f"{p.speedup:.3g}",
                 "efficiency": "—" if p.efficiency is None else f"{100 * p.efficiency:.0f}%",
-                "peak": p.value == c.peak,
+                "peak": c.peak is not None and p.value == c.peak,
             }
             for c in curves
             for p in c.points
         ]
-        notes = [
-            f"{c.variant}: peak at {param} = {c.peak}"
-            + (", declining after it" if c.declines_after_peak else "")
-            for c in curves
-        ]
+        notes = [f"{c.variant}: {c.summary}" for c in curves]
         notes += [f"{v}: every trial failed at {param} = {x} (failure point)" for v, x in failed]
         out.append({"workload": workload, "parameter": param, "svg": svg, "rows": rows, "notes": notes})
     return out

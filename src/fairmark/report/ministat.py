@@ -132,7 +132,7 @@ def vitals_line(index: int, values: Sequence[float], *, ministat_compat: bool = 
 
 def relative_block(c: Comparison) -> list[str]:
     """ministat's Student's t lines for one comparison, in its printf formats (%g: 6 significant digits)."""
-    if not c.significant:
+    if not c.ministat_significant:
         return [f"No difference proven at {c.confidence:.1f}% confidence"]
     return [
         f"Difference at {c.confidence:.1f}% confidence",
@@ -187,15 +187,20 @@ def ratio_text(c: Comparison) -> str:
 
 
 def verdict_lines(c: Comparison) -> list[str]:
-    """fairmark's reading of one comparison: the sentence, Welch's ratio CI, the Mann-Whitney cross-check, the
+    """fairmark's reading of one comparison: the sentence, Welch's ratio CI, the rank-test cross-check, the
     warnings and, where fairmark's numbers differ from ministat's, a note saying so."""
     w, u = c.welch, c.mann_whitney
-    agree = "agrees" if u["significant"] == c.significant else "DISAGREES"
+    alpha = 1.0 - c.confidence / 100.0
+    if u.get("min_p", 0.0) >= alpha:
+        agree = f"it cannot reach p < {alpha:g} with these n"
+    else:
+        agree = ("agrees" if u["significant"] == c.significant else "DISAGREES") + " with Student's t"
     welch_p = "n/a" if math.isnan(w["p_value"]) else f"{w['p_value']:.2g}"
+    exact = "exact " if u.get("exact") else ""
     lines = [
         c.sentence,
-        f"    Welch's t: {ratio_text(c)} (p = {welch_p}); Student's t p = {c.p_value:.2g}",
-        f"    Mann-Whitney U = {u['u']:g}, p = {u['p_value']:.2g} ({agree} with Student's t)",
+        f"    Welch's t: {ratio_text(c)} (p = {welch_p}); Student's t p = {c.student_p:.2g}",
+        f"    Mann-Whitney U = {u['u']:g}, {exact}p = {u['p_value']:.2g} ({agree})",
     ]
     lines += [f"    warning: {text}" for text in c.warnings]
     if c.ministat_note:

@@ -111,8 +111,9 @@ def scaling_plot(curves: Sequence[Any], failures: Sequence[Any] = ()) -> Figure:
         hw = np.nan_to_num(np.array([p.ci_half_width for p in c.points]))
         top.plot(xs, mean, marker="o", ms=3, color=colour, label=label(c.variant))
         top.fill_between(xs, mean - hw, mean + hw, color=colour, alpha=0.2, lw=0)
-        peak = next(k for k, p in enumerate(c.points) if p.value == c.peak)
-        top.plot([xs[peak]], [mean[peak]], marker="*", ms=10, color=colour)
+        peak = next((k for k, p in enumerate(c.points) if c.peak is not None and p.value == c.peak), None)
+        if peak is not None:  # only a proven peak gets a star
+            top.plot([xs[peak]], [mean[peak]], marker="*", ms=10, color=colour)
         bottom.plot(xs, [p.speedup for p in c.points], marker="o", ms=3, color=colour)
     first = curves[0]
     for x in failures if _numeric(first) else ():

@@ -3,6 +3,7 @@ plot, verdict sentences, scaling data, warnings and findings. Digits are rounded
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.markup import escape
@@ -11,7 +12,7 @@ from rich.table import Table
 from fairmark.console import console
 from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
-from fairmark.stats import format_pair, format_percent, format_value
+from fairmark.stats import format_median, format_percent, format_value
 
 
 def _header(r: RunReport) -> None:
@@ -39,7 +40,9 @@ def _cell_row(c: CellReport, verdict: str) -> list[str]:
     if not s or s["n"] < 2:
         return [escape(c.variant), str(c.n_ok), "—", "—", "—", str(c.n_failed), escape(verdict or c.status)]
     cv = f"{100 * s['cv']:.2g}%" if s.get("cv") is not None else "—"
-    median = format_pair(s["median"], s["ci_half_width"])[0] + (f" {unit}" if unit else "")
+    median = format_median(
+        s["median"], s.get("median_ci_low", math.nan), s.get("median_ci_high", math.nan), unit
+    )
     return [
         escape(c.variant),
         str(s["n"]),
@@ -133,7 +136,7 @@ def _scaling(r: RunReport) -> None:
         for col in (s.parameter, "n", f"mean ± {r.confidence:g}% CI", "speedup", "efficiency"):
             t.add_column(col)
         for p in s.points:
-            mark = "  ← peak" if p.value == s.peak else ""
+            mark = "  ← peak" if s.peak is not None and p.value == s.peak else ""
             eff = f"{100 * p.efficiency:.0f}%" if p.efficiency is not None else "—"
             t.add_row(
                 str(p.value),
@@ -143,12 +146,7 @@ def _scaling(r: RunReport) -> None:
                 eff,
             )
         console.print(t)
-        tail = (
-            "declines after the peak (beyond both CIs)"
-            if s.declines_after_peak
-            else "no proven decline after it"
-        )
-        console.text(f"  peak at {s.parameter} = {s.peak}; {tail}")
+        console.text(f"  {s.summary}")
 
 
 def _findings(r: RunReport) -> None:

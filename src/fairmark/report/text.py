@@ -143,7 +143,7 @@ def _scaling(w: Writer, report: RunReport) -> None:
         return
     w.heading("Scaling", 3)
     for s in report.scaling:
-        w.para(f"{s.workload} / {s.variant} vs {s.parameter} ({s.metric}): peak at {s.peak}", "")
+        w.para(f"{s.workload} / {s.variant} vs {s.parameter} ({s.metric}): {s.summary}", "")
         lines = [f"  {s.parameter[:10]:>10}  {'n':>3}  {'mean ± CI':<26} {'speedup':>8} {'effic.':>7}"]
         for p in s.points:
             eff = "—" if p.efficiency is None else f"{100 * p.efficiency:.0f}%"

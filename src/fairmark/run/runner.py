@@ -35,7 +35,8 @@ from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState
 from fairmark.run.workloads import adapter_for
 from fairmark.run.workloads.base import Adapter, WorkloadContext
-from fairmark.stats import describe, precision_reached
+from fairmark.stats import describe
+from fairmark.stats.stopping import group_stop
 from fairmark.store.db import Store, now
 
 SCRATCH_PREFIX = "fairmark-"
@@ -508,22 +509,24 @@ class Runner:
         }
 
     def _stop_rule(self, rt: WorkloadRuntime) -> None:
+        """The cells compared with each other (one group) stop together, at a length set by their first stage
+        (stats.stopping.group_stop): every round holds every side to the end."""
         p = self.policy
+        groups: dict[str, list[CellState]] = {}
         for cs in rt.cells:
-            if cs.status != "active" or len(cs.values) < p.min_trials:
+            if cs.status in ("active", "done"):  # an abandoned cell no longer holds its group back
+                groups.setdefault(cs.cell.group, []).append(cs)
+        for members in groups.values():
+            if not any(cs.status == "active" for cs in members):
                 continue
-            s = describe(cs.values, p.confidence)
-            pct = 100 * s.ci_half_width / abs(s.mean) if s.mean else float("inf")
-            if precision_reached(cs.values, confidence=p.confidence, target_ci_pct=p.target_ci_pct):
-                self._stop(
-                    cs, "done", f"precision reached: CI ±{pct:.2g}% ≤ {p.target_ci_pct:g}% after {s.n} trials"
-                )
-            elif len(cs.values) >= p.max_trials:
-                self._stop(
-                    cs,
-                    "done",
-                    f"max_trials ({p.max_trials}) reached; CI ±{pct:.2g}% (target {p.target_ci_pct:g}%)",
-                )
+            decision = group_stop(
+                [cs.values for cs in members], confidence=p.confidence, target_ci_pct=p.target_ci_pct,
+                min_trials=p.min_trials, max_trials=p.max_trials,
+            )  # fmt: skip
+            if decision.stop:
+                for cs in members:
+                    if cs.status == "active":
+                        self._stop(cs, "done", decision.reason)
 
     def _stop(self, cs: CellState, status: str, reason: str) -> None:
         cs.status, cs.reason = status, reason

@@ -1,10 +1,17 @@
 """Statistics: per-cell summaries, ministat-exact A/B comparison (+ Welch ratio CI, Mann-Whitney U), adaptive
 stopping by precision, sample warnings (outliers, drift, two modes), false discovery rate, honest rounding."""
 
-from fairmark.stats.checks import bimodal_split, drift, modified_z, outlier_indices, sample_warnings
+from fairmark.stats.checks import (
+    bimodal_split,
+    drift,
+    modified_z,
+    outlier_indices,
+    sample_warnings,
+    serial_correlation,
+)
 from fairmark.stats.compare import Comparison, compare
 from fairmark.stats.describe import Summary, describe, ministat_median
-from fairmark.stats.digits import format_pair, format_percent, format_value
+from fairmark.stats.digits import format_median, format_pair, format_percent, format_value
 from fairmark.stats.fdr import benjamini_hochberg, bh_adjust
 from fairmark.stats.stopping import MIN_TRIALS, ideal_n, precision_reached
 from fairmark.stats.tdist import MINISTAT_LEVELS, exact_t, ministat_t, t_quantile
@@ -21,6 +28,7 @@ __all__ = [
     "describe",
     "drift",
     "exact_t",
+    "format_median",
     "format_pair",
     "format_percent",
     "format_value",
@@ -31,5 +39,6 @@ __all__ = [
     "outlier_indices",
     "precision_reached",
     "sample_warnings",
+    "serial_correlation",
     "t_quantile",
 ]

@@ -7,6 +7,7 @@ only named.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,8 +16,15 @@ from fairmark.stats.describe import as_array
 from fairmark.stats.digits import format_value
 
 OUTLIER_Z = 3.5  # Iglewicz & Hoaglin's cut-off for the MAD modified z-score
+OUTLIER_ALPHA = 0.01  # per cell, Bonferroni over its values: a normal cell is flagged at most 1% of the time
+OUTLIER_MIN_N = 5  # below this the rest of the sample cannot say what is unusual
 DRIFT_P = 0.01
-DRIFT_MIN_N = 8  # Kendall's tau has no power below this
+DRIFT_MIN_N = 8  # a trend test has no power below this
+# The trend test's variance allows for serial correlation of at least this much (lag-1 r = 0.5, variance
+# factor (1 + r)/(1 − r) = 3), more when the data show more: a wandering but trend-free series must not be called
+# a trend. Stronger serial correlation is reported by its own warning.
+DRIFT_MIN_VARIANCE_FACTOR = 3.0
+SERIAL_P = 0.01
 BIMODAL_MIN_N = 8
 BIMODAL_GAP = 4.0  # a gap this many within-cluster stddevs wide splits the sample in two
 
@@ -33,24 +41,88 @@ def modified_z(values: Sequence[float]) -> np.ndarray:
     return dev / (1.253314 * mean_ad) if mean_ad > 0 else np.zeros_like(x)
 
 
+def _tick(x: np.ndarray) -> float:
+    """The data's resolution as seen: the smallest gap between distinct values (a clock tick, a count)."""
+    gaps = np.diff(np.unique(x))
+    return float(gaps.min()) if gaps.size else 0.0
+
+
+def _unusual_vs_rest(x: np.ndarray, i: int) -> bool:
+    """x[i] lies outside the (1 − α/n) prediction interval of the other values (normal theory): under normal
+    data this flags a cell at most α of the time, whatever n (the MAD z alone flags 29% of normal cells at n = 3)."""
+    from scipy import special
+
+    rest = np.delete(x, i)
+    sd = float(np.std(rest, ddof=1))
+    bound = special.stdtrit(rest.size - 1, 1.0 - OUTLIER_ALPHA / x.size / 2.0)
+    return abs(x[i] - rest.mean()) > bound * sd * np.sqrt(1.0 + 1.0 / rest.size)
+
+
 def outlier_indices(values: Sequence[float]) -> list[int]:
-    """0-based positions (in the order given, i.e. trial order) whose modified z-score exceeds 3.5."""
-    if len(values) < 3:
+    """0-based positions (in the order given, i.e. trial order) of values that are outliers by both the MAD
+    modified z-score (> 3.5) and a Bonferroni prediction-interval test against the rest, and that lie more than
+    one tick (the data's resolution) from the median: [10, 10, 10, 10, 11] has no outlier."""
+    x = as_array(values)
+    if x.size < OUTLIER_MIN_N:
         return []
-    return [int(i) for i in np.flatnonzero(np.abs(modified_z(values)) > OUTLIER_Z)]
+    z = modified_z(x)
+    tick, med = _tick(x), float(np.median(x))
+    return [
+        int(i)
+        for i in np.flatnonzero(np.abs(z) > OUTLIER_Z)
+        if abs(x[i] - med) > tick * (1 + 1e-9) and _unusual_vs_rest(x, int(i))
+    ]
+
+
+def _lag1(r: np.ndarray) -> tuple[float, float]:
+    """Lag-1 autocorrelation of `r` and its one-sided p against independence (normal approximation with the
+    exact mean −1/n and variance of the iid case)."""
+    from scipy import special
+
+    n = r.size
+    c = r - r.mean()
+    denom = float(c @ c)
+    if denom == 0:
+        return 0.0, 1.0
+    r1 = float(c[1:] @ c[:-1]) / denom
+    var = (n - 2) ** 2 / (n**2 * (n - 1))
+    return r1, float(special.ndtr(-(r1 + 1.0 / n) / np.sqrt(var)))
 
 
 def drift(values: Sequence[float]) -> tuple[float, float] | None:
-    """(Kendall tau, p) of value against trial index when the trend is significant at p < 0.01, else None."""
+    """(slope t, p) of a linear trend over trial order when significant at p < 0.01, else None.
+
+    The slope's variance is inflated for serial correlation (at least ×3, i.e. lag-1 r = 0.5, more when the
+    residuals show more), so trend-free autocorrelated series are not called drift (Kendall's tau flagged 3–10%
+    of them at p < 0.01)."""
+    x = as_array(values)
+    n = x.size
+    if n < DRIFT_MIN_N or np.ptp(x) == 0:
+        return None
+    from scipy import special
+
+    i = np.arange(n) - (n - 1) / 2
+    slope = float(i @ x) / float(i @ i)
+    resid = x - x.mean() - slope * i
+    rho, _ = _lag1(resid)
+    rho = min(max(rho + (1 + 3 * rho) / n, 0.0), 0.95)  # lag-1 r is biased low at small n
+    factor = max(DRIFT_MIN_VARIANCE_FACTOR, (1 + rho) / (1 - rho))
+    se = np.sqrt(float(resid @ resid) / (n - 2) / float(i @ i) * factor)
+    if se == 0:  # a perfect line: nothing but trend
+        return (math.copysign(math.inf, slope), 0.0)
+    t = slope / se
+    p = float(2 * special.stdtr(n - 2, -abs(t)))
+    return (t, p) if p < DRIFT_P else None
+
+
+def serial_correlation(values: Sequence[float]) -> tuple[float, float] | None:
+    """(lag-1 r, p) when consecutive trials are positively correlated at p < 0.01 (a machine that wanders:
+    each cell's CI, which assumes independent trials, is then too narrow), else None."""
     x = as_array(values)
     if x.size < DRIFT_MIN_N or np.ptp(x) == 0:
         return None
-    from scipy import stats  # heavy import, only when there is something to test
-
-    res = stats.kendalltau(np.arange(x.size), x)
-    if np.isnan(res.pvalue) or res.pvalue >= DRIFT_P:
-        return None
-    return float(res.statistic), float(res.pvalue)
+    r1, p = _lag1(x)
+    return (r1, p) if p < SERIAL_P else None
 
 
 def bimodal_split(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -82,14 +154,22 @@ def sample_warnings(values: Sequence[float], *, unit: str = "") -> list[str]:
         shown = ", ".join(f"#{i + 1} ({format_value(values[i], unit=unit)})" for i in idx[:8])
         more = f" and {len(idx) - 8} more" if len(idx) > 8 else ""
         out.append(
-            f"outliers (MAD modified z > {OUTLIER_Z}): trial-order values {shown}{more}; kept, not dropped"
+            f"outliers (MAD modified z > {OUTLIER_Z} and outside the rest's {100 - OUTLIER_ALPHA * 100:g}% "
+            f"prediction interval): trial-order values {shown}{more}; kept, not dropped"
         )
     trend = drift(values)
     if trend:
         way = "rise" if trend[0] > 0 else "fall"
         out.append(
-            f"drift: values {way} over trial order (Kendall tau = {trend[0]:.2f}, p = {trend[1]:.2g}); "
-            "the machine changed during the run (heat, caches, a neighbour)"
+            f"drift: values {way} over trial order (trend p = {trend[1]:.2g}, allowing for serial "
+            "correlation); the machine changed during the run (heat, caches, a neighbour)"
+        )
+    serial = serial_correlation(values)
+    if serial and not trend:
+        out.append(
+            f"consecutive trials are correlated (lag-1 r = {serial[0]:.2f}, p = {serial[1]:.2g}): the machine "
+            "wanders, so a CI that assumes independent trials is too narrow (a verdict paired by round is not "
+            "biased by what A and B share)"
         )
     split = bimodal_split(values)
     if split:

@@ -1,4 +1,5 @@
-"""Per-cell summary: N, min, max, median, mean, stddev, CV and the confidence interval of the mean."""
+"""Per-cell summary: N, min, max, median, mean, stddev, CV, the confidence interval of the mean, and the
+median's own distribution-free interval (order statistics; none when n is too small for the level)."""
 
 from __future__ import annotations
 
@@ -25,14 +26,23 @@ class Summary:
     ci_half_width: float  # t·s/√n, t for df = n − 1 (nan for n < 2)
     ci_low: float
     ci_high: float
+    median_ci_low: float = math.nan  # order-statistic CI of the median (nan: n too small for this level)
+    median_ci_high: float = math.nan
 
     @property
     def ci_pct(self) -> float:
         """Half-width of the CI in percent of |mean| (nan when undefined)."""
         return _ratio(100.0 * self.ci_half_width, abs(self.mean))
 
-    def to_dict(self) -> dict[str, float | int]:
-        return {**asdict(self), "ci_pct": self.ci_pct}
+    def to_dict(self) -> dict[str, float | int | None]:
+        out: dict[str, float | int | None] = {**asdict(self), "ci_pct": self.ci_pct}
+        for key in (
+            "median_ci_low",
+            "median_ci_high",
+        ):  # JSON has no NaN (PostgreSQL refuses it): no interval
+            if not math.isfinite(self.__dict__[key]):
+                out[key] = None
+        return out
 
 
 MAX_ABS = 1e150  # a float squares to at most ~1.8e308
@@ -58,6 +68,7 @@ def describe(values: Sequence[float], confidence: float = 95.0) -> Summary:
     mean = float(np.mean(arr))
     sd = float(np.std(arr, ddof=1)) if n > 1 else math.nan
     half = t_quantile(confidence, n - 1) * sd / math.sqrt(n) if n > 1 else math.nan
+    mlow, mhigh = median_ci(arr, confidence)
     return Summary(
         n=n,
         min=float(arr.min()),
@@ -70,7 +81,30 @@ def describe(values: Sequence[float], confidence: float = 95.0) -> Summary:
         ci_half_width=half,
         ci_low=mean - half,
         ci_high=mean + half,
+        median_ci_low=mlow,
+        median_ci_high=mhigh,
     )
+
+
+def median_ci(values: Sequence[float], confidence: float) -> tuple[float, float]:
+    """Distribution-free CI of the median: [x₍ⱼ₎, x₍ₙ₋ⱼ₊₁₎] with the largest j whose coverage
+    1 − 2·P(Binomial(n, ½) < j) is still ≥ the level. (nan, nan) when even [min, max] covers less (n ≤ 5 at 95%)."""
+    x = np.sort(as_array(values))
+    n = x.size
+    if n == 0:
+        return (math.nan, math.nan)
+    from scipy import special  # binomial tail, cheap to import
+
+    level = confidence / 100.0
+    best = 0
+    for j in range(1, n // 2 + 1):
+        if 1.0 - 2.0 * float(special.bdtr(j - 1, n, 0.5)) >= level:
+            best = j
+        else:
+            break
+    if best == 0:
+        return (math.nan, math.nan)
+    return (float(x[best - 1]), float(x[n - best]))
 
 
 def ministat_median(values: Sequence[float]) -> float:

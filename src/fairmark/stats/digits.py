@@ -76,3 +76,14 @@ def format_percent(percent: float, half_width: float | None = None, *, signed: b
 def _clean(text: str) -> str:
     """No '-0.0': a value that rounds to zero has no sign."""
     return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def format_median(median: float, low: float | None, high: float | None, unit: str = "") -> str:
+    """The median with its own order-statistic interval, '413 [405, 420] MB/s', digits as that interval
+    supports; the bare median when there is no interval (too few values for the level)."""
+    suffix = f" {unit}" if unit else ""
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return format_value(median, None, unit)
+    hw = (high - low) / 2 or None
+    texts = [format_pair(v, hw)[0] for v in (median, low, high)]
+    return f"{texts[0]} [{texts[1]}, {texts[2]}]{suffix}"

@@ -42,6 +42,13 @@ class Pair:
     aa_percent_half_width: float | None = None  # the ±% an A/A twin showed (see aa_spread)
     calibration: bool = False  # this pair IS the A/A twin against its baseline
     tag: Hashable = None
+    # The round of each value (same order), when the two cells were interleaved round by round: the verdict is
+    # then paired by round (stats.paired); `first_stage`: the rounds from which the run fixed its length.
+    rounds: tuple[Sequence[int], Sequence[int]] | None = None
+    first_stage: int | None = None
+    host_calibration: dict[str, Any] | None = (
+        None  # what `fairmark calibrate` measured here (stats.calibration)
+    )
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,8 @@ def judge(
     comps = [
         compare(p.baseline, p.other, confidence=confidence, better=p.better, name_baseline=p.name_baseline,
                 name_other=p.name_other, unit=p.unit, ministat_compat=ministat_compat,
-                aa_percent_half_width=p.aa_percent_half_width)
+                aa_percent_half_width=p.aa_percent_half_width, rounds=p.rounds, first_stage=p.first_stage,
+                calibration=p.host_calibration)
         for p in kept
     ]  # fmt: skip
     # A p-value that is not a number (cannot happen with finite values) counts as "no evidence", not as absent.

@@ -1,47 +1,106 @@
-"""Adaptive stopping by precision: stop a cell when the CI of its mean is narrow enough — never because an A/B
-test turned significant (re-running until significant manufactures results)."""
+"""Adaptive stopping by precision: never because an A/B test turned significant (re-running until significant
+manufactures results), and never one cell alone.
+
+Cells that are compared with each other (same workload, same sweep point) stop together, so every round holds
+every side to the end and drift in a tail cannot land on one variant. How many rounds they run is decided once,
+from the first stage: after `min_trials` rounds, each cell's ideal n for the precision target is computed from its
+first `min_trials` values, and the group runs to the largest of them (within `max_trials`). Stopping later on
+whether precision "is reached" would look at the data again and again and stop on a lucky low-variance stretch
+(simulated A/A: 6.2% false positives at 95%); a target fixed by the first stage does not, when the verdict takes
+its spread from that first stage too (Stein's two-stage design; see stats.paired).
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from fairmark.stats.describe import describe
+from fairmark.stats.describe import as_array
 from fairmark.stats.tdist import t_quantile
 
 MIN_TRIALS = 3  # ministat's floor: no CI is trusted below it
+MAX_IDEAL_N = 100_000
+
+
+def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and stddev (n − 1) without a full summary: the stopping rule runs after every round."""
+    x = as_array(values)
+    return float(x.mean()), float(x.std(ddof=1))
 
 
 def precision_reached(values: Sequence[float], *, confidence: float, target_ci_pct: float) -> bool:
     """True when n ≥ 3 and the CI half-width is ≤ target_ci_pct % of |mean|."""
     if len(values) < MIN_TRIALS:
         return False
-    s = describe(values, confidence)
-    if s.mean == 0:
-        return s.stddev == 0
-    return bool(s.ci_half_width <= target_ci_pct / 100.0 * abs(s.mean))
+    mean, sd = _mean_sd(values)
+    if mean == 0:
+        return sd == 0
+    half = t_quantile(confidence, len(values) - 1) * sd / math.sqrt(len(values))
+    return bool(half <= target_ci_pct / 100.0 * abs(mean))
+
+
+def _enough(n: int, cv: float, p: float, confidence: float) -> bool:
+    return t_quantile(confidence, n - 1) * cv / math.sqrt(n) <= p
 
 
 def ideal_n(values: Sequence[float], *, confidence: float, target_ci_pct: float) -> int:
-    """Trials needed for the target precision at the CV seen so far: n = (t·cv/p)², t for df = n − 1.
+    """The smallest n (≥ 3) whose CI half-width t(n−1)·cv/√n is within the target, at the CV seen so far.
 
-    Iterated because t depends on n. It is an estimate from the spread seen so far (it can be below the
-    current n when precision is already reached). With fewer than 2 values or a zero mean there is no
+    t(n−1)/√n falls with n, so a bisection finds it. It is an estimate from the spread seen so far (it can be
+    below the current n when precision is already reached). With fewer than 2 values or a zero mean there is no
     estimate: the current n (at least 3) is returned, so the display shows no guess rather than a wrong one.
     """
     n_now = len(values)
     if n_now < 2:
         return max(n_now, MIN_TRIALS)
-    s = describe(values, confidence)
-    if not math.isfinite(s.cv) or target_ci_pct <= 0:
+    mean, sd = _mean_sd(values)
+    if mean == 0 or target_ci_pct <= 0:
         return n_now
-    if s.cv == 0:
-        return max(n_now, MIN_TRIALS)
+    cv = sd / abs(mean)
+    if cv == 0:
+        return MIN_TRIALS
     p = target_ci_pct / 100.0
-    n = max(n_now, MIN_TRIALS)
-    for _ in range(50):  # fixed point of n = (t(n−1)·cv/p)²; converges in a few steps
-        new = max(MIN_TRIALS, math.ceil((t_quantile(confidence, n - 1) * s.cv / p) ** 2))
-        if new == n:
-            break
-        n = new
-    return max(n, MIN_TRIALS)
+    low, high = MIN_TRIALS, MAX_IDEAL_N
+    if _enough(low, cv, p, confidence):
+        return low
+    while high - low > 1:  # invariant: low is not enough, high is (or is the cap)
+        mid = (low + high) // 2
+        low, high = (low, mid) if _enough(mid, cv, p, confidence) else (mid, high)
+    return high
+
+
+@dataclass(frozen=True)
+class GroupStop:
+    stop: bool
+    target_n: int | None  # rounds the group runs to (None until the first stage is complete)
+    reason: str
+
+
+def group_need(first_stage: Sequence[Sequence[float]], *, confidence: float, target_ci_pct: float) -> int:
+    """The trials the first stage's spread asks for: the largest ideal n of the group's cells. A function of the
+    first stage alone, so it is the same on resume."""
+    return max(
+        (ideal_n(v, confidence=confidence, target_ci_pct=target_ci_pct) for v in first_stage), default=0
+    )
+
+
+def group_stop(
+    values: Sequence[Sequence[float]], *, confidence: float, target_ci_pct: float, min_trials: int,
+    max_trials: int,
+) -> GroupStop:  # fmt: skip
+    """Whether a group of compared cells (each cell's ok values in trial order) stops now: all together, once
+    every cell has the group's target n — the first stage's need within [min_trials, max_trials]. Before every
+    cell has `min_trials` values nothing is decided."""
+    if any(len(v) < min_trials for v in values):
+        return GroupStop(False, None, "first stage")
+    need = group_need([v[:min_trials] for v in values], confidence=confidence, target_ci_pct=target_ci_pct)
+    target = max(min_trials, min(max_trials, need))
+    if any(len(v) < target for v in values):
+        return GroupStop(False, target, f"running to {target} trials")
+    together = f"set from the first {min_trials} trials' spread (CI target ±{target_ci_pct:g}%); the compared cells stopped together"
+    if need > max_trials:
+        return GroupStop(
+            True, target, f"max_trials ({max_trials}) reached; {need} trials were needed, {together}"
+        )
+    return GroupStop(True, target, f"precision reached: {target} trials, {together}")

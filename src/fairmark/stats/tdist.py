@@ -9,7 +9,9 @@ used for every df > 100. Its columns are labelled 80 90 95 98 99 99.5. Measured 
 
 fairmark reproduces that table at 80/90/95/98/99 (so `fairmark compare` prints ministat's digits), ∞ row
 included, and is correct at 99.5 by default: 99.5 means the 99.5 % quantile. `ministat_compat=True` reproduces
-ministat's 99.5 column too. Any other level (e.g. 97.5) uses the exact quantile: ministat has none.
+ministat's 99.5 column too. A verdict above df 100 uses the exact quantile unless `ministat_compat` (`verdict_t`):
+with the ∞ row, α at df 101 is 5.28 % and the verdict could disagree with its own p-value. Any other level
+(e.g. 97.5) uses the exact quantile: ministat has none.
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ def ministat_t(column: float, df: int) -> float:
 
 
 def t_quantile(confidence: float, df: float, *, ministat_compat: bool = False) -> float:
-    """The t fairmark uses: ministat's table value at 80/90/95/98/99 (and at 99.5 when `ministat_compat`),
-    the exact quantile otherwise."""
+    """The t of ministat's lines: its table value at 80/90/95/98/99 (∞ row above df 100; at 99.5 only when
+    `ministat_compat`), the exact quantile otherwise. Verdicts use `verdict_t`."""
     _check_level(confidence)
     if df < 1 or math.isnan(df):
         return math.nan
@@ -67,8 +69,22 @@ def t_quantile(confidence: float, df: float, *, ministat_compat: bool = False) -
     return exact_t(confidence, df)
 
 
-def differs_from_ministat(confidence: float, ministat_compat: bool) -> str | None:
+def verdict_t(confidence: float, df: float, *, ministat_compat: bool = False) -> float:
+    """The t a verdict uses: ministat's table up to df 100 (so verdicts agree with ministat), the exact quantile
+    above it unless `ministat_compat` (ministat's ∞ row there gives α = 5.28% at df 101, and a verdict that
+    disagrees with its own p-value)."""
+    if df > MINISTAT_MAX_DF and not ministat_compat:
+        return exact_t(confidence, df)
+    return t_quantile(confidence, df, ministat_compat=ministat_compat)
+
+
+def differs_from_ministat(confidence: float, ministat_compat: bool, df: float = 0) -> str | None:
     """A sentence saying where fairmark's numbers differ from ministat's at this level, or None."""
+    if df > MINISTAT_MAX_DF and not ministat_compat and confidence in MINISTAT_LEVELS:
+        return (
+            f"df = {df:g} > {MINISTAT_MAX_DF}: ministat's lines use its ∞ row as ministat does; fairmark's verdict "
+            "uses the exact t quantile (slightly wider). --ministat-compat uses the ∞ row for both."
+        )
     if confidence == 99.5 and not ministat_compat:
         return (
             "ministat's 99.5% column really holds the 99.8% quantile; fairmark uses the true 99.5% quantile "

@@ -471,6 +471,22 @@ class Store:
                 if rows:
                     conn.execute(sa.insert(table), rows)
 
+    # -- calibrations (fairmark calibrate) ---------------------------------------------------------------
+    def add_calibrations(self, rows: Sequence[dict[str, Any]]) -> None:
+        with self.engine.begin() as conn:
+            for row in rows:
+                conn.execute(sa.insert(S.calibrations).values(created_at=now(), **row))
+
+    def calibrations(self, host_id: str) -> dict[tuple[str, str], dict[str, Any]]:
+        """The latest calibration of each (group, metric) on this host."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(S.calibrations)
+                .where(S.calibrations.c.host_id == host_id)
+                .order_by(S.calibrations.c.id)
+            ).mappings()
+            return {(r["group"], r["metric"]): dict(r) for r in rows}
+
     def delete_run(self, run_id: str) -> None:
         with self._begin() as conn:
             for table in (S.artifacts, S.verdicts, S.findings, S.samples, S.trials, S.cells):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = sa.MetaData()
 
@@ -147,6 +147,27 @@ artifacts = sa.Table(
 )
 
 
+calibrations = sa.Table(
+    "calibrations",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("host_id", sa.Text, nullable=False),
+    sa.Column("hostname", sa.Text, nullable=False, default=""),
+    sa.Column("workload", sa.Text, nullable=False),
+    sa.Column("group", sa.Text, nullable=False),  # workload[sweep point]
+    sa.Column("metric", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("plan_path", sa.Text, nullable=False, default=""),
+    sa.Column("confidence", sa.Float, nullable=False),
+    sa.Column("runs", sa.Integer, nullable=False),  # A/A runs measured
+    sa.Column("false_positives", sa.Integer, nullable=False),
+    sa.Column(
+        "data", sa.JSON, nullable=False
+    ),  # rate, its CI, MDE, trial counts, run ids (stats.calibration)
+    sa.Index("ix_calibrations_host", "host_id", "workload"),
+)
+
+
 def _v2_cell_params(conn: sa.Connection) -> None:
     """v2: cells record their tool parameters and report labels."""
     for column in ("params", "labels"):
@@ -161,5 +182,14 @@ def _v3_trial_host(conn: sa.Connection) -> None:
             conn.execute(sa.text(f"ALTER TABLE trials ADD COLUMN {column} TEXT"))
 
 
+def _v4_calibrations(conn: sa.Connection) -> None:
+    """v4: A/A calibrations per host and workload (`fairmark calibrate`)."""
+    metadata.create_all(conn, tables=[calibrations])
+
+
 # version → function(connection) that upgrades from version-1 to version
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _v2_cell_params, 3: _v3_trial_host}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
+    2: _v2_cell_params,
+    3: _v3_trial_host,
+    4: _v4_calibrations,
+}

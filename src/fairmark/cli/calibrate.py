@@ -1,0 +1,121 @@
+"""`fairmark calibrate PLAN [--runs K]`: K interleaved A/A runs of each workload (the baseline against an exact
+twin of itself, the plan's trial counts and stopping), stored per host and workload: the measured false-positive
+rate with its CI, and the change a run of this plan detects here with 80% power. Later verdicts on this host
+show them."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any
+
+import click
+
+from fairmark.cli.common import common_options, open_store
+from fairmark.console import console
+
+
+def aa_plan(plan: Any) -> Any:
+    """The plan with only its baseline variant and an exact twin of it."""
+    from fairmark.plan.model import aa_twin_name
+
+    base = plan.variant_named(plan.baseline)
+    twin = base.model_copy(update={"name": aa_twin_name(plan.baseline)})
+    run = plan.run.model_copy(update={"baseline": plan.baseline}) if plan.run.baseline else plan.run
+    return plan.model_copy(update={"variant": [base, twin], "run": run})
+
+
+def _aa_verdicts(report: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
+    from fairmark.plan.model import AA_SUFFIX
+
+    return {(v.workload, v.group, v.metric): v.comparison for v in report.verdicts
+            if v.variant.endswith(AA_SUFFIX)}  # fmt: skip
+
+
+def _rows(found: dict[tuple[str, str, str], list[dict[str, Any]]], run_ids, host, loaded, confidence, policy):
+    from fairmark.stats.calibration import summarize
+
+    rows = []
+    for (workload, group, metric), comps in found.items():
+        data = summarize(comps, confidence=confidence) | {
+            "run_ids": run_ids, "min_trials": policy.min_trials, "max_trials": policy.max_trials,
+            "target_ci_pct": policy.target_ci_pct,
+        }  # fmt: skip
+        rows.append({
+            "host_id": host[0], "hostname": host[1], "workload": workload, "group": group, "metric": metric,
+            "plan_path": loaded.path, "confidence": confidence, "runs": data["runs"],
+            "false_positives": data["false_positives"], "data": data,
+        })  # fmt: skip
+    return rows
+
+
+def _line(row: dict[str, Any]) -> str:
+    d = row["data"]
+    low, high = d["false_positive_ci"]
+    mde = d["mde_percent"]
+    if mde == 0:
+        return f"{row['group']} {row['metric']}: the same value in every trial (nothing to calibrate)"
+    return (
+        f"{row['group']} {row['metric']}: {d['false_positives']} of {d['runs']} A/A runs called different "
+        f"({100 * d['false_positive_rate']:.3g}%, 95% CI {100 * low:.2g}–{100 * high:.2g}%; "
+        f"α = {100 * d['alpha']:g}%); detects ±{mde:.2g}% with 80% power at "
+        f"{d['trials_per_side'][0]}–{d['trials_per_side'][1]} trials per side"
+        if mde is not None
+        else f"{row['group']} {row['metric']}: {d['false_positives']} of {d['runs']} A/A runs called different"
+    )
+
+
+@click.command()
+@click.argument("plan", type=click.Path(dir_okay=False))
+@click.option("--runs", "runs", type=click.IntRange(min=2), default=20, show_default=True, metavar="K",
+              help="A/A runs of each workload.")  # fmt: skip
+@click.option("--quick", is_flag=True, help="The plan's [quick] trial counts.")
+@click.option("--accept-risk", is_flag=True, help="Run despite doctor errors; every report will say so.")
+@click.option(
+    "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
+)
+@common_options
+def calibrate(plan: str, runs: int, quick: bool, accept_risk: bool, allow_concurrent: bool) -> None:
+    """Measure this machine's false-positive rate and detectable change for each workload of PLAN: K A/A runs
+    (the baseline against an exact twin, interleaved, the plan's trial counts). Stored per host and workload;
+    later verdicts on this host show them."""
+    from fairmark.plan.load import LoadedPlan, load_plan
+    from fairmark.run.lock import HostLock
+    from fairmark.run.runner import Runner, RunOptions
+
+    loaded = load_plan(plan)
+    aa = LoadedPlan(plan=aa_plan(loaded.plan), path=loaded.path, text=loaded.text)
+    store = open_store()
+    found: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    run_ids: list[str] = []
+    host = ("", "")
+    command = shlex.join(["fairmark", *sys.argv[1:]])
+    with HostLock({"plan": loaded.path, "run_id": "calibrate"}, allow_concurrent=allow_concurrent) as lock:
+        for note in lock.notes:
+            console.warn(note)
+        for k in range(runs):
+            runner = Runner(aa, store, RunOptions(quick=quick, accept_risk=accept_risk, command_line=command))
+            run_ids.append(runner.start())
+            record = store.get_run(run_ids[-1])
+            host = (record.host_id, record.hostname)
+            for key, comp in _aa_verdicts(runner.report).items():
+                found.setdefault(key, []).append(comp)
+            hits = sum(1 for c in found.values() if c[-1]["significant"])
+            console.note(
+                f"A/A run {k + 1}/{runs} ({run_ids[-1][:8]}): {hits} of {len(found)} called different"
+            )
+    policy = aa.plan.policy(quick)
+    rows = _rows(found, run_ids, host, loaded, policy.confidence, policy)
+    store.add_calibrations(rows)
+    if console.json_mode:
+        console.emit_json({"host_id": host[0], "hostname": host[1], "calibrations": [r | {"created_at": None}
+                                                                                     for r in rows]})  # fmt: skip
+        return
+    for row in rows:
+        console.text(_line(row))
+    console.note(
+        f"stored for host {host[1]} ({host[0][:12]}); later verdicts of these workloads here show it"
+    )
+
+
+commands = [calibrate]

@@ -1,0 +1,38 @@
+"""What K interleaved A/A runs of a workload say about this machine: how often two identical variants were
+called different (the false-positive rate, with its exact Clopper-Pearson interval), and the change a run of this
+plan detects with 80% power here (the median of the runs' minimum detectable effects)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact binomial CI of a rate k/n."""
+    from scipy import special
+
+    a = (1.0 - level) / 2.0
+    low = 0.0 if k == 0 else float(special.betaincinv(k, n - k + 1, a))
+    high = 1.0 if k == n else float(special.betaincinv(k + 1, n - k, 1.0 - a))
+    return low, high
+
+
+def summarize(aa: Sequence[dict[str, Any]], *, confidence: float) -> dict[str, Any]:
+    """`aa`: one A/A comparison per run (`Comparison.to_dict()` or the stored verdict data). A false positive is
+    a run whose verdict called the identical twin different."""
+    k = sum(1 for c in aa if c["significant"])
+    n = len(aa)
+    low, high = clopper_pearson(k, n) if n else (math.nan, math.nan)
+    mdes = sorted(c["mde_percent"] for c in aa if c.get("mde_percent") is not None)
+    trials = sorted(min(c["n_baseline"], c["n_other"]) for c in aa)
+    return {
+        "runs": n,
+        "false_positives": k,
+        "false_positive_rate": k / n if n else math.nan,
+        "false_positive_ci": [low, high],
+        "alpha": 1.0 - confidence / 100.0,
+        "mde_percent": mdes[len(mdes) // 2] if mdes else None,
+        "trials_per_side": [trials[0], trials[-1]] if trials else None,
+    }

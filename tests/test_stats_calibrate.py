@@ -1,0 +1,53 @@
+"""`fairmark calibrate` (issue 10, item 6): K real interleaved A/A runs, stored per host and workload, shown by
+later verdicts on this host; and the regression gate uses the Benjamini-Hochberg decision. ~15 s."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+PLAN = """
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+[[workload]]
+name = "spin"
+shell = true
+command = 'i=0; while [ $i -lt $N ]; do i=$((i+1)); done'
+[[variant]]
+name = "A"
+env = { N = "20000" }
+[[variant]]
+name = "B"
+env = { N = "20000" }
+"""
+
+
+def test_calibrate_stores_rate_and_mde_and_later_verdicts_show_them(tmp_path: Path, fairmark_cli) -> None:
+    plan = tmp_path / "p.toml"
+    plan.write_text(PLAN)
+    code, out, err = fairmark_cli("calibrate", str(plan), "--runs", "3", "--accept-risk", "--json")
+    assert code == 0, err
+    (cal,) = json.loads(out)["calibrations"]
+    assert (cal["workload"], cal["metric"], cal["runs"]) == ("spin", "wall_s", 3)
+    data = cal["data"]
+    assert 0 <= data["false_positives"] <= 3 and len(data["run_ids"]) == 3
+    low, high = data["false_positive_ci"]
+    assert 0 <= low <= data["false_positive_rate"] <= high <= 1  # exact binomial CI, wide at K = 3
+    assert data["mde_percent"] > 0 and data["trials_per_side"] == [3, 3]
+    code, out, err = fairmark_cli("run", str(plan), "--json", "--no-monitors", "--accept-risk")
+    assert code == 0, err
+    (verdict,) = json.loads(out)["verdicts"]
+    assert "calibration: this machine shows changes beyond ±" in verdict["sentence"]
+    assert "false positives in 3 A/A runs" in verdict["sentence"]
+
+
+def test_regression_gate_uses_the_fdr_decision():
+    from types import SimpleNamespace
+
+    from fairmark.cli.run import _gate
+
+    v = SimpleNamespace(group="g", metric="m", variant="B", sentence="B is slower", significant=True,
+                        fdr_significant=False, comparison={"change": "worse", "percent": 9.0})  # fmt: skip
+    _gate(SimpleNamespace(verdicts=[v]), 5.0)  # significant alone, not after Benjamini-Hochberg: no trip
