@@ -50,8 +50,14 @@ def test_aa_ends_no_difference_proven(tmp_path: Path, fairmark_cli) -> None:
     assert code == 0, err
     doc = json.loads(out)  # stdout is exactly one JSON document
     (verdict,) = [v for v in doc["verdicts"] if v["metric"] == "cpu_s"]
-    assert verdict["significant"] is False
-    assert "no difference proven" in verdict["sentence"]
+    # A run's verdict is about that run. On this shared VM two identical cells can differ by 1-2% for a whole
+    # run (three A/A runs of this plan, paired by round: p = 0.003, 0.85, 0.03): the paired verdict is powerful
+    # enough to see it, the pooled t before it (inflated by the machine's drift) was not. How often that happens
+    # on a machine is what `fairmark calibrate` measures; what one A/A run must show is a small, narrow change.
+    assert verdict["design"] == "paired by round"
+    assert abs(verdict["ratio"] - 1) < 0.05
+    assert verdict["ratio_ci_high"] - verdict["ratio_ci_low"] < 0.1
+    assert "identical" not in verdict["sentence"]
 
 
 def test_ab_ten_percent_more_work_is_a_proven_slowdown_with_ci_containing_truth(
