@@ -28,7 +28,11 @@ OTHERS_FACTOR = 2.0
 IOWAIT_FLAG_PCT = 5.0
 STEAL_FLAG_PCT = 2.0
 PSI_MEMORY_FLAG_PCT = 5.0
-SYSTEM_CHANGE_KEYS = ("sysctl", "mount", "cpus", "online_cpus", "thp", "governor", "aslr", "tuning", "kernel")
+# Changes on the kernel's code path (tunables, the file system, the kernel itself): a user-bound cell spends
+# little time where they act, so its "no difference" says little about them. CPU count, governor, THP, ASLR and
+# malloc debugging change how fast user space itself runs (a cpuset of 2 vs 1 CPUs speeds up a 99%-user
+# workload 1.7x), so no upper bound from the user share holds for them and they carry no caveat.
+KERNEL_PATH_KEYS = ("sysctl", "mount", "kernel")
 
 
 @dataclass(frozen=True)
@@ -273,20 +277,46 @@ def _swap_and_pressure(series: Sequence[Mapping[str, Any]]) -> list[UseFlag]:
     return out
 
 
-def is_system_change(variant: Mapping[str, Any]) -> bool:
-    """Does this variant differ by a kernel/system property (rather than env vars or the command)?"""
-    return any(variant.get(key) not in (None, {}, [], "", False) for key in SYSTEM_CHANGE_KEYS)
+def is_kernel_path_change(
+    variant: Mapping[str, Any], tuning: Mapping[str, Mapping[str, Any]] | None = None
+) -> bool:
+    """Does this variant change only what runs on the kernel's path (sysctls, mounts, the kernel), so that a
+    user-bound cell's kernel share bounds what it can move? Any change that acts on user-space speed (CPUs,
+    governor, THP, ASLR, malloc debugging) rules the bound out, also inside a [tuning.NAME] set."""
+    keys = {k for k, v in variant.items() if v not in (None, {}, [], "", False)}
+    if "tuning" in keys:
+        keys |= {
+            k
+            for k, v in (tuning or {}).get(variant["tuning"], {}).items()
+            if v not in (None, {}, [], "", False)
+        }
+        keys.discard("tuning")
+    kernel = keys & set(KERNEL_PATH_KEYS)
+    return bool(kernel) and not (keys & set(USER_SPEED_KEYS))
 
 
-def verdict_caveat(attribution: Attribution | None, system_change: bool) -> str | None:
-    """The caveat a verdict carries when it compares a system property on a user-bound cell."""
-    if attribution is None or not system_change or not attribution.user_bound:
+USER_SPEED_KEYS = ("cpus", "online_cpus", "thp", "governor", "aslr", "malloc_debug")
+
+
+def verdict_caveat(attribution: Attribution | None, kernel_path_change: bool) -> str | None:
+    """The caveat a verdict carries when it compares a kernel-path change on a user-bound cell."""
+    if attribution is None or not kernel_path_change or not attribution.user_bound:
         return None
     return (
-        f"caveat: this cell spends {attribution.user_pct:.0f}% of its CPU time in user space, so a kernel or "
-        f"system change can move at most about {attribution.kernel_pct:.0f}% of it — "
+        f"caveat: this cell spends {attribution.user_pct:.0f}% of its CPU time in user space, so a change on "
+        f"the kernel's path can move at most about {attribution.kernel_pct:.0f}% of it — "
         "'no difference' here says little about the change in general"
     )
+
+
+def _plan_tuning(plan_text: str) -> dict[str, dict[str, Any]]:
+    """The plan's [tuning.NAME] sets (the stored variant definitions keep only the name)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(plan_text).get("tuning", {})
+    except tomllib.TOMLDecodeError:
+        return {}
 
 
 def attribute_cells(report: RunReport, arts: RunArtifacts) -> dict[str, Attribution | None]:
@@ -302,13 +332,16 @@ def variant_definitions(report: RunReport) -> dict[str, dict[str, Any]]:
 def verdict_caveats(
     report: RunReport, attributions: Mapping[str, Attribution | None]
 ) -> dict[tuple[str, str, str], str]:
-    """(group, variant, metric) → the caveat of a verdict that compares a system change on a user-bound cell."""
+    """(group, variant, metric) → the caveat of a verdict that compares a kernel-path change on a user-bound
+    cell."""
     defs = variant_definitions(report)
+    tuning = _plan_tuning(report.run.plan_text)
     cells = {(c.group, c.variant): c.key for c in report.cells}
     out = {}
     for v in report.verdicts:
         caveat = verdict_caveat(
-            attributions.get(cells.get((v.group, v.variant), "")), is_system_change(defs.get(v.variant, {}))
+            attributions.get(cells.get((v.group, v.variant), "")),
+            is_kernel_path_change(defs.get(v.variant, {}), tuning),
         )
         if caveat:
             out[(v.group, v.variant, v.metric)] = caveat
