@@ -41,7 +41,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 
 def clone(
-    url: str, src: str, *, factor=1.0, variant=None, env_patch=None, run_patch=None, wall_s=None
+    url: str, src: str, *, factor=1.0, variant=None, env_patch=None, run_patch=None, wall_s=None, boot_id=None
 ) -> str:
     """A copy of run `src` in the store: values × factor (wall_s replaced by the given values, in trial order,
     for verdicts that do not depend on this machine's noise), cells renamed to `variant`, env_before patched."""
@@ -61,7 +61,13 @@ def clone(
     for t in store.table_rows(S.trials, src):
         trial_ids[t["id"]] = str(uuid.uuid4())
         store.insert_rows(
-            {S.trials: [t | {"id": trial_ids[t["id"]], "run_id": new, "cell_id": cell_ids[t["cell_id"]]}]}
+            {
+                S.trials: [
+                    t
+                    | {"id": trial_ids[t["id"]], "run_id": new, "cell_id": cell_ids[t["cell_id"]]}
+                    | ({"boot_id": boot_id} if boot_id else {})
+                ]
+            }
         )
     samples = [
         {k: v for k, v in s.items() if k != "id"}
@@ -170,3 +176,64 @@ def test_different_plan_or_scale_is_refused_unless_declared(real_run, compare_ru
     quick = clone(url, a, run_patch={"options": {"quick": True}})
     code, _, err = compare_runs(url, a, quick)
     assert code == 3 and "run.quick" in err
+
+
+# -- boots as a level (issue 14) --------------------------------------------------------------------------------
+def test_every_trial_records_this_machines_boot(real_run):
+    url, a = real_run
+    with open("/proc/sys/kernel/random/boot_id") as fh:
+        boot = fh.read().strip()
+    assert {t["boot_id"] for t in Store.open(url).table_rows(S.trials, a)} == {boot}
+
+
+def boots(url, src, means, kernel):
+    """One run per boot: wall_s of 3 trials around each mean (±0.1%), its own boot_id, `kernel` in its env."""
+    return [
+        clone(url, src, wall_s=[m * 0.999, m, m * 1.001], boot_id=f"boot-{kernel}-{i}",
+              env_patch=lambda env: env["os"].__setitem__("kernel", kernel))
+        for i, m in enumerate(means)
+    ]  # fmt: skip
+
+
+def test_vs_takes_the_boot_as_the_unit_and_reports_each_level(real_run, compare_runs):
+    url, src = real_run
+    # Boot offsets of ±3% with 0.1% noise within a boot, and no kernel effect: trials pooled across boots see a
+    # "difference"; with the boot as the unit there is none.
+    a = boots(url, src, [1.00, 1.06], "k-a")
+    b = boots(url, src, [1.03, 1.05], "k-b")
+    code, out, err = compare_runs(url, *a, "--vs", *b, "--declare", "os.kernel", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["runs_a"] == a and doc["runs_b"] == b
+    (row,) = doc["comparisons"]
+    assert row["design"] == "boots as the unit" and not row["significant"] and row["change"] == "none"
+    boot, trial = row["levels"]["levels"]
+    assert (boot["level"], boot["n"], boot["n_baseline"], boot["n_other"]) == ("boot", 4, 2, 2)
+    assert boot["means_baseline"] == pytest.approx([1.0, 1.06]) and boot["sd"] > 0.01
+    assert (trial["level"], trial["n"]) == ("trial", 12) and trial["sd"] < 0.002
+    assert row["levels"]["advice"]["next"] == "more boots"
+    code, out, _ = compare_runs(url, *a, "--vs", *b, "--declare", "os.kernel")
+    assert code == 0 and "boot means" in out and "between-boot sd" in out and "within-boot sd" in out
+
+
+def test_one_boot_per_side_claims_no_kernel_difference(real_run, compare_runs):
+    url, src = real_run
+    a, b = boots(url, src, [1.00], "k-a"), boots(url, src, [1.014], "k-b")
+    doc = json.loads(compare_runs(url, *a, "--vs", *b, "--declare", "os.kernel", "--json")[1])
+    (row,) = doc["comparisons"]
+    assert not row["significant"] and row["p_value"] is None and row["design"] == "one boot per side"
+    assert "boot-to-boot variance is unknown" in row["sentence"] and "lower bound" in row["sentence"]
+    assert row["levels"]["within_lower_bound"][
+        "significant"
+    ]  # what the old pooled verdict would have claimed
+    # The two-run form takes the same path once the trials know their (different) boots.
+    assert not json.loads(compare_runs(url, a[0], b[0], "--declare", "os.kernel", "--json")[1])[
+        "comparisons"
+    ][0]["significant"]
+
+
+def test_vs_usage_errors(real_run, compare_runs):
+    url, a = real_run
+    assert compare_runs(url, a, "--vs")[0] == 2
+    assert compare_runs(url, a, "--vs", a)[0] == 2
+    assert compare_runs(url, a, a, a)[0] == 2

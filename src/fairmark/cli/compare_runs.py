@@ -21,12 +21,12 @@ from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
 from fairmark.errors import EnvironmentRefused, InputError
 from fairmark.plan.model import CONFIDENCE_LEVELS
+from fairmark.stats import format_value
 from fairmark.stats.judge import MIN_VALUES, Pair, judge
 
 
-@click.command("compare-runs")
-@click.argument("run_a")
-@click.argument("run_b")
+@click.command("compare-runs", context_settings={"ignore_unknown_options": True})
+@click.argument("run_args", nargs=-1, required=True, metavar="RUN_A RUN_B | A1 A2 … --vs B1 B2 …")
 @click.option(
     "--because", metavar="TEXT", help='The intended difference between the runs, e.g. "kernel debug options".'
 )
@@ -54,14 +54,21 @@ from fairmark.stats.judge import MIN_VALUES, Pair, judge
 )
 @common_options
 def compare_runs(
-    run_a: str, run_b: str, because: str | None, declared: tuple[str, ...], metrics: tuple[str, ...],
+    run_args: tuple[str, ...], because: str | None, declared: tuple[str, ...], metrics: tuple[str, ...],
     all_metrics: bool, confidence: str,
 ) -> None:  # fmt: skip
-    """Compare matching cells of two stored runs (RUN_A is the baseline), environment differences first."""
+    """Compare matching cells of stored runs (the first side is the baseline), environment differences first.
+
+    `RUN_A RUN_B`: two runs. `A1 A2 … --vs B1 B2 …`: several runs per side, each made in its own boot (a kernel
+    cannot change inside one): the verdict takes the boot as its unit (trials nested in boots), reports the
+    variance at each level, and with one boot per side claims no difference."""
     store = open_store()
-    runs = [store.get_run(run_a), store.get_run(run_b)]
-    if runs[0].id == runs[1].id:
-        raise InputError(f"RUN_A and RUN_B are the same run ({runs[0].id}); give two different runs")
+    names_a, names_b = split_sides(run_args)
+    sides = [[store.get_run(r) for r in names_a], [store.get_run(r) for r in names_b]]
+    ids = [r.id for side in sides for r in side]
+    if len(set(ids)) != len(ids):
+        raise InputError("a run is given twice; give each run once, on one side")
+    runs = [sides[0][0], sides[1][0]]
     env = environment_check(runs[0], runs[1], declared=declared, because=because)
     pairs = matching_cells(store.cells(runs[0].id), store.cells(runs[1].id))
     if not pairs:
@@ -70,12 +77,33 @@ def compare_runs(
             "point)",
             hint="compare runs of the same plan; `fairmark show RUN` lists a run's cells",
         )
-    samples = [values_by_cell(store.samples(r.id)) for r in runs]
+    by_unit = "--vs" in run_args
+    samples = [side_values(store, side, pairs, i, by_unit) for i, side in enumerate(sides)]
     rows = comparisons(pairs, samples, set(metrics), all_metrics, float(confidence), runs)
     if metrics and not rows:
         raise InputError(f"no metric named {', '.join(metrics)} with ≥ {MIN_VALUES} values in both runs")
     only = unmatched(pairs, store.cells(runs[0].id), store.cells(runs[1].id))
-    show(runs, env, rows, because, only)
+    show(runs, env, rows, because, only, sides)
+
+
+def split_sides(args: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """`RUN_A RUN_B` or `A1 … --vs B1 …` into the two sides' run names."""
+    if "--vs" in args:
+        i = args.index("--vs")
+        a, b = list(args[:i]), list(args[i + 1 :])
+    elif len(args) == 2:
+        a, b = [args[0]], [args[1]]
+    else:
+        raise InputError(
+            f"compare-runs takes RUN_A RUN_B, or A1 A2 … --vs B1 B2 …; got {len(args)} run(s) without --vs"
+        )
+    bad = [x for x in a + b if x.startswith("-")]
+    if bad or not a or not b:
+        raise InputError(
+            f"compare-runs: {'unknown option ' + bad[0] if bad else 'a side has no run'}",
+            hint="runs of side A, then --vs, then runs of side B (options before the runs)",
+        )
+    return a, b
 
 
 # -- environment ---------------------------------------------------------------------------------------------
@@ -161,12 +189,25 @@ def unmatched(pairs, cells_a: list[dict], cells_b: list[dict]) -> dict[str, list
             "b": [c["key"] for c in cells_b if c["key"] not in paired_b]}  # fmt: skip
 
 
-def values_by_cell(samples: list[dict]) -> dict[str, dict[str, list[float]]]:
-    """cell key → metric → values of the counted trials (warm-up and failed trials never count)."""
-    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for s in samples:
-        if not s["warmup"] and s["status"] == "ok" and s["value"] is not None:
-            out[s["cell_key"]][s["metric"]].append(float(s["value"]))
+def side_values(store, side, pairs, index: int, by_unit: bool) -> dict[str, dict[str, tuple[list, list]]]:
+    """cell key of the side's first run → metric → (values, unit of each value) over all the side's runs. The
+    unit is the trial's boot (`boot_id`); a run made before boots were recorded counts as its own boot under
+    --vs (each run made in its own boot, as the form says) and as unknown otherwise."""
+    out: dict[str, dict[str, tuple[list, list]]] = defaultdict(lambda: defaultdict(lambda: ([], [])))
+    first_cells = [p[index] for p in pairs]
+    for run in side:
+        cells = store.cells(run.id)
+        same = {c["key"]: c for c in first_cells}
+        if run is not side[0]:
+            matched = matching_cells(first_cells, cells)
+            same = {other["key"]: mine for mine, other in matched}
+        for s in store.samples(run.id):
+            cell = same.get(s["cell_key"])
+            if cell is None or s["warmup"] or s["status"] != "ok" or s["value"] is None:
+                continue
+            values, units = out[cell["key"]][s["metric"]]
+            values.append(float(s["value"]))
+            units.append(s.get("boot_id") or (f"run {run.id[:8]}" if by_unit else None))
     return out
 
 
@@ -184,9 +225,10 @@ def comparisons(pairs, samples, wanted: set[str], all_metrics: bool, confidence:
         names = sorted(set(va) & set(vb)) if all_metrics else sorted(wanted) or [ca["primary_metric"]]
         for name in names:
             spec = specs.get(name, {"unit": "", "better": "lower"})
+            (xa, ua), (xb, ub) = va.get(name, ([], [])), vb.get(name, ([], []))
             todo.append(
-                Pair(va.get(name, []), vb.get(name, []), better=spec["better"], unit=spec["unit"],
-                     name_baseline=runs[0].id[:8], name_other=runs[1].id[:8], tag=(ca, name))
+                Pair(xa, xb, better=spec["better"], unit=spec["unit"], name_baseline=runs[0].id[:8],
+                     name_other=runs[1].id[:8], tag=(ca, name), units=(ua, ub))
             )  # fmt: skip
     return [
         {"workload": ca["workload"], "variant": ca["variant"], "point": ca["point"] or [], "metric": name,
@@ -198,12 +240,13 @@ def comparisons(pairs, samples, wanted: set[str], all_metrics: bool, confidence:
 
 # -- output --------------------------------------------------------------------------------------------------
 def show(
-    runs, env: dict[str, Any], rows: list[dict], because: str | None, only: dict[str, list[str]]
+    runs, env: dict[str, Any], rows: list[dict], because: str | None, only: dict[str, list[str]], sides
 ) -> None:
     if console.json_mode:
         console.emit_json(
             {
                 "a": runs[0].id, "b": runs[1].id, "because": because,
+                "runs_a": [r.id for r in sides[0]], "runs_b": [r.id for r in sides[1]],
                 "environment": env, "only_in": only,
                 "comparisons": [{k: v for k, v in r.items() if k != "comparison"} | r["comparison"].to_dict()
                                 for r in rows],
@@ -215,7 +258,8 @@ def show(
         console.text(f"intended difference (--because): {because}")
     for f in env["accepted"]:
         console.warn(f"accepted as part of the intended difference: {f['evidence']}")
-    table = Table(title=f"A = {runs[0].id[:8]} (baseline)   B = {runs[1].id[:8]}", title_justify="left")
+    label = [" + ".join(r.id[:8] for r in side) for side in sides]
+    table = Table(title=f"A = {label[0]} (baseline)   B = {label[1]}", title_justify="left")
     for col in ("cell", "metric", "A mean ± CI", "B mean ± CI", "verdict"):
         table.add_column(col, overflow="fold")
     for r in rows:
@@ -225,12 +269,29 @@ def show(
         table.add_row(escape(cell), r["metric"], _mean(c.baseline, c.unit), _mean(c.other, c.unit),
                       escape(c.sentence))  # fmt: skip
     console.print(table)
+    for r in rows:
+        if r["comparison"].levels:
+            show_levels(r, r["comparison"])
     if not rows:
         console.text(f"no metric has ≥ {MIN_VALUES} counted values in both runs: nothing to compare")
     for side, keys in only.items():
         if keys:
             run = runs[0] if side == "a" else runs[1]
             console.text(f"only in {run.id[:8]} (not compared): {', '.join(keys)}")
+
+
+def show_levels(row: dict, c) -> None:
+    """Per-boot means and the variance at each level: what the boots-as-the-unit verdict rests on."""
+    lv = c.levels
+    unit, (top, trial) = lv["unit"], lv["levels"]
+    fmt = lambda xs: ", ".join(format_value(x, trial["sd"] or 0.0, c.unit) for x in xs)  # noqa: E731
+    sd = lambda x: "unknown" if x is None else format_value(x, x, c.unit)  # noqa: E731
+    console.text(
+        f"{row['workload']} {row['metric']}: {unit} means {c.name_baseline}: {fmt(top['means_baseline'])}; "
+        f"{c.name_other}: {fmt(top['means_other'])}; between-{unit} sd {sd(top['sd'])} "
+        f"({top['n_baseline']} vs {top['n_other']} {unit}s), within-{unit} sd {sd(trial['sd'])} "
+        f"({trial['n']} trials)"
+    )
 
 
 def show_differences(run_a, run_b, env: dict[str, Any]) -> None:
@@ -254,8 +315,6 @@ def show_differences(run_a, run_b, env: dict[str, Any]) -> None:
 
 
 def _mean(summary, unit: str) -> str:
-    from fairmark.stats import format_value
-
     return format_value(summary.mean, summary.ci_half_width, unit)  # rounded to what the CI supports
 
 

@@ -7,6 +7,7 @@ The runner decides which cell runs when; this module runs one trial of it and re
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,16 @@ from fairmark.run.variants.basic import command_for
 from fairmark.run.variants.system import SystemState
 from fairmark.run.workloads.base import ParseError, RawOutput, TrialContext, WorkloadContext
 from fairmark.store.db import Store, now
+
+
+@functools.cache
+def local_boot_id() -> str | None:
+    """This machine's boot (Linux boot_id, FreeBSD kern.boottime): the unit of boots as a statistical level
+    (stats.levels). Cached: no process outlives the boot it started in."""
+    from fairmark.remote.agent import boot_id
+
+    return boot_id() or None
+
 
 Executor = Callable[[TrialSpec], Measured]
 
@@ -189,7 +200,7 @@ class TrialPath:
             "stderr_tail": self.scrub(read_text(result.stderr_path, keep)),
             "argv": [self.scrub(a) for a in spec.argv],
             "host": self.remote.host_of(cs.cell.variant) if self.remote else None,
-            "boot_id": self.remote.boot_id(cs.cell.variant) if self.remote else None,
+            "boot_id": self.remote.boot_id(cs.cell.variant) if self.remote else local_boot_id(),
         }
         samples = [
             {"metric": k, "value": float(v), "unit": rt.metric_specs[k][0], "better": rt.metric_specs[k][1]}

@@ -70,13 +70,14 @@ class Comparison:
     ministat_note: str | None  # where fairmark's numbers differ from ministat's at this level
     baseline: Summary = field(repr=False)
     other: Summary = field(repr=False)
+    levels: dict[str, Any] | None = None  # boots/hosts as a level (stats.levels): per level n and sd, advice
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["baseline"], out["other"] = self.baseline.to_dict(), self.other.to_dict()
         out["warnings"] = list(self.warnings)
         # JSON has no NaN (PostgreSQL refuses it): an unknown number is null
-        for key in ("ratio", "ratio_ci_low", "ratio_ci_high", "mde_percent"):
+        for key in ("ratio", "ratio_ci_low", "ratio_ci_high", "mde_percent", "p_value"):
             if not math.isfinite(out[key]):
                 out[key] = None
         for key in ("welch", "mann_whitney"):

@@ -15,6 +15,7 @@ from typing import Any
 
 from fairmark.stats.compare import Better, Comparison, compare
 from fairmark.stats.fdr import bh_adjust
+from fairmark.stats.levels import compare_levels, differ_by_unit
 
 MIN_VALUES = 3  # ministat's floor: fewer values give no statistics (the one definition; use enough())
 
@@ -49,6 +50,10 @@ class Pair:
     host_calibration: dict[str, Any] | None = (
         None  # what `fairmark calibrate` measured here (stats.calibration)
     )
+    # The boot (or host) of each value, same order: when the two sides share none, the verdict takes the unit
+    # as its observation (stats.levels: trials nested in boots); `unit_level` names it ("boot" | "host").
+    units: tuple[Sequence[Hashable], Sequence[Hashable]] | None = None
+    unit_level: str = "boot"
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ def judge(
     false discovery rate controlled across all of them."""
     kept = [p for p in pairs if enough(p.baseline) and enough(p.other)]
     comps = [
-        compare(p.baseline, p.other, confidence=confidence, better=p.better, name_baseline=p.name_baseline,
+        _by_unit(p, confidence, ministat_compat) if p.units and differ_by_unit(*p.units) else compare(p.baseline, p.other, confidence=confidence, better=p.better, name_baseline=p.name_baseline,
                 name_other=p.name_other, unit=p.unit, ministat_compat=ministat_compat,
                 aa_percent_half_width=p.aa_percent_half_width, rounds=p.rounds, first_stage=p.first_stage,
                 calibration=p.host_calibration)
@@ -89,6 +94,14 @@ def judge(
     qs = bh_adjust([c.p_value if math.isfinite(c.p_value) else 1.0 for c in comps]) if comps else []
     alpha = 1 - confidence / 100
     return [Judgement(p, c, q, bool(q <= alpha)) for p, c, q in zip(kept, comps, qs, strict=True)]
+
+
+def _by_unit(p: Pair, confidence: float, ministat_compat: bool) -> Comparison:
+    """The level-aware path: variants that differ by boot (or host) are judged with the unit as the observation."""
+    assert p.units is not None
+    return compare_levels(p.baseline, p.units[0], p.other, p.units[1], level=p.unit_level, confidence=confidence,
+                          better=p.better, name_baseline=p.name_baseline, name_other=p.name_other, unit=p.unit,
+                          ministat_compat=ministat_compat)  # fmt: skip
 
 
 def aa_spread(

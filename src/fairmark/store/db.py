@@ -382,6 +382,7 @@ class Store:
                 S.trials.c.warmup,
                 S.trials.c.status,
                 S.trials.c.seq,
+                S.trials.c.boot_id,
             )
             .join(S.cells, S.cells.c.id == S.samples.c.cell_id)
             .join(S.trials, S.trials.c.id == S.samples.c.trial_id)

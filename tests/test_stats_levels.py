@@ -1,0 +1,69 @@
+"""Boots as a level (stats.levels): the variance at each level, the verdict with the boot as the unit, the
+advice on where more repetitions help, and no claim with one boot per side. Pure and fast (< 1 s)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fairmark.stats.judge import Pair, judge
+from fairmark.stats.levels import advice, differ_by_unit, levels, unit_test
+
+
+def nested(means, trials=(-1.0, 0.0, 1.0), tag="a"):
+    """Exact data: boot i's trials are means[i] + trials."""
+    values = [m + t for m in means for t in trials]
+    units = [f"{tag}{i}" for i, _ in enumerate(means) for _ in trials]
+    return values, units
+
+
+def test_variance_components_are_the_method_of_moments():
+    a, ua = nested([10.0, 14.0])
+    b, ub = nested([12.0, 16.0], tag="b")
+    lv = levels(a, ua, b, ub)
+    assert lv.sd_trial == pytest.approx(1.0)  # within every boot: -1, 0, 1
+    assert lv.sd_unit_means == pytest.approx(math.sqrt(8.0))  # pooled variance of (10, 14) and (12, 16)
+    assert lv.sd_unit == pytest.approx(math.sqrt(8.0 - 1.0 / 3))  # less the trials' share σ²/m
+    assert lv.unit_means_baseline == (10.0, 14.0) and lv.trials_per_unit == 3
+    test = unit_test(lv, confidence=95)
+    assert test.df == 2 and test.design == "boots as the unit"
+    assert test.se == pytest.approx(math.sqrt(8.0 * (1 / 2 + 1 / 2)))
+    adv = advice(lv)
+    assert adv["next"] == "more boots" and adv["se_twice_the_boots"] < adv["se_twice_the_trials_per_unit"]
+
+
+def test_trials_noisy_boots_alike_advise_more_trials_per_boot():
+    a, ua = nested([10.0, 10.0], trials=(-5.0, 5.0))
+    b, ub = nested([10.0, 10.0], trials=(-5.0, 5.0), tag="b")
+    lv = levels(a, ua, b, ub)
+    assert lv.sd_unit == 0.0
+    assert advice(lv)["next"] == "more trials per boot"
+    assert advice(lv, cost_unit_s=20, cost_trial_s=1) is not None
+
+
+def test_one_boot_per_side_has_no_unit_test_and_the_judge_claims_nothing():
+    a, ua = nested([10.0])
+    b, ub = nested([20.0], tag="b")  # a "100% change" that one boot offset could make
+    assert unit_test(levels(a, ua, b, ub), confidence=95) is None
+    (j,) = judge([Pair(a, b, units=(ua, ub))])
+    assert not j.significant and j.comparison.change == "none" and math.isnan(j.comparison.p_value)
+    assert j.to_dict()["p_value"] is None and j.to_dict()["levels"]["within_lower_bound"]["significant"]
+
+
+def test_routing_only_when_the_sides_share_no_unit():
+    assert differ_by_unit(["x", "x"], ["y"]) and not differ_by_unit(["x"], ["x", "y"])
+    assert not differ_by_unit([None], ["y"]) and not differ_by_unit(None, ["y"])
+    a, ua = nested([10.0, 11.0])
+    (same_boot,) = judge([Pair(a, [v + 0.5 for v in a], units=(ua, ua))])
+    assert same_boot.comparison.levels is None  # one boot, both variants: the ordinary verdict
+
+
+def test_a_real_kernel_effect_beyond_the_boot_spread_is_found():
+    rng = np.random.default_rng(7)
+    a, ua = nested(list(100 + rng.normal(0, 1, 4)))
+    b, ub = nested(list(120 + rng.normal(0, 1, 4)), tag="b")
+    (j,) = judge([Pair(a, b, units=(ua, ub))])
+    assert j.significant and j.comparison.change == "worse" and j.comparison.design == "boots as the unit"
+    assert 1.15 < j.comparison.ratio_ci_low < j.comparison.ratio < j.comparison.ratio_ci_high < 1.25
