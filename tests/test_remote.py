@@ -389,3 +389,21 @@ def test_one_run_at_a_time_measures_a_host(net: nethosts.NetHosts, tmp_path: Pat
         assert code == 0, err
     code, _, err = fairmark_cli("run", plan(tmp_path, net, body, "p3.toml"), "--accept-risk")  # released
     assert code == 0, err
+
+
+def test_iperf3_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
+    body = ('[[workload]]\nname = "net"\ntool = "iperf3"\nparams = { duration_s = 1, omit_s = 0 }\n'
+            '[[variant]]\nname = "same-host"\nhost = "h1"\n'
+            '[[variant]]\nname = "from-h2"\nhost = "h1"\nclient_host = "h2"\n')  # fmt: skip
+    path = tmp_path / "plan.toml"
+    path.write_text("[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body
+                    + net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"]))  # fmt: skip
+    code, out, err = fairmark_cli("run", str(path), "--json")
+    assert code == 0, err
+    cells = {c["variant"]: c for c in json.loads(out)["cells"]}
+    assert all(c["n_ok"] == 3 for c in cells.values()), [
+        t["error"] for c in cells.values() for t in c["trials"]
+    ]
+    assert cells["from-h2"]["labels"]["client host"] == "h2"
+    assert net.hosts["h1"].address in cells["from-h2"]["trials"][0]["argv"]
+    assert net.hosts["h1"].count("iperf3") == 0 and net.hosts["h2"].count("iperf3") == 0

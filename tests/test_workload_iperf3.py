@@ -59,7 +59,7 @@ def test_params_are_checked():
 def test_command_uses_json_omit_and_options(tmp_path: Path):
     a = adapter_for("iperf3")
     ctx = WorkloadContext("net", {}, tmp_path, tmp_path, True)
-    ctx.state["server"] = type("S", (), {"port": 5201})()
+    ctx.state["server"] = type("S", (), {"port": 5201, "address": "127.0.0.1"})()
     t = TrialContext(ctx, a.resolve({"parallel": 4, "reverse": True}), tmp_path, "A")
     argv = a.command(t)
     assert argv[:5] == ["iperf3", "-c", "127.0.0.1", "-p", "5201"]

@@ -71,7 +71,7 @@ def remote_adapter(adapter: Adapter, hosts: RemoteHosts, workload: str, path: st
                         "give every variant a host", path=path)  # fmt: skip
     if not adapter.remote_client and any(w == workload for _, w in hosts.client_host):
         raise PlanError(f"workload {workload!r}: tool {adapter.name!r} cannot put its client on another host "
-                        "(client_host) yet; pgbench can", path=path)  # fmt: skip
+                        "(client_host) yet; pgbench and iperf3 can", path=path)  # fmt: skip
     return RemoteAdapter(adapter, hosts, workload)  # type: ignore[return-value]
 
 

@@ -469,11 +469,15 @@ class Iperf3Server(ManagedServer):
 
     kind = "iperf3"
 
+    def __init__(self, directory: Path, *, address: str = LOOPBACK):
+        super().__init__(directory)
+        self.address = address  # a test-network address when the client runs on another host (client_host)
+
     def prepare(self) -> None:
         self.log.touch()
 
     def argv(self) -> list[str]:
-        return ["iperf3", "-s", "-B", LOOPBACK, "-p", str(self.port), "--forceflush"]
+        return ["iperf3", "-s", "-B", self.address, "-p", str(self.port), "--forceflush"]
 
     def ready(self) -> bool:
         return f"Server listening on {self.port}" in self.log.read_text(errors="replace")

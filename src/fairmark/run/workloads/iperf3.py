@@ -28,6 +28,7 @@ class Iperf3(Adapter):
     name = "iperf3"
     summary = "iperf3 TCP throughput over loopback: Gbit/s sent and received, retransmits, CPU %"
     packages = tools.packages(("iperf3",), ("iperf3",), ("iperf3",))
+    remote_client = True  # the client may run on another host (client_host)
     executables = ("iperf3",)
     params = (
         ParamSpec("duration_s", 5, "s", "client -t: seconds to send (ignored when bytes is set)"),
@@ -63,14 +64,17 @@ class Iperf3(Adapter):
             tools.parse_size(params["bytes"], "bytes")
 
     def setup(self, ctx: WorkloadContext) -> None:
-        servers.start_in(ctx, servers.Iperf3Server(ctx.scratch / "iperf3-server"))
+        # With a client on another host the server binds the host's test-network address (iperf3 has no client
+        # filter: the test network is the fence), and local trials connect to it too.
+        address = ctx.listen_address or servers.LOOPBACK
+        servers.start_in(ctx, servers.Iperf3Server(ctx.scratch / "iperf3-server", address=address))
 
     def before_trial(self, ctx: TrialContext) -> None:
         ctx.state["server"].check_alive()
 
     def command(self, ctx: TrialContext) -> list[str]:
         p, port = ctx.params, ctx.state["server"].port
-        argv = ["iperf3", "-c", servers.LOOPBACK, "-p", str(port), "-J", "-P", str(p["parallel"])]
+        argv = ["iperf3", "-c", ctx.state["server"].address, "-p", str(port), "-J", "-P", str(p["parallel"])]
         if p["bytes"] not in ("", None):
             argv += ["-n", str(tools.parse_size(p["bytes"], "bytes"))]
         else:
