@@ -407,3 +407,12 @@ def test_iperf3_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
     assert cells["from-h2"]["labels"]["client host"] == "h2"
     assert net.hosts["h1"].address in cells["from-h2"]["trials"][0]["argv"]
     assert net.hosts["h1"].count("iperf3") == 0 and net.hosts["h2"].count("iperf3") == 0
+
+
+def test_dry_run_names_each_variants_host_and_leaves_its_sysctls_to_it(tmp_path: Path, fairmark_cli) -> None:
+    path = tmp_path / "plan.toml"
+    path.write_text('[hosts.bsd]\nssh = "root@bsd-box"\n[[workload]]\nname = "t"\ncommand = ["true"]\n'
+                    '[[variant]]\nname = "a"\nhost = "bsd"\nsysctl = { "kern.sched.slice" = 3 }\n')  # fmt: skip
+    code, out, err = fairmark_cli("run", str(path), "--dry-run")  # a FreeBSD name: not checked on this Linux
+    assert code == 0, err
+    assert "variant a runs on host bsd (ssh root@bsd-box), setting sysctl kern.sched.slice=3 there" in out

@@ -235,8 +235,15 @@ def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
     plan = loaded.plan
     policy = plan.policy(quick)
     cells = cells_of(plan)
-    system = SystemState(plan, state_dir=default_state_dir(), dry_run=True)
+    local = plan
+    if plan.remote:  # a variant's sysctls on a host are that host's business, not this machine's
+        from fairmark.remote.hosts import local_part
+
+        local = local_part(plan)
+    system = SystemState(local, state_dir=default_state_dir(), dry_run=True)
     changes = system.describe()
+    hosts = {v.name: {"host": v.host, "ssh": plan.hosts[v.host].ssh, "sysctl": dict(v.sysctl)}
+             for v in plan.variant if v.host}  # fmt: skip
     doc = {
         "plan": loaded.path,
         "policy": policy.model_dump(),
@@ -245,6 +252,7 @@ def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
             c.key: command_for(plan.workload_named(c.workload), plan.variant_named(c.variant)) for c in cells
         },
         "system_changes": changes,
+        "hosts": hosts,
     }
     if console.json_mode:
         console.emit_json(doc)
@@ -259,6 +267,10 @@ def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
         env = " ".join(f"{k}={val}" if val is not False else f"-u {k}" for k, val in v.env.items())
         wrap = f", wrapped in {shlex.join(v.wrap)}" if v.wrap else ""
         console.text(f"  variant {v.name}: {'env ' + env if env else 'no environment changes'}{wrap}")
+    for variant, h in hosts.items():
+        sysctls = ", ".join(f"{k}={val}" for k, val in h["sysctl"].items())
+        console.text(f"  variant {variant} runs on host {h['host']} (ssh {h['ssh']})"
+                     + (f", setting sysctl {sysctls} there" if sysctls else ""))  # fmt: skip
     for variant, items in changes.items():
         for item in items:
             console.text(f"  variant {variant} would change the system: {item}")
