@@ -178,3 +178,14 @@ def test_newer_store_is_refused(tmp_path: Path) -> None:
         conn.execute(sa.text("UPDATE fairmark_meta SET value = '999' WHERE key = 'schema_version'"))
     with pytest.raises(StoreError, match="newer than this fairmark"):
         Store.open(url)
+
+
+def test_non_finite_floats_round_trip_on_postgresql(postgres_url: str) -> None:
+    """A verdict whose CI bound is undefined (NaN) is stored on PostgreSQL too, and read back as NaN."""
+    import math
+
+    store = Store.open(postgres_url)
+    run_id = store.create_run(plan_path="p.toml", plan_text="x", plan_sha256="0" * 64, seed=1, status="running",
+                              fairmark_version="test", options={"x": float("nan"), "y": [float("-inf"), 1.5]})  # fmt: skip
+    got = store.get_run(run_id).options
+    assert math.isnan(got["x"]) and got["y"] == [float("-inf"), 1.5]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
+import math
 import os
 import time
 import uuid
@@ -23,6 +25,29 @@ from fairmark.store.definitions import legacy_definitions
 def default_url() -> str:
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     return f"sqlite:///{base / 'fairmark' / 'fairmark.db'}"
+
+
+_FLOAT = "__float__"  # {"__float__": "nan"}: a non-finite float inside a PostgreSQL JSON value
+
+
+def _encode_floats(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return {_FLOAT: repr(obj)}
+    if isinstance(obj, dict):
+        return {k: _encode_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_encode_floats(v) for v in obj]
+    return obj
+
+
+def pg_json_dumps(obj: Any) -> str:
+    """PostgreSQL's json type refuses NaN and Infinity (a verdict's undefined CI bound is NaN): they are stored
+    as {"__float__": "nan"} and read back as floats, so both stores give readers the same values."""
+    return json.dumps(_encode_floats(obj), allow_nan=False)
+
+
+def pg_json_loads(text: str | bytes) -> Any:
+    return json.loads(text, object_hook=lambda d: float(d[_FLOAT]) if d.keys() == {_FLOAT} else d)
 
 
 def normalize_url(url: str | None) -> str:
@@ -148,6 +173,7 @@ class Store:
             kwargs["connect_args"] = {"timeout": 30}
         else:
             kwargs["pool_pre_ping"] = True  # a restarted server's dead connections are replaced at checkout
+            kwargs |= {"json_serializer": pg_json_dumps, "json_deserializer": pg_json_loads}
         try:
             engine = sa.create_engine(url, future=True, **kwargs)
         except (sa.exc.ArgumentError, ImportError) as exc:
