@@ -180,7 +180,24 @@ def _argv0(cmd: list[str] | str, shell: bool) -> str | None:
     if (
         not words
         or "=" in words[0]
-        or words[0] in {"cd", "exec", "export", "set", "for", "if", "while", "{", "("}
+        or words[0]
+        in {
+            "cd",
+            "exec",
+            "export",
+            "set",
+            "for",
+            "if",
+            "while",
+            "until",
+            "case",
+            "{",
+            "(",
+            ".",
+            "[",
+            ":",
+            "!",
+        }
     ):
         return None
     return words[0]
@@ -199,7 +216,7 @@ def check_commands(plan: Plan, text: str, path: str) -> None:
     loc, data = Locator(text), tomllib.loads(text)
     checks: list[tuple[tuple, list[str] | str, bool, str | None]] = []
     for i, w in enumerate(plan.workload):
-        for key in ("command", "setup", "teardown", "prime"):
+        for key in ("command", "setup", "teardown", "prime", "before_trial"):
             cmd = getattr(w, key)
             if cmd is not None:
                 checks.append((("workload", i, key), cmd, w.shell, w.cwd))

@@ -47,6 +47,10 @@ class RunPolicy(Strict):
     target_ci_pct: float = Field(1.0, gt=0, le=100)
     confidence: float = 95.0
     max_failures: int = Field(3, ge=1)
+    # "abandon": a cell stops after max_failures failed trials. "measure": failures are data (seed 004's "able
+    # to run at 3000 connections, but not consistently"): every cell runs its whole max_trials budget and the
+    # reports give its failure rate with a Wilson interval and where along a sweep errors start.
+    failures: Literal["abandon", "measure"] = "abandon"
     seed: int | None = None
     timeout_s: float = Field(600.0, gt=0)
     kill_grace_s: float = Field(2.0, ge=0)
@@ -130,6 +134,9 @@ class Workload(Strict):
     setup: Command | None = None
     teardown: Command | None = None
     prime: Command | None = None
+    # Run before every trial of the workload (warm-up included), untimed, with the trial's environment (the
+    # variant's env too) and working directory: a server restart, a cache drop. Its failure fails the trial.
+    before_trial: Command | None = None
     timeout_s: float | None = Field(None, gt=0)
     metrics: list[Metric] = Field(default_factory=list)
     env: dict[str, EnvValue] = Field(default_factory=dict)

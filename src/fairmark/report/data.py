@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairmark.plan.model import AA_SUFFIX, BUILTIN_METRICS, aa_twin_name
+from fairmark.report.failures import FailureRate, errors_start, failure_rates
 from fairmark.stats import describe, format_pair, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, Pair, aa_spread, enough, judge
 from fairmark.stats.scaling import curve_shape
@@ -157,6 +158,7 @@ class RunReport:
     confidence: float
     baseline: str
     store: Store = field(repr=False, compare=False)
+    failures: tuple[FailureRate, ...] = ()  # failure rates of the workloads that had failures
 
     def artifacts(self, kind: str | None = None) -> list[dict[str, Any]]:
         return self.store.artifacts(self.run.id, kind)
@@ -177,6 +179,8 @@ class RunReport:
             "cells": [_cell_dict(c, trials) for c in self.cells],
             "verdicts": [v.to_dict() for v in self.verdicts],
             "scaling": [s.to_dict() for s in self.scaling],
+            "failures": [f.to_dict() for f in self.failures],
+            "errors_start": errors_start(self.failures),
         }
 
 
@@ -259,6 +263,7 @@ def load_report(store: Store, run_ref: str) -> RunReport:
         confidence=confidence,
         baseline=baseline,
         store=store,
+        failures=failure_rates(cells, confidence),
     )
 
 

@@ -373,6 +373,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "groups": groups,
         "scaling": scaling_views(report, figs),
         "findings": [_finding(f) for f in report.findings],
+        "failures": failure_lines(report),
         "variants": variant_table(report),
         "reproduce": {
             "version": run.fairmark_version,
@@ -383,6 +384,12 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
             "seed": run.seed,
         },
     }
+
+
+def failure_lines(report: RunReport) -> list[str]:
+    from fairmark.report.failures import lines
+
+    return lines(report)
 
 
 def _when(t: dt.datetime | None) -> str:

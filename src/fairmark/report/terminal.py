@@ -165,6 +165,17 @@ def _findings(r: RunReport) -> None:
         console.print(f"  [{colour}]{f['severity']}[/] {escape(f['title'])}{when}: {escape(f['evidence'])}")
 
 
+def _failures(r: RunReport) -> None:
+    from fairmark.report.failures import lines
+
+    found = lines(r)
+    if found:
+        console.print()
+        console.print("[bold]failures[/bold] (failed or timed-out measured trials; warm-ups not counted)")
+        for line in found:
+            console.text(f"  {line}")
+
+
 def render(r: RunReport, *, plot_width: int = 74) -> None:
     _header(r)
     from fairmark.report.attribution import attribute_cells, verdict_caveats
@@ -178,6 +189,7 @@ def render(r: RunReport, *, plot_width: int = 74) -> None:
     if r.scaling:
         console.print()
         _scaling(r)
+    _failures(r)
     significant = [v for v in r.verdicts if v.significant]
     if r.verdicts:
         console.print()

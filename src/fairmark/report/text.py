@@ -152,6 +152,16 @@ def _scaling(w: Writer, report: RunReport) -> None:
         w.block(lines)
 
 
+def _failures(w: Writer, report: RunReport) -> None:
+    from fairmark.report.failures import lines
+
+    found = lines(report)
+    if found:
+        w.heading("Failures (measured trials; warm-ups not counted)", 3)
+        for line in found:
+            w.para(line, "- ")
+
+
 def _findings(w: Writer, report: RunReport) -> None:
     w.heading("Doctor findings", 3)
     if not report.findings:
@@ -202,6 +212,7 @@ def _run(w: Writer, report: RunReport) -> None:
         for c in cells:
             _cell(w, c, arts, attrs.get(c.key))
     _scaling(w, report)
+    _failures(w, report)
     _findings(w, report)
     _reproduce(w, report)
 

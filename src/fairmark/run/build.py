@@ -5,7 +5,9 @@ complete environment (later layers win), the working directory and the time limi
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ from fairmark.plan.model import RunPolicy, Variant, Workload
 from fairmark.plan.schedule import Cell
 from fairmark.run.spec import TrialSpec
 from fairmark.run.variants.basic import apply_env
+
+NON_NAME = re.compile(r"\W")
 
 
 def cpuset_of(cell: Cell) -> str | None:
@@ -50,6 +54,8 @@ def trial_spec(
     for wrap in wrappers:
         argv = wrap(argv)
     env = apply_env(os.environ, workload.env, workload_env, variant.env, prepared.get("env", {}))
+    # A command workload learns its sweep point from the environment (a tool's adapter gets it as params).
+    env |= {"FAIRMARK_SWEEP_" + NON_NAME.sub("_", k).upper(): str(v) for k, v in cell.point}
     if prepared.get("workdir"):
         env["FAIRMARK_WORKDIR"] = str(prepared["workdir"])
     return TrialSpec(
@@ -64,8 +70,25 @@ def trial_spec(
     )
 
 
-def step_spec(workload: Workload, step: str, scratch: Path, policy: RunPolicy) -> TrialSpec | None:
-    """A workload's setup / prime / teardown command (None when the plan has none)."""
+def before_trial_spec(workload: Workload, trial: TrialSpec) -> TrialSpec | None:
+    """The workload's untimed `before_trial` command for this trial: the trial's environment and directory,
+    its own output files, no CPU placement (None when the plan has none)."""
+    cmd = workload.before_trial
+    if cmd is None:
+        return None
+    argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+    return dataclasses.replace(trial, argv=tuple(argv), name="before_trial", cpuset=None, files=())
+
+
+def step_spec(
+    workload: Workload,
+    step: str,
+    scratch: Path,
+    policy: RunPolicy,
+    extra_env: Mapping[str, str] | None = None,
+) -> TrialSpec | None:
+    """A workload's setup / prime / teardown command (None when the plan has none); `extra_env` is what
+    fairmark gives the workload (its scratch directory, a free port)."""
     cmd = getattr(workload, step)
     if cmd is None:
         return None
@@ -74,7 +97,7 @@ def step_spec(workload: Workload, step: str, scratch: Path, policy: RunPolicy) -
         argv=tuple(argv),
         out_dir=str(scratch),
         name=step,
-        env=apply_env(os.environ, workload.env, {"FAIRMARK_SCRATCH": str(scratch)}),
+        env=apply_env(os.environ, workload.env, {"FAIRMARK_SCRATCH": str(scratch), **(extra_env or {})}),
         cwd=workload.cwd,
         timeout_s=workload.timeout_s or policy.timeout_s,
         grace_s=policy.kill_grace_s,

@@ -379,12 +379,17 @@ class Runner:
         ctx.cache.mkdir(parents=True, exist_ok=True)
         # Plain command workloads find their private scratch directory (removed after the workload) here.
         ctx.env["FAIRMARK_SCRATCH"] = str(scratch)
+        # ... and a TCP port free on loopback when the workload starts, for a server its setup starts (plans
+        # hard-coding ports collide with each other and with whatever else runs)
+        from fairmark.run.servers import free_port
+
+        ctx.env["FAIRMARK_PORT"] = str(free_port())
         contexts = Contexts(ctx)
         try:
             self.progress.workload(w.name, "setup")
             for step in ("setup", "prime"):
                 for ex in self._step_executors(rt):
-                    self._shell_step(w, step, scratch, executor=ex)
+                    self._shell_step(w, step, scratch, executor=ex, env=ctx.env)
             self.progress.workload(w.name, "trials")
             for r in range(-self.policy.warmup, self.policy.max_trials + self.policy.max_failures):
                 active = [cs for cs in rt.cells if cs.status == "active"]
@@ -405,7 +410,7 @@ class Runner:
                     for c in reversed(contexts.ready):
                         rt.adapter.teardown(c)
                 for ex in self._step_executors(rt):
-                    self._shell_step(w, "teardown", scratch, check=False, executor=ex)
+                    self._shell_step(w, "teardown", scratch, check=False, executor=ex, env=ctx.env)
             finally:
                 if not self.options.keep_scratch:
                     shutil.rmtree(scratch, ignore_errors=True)
@@ -430,9 +435,15 @@ class Runner:
         return list(found.values())
 
     def _shell_step(
-        self, w: Workload, step: str, scratch: Path, check: bool = True, executor: Executor = execute_spec
+        self,
+        w: Workload,
+        step: str,
+        scratch: Path,
+        check: bool = True,
+        executor: Executor = execute_spec,
+        env: dict[str, str] | None = None,
     ) -> None:
-        spec = step_spec(w, step, scratch, self.policy)
+        spec = step_spec(w, step, scratch, self.policy, env)
         if spec is None:
             return
         res = executor(spec)
@@ -472,7 +483,7 @@ class Runner:
         cs.rounds_done.add(r)
         if out.status != "ok":
             cs.failures += 1
-            if cs.failures >= self.policy.max_failures:
+            if self.policy.failures == "abandon" and cs.failures >= self.policy.max_failures:
                 self._stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")
         elif r >= 0:
             cs.values.append(out.values[rt.primary])
@@ -512,6 +523,11 @@ class Runner:
         """The cells compared with each other (one group) stop together, at a length set by their first stage
         (stats.stopping.group_stop): every round holds every side to the end."""
         p = self.policy
+        if p.failures == "measure":  # the failure rate needs the whole budget: no stop on precision
+            for cs in rt.cells:
+                if cs.status == "active" and len([r for r in cs.rounds_done if r >= 0]) >= p.max_trials:
+                    self._stop(cs, "done", f"trial budget ({p.max_trials}) used; failures = 'measure'")
+            return
         groups: dict[str, list[CellState]] = {}
         for cs in rt.cells:
             if cs.status in ("active", "done"):  # an abandoned cell no longer holds its group back

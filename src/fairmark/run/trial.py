@@ -14,7 +14,7 @@ from typing import Any
 
 from fairmark.plan.model import Plan, RunPolicy
 from fairmark.run import metrics as M
-from fairmark.run.build import trial_spec
+from fairmark.run.build import before_trial_spec, trial_spec
 from fairmark.run.executor import read_text
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, TrialSpec
@@ -101,6 +101,10 @@ class TrialPath:
             trial_dir=trial_dir, policy=self.policy,
             wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks],
         )  # fmt: skip
+        failed = self._before_trial(w, spec, remote_ex or self.execute)
+        if failed is not None:
+            before, why = failed
+            return self._record(rt, cs, r, seq, now(), spec, before, ("failed", why, {}), [])
         started = now()
         for hook in hooks:
             hook.start(hctx)
@@ -145,6 +149,17 @@ class TrialPath:
             contexts.by_key[key] = ctx
         extra = {"directory": str(workdir)} if own else {}
         return contexts.by_key[key], extra
+
+    def _before_trial(self, w: Any, spec: TrialSpec, execute: Executor) -> tuple[Measured, str] | None:
+        """Run the workload's untimed before_trial command; (its result, why) when it failed."""
+        before = before_trial_spec(w, spec)
+        if before is None:
+            return None
+        done = execute(before)
+        if done.status == "ok":
+            return None
+        tail = (read_text(done.stderr_path, 2000) or read_text(done.stdout_path, 2000)).strip()
+        return done, f"before_trial failed ({done.error}): {tail}"
 
     def _measure(
         self, rt: Any, tctx: TrialContext, result: Measured
