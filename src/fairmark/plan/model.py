@@ -55,6 +55,9 @@ class RunPolicy(Strict):
     timeout_s: float = Field(600.0, gt=0)
     kill_grace_s: float = Field(2.0, ge=0)
     baseline: str | None = None
+    boots: int = Field(
+        2, ge=1, le=1000
+    )  # boots per boot variant (A B B A …); < 2 leaves boot variance unknown
 
     @field_validator("confidence")
     @classmethod
@@ -262,8 +265,50 @@ class HostEntry(Strict):
 DECLARABLE = ("os", "kernel", "cpu_model", "cores", "memory", "disk", "fs")
 
 
+class Kexec(Strict):
+    """Linux: load `kernel` (and `initrd`) and jump into it; `append` is the new command line (None: the
+    current one is reused)."""
+
+    kernel: str = Field(min_length=1)
+    initrd: str | None = None
+    append: str | None = None
+
+
+BOOT_SWITCHES = ("command", "kexec", "grub_reboot", "nextboot_kernel", "bectl")
+
+
+class Boot(Strict):
+    """How a variant's boots are made (exactly one switch) and what a boot must show to count as this variant:
+    `expect` maps snapshot keys (dotted, e.g. "os.ident", "os.release") to the value they must have."""
+
+    command: str | None = None  # e.g. "bectl activate -t debug"; needs `expect`
+    kexec: Kexec | None = None  # verified by its `append` words in /proc/cmdline
+    grub_reboot: str | None = None  # a GRUB entry for the next boot only; needs `expect`
+    nextboot_kernel: str | None = (
+        None  # FreeBSD nextboot -k NAME: verified by kern.bootfile /boot/NAME/kernel
+    )
+    bectl: str | None = None  # FreeBSD bectl activate -t NAME; needs `expect`
+    expect: dict[str, str] = Field(default_factory=dict)
+    reboot: list[str] | None = Field(None, min_length=1)  # the reboot command (default per switch and OS)
+    timeout_s: float = Field(600.0, gt=0)  # to come back from the reboot
+
+    @model_validator(mode="after")
+    def _one_switch(self) -> Boot:
+        given = [k for k in BOOT_SWITCHES if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"expected exactly one of {', '.join(BOOT_SWITCHES)}; got {len(given)}")
+        checked = (self.kexec is not None and self.kexec.append) or self.nextboot_kernel
+        if not checked and not self.expect:
+            raise ValueError(
+                f"boot.{given[0]}: fairmark cannot tell by itself whether this switch worked; add expect = "
+                '{ "os.ident" = "…" } (or os.release, os.cmdline …): a boot that does not show it is refused'
+            )
+        return self
+
+
 class Variant(SystemChanges):
     name: str
+    boot: Boot | None = None  # a kernel (boot) variant: its trials run only in boots verified against it
     host: str | None = None  # a [hosts.NAME]: this variant's trials run there
     client_host: str | None = None  # overrides the workloads' client_host for this variant's trials
     description: str = ""
@@ -313,6 +358,12 @@ class Plan(Strict):
                 raise ValueError(
                     f"variant {v.name!r}: host {v.host!r} is not a [hosts.NAME] (defined: {known})"
                 )
+        booted = [v.name for v in self.variant if v.boot is not None]
+        if booted and len(booted) != len(self.variant):
+            raise ValueError(
+                f"variants {', '.join(booted)} have boot = …, the others not: every variant of a plan with boot "
+                "variants needs its own boot (which kernel would the others run on?)"
+            )
         for w in [*self.workload, *self.variant]:
             if w.client_host is not None and w.client_host not in self.hosts:
                 kind = "variant" if isinstance(w, Variant) else "workload"
