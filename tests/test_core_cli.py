@@ -71,8 +71,10 @@ def test_ab_ten_percent_more_work_is_a_proven_slowdown_with_ci_containing_truth(
     (v,) = [v for v in doc["verdicts"] if v["metric"] == "cpu_s"]
     assert v["significant"] is True and v["change"] == "worse"
     welch = v["welch"]
-    # true ratio: 10% more loop iterations, plus awk's start-up (~1 ms of ~100 ms) on both sides
-    assert welch["ratio_ci_low"] <= 1.10 <= welch["ratio_ci_high"], welch
+    # The true ratio is 10% more loop iterations diluted by awk's start-up, the same on both sides: somewhere in
+    # (1, 1.10] — near 1.10 on a quiet machine (~1 ms of ~100 ms), lower when a busy one slows the start-up.
+    # The CI must reach into that range; asking it to contain 1.10 itself held only on an idle machine.
+    assert welch["ratio_ci_low"] <= 1.10 and welch["ratio_ci_high"] > 1.0, welch
     for cell in doc["cells"]:
         for t in cell["trials"]:
             assert t["status"] in ("ok", "failed", "timeout") and isinstance(t["warmup"], bool)

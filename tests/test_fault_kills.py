@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import wait_until
+
 KNOB = Path("/proc/sys/net/ipv4/tcp_fin_timeout")  # not used by other tests; harmless for a minute
 KILLS = int(os.environ.get("FAIRMARK_FAULT_KILLS", "50"))
 KILLS_SYSTEM = 15  # the second run's lives are longer (mkfs, server start): fewer kills, same coverage
@@ -97,7 +99,12 @@ def kill_and_resume(
             stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
         pids.append(proc.pid)
-        time.sleep(rng.uniform(*span_s))  # anywhere: start, recovery, trials, commits, system changes
+        if rng.random() < 0.3:  # anywhere, start-up and the recovery of a killed predecessor included
+            time.sleep(rng.uniform(*span_s))
+        else:  # once this life stored something (a busy machine starts slowly), among trials and commits
+            base = count(db)
+            wait_until(lambda: count(db) > base or proc.poll() is not None, timeout_s=120)  # noqa: B023
+            time.sleep(rng.uniform(0, span_s[1]))
         if proc.poll() is not None:
             err = proc.stderr.read().decode() if proc.stderr else ""
             assert proc.returncode == 0, err[-3000:]
@@ -113,7 +120,7 @@ def kill_and_resume(
             args = ["resume", run]
         resumes += 1
     with sqlite3.connect(db) as c:
-        finished = c.execute("select status from runs").fetchone()[0] == "done"
+        finished = [r[0] for r in c.execute("select status from runs")] == ["done"]
     if not finished:  # the last resume, left to finish
         done = subprocess.run(
             [sys.executable, "-m", "fairmark", *args], env=env, capture_output=True, text=True, timeout=600
