@@ -290,6 +290,10 @@ def undo_entry(entry: dict[str, Any]) -> tuple[str, str | None]:
         return mount.undo_scratch(entry)
     if kind == "cgroup":
         return cpus_mod.undo_cgroup(entry)
+    if kind == "boot-hook":
+        from fairmark.run.variants.boothook import undo_hook
+
+        return undo_hook(entry)
     return f"unknown journal entry {kind!r}", f"unknown journal entry type {kind!r}: {entry}"
 
 
