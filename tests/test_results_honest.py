@@ -130,3 +130,48 @@ f="$FAIRMARK_SCRATCH/n$FAIRMARK_SWEEP_CLIENTS"; n=$(cat "$f" 2>/dev/null || echo
     html = tmp_path / "r.html"
     fairmark_cli("report", run_id, "--store", db, "--html", str(html))
     assert "errors start at clients = 4" in html.read_text()
+
+
+SPREAD_PLAN = """
+[run]
+warmup = 0
+min_trials = 8
+max_trials = 8
+spread = {spread}
+
+[[workload]]
+name = "w"
+shell = true
+# a deterministic value per trial: 100 ± AMP·(−2…2); variant "noisy" varies 25 times more
+command = 'f="$FAIRMARK_SCRATCH/$SIDE"; n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) > "$f"; echo "value $((100 + AMP * (n % 5 - 2)))"'
+metrics = [{{ name = "value", regex = 'value (\\d+)', better = "higher" }}]
+
+[[variant]]
+name = "steady"
+env = {{ SIDE = "steady", AMP = "1" }}
+
+[[variant]]
+name = "noisy"
+env = {{ SIDE = "noisy", AMP = "25" }}
+"""
+
+
+def test_spread_is_a_verdict_a_plan_can_ask_for(tmp_path, fairmark_cli):
+    plan = tmp_path / "p.toml"
+    plan.write_text(SPREAD_PLAN.format(spread="true"))
+    code, doc, err = _run(fairmark_cli, plan, tmp_path)
+    assert code == 0, err
+    (s,) = doc["spread"]
+    assert (s["baseline"], s["variant"], s["metric"]) == ("steady", "noisy", "value")
+    assert s["significant"] and s["brown_forsythe_p"] < 0.01 and s["cv_ratio"] > 10 and s["ci_low"] > 5
+    assert "percentile bootstrap" in s["method"] and "noisy's is larger than steady's" in s["sentence"]
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    _, shown, _ = fairmark_cli("show", doc["run"]["id"], "--store", db)
+    assert "Brown–Forsythe p" in shown and "CV ratio" in shown
+    _, text, _ = fairmark_cli("report", doc["run"]["id"], "--store", db, "--markdown")
+    assert s["sentence"] in " ".join(text.split())  # the text report wraps its lines
+    # not asked for: not judged
+    plan.write_text(SPREAD_PLAN.format(spread="false"))
+    (tmp_path / "x.db").unlink()
+    code, doc, err = _run(fairmark_cli, plan, tmp_path)
+    assert code == 0 and doc["spread"] == [], err

@@ -51,6 +51,9 @@ class RunPolicy(Strict):
     # to run at 3000 connections, but not consistently"): every cell runs its whole max_trials budget and the
     # reports give its failure rate with a Wilson interval and where along a sweep errors start.
     failures: Literal["abandon", "measure"] = "abandon"
+    # Also judge the spread (seed 003's "more consistent" is a claim about spread, not about means): every
+    # variant's primary metric against the baseline's by Brown–Forsythe and the CV ratio's bootstrap CI.
+    spread: bool = False
     seed: int | None = None
     timeout_s: float = Field(600.0, gt=0)
     kill_grace_s: float = Field(2.0, ge=0)

@@ -159,6 +159,7 @@ class RunReport:
     baseline: str
     store: Store = field(repr=False, compare=False)
     failures: tuple[FailureRate, ...] = ()  # failure rates of the workloads that had failures
+    spreads: tuple[dict[str, Any], ...] = ()  # spread verdicts, when the plan asked ([run] spread = true)
 
     def artifacts(self, kind: str | None = None) -> list[dict[str, Any]]:
         return self.store.artifacts(self.run.id, kind)
@@ -181,6 +182,7 @@ class RunReport:
             "scaling": [s.to_dict() for s in self.scaling],
             "failures": [f.to_dict() for f in self.failures],
             "errors_start": errors_start(self.failures),
+            "spread": list(self.spreads),
         }
 
 
@@ -264,7 +266,28 @@ def load_report(store: Store, run_ref: str) -> RunReport:
         baseline=baseline,
         store=store,
         failures=failure_rates(cells, confidence),
+        spreads=_spreads(cells, baseline, confidence) if policy.get("spread") else (),
     )
+
+
+def _spreads(cells: tuple[CellReport, ...], baseline: str, confidence: float) -> tuple[dict[str, Any], ...]:
+    """Each group's variants against its baseline cell: the spread of the primary metric."""
+    from fairmark.stats.spread import compare_spread
+
+    by_group: dict[str, list[CellReport]] = defaultdict(list)
+    for c in cells:
+        by_group[c.group].append(c)
+    out = []
+    for group, members in by_group.items():
+        base = next((c for c in members if c.variant == baseline), members[0])
+        metric = base.primary_metric
+        for other in (c for c in members if c is not base):
+            v = compare_spread(base.values.get(metric, []), other.values.get(metric, []),
+                               confidence=confidence, names=(base.variant, other.variant))  # fmt: skip
+            if v is not None:
+                out.append({"group": group, "metric": metric, "baseline": base.variant,
+                            "variant": other.variant} | v.to_dict())  # fmt: skip
+    return tuple(out)
 
 
 def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) -> CellReport:

@@ -94,6 +94,14 @@ def _order(value: Any) -> tuple[int, Any]:
     return (0, value) if isinstance(value, int | float) else (1, str(value))
 
 
+def spread_lines(report: Any) -> list[str]:
+    """The spread verdicts a plan asked for ([run] spread = true), one line each."""
+    return [
+        f"{s['group']} {s['metric']}: {s['variant']} vs {s['baseline']}: {s['sentence']}"
+        for s in report.spreads
+    ]
+
+
 def lines(report: Any) -> list[str]:
     """What every report says about failures: one line per cell of a failing workload, then where errors
     start."""

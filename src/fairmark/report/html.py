@@ -374,6 +374,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "scaling": scaling_views(report, figs),
         "findings": [_finding(f) for f in report.findings],
         "failures": failure_lines(report),
+        "spreads": spread_lines(report),
         "variants": variant_table(report),
         "reproduce": {
             "version": run.fairmark_version,
@@ -384,6 +385,12 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
             "seed": run.seed,
         },
     }
+
+
+def spread_lines(report: RunReport) -> list[str]:
+    from fairmark.report.failures import spread_lines
+
+    return spread_lines(report)
 
 
 def failure_lines(report: RunReport) -> list[str]:

@@ -166,14 +166,18 @@ def _findings(r: RunReport) -> None:
 
 
 def _failures(r: RunReport) -> None:
-    from fairmark.report.failures import lines
+    from fairmark.report.failures import lines, spread_lines
 
-    found = lines(r)
-    if found:
-        console.print()
-        console.print("[bold]failures[/bold] (failed or timed-out measured trials; warm-ups not counted)")
-        for line in found:
-            console.text(f"  {line}")
+    sections = (
+        ("spread", "(the plan asked: [run] spread = true)", spread_lines(r)),
+        ("failures", "(failed or timed-out measured trials; warm-ups not counted)", lines(r)),
+    )
+    for title, note, found in sections:
+        if found:
+            console.print()
+            console.print(f"[bold]{title}[/bold] {note}")
+            for line in found:
+                console.text(f"  {line}")
 
 
 def render(r: RunReport, *, plot_width: int = 74) -> None:

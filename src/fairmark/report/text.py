@@ -153,8 +153,12 @@ def _scaling(w: Writer, report: RunReport) -> None:
 
 
 def _failures(w: Writer, report: RunReport) -> None:
-    from fairmark.report.failures import lines
+    from fairmark.report.failures import lines, spread_lines
 
+    if report.spreads:
+        w.heading("Spread (Brown–Forsythe; CV ratio with a percentile bootstrap CI)", 3)
+        for line in spread_lines(report):
+            w.para(line, "- ")
     found = lines(report)
     if found:
         w.heading("Failures (measured trials; warm-ups not counted)", 3)
