@@ -175,3 +175,44 @@ def test_spread_is_a_verdict_a_plan_can_ask_for(tmp_path, fairmark_cli):
     (tmp_path / "x.db").unlink()
     code, doc, err = _run(fairmark_cli, plan, tmp_path)
     assert code == 0 and doc["spread"] == [], err
+
+
+def test_profiled_trials_are_extra_and_kept_apart_from_the_measured_ones(tmp_path, fairmark_cli):
+    plan = tmp_path / "p.toml"
+    plan.write_text(
+        """
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+
+[[workload]]
+name = "w"
+command = ["true"]
+
+[[variant]]
+name = "a"
+
+[[variant]]
+name = "b"
+"""
+    )
+    code, doc, err = _run(fairmark_cli, plan, tmp_path, "--profile", "syscalls")
+    assert code == 0, err
+    for cell in doc["cells"]:
+        measured = [t for t in cell["trials"] if not t["profiled"]]
+        profiled = [t for t in cell["trials"] if t["profiled"]]
+        # the measured trials ran without the profiler; 2 extra trials per cell carry it, after them
+        assert len(measured) == 3 and not any("strace" in " ".join(t["argv"]) for t in measured)
+        assert len(profiled) == 2 and all("strace" in " ".join(t["argv"]) for t in profiled)
+        assert all(t["warmup"] for t in profiled) and min(t["seq"] for t in profiled) > max(
+            t["seq"] for t in measured
+        )
+        assert cell["n_ok"] == 3 and len(cell["values"]["wall_s"]) == 3
+    assert len(doc["verdicts"]) == 1  # one comparison, of the measured trials
+    assert "profiled trials: 4 extra trial(s)" in doc["profiled_note"]
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    _, shown, _ = fairmark_cli("show", doc["run"]["id"], "--store", db)
+    assert "kept apart" in " ".join(shown.split())
+    _, text, _ = fairmark_cli("report", doc["run"]["id"], "--store", db, "--text")
+    assert "System calls" in text or "syscall" in text.lower()  # the profile still reaches the report

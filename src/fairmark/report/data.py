@@ -164,6 +164,19 @@ class RunReport:
     def artifacts(self, kind: str | None = None) -> list[dict[str, Any]]:
         return self.store.artifacts(self.run.id, kind)
 
+    @property
+    def profiled_note(self) -> str | None:
+        """Which trials are which, when the run had profilers attached."""
+        n = sum(bool(t.get("profiled")) for c in self.cells for t in c.trials)
+        if not n:
+            return None
+        measured = sum(c.n_ok for c in self.cells)
+        return (
+            f"profiled trials: {n} extra trial(s) with profilers attached, run after the measured rounds and kept "
+            f"apart — the profiles come from them; the {measured} measured trial(s) ran without profilers and are "
+            "the only ones in the tables, verdicts and the regression gate"
+        )
+
     def groups(self) -> dict[str, list[CellReport]]:
         out: dict[str, list[CellReport]] = defaultdict(list)
         for c in self.cells:
@@ -180,6 +193,7 @@ class RunReport:
             "cells": [_cell_dict(c, trials) for c in self.cells],
             "verdicts": [v.to_dict() for v in self.verdicts],
             "scaling": [s.to_dict() for s in self.scaling],
+            "profiled_note": self.profiled_note,
             "failures": [f.to_dict() for f in self.failures],
             "errors_start": errors_start(self.failures),
             "spread": list(self.spreads),
@@ -187,10 +201,11 @@ class RunReport:
 
 
 class RunArtifacts:
-    """A run's artifacts grouped by cell, measured (non-warm-up) trials only."""
+    """A run's artifacts grouped by cell: of the measured (non-warm-up) trials, and the profiles of the
+    profiled trials (extra trials kept apart from the measured ones)."""
 
     def __init__(self, report: RunReport):
-        measured = {t["id"] for c in report.cells for t in c.trials if not t["warmup"]}
+        measured = {t["id"] for c in report.cells for t in c.trials if not t["warmup"] or t.get("profiled")}
         self.by_cell: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
         for a in report.artifacts():
             if a["trial_id"] in measured:
@@ -233,7 +248,7 @@ TRIAL_FIELDS = (
 
 
 def _trial_dict(t: dict[str, Any]) -> dict[str, Any]:
-    keep = ("id", "started_at", *TRIAL_FIELDS, "argv", "samples", "stdout_tail", "stderr_tail")
+    keep = ("id", "started_at", *TRIAL_FIELDS, "profiled", "argv", "samples", "stdout_tail", "stderr_tail")
     return jsonable_row({k: t.get(k) for k in keep})
 
 

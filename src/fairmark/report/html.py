@@ -368,6 +368,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "confidence": report.confidence,
         "baseline": report.baseline,
         "hooks": (run.options or {}).get("hooks", []),
+        "profiled_note": report.profiled_note,
         "profilers": [h for h in (run.options or {}).get("hooks", []) if h.startswith("profile.")],
         "verdicts": verdict_rows(report, attrs),
         "groups": groups,

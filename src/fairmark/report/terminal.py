@@ -27,6 +27,8 @@ def _header(r: RunReport) -> None:
         console.print(
             "[yellow]quick run: few trials and short parameters — a first look, not a result to quote[/]"
         )
+    if r.profiled_note:
+        console.print(f"[yellow]{escape(r.profiled_note)}[/]")
     if run.accept_risk:
         console.print(
             "[bold red]RUN WITH --accept-risk: the doctor found errors that can invalidate these "

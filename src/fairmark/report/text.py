@@ -199,6 +199,8 @@ def _run(w: Writer, report: RunReport) -> None:
         w.para("!!! RUN WITH --accept-risk: the doctor found problems that can invalidate these numbers !!!")
     if (run.options or {}).get("quick"):
         w.para("quick run: few trials and short parameters — a first look, not a result to quote")
+    if report.profiled_note:
+        w.para(report.profiled_note)
     arts = RunArtifacts(report)
     attrs = attr.attribute_cells(report, arts)
     _verdicts(w, report, attrs)

@@ -29,7 +29,7 @@ from fairmark.run.build import step_spec
 from fairmark.run.executor import execute_spec, read_text
 from fairmark.run.hooks import TrialHook
 from fairmark.run.lock import pid_alive
-from fairmark.run.trial import Contexts, Executor, Outcome, TrialPath
+from fairmark.run.trial import Contexts, Executor, Outcome, TrialPath, is_profiler
 from fairmark.run.variants.basic import command_for
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState
@@ -40,6 +40,7 @@ from fairmark.stats.stopping import group_stop
 from fairmark.store.db import Store, now
 
 SCRATCH_PREFIX = "fairmark-"
+PROFILED_TRIALS = 2  # extra trials per cell with profilers attached (--profile), after the measured rounds
 VOLATILE_EVERY_S = 10.0  # the volatile probe samples for ~0.2 s; keep it off the hot path
 
 
@@ -404,6 +405,7 @@ class Runner:
             for cs in rt.cells:  # the loop bound was reached
                 if cs.status == "active":
                     self._stop(cs, "done", f"max_trials ({self.policy.max_trials}) reached")
+            self._profiled_rounds(rt, contexts, order)
         finally:
             try:
                 if rt.adapter:
@@ -476,6 +478,22 @@ class Runner:
             self._noticed.add(f["id"])
             self.progress.note(f"between rounds: {f['title']}: {f['evidence']}")
         self.store.add_findings(self.run_id, "between", new)
+
+    def _profiled_rounds(self, rt: WorkloadRuntime, contexts: Contexts, order: Order) -> None:
+        """With --profile: PROFILED_TRIALS extra rounds after the measured ones, profilers attached, every
+        cell that finished. They are stored apart (profiled, and warm-up for every statistic): perf and
+        strace slow what they watch, so their times never reach a verdict or the regression gate."""
+        if not any(is_profiler(h) for h in self.options.hooks):
+            return
+        first = self.policy.max_trials + self.policy.max_failures
+        done = [cs for cs in rt.cells if cs.status == "done"]
+        for r in range(first, first + PROFILED_TRIALS):
+            for cs in self._round_order(order, rt.workload.name, r, done):
+                if r not in cs.rounds_done:
+                    self.seq += 1
+                    out = self._path().run(rt, contexts, cs, r, self.seq, profiled=True)
+                    cs.rounds_done.add(r)
+                    self.progress.trial(self._event(rt, cs, r, out) | {"profiled": True})
 
     def _trial(self, rt: WorkloadRuntime, contexts: Contexts, cs: CellState, r: int) -> None:
         self.seq += 1

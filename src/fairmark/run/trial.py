@@ -36,6 +36,10 @@ def local_boot_id() -> str | None:
 Executor = Callable[[TrialSpec], Measured]
 
 
+def is_profiler(hook: TrialHook) -> bool:
+    return hook.name.startswith("profile.")
+
+
 @dataclass
 class Contexts:
     """A workload's adapter contexts: the shared one (key None) and one per variant with its own scratch
@@ -68,8 +72,10 @@ class TrialPath:
     hooks: tuple[TrialHook, ...] = ()
     remote: Any = None  # fairmark.remote.hosts.RemoteHosts when variants run on other hosts
 
-    def run(self, rt: Any, contexts: Contexts, cs: Any, r: int, seq: int) -> Outcome:
-        """Trial number `seq` of cell `cs` (a runner CellState of workload runtime `rt`) in round `r`."""
+    def run(self, rt: Any, contexts: Contexts, cs: Any, r: int, seq: int, profiled: bool = False) -> Outcome:
+        """Trial number `seq` of cell `cs` (a runner CellState of workload runtime `rt`) in round `r`. A
+        measured trial runs without profilers (they change the numbers they are attached to); a `profiled`
+        one runs with the profilers only and is stored apart (warmup and profiled: never in statistics)."""
         cell, w = cs.cell, rt.workload
         variant = self.plan.variant_named(cell.variant)
         self.system.activate(cell.variant)
@@ -96,6 +102,7 @@ class TrialPath:
         )
         remote_ex = self.remote.executor(cell.variant, w.name) if self.remote else None
         hooks = () if remote_ex else self.hooks  # a host's agent samples its own monitor
+        hooks = tuple(h for h in hooks if is_profiler(h) == profiled)
         spec = trial_spec(
             workload=w, variant=variant, cell=cell, command=command, prepared=prepared, workload_env=wctx.env,
             trial_dir=trial_dir, policy=self.policy,
@@ -117,7 +124,9 @@ class TrialPath:
         finally:
             if rt.adapter:
                 rt.adapter.after_trial(tctx)
-        return self._record(rt, cs, r, seq, started, spec, result, (status, error, values), artifacts)
+        return self._record(
+            rt, cs, r, seq, started, spec, result, (status, error, values), artifacts, profiled
+        )
 
     def _adapter_context(
         self, rt: Any, contexts: Contexts, variant: str, workdir: str | None
@@ -191,6 +200,7 @@ class TrialPath:
         result: Measured,
         measured: tuple[str, str | None, dict[str, float]],
         artifacts: list[Artifact],
+        profiled: bool = False,
     ) -> Outcome:
         status, error, values = measured
         keep = TAIL_BYTES if status == "ok" else RAW_BYTES  # a failure keeps its raw output as evidence
@@ -201,7 +211,8 @@ class TrialPath:
             "cell_id": cs.id,
             "seq": seq,
             "round": r,
-            "warmup": r < 0,
+            "warmup": r < 0 or profiled,
+            "profiled": profiled,
             "status": status,
             "started_at": started,
             "wall_s": result.wall_s,

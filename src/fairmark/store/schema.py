@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = sa.MetaData()
 
@@ -86,6 +86,8 @@ trials = sa.Table(
     sa.Column("argv", sa.JSON),
     sa.Column("host", sa.Text),  # the [hosts.NAME] the trial ran on; None: the controller itself
     sa.Column("boot_id", sa.Text),  # that host's boot (Linux boot_id, FreeBSD kern.boottime)
+    # an extra trial with profilers attached (--profile): kept apart, never in statistics (warmup is true too)
+    sa.Column("profiled", sa.Boolean, nullable=False, default=False),
     sa.Index("ix_trials_run_cell", "run_id", "cell_id"),
 )
 
@@ -187,9 +189,17 @@ def _v4_calibrations(conn: sa.Connection) -> None:
     metadata.create_all(conn, tables=[calibrations])
 
 
+def _v5_trial_profiled(conn: sa.Connection) -> None:
+    """v5: trials with profilers attached are extra trials, flagged apart from the measured ones."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("trials")}
+    if "profiled" not in have:
+        conn.execute(sa.text("ALTER TABLE trials ADD COLUMN profiled BOOLEAN NOT NULL DEFAULT FALSE"))
+
+
 # version → function(connection) that upgrades from version-1 to version
 MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     2: _v2_cell_params,
     3: _v3_trial_host,
     4: _v4_calibrations,
+    5: _v5_trial_profiled,
 }
