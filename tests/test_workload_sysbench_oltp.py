@@ -1,4 +1,5 @@
-"""sysbench-oltp adapter: parse on captured outputs, params, end to end against a managed PostgreSQL."""
+"""sysbench-oltp adapter: parse on captured outputs, params, end to end against a managed PostgreSQL and a
+managed MariaDB."""
 
 from __future__ import annotations
 
@@ -40,12 +41,20 @@ def test_fatal_output_is_a_failure():
         parse("refused.txt")
 
 
+def test_parse_mariadb_output():
+    m = parse("mariadb_read_write_t4.txt")
+    assert m["tps"] == 1904.05 and m["qps"] == 38092.24 and m["ignored_errors_s"] == 0.67
+    assert m["latency_avg_ms"] == 2.10 and m["latency_p95_ms"] == 4.57 and m["latency_max_ms"] == 36.94
+    with pytest.raises(ParseError, match="unable to connect to MySQL server"):
+        parse("mariadb_refused.txt")
+
+
 def test_params_are_checked():
     a = adapter_for("sysbench-oltp")
     with pytest.raises(PlanError, match="test"):
         a.resolve({"test": "oltp_everything"})
-    with pytest.raises(PlanError, match="db"):
-        a.resolve({"db": "mysql"})
+    with pytest.raises(PlanError, match="db must be one of pgsql, mysql"):
+        a.resolve({"db": "oracle"})
     with pytest.raises(PlanError, match="threads"):
         a.resolve({"threads": 0})
 
@@ -58,3 +67,22 @@ def test_end_to_end_read_write(srv_tmp: Path):
     assert m["tps"] > 5 and m["qps"] > m["tps"] and m["latency_p95_ms"] > 0 and m["latency_avg_ms"] > 0
     assert psutil.Process().children(recursive=True) == []
     assert not (srv_tmp / "scratch" / "postgres").exists()
+
+
+@pytest.mark.skipif(
+    shutil.which("sysbench") is None or shutil.which("mariadbd") is None, reason="sysbench/mariadbd missing"
+)
+def test_end_to_end_mariadb(srv_tmp: Path):
+    """fairmark starts mariadbd itself (no systemd), runs one trial, and stops and removes it."""
+    params = {
+        "db": "mysql",
+        "test": "oltp_read_only",
+        "threads": 2,
+        "time_s": 1,
+        "tables": 1,
+        "table_size": 500,
+    }
+    m = tools.run_once(adapter_for("sysbench-oltp"), params, srv_tmp, timeout_s=60)
+    assert m["tps"] > 1 and m["qps"] > m["tps"]
+    assert psutil.Process().children(recursive=True) == []
+    assert not (srv_tmp / "scratch" / "mariadb").exists()

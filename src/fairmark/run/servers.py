@@ -1,4 +1,4 @@
-"""Servers fairmark starts itself for a workload: PostgreSQL, redis, nginx, iperf3.
+"""Servers fairmark starts itself for a workload: PostgreSQL, MariaDB, redis, nginx, iperf3.
 
 Every server is our own child process (never a daemon that detaches), in its own session so a Ctrl-C at the
 terminal does not kill it before teardown can stop it cleanly. That makes stopping exact: signal the process
@@ -481,6 +481,66 @@ class Iperf3Server(ManagedServer):
 
     def ready(self) -> bool:
         return f"Server listening on {self.port}" in self.log.read_text(errors="replace")
+
+
+class MariadbServer(ManagedServer):
+    """MariaDB (10.11 on Debian 12), started by fairmark itself (no systemd): mariadb-install-db into a private
+    data directory, mariadbd on a free loopback port with no option files read (--no-defaults: the host's
+    /etc/mysql must not change the measurement), grant tables skipped (loopback only, a throw-away data set)
+    and the database `sbtest` created. Stopped with SIGTERM (clean InnoDB shutdown), directory removed."""
+
+    kind = "mariadb"
+    run_as = "mysql"
+    start_timeout_s = 60.0
+
+    def __init__(self, directory: Path, *, fsync: bool = True):
+        super().__init__(directory)
+        self.fsync = fsync
+
+    @property
+    def data(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def socket(self) -> Path:
+        return self.short_dir() / "mysqld.sock"
+
+    def prepare(self) -> None:
+        self.log.touch()
+        if self._short_dir is not None:
+            grant(self._short_dir, self.user)
+
+    def initialise(self) -> None:
+        argv = ["mariadb-install-db", "--no-defaults", f"--datadir={self.data}", "--skip-test-db",
+                "--auth-root-authentication-method=normal"]  # fmt: skip
+        if self.user:
+            argv.append(f"--user={self.user}")
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=self.dir)
+        if res.returncode != 0:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise SetupError(f"mariadb-install-db failed (status {res.returncode}):\n"
+                             f"{(res.stdout + res.stderr)[-2000:]}")  # fmt: skip
+
+    def argv(self) -> list[str]:
+        # fsync off = InnoDB neither flushes its log at commit nor syncs binlogs: a CPU/lock-scaling test.
+        flush = "1" if self.fsync else "0"
+        return ["mariadbd", "--no-defaults", f"--datadir={self.data}", f"--socket={self.socket}",
+                f"--port={self.port}", f"--bind-address={LOOPBACK}", "--skip-grant-tables",
+                "--skip-name-resolve", f"--pid-file={self.dir / 'mariadbd.pid'}", "--max-connections=1000",
+                f"--innodb-flush-log-at-trx-commit={flush}", f"--innodb-doublewrite={flush}",
+                *([f"--user={self.user}"] if self.user else [])]  # fmt: skip
+
+    def ready(self) -> bool:
+        return self.sql("CREATE DATABASE IF NOT EXISTS sbtest", check=False) is not None
+
+    def sql(self, statement: str, *, check: bool = True, timeout_s: float = 600) -> str | None:
+        argv = ["mariadb", "--no-defaults", f"--socket={self.socket}", "-u", "root", "-e", statement]
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+        if res.returncode != 0:
+            if check:
+                raise SetupError(f"mariadb {statement!r} failed: {res.stderr.strip()[-1000:]}")
+            return None
+        return res.stdout
 
 
 @contextlib.contextmanager

@@ -1,12 +1,14 @@
-"""sysbench OLTP against the managed PostgreSQL — seed 002's database SMP-scaling curve (sweep `threads`).
+"""sysbench OLTP against a managed PostgreSQL or MariaDB — seed 002's database SMP-scaling curves (sweep
+`threads`; the seed measured MySQL and PostgreSQL).
 
-setup starts PostgreSQL (see pgbench.py) and runs `sysbench TEST prepare`; each trial is `sysbench TEST run`;
-teardown stops the server and removes its data. MySQL/MariaDB (the seed's other curve) would be the `mysql`
-driver against a managed mariadbd; it is refused with a clear error until that server is managed here."""
+setup starts the server (`db = "pgsql"`: PostgreSQL, see pgbench.py; `db = "mysql"`: MariaDB started by fairmark
+itself, servers.MariadbServer) and runs `sysbench TEST prepare`; each trial is `sysbench TEST run`; teardown
+stops the server and removes its data."""
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from typing import Any
 
@@ -24,6 +26,7 @@ from fairmark.run.workloads.base import (
 )
 from fairmark.run.workloads.pgbench import check_bool, postgres_server
 
+DATABASES = {"pgsql": "PostgreSQL 15", "mysql": "MariaDB 10.11"}
 TESTS = ("oltp_read_only", "oltp_read_write", "oltp_write_only", "oltp_point_select", "oltp_update_index")
 _PER_SEC = r"^\s*{label}:\s+\d+\s+\(([\d.]+) per sec\.\)"
 _LATENCY = r"^\s*{label}:\s+([\d.]+)\s*$"
@@ -41,10 +44,13 @@ _LINES = {
 class SysbenchOltp(Adapter):
     name = "sysbench-oltp"
     summary = (
-        "sysbench oltp_read_only / oltp_read_write against a managed PostgreSQL: transactions/s vs threads"
+        "sysbench oltp_read_only / oltp_read_write against a managed PostgreSQL or MariaDB: transactions/s vs "
+        "threads"
     )
     packages = tools.packages(
-        ("sysbench", "postgresql"), ("sysbench", "postgresql-server"), ("sysbench", "postgresql15-server")
+        ("sysbench", "postgresql", "mariadb-server"),
+        ("sysbench", "postgresql-server", "mariadb-server"),
+        ("sysbench", "postgresql15-server", "mariadb-server"),
     )
     executables = ("sysbench", str(servers.PG_BIN / "postgres"), str(servers.PG_BIN / "initdb"))
     params = (
@@ -53,8 +59,13 @@ class SysbenchOltp(Adapter):
         ParamSpec("time_s", 10, "s", "sysbench --time per trial"),
         ParamSpec("tables", 4, "tables", "sysbench --tables"),
         ParamSpec("table_size", 10000, "rows", "sysbench --table-size (rows per table)"),
-        ParamSpec("db", "pgsql", "", "database: pgsql (the managed PostgreSQL)"),
-        ParamSpec("fsync", True, "", "PostgreSQL fsync: off measures memory speed, not durable commits"),
+        ParamSpec("db", "pgsql", "", "database: pgsql (managed PostgreSQL) or mysql (managed MariaDB)"),
+        ParamSpec(
+            "fsync",
+            True,
+            "",
+            "durable commits (PostgreSQL fsync, InnoDB flush at commit): off measures memory",
+        ),
     )
     metrics = (
         MetricSpec("tps", "transactions/s", "higher"),
@@ -73,30 +84,40 @@ class SysbenchOltp(Adapter):
         tools.require_choice(self.name, params, "test", TESTS)
         tools.require_positive_ints(self.name, params, ("threads", "time_s", "tables", "table_size"))
         check_bool(self.name, params, "fsync")
-        if params["db"] != "pgsql":
-            raise PlanError(
-                f"sysbench-oltp: db {params['db']!r} is not managed by fairmark yet; use db = 'pgsql'",
-                key="db",
-            )
+        tools.require_choice(self.name, params, "db", DATABASES)
+        if params["db"] == "mysql" and shutil.which("mariadbd") is None:
+            raise PlanError("sysbench-oltp: db = 'mysql' needs mariadbd (Debian: mariadb-server)", key="db")
 
     @staticmethod
     def labels(params: dict[str, Any]) -> dict[str, str]:
-        return {"fsync": "on" if params["fsync"] else "off (not durable)", "db": "PostgreSQL 15"}
+        return {"fsync": "on" if params["fsync"] else "off (not durable)", "db": DATABASES[params["db"]]}
 
-    def _base(self, server: servers.PostgresServer, p: dict[str, Any]) -> list[str]:
+    def _base(self, server: servers.ManagedServer, p: dict[str, Any]) -> list[str]:
+        driver, user, db = (
+            ("mysql", "root", "sbtest") if p["db"] == "mysql" else ("pgsql", "postgres", "postgres")
+        )
         return [
-            "sysbench", p["test"], "--db-driver=pgsql", f"--pgsql-host={servers.LOOPBACK}",
-            f"--pgsql-port={server.port}", "--pgsql-user=postgres", "--pgsql-db=postgres",
+            "sysbench", p["test"], f"--db-driver={driver}", f"--{driver}-host={servers.LOOPBACK}",
+            f"--{driver}-port={server.port}", f"--{driver}-user={user}", f"--{driver}-db={db}",
             f"--tables={p['tables']}", f"--table-size={p['table_size']}",
         ]  # fmt: skip
 
     def setup(self, ctx: WorkloadContext) -> None:
-        server = postgres_server(ctx, ctx.params["fsync"])
+        if ctx.params["db"] == "mysql":
+            mdb = servers.MariadbServer(ctx.scratch / "mariadb", fsync=ctx.params["fsync"])
+            server: servers.ManagedServer = servers.start_in(ctx, mdb)
+        else:
+            server = postgres_server(ctx, ctx.params["fsync"])
         argv = [*self._base(server, ctx.params), f"--threads={min(ctx.params['tables'], 4)}", "prepare"]
         res = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
         if res.returncode != 0:
             raise SetupError(f"sysbench prepare failed (status {res.returncode}): {res.stdout[-1500:]}")
-        server.psql("VACUUM ANALYZE")  # fresh tables: statistics and visibility maps before the first trial
+        # Fresh tables: statistics (and PostgreSQL's visibility maps) before the first trial.
+        if isinstance(server, servers.MariadbServer):
+            tables = ", ".join(f"sbtest.sbtest{i}" for i in range(1, ctx.params["tables"] + 1))
+            server.sql(f"ANALYZE TABLE {tables}")
+        else:
+            server.psql("VACUUM ANALYZE")
 
     def before_trial(self, ctx: TrialContext) -> None:
         ctx.state["server"].check_alive()

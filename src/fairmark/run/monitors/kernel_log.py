@@ -1,0 +1,168 @@
+"""Kernel-log watch: which kernel messages mean the system is in trouble, and a watch that records them while a
+command runs (stability runs, seed 002: "the system must survive extreme overload").
+
+`classify(text)` is pure and knows Linux's and FreeBSD's shapes; `parse_kmsg(raw)` reads Linux /dev/kmsg records
+as the watch saved them. `python -m fairmark.run.monitors.kernel_log OUT -- ARGV…` runs ARGV while copying every
+new /dev/kmsg record to OUT, then checks that the host still answers on loopback, and exits with ARGV's status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import re
+import select
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+# Most specific first: "BUG: soft lockup" is a soft lockup, not a generic BUG; a FreeBSD KASSERT panics too.
+KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern))
+    for kind, pattern in (
+        ("oom_kill_bounded", r"Memory cgroup out of memory: Killed process"),
+        ("oom_kill", r"Out of memory: Killed process|oom_reaper: reaped process"),
+        ("soft_lockup", r"BUG: soft lockup - CPU#\d+ stuck|Watchdog detected hard LOCKUP"),
+        ("hung_task", r"INFO: task \S.* blocked for more than \d+ seconds"),
+        ("rcu_stall", r"rcu: INFO: \S+ (self-)?detected stalls?|rcu_\w+ (self-)?detected stall"),
+        (
+            "lockdep",
+            r"WARNING: (possible circular locking dependency|possible recursive locking|inconsistent "
+            r"lock state|suspicious RCU usage)",
+        ),
+        ("panic", r"Kernel panic - not syncing"),
+        (
+            "oops",
+            r"Oops: |general protection fault|BUG: unable to handle |BUG: kernel NULL pointer dereference",
+        ),
+        ("bug", r"kernel BUG at |^BUG: "),
+        ("warning", r"WARNING: CPU: \d+ PID: \d+ at "),
+        # FreeBSD (dmesg / console text)
+        ("kassert", r"KASSERT|^panic: Assertion .* failed at "),
+        ("lock_order_reversal", r"lock order reversal"),
+        ("witness", r"^witness_\w+|WITNESS"),
+        ("panic", r"^panic: "),
+    )
+)
+# Provoked on purpose inside the run's own bounded cgroup: listed, not counted against stability.
+EXPECTED = frozenset({"oom_kill_bounded"})
+START = "# fairmark-kmsg"
+
+
+@dataclass(frozen=True)
+class KernelEvent:
+    kind: str
+    time: str  # ISO wall-clock time (UTC) of the message, or "" when the log carries none (FreeBSD dmesg)
+    t_s: float | None  # seconds after the watch started
+    text: str  # the message's first line
+
+    def as_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "time": self.time, "t_s": self.t_s, "text": self.text}
+
+
+def kind_of(line: str) -> str | None:
+    for kind, pattern in KINDS:
+        if pattern.search(line):
+            return kind
+    return None
+
+
+def classify(text: str) -> list[KernelEvent]:
+    """Plain kernel-log text (FreeBSD dmesg, a console log): one event per matching line, no times."""
+    return [
+        KernelEvent(kind, "", None, line.strip())
+        for line in text.splitlines()
+        if (kind := kind_of(line.strip()))
+    ]
+
+
+def parse_kmsg(raw: str) -> list[KernelEvent]:
+    """Records saved by the watch: a start line `# fairmark-kmsg mono_us=M wall=W`, then /dev/kmsg records
+    `PRIO,SEQ,USEC,FLAGS;text` (continuation lines start with a space and are skipped)."""
+    mono_us, wall = None, None
+    events = []
+    for line in raw.splitlines():
+        if line.startswith(START):
+            fields = dict(f.split("=", 1) for f in line[len(START) :].split())
+            mono_us, wall = int(fields["mono_us"]), float(fields["wall"])
+            continue
+        head, sep, text = line.partition(";")
+        if not sep or line.startswith(" ") or head.count(",") < 3:
+            continue
+        kind = kind_of(text)
+        if kind is None:
+            continue
+        usec = int(head.split(",")[2])
+        t_s = (usec - mono_us) / 1e6 if mono_us is not None else None
+        when = ""
+        if wall is not None and t_s is not None:
+            when = dt.datetime.fromtimestamp(wall + t_s, dt.UTC).isoformat(timespec="milliseconds")
+        events.append(KernelEvent(kind, when, t_s, text.strip()))
+    return events
+
+
+def _loopback_answers() -> bool:
+    """The host still accepts and completes a TCP connection on loopback (its network stack and scheduler
+    work): the local meaning of "the host stayed reachable"."""
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as srv:
+            srv.settimeout(10)
+            with socket.create_connection(srv.getsockname(), timeout=10):
+                conn, _ = srv.accept()
+                conn.close()
+        return True
+    except OSError:
+        return False
+
+
+def watch(out_path: str, argv: list[str]) -> int:
+    fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    os.lseek(fd, 0, os.SEEK_END)  # only what is logged from now on
+    with open(out_path, "w") as out:
+        mono_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+        out.write(f"{START} mono_us={mono_us} wall={time.time():.6f}\n")
+        started = time.monotonic()
+        child = subprocess.Popen(argv)
+        while True:
+            done = child.poll() is not None
+            _drain(fd, out)
+            if done:
+                break
+            select.select([fd], [], [], 0.5)
+        elapsed_s = time.monotonic() - started
+        time.sleep(1.0)  # messages the last moments produced
+        _drain(fd, out)
+        out.write(f"# end elapsed_s={elapsed_s:.3f} reachable={int(_loopback_answers())}\n")
+    os.close(fd)
+    return child.returncode
+
+
+def _drain(fd: int, out) -> None:
+    while True:
+        try:
+            record = os.read(fd, 8192)
+        except BlockingIOError:
+            return
+        except BrokenPipeError:  # overwritten before we read it: note the gap, go on
+            out.write("# kmsg records lost (ring buffer overrun)\n")
+            continue
+        if not record:
+            return
+        out.write(record.decode("utf-8", "replace"))
+        out.flush()
+
+
+def main(args: list[str]) -> int:
+    if len(args) < 3 or args[1] != "--":
+        print("usage: python -m fairmark.run.monitors.kernel_log OUT -- ARGV...", file=sys.stderr)
+        return 2
+    with contextlib.suppress(KeyboardInterrupt):
+        return watch(args[0], args[2:])
+    return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,90 @@
+"""stability workload and the kernel-log watch: planted /dev/kmsg messages are detected, classified and timed;
+the FreeBSD shapes on captured-format text; the adapter end to end for a few seconds (the 2-minute acceptance run
+is plans/stability.toml)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairmark.errors import PlanError
+from fairmark.run import tools
+from fairmark.run.monitors import kernel_log
+from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads.base import ParseError, RawOutput
+
+FIX = Path(__file__).parent / "fixtures" / "tools" / "stability"
+root_kmsg = pytest.mark.skipif(
+    os.geteuid() != 0 or not os.access("/dev/kmsg", os.W_OK), reason="needs root and /dev/kmsg"
+)
+OOPS = "BUG: kernel NULL pointer dereference, address: 0000000000000008 (fairmark planted test message)"
+OOPS2 = "Oops: 0002 [#1] PREEMPT SMP NOPTI (fairmark planted test message)"
+HUNG = "INFO: task fairmark-plant:4242 blocked for more than 120 seconds. (fairmark planted test message)"
+
+
+@root_kmsg
+def test_planted_messages_are_detected_classified_and_timed(tmp_path: Path):
+    out = tmp_path / "kmsg.txt"
+    plant = f"import time\nfor m in {[OOPS, OOPS2, HUNG]!r}:\n    open('/dev/kmsg', 'w').write('<2>' + m + '\\n'); time.sleep(0.3)"
+    assert kernel_log.main([str(out), "--", sys.executable, "-c", plant]) == 0
+    events = kernel_log.parse_kmsg(out.read_text())
+    planted = [e for e in events if "fairmark planted" in e.text]
+    assert [e.kind for e in planted] == ["oops", "oops", "hung_task"]
+    assert planted[2].text == HUNG and planted[0].time.startswith("20")
+    assert all(0 <= e.t_s < 60 for e in planted) and planted[0].t_s <= planted[2].t_s
+    values = adapter_for("stability").parse(RawOutput("", "", 0, {"kmsg": out.read_text()}))
+    assert values["kernel_events"] >= 3 and values["events_oops"] >= 2 and values["events_hung_task"] >= 1
+    assert values["host_reachable"] == 1
+
+
+def test_parse_captured_planted_log():
+    raw = (FIX / "planted_kmsg.txt").read_text()
+    events = kernel_log.parse_kmsg(raw)
+    assert [e.kind for e in events] == ["oops", "oops", "hung_task", "oom_kill_bounded"]
+    assert events[2].time == "2026-11-23T00:46:29.756+00:00" and events[2].t_s == pytest.approx(
+        0.6206, abs=1e-3
+    )
+    values = adapter_for("stability").parse(RawOutput("", "", 0, {"kmsg": raw}))
+    assert (
+        values["kernel_events"] == 3 and values["oom_kills_bounded"] == 1 and values["events_hung_task"] == 1
+    )
+    with pytest.raises(ParseError, match="did not finish"):
+        adapter_for("stability").parse(RawOutput("", "", 0, {"kmsg": raw.split("# end")[0]}))
+
+
+def test_freebsd_shapes():
+    kinds = [e.kind for e in kernel_log.classify((FIX / "freebsd_dmesg.txt").read_text())]
+    assert kinds == ["lock_order_reversal", "witness", "kassert", "panic"]
+
+
+def test_linux_shapes():
+    lines = {
+        "watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [kworker/1:2:123]": "soft_lockup",
+        "rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:": "rcu_stall",
+        "WARNING: possible circular locking dependency detected": "lockdep",
+        "Kernel panic - not syncing: Fatal exception": "panic",
+        "kernel BUG at mm/slub.c:306!": "bug",
+        "Out of memory: Killed process 1234 (stress-ng) total-vm:1kB": "oom_kill",
+        "Memory cgroup out of memory: Killed process 99 (stress-ng-bighe)": "oom_kill_bounded",
+        "WARNING: CPU: 0 PID: 1 at kernel/foo.c:12 bar+0x1/0x2": "warning",
+        "EXT4-fs (sda1): mounted filesystem": None,
+    }
+    assert {line: kernel_log.kind_of(line) for line in lines} == lines
+
+
+def test_params_are_checked():
+    with pytest.raises(PlanError, match="mix"):
+        adapter_for("stability").resolve({"mix": ["fork", "meltdown"]})
+
+
+@root_kmsg
+@pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng missing")
+def test_short_run_end_to_end(srv_tmp: Path):
+    params = {"duration_s": 3, "instances": 1, "memory_limit": "128M"}
+    m = tools.run_once(adapter_for("stability"), params, srv_tmp, timeout_s=120)
+    assert m["host_reachable"] == 1 and m["survived_min"] >= 3 / 60
+    assert not any(p.name.startswith("fairmark-stability-") for p in Path("/sys/fs/cgroup/memory").iterdir())
