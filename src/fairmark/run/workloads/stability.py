@@ -102,7 +102,11 @@ class Stability(Adapter):
         argv += ["--bigheap-growth", "1M"] if "memory" in p["mix"] else []
         user = pwd.getpwnam(p["user"])
         join = "; ".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))}" for g in ctx.state["cgroups"])
-        inner = f"{join}; cd {shlex.quote(str(work))}; exec setpriv --reuid {user.pw_uid} --regid {user.pw_gid} --clear-groups {shlex.join(argv)}"
+        setpriv = f"setpriv --reuid {user.pw_uid} --regid {user.pw_gid} --clear-groups {shlex.join(argv)}"
+        # stress-ng's status 2/3/5/6 (a stressor failed, lacked resources, was killed, was OOM-killed) is what
+        # overload does to stressors, not a failure of the system; 1 (bad arguments) is a failed trial.
+        inner = (f"{join}; cd {shlex.quote(str(work))}; {setpriv}; s=$?; echo stress-ng status $s; "
+                 '[ "$s" -ne 1 ]')  # fmt: skip
         out = ctx.trial_dir / "kmsg.txt"
         return [sys.executable, "-m", "fairmark.run.monitors.kernel_log", str(out), "--", "sh", "-c", inner]
 
