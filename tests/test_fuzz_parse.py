@@ -36,7 +36,7 @@ def raw_for(name: str, text: str, stderr: str) -> RawOutput:
     # The output goes where each adapter looks for it: stdout, or a result file (fio's JSON, stress-ng's
     # YAML); stress-ng's expected stressors are in the fixture's name (fork-pipe-switch-vm.yaml).
     stressors = name.split(".")[0].removesuffix("-root").removesuffix("-nobody").replace("-", " ")
-    return RawOutput(text, stderr, 0, {"json": text, "yaml": text, "stressors": stressors})
+    return RawOutput(text, stderr, 0, {"json": text, "yaml": text, "kmsg": text, "stressors": stressors})
 
 
 ADAPTERS = sorted(a for a in registry() if (FIX / FOLDER.get(a, a)).is_dir())

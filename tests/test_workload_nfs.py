@@ -11,6 +11,7 @@ import pytest
 from fairmark.errors import EnvironmentRefused
 from fairmark.run import tools
 from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads.base import ParseError, RawOutput
 from fairmark.run.workloads.nfs import missing
 
 
@@ -68,3 +69,9 @@ def _modules() -> bool:
 def test_version_is_checked():
     with pytest.raises(Exception, match="version must be one of 3, 4"):
         adapter_for("nfs").resolve({"version": 2})
+
+
+def test_parse_has_no_result():
+    text = (Path(__file__).parent / "fixtures/tools/nfs/refused-this-host.txt").read_text()
+    with pytest.raises(ParseError, match="not implemented"):
+        adapter_for("nfs").parse(RawOutput(text, ""))

@@ -23,7 +23,14 @@ from typing import Any
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.run import tools
-from fairmark.run.workloads.base import Adapter, MetricSpec, ParamSpec, RawOutput, WorkloadContext
+from fairmark.run.workloads.base import (
+    Adapter,
+    MetricSpec,
+    ParamSpec,
+    ParseError,
+    RawOutput,
+    WorkloadContext,
+)
 
 VERSIONS = ("3", "4")
 
@@ -93,4 +100,5 @@ class Nfs(Adapter):
         )
 
     def parse(self, raw: RawOutput) -> dict[str, float]:
-        return {}
+        # No trial runs until the measurement is written (see the module docstring): nothing is a result.
+        raise ParseError("nfs: the NFS measurement is not implemented; no output is a result")
