@@ -23,7 +23,7 @@ from fairmark.run.workloads import adapter_for
 from helpers import REPO
 
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis not installed")
-PLANS = ("small-transactions", "network", "connections", "smp-scaling")
+PLANS = ("small-transactions", "network", "connections", "smp-scaling", "mariadb", "stability", "nfs")
 
 
 @pytest.mark.parametrize("name", PLANS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from fairmark.run import tools
 from fairmark.run.monitors import kernel_log
 from fairmark.run.workloads import adapter_for
 from fairmark.run.workloads.base import ParseError, RawOutput
+from helpers import fairmark_subprocess, json_out
 
 FIX = Path(__file__).parent / "fixtures" / "tools" / "stability"
 root_kmsg = pytest.mark.skipif(
@@ -89,3 +91,40 @@ def test_short_run_end_to_end(srv_tmp: Path):
     assert m["host_reachable"] == 1 and m["survived_min"] >= 3 / 60
     mine = f"fairmark-stability-{os.getpid()}-"  # other runs on this machine may have theirs
     assert not any(p.name.startswith(mine) for p in Path("/sys/fs/cgroup/memory").iterdir())
+
+
+@root_kmsg
+@pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng missing")
+def test_run_shows_planted_events_with_their_time(tmp_path: Path):
+    """`fairmark run` of a short stability plan while the test writes an oops and a hung-task message to
+    /dev/kmsg: `run --json` lists them as kernel_events (kind, time, text) and `show` names them."""
+    plan = tmp_path / "stab.toml"
+    plan.write_text(
+        '[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n[[workload]]\nname = "overload"\ntool = "stability"\n'
+        'params = { duration_s = 2, instances = 1, mix = ["fork", "fs", "socket"], memory_limit = "128M" }\n'
+    )
+    stop = threading.Event()
+
+    def plant() -> None:
+        while not stop.wait(0.7):
+            for m in (OOPS2, HUNG):
+                with open("/dev/kmsg", "w") as kmsg:
+                    kmsg.write(f"<2>{m}\n")
+
+    planter = threading.Thread(target=plant)
+    planter.start()
+    try:
+        argv = ["run", str(plan), "--store", f"sqlite:///{tmp_path / 'x.db'}", "--json", "--no-monitors"]
+        res = fairmark_subprocess(*argv, "--accept-risk", "--allow-concurrent", timeout=300)
+    finally:
+        stop.set()
+        planter.join()
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json_out(res.stdout)
+    planted = [e for e in doc["kernel_events"] if "fairmark planted" in e["text"]]
+    assert {e["kind"] for e in planted} == {"oops", "hung_task"}
+    assert all(e["time"].startswith("20") and e["variant"] == "default" for e in planted)
+    verdict = doc["stability"][0]
+    assert verdict["kernel_events"] >= len(planted) and verdict["host_reachable"] is True
+    shown = fairmark_subprocess("show", doc["run"]["id"], "--store", f"sqlite:///{tmp_path / 'x.db'}")
+    assert "stability overload/default: survived" in shown.stdout and "hung_task: INFO: task" in shown.stdout

@@ -197,7 +197,16 @@ class RunReport:
             "failures": [f.to_dict() for f in self.failures],
             "errors_start": errors_start(self.failures),
             "spread": list(self.spreads),
-        }
+        } | _stability(self)
+
+
+def _stability(r: RunReport) -> dict[str, Any]:
+    """Stability runs' kernel events and verdicts (only for runs with a stability workload)."""
+    if not any("kernel_events" in c.values for c in r.cells):
+        return {}
+    from fairmark.report.stability import kernel_events, stability
+
+    return {"kernel_events": kernel_events(r), "stability": stability(r)}
 
 
 class RunArtifacts:

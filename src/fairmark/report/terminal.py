@@ -195,6 +195,10 @@ def render(r: RunReport, *, plot_width: int = 74) -> None:
     if r.scaling:
         console.print()
         _scaling(r)
+    from fairmark.report.stability import lines as stability_lines
+
+    for line in stability_lines(r):
+        console.text(line)
     _failures(r)
     significant = [v for v in r.verdicts if v.significant]
     if r.verdicts:

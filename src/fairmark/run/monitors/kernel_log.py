@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
 import re
 import select
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 # Most specific first: "BUG: soft lockup" is a soft lockup, not a generic BUG; a FreeBSD KASSERT panics too.
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -50,6 +52,8 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 # Provoked on purpose inside the run's own bounded cgroup: listed, not counted against stability.
 EXPECTED = frozenset({"oom_kill_bounded"})
 START = "# fairmark-kmsg"
+MARK = "fairmark-kernel-event"
+MAX_REPORTED = 12  # the stored stderr tail is short: the last events of a flood, its count is in the metrics
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,20 @@ def watch(out_path: str, argv: list[str]) -> int:
         _drain(fd, out)
         out.write(f"# end elapsed_s={elapsed_s:.3f} reachable={int(_loopback_answers())}\n")
     os.close(fd)
+    report(Path(out_path).read_text(errors="replace"))
     return child.returncode
+
+
+def report(log: str) -> None:
+    """The events as marked JSON lines on stderr: the store keeps the trial's stderr tail, and reports read the
+    events from it (`kernel_events` in `run --json`)."""
+    for event in parse_kmsg(log)[-MAX_REPORTED:]:
+        print(MARK, json.dumps(event.as_dict() | {"text": event.text[:200]}), file=sys.stderr)
+
+
+def events_in(stderr: str) -> list[dict[str, object]]:
+    """The events a watch reported in a trial's stderr (see `report`)."""
+    return [json.loads(line[len(MARK) :]) for line in stderr.splitlines() if line.startswith(MARK + " ")]
 
 
 def _drain(fd: int, out) -> None:

@@ -1,0 +1,71 @@
+"""Stability verdicts (workloads whose metrics include `kernel_events`, i.e. the stability tool): per variant,
+minutes survived, kernel events by kind with their first lines and times, whether the host stayed reachable;
+each variant's event rate against the baseline's with an exact Poisson rate-ratio CI (stats/rates.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from fairmark.report.data import CellReport, RunReport
+from fairmark.run.monitors.kernel_log import events_in
+from fairmark.stats.rates import compare_rates
+
+
+def kernel_events(r: RunReport) -> list[dict[str, Any]]:
+    """Every kernel event a watch reported, with where it happened (`kernel_events` in `run --json`)."""
+    return [
+        {"workload": c.workload, "variant": c.variant, "trial": t["seq"]} | e
+        for c in r.cells
+        for t in c.trials
+        if not t["warmup"]
+        for e in events_in(t.get("stderr_tail") or "")
+    ]
+
+
+def _verdict(c: CellReport) -> dict[str, Any]:
+    events = [e for t in c.trials if not t["warmup"] for e in events_in(t.get("stderr_tail") or "")]
+    events = [e for e in events if e["kind"] != "oom_kill_bounded"]
+    measured = [t for t in c.trials if not t["warmup"]]
+    return {
+        "workload": c.workload,
+        "variant": c.variant,
+        "trials": len(measured),
+        "failed": sum(t["status"] != "ok" for t in measured),
+        "minutes_survived": sum(c.values.get("survived_min", [])),
+        "kernel_events": int(sum(c.values.get("kernel_events", []))),
+        "by_kind": dict(Counter(e["kind"] for e in events)),
+        "first_lines": [f"{e['time']} {e['kind']}: {e['text']}" for e in events[:5]],
+        "host_reachable": all(v == 1 for v in c.values.get("host_reachable", [])),
+    }
+
+
+def stability(r: RunReport) -> list[dict[str, Any]]:
+    cells = [c for c in r.cells if "kernel_events" in c.values]
+    out = [_verdict(c) for c in cells]
+    base = {(v["workload"]): v for v in out if v["variant"] == r.baseline}
+    for v in out:
+        b = base.get(v["workload"])
+        if b is None or v is b or not (v["minutes_survived"] and b["minutes_survived"]):
+            continue
+        cmp = compare_rates(v["kernel_events"], v["minutes_survived"], b["kernel_events"], b["minutes_survived"],
+                            r.confidence)  # fmt: skip
+        v["vs_baseline"] = {"ratio": cmp.ratio, "ci": [cmp.ci_low, cmp.ci_high], "p_value": cmp.p_value,
+                            "sentence": cmp.sentence()}  # fmt: skip
+    return out
+
+
+def lines(r: RunReport) -> list[str]:
+    """The verdicts in words, for `show`."""
+    text = []
+    for v in stability(r):
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(v["by_kind"].items())) or "none"
+        text.append(
+            f"stability {v['workload']}/{v['variant']}: survived {v['minutes_survived']:.1f} min over "
+            f"{v['trials']} trial(s) ({v['failed']} failed), {v['kernel_events']} kernel event(s) ({kinds}), "
+            f"host {'reachable' if v['host_reachable'] else 'NOT reachable'} after every trial"
+        )
+        text += [f"    {line}" for line in v["first_lines"]]
+        if "vs_baseline" in v:
+            text.append(f"    event rate vs {r.baseline}: {v['vs_baseline']['sentence']}")
+    return text
