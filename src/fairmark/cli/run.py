@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
 from fairmark.errors import GateTripped
@@ -138,10 +139,12 @@ def _with(options: list[Any]):
     help="Also run an A/A twin of the baseline: measures false positives and the smallest change "
     "this machine can show, and warns about verdicts within it.",
 )
+@tag_option("Tag the run (repeatable), e.g. --tag commit=$(git rev-parse HEAD) --tag branch=main.")
 @_with(_run_options)
 @common_options
 def run(
     plan: str,
+    tag_items: tuple[str, ...],
     quick: bool,
     seed: int | None,
     accept_risk: bool,
@@ -157,6 +160,7 @@ def run(
     hosts: str | None,
 ) -> None:
     """Run PLAN: interleaved trials of every cell, stored as they finish, then the verdicts."""
+    tags = parse_tags(tag_items)
     loaded = load_plan(plan)
     if hosts:
         from fairmark.remote.fleet import run_fleet
@@ -176,6 +180,7 @@ def run(
         calibrate=calibrate,
         command_line=shlex.join(["fairmark", *sys.argv[1:]]),
         hooks=_hooks(not no_monitors, monitor_interval, profile),
+        tags=tags,
     )
     if loaded.plan.remote and profile:
         console.note("profiles are taken only of trials on this machine, not of those on hosts")

@@ -6,6 +6,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
 
@@ -13,11 +14,12 @@ from fairmark.console import console
 @click.command()
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--host", metavar="NAME", help="Only runs whose trials ran on this host ([hosts.NAME]).")
+@tag_option("Only runs with this tag (repeatable: all of them).")
 @common_options
-def runs(limit: int, host: str | None) -> None:
+def runs(limit: int, host: str | None, tag_items: tuple[str, ...]) -> None:
     """List the runs in the store, newest first."""
     store = open_store()
-    rows = store.list_runs(limit, host=host)
+    rows = store.list_runs(limit, host=host, tags=parse_tags(tag_items))
     if console.json_mode:
         console.emit_json({"store": store.url, "runs": rows})
         return
@@ -25,7 +27,7 @@ def runs(limit: int, host: str | None) -> None:
         console.text(f"no runs in {store.url}")
         return
     t = Table(title=f"runs in {store.url}", title_justify="left")
-    for col in ("id", "started", "status", "plan", "hosts", "cells", "trials ok/all", "risk"):
+    for col in ("id", "started", "status", "plan", "hosts", "tags", "cells", "trials ok/all", "risk"):
         t.add_column(col)
     for r in rows:
         t.add_row(
@@ -34,6 +36,7 @@ def runs(limit: int, host: str | None) -> None:
             r["status"],
             escape(r["title"] or r["plan_path"]),
             escape(",".join(r["hosts"]) or "(here)"),
+            escape(" ".join(f"{k}={v}" for k, v in sorted(r["tags"].items()))),
             str(r["cells"]),
             f"{r['trials_ok']}/{r['trials']}",
             "accept-risk" if r["accept_risk"] else "",

@@ -60,6 +60,7 @@ class RunOptions:
     keep_scratch: bool = False
     calibrate: bool = False  # add an A/A twin of the baseline variant (see Plan.with_aa_twin)
     allow_concurrent: bool = False  # another run may use the same host (a host's lock, as the local HostLock)
+    tags: dict[str, str] = field(default_factory=dict)  # `run --tag k=v`: stored with the run, queried later
 
 
 class Progress:
@@ -285,6 +286,7 @@ class Runner:
                 **({"hosts": self.remote.describe()} if self.remote else {}),
             },
             notes=[],
+            tags=self.options.tags,
         )
         self.store.add_findings(self.run_id, "before", found)
         if self.remote:

@@ -271,11 +271,46 @@ class Store:
     # -- runs -------------------------------------------------------------------------------------------
     def create_run(self, **values: Any) -> str:
         run_id = values.pop("id", None) or str(uuid.uuid4())
+        tags: dict[str, str] = values.pop("tags", None) or {}
         with self._begin() as conn:
             conn.execute(
                 sa.insert(S.runs).values(id=run_id, started_at=values.pop("started_at", now()), **values)
             )
+            if tags:  # in the same transaction: a run is never seen without its tags
+                conn.execute(
+                    sa.insert(S.run_tags), [{"run_id": run_id, "key": k, "value": v} for k, v in tags.items()]
+                )
         return run_id
+
+    def tags(self, run_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+        """run id → its tags."""
+        out: dict[str, dict[str, str]] = {r: {} for r in run_ids}
+        with self.engine.connect() as conn:
+            for chunk in (list(run_ids)[i : i + 500] for i in range(0, len(run_ids), 500)):
+                q = sa.select(S.run_tags).where(S.run_tags.c.run_id.in_(chunk))
+                for row in conn.execute(q):
+                    out[row.run_id][row.key] = row.value
+        return out
+
+    def tagged(self, tags: dict[str, str]) -> sa.Select:
+        """The ids of the runs carrying every one of `tags` (a subquery for other queries)."""
+        q = sa.select(S.runs.c.id)
+        for i, (k, v) in enumerate(tags.items()):
+            t = S.run_tags.alias(f"tag{i}")
+            q = q.where(sa.exists().where(t.c.run_id == S.runs.c.id, t.c.key == k, t.c.value == v))
+        return q
+
+    def baseline_runs(
+        self, tags: dict[str, str], *, host_id: str | None, last: int, exclude: str | None = None
+    ) -> list[str]:
+        """A baseline is a query: the last `last` finished runs with these tags on this host, newest first."""
+        q = sa.select(S.runs.c.id).where(S.runs.c.id.in_(self.tagged(tags)), S.runs.c.status == "done")
+        if host_id is not None:
+            q = q.where(S.runs.c.host_id == host_id)
+        if exclude:
+            q = q.where(S.runs.c.id != exclude)
+        with self.engine.connect() as conn:
+            return list(conn.scalars(q.order_by(S.runs.c.started_at.desc()).limit(last)))
 
     def update_run(self, run_id: str, **values: Any) -> None:
         with self._begin() as conn:
@@ -295,8 +330,11 @@ class Store:
             raise InputError(f"run id prefix {ref!r} is ambiguous; give more characters")
         return RunRecord(**dict(rows[0]))
 
-    def list_runs(self, limit: int = 50, *, host: str | None = None) -> list[dict[str, Any]]:
-        """Newest first; `host`: only runs that ran trials on that [hosts.NAME] (options.hosts)."""
+    def list_runs(
+        self, limit: int = 50, *, host: str | None = None, tags: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Newest first; `host`: only runs that ran trials on that [hosts.NAME] (options.hosts); `tags`: only
+        runs carrying all of them."""
         t, c = S.trials, S.cells
         n_ok = (
             sa.select(sa.func.count()).where(t.c.run_id == S.runs.c.id, t.c.status == "ok").scalar_subquery()
@@ -321,10 +359,14 @@ class Store:
             .order_by(S.runs.c.started_at.desc())
             .limit(None if host else limit)
         )
+        if tags:
+            q = q.where(S.runs.c.id.in_(self.tagged(tags)))
         with self.engine.connect() as conn:
             rows = [dict(r) for r in conn.execute(q).mappings()]
+        all_tags = self.tags([r["id"] for r in rows])
         for r in rows:
             r["hosts"] = sorted((r.pop("options") or {}).get("hosts") or {})
+            r["tags"] = all_tags[r["id"]]
         return [r for r in rows if host is None or host in r["hosts"]][:limit]
 
     # -- cells ------------------------------------------------------------------------------------------
@@ -516,6 +558,6 @@ class Store:
 
     def delete_run(self, run_id: str) -> None:
         with self._begin() as conn:
-            for table in (S.artifacts, S.verdicts, S.findings, S.samples, S.trials, S.cells):
+            for table in (S.artifacts, S.verdicts, S.findings, S.samples, S.trials, S.cells, S.run_tags):
                 conn.execute(sa.delete(table).where(table.c.run_id == run_id))
             conn.execute(sa.delete(S.runs).where(S.runs.c.id == run_id))

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 metadata = sa.MetaData()
 
@@ -170,6 +170,23 @@ calibrations = sa.Table(
 )
 
 
+run_tags = sa.Table(
+    "run_tags",
+    metadata,
+    sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("key", sa.String(128), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Index("ix_run_tags_key_value", "key", "value"),
+)
+
+# what `fairmark history` reads: a workload's cells, then their samples by cell and metric
+_HISTORY_INDEXES = (
+    sa.Index("ix_cells_workload", cells.c.workload),
+    sa.Index("ix_samples_cell_metric", samples.c.cell_id, samples.c.metric),
+    sa.Index("ix_runs_started", runs.c.started_at),
+)
+
+
 def _v2_cell_params(conn: sa.Connection) -> None:
     """v2: cells record their tool parameters and report labels."""
     for column in ("params", "labels"):
@@ -196,10 +213,18 @@ def _v5_trial_profiled(conn: sa.Connection) -> None:
         conn.execute(sa.text("ALTER TABLE trials ADD COLUMN profiled BOOLEAN NOT NULL DEFAULT FALSE"))
 
 
+def _v6_tags_history(conn: sa.Connection) -> None:
+    """v6: runs carry tags (`run --tag k=v`), and indexes for `fairmark history`."""
+    metadata.create_all(conn, tables=[run_tags])
+    for index in _HISTORY_INDEXES:
+        index.create(conn, checkfirst=True)
+
+
 # version → function(connection) that upgrades from version-1 to version
 MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     2: _v2_cell_params,
     3: _v3_trial_host,
     4: _v4_calibrations,
     5: _v5_trial_profiled,
+    6: _v6_tags_history,
 }

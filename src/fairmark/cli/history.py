@@ -1,0 +1,93 @@
+"""`fairmark history WORKLOAD[:METRIC]`: a workload's series over runs, per host and cell, with change points."""
+
+from __future__ import annotations
+
+import math
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from fairmark.cli._tags import parse_tags, tag_option
+from fairmark.cli.common import common_options, open_store
+from fairmark.console import console
+from fairmark.errors import InputError
+
+
+@click.command()
+@click.argument("target", metavar="WORKLOAD[:METRIC]")
+@click.option("--host", metavar="H", help="Only this host's series (default: every host, each apart).")
+@tag_option("Only runs with this tag (repeatable: all of them).")
+@click.option("--by-tag", "order_tag", metavar="KEY", help="Order the points by this tag, not by time.")
+@click.option(
+    "--alpha", type=float, default=0.05, show_default=True, help="Change points' significance level."
+)
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write an HTML plot here.")
+@click.option("--png", "png_path", type=click.Path(dir_okay=False), help="Write a PNG plot here.")
+@common_options
+def history(
+    target: str,
+    host: str | None,
+    tag_items: tuple[str, ...],
+    order_tag: str | None,
+    alpha: float,
+    html_path: str | None,
+    png_path: str | None,
+) -> None:
+    """One point per run (mean, CI, n) of a workload's cells, per host; change points by e-divisive means."""
+    from fairmark.report.history import HistoryOptions, build_history
+
+    workload, _, metric = target.partition(":")
+    if not 0 < alpha < 1:
+        raise click.BadParameter(f"{alpha}: expected a level between 0 and 1", param_hint="--alpha")
+    opts = HistoryOptions(workload, metric or None, host, parse_tags(tag_items), order_tag, alpha=alpha)
+    store = open_store()
+    data = build_history(store, opts)
+    if not data:
+        raise InputError(
+            f"no stored samples of workload {workload!r}"
+            + (f" metric {metric!r}" if metric else "") + (f" on host {host!r}" if host else "")
+            + (" with those tags" if opts.tags else "") + f" in {store.safe_url}"
+        )  # fmt: skip
+    if html_path or png_path:
+        from fairmark.report.history_plot import write_html, write_png
+
+        if html_path:
+            write_html(data, workload, html_path)
+        if png_path:
+            write_png(data, workload, png_path)
+    if console.json_mode:
+        console.emit_json({"workload": workload, "alpha": alpha, "series": data})
+        return
+    for s in data:
+        _table(workload, s, alpha)
+
+
+def _table(workload: str, s: dict, alpha: float) -> None:
+    unit = f" ({s['unit']})" if s["unit"] else ""
+    t = Table(title=f"{workload} {s['cell']} {s['metric']}{unit} on {s['host']}", title_justify="left")
+    for col in ("#", "run", "started", "tags", "n", "mean", "± CI"):
+        t.add_column(col, justify="right" if col in ("#", "n", "mean", "± CI") else "left")
+    starts = {cp["index"] for cp in s["change_points"]}
+    for i, p in enumerate(s["points"]):
+        hw = p["ci_half_width"]
+        t.add_row(
+            str(i + 1) + (" ▲" if i in starts else ""),
+            p["run_id"][:8],
+            p["started_at"][:16].replace("T", " "),
+            escape(" ".join(f"{k}={v}" for k, v in sorted(p["tags"].items()))),
+            str(p["n"]),
+            f"{p['mean']:.4g}",
+            f"{hw:.2g}" if math.isfinite(hw) else "–",
+        )
+    console.print(t)
+    if not s["change_points"]:
+        console.text(f"no change point at α = {alpha:g} ({len(s['points'])} runs)")
+    for cp in s["change_points"]:
+        console.text(
+            f"change point before point {cp['index'] + 1} (between {' and '.join(cp['between'])}), "
+            f"p = {cp['p_value']:.3g}: {cp['sentence']}"
+        )
+
+
+commands = [history]

@@ -1,0 +1,82 @@
+"""`fairmark history`'s read model: the store's series, each point's CI, and the change points found in it,
+each with its significance and the shift's size ± CI (runs are the unit: between-run variance)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from fairmark.stats.changepoints import e_divisive
+from fairmark.stats.judge import Pair, judge
+from fairmark.stats.tdist import t_quantile
+from fairmark.store.db import jsonable_row
+from fairmark.store.history import Series, order_by_tag, query_history
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    workload: str
+    metric: str | None = None
+    host: str | None = None
+    tags: dict[str, str] | None = None
+    order_tag: str | None = None  # order points by this tag instead of time
+    alpha: float = 0.01
+    permutations: int = 199
+    confidence: float = 95.0
+
+
+def ci_half_width(sd: float, n: int, confidence: float) -> float:
+    return t_quantile(confidence, n - 1) * sd / math.sqrt(n) if n > 1 and math.isfinite(sd) else math.nan
+
+
+def _label(series: Series, i: int, order_tag: str | None) -> str:
+    p = series.points[i]
+    tag = p.tags.get(order_tag) if order_tag else None
+    return f"{p.run_id[:8]}" + (f" ({order_tag}={tag})" if tag is not None else "")
+
+
+def change_points(series: Series, opts: HistoryOptions) -> list[dict[str, Any]]:
+    means = [p.mean for p in series.points]
+    found = e_divisive(means, alpha=opts.alpha, permutations=opts.permutations)
+    bounds = [0, *(c.index for c in found), len(means)]
+    pairs = [
+        Pair(means[bounds[k]: c.index], means[c.index: bounds[k + 2]], better=series.better, unit=series.unit,  # type: ignore[arg-type]
+             name_baseline="before", name_other="after", tag=k)
+        for k, c in enumerate(found)
+    ]  # fmt: skip
+    judged = {j.pair.tag: j.comparison for j in judge(pairs, confidence=opts.confidence)}
+    out = []
+    for k, c in enumerate(found):
+        comp = judged.get(k)
+        out.append({
+            "index": c.index,
+            "run_id": series.points[c.index].run_id,
+            "between": [_label(series, c.index - 1, opts.order_tag), _label(series, c.index, opts.order_tag)],
+            "p_value": c.p_value,
+            "alpha": opts.alpha,
+            "percent": comp.percent if comp else None,
+            "ratio": comp.ratio if comp else None,
+            "ratio_ci": [comp.ratio_ci_low, comp.ratio_ci_high] if comp else None,
+            "change": comp.change if comp else "none",
+            "sentence": comp.sentence if comp else "",
+        })  # fmt: skip
+    return out
+
+
+def build_history(store: Any, opts: HistoryOptions) -> list[dict[str, Any]]:
+    """Every series of the workload with its points (mean, CI, n) and change points, as plain data."""
+    out = []
+    for series in query_history(store, opts.workload, metric=opts.metric, host=opts.host, tags=opts.tags):
+        if opts.order_tag:
+            order_by_tag(series, opts.order_tag)
+        points = [
+            {**jsonable_row({"run_id": p.run_id, "started_at": p.started_at}), "n": p.n, "mean": p.mean, "sd": p.sd,
+             "ci_half_width": ci_half_width(p.sd, p.n, opts.confidence), "tags": p.tags}
+            for p in series.points
+        ]  # fmt: skip
+        out.append({
+            "host": series.host, "cell": series.cell, "metric": series.metric, "unit": series.unit,
+            "better": series.better, "points": points, "change_points": change_points(series, opts),
+        })  # fmt: skip
+    return out

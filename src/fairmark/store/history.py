@@ -1,0 +1,95 @@
+"""The history query: one point per run per cell and metric (n, mean, sd), aggregated in the database so a
+store of a million samples answers in well under a second. Reads only the store."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from fairmark.store import schema as S
+
+
+@dataclass(frozen=True)
+class Point:
+    run_id: str
+    started_at: dt.datetime
+    n: int
+    mean: float
+    sd: float
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Series:
+    """One workload cell's metric on one host, over runs: never mixes machines."""
+
+    host: str
+    cell: str
+    metric: str
+    unit: str
+    better: str
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.host, self.cell, self.metric)
+
+
+def query_history(
+    store: Any,
+    workload: str,
+    *,
+    metric: str | None = None,
+    host: str | None = None,
+    tags: dict[str, str] | None = None,
+) -> list[Series]:
+    """Every series of `workload` (optionally one metric, one host, runs with these tags), points in time order."""
+    s, c, r, t = S.samples, S.cells, S.runs, S.trials
+    host_col = sa.func.coalesce(t.c.host, r.c.hostname).label("host")
+    q = (
+        sa.select(
+            r.c.id, r.c.started_at, host_col, c.c.key, s.c.metric, s.c.unit, s.c.better,
+            sa.func.count().label("n"), sa.func.avg(s.c.value).label("mean"),
+            sa.func.avg(s.c.value * s.c.value).label("mean_sq"),
+        )
+        .select_from(s.join(c, s.c.cell_id == c.c.id).join(r, c.c.run_id == r.c.id).join(t, s.c.trial_id == t.c.id))
+        .where(c.c.workload == workload, t.c.warmup.is_(False), t.c.status == "ok")
+        .group_by(r.c.id, r.c.started_at, host_col, c.c.key, s.c.metric, s.c.unit, s.c.better)
+        .order_by(r.c.started_at)
+    )  # fmt: skip
+    if metric:
+        q = q.where(s.c.metric == metric)
+    if host:
+        q = q.where(host_col == host)
+    if tags:
+        q = q.where(r.c.id.in_(store.tagged(tags)))
+    with store.engine.connect() as conn:
+        rows = conn.execute(q).all()
+    run_tags = store.tags(sorted({row.id for row in rows}))
+    series: dict[tuple[str, str, str], Series] = {}
+    for row in rows:
+        one = series.setdefault(
+            (row.host, row.key, row.metric), Series(row.host, row.key, row.metric, row.unit, row.better)
+        )
+        n = int(row.n)
+        var = max(float(row.mean_sq) - float(row.mean) ** 2, 0.0) * n / (n - 1) if n > 1 else float("nan")
+        one.points.append(Point(row.id, row.started_at, n, float(row.mean), var**0.5, run_tags[row.id]))
+    return list(series.values())
+
+
+def order_by_tag(series: Series, tag: str) -> None:
+    """Order the points by a tag's value (numerically when every value is a number); untagged points last."""
+
+    def key(p: Point) -> tuple[int, float, str, dt.datetime]:
+        v = p.tags.get(tag)
+        if v is None:
+            return (2, 0.0, "", p.started_at)
+        try:
+            return (0, float(v), "", p.started_at)
+        except ValueError:
+            return (1, 0.0, v, p.started_at)
+
+    series.points.sort(key=key)
