@@ -20,7 +20,7 @@ from fairmark.errors import InputError
 @tag_option("Only runs with this tag (repeatable: all of them).")
 @click.option("--by-tag", "order_tag", metavar="KEY", help="Order the points by this tag, not by time.")
 @click.option(
-    "--alpha", type=float, default=0.05, show_default=True, help="Change points' significance level."
+    "--alpha", type=float, default=0.01, show_default=True, help="Change points' significance level."
 )
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write an HTML plot here.")
 @click.option("--png", "png_path", type=click.Path(dir_okay=False), help="Write a PNG plot here.")
