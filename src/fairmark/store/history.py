@@ -56,7 +56,7 @@ def query_history(
             sa.func.avg(s.c.value * s.c.value).label("mean_sq"),
         )
         .select_from(s.join(c, s.c.cell_id == c.c.id).join(r, c.c.run_id == r.c.id).join(t, s.c.trial_id == t.c.id))
-        .where(c.c.workload == workload, t.c.warmup.is_(False), t.c.status == "ok")
+        .where(c.c.workload == workload, t.c.warmup.is_(False), t.c.profiled.is_(False), t.c.status == "ok")
         .group_by(r.c.id, r.c.started_at, host_col, c.c.key, s.c.metric, s.c.unit, s.c.better)
         .order_by(r.c.started_at)
     )  # fmt: skip
