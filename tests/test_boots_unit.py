@@ -120,3 +120,9 @@ def test_verify_linux_cmdline_and_a_switch_that_did_nothing():
     assert verify("q", quiet, snap, boot_id="b2", previous_boot_id="b1").ok
     same = verify("q", quiet, snap, boot_id="b1", previous_boot_id="b1")  # no reboot happened
     assert not same.ok and same.evidence[0].startswith("boot id: wanted a new boot")
+
+
+def test_run_refuses_boot_variants_until_it_reboots(tmp_path, fairmark_cli):
+    (tmp_path / "k.toml").write_text(PLAN)
+    code, _, err = fairmark_cli("run", str(tmp_path / "k.toml"), "--store", f"sqlite:///{tmp_path / 'x.db'}")
+    assert code == 2 and "boot variants" in err and "compare-runs A1 A2 --vs B1 B2" in err

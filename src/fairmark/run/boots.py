@@ -138,3 +138,17 @@ def refuse(check: BootCheck) -> None:
             + "; ".join(e for e in check.evidence[:3]),
             hint="its trials are refused and the run stops; check the variant's boot switch by hand",
         )
+
+
+def not_yet_runnable(plan: Any, path: str) -> None:
+    """`fairmark run` does not drive reboots yet: a plan with boot variants would otherwise run every variant in
+    the current boot and call kernels different that never ran. Refused, with the way that works today."""
+    from fairmark.errors import PlanError
+
+    booted = [v.name for v in plan.variant if v.boot is not None]
+    if booted:
+        raise PlanError(
+            f"variants {', '.join(booted)} are boot variants; `fairmark run` does not reboot between them yet",
+            path=path, key="variant.boot",
+            hint="run the plan once per boot (≥ 2 boots per kernel), then: fairmark compare-runs A1 A2 --vs B1 B2",
+        )  # fmt: skip
