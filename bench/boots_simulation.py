@@ -14,6 +14,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from fairmark.stats.judge import Pair, judge
+from fairmark.stats.levels import levels, unit_test
 
 BOOT_SD, TRIAL_SD, TRIALS, EFFECT = 0.03, 0.005, 10, 1.05
 
@@ -36,6 +37,18 @@ def rates(boots: int, factor: float, sims: int, seed: int) -> dict[str, float]:
         new += level_aware.significant
         old += pooled.significant
     return {"boots_as_unit": new, "pooled_trials": old}
+
+
+def rule_only(boots: int, sims: int, seed: int) -> int:
+    """False positives of the unit-level decision alone (stats.levels.unit_test: the same test the judge's
+    level path decides with), cheap enough for many more simulations than the whole judge."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(sims):
+        (a, ua), (b, ub) = side(rng, boots, 1.0, "a"), side(rng, boots, 1.0, "b")
+        test = unit_test(levels(a, ua, b, ub), confidence=95.0)
+        hits += bool(test and test.significant)
+    return hits
 
 
 def ci(k: int, n: int) -> str:
@@ -61,6 +74,12 @@ def main() -> None:
                   f"trials pooled (old compare-runs) {ci(null['pooled_trials'], args.sims)}")  # fmt: skip
             print(f"  power at a true 5% effect: boots as the unit {ci(power['boots_as_unit'], args.sims)}; "
                   f"trials pooled {ci(power['pooled_trials'], args.sims)}")  # fmt: skip
+    for boots in (2, 4):
+        k = rule_only(boots, 20 * args.sims, seed=1000 + boots)
+        out[f"{boots}v{boots}"]["null_rule_only"] = {"sims": 20 * args.sims, "false_positives": k}
+        if not args.json:
+            print(f"{boots} vs {boots} boots, the unit-level decision alone, {20 * args.sims} sims: "
+                  f"false positives {ci(k, 20 * args.sims)}")  # fmt: skip
     if args.json:
         print(json.dumps(out))
 
