@@ -220,13 +220,15 @@ def test_cpus_puts_the_whole_trial_tree_in_a_cpuset(state):
     s = SystemState(plan_with("cpus = 1"), state_dir=state)
     assert not s.changes_system  # per-trial: no need to order trials in blocks
     s.activate("B")
-    wrap = s.prepare("B")["wrap"]
-    # a grandchild of the trial sees the restriction too
-    out = subprocess.run(
-        [*wrap, "sh", "-c", "grep Cpus_allowed_list /proc/self/status"], capture_output=True, text=True
-    )
-    assert out.stdout.split()[-1] == "0"
-    cgroup = Path(wrap[-1]).parent
+    placement = s.prepare("B")["placement"]
+    # the launcher places the trial's own process (no wrapper); a grandchild of the trial sees it too
+    from fairmark.run.executor import execute_spec
+    from fairmark.run.spec import TrialSpec
+
+    argv = ("sh", "-c", "sh -c 'grep Cpus_allowed_list /proc/self/status'")
+    done = execute_spec(TrialSpec(argv, str(state / "t"), place_cgroup=placement["cgroup"]))
+    assert Path(done.stdout_path).read_text().split()[-1] == "0"
+    cgroup = Path(placement["cgroup"])
     assert cgroup.exists()
     s.close()
     assert not cgroup.exists()

@@ -47,10 +47,20 @@ def trial_spec(
     trial_dir: Path,
     policy: RunPolicy,
     wrappers: Sequence[Callable[[list[str]], list[str]]] = (),
+    launcher_places: bool = True,
 ) -> TrialSpec:
     """`prepared` is what the variant's system state made ready for this trial (`SystemState.prepare`:
-    wrap, env, workdir); `wrappers` are the trial hooks' `wrap`, applied in order."""
-    argv = list(variant.wrap or []) + list(prepared.get("wrap", [])) + cpus_wrap(cell) + list(command)
+    placement, env, workdir); `wrappers` are the trial hooks' `wrap`, applied in order. The CPU placement
+    (the variant's `cpus`, a `cpus` sweep point) is applied by the launcher (`launcher_places`; an agent on
+    another host still gets the sweep's taskset wrapper)."""
+    placement = dict(prepared.get("placement", {}))
+    sweep_cpus = cpuset_of(cell)
+    if sweep_cpus is not None and launcher_places:
+        from fairmark.run.variants.cpus import parse_cpu_list
+
+        placement["cpus"] = parse_cpu_list(sweep_cpus)
+    place_wrap = [] if launcher_places else cpus_wrap(cell)
+    argv = list(variant.wrap or []) + place_wrap + list(command)
     for wrap in wrappers:
         argv = wrap(argv)
     env = apply_env(os.environ, workload.env, workload_env, variant.env, prepared.get("env", {}))
@@ -66,7 +76,9 @@ def trial_spec(
         cwd=prepared.get("workdir") or workload.cwd or None,
         timeout_s=workload.timeout_s or policy.timeout_s,
         grace_s=policy.kill_grace_s,
-        cpuset=cpuset_of(cell),
+        cpuset=sweep_cpus,
+        place_cgroup=placement.get("cgroup"),
+        place_cpus=tuple(placement.get("cpus", ())),
     )
 
 

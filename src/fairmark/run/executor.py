@@ -11,6 +11,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,23 @@ def execute(
     )
 
 
+def _placer(cgroup: str | None, cpus: tuple[int, ...]) -> Callable[[], None]:
+    """Runs in the child between fork and exec: join the cgroup and set the affinity (inherited by the whole
+    tree), so the trial's own process is placed and no wrapper process (`sh -c`, taskset) is measured."""
+
+    def place() -> None:
+        if cgroup:
+            fd = os.open(f"{cgroup}/cgroup.procs", os.O_WRONLY)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    return place
+
+
 def execute_spec(spec: TrialSpec) -> Measured:
     Path(spec.out_dir).mkdir(parents=True, exist_ok=True)
     timed_out = threading.Event()
@@ -149,9 +167,12 @@ def execute_spec(spec: TrialSpec) -> Measured:
                 cwd=spec.cwd,
                 start_new_session=True,  # own session and process group: the timeout kills the whole tree
                 close_fds=True,
+                # every trial takes this path, placed or not: both sides of a comparison start alike
+                preexec_fn=_placer(spec.place_cgroup, spec.place_cpus),
             )
-        except OSError as exc:
-            return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {exc.strerror or exc}")
+        except (OSError, subprocess.SubprocessError) as exc:
+            why = getattr(exc, "strerror", None) or exc
+            return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {why}")
         status, ru = _wait(proc, spec, timed_out)
         wall = time.monotonic() - t0
     leftovers = 0

@@ -19,8 +19,10 @@ An executor's contract (what the runner relies on):
 6. Never raise for a failing command: a failure (cannot start, non-zero exit, signal, timeout) is data,
    with `error` saying why in words. Only a lost controller↔host connection may raise.
 
-`cpuset` states where the trial is placed (the CPU list its argv's `taskset` wrapper pins it to); it is
-recorded, not applied a second time.
+Placement (7): `place_cgroup` (a cgroup directory) and `place_cpus` (a CPU affinity) are applied by the
+launcher to the trial's own process after fork and before exec (its pid written to the cgroup's cgroup.procs,
+sched_setaffinity), so the placed side carries no wrapper process the other side lacks; every trial, placed or
+not, is started the same way. `cpuset` states the CPU list for the record.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class TrialSpec:
     grace_s: float = 2.0
     stdin_devnull: bool = True
     cpuset: str | None = None  # placement, for the record (see the module docstring)
+    place_cgroup: str | None = None  # applied by the launcher before exec
+    place_cpus: tuple[int, ...] = ()  # applied by the launcher before exec (sched_setaffinity)
     files: tuple[str, ...] = ()  # output files the adapter parses, besides stdout and stderr
     tail_bytes: int = RAW_BYTES  # how much of each output stream must reach the controller at least
     version: int = SPEC_VERSION
@@ -75,6 +79,7 @@ class TrialSpec:
         object.__setattr__(self, "argv", tuple(str(a) for a in self.argv))
         object.__setattr__(self, "out_dir", str(self.out_dir))
         object.__setattr__(self, "files", tuple(str(f) for f in self.files))
+        object.__setattr__(self, "place_cpus", tuple(int(c) for c in self.place_cpus))
         if self.cwd is not None:
             object.__setattr__(self, "cwd", str(self.cwd))
         if self.env is not None:
@@ -90,7 +95,7 @@ class TrialSpec:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["argv"], d["files"] = list(self.argv), list(self.files)
+        d["argv"], d["files"], d["place_cpus"] = list(self.argv), list(self.files), list(self.place_cpus)
         d["env"] = dict(self.env) if self.env is not None else None
         return d
 

@@ -106,7 +106,7 @@ class TrialPath:
         spec = trial_spec(
             workload=w, variant=variant, cell=cell, command=command, prepared=prepared, workload_env=wctx.env,
             trial_dir=trial_dir, policy=self.policy,
-            wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks],
+            wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks], launcher_places=remote_ex is None,
         )  # fmt: skip
         failed = self._before_trial(w, spec, remote_ex or self.execute)
         if failed is not None:

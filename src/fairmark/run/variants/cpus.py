@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,16 +143,14 @@ class CpuSet:
         n = len(self.cpus)
         return f"trial processes on CPU(s) {format_cpu_list(self.cpus)} ({n} CPU{'s' if n > 1 else ''}, via {how})"
 
-    def wrap(self, journal: Journal, dry_run: bool = False) -> list[str]:
+    def placement(self, journal: Journal, dry_run: bool = False) -> dict[str, Any]:
+        """Where the launcher puts the trial's process before it execs the command (fairmark.run.spec:
+        `place_cgroup` / `place_cpus`): no wrapper process, so this side carries nothing the other lacks."""
         if not self.use_cgroup:
-            if shutil.which("taskset") is None:
-                raise EnvironmentRefused("cpus: `taskset` (util-linux) is not installed and no cpuset cgroup")
-            return ["taskset", "-c", format_cpu_list(self.cpus)]
+            return {"cpus": list(self.cpus)}  # sched_setaffinity, inherited by the whole tree
         if self.path is None and not dry_run:
             self.create(journal)
-        procs = f"{self.path or self.cpuset_root + '/fairmark-…'}/cgroup.procs"
-        # Join the cgroup, then become the trial: same pid, so rusage and timeouts still see the trial.
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs]
+        return {"cgroup": self.path or self.cpuset_root + "/fairmark-…"}
 
     def create(self, journal: Journal) -> None:
         name = f"fairmark-{os.getpid()}-{self.variant}"

@@ -8,7 +8,8 @@ Interface the runner uses:
                                in A B B A blocks instead of shuffling every trial
   .activate(variant)           revert the previous variant's machine-wide changes, apply this one's (each
                                original value journaled and fsync'd first), wait settle_s
-  .prepare(variant)            -> {"env": {...}, "wrap": [argv prefix], "workdir": path} (the keys that apply)
+  .prepare(variant)            -> {"env": {...}, "placement": {"cgroup": dir} or {"cpus": [...]}, "workdir": path}
+                                  (the keys that apply; the launcher applies the placement before exec)
   .describe()                  -> {variant: [human-readable change, …]} for --dry-run and the report
   .close()                     revert everything, check every touched value is its original again; raises
                                RevertError (loudly) if not. Idempotent; call it in a finally.
@@ -167,7 +168,7 @@ class SystemState:
         if r.env:
             out["env"] = dict(r.env)
         if r.cpuset:
-            out["wrap"] = r.cpuset.wrap(self._tagged(r.name, "run"), dry_run=self.dry_run)
+            out["placement"] = r.cpuset.placement(self._tagged(r.name, "run"), dry_run=self.dry_run)
         if r.scratch:
             if r.scratch.mountpoint is None and not self.dry_run:
                 self._install_signal_handlers()
