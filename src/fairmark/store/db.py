@@ -242,31 +242,38 @@ class Store:
         return sa.engine.make_url(self.url).render_as_string(hide_password=True)
 
     def _migrate(self) -> None:
-        try:
-            with self._begin() as conn:
-                if conn.dialect.name == "postgresql":  # concurrent first opens would race on CREATE TABLE
-                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(7274001)"))
-                S.metadata.create_all(conn, tables=[S.meta])
-                row = conn.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first()
-                if row is None:
-                    S.metadata.create_all(conn)
-                    conn.execute(sa.insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
-                    return
-                version = int(row[0])
-                if version > S.SCHEMA_VERSION:
-                    raise StoreError(
-                        f"store schema version {version} is newer than this fairmark "
-                        f"({S.SCHEMA_VERSION}); upgrade fairmark"
-                    )
-                for v in range(version + 1, S.SCHEMA_VERSION + 1):
-                    S.MIGRATIONS[v](conn)
-                conn.execute(
-                    sa.update(S.meta)
-                    .where(S.meta.c.key == "schema_version")
-                    .values(value=str(S.SCHEMA_VERSION))
+        # Two processes opening a fresh SQLite store at once can both find no table and both create it: the
+        # loser's CREATE TABLE fails with "already exists" once the winner committed; it then opens the store
+        # the winner made (PostgreSQL takes an advisory lock instead).
+        for attempt in range(5):
+            try:
+                return self._migrate_once()
+            except sa.exc.OperationalError as exc:
+                if "already exists" not in str(exc.orig) or attempt == 4:
+                    raise StoreError(f"cannot open store {self.url}: {exc.orig}") from None
+                time.sleep(0.1 * (attempt + 1))
+
+    def _migrate_once(self) -> None:
+        with self._begin() as conn:
+            if conn.dialect.name == "postgresql":  # concurrent first opens would race on CREATE TABLE
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(7274001)"))
+            S.metadata.create_all(conn, tables=[S.meta])
+            row = conn.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first()
+            if row is None:
+                S.metadata.create_all(conn)
+                conn.execute(sa.insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
+                return
+            version = int(row[0])
+            if version > S.SCHEMA_VERSION:
+                raise StoreError(
+                    f"store schema version {version} is newer than this fairmark "
+                    f"({S.SCHEMA_VERSION}); upgrade fairmark"
                 )
-        except sa.exc.OperationalError as exc:
-            raise StoreError(f"cannot open store {self.url}: {exc.orig}") from None
+            for v in range(version + 1, S.SCHEMA_VERSION + 1):
+                S.MIGRATIONS[v](conn)
+            conn.execute(
+                sa.update(S.meta).where(S.meta.c.key == "schema_version").values(value=str(S.SCHEMA_VERSION))
+            )
 
     # -- runs -------------------------------------------------------------------------------------------
     def create_run(self, **values: Any) -> str:
