@@ -177,7 +177,7 @@ def _failures(r: RunReport) -> None:
     for title, note, found in sections:
         if found:
             console.print()
-            console.print(f"[bold]{title}[/bold] {note}")
+            console.print(f"[bold]{title}[/bold] {escape(note)}")
             for line in found:
                 console.text(f"  {line}")
 
