@@ -251,3 +251,46 @@ cpus = 2
         assert all(re.search(r"cpuset:/fairmark-\d+-b", out) for out in placed["b"]), placed["b"][0]
         assert not any("fairmark-" in out for out in placed["a"])
     assert all(re.search(r"Cpus_allowed_list:\s*0-1", out) for out in placed["b"])
+
+
+def test_the_snapshot_records_the_versions_of_the_programs_a_run_executes(tmp_path, fairmark_cli):
+    """Item 8: a `compress` run stores zstd's version (not {"compress": "not found on PATH"}), a command
+    workload its program's, and a run's tool adapters declare their executables and how to ask them."""
+    from fairmark.run.workloads import adapter_for, programs_of
+    from fairmark.store.db import Store
+
+    plan = tmp_path / "p.toml"
+    plan.write_text(
+        """
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+
+[[workload]]
+name = "zstd"
+tool = "compress"
+params = { size_mib = 1, level_min = 1, level_max = 1 }
+
+[[workload]]
+name = "gz"
+shell = true
+command = 'LC_ALL=C gzip -c /dev/null > /dev/null'
+"""
+    )
+    code, doc, err = _run(fairmark_cli, plan, tmp_path)
+    assert code == 0, err
+    store = Store.open(f"sqlite:///{tmp_path / 'x.db'}")
+    run = store.get_run(doc["run"]["id"])
+    for snap in (run.env_before, run.env_after):
+        tools = snap["tools"]
+        assert "compress" not in tools and "zstd" in tools and "gz" not in tools
+        assert re.fullmatch(r"\d+\.\d+\.\d+", tools["zstd"]["version"]), tools["zstd"]
+        assert tools["gzip"]["version"], tools["gzip"]
+    # the adapters that run servers name them, and say how to ask a program without --version
+    assert {"redis-server", "redis-benchmark"} <= set(programs_of(None, adapter_for("redis"), {}))
+    assert programs_of(None, adapter_for("connections"), {}) == {"wrk": ("-v",), "nginx": ("-v",)}
+    assert programs_of(None, adapter_for("bonnie"), {}) == {"bonnie++": ()}
+    oltp = adapter_for("sysbench-oltp")
+    assert "mariadbd" in programs_of(None, oltp, {"db": "mysql"})
+    assert any(p.endswith("/postgres") for p in programs_of(None, oltp, {"db": "pgsql"}))

@@ -8,7 +8,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fairmark.probe import freebsd, linux
@@ -52,14 +52,15 @@ def _malloc_env(env: Mapping[str, str]) -> dict[str, str]:
 def take_snapshot(
     root: str = "/",
     *,
-    tools: Iterable[str] = (),
+    tools: Iterable[str] | Mapping[str, Sequence[str]] = (),
     workdir: str = ".",
     env: Mapping[str, str] | None = None,
     redact_hostname: bool | None = None,
 ) -> dict[str, Any]:
     """Describe the host completely (issue 3); JSON-able and already redacted.
 
-    Reads `root`; runs commands only when `root` is the live system."""
+    Reads `root`; runs commands only when `root` is the live system. `tools`: executables whose versions to
+    record, or a mapping executable → how to ask its version (a workload adapter's declaration)."""
     t0 = time.monotonic()
     r = Root(root)
     raw_env = dict(env) if env is not None else (dict(os.environ) if r.live else _sysroot_env(r))
@@ -90,14 +91,16 @@ def take_snapshot(
     return head
 
 
-def _tooling(r: Root, tools: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _tooling(
+    r: Root, tools: Iterable[str] | Mapping[str, Sequence[str]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     if not r.live:
         note = {"probed": False, "why": "sysroot: commands are only run on the live host"}
         return note, {
             name: {"path": None, "version": None, "raw": None, "error": note["why"]} for name in tools
         }
     names = list(tools)
-    found = tool_versions([*TOOLCHAIN, *names])
+    found = tool_versions([*TOOLCHAIN, *names], tools if isinstance(tools, Mapping) else None)
     return toolchain(found), {n: found[n] for n in names}
 
 

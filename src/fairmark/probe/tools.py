@@ -9,14 +9,15 @@ import os
 import platform
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fairmark.probe._io import run_command
 from fairmark.probe.redact import redact_text
 
-# Tools whose version flag is not `--version` (checked on this Debian 12 machine, see TOOLS.md).
+# Programs whose version flag is not `--version`, for `doctor/env --tool NAME` (checked on this Debian 12
+# machine, see TOOLS.md). In a run, the workload adapter's own `version_args` say how to ask its executables.
 VERSION_ARGS: dict[str, list[str]] = {
     "openssl": ["version"],
     "wrk": ["-v"],
@@ -34,11 +35,11 @@ TOOLCHAIN = ("cc", "gcc", "clang", "ld", "make")
 _VERSION_RE = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)")
 
 
-def _version_of(name: str) -> dict[str, Any]:
+def _version_of(name: str, asked: Sequence[str] | None = None) -> dict[str, Any]:
     path = shutil.which(name)
     if path is None:
         return {"path": None, "version": None, "raw": None, "error": "not found on PATH"}
-    args = VERSION_ARGS.get(name, ["--version"])
+    args = list(asked) if asked is not None else VERSION_ARGS.get(name, ["--version"])
     res = run_command([path, *args]) if args else None
     line = res.first_line() if res else None
     m = _VERSION_RE.search(line) if line else None
@@ -68,13 +69,19 @@ def _package_version(path: str) -> tuple[str, str] | None:
     return None
 
 
-def tool_versions(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+def tool_versions(
+    names: Iterable[str], version_args: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each executable's path and version; `version_args` says how to ask one whose option is not in
+    VERSION_ARGS (a workload adapter declares its executables' options; [] = it has none: the package)."""
     names = sorted(set(names))
     if not names:
         return {}
+    asked = version_args or {}
     # Commands run in parallel: a dozen `--version` calls in a row would blow the 2 s snapshot budget.
     with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
-        return dict(zip(names, pool.map(_version_of, names), strict=True))
+        found = pool.map(lambda n: _version_of(n, asked.get(n)), names)
+        return dict(zip(names, found, strict=True))
 
 
 def toolchain(found: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from fairmark.run.trial import Contexts, Executor, Outcome, TrialPath, is_profil
 from fairmark.run.variants.basic import command_for
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState
-from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads import adapter_for, versions_to_record
 from fairmark.run.workloads.base import Adapter, WorkloadContext
 from fairmark.stats import describe
 from fairmark.stats.stopping import group_stop
@@ -230,8 +230,8 @@ class Runner:
         from fairmark.probe import diagnose, take_snapshot
         from fairmark.run.variants.basic import intended_env
 
-        tools = sorted({w.tool for w in self.plan.workload if w.tool})
-        snap = take_snapshot("/", tools=tools, workdir=os.getcwd())
+        self._programs = versions_to_record((rt.workload, rt.adapter, rt.params) for rt in runtimes)
+        snap = take_snapshot("/", tools=self._programs, workdir=os.getcwd())
         found = [
             f.to_dict()
             for f in diagnose(
@@ -327,6 +327,8 @@ class Runner:
 
     # -- the loop ----------------------------------------------------------------------------------------
     def _execute(self, runtimes: list[WorkloadRuntime], seed: int) -> str:
+        # The programs whose versions the snapshot after the run records (a resumed run has no gate).
+        self._programs = versions_to_record((rt.workload, rt.adapter, rt.params) for rt in runtimes)
         ids = {}
         for rt in runtimes:
             ids |= self.store.ensure_cells(self.run_id, self._cell_rows(rt))
@@ -360,7 +362,7 @@ class Runner:
         if self.options.probe and status == "done" and not self.remote:
             from fairmark.probe import take_snapshot
 
-            env_after = take_snapshot("/", tools=sorted({w.tool for w in self.plan.workload if w.tool}))
+            env_after = take_snapshot("/", tools=self._programs)
         self.store.update_run(self.run_id, status=status, ended_at=now(), env_after=env_after)
         if status == "done":
             from fairmark.report.data import store_verdicts

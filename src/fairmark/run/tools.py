@@ -146,6 +146,11 @@ def packages(
     return MappingProxyType({"debian": debian, "fedora": fedora, "freebsd": freebsd})
 
 
+def version_options(options: Mapping[str, tuple[str, ...]]) -> Mapping[str, tuple[str, ...]]:
+    """An adapter's `version_args`, read-only (a class attribute shared by every instance)."""
+    return MappingProxyType(dict(options))
+
+
 def run_once(
     adapter: Adapter,
     params: dict[str, Any],

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
+import shlex
+import shutil
+from collections.abc import Iterable, Mapping
 from functools import cache
+from typing import Any
 
 from fairmark.errors import PlanError
 from fairmark.run.workloads.base import Adapter
@@ -36,3 +41,41 @@ def adapter_for(tool: str) -> Adapter:
             f"unknown tool {tool!r}; known tools: {', '.join(sorted(tools)) or 'none'}", key="tool"
         )
     return tools[tool]()
+
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# Shell words that are not a program whose version means anything.
+_NOT_PROGRAMS = frozenset({"cd", "exec", "env", "time", "nice", "sh", "bash", ".", "source", "set", "export",
+                           "if", "for", "while", "case", "{", "(", "!", "true", "false", "test", "["})  # fmt: skip
+
+
+def programs_of(
+    workload: Any, adapter: Adapter | None, params: Mapping[str, Any]
+) -> dict[str, tuple[str, ...]]:
+    """The executables a workload runs → how to ask each its version (the adapter's declaration; () = none,
+    --version when unknown). A command workload's program is its first word (after VAR=value words), when
+    that names a program on PATH: `zstd -b3 …` records zstd's version, not the workload's name."""
+    if adapter is not None:
+        return {
+            exe: tuple(adapter.version_args.get(exe, ("--version",)))
+            for exe in adapter.executables_for(params)
+        }
+    command = workload.command
+    words = shlex.split(command, comments=True) if isinstance(command, str) else list(command or [])
+    words = [w for w in words if not _ASSIGNMENT.match(w)][:1]
+    if not words or words[0] in _NOT_PROGRAMS or "$" in words[0] or shutil.which(words[0]) is None:
+        return {}
+    return {words[0]: ("--version",)}
+
+
+def versions_to_record(
+    items: Iterable[tuple[Any, Adapter | None, Mapping[str, Any]]],
+) -> dict[str, tuple[str, ...]]:
+    """Every program the plan's workloads run, for the environment snapshot: (workload, adapter, params)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for workload, adapter, params in items:
+        try:
+            out.update(programs_of(workload, adapter, params))
+        except ValueError:  # a shell string shlex cannot split (an open quote): sh decides what it runs
+            continue
+    return out

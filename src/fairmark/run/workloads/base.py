@@ -90,6 +90,9 @@ class Adapter:
     # OS package names providing the executables, per package manager family.
     packages: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     executables: ClassVar[tuple[str, ...]] = ()
+    # How to ask an executable its version when it is not `--version` (() = no such option: its package's
+    # version is recorded). Every executable a run uses is recorded in the environment snapshot.
+    version_args: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     params: ClassVar[tuple[ParamSpec, ...]] = ()
     metrics: ClassVar[tuple[MetricSpec, ...]] = ()
     # Whether the client may run on another host than the server (client_host; see WorkloadContext).
@@ -112,6 +115,10 @@ class Adapter:
         merged = self.defaults() | dict(params)
         self.check(merged)
         return merged
+
+    def executables_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The programs a run with these parameters executes (a choice of server changes them)."""
+        return self.executables
 
     def missing_executables(self) -> list[str]:
         return [exe for exe in self.executables if shutil.which(exe) is None]

@@ -53,6 +53,9 @@ class Bonnie(Adapter):
     summary = "bonnie++ -q: block write/rewrite/read KiB/s, seeks/s, file create/stat/delete per second"
     packages = tools.packages(("bonnie++",), ("bonnie++",), ("bonnie++",))
     executables = ("bonnie++",)
+    version_args = tools.version_options(
+        {"bonnie++": ()}
+    )  # no version option: the package version is recorded
     params = (
         ParamSpec("size_mib", 0, "MiB", "data set size; 0 = 2 × RAM (the seed's minimum)"),
         ParamSpec(

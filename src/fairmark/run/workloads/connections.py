@@ -44,6 +44,7 @@ class Connections(Adapter):
     summary = "wrk against a managed nginx, swept over simultaneous connections: requests/s and errors"
     packages = tools.packages(("wrk", "nginx-light"), ("wrk", "nginx"), ("wrk", "nginx"))
     executables = ("wrk", "nginx")
+    version_args = tools.version_options({"wrk": ("-v",), "nginx": ("-v",)})
     params = (
         ParamSpec("connections", 100, "connections", "wrk -c: simultaneous open connections (sweep it)"),
         ParamSpec("threads", 2, "threads", "wrk -t: client threads (≤ connections)"),

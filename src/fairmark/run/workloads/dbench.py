@@ -35,6 +35,9 @@ class Dbench(Adapter):
     summary = "dbench N clients on a private directory: MB/s and max latency"
     packages = tools.packages(("dbench",), ("dbench",), ("dbench",))
     executables = ("dbench",)
+    version_args = tools.version_options(
+        {"dbench": ("--help",)}
+    )  # the first line of its usage names the version
     params = (
         ParamSpec("clients", 2, "clients", "client processes (sweep it for a scaling curve)"),
         ParamSpec("duration_s", 10, "s", "dbench -t"),

@@ -20,6 +20,7 @@ class Openssl(Adapter):
     summary = "openssl speed -evp ALG: bytes/s per block size (userspace-only CPU reference)"
     packages = tools.packages(("openssl",), ("openssl",), ("openssl",))
     executables = ("openssl",)
+    version_args = tools.version_options({"openssl": ("version",)})
     params = (
         ParamSpec(
             "algorithm", "aes-256-gcm", "", "an EVP cipher or digest (openssl list -cipher-algorithms)"

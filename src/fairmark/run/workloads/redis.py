@@ -52,6 +52,7 @@ class Redis(Adapter):
     summary = "redis-benchmark against a managed redis-server over TCP loopback or a Unix socket"
     packages = tools.packages(("redis-server", "redis-tools"), ("redis",), ("redis",))
     executables = ("redis-server", "redis-benchmark")
+    version_args = tools.version_options({"redis-server": ("--version",), "redis-benchmark": ("--version",)})
     params = (
         ParamSpec(
             "transport",

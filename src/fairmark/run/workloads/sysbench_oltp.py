@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from typing import Any
 
 from fairmark.errors import PlanError
@@ -79,6 +80,11 @@ class SysbenchOltp(Adapter):
         MetricSpec("reconnects_s", "reconnects/s", "lower"),
     )
     measures = ("cpu", "disk", "kernel")
+
+    def executables_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
+        if params.get("db") == "mysql":
+            return ("sysbench", "mariadbd", "mariadb-install-db")
+        return self.executables
 
     def check(self, params: dict[str, Any]) -> None:
         tools.require_choice(self.name, params, "test", TESTS)
