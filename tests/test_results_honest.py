@@ -294,3 +294,16 @@ command = 'LC_ALL=C gzip -c /dev/null > /dev/null'
     oltp = adapter_for("sysbench-oltp")
     assert "mariadbd" in programs_of(None, oltp, {"db": "mysql"})
     assert any(p.endswith("/postgres") for p in programs_of(None, oltp, {"db": "pgsql"}))
+
+
+def test_a_plans_own_script_is_never_asked_its_version(tmp_path):
+    """Recording versions must not run the plan's program: a script might ignore --version and benchmark."""
+    from fairmark.plan.model import Workload
+    from fairmark.run.workloads import programs_of
+
+    script = tmp_path / "bench.sh"
+    script.write_text("#!/bin/sh\ntouch ran\n")
+    script.chmod(0o755)
+    assert programs_of(Workload(name="w", command=[str(script)]), None, {}) == {}
+    assert programs_of(Workload(name="w", command=f"{script} -x", shell=True), None, {}) == {}
+    assert programs_of(Workload(name="w", command=["gzip", "-c"]), None, {}) == {"gzip": ("--version",)}

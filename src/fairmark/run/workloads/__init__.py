@@ -4,6 +4,7 @@ registered automatically, so adding a tool is adding one file."""
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import re
 import shlex
@@ -43,6 +44,8 @@ def adapter_for(tool: str) -> Adapter:
     return tools[tool]()
 
 
+_SYSTEM_PROGRAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # a bare name, looked up on PATH
+_SYSTEM_DIRS = ("/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/", "/usr/lib/", "/usr/libexec/", "/usr/local/bin/")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Shell words that are not a program whose version means anything.
 _NOT_PROGRAMS = frozenset({"cd", "exec", "env", "time", "nice", "sh", "bash", ".", "source", "set", "export",
@@ -63,7 +66,12 @@ def programs_of(
     command = workload.command
     words = shlex.split(command, comments=True) if isinstance(command, str) else list(command or [])
     words = [w for w in words if not _ASSIGNMENT.match(w)][:1]
-    if not words or words[0] in _NOT_PROGRAMS or "$" in words[0] or shutil.which(words[0]) is None:
+    if not words or words[0] in _NOT_PROGRAMS or not _SYSTEM_PROGRAM.fullmatch(words[0]):
+        return {}
+    # Only an installed program: the plan's own script (a path, or on PATH outside the system's directories)
+    # might ignore --version and run its whole benchmark.
+    path = shutil.which(words[0])
+    if path is None or not os.path.realpath(path).startswith(_SYSTEM_DIRS):
         return {}
     return {words[0]: ("--version",)}
 
