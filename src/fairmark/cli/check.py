@@ -1,0 +1,105 @@
+"""`fairmark check RUN --against BASELINE`: the CI gate. Exit 1 on a regression proven beyond the threshold."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from fairmark.cli.common import common_options, open_store
+from fairmark.console import console
+from fairmark.errors import GateTripped
+
+
+def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    try:
+        pct = float(value.strip().removesuffix("%"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected a percentage such as 3% or 2.5") from None
+    if not 0 <= pct < 100:
+        raise click.BadParameter(f"{value!r}: expected a percentage in [0, 100)")
+    return pct
+
+
+@click.command()
+@click.argument("run_ref", metavar="RUN")
+@click.option(
+    "--against", "against_text", default="variant", show_default=True, metavar="BASELINE",
+    help="variant (the run's own interleaved baseline variant), tag:KEY=VALUE[,KEY=VALUE] (the last --last "
+    "finished runs with these tags on this host) or run:ID[,ID].",
+)  # fmt: skip
+@click.option(
+    "--threshold", "threshold_pct", default="3%", show_default=True, callback=_threshold, metavar="PCT",
+    help="Fail only on a regression proven larger than this (the whole CI beyond it).",
+)  # fmt: skip
+@click.option(
+    "--last", type=click.IntRange(1, 1000), default=10, show_default=True, help="Runs in a tag baseline."
+)
+@click.option("--any-host", is_flag=True, help="Let the baseline take runs made on other machines.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
+@click.option(
+    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown summary here."
+)
+@common_options
+def check(
+    run_ref: str, against_text: str, threshold_pct: float, last: int, any_host: bool, junit_path: str | None,
+    markdown_path: str | None,
+) -> None:  # fmt: skip
+    """Check RUN against a baseline with the verdicts of a run; exit 1 on a proven regression beyond the
+    threshold (significant after the false-discovery-rate correction, its whole CI beyond --threshold)."""
+    from fairmark.report.check import CheckOptions, parse_against
+    from fairmark.report.check import check as run_check
+    from fairmark.report.check_output import junit_xml, markdown
+
+    started = time.monotonic()
+    opts = CheckOptions(parse_against(against_text), threshold_pct, last, any_host)
+    result = run_check(open_store(), run_ref, opts)
+    if junit_path:
+        _write(junit_path, junit_xml(result, elapsed_s=time.monotonic() - started))
+    if markdown_path:
+        _write(markdown_path, markdown(result))
+    if console.json_mode:
+        console.emit_json(result.to_dict())
+    else:
+        _show(result)
+    if result.failed:
+        raise GateTripped(
+            f"{len(result.regressions)} regression(s) proven beyond {threshold_pct:g}%: "
+            + "; ".join(f"{c.cell} {c.metric}" for c in result.regressions)
+        )
+
+
+def _write(path: str, text: str) -> None:
+    """Whole or not at all: a CI step never uploads a half-written report."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _show(r) -> None:  # r: fairmark.report.check.CheckResult
+    from fairmark.report.check_output import fmt_change
+
+    t = Table(title=f"run {r.run_id[:8]} against {escape(r.against)} ({r.design})", title_justify="left")
+    for col in ("cell", "metric", "change [CI]", "verdict"):
+        t.add_column(col, overflow="fold")
+    for c in r.cases:
+        t.add_row(escape(c.cell), c.metric, fmt_change(c.comparison), escape(f"{c.status}: {c.sentence}"))
+    console.print(t)
+    for note in r.notes:
+        console.note(note)
+    if not r.failed:
+        console.text(f"passed: no regression proven beyond {r.threshold_pct:g}% ({len(r.cases)} checked)")
+
+
+commands = [check]

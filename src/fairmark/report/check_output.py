@@ -1,0 +1,103 @@
+"""What CI systems show of `fairmark check`: JUnit XML (one test case per checked cell and metric, a proven
+regression is a failure, a cell that could not be judged is skipped) and a Markdown summary (GitHub's job
+summary, a merge-request comment)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import xml.etree.ElementTree as ET
+
+from fairmark.report.check import POSSIBLE, REGRESSION, UNJUDGED, Case, CheckResult
+
+
+def fmt_change(comp: dict | None) -> str:
+    if not comp or comp.get("percent") is None:
+        return "–"
+    low, high = comp.get("ratio_ci_low"), comp.get("ratio_ci_high")
+    ci = (
+        f" [{100 * (low - 1):+.1f}%, {100 * (high - 1):+.1f}%]"
+        if low is not None and high is not None
+        else ""
+    )
+    return f"{comp['percent']:+.1f}%{ci}"
+
+
+def _means(comp: dict | None) -> tuple[str, str]:
+    if not comp:
+        return "–", "–"
+    unit = f" {comp.get('unit')}" if comp.get("unit") else ""
+    return f"{comp['mean_baseline']:.4g}{unit}", f"{comp['mean_other']:.4g}{unit}"
+
+
+def _title(r: CheckResult) -> str:
+    return f"fairmark check {r.run_id[:8]} against {r.against}"
+
+
+def junit_xml(r: CheckResult, *, elapsed_s: float = 0.0) -> str:
+    """JUnit XML as Jenkins, GitLab and GitHub test reporters read it (testsuites > testsuite > testcase)."""
+    failures = sum(c.status == REGRESSION for c in r.cases)
+    skipped = sum(c.status == UNJUDGED for c in r.cases)
+    counts = {"tests": str(len(r.cases)), "failures": str(failures), "errors": "0"}
+    root = ET.Element("testsuites", {"name": "fairmark check", **counts, "time": f"{elapsed_s:.3f}"})
+    suite = ET.SubElement(root, "testsuite", {
+        "name": _title(r), **counts, "skipped": str(skipped), "time": f"{elapsed_s:.3f}",
+        "timestamp": dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None).isoformat(),
+        "hostname": r.hostname or "localhost",
+    })  # fmt: skip
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("run", r.run_id), ("against", r.against), ("design", r.design),
+                        ("threshold_pct", f"{r.threshold_pct:g}"), ("confidence", f"{r.confidence:g}"),
+                        ("baseline_runs", ",".join(r.baseline_runs))):  # fmt: skip
+        ET.SubElement(props, "property", {"name": name, "value": value})
+    for c in r.cases:
+        _testcase(suite, c, r)
+    if r.notes:
+        ET.SubElement(suite, "system-out").text = "\n".join(r.notes)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _testcase(suite: ET.Element, c: Case, r: CheckResult) -> None:
+    case = ET.SubElement(suite, "testcase", {"classname": f"fairmark.{c.workload}", "name": f"{c.cell} {c.metric}",
+                                             "time": "0"})  # fmt: skip
+    if c.status == REGRESSION:
+        fail = ET.SubElement(case, "failure", {
+            "message": f"regression beyond {r.threshold_pct:g}%: {fmt_change(c.comparison)}", "type": "regression"})  # fmt: skip
+        fail.text = c.sentence
+    elif c.status == UNJUDGED:
+        ET.SubElement(case, "skipped", {"message": c.sentence})
+    else:
+        ET.SubElement(case, "system-out").text = f"{c.status}: {c.sentence}"
+
+
+def markdown(r: CheckResult) -> str:
+    verdict = (
+        f"**FAILED**: {len(r.regressions)} proven regression(s) beyond {r.threshold_pct:g}%"
+        if r.failed
+        else f"**passed**: no regression proven beyond {r.threshold_pct:g}%"
+    )
+    lines = [
+        f"## {_title(r)}",
+        "",
+        f"{verdict} ({r.confidence:g}% confidence, {r.design}"
+        + (f"; baseline runs {', '.join(b[:8] for b in r.baseline_runs)}" if r.baseline_runs else "")
+        + ").",
+        "",
+        "| cell | metric | baseline | this run | change [CI] | verdict |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    mark = {REGRESSION: "❌ ", POSSIBLE: "⚠️ "}
+    for c in r.cases:
+        base, mine = _means(c.comparison)
+        row = [c.cell, c.metric, base, mine, fmt_change(c.comparison), mark.get(c.status, "") + c.status]
+        lines.append("| " + " | ".join(_md_escape(x) for x in row) + " |")
+    lines.append("")
+    for c in r.cases:
+        if c.status in (REGRESSION, POSSIBLE):
+            lines.append(f"- {_md_escape(c.cell)} {c.metric}: {_md_escape(c.sentence)}")
+    lines += [f"- {_md_escape(n)}" for n in r.notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
