@@ -288,8 +288,26 @@ def test_pgbench_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
     )
     argv = cells["client-on-h2"]["trials"][0]["argv"]
     assert net.hosts["h1"].address in argv  # the client connected over the test network
-    assert any(v["variant"] == "client-on-h2" for v in report["verdicts"])  # by how much, with its CI
+    # seed 003's finding: how much the server's throughput changes with the client moved off it, with its CI
+    (moved,) = [v for v in report["verdicts"] if v["variant"] == "client-on-h2" and v["metric"] == "tps"]
+    assert (
+        moved["name_baseline"] == "client-on-server"
+        and moved["ratio_ci_low"] <= moved["ratio"] <= moved["ratio_ci_high"]
+    )
+    assert "%" in moved["sentence"] or "no difference proven" in moved["sentence"]
     assert not [p for p in net.hosts["h1"].processes() if "postgres" in p]
+    # every form of the report says where each side ran
+    where = "pg / client-on-h2: server on h1, client on h2"
+    assert where in report["where_ran"] and "pg / client-on-server: on h1" in report["where_ran"]
+    assert set(report["hosts"]) == {"h1", "h2"} and report["hosts"]["h1"]["boot_id"]
+    run_id = report["run"]["id"]
+    code, out, err = fairmark_cli("show", run_id)
+    assert code == 0 and "client host: h2" in out, err
+    code, text, err = fairmark_cli("report", run_id, "--text")
+    assert code == 0 and where in " ".join(text.split()) and "Hosts (where each side ran)" in text, err
+    code, _, err = fairmark_cli("report", run_id, "--html", str(tmp_path / "r.html"))
+    assert code == 0, err
+    assert where in (tmp_path / "r.html").read_text()
 
 
 def test_a_host_that_stays_away_interrupts_the_run_for_resume(tmp_path, monkeypatch) -> None:

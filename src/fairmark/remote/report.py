@@ -1,10 +1,15 @@
-"""What a run on several hosts shows beside its verdicts: how the hosts' environments differ."""
+"""What a run on hosts shows beside its verdicts: the hosts it ran on, where each side of each cell ran (the
+server on the variant's host, the client on its client host), and how the hosts' environments differ. Used by
+`show`, `report --text/--markdown/--html` and every `--json`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairmark.console import console
+
+if TYPE_CHECKING:
+    from fairmark.report.data import RunReport
 
 
 def host_diff(store: Any, run_id: str) -> list[dict[str, Any]]:
@@ -27,6 +32,61 @@ def print_host_diff(store: Any, run_id: str) -> None:
         return
     console.print(f"[bold]hosts' environments[/bold] ({', '.join(a['name'] for a in snaps)}): "
                   f"{len(diffs)} difference(s)")  # fmt: skip
+    for d in diff_lines(diffs):
+        console.text("  " + d)
+
+
+def diff_lines(diffs: list[dict[str, Any]]) -> list[str]:
+    out = []
     for d in diffs:
         a, b = d["hosts"]
-        console.text(f"  [{d['category']}] {d['key']}: {a} {d['a']!r} vs {b} {d['b']!r}")
+        out.append(f"[{d['category']}] {d['key']}: {a} {d['a']!r} vs {b} {d['b']!r}")
+    return out
+
+
+def hosts_of(report: RunReport) -> dict[str, dict[str, Any]]:
+    """The hosts a run measured on ({} for a run on the controller alone), as the run recorded them."""
+    return dict((report.run.options or {}).get("hosts") or {})
+
+
+def where_ran(report: RunReport) -> list[str]:
+    """One line per cell: where its trials (and, with client_host, its server and its client) ran."""
+    out = []
+    for c in report.cells:
+        labels = c.labels or {}
+        if "host" not in labels:
+            continue
+        client = labels.get("client host")
+        where = (f"server on {labels['host']}, client on {client}" if client and client != labels["host"]
+                 else f"on {labels['host']}")  # fmt: skip
+        out.append(f"{c.group} / {c.variant}: {where}")
+    return out
+
+
+def hosts_json(report: RunReport) -> dict[str, Any]:
+    """The `hosts` part of a run's JSON: the hosts, where each cell ran, the hosts' environment differences."""
+    hosts = hosts_of(report)
+    if not hosts:
+        return {}
+    return {"hosts": hosts, "where_ran": where_ran(report),
+            "host_differences": host_diff(report.store, report.run.id)}  # fmt: skip
+
+
+def host_lines(report: RunReport) -> list[str]:
+    """The same for the text and HTML reports, in words."""
+    hosts = hosts_of(report)
+    if not hosts:
+        return []
+    here = [f"{c.group} / {c.variant}" for c in report.cells if "host" not in (c.labels or {})]
+    out = [
+        f"controller {report.run.hostname}: "
+        + (f"ran {', '.join(here)}" if here else "measured nothing itself")
+    ]
+    for name, h in hosts.items():
+        out.append(f"host {name}: ssh {h.get('ssh')}, boot {h.get('boot_id') or '?'}")
+    out += where_ran(report)
+    diffs = host_diff(report.store, report.run.id)
+    if len(hosts) > 1:
+        out.append(f"the hosts' environments: {len(diffs)} difference(s)")
+        out += ["  " + d for d in diff_lines(diffs)]
+    return out

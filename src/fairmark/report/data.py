@@ -185,19 +185,23 @@ class RunReport:
 
     def to_dict(self, *, trials: bool = True) -> dict[str, Any]:
         run = self.run.to_dict()
-        return {
-            "run": run,
-            "confidence": self.confidence,
-            "baseline": self.baseline,
-            "findings": [jsonable_row(f) for f in self.findings],
-            "cells": [_cell_dict(c, trials) for c in self.cells],
-            "verdicts": [v.to_dict() for v in self.verdicts],
-            "scaling": [s.to_dict() for s in self.scaling],
-            "profiled_note": self.profiled_note,
-            "failures": [f.to_dict() for f in self.failures],
-            "errors_start": errors_start(self.failures),
-            "spread": list(self.spreads),
-        } | _stability(self)
+        return (
+            {
+                "run": run,
+                "confidence": self.confidence,
+                "baseline": self.baseline,
+                "findings": [jsonable_row(f) for f in self.findings],
+                "cells": [_cell_dict(c, trials) for c in self.cells],
+                "verdicts": [v.to_dict() for v in self.verdicts],
+                "scaling": [s.to_dict() for s in self.scaling],
+                "profiled_note": self.profiled_note,
+                "failures": [f.to_dict() for f in self.failures],
+                "errors_start": errors_start(self.failures),
+                "spread": list(self.spreads),
+            }
+            | _stability(self)
+            | _hosts(self)
+        )
 
 
 def _stability(r: RunReport) -> dict[str, Any]:
@@ -207,6 +211,13 @@ def _stability(r: RunReport) -> dict[str, Any]:
     from fairmark.report.stability import kernel_events, stability
 
     return {"kernel_events": kernel_events(r), "stability": stability(r)}
+
+
+def _hosts(r: RunReport) -> dict[str, Any]:
+    """Runs on hosts: the hosts, where each cell ran, how the hosts' environments differ."""
+    from fairmark.remote.report import hosts_json
+
+    return hosts_json(r)
 
 
 class RunArtifacts:

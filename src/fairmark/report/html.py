@@ -376,6 +376,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "findings": [_finding(f) for f in report.findings],
         "failures": failure_lines(report),
         "spreads": spread_lines(report),
+        "hosts": host_lines(report),
         "variants": variant_table(report),
         "reproduce": {
             "version": run.fairmark_version,
@@ -386,6 +387,12 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
             "seed": run.seed,
         },
     }
+
+
+def host_lines(report: RunReport) -> list[str]:
+    from fairmark.remote.report import host_lines
+
+    return host_lines(report)
 
 
 def spread_lines(report: RunReport) -> list[str]:

@@ -166,6 +166,16 @@ def _failures(w: Writer, report: RunReport) -> None:
             w.para(line, "- ")
 
 
+def _hosts(w: Writer, report: RunReport) -> None:
+    from fairmark.remote.report import host_lines
+
+    lines = host_lines(report)
+    if lines:
+        w.heading("Hosts (where each side ran)", 3)
+        for line in lines:
+            w.para(line.strip(), "    " if line.startswith("  ") else "- ")
+
+
 def _findings(w: Writer, report: RunReport) -> None:
     w.heading("Doctor findings", 3)
     if not report.findings:
@@ -204,6 +214,7 @@ def _run(w: Writer, report: RunReport) -> None:
     arts = RunArtifacts(report)
     attrs = attr.attribute_cells(report, arts)
     _verdicts(w, report, attrs)
+    _hosts(w, report)
     _variants(w, report)
     for group, cells in report.groups().items():
         metric = cells[0].primary_metric
