@@ -117,6 +117,7 @@ def test_aa_over_two_hosts(tmp_path: Path, net: nethosts.NetHosts, fairmark_cli)
 def test_a_hardware_difference_between_hosts_is_refused(
     tmp_path: Path, net, fairmark_cli, monkeypatch
 ) -> None:
+    """Planted in h2's probe answer: another CPU model (hardware) and another kernel release (software)."""
     from fairmark.remote import probe
 
     real = probe.remote_snapshot
@@ -125,6 +126,7 @@ def test_a_hardware_difference_between_hosts_is_refused(
         snap = real(conn, **kw)
         if conn.spec.name == "h2":
             snap["cpu"]["model"] = "Planted CPU 9000"
+            snap["os"]["release"] = "9.9.9-planted"
         return snap
 
     monkeypatch.setattr(probe, "remote_snapshot", planted)
@@ -132,8 +134,30 @@ def test_a_hardware_difference_between_hosts_is_refused(
     body += '[[variant]]\nname = "b"\nhost = "h2"\n'
     code, _, err = fairmark_cli("run", plan(tmp_path, net, body))
     assert code == 3 and "cpu_model" in err and "Planted CPU 9000" in err and "declare" in err
-    code, _, err = fairmark_cli("run", plan(tmp_path, net, body, "p2.toml", top='declare = ["cpu_model"]\n'))
+    # declaring the OS and kernel as the point does not excuse a hardware difference
+    code, _, err = fairmark_cli(
+        "run", plan(tmp_path, net, body, "p1.toml", top='declare = ["os", "kernel"]\n')
+    )
+    assert code == 3 and "Planted CPU 9000" in err and "['cpu_model']" in err, err
+    # the hardware declared, the kernel not: the run goes on, with a warning naming the kernel difference
+    code, out, err = fairmark_cli(
+        "run", plan(tmp_path, net, body, "p2.toml", top='declare = ["cpu_model"]\n'), "--json"
+    )
     assert code == 0, err
+    (warned,) = [f for f in json.loads(out)["findings"] if f["finding_id"] == "hosts-differ"]
+    assert (
+        warned["severity"] == "warn" and "9.9.9-planted" in warned["evidence"] and "kernel" in warned["fix"]
+    )
+    # all declared: no warning, and the shown environment difference says it is the point
+    top = 'declare = ["os", "kernel", "cpu_model"]\n'
+    code, out, err = fairmark_cli("run", plan(tmp_path, net, body, "p3.toml", top=top), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert not [f for f in report["findings"] if f["finding_id"] == "hosts-differ"]
+    release = [d for d in report["host_differences"] if d["key"] == "os.release"]
+    assert release and release[0]["declared"] and release[0]["b"] == "9.9.9-planted"
+    code, out, err = fairmark_cli("show", report["run"]["id"])
+    assert code == 0 and "9.9.9-planted' (declared: the point of the comparison)" in out, err
 
 
 def test_doctor_judges_a_host_over_ssh(net: nethosts.NetHosts, fairmark_cli) -> None:

@@ -193,6 +193,7 @@ def gate_hosts(runner: Any, runtimes: list[Any]) -> tuple[dict[str, Any], list[d
 
             hosts["(controller)"] = take_snapshot("/")
         diff = hardware_differences(hosts, list(runner.plan.declare))
+        found += _software_findings(hosts, list(runner.plan.declare))
         if diff:
             raise EnvironmentRefused(
                 "the hosts differ in hardware, so the comparison would be of hardware, not of operating systems: "
@@ -207,3 +208,13 @@ def gate_hosts(runner: Any, runtimes: list[Any]) -> tuple[dict[str, Any], list[d
                                  hint="fix it (see `fairmark doctor --host NAME`), or pass --accept-risk")  # fmt: skip
     env_before = next(iter(snaps.values()))
     return env_before, found
+
+
+def _software_findings(hosts: dict[str, dict[str, Any]], declared: list[str]) -> list[dict[str, Any]]:
+    """A warning for each undeclared OS or kernel difference between the hosts: the verdict would be about it."""
+    from fairmark.remote.probe import software_differences
+
+    return [{"id": "hosts-differ", "severity": "warn", "title": "the hosts run different software",
+             "evidence": d, "why": "a verdict between these hosts measures this difference too",
+             "fix": f'declare = ["{d.split(":")[0]}"] in the plan if it is the point of the comparison'}
+            for d in software_differences(hosts, declared)]  # fmt: skip

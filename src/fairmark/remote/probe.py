@@ -91,3 +91,30 @@ def hardware_differences(snaps: dict[str, dict[str, Any]], declared: list[str]) 
         if len({repr(v) for v in values.values()}) > 1:
             out.append(f"{fact}: " + " vs ".join(f"{n} {v!r}" for n, v in values.items()))
     return out
+
+
+# The facts that make it a comparison of operating systems or kernels: the point of most plans over hosts, said
+# with declare = ["os", "kernel"]; undeclared, such a difference is a warning (the user may not know of it).
+SOFTWARE_FACTS = {
+    "os": lambda s: (s.get("os", {}).get("kernel"), s.get("os", {}).get("distribution")),
+    "kernel": lambda s: (s.get("os", {}).get("release"), s.get("os", {}).get("version")),
+}
+
+
+def software_differences(snaps: dict[str, dict[str, Any]], declared: list[str]) -> list[str]:
+    """Undeclared operating-system and kernel differences between hosts, in words."""
+    out = []
+    for fact, get in SOFTWARE_FACTS.items():
+        values = {n: get(s) for n, s in snaps.items()}
+        if fact not in declared and len({repr(v) for v in values.values()}) > 1:
+            out.append(f"{fact}: " + " vs ".join(f"{n} {v!r}" for n, v in values.items()))
+    return out
+
+
+def declare_word(key: str) -> str | None:
+    """The `declare` word that covers an environment-diff key (None: no word does)."""
+    prefixes = (("os.kernel", "os"), ("os.distribution", "os"), ("os.release", "kernel"), ("os.version", "kernel"),
+                ("os.cmdline", "kernel"), ("kernel_config", "kernel"), ("cpu.model", "cpu_model"),
+                ("cpu.cores", "cores"), ("cpu.threads", "cores"), ("memory.total_kib", "memory"),
+                ("host.disks", "disk"), ("fs.fstype", "fs"))  # fmt: skip
+    return next((w for p, w in prefixes if key == p or key.startswith(p + ".")), None)

@@ -13,16 +13,29 @@ if TYPE_CHECKING:
 
 
 def host_diff(store: Any, run_id: str) -> list[dict[str, Any]]:
-    """Differences between the environment snapshots of the run's hosts (the first host against each other)."""
+    """Differences between the environment snapshots of the run's hosts (the first host against each other),
+    each with `declared`: whether the plan's `declare` names it as the point of the comparison."""
     from fairmark.probe.diff import diff_snapshots
+    from fairmark.remote.probe import declare_word
 
     snaps = {a["name"]: a["data"] for a in store.artifacts(run_id, kind="env.host")}
     names = list(snaps)
+    declared = _declared(store, run_id) if len(names) > 1 else set()
     out = []
     for other in names[1:]:
         for d in diff_snapshots(snaps[names[0]], snaps[other]):
-            out.append({"hosts": [names[0], other], **d})
+            out.append({"hosts": [names[0], other], **d, "declared": declare_word(d["key"]) in declared})
     return out
+
+
+def _declared(store: Any, run_id: str) -> set[str]:
+    """The run's plan's `declare` words (the plan text is stored with the run)."""
+    import tomllib
+
+    try:
+        return set(tomllib.loads(store.get_run(run_id).plan_text).get("declare") or ())
+    except (tomllib.TOMLDecodeError, AttributeError, TypeError):
+        return set()
 
 
 def print_host_diff(store: Any, run_id: str) -> None:
@@ -40,7 +53,8 @@ def diff_lines(diffs: list[dict[str, Any]]) -> list[str]:
     out = []
     for d in diffs:
         a, b = d["hosts"]
-        out.append(f"[{d['category']}] {d['key']}: {a} {d['a']!r} vs {b} {d['b']!r}")
+        mark = " (declared: the point of the comparison)" if d.get("declared") else ""
+        out.append(f"[{d['category']}] {d['key']}: {a} {d['a']!r} vs {b} {d['b']!r}{mark}")
     return out
 
 
