@@ -192,11 +192,23 @@ def _start_sysctl_run(tmp_path: Path, net: nethosts.NetHosts, name: str) -> tupl
 
 
 def test_kill_9_of_the_controller_leaves_no_sysctl_changed_on_the_host(tmp_path, net) -> None:
+    from fairmark.remote.connection import sweep_stale_dirs
+
     proc, before, _ = _start_sysctl_run(tmp_path, net, "p1.toml")
     assert _sysctl(net, "h2") == before  # another host (namespace) is untouched
+    kids = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(proc.pid)], capture_output=True, text=True
+    ).stdout
+    (master,) = [
+        int(k) for k in kids.split() if b"ControlMaster=yes" in Path(f"/proc/{k}/cmdline").read_bytes()
+    ]
+    owned = [d for d in Path("/tmp").glob("fm-ssh-*") if (d / "owner").is_file()]
+    (conn_dir,) = [d for d in owned if (d / "owner").read_text() == str(proc.pid)]
     proc.kill()
     proc.wait()
     _wait(lambda: _sysctl(net, "h1") == before, 30)  # the agent saw its input end and put the host back
+    _wait(lambda: not Path(f"/proc/{master}").exists() or "Z" in Path(f"/proc/{master}/stat").read_text())
+    assert str(conn_dir) in sweep_stale_dirs() and not conn_dir.exists()  # what the next contact does
 
 
 def test_a_dead_agents_journal_is_undone_at_the_next_contact(tmp_path, net) -> None:

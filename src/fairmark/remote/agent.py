@@ -367,9 +367,12 @@ class Session:
 
     def send(self, obj: dict) -> None:
         data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
-        while data:
-            n = os.write(self.wfd, data)
-            data = data[n:]
+        try:
+            while data:
+                n = os.write(self.wfd, data)
+                data = data[n:]
+        except OSError:  # the connection is gone (EPIPE): nobody to answer; the session ends and restores
+            self.eof = True
 
     def serve(self) -> None:
         while True:
@@ -641,7 +644,9 @@ class Session:
 
 
 def main() -> int:
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # A write to a connection that is gone must fail (EPIPE), not kill the agent before it restores the host.
+    # (The trials get the default SIGPIPE back: subprocess restores it in the child.)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     session = Session()
     try:
         session.serve()

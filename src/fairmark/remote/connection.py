@@ -28,6 +28,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -84,6 +85,44 @@ def shipped_agent_command(python: str = "python3") -> str:
     return f"{shlex.quote(python)} -c {shlex.quote(boot)} {blob}"
 
 
+DIR_PREFIX = "fm-ssh-"
+
+
+def _die_with_parent(parent: int) -> Any:
+    """Linux: the master connection gets SIGTERM when the controller dies, even by SIGKILL — else an `ssh -N`
+    master would hold its connection to the host open forever (its ServerAlive probes keep it alive)."""
+    if not hasattr(os, "sched_setaffinity"):  # not Linux: the next contact's sweep removes what is left
+        return None
+
+    def arm() -> None:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the controller died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
+def sweep_stale_dirs() -> list[str]:
+    """Remove the connection directories (control socket, ssh's error output) of controllers that died without
+    closing them; returns what was removed."""
+    from fairmark.run.lock import pid_alive
+
+    removed = []
+    for d in Path("/tmp").glob(DIR_PREFIX + "*"):
+        try:
+            if d.stat().st_uid != os.geteuid():
+                continue
+            pid = int((d / "owner").read_text())
+        except (OSError, ValueError):
+            continue  # not ours, or its owner is still writing it
+        if not pid_alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(str(d))
+    return removed
+
+
 @dataclass
 class HostConnection:
     spec: HostSpec
@@ -113,7 +152,9 @@ class HostConnection:
                 "host connections need the OpenSSH client `ssh` (Debian: openssh-client)"
             )
         if not self._dir:  # a short path: a unix socket path must fit in 104 bytes
-            self._dir = tempfile.mkdtemp(prefix="fm-ssh-", dir="/tmp")
+            sweep_stale_dirs()
+            self._dir = tempfile.mkdtemp(prefix=DIR_PREFIX, dir="/tmp")
+            Path(self._dir, "owner").write_text(str(os.getpid()))
         err = open(os.path.join(self._dir, "master.err"), "wb")  # noqa: SIM115 - the master's lifetime
         self._master = subprocess.Popen(
             self._master_argv(),
@@ -121,6 +162,7 @@ class HostConnection:
             stdout=subprocess.DEVNULL,
             stderr=err,
             start_new_session=True,  # a Ctrl-C for the controller is not a hang-up for the connection
+            preexec_fn=_die_with_parent(os.getpid()),
         )
         deadline = time.monotonic() + self.connect_timeout_s
         while not os.path.exists(self.control_path):

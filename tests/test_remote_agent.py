@@ -1,0 +1,159 @@
+"""The agent alone, without SSH: it answers only its own protocol; and its FreeBSD paths (no /proc: `sysctl` reads and writes, kern.boottime as the boot id, the journal of
+a dead agent undone), driven by a fake `sysctl` on PATH that answers from a captured FreeBSD sysctl tree and
+with FreeBSD's own error messages (tests/fixtures) — there is no FreeBSD host here."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairmark.remote import agent
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SYSCTL_TXT = FIXTURES / "sysroots" / "freebsd-current-debug" / "sysctl.txt"
+HOSTUUID = "4c4c4544-0042-3510-8052-b4c04f4e4e32"  # planted: the captured tree has no kern.hostuuid
+
+FAKE = r'''#!PYTHON
+"""FreeBSD's sysctl(8) as far as the agent uses it: -n NAME…, NAME=VALUE (the agent runs it with a bare env)."""
+import json, os, sys
+state = "STATE"
+tree = json.load(open(state))
+fixtures = "FIXTURES"
+args = sys.argv[1:]
+if args and args[0] == "-n":
+    for name in args[1:]:
+        if name not in tree["values"]:
+            sys.stderr.write(open(fixtures + "/freebsd-sysctl-unknown.txt").read().replace(
+                "net.inet.tcp.nosuchthing", name))
+            sys.exit(1)
+        print(tree["values"][name])
+    sys.exit(0)
+name, value = args[0].split("=", 1)
+if name in tree["read_only_tunables"]:
+    sys.stderr.write(open(fixtures + "/freebsd-sysctl-readonly-tunable.txt").read().replace(
+        "dev.ix.0.iflib.simple_tx", name))
+    sys.exit(1)
+old = tree["values"][name]
+tree["values"][name] = value
+json.dump(tree, open(state, "w"))
+print(f"{name}: {old} -> {value}")
+'''
+
+
+def captured_tree() -> dict[str, str]:
+    """`name: value` lines of the captured `sysctl -a` (continuation lines of multi-line values dropped)."""
+    values = {}
+    for line in SYSCTL_TXT.read_text().splitlines():
+        name, sep, value = line.partition(": ")
+        if sep and name and " " not in name and "\t" not in name:
+            values[name] = value
+    return values
+
+
+@pytest.fixture
+def freebsd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "sysctl"
+    state = tmp_path / "sysctl-state.json"
+    fake.write_text(FAKE.replace("PYTHON", sys.executable).replace("STATE", str(state))
+                    .replace("FIXTURES", str(FIXTURES / "variants")))  # fmt: skip
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    values = captured_tree() | {"kern.hostuuid": HOSTUUID}
+    state.write_text(json.dumps({"values": values, "read_only_tunables": ["vm.pmap.pg_ps_enabled"]}))
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAIRMARK_AGENT_STATE", str(tmp_path / "agent-state"))
+    monkeypatch.setattr(agent.sys, "platform", "freebsd14")
+    return state
+
+
+def _value(state: Path, name: str) -> str:
+    return json.loads(state.read_text())["values"][name]
+
+
+def test_the_boot_id_of_a_freebsd_host_is_its_boottime_and_hostuuid(freebsd: Path, monkeypatch) -> None:
+    real_open = open
+
+    def no_proc(path, *a, **kw):  # FreeBSD has no /proc/sys/kernel/random/boot_id
+        if str(path).startswith("/proc/"):
+            raise FileNotFoundError(path)
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr("builtins.open", no_proc)
+    assert agent.boot_id() == f"{{ sec = 1640848383, usec = 512345 }} Thu Dec 30 07:13:03 2021 {HOSTUUID}"
+
+
+def test_a_freebsd_sysctl_is_journaled_set_and_restored(freebsd: Path) -> None:
+    assert agent.state_dir().endswith("agent-state")
+    original = _value(freebsd, "hw.ibrs_disable")
+    want = "0" if original == "1" else "1"
+    tunables = agent.Tunables()
+    got = tunables.set_active({"hw.ibrs_disable": want})
+    assert (
+        got["applied"] == [f"sysctl hw.ibrs_disable: {original} → {want}"]
+        and _value(freebsd, "hw.ibrs_disable") == want
+    )
+    (journal,) = (Path(agent.state_dir()) / "journal").glob("*.json")
+    assert json.loads(journal.read_text())["entries"][0] | {} == {
+        "type": "sysctl", "name": "hw.ibrs_disable", "original": original, "want": want
+    }  # fmt: skip
+    # a loader tunable cannot be set at run time: FreeBSD's message, and nothing left changed or journaled
+    with pytest.raises(OSError, match="read only tunable"):
+        tunables.set_active({"hw.ibrs_disable": want, "vm.pmap.pg_ps_enabled": "0"})
+    assert _value(freebsd, "vm.pmap.pg_ps_enabled") == captured_tree()["vm.pmap.pg_ps_enabled"]
+    with pytest.raises(OSError, match=r"unknown oid 'kern\.nosuch'"):
+        agent.sysctl_read("kern.nosuch")
+    assert tunables.restore() == [f"restored sysctl hw.ibrs_disable = {original} (was {want})"]
+    assert _value(freebsd, "hw.ibrs_disable") == original and not journal.exists()
+
+
+def test_a_dead_freebsd_agents_journal_is_undone_by_the_next(freebsd: Path) -> None:
+    original = _value(freebsd, "hw.ibrs_disable")
+    want = "0" if original == "1" else "1"
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    journal = Path(agent.state_dir()) / "journal" / f"{dead.stdout.strip()}-dead.json"
+    journal.parent.mkdir(parents=True)
+    entry = {"type": "sysctl", "name": "hw.ibrs_disable", "original": original, "want": want}
+    journal.write_text(json.dumps({"format": 1, "pid": int(dead.stdout), "started": 0, "entries": [entry]}))
+    subprocess.run(["sysctl", f"hw.ibrs_disable={want}"], check=True, capture_output=True)
+    lines = agent.recover_dead()
+    assert lines == [
+        f"restored sysctl hw.ibrs_disable = {original} (was {want}) (left by agent {int(dead.stdout)})"
+    ]
+    assert _value(freebsd, "hw.ibrs_disable") == original and not journal.exists()
+
+
+def test_the_agent_accepts_only_its_protocol_and_acts_on_nothing_else(tmp_path: Path) -> None:
+    """The shipped agent (as the controller starts it over SSH) fed lines that are not protocol requests: each
+    gets an error answer, none is acted upon, and end of input ends it."""
+    from fairmark.remote.connection import shipped_agent_command
+
+    planted = tmp_path / "planted"
+    lines = [
+        "id; touch " + str(planted),  # a shell command
+        "{not json",
+        json.dumps([1, "exec"]),
+        json.dumps({"v": agent.PROTOCOL + 1, "id": 1, "op": "hello"}),  # another protocol version
+        json.dumps({"v": agent.PROTOCOL, "id": 2}),  # no op
+        json.dumps({"v": agent.PROTOCOL, "id": 3, "op": "shell", "cmd": f"touch {planted}"}),
+        json.dumps({"v": agent.PROTOCOL, "id": 4, "op": "_exec", "spec": {"argv": ["touch", str(planted)]}}),
+        json.dumps({"v": agent.PROTOCOL, "id": 5, "op": "hello", "recover": False}),
+    ]
+    env = {"PATH": os.environ["PATH"], "FAIRMARK_AGENT_STATE": str(tmp_path / "state")}
+    res = subprocess.run(["sh", "-c", shipped_agent_command(sys.executable)], input="\n".join(lines) + "\n",
+                         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    answers = [json.loads(a) for a in res.stdout.splitlines()]
+    assert len(answers) == len(lines) and not planted.exists()
+    assert all(not a["ok"] for a in answers[:-1]) and answers[-1]["ok"]
+    assert [a["error"].split(":")[0] for a in answers[:5]] == ["bad request"] * 5
+    assert answers[5]["error"] == "unknown op 'shell'" and answers[6]["error"] == "unknown op '_exec'"
+    assert answers[-1]["result"]["protocol"] == agent.PROTOCOL and answers[-1]["id"] == 5
