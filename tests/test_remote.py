@@ -326,11 +326,10 @@ def test_pgbench_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
     assert net.hosts["h1"].address in argv  # the client connected over the test network
     # seed 003's finding: how much the server's throughput changes with the client moved off it, with its CI
     (moved,) = [v for v in report["verdicts"] if v["variant"] == "client-on-h2" and v["metric"] == "tps"]
-    assert (
-        moved["name_baseline"] == "client-on-server"
-        and moved["ratio_ci_low"] <= moved["ratio"] <= moved["ratio_ci_high"]
-    )
-    assert "%" in moved["sentence"] or "no difference proven" in moved["sentence"]
+    assert moved["name_baseline"] == "client-on-server" and moved["ratio"] > 0
+    lo, hi = moved["ratio_ci_low"], moved["ratio_ci_high"]  # None: Fieller's interval is unbounded (n = 3)
+    assert lo is None or hi is None or lo <= moved["ratio"] <= hi
+    assert "95% CI" in moved["sentence"], moved["sentence"]  # by how much, with its interval
     assert not [p for p in net.hosts["h1"].processes() if "postgres" in p]
     # every form of the report says where each side ran
     where = "pg / client-on-h2: server on h1, client on h2"
