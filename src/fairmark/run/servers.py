@@ -380,16 +380,24 @@ class RedisServer(ManagedServer):
 
     kind = "redis"
 
+    def __init__(self, directory: Path, *, address: str = LOOPBACK):
+        super().__init__(directory)
+        self.address = address  # a client on another host (a test network): listen on this address too
+
     @property
     def socket(self) -> Path:
         return self.short_dir() / "redis.sock"
 
     def argv(self) -> list[str]:
+        # With a client on another host, protected mode (no password: loopback only) is off and the server binds
+        # the host's test-network address too: the test network is the fence, as for iperf3.
+        bind = [LOOPBACK] if self.address == LOOPBACK else [LOOPBACK, self.address]
+        protected = "yes" if self.address == LOOPBACK else "no"
         return [
-            "redis-server", "--port", str(self.port), "--bind", LOOPBACK,
+            "redis-server", "--port", str(self.port), "--bind", *bind,
             "--unixsocket", str(self.socket), "--unixsocketperm", "700",
             "--save", "", "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
-            "--protected-mode", "yes",
+            "--protected-mode", protected,
         ]  # fmt: skip
 
     def ready(self) -> bool:

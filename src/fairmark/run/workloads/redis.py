@@ -78,6 +78,7 @@ class Redis(Adapter):
         *_per_test_metrics(),
     )
     measures = ("network", "kernel")
+    remote_client = True  # redis-benchmark may run on another host (client_host), over TCP
 
     def check(self, params: dict[str, Any]) -> None:
         transport = params["transport"]
@@ -103,6 +104,12 @@ class Redis(Adapter):
                 key="tests",
             )
 
+    def client_host_refusal(self, params: dict[str, Any], variant: str) -> str | None:
+        """Why this variant's client cannot run on another host (None: it can)."""
+        if transport_for(params.get("transport", "tcp"), variant) == "unix":
+            return "redis: a client on another host (client_host) needs transport = 'tcp'; a Unix socket stays on one host"
+        return None
+
     @staticmethod
     def test_list(params: dict[str, Any]) -> list[str]:
         tests = params["tests"]
@@ -110,14 +117,15 @@ class Redis(Adapter):
         return [str(t).strip().lower() for t in items if str(t).strip()]
 
     def setup(self, ctx: WorkloadContext) -> None:
-        servers.start_in(ctx, servers.RedisServer(ctx.scratch / "redis-server"))
+        address = ctx.listen_address or servers.LOOPBACK
+        servers.start_in(ctx, servers.RedisServer(ctx.scratch / "redis-server", address=address))
 
     def command(self, ctx: TrialContext) -> list[str]:
         p, server = ctx.params, ctx.state["server"]
         if transport_for(p["transport"], ctx.variant) == "unix":
             where = ["-s", str(server.socket)]
-        else:
-            where = ["-h", servers.LOOPBACK, "-p", str(server.port)]
+        else:  # a client on another host connects to the server's test-network address
+            where = ["-h", server.address if ctx.client_remote else servers.LOOPBACK, "-p", str(server.port)]
         argv = ["redis-benchmark", *where, "--csv", "-t", ",".join(self.test_list(p))]
         argv += ["-c", str(p["clients"]), "-P", str(p["pipeline"]), "-d", str(p["data_size"])]
         argv += ["-n", str(p["requests"])]
