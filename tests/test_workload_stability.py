@@ -74,6 +74,8 @@ def test_linux_shapes():
         "Memory cgroup out of memory: Killed process 99 (stress-ng-bighe)": "oom_kill_bounded",
         "WARNING: CPU: 0 PID: 1 at kernel/foo.c:12 bar+0x1/0x2": "warning",
         "EXT4-fs (sda1): mounted filesystem": None,
+        # the reaper's follow-up of a kill already counted (here a bounded one): not a second event
+        "oom_reaper: reaped process 1827 (stress-ng-bighe), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB": None,
     }
     assert {line: kernel_log.kind_of(line) for line in lines} == lines
 
@@ -114,7 +116,15 @@ def test_run_shows_planted_events_with_their_time(tmp_path: Path):
     planter = threading.Thread(target=plant)
     planter.start()
     try:
-        argv = ["run", str(plan), "--store", f"sqlite:///{tmp_path / 'x.db'}", "--json", "--no-monitors"]
+        argv = [
+            "run",
+            str(plan),
+            "--store",
+            f"sqlite:///{tmp_path / 'x.db'}",
+            "--json",
+            "--monitor-interval",
+            "0.5",
+        ]
         res = fairmark_subprocess(*argv, "--accept-risk", "--allow-concurrent", timeout=300)
     finally:
         stop.set()
@@ -128,3 +138,13 @@ def test_run_shows_planted_events_with_their_time(tmp_path: Path):
     assert verdict["kernel_events"] >= len(planted) and verdict["host_reachable"] is True
     shown = fairmark_subprocess("show", doc["run"]["id"], "--store", f"sqlite:///{tmp_path / 'x.db'}")
     assert "stability overload/default: survived" in shown.stdout and "hung_task: INFO: task" in shown.stdout
+    # The HTML report puts each event on the cell's monitor timeline (a labelled red line) and lists it.
+    html = tmp_path / "r.html"
+    rep = fairmark_subprocess(
+        "report", doc["run"]["id"], "--html", str(html), "--store", f"sqlite:///{tmp_path / 'x.db'}"
+    )
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    page = html.read_text()
+    monitor = next(svg.split("</svg>")[0] for svg in page.split("<svg")[1:] if "CPU % by state" in svg)
+    assert "hung_task" in monitor and "oops" in monitor and "#d62728" in monitor
+    assert "red lines on the timeline above" in page and "fairmark planted test message" in page

@@ -231,6 +231,10 @@ class RunArtifacts:
             if a["trial_id"] in measured:
                 self.by_cell[a["cell_key"]][f"{a['kind']}/{a['name']}"].append(a)
 
+    def entries(self, cell_key: str, kind_name: str) -> list[dict[str, Any]]:
+        """The artifacts themselves (with their trial_id), in the order `data` gives their contents."""
+        return list(self.by_cell[cell_key][kind_name])
+
     def data(self, cell_key: str, kind_name: str) -> list[Any]:
         return [a["data"] if a["data"] is not None else a["text"] for a in self.by_cell[cell_key][kind_name]]
 

@@ -262,7 +262,8 @@ def group_view(
         if series:
             ncpu = max(s.get("ncpu") or 1 for s in series)
             slim = [_slim(s) for s in series]
-            monitor_svg = figs.add("monitor_plot", (slim, ncpu), f"{name}-{c.variant}-monitor")
+            marks = kernel_marks(c, arts)
+            monitor_svg = figs.add("monitor_plot", (slim, ncpu, marks), f"{name}-{c.variant}-monitor")
         cell_views.append(
             {
                 "variant": c.variant,
@@ -272,6 +273,7 @@ def group_view(
                 "attribution": a,
                 "monitor_svg": monitor_svg,
                 "monitor_rows": attr.monitor_summary(series),
+                "kernel_events": cell_kernel_events(c),
                 "warnings": list(c.warnings),
                 "failures": [t for t in c.trials if t["status"] != "ok"][:3],
                 "profiles": cell_profiles(c, arts, base_folded if c is not base else None),
@@ -287,6 +289,35 @@ def group_view(
         "ministat": ministat_text(cells, metric),
         "cells": cell_views,
     }
+
+
+def cell_kernel_events(c: CellReport) -> list[dict[str, Any]]:
+    """The kernel events the stability watch reported in this cell's measured trials, in order."""
+    return [{"trial": t["seq"]} | e for t in c.trials for e in cell_kernel_events_of(t)]
+
+
+def kernel_marks(c: CellReport, arts: RunArtifacts) -> list[tuple[float, str]]:
+    """Kernel events placed on the monitor plot's axis: the trials' series are drawn end to end, so an event
+    t_s seconds into a trial sits at the durations of the trials before it plus t_s."""
+    by_trial = {t["id"]: events for t in c.trials if (events := cell_kernel_events_of(t))}
+    if not by_trial:
+        return []
+    marks, offset = [], 0.0
+    for entry in arts.entries(c.key, "monitor/system"):
+        ts = (entry["data"] or {}).get("t_s") or []
+        marks += [
+            (offset + e["t_s"], e["kind"])
+            for e in by_trial.get(entry["trial_id"], [])
+            if e["t_s"] is not None
+        ]
+        offset += ts[-1] if ts else 0.0
+    return marks
+
+
+def cell_kernel_events_of(trial: Mapping[str, Any]) -> list[dict[str, Any]]:
+    from fairmark.run.monitors.kernel_log import events_in
+
+    return [] if trial["warmup"] else events_in(trial.get("stderr_tail") or "")
 
 
 def scaling_views(report: RunReport, figs: Figures) -> list[dict[str, Any]]:

@@ -180,8 +180,11 @@ def _place(
     return np.column_stack((left + width * (x - t[0]) / span, bottom + height * np.clip(y / y_max, 0, 1)))
 
 
-def monitor_plot(series: Sequence[Mapping[str, Any]], ncpu: int) -> Figure:
-    """CPU share by state (stacked, whole machine) above the run queue, sparkline style.
+def monitor_plot(
+    series: Sequence[Mapping[str, Any]], ncpu: int, marks: Sequence[tuple[float, str]] = ()
+) -> Figure:
+    """CPU share by state (stacked, whole machine) above the run queue, sparkline style; `marks` are kernel
+    events (seconds on the same end-to-end axis, kind), drawn as labelled vertical lines across both.
 
     Drawn with figure-level patches instead of Axes: an Axes builds tick objects even when hidden, which
     made a monitor plot ten times slower than the patches it shows."""
@@ -212,7 +215,17 @@ def monitor_plot(series: Sequence[Mapping[str, Any]], ncpu: int) -> Figure:
         Line2D(ncpu_y[:, 0], ncpu_y[:, 1], color="#c44e52", lw=0.6, ls="--", transform=fig.transFigure)
     )
     _monitor_labels(fig, states, len(series), float(t[-1]), peak, ncpu)
+    _event_marks(fig, marks, t)
     return fig
+
+
+def _event_marks(fig: Figure, marks: Sequence[tuple[float, str]], t: np.ndarray) -> None:
+    """Each kernel event where it happened on the timeline: a red line through both panels, its kind on top."""
+    bottom, top = RUNQ_BOX[1], CPU_BOX[1] + CPU_BOX[3]
+    for k, (at, kind) in enumerate(marks):
+        x = float(_place(CPU_BOX, np.array([min(max(at, t[0]), t[-1])]), np.zeros(1), 1.0, t)[0, 0])
+        fig.add_artist(Line2D([x, x], [bottom, top], color="#d62728", lw=0.9, transform=fig.transFigure))
+        fig.text(x, top + 0.02 + 0.07 * (k % 2), kind, color="#d62728", fontsize=6, ha="center")
 
 
 def _monitor_labels(
