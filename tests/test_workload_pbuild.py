@@ -20,7 +20,7 @@ from fairmark.run.workloads.pbuild import parse_pbuild
 from helpers import fairmark_subprocess, json_out
 
 FIX = Path(__file__).parent / "fixtures" / "tools" / "pbuild"
-SRC = FIX / "src"
+SRC = Path(__file__).parent / "fixtures" / "pbuild-src"  # small packages to build (not tool output)
 isolating = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None or not sys.platform.startswith("linux"),
     reason="needs root and unshare (Linux)",
