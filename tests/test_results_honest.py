@@ -307,3 +307,45 @@ def test_a_plans_own_script_is_never_asked_its_version(tmp_path):
     assert programs_of(Workload(name="w", command=[str(script)]), None, {}) == {}
     assert programs_of(Workload(name="w", command=f"{script} -x", shell=True), None, {}) == {}
     assert programs_of(Workload(name="w", command=["gzip", "-c"]), None, {}) == {"gzip": ("--version",)}
+
+
+def test_a_data_set_under_twice_ram_on_a_disk_is_refused_unless_the_cache_is_the_point(
+    tmp_path, fairmark_cli
+):
+    """Item 7: the doctor's test-size check is live — a command workload declares data_size, the file-system
+    adapters report theirs (dbench: clients × its measured footprint), and the run is refused with the fix."""
+    from fairmark.run.workloads import adapter_for, data_set_info
+    from fairmark.run.workloads.dbench import CLIENT_FOOTPRINT_BYTES
+
+    disk = tmp_path / "on-disk"
+    disk.mkdir()
+    plan = tmp_path / "p.toml"
+    body = f"""
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+
+[[workload]]
+name = "files"
+command = ["true"]
+cwd = "{disk}"
+data_size = "64M"
+"""
+    plan.write_text(body)
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    code, _, err = fairmark_cli("run", str(plan), "--store", db, "--no-monitors")
+    assert code == 3, err
+    assert "Data set is small compared with RAM" in err and "workload files: data set 0.1 GiB" in err
+    plan.write_text(body + 'small_size_reason = "the page cache is what this measures"\n')
+    code, doc, err = _run(fairmark_cli, plan, tmp_path)
+    assert code == 0, err
+    found = [f for f in doc["findings"] if f["finding_id"] == "test-size"]
+    assert [f["severity"] for f in found] == ["info"]
+    assert "allowed because: the page cache is what this measures" in found[0]["evidence"]
+    # the adapters report their data sets: dbench has no size option, so clients × its footprint
+    dbench = adapter_for("dbench")
+    info = data_set_info(None, dbench, dbench.resolve({"clients": 3}))
+    assert info["data_size_bytes"] == 3 * CLIENT_FOOTPRINT_BYTES and "disk" in info["measures"]
+    fio = adapter_for("fio")
+    assert data_set_info(None, fio, fio.resolve({"size": "1G", "numjobs": 2}))["data_size_bytes"] == 2 << 30

@@ -147,6 +147,10 @@ class Workload(Strict):
     metrics: list[Metric] = Field(default_factory=list)
     env: dict[str, EnvValue] = Field(default_factory=dict)
     cwd: str | None = None
+    # A command workload's data set on disk ("8G", "2xRAM", bytes): under 2 × RAM on a disk file system the
+    # run is refused (seed 003: it measures the page cache), unless small_size_reason says the cache is the point.
+    data_size: int | str | None = None
+    small_size_reason: str = ""
     client_host: str | None = (
         None  # a [hosts.NAME] that runs the tool's client; its server runs on the variant's
     )
@@ -166,6 +170,12 @@ class Workload(Strict):
             raise ValueError(
                 "params are for tool workloads; a command workload takes its arguments in command"
             )
+        if self.tool is not None and (self.data_size is not None or self.small_size_reason):
+            raise ValueError("data_size and small_size_reason are for command workloads; a tool workload's "
+                             "data set is in its params (e.g. fio size, bonnie size_mib)")  # fmt: skip
+        if self.data_size is not None and not _DATA_SIZE_RE.match(str(self.data_size)):
+            raise ValueError(f"data_size: expected a size such as 8G, 512M, 2xRAM or a byte count, got "
+                             f"{self.data_size!r}")  # fmt: skip
         names = [m.name for m in self.metrics]
         if len(set(names)) != len(names):
             raise ValueError(f"metric names must be unique, got {names}")
@@ -175,6 +185,7 @@ class Workload(Strict):
         return self
 
 
+_DATA_SIZE_RE = re.compile(r"^\s*(\d+(\.\d+)?\s*[KMGT]?(iB|B)?|\d+(\.\d+)?\s*x\s*RAM)\s*$", re.IGNORECASE)
 _SIZE_RE = re.compile(r"^[1-9][0-9]*[KMGT]?$")
 _CPU_LIST_RE = re.compile(r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$")
 SysctlValue = int | str

@@ -201,9 +201,11 @@ RULES: dict[str, Rule] = {
         "none needed; say it with the results"),
     "mitigations-off": Rule("info", "Some CPU vulnerability mitigations are off",
         "system-call-heavy work is faster than on a default-configured host", "none needed if intended"),
-    "test-size": Rule("warn", "Data set is small compared with RAM",
+    "test-size": Rule("error", "Data set is small compared with RAM",
         "a file-system test whose data fits in memory measures the page cache, not the disk (seed 003)",
-        "make the data set at least 2x RAM, or boot with less memory (mem= / hw.physmem)"),
+        "make the data set at least 2x RAM (fio size, bonnie size_mib, sysbench file_total_size, more dbench "
+        "clients, a command workload's data_size; '2xRAM' works), use O_DIRECT, boot with less memory "
+        "(mem= / hw.physmem), or say the cache is the point: small_size_reason = '…' (kept with the run)"),
     "workdir-tmpfs": Rule("warn", "Working directory is in memory (tmpfs)",
         "a disk workload there measures RAM, not a disk",
         "point the workload's directory at a disk file system"),
@@ -238,7 +240,8 @@ FREEBSD_FIXES: dict[str, str] = {
     "clocksource": "`sysctl kern.timecounter.hardware=TSC-low` if kern.timecounter.choice lists it",
     "aslr-off": "`sysctl kern.elf64.aslr.enable=1`",
     "swap-used": "`swapoff -a && swapon -a` to bring swapped pages back before the run",
-    "test-size": "make the data set at least 2x RAM, or limit RAM with `hw.physmem` in /boot/loader.conf",
+    "test-size": "make the data set at least 2x RAM, use O_DIRECT, limit RAM with `hw.physmem` in "
+    "/boot/loader.conf, or say the cache is the point: small_size_reason = '…'",
     "busy-process": "stop it (`top -S` shows it) or move it to other CPUs with cpuset for the run",
 }
 

@@ -33,7 +33,7 @@ from fairmark.run.trial import Contexts, Executor, Outcome, TrialPath, is_profil
 from fairmark.run.variants.basic import command_for
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState
-from fairmark.run.workloads import adapter_for, versions_to_record
+from fairmark.run.workloads import adapter_for, data_set_info, versions_to_record
 from fairmark.run.workloads.base import Adapter, WorkloadContext
 from fairmark.stats import describe
 from fairmark.stats.stopping import group_stop
@@ -589,10 +589,7 @@ def _workload_info(runtimes: list[WorkloadRuntime]) -> list[dict[str, Any]]:
             "name": rt.workload.name,
             "measures": list(rt.adapter.measures) if rt.adapter else [],
         }
-        for key in ("data_size_bytes", "directory"):
-            if key in rt.workload.params:
-                item[key] = rt.workload.params[key]
-        info.append(item)
+        info.append(item | data_set_info(rt.workload, rt.adapter, rt.params))
     return info
 
 

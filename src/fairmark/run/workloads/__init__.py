@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from fairmark.errors import PlanError
-from fairmark.run.workloads.base import Adapter
+from fairmark.run.workloads.base import Adapter, DataSet
 
 
 @cache
@@ -87,3 +87,32 @@ def versions_to_record(
         except ValueError:  # a shell string shlex cannot split (an open quote): sh decides what it runs
             continue
     return out
+
+
+def data_set_of(workload: Any, adapter: Adapter | None, params: Mapping[str, Any]) -> DataSet | None:
+    """The data set a workload works on: its adapter's (fio size × jobs, bonnie size, dbench clients …) or a
+    command workload's declared `data_size` (in its `cwd`, else the scratch directory)."""
+    if adapter is not None:
+        return adapter.data_set(params)
+    if workload.data_size is None:
+        return None
+    from fairmark.run.tools import parse_size
+
+    size = parse_size(workload.data_size, "data_size")
+    return DataSet(size, workload.cwd or "", False, workload.small_size_reason)
+
+
+def data_set_info(workload: Any, adapter: Adapter | None, params: Mapping[str, Any]) -> dict[str, Any]:
+    """What the doctor judges a workload's test size by (the keys of its `_test_size`)."""
+    ds = data_set_of(workload, adapter, params)
+    if ds is None:
+        return {}
+    import tempfile
+
+    return {
+        "data_size_bytes": ds.size_bytes,
+        "directory": ds.directory or tempfile.gettempdir(),  # scratch directories are made there
+        "direct": ds.bypasses_cache,
+        "cache_reason": ds.cache_reason,
+        "measures": sorted({*(adapter.measures if adapter else ()), "disk"}),
+    }

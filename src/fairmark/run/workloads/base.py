@@ -53,6 +53,17 @@ class RawOutput:
     files: Mapping[str, str] = field(default_factory=dict)  # name → text of files listed by output_files()
 
 
+@dataclass(frozen=True)
+class DataSet:
+    """What a file-system test reads and writes, for the doctor's test-size check (seed 003: under 2 × RAM on a
+    disk file system it measures the page cache, not the disk)."""
+
+    size_bytes: int
+    directory: str = ""  # "" = the workload's scratch directory (under $TMPDIR)
+    bypasses_cache: bool = False  # O_DIRECT (or synchronous writes): RAM size does not matter
+    cache_reason: str = ""  # the plan says a cache-sized set is the point, and why
+
+
 @dataclass
 class WorkloadContext:
     """Per workload: a private scratch directory (removed after teardown) and state shared with trials."""
@@ -119,6 +130,10 @@ class Adapter:
     def executables_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
         """The programs a run with these parameters executes (a choice of server changes them)."""
         return self.executables
+
+    def data_set(self, params: Mapping[str, Any]) -> DataSet | None:
+        """The data set a file-system adapter works on (None: the tool has none on a disk)."""
+        return None
 
     def missing_executables(self) -> list[str]:
         return [exe for exe in self.executables if shutil.which(exe) is None]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from fairmark.console import console
@@ -16,6 +17,7 @@ from fairmark.errors import PlanError
 from fairmark.run import tools
 from fairmark.run.workloads.base import (
     Adapter,
+    DataSet,
     MetricSpec,
     ParamSpec,
     ParseError,
@@ -85,6 +87,12 @@ class Bonnie(Adapter):
         size = (params["size_mib"] or default_size_mib()) * tools.MIB
         where = params["directory"] or None
         return tools.check_size_vs_ram("bonnie", size, where, params["small_size_reason"], "size_mib")
+
+    def data_set(self, params: Mapping[str, Any]) -> DataSet:
+        # -D (direct) covers only the block tests; the file create/stat/delete tests still go through the cache
+        direct = bool(params["direct"]) and not params["files"]
+        size = (params["size_mib"] or default_size_mib()) * tools.MIB
+        return DataSet(size, params["directory"], direct, params["small_size_reason"])
 
     def setup(self, ctx: WorkloadContext) -> None:
         warning = self._size_warning(ctx.params)

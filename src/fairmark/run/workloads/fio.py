@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from fairmark.errors import PlanError
 from fairmark.run import tools
 from fairmark.run.workloads.base import (
     Adapter,
+    DataSet,
     MetricSpec,
     ParamSpec,
     ParseError,
@@ -78,6 +80,10 @@ class Fio(Adapter):
         total = tools.parse_size(params["size"], "size") * params["numjobs"]
         where = params["directory"] or tempfile.gettempdir()
         return tools.check_size_vs_ram("fio", total, where, params["small_size_reason"], "size")
+
+    def data_set(self, params: Mapping[str, Any]) -> DataSet:
+        size = tools.parse_size(params["size"], "size") * params["numjobs"]
+        return DataSet(size, params["directory"], bool(params["direct"]), params["small_size_reason"])
 
     def setup(self, ctx: WorkloadContext) -> None:
         warning = self._size_warning(ctx.params)

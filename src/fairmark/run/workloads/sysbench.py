@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from typing import Any
 
 from fairmark.console import console
 from fairmark.run import tools
 from fairmark.run.workloads.base import (
     Adapter,
+    DataSet,
     MetricSpec,
     ParamSpec,
     ParseError,
@@ -100,6 +102,13 @@ class Sysbench(Adapter):
         return tools.check_size_vs_ram(
             "sysbench fileio", size, where, params["small_size_reason"], "file_total_size"
         )
+
+    def data_set(self, params: Mapping[str, Any]) -> DataSet | None:
+        if params["test"] != "fileio":
+            return None
+        size = tools.parse_size(params["file_total_size"], "file_total_size")
+        direct = "direct" in str(params["file_extra_flags"])
+        return DataSet(size, params["directory"], direct, params["small_size_reason"])
 
     def _file_opts(self, p: dict[str, Any]) -> list[str]:
         total = tools.parse_size(p["file_total_size"], "file_total_size")
