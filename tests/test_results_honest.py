@@ -349,3 +349,50 @@ data_size = "64M"
     assert info["data_size_bytes"] == 3 * CLIENT_FOOTPRINT_BYTES and "disk" in info["measures"]
     fio = adapter_for("fio")
     assert data_set_info(None, fio, fio.resolve({"size": "1G", "numjobs": 2}))["data_size_bytes"] == 2 << 30
+
+
+def test_a_variants_own_wrap_is_measured_and_shown_beside_its_verdicts(tmp_path, fairmark_cli):
+    """Item 1, second half: a user's `wrap` is one more exec in one side's measured time — fairmark measures the
+    wrapper around a no-op on this machine before the run and puts its cost beside every time verdict."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(
+        """
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+
+[[workload]]
+name = "w"
+command = ["true"]
+
+[[variant]]
+name = "a"
+
+[[variant]]
+name = "b"
+wrap = ["env"]
+"""
+    )
+    code, doc, err = _run(fairmark_cli, plan, tmp_path)
+    assert code == 0, err
+    cost = doc["run"]["options"]["wrap_costs"]["b"]
+    assert cost["wrap"] == ["env"] and cost["pairs"] == 31 and "a" not in doc["run"]["options"]["wrap_costs"]
+    assert cost["ci_low_s"] <= cost["median_s"] <= cost["ci_high_s"]
+    (v,) = [v for v in doc["verdicts"] if v["metric"] == "wall_s"]
+    assert v["wrap_cost"]["note"].startswith("b's wrap `env` costs ")
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    _, shown, _ = fairmark_cli("show", doc["run"]["id"], "--store", db)
+    assert "b's wrap `env` costs" in " ".join(shown.split())
+    _, text, _ = fairmark_cli("report", doc["run"]["id"], "--store", db, "--text")
+    assert "b's wrap `env` costs" in " ".join(text.split())
+
+
+def test_a_difference_within_the_wrappers_cost_is_flagged():
+    from fairmark.run.wrapcost import note
+
+    cost = {"wrap": ["env"], "pairs": 31, "median_s": 0.0008, "ci_low_s": 0.0006, "ci_high_s": 0.0011}
+    within = note(cost, "b", "a", {"difference": 0.0009}, "wall_s")
+    assert "within the wrapper's own cost" in within and "0.80 ms [0.60, 1.10]" in within
+    assert "beyond it" in note(cost, "b", "a", {"difference": 0.0300}, "wall_s")
+    assert note(cost, "b", "a", {"difference": 0.0009}, "compress_mb_s") is None  # measured inside the tool

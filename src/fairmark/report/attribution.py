@@ -343,8 +343,10 @@ def verdict_caveats(
             attributions.get(cells.get((v.group, v.variant), "")),
             is_kernel_path_change(defs.get(v.variant, {}), tuning),
         )
-        if caveat:
-            out[(v.group, v.variant, v.metric)] = caveat
+        wrap = (v.comparison.get("wrap_cost") or {}).get("note")  # the variant's own wrapper, measured here
+        text = "\n".join(t for t in (caveat, wrap) if t)
+        if text:
+            out[(v.group, v.variant, v.metric)] = text
     return out
 
 

@@ -295,6 +295,7 @@ def load_report(store: Store, run_ref: str) -> RunReport:
     cells = tuple(_cell(c, trials_by_cell.get(c["id"], []), confidence) for c in store.cells(run.id))
     calibrations = {key: row["data"] for key, row in store.calibrations(run.host_id).items()}
     verdicts = _verdicts(cells, baseline, confidence, policy.get("min_trials"), calibrations)
+    verdicts = _with_wrap_costs(verdicts, (run.options or {}).get("wrap_costs") or {})
     return RunReport(
         run=run,
         cells=cells,
@@ -390,6 +391,23 @@ def _verdicts(
         for j in judge(pairs, confidence=confidence)
         for a, b, m in [j.pair.tag]
     )  # fmt: skip
+
+
+def _with_wrap_costs(verdicts: tuple[Verdict, ...], costs: dict[str, dict[str, Any]]) -> tuple[Verdict, ...]:
+    """Beside each time verdict of a variant with its own `wrap`: what the wrapper costs on this machine (measured
+    around a no-op before the run), flagged when the difference lies within it (issue 11 item 1)."""
+    if not costs:
+        return verdicts
+    from dataclasses import replace
+
+    from fairmark.run.wrapcost import note
+
+    out = []
+    for v in verdicts:
+        cost = costs.get(v.variant)
+        text = note(cost, v.variant, v.baseline, v.comparison, v.metric) if cost else None
+        out.append(replace(v, comparison=v.comparison | {"wrap_cost": cost | {"note": text}}) if text else v)
+    return tuple(out)
 
 
 def _group_pairs(
