@@ -396,3 +396,42 @@ def test_a_difference_within_the_wrappers_cost_is_flagged():
     assert "within the wrapper's own cost" in within and "0.80 ms [0.60, 1.10]" in within
     assert "beyond it" in note(cost, "b", "a", {"difference": 0.0300}, "wall_s")
     assert note(cost, "b", "a", {"difference": 0.0009}, "compress_mb_s") is None  # measured inside the tool
+
+
+def test_a_file_system_result_the_disk_cannot_have_produced_is_flagged(tmp_path, fairmark_cli):
+    """Item 6 (seed 003's filebench): sysbench fileio reading files it just wrote reads the page cache — it claims
+    gigabytes the disks never saw, at a rate above what the device did with O_DIRECT: "measured the page cache,
+    not the disk". fio with O_DIRECT on the same device is not flagged."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(
+        """
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+
+[[workload]]
+name = "cached"
+tool = "sysbench"
+params = { test = "fileio", file_total_size = "64M", file_test_mode = "seqrd", time_s = 2, small_size_reason = "test" }
+
+[[workload]]
+name = "direct"
+tool = "fio"
+params = { rw = "randread", bs = "4k", size = "64M", direct = true, runtime_s = 2 }
+"""
+    )
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    code, out, err = fairmark_cli("run", str(plan), "--store", db, "--json", "--accept-risk")
+    assert code == 0, err
+    doc = json.loads(out)
+    device = doc["run"]["options"]["device_baselines"]
+    assert device["cached"]["read_mib_s"] > 0 and device["direct"]["write_mib_s"] > 0, device
+    flagged = {f["workload"]: f for f in doc["page_cache"]}
+    assert set(flagged) == {"cached"}, doc["page_cache"]
+    assert "measured the page cache, not the disk" in flagged["cached"]["sentence"]
+    assert any("the disks saw" in r for r in flagged["cached"]["reasons"])
+    _, shown, _ = fairmark_cli("show", doc["run"]["id"], "--store", db)
+    assert "measured the page cache, not the disk" in shown
+    _, text, _ = fairmark_cli("report", doc["run"]["id"], "--store", db, "--text")
+    assert "measured the page cache, not the disk" in " ".join(text.split())

@@ -198,10 +198,17 @@ class RunReport:
                 "failures": [f.to_dict() for f in self.failures],
                 "errors_start": errors_start(self.failures),
                 "spread": list(self.spreads),
+                "page_cache": _page_cache(self),
             }
             | _stability(self)
             | _hosts(self)
         )
+
+
+def _page_cache(r: RunReport) -> list[dict[str, Any]]:
+    from fairmark.report.pagecache import flags
+
+    return flags(r)
 
 
 def _stability(r: RunReport) -> dict[str, Any]:

@@ -406,6 +406,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "scaling": scaling_views(report, figs),
         "findings": [_finding(f) for f in report.findings],
         "failures": failure_lines(report),
+        "page_cache": page_cache_lines(report),
         "spreads": spread_lines(report),
         "hosts": host_lines(report),
         "variants": variant_table(report),
@@ -430,6 +431,12 @@ def spread_lines(report: RunReport) -> list[str]:
     from fairmark.report.failures import spread_lines
 
     return spread_lines(report)
+
+
+def page_cache_lines(report: RunReport) -> list[str]:
+    from fairmark.report.pagecache import lines
+
+    return lines(report)
 
 
 def failure_lines(report: RunReport) -> list[str]:

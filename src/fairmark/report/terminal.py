@@ -169,8 +169,10 @@ def _findings(r: RunReport) -> None:
 
 def _failures(r: RunReport) -> None:
     from fairmark.report.failures import lines, spread_lines
+    from fairmark.report.pagecache import lines as page_cache_lines
 
     sections = (
+        ("page cache", "(file-system results the disk cannot have produced)", page_cache_lines(r)),
         ("spread", "(the plan asked: [run] spread = true)", spread_lines(r)),
         ("failures", "(failed or timed-out measured trials; warm-ups not counted)", lines(r)),
     )

@@ -154,7 +154,13 @@ def _scaling(w: Writer, report: RunReport) -> None:
 
 def _failures(w: Writer, report: RunReport) -> None:
     from fairmark.report.failures import lines, spread_lines
+    from fairmark.report.pagecache import lines as page_cache_lines
 
+    cached = page_cache_lines(report)
+    if cached:
+        w.heading("Page cache (file-system results the disk cannot have produced)", 3)
+        for line in cached:
+            w.para(line, "- ")
     if report.spreads:
         w.heading("Spread (Brown–Forsythe; CV ratio with a percentile bootstrap CI)", 3)
         for line in spread_lines(report):

@@ -25,7 +25,7 @@ from fairmark.errors import EnvironmentRefused, FairmarkError, PlanError
 from fairmark.plan.load import LoadedPlan
 from fairmark.plan.model import BUILTIN_METRICS, RunPolicy, Workload
 from fairmark.plan.schedule import Cell, Order, cells_of, new_seed
-from fairmark.run import wrapcost
+from fairmark.run import devicebase, wrapcost
 from fairmark.run.build import step_spec
 from fairmark.run.executor import execute_spec, read_text
 from fairmark.run.hooks import TrialHook
@@ -263,6 +263,8 @@ class Runner:
         self._env_before = snap
         # a variant's own wrap is inside its measured time only: its cost here is shown beside the verdicts
         wrap_costs = wrapcost.measure(self.plan.variant) if self.options.probe else {}
+        # what the disk under a file-system workload can do: a result beyond it measured the page cache
+        devices = devicebase.for_runtimes(runtimes) if self.options.probe and not self.remote else {}
         self._noticed = {f["id"] for f in found}  # between rounds, report only what is new
         seed = self.options.seed if self.options.seed is not None else (self.plan.run.seed or new_seed())
         self.run_id = self.store.create_run(
@@ -287,6 +289,7 @@ class Runner:
                 "variants": {v.name: v.model_dump(mode="json") for v in self.plan.variant},
                 "hooks": [h.name for h in self.options.hooks],
                 "wrap_costs": wrap_costs,
+                "device_baselines": devices,
                 **({"hosts": self.remote.describe()} if self.remote else {}),
             },
             notes=[],

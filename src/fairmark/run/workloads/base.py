@@ -135,6 +135,13 @@ class Adapter:
         """The data set a file-system adapter works on (None: the tool has none on a disk)."""
         return None
 
+    def claimed_io(self, params: Mapping[str, Any], values: Mapping[str, float]) -> dict[str, float]:
+        """What one trial claims it moved to or from its files, from its parsed values: `read`/`write` (or `io`
+        when the tool counts both together) as `<dir>_mib_s` and `<dir>_bytes`. The report holds these against
+        what the monitors saw reach the disks and what the device did with O_DIRECT (fairmark.report.pagecache):
+        a file-system result faster than the hardware measured the page cache. {} = nothing to compare."""
+        return {}
+
     def missing_executables(self) -> list[str]:
         return [exe for exe in self.executables if shutil.which(exe) is None]
 

@@ -94,6 +94,16 @@ class Bonnie(Adapter):
         size = (params["size_mib"] or default_size_mib()) * tools.MIB
         return DataSet(size, params["directory"], direct, params["small_size_reason"])
 
+    def claimed_io(self, params: Mapping[str, Any], values: Mapping[str, float]) -> dict[str, float]:
+        size = (params["size_mib"] or default_size_mib()) * tools.MIB
+        out = {}
+        # the block write writes the whole size once, the block read reads it once (rewrite does both again)
+        if values.get("put_block_kib_s"):
+            out |= {"write_mib_s": values["put_block_kib_s"] / 1024, "write_bytes": float(size)}
+        if values.get("get_block_kib_s"):
+            out |= {"read_mib_s": values["get_block_kib_s"] / 1024, "read_bytes": float(size)}
+        return out
+
     def setup(self, ctx: WorkloadContext) -> None:
         warning = self._size_warning(ctx.params)
         if warning:

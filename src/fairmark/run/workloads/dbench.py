@@ -71,6 +71,13 @@ class Dbench(Adapter):
         size = params["clients"] * CLIENT_FOOTPRINT_BYTES
         return DataSet(size, params["directory"], bool(params["sync"]), params["small_size_reason"])
 
+    def claimed_io(self, params: Mapping[str, Any], values: Mapping[str, float]) -> dict[str, float]:
+        # dbench's throughput counts the bytes its clients read and wrote together (MB = 10^6 bytes)
+        rate = values.get("throughput_mb_s")
+        if not rate:
+            return {}
+        return {"io_mib_s": rate * 1e6 / tools.MIB, "io_bytes": rate * 1e6 * params["duration_s"]}
+
     def setup(self, ctx: WorkloadContext) -> None:
         ctx.state["dir"] = tools.private_dir(ctx.params["directory"] or ctx.scratch, "dbench")
 

@@ -85,6 +85,15 @@ class Fio(Adapter):
         size = tools.parse_size(params["size"], "size") * params["numjobs"]
         return DataSet(size, params["directory"], bool(params["direct"]), params["small_size_reason"])
 
+    def claimed_io(self, params: Mapping[str, Any], values: Mapping[str, float]) -> dict[str, float]:
+        bs = tools.parse_size(params["bs"], "bs")
+        out = {}
+        for d in ("read", "write"):
+            if values.get(f"{d}_iops"):
+                rate = values[f"{d}_iops"] * bs
+                out |= {f"{d}_mib_s": rate / tools.MIB, f"{d}_bytes": rate * params["runtime_s"]}
+        return out
+
     def setup(self, ctx: WorkloadContext) -> None:
         warning = self._size_warning(ctx.params)
         if warning:

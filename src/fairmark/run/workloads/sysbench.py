@@ -110,6 +110,18 @@ class Sysbench(Adapter):
         direct = "direct" in str(params["file_extra_flags"])
         return DataSet(size, params["directory"], direct, params["small_size_reason"])
 
+    def claimed_io(self, params: Mapping[str, Any], values: Mapping[str, float]) -> dict[str, float]:
+        if params["test"] != "fileio":
+            return {}
+        out = {}
+        for d, metric in (("read", "read_mib_s"), ("write", "written_mib_s")):
+            if values.get(metric):
+                out |= {
+                    f"{d}_mib_s": values[metric],
+                    f"{d}_bytes": values[metric] * tools.MIB * params["time_s"],
+                }
+        return out
+
     def _file_opts(self, p: dict[str, Any]) -> list[str]:
         total = tools.parse_size(p["file_total_size"], "file_total_size")
         opts = [f"--file-total-size={total}", f"--file-num={p['file_num']}"]
