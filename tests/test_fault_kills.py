@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from fairmark.run.variants.syslock import SystemLock
 from helpers import wait_until
 
 KNOB = Path("/proc/sys/net/ipv4/tcp_fin_timeout")  # not used by other tests; harmless for a minute
@@ -29,6 +30,20 @@ KILLS_SYSTEM = 15  # the second run's lives are longer (mkfs, server start): few
 TRIALS = 100  # per cell, two cells: more than 50 short lives of the process can finish
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not KNOB.exists(), reason="changes a sysctl (root)")
+
+
+@pytest.fixture(autouse=True)
+def machine_lock():
+    """The runs here change machine-wide settings, so they take the machine-wide lock; another fairmark on this
+    machine (another test session) would make a life refuse to start (exit 3), which is not what is tested.
+    Held here, the lives run under it as this process's children, and every life still recovers its killed
+    predecessor's journal itself."""
+    lock = SystemLock()
+    lock.acquire(wait_s=900)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def count(db: Path) -> int:
