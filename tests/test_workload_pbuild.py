@@ -83,6 +83,7 @@ def test_freebsd_builder_is_a_jail_on_tmpfs():
     cmd = build.index("command=/bin/sh")
     assert build[cmd + 1 : cmd + 3] == ["-c", _pbuild.FREEBSD]
     assert build[cmd + 3 :] == ["sh", "/s/builders/b0", "/src", "zlib", "1", "/l", "/r"]
+    assert _pbuild.FREEBSD.startswith("MAKE=gmake\n") and "${MAKE:-make} -j" in _pbuild.FREEBSD  # GNU make
     assert steps["leftover"] == ["pgrep", "-j", "fairmark-pbuild-7-0"]
     assert steps["remove"] == ["jail", "-r", "fairmark-pbuild-7-0"]  # kills what is left in the jail
     assert steps["unmount"] == ["umount", "-f", "/s/builders/b0"]

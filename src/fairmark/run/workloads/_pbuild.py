@@ -34,7 +34,8 @@ BUILD = r"""root=$1 tree=$2 pkg=$3 jobs=$4 log=$5 repo=$6; shift 6
 mkdir "$root/src" "$root/stage" "$root/tmp" && export TMPDIR="$root/tmp" || exit 90
 for item in "$@"; do cp -pR "$tree/$item" "$root/src/" || exit 91; done
 cd "$root/src/$pkg" || exit 92
-{ ./configure CONFIGURE_ARGS && make -j"$jobs" MAKEINFO=true && make install MAKEINFO=true DESTDIR="$root/stage" &&
+{ ./configure CONFIGURE_ARGS && ${MAKE:-make} -j"$jobs" MAKEINFO=true &&
+  ${MAKE:-make} install MAKEINFO=true DESTDIR="$root/stage" &&
   tar -czf "$repo/${log##*/}.tgz" -C "$root/stage" . ; } >"$log" 2>&1
 """.replace("CONFIGURE_ARGS", CONFIGURE_ARGS)
 # Linux: runs as PID 1 of the builder's namespaces. ns_last_pid is the last PID this namespace handed out, i.e.
@@ -48,7 +49,9 @@ n=0; for p in /proc/[0-9]*; do n=$((n+1)); done
 echo "result status=$st leftover=$((n-1)) forks=$forks"
 exit $st
 """.replace("BUILD", BUILD)
-FREEBSD = BUILD + 'echo "result status=$?"\n'
+# FreeBSD: GNU make (automake's Makefiles are GNU make's), the status for the driver (leftovers are counted
+# from outside, with pgrep -j, before `jail -r`).
+FREEBSD = "MAKE=gmake\n" + BUILD + 'echo "result status=$?"\n'
 
 
 def linux_argv(root: str, args: Sequence[str]) -> list[str]:

@@ -91,7 +91,7 @@ class Pbuild(Adapter):
 
     def missing_executables(self) -> list[str]:
         missing = super().missing_executables()
-        isolation = ("jail", "pgrep") if sys.platform.startswith("freebsd") else ("unshare",)
+        isolation = ("jail", "pgrep", "gmake") if sys.platform.startswith("freebsd") else ("unshare",)
         missing += [exe for exe in isolation if shutil.which(exe) is None]
         return missing if find_tarball() else [*missing, TARBALLS]
 
