@@ -138,7 +138,7 @@ def test_run_shows_planted_events_with_their_time(tmp_path: Path):
     assert verdict["kernel_events"] >= len(planted) and verdict["host_reachable"] is True
     shown = fairmark_subprocess("show", doc["run"]["id"], "--store", f"sqlite:///{tmp_path / 'x.db'}")
     assert "stability overload/default: survived" in shown.stdout and "hung_task: INFO: task" in shown.stdout
-    # The HTML report puts each event on the cell's monitor timeline (a labelled red line) and lists it.
+    # The HTML report puts each event on the cell's monitor timeline (a labelled line) and lists it.
     html = tmp_path / "r.html"
     rep = fairmark_subprocess(
         "report", doc["run"]["id"], "--html", str(html), "--store", f"sqlite:///{tmp_path / 'x.db'}"
@@ -146,5 +146,5 @@ def test_run_shows_planted_events_with_their_time(tmp_path: Path):
     assert rep.returncode == 0, rep.stderr[-2000:]
     page = html.read_text()
     monitor = next(svg.split("</svg>")[0] for svg in page.split("<svg")[1:] if "CPU % by state" in svg)
-    assert "hung_task" in monitor and "oops" in monitor and "#d62728" in monitor
-    assert "red lines on the timeline above" in page and "fairmark planted test message" in page
+    assert "hung_task" in monitor and "oops" in monitor and "#7b2cbf" in monitor
+    assert "purple lines on the timeline above" in page and "fairmark planted test message" in page

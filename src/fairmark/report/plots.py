@@ -168,6 +168,7 @@ def _thin(d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 # Figure-fraction boxes of the two bands of a monitor plot: (left, bottom, width, height).
 CPU_BOX = (0.01, 0.42, 0.98, 0.44)
+EVENT_COLOUR = "#7b2cbf"
 RUNQ_BOX = (0.01, 0.04, 0.98, 0.24)
 
 
@@ -220,12 +221,13 @@ def monitor_plot(
 
 
 def _event_marks(fig: Figure, marks: Sequence[tuple[float, str]], t: np.ndarray) -> None:
-    """Each kernel event where it happened on the timeline: a red line through both panels, its kind on top."""
+    """Each kernel event where it happened on the timeline: a line through both panels (purple: the CPU panel's
+    system share is already red), its kind under the run queue."""
     bottom, top = RUNQ_BOX[1], CPU_BOX[1] + CPU_BOX[3]
-    for k, (at, kind) in enumerate(marks):
+    for at, kind in marks:
         x = float(_place(CPU_BOX, np.array([min(max(at, t[0]), t[-1])]), np.zeros(1), 1.0, t)[0, 0])
-        fig.add_artist(Line2D([x, x], [bottom, top], color="#d62728", lw=0.9, transform=fig.transFigure))
-        fig.text(x, top + 0.02 + 0.07 * (k % 2), kind, color="#d62728", fontsize=6, ha="center")
+        fig.add_artist(Line2D([x, x], [bottom, top], color=EVENT_COLOUR, lw=0.9, transform=fig.transFigure))
+        fig.text(x, 0.0, kind, color=EVENT_COLOUR, fontsize=5, ha="center", va="bottom")
 
 
 def _monitor_labels(
