@@ -435,3 +435,15 @@ params = { rw = "randread", bs = "4k", size = "64M", direct = true, runtime_s = 
     assert "measured the page cache, not the disk" in shown
     _, text, _ = fairmark_cli("report", doc["run"]["id"], "--store", db, "--text")
     assert "measured the page cache, not the disk" in " ".join(text.split())
+
+
+def test_a_wrapper_that_fails_to_answer_is_not_given_its_package_version(tmp_path, monkeypatch):
+    """Item 8: Debian's pgbench is pg_wrapper; when it cannot answer (`Error: PostgreSQL version 15 is not
+    installed`) the version of the wrapper's package is not pgbench's — record the error instead."""
+    from fairmark.probe.tools import tool_versions
+
+    fake = tmp_path / "pgbench"
+    fake.write_text("#!/bin/sh\necho 'Error: PostgreSQL version 15 is not installed' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    got = tool_versions([str(fake)])[str(fake)]
+    assert got["version"] is None and "not installed" in got["raw"], got

@@ -45,11 +45,18 @@ def _version_of(name: str, asked: Sequence[str] | None = None) -> dict[str, Any]
     m = _VERSION_RE.search(line) if line else None
     if m:
         return {"path": path, "version": m[1], "raw": redact_text(line[:200]), "error": None}
-    pkg = _package_version(path)  # the tool prints no version: its distribution package knows it
+    # The tool prints no version: its distribution package knows it — unless asking it failed, as a wrapper
+    # does (Debian's pg_wrapper: "Error: PostgreSQL version 15 is not installed"), whose package is not the tool.
+    failed = res is not None and (not res.ok and res.returncode is not None) and _looks_like_error(line)
+    pkg = None if failed else _package_version(path)
     if pkg:
         return {"path": path, "version": pkg[1], "raw": f"package {pkg[0]} {pkg[1]}", "error": None}
     error = "tool has no version option" if res is None else res.error or "no version number in output"
     return {"path": path, "version": None, "raw": redact_text(line[:200]) if line else None, "error": error}
+
+
+def _looks_like_error(line: str | None) -> bool:
+    return bool(line) and bool(re.match(r"(?i)\s*(error|fatal|warning)\b", line or ""))
 
 
 def _package_version(path: str) -> tuple[str, str] | None:
