@@ -462,13 +462,18 @@ def test_iperf3_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
     assert net.hosts["h1"].count("iperf3") == 0 and net.hosts["h2"].count("iperf3") == 0
 
 
-def test_redis_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
-    """redis-server on h1; redis-benchmark on h1 itself vs on h2, over the test network."""
+def test_redis_and_sysbench_oltp_clients_on_another_host(tmp_path, net, fairmark_cli) -> None:
+    """redis-server and PostgreSQL on h1; redis-benchmark and sysbench on h1 itself vs on h2, over the test
+    network."""
     import shutil
 
-    if not shutil.which("redis-server"):
-        pytest.skip("redis-server not installed (packages/debian-test.txt)")
+    from fairmark.run.servers import PG_BIN
+
+    if not shutil.which("redis-server") or not shutil.which("sysbench") or not (PG_BIN / "initdb").exists():
+        pytest.skip("redis-server, sysbench or PostgreSQL not installed (packages/debian-test.txt)")
     body = ('[[workload]]\nname = "kv"\ntool = "redis"\nparams = { requests = 10000, clients = 4 }\n'
+            '[[workload]]\nname = "oltp"\ntool = "sysbench-oltp"\n'
+            'params = { tables = 1, table_size = 1000, time_s = 1, threads = 2, fsync = false }\n'
             '[[variant]]\nname = "same-host"\nhost = "h1"\n'
             '[[variant]]\nname = "from-h2"\nhost = "h1"\nclient_host = "h2"\n')  # fmt: skip
     path = tmp_path / "plan.toml"
@@ -477,19 +482,28 @@ def test_redis_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
     code, out, err = fairmark_cli("run", str(path), "--json")
     assert code == 0, err
     report = json.loads(out)
-    cells = {c["variant"]: c for c in report["cells"]}
+    cells = {(c["workload"], c["variant"]): c for c in report["cells"]}
     assert all(c["n_ok"] == 3 for c in cells.values()), [
         t["error"] for c in cells.values() for t in c["trials"]
     ]
-    assert net.hosts["h1"].address in cells["from-h2"]["trials"][0]["argv"]
-    assert "127.0.0.1" in cells["same-host"]["trials"][0]["argv"]
-    assert "kv / from-h2: server on h1, client on h2" in report["where_ran"]
+    address = net.hosts["h1"].address
+    assert address in cells["kv", "from-h2"]["trials"][0]["argv"]
+    assert "127.0.0.1" in cells["kv", "same-host"]["trials"][0]["argv"]
+    assert f"--pgsql-host={address}" in cells["oltp", "from-h2"]["trials"][0]["argv"]
+    assert "--pgsql-host=127.0.0.1" in cells["oltp", "same-host"]["trials"][0]["argv"]
+    assert {"kv / from-h2: server on h1, client on h2", "oltp / from-h2: server on h1, client on h2"} <= set(
+        report["where_ran"]
+    )
     assert net.hosts["h1"].count("redis-server") == 0
-    # a Unix socket does not cross hosts: refused before anything runs
-    unix = body.replace("clients = 4 }", "clients = 4, transport = 'unix' }")
-    path.write_text("[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + unix + hosts)
-    code, _, err = fairmark_cli("run", str(path))
-    assert code == 2 and "variant 'from-h2'" in err and "transport = 'tcp'" in err, err
+    assert not [p for p in net.hosts["h1"].processes() if "postgres" in p]
+    # what cannot cross hosts is refused before anything runs
+    for old, new, why in (("clients = 4 }", "clients = 4, transport = 'unix' }", "transport = 'tcp'"),
+                          ("fsync = false }", "fsync = false, db = 'mysql' }", "db = 'pgsql'")):  # fmt: skip
+        path.write_text(
+            "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body.replace(old, new) + hosts
+        )
+        code, _, err = fairmark_cli("run", str(path))
+        assert code == 2 and "variant 'from-h2'" in err and why in err, err
 
 
 def test_dry_run_names_each_variants_host_and_leaves_its_sysctls_to_it(tmp_path: Path, fairmark_cli) -> None:

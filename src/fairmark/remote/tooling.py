@@ -71,7 +71,7 @@ def remote_adapter(adapter: Adapter, hosts: RemoteHosts, workload: str, path: st
                         "give every variant a host", path=path)  # fmt: skip
     if not adapter.remote_client and any(w == workload for _, w in hosts.client_host):
         raise PlanError(f"workload {workload!r}: tool {adapter.name!r} cannot put its client on another host "
-                        "(client_host) yet; pgbench, iperf3 and redis can", path=path)  # fmt: skip
+                        "(client_host) yet; pgbench, sysbench-oltp, iperf3 and redis can", path=path)  # fmt: skip
     refuse = getattr(adapter, "client_host_refusal", None)  # a parameter that cannot cross hosts
     params = next((w.params for w in hosts.plan.workload if w.name == workload), {})
     for v, w in hosts.client_host:
