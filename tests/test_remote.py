@@ -447,34 +447,17 @@ def test_one_run_at_a_time_measures_a_host(net: nethosts.NetHosts, tmp_path: Pat
     assert code == 0, err
 
 
-def test_iperf3_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
-    body = ('[[workload]]\nname = "net"\ntool = "iperf3"\nparams = { duration_s = 1, omit_s = 0 }\n'
-            '[[variant]]\nname = "same-host"\nhost = "h1"\n'
-            '[[variant]]\nname = "from-h2"\nhost = "h1"\nclient_host = "h2"\n')  # fmt: skip
-    path = tmp_path / "plan.toml"
-    path.write_text("[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body
-                    + net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"]))  # fmt: skip
-    code, out, err = fairmark_cli("run", str(path), "--json")
-    assert code == 0, err
-    cells = {c["variant"]: c for c in json.loads(out)["cells"]}
-    assert all(c["n_ok"] == 3 for c in cells.values()), [
-        t["error"] for c in cells.values() for t in c["trials"]
-    ]
-    assert cells["from-h2"]["labels"]["client host"] == "h2"
-    assert net.hosts["h1"].address in cells["from-h2"]["trials"][0]["argv"]
-    assert net.hosts["h1"].count("iperf3") == 0 and net.hosts["h2"].count("iperf3") == 0
-
-
-def test_redis_and_sysbench_oltp_clients_on_another_host(tmp_path, net, fairmark_cli) -> None:
-    """redis-server and PostgreSQL on h1; redis-benchmark and sysbench on h1 itself vs on h2, over the test
-    network."""
+def test_iperf3_redis_and_sysbench_oltp_clients_on_another_host(tmp_path, net, fairmark_cli) -> None:
+    """iperf3's server, redis-server and PostgreSQL on h1; iperf3, redis-benchmark and sysbench on h1 itself vs
+    on h2, over the test network (one plan: one connection and probe for the three tools)."""
     import shutil
 
     from fairmark.run.servers import PG_BIN
 
     if not shutil.which("redis-server") or not shutil.which("sysbench") or not (PG_BIN / "initdb").exists():
         pytest.skip("redis-server, sysbench or PostgreSQL not installed (packages/debian-test.txt)")
-    body = ('[[workload]]\nname = "kv"\ntool = "redis"\nparams = { requests = 10000, clients = 4 }\n'
+    body = ('[[workload]]\nname = "net"\ntool = "iperf3"\nparams = { duration_s = 1, omit_s = 0 }\n'
+            '[[workload]]\nname = "kv"\ntool = "redis"\nparams = { requests = 10000, clients = 4 }\n'
             '[[workload]]\nname = "oltp"\ntool = "sysbench-oltp"\n'
             'params = { tables = 1, table_size = 1000, time_s = 1, threads = 2, fsync = false }\n'
             '[[variant]]\nname = "same-host"\nhost = "h1"\n'
@@ -490,6 +473,9 @@ def test_redis_and_sysbench_oltp_clients_on_another_host(tmp_path, net, fairmark
         t["error"] for c in cells.values() for t in c["trials"]
     ]
     address = net.hosts["h1"].address
+    assert cells["net", "from-h2"]["labels"]["client host"] == "h2"
+    assert address in cells["net", "from-h2"]["trials"][0]["argv"]
+    assert net.hosts["h1"].count("iperf3") == 0 and net.hosts["h2"].count("iperf3") == 0
     assert address in cells["kv", "from-h2"]["trials"][0]["argv"]
     assert "127.0.0.1" in cells["kv", "same-host"]["trials"][0]["argv"]
     assert f"--pgsql-host={address}" in cells["oltp", "from-h2"]["trials"][0]["argv"]
