@@ -102,6 +102,12 @@ def test_aa_over_two_hosts(tmp_path: Path, net: nethosts.NetHosts, fairmark_cli)
     boot = net.hosts["h1"].exec("cat", "/proc/sys/kernel/random/boot_id").stdout.strip()
     trials = [t for c in report["cells"] for t in c["trials"]]
     assert {t["host"] for t in trials} == {"h1", "h2"} and {t["boot_id"] for t in trials} == {boot}
+    # interleaved round by round: each round has one trial on each host, one round after the other
+    by_seq = sorted(trials, key=lambda t: t["seq"])
+    rounds = [t["round"] for t in by_seq]
+    assert rounds == sorted(rounds) and all(
+        {t["host"] for t in by_seq if t["round"] == r} == {"h1", "h2"} for r in set(rounds)
+    )
     from fairmark.remote.report import host_diff
     from fairmark.store.db import Store
 
