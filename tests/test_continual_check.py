@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from helpers import FIXTURES
+from helpers import FIXTURES, realtime_prefix
 
 # The planted slowdown is in a timer, not in CPU work: on this shared 2-CPU VM the CPU time of one fixed loop
 # varied 0.16-0.28 s between consecutive runs (load average 9.6; steal and SMT contention count as the loop's
@@ -24,7 +24,7 @@ SLEEP_S = 0.2
 def sleep_plan(tmp: Path, name: str, variants: dict[str, float], trials: int = 8) -> Path:
     text = (
         f"title = {name!r}\n[run]\nwarmup = 1\nmin_trials = {trials}\nmax_trials = {trials}\ntarget_ci_pct = 0.0001\n"
-        '[[workload]]\nname = "nap"\nshell = true\ncommand = \'exec sleep "$NAP_S"\'\n'
+        f'[[workload]]\nname = "nap"\nshell = true\ncommand = \'exec {realtime_prefix()}sleep "$NAP_S"\'\n'
     )
     for v, factor in variants.items():
         text += f'[[variant]]\nname = "{v}"\nenv = {{ NAP_S = "{SLEEP_S * factor:.4f}" }}\n'

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+CHUNK_FLOATS = 4_000_000  # per batch of permutations (32 MB of float64)
 MIN_SIZE = 3  # each side of a split has at least this many points (a mean of 2 says little)
 
 
@@ -58,9 +59,14 @@ def _best_split(x: np.ndarray) -> tuple[int, float] | None:
 
 
 def _p_value(x: np.ndarray, observed: float, permutations: int, rng: np.random.Generator) -> float:
-    perms = np.stack([rng.permutation(x) for _ in range(permutations)])
-    best = _q_stats(perms).max(axis=1)
-    return float((1 + np.sum(best >= observed - 1e-12 * abs(observed))) / (permutations + 1))
+    # In batches: the distance matrices of all permutations at once are permutations·n² floats (1.6 GB for a
+    # history of 1000 runs); a batch stays near CHUNK_FLOATS.
+    batch = max(1, CHUNK_FLOATS // (len(x) * len(x)))
+    exceed = 0
+    for start in range(0, permutations, batch):
+        perms = np.stack([rng.permutation(x) for _ in range(min(batch, permutations - start))])
+        exceed += int(np.sum(_q_stats(perms).max(axis=1) >= observed - 1e-12 * abs(observed)))
+    return float((1 + exceed) / (permutations + 1))
 
 
 def e_divisive(

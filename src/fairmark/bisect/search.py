@@ -1,0 +1,351 @@
+"""`fairmark bisect`: which commit made it slower, answered only with proven verdicts.
+
+The good end G and the bad end B are checked out and built once each. First G is measured against B (the
+plan's workloads, both sides interleaved as two variants of one run, each finding its checkout in
+`$FAIRMARK_CHECKOUT`): without a regression proven beyond the threshold there is nothing to bisect. Otherwise
+the most-regressed cell is the target and `git bisect` (--no-checkout) proposes commits. Each candidate C is
+built in its own checkout and measured interleaved with *both* ends in one run (three variants: good, candidate,
+bad). C is *bad* when proven slower than G, *good* when proven faster than B — so no estimate of the regression's
+size decides (a first G→B run on a loaded machine can be off by half), only proofs; when both are proven (the
+regression is spread over several commits, or one proof is a false positive) the nearer end decides, and says
+so. Neither proven: another run of the plan, its rounds pooled with the earlier ones (pairs stay within a run,
+so the pairing holds), up to `attempts` runs; then `skip`. Every run is stored, tagged with the commit. The
+repository is left as found (bisect reset, worktrees gone, HEAD unchanged).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairmark.bisect.git import Repo, UsageError
+from fairmark.errors import PlanError
+from fairmark.plan.load import LoadedPlan, parse_plan
+from fairmark.report.data import RunReport, load_report
+from fairmark.run.runner import Progress, Runner, RunOptions
+from fairmark.stats.judge import Pair, judge
+
+GOOD, CANDIDATE, BAD = (
+    "good",
+    "candidate",
+    "bad",
+)  # the variants of a step's run (bad: not in the ends' check)
+ROUND_OFFSET = (
+    1_000_000  # rounds of a step's later runs are renumbered past the earlier ones (pairs stay apart)
+)
+
+
+class BuildFailed(UsageError):
+    """The good end does not build: nothing can be compared (a candidate that does not build is skipped)."""
+
+
+@dataclass(frozen=True)
+class BisectOptions:
+    good: str
+    bad: str
+    plan_path: str
+    build: str
+    repo: str = "."
+    threshold_pct: float = 3.0  # the smallest regression between G and B worth a bisect
+    attempts: int = 3  # runs of the plan per step at most, pooled, before `skip`
+    quick: bool = False
+    accept_risk: bool = False
+    tags: dict[str, str] = field(default_factory=dict)
+    build_timeout_s: float = 3600.0
+    command_line: str = ""
+
+
+@dataclass(frozen=True)
+class Step:
+    commit: str
+    subject: str
+    answer: str  # "good" | "bad" | "skip" | "regression" (the G→B check) | "none" (no proven regression)
+    runs: tuple[str, ...]
+    comparison: dict[str, Any] | None  # the pooled verdict of the target cell against G
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(self).items()}
+
+
+@dataclass(frozen=True)
+class BisectResult:
+    good: str
+    bad: str
+    target: str  # "group metric" of the cell bisected ("" when there was no regression)
+    regression: dict[str, Any] | None  # G→B verdict of the target
+    first_bad: str | None
+    candidates: tuple[str, ...]  # when skips leave several: the first bad commit is one of these
+    steps: tuple[Step, ...]
+    cleanup_problems: tuple[str, ...] = ()
+
+    @property
+    def proven(self) -> bool:
+        return self.regression is not None
+
+    def step_of(self, sha: str | None) -> Step | None:
+        return next((s for s in self.steps if s.commit == sha), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"good": self.good, "bad": self.bad, "target": self.target, "regression": self.regression,
+                "first_bad": self.first_bad, "candidates": list(self.candidates),
+                "steps": [s.to_dict() for s in self.steps], "cleanup_problems": list(self.cleanup_problems)}  # fmt: skip
+
+
+def worse_ci(comp: dict[str, Any]) -> tuple[float, float] | None:
+    """The CI of how much worse the candidate is than G, in % of G (positive: worse), or None if unbounded."""
+    low, high = comp.get("ratio_ci_low"), comp.get("ratio_ci_high")
+    if low is None or high is None:
+        return None
+    if comp.get("better") == "lower":
+        return 100.0 * (low - 1.0), 100.0 * (high - 1.0)
+    return 100.0 * (1.0 - high), 100.0 * (1.0 - low)
+
+
+def worse_pct(comp: dict[str, Any]) -> float:
+    return comp["percent"] if comp.get("better") == "lower" else -comp["percent"]
+
+
+def bisect_plan_text(path: str) -> str:
+    """The plan's text; a plan for bisect has no variants of its own (the two sides are the commits)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PlanError(f"cannot read the plan: {exc.strerror}", path=path) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"not valid TOML: {exc}", path=path) from None
+    if "variant" in data:
+        raise PlanError(
+            "a bisect plan has no [[variant]]: its two sides are the good commit and each candidate, and a "
+            "workload finds its side's checkout in $FAIRMARK_CHECKOUT", path=path, key="variant",
+        )  # fmt: skip
+    parse_plan(text, path)  # every other error now, before anything is built
+    return text
+
+
+def step_plan(text: str, path: str, sides: dict[str, Path]) -> LoadedPlan:
+    """The plan with one variant per side (good first: the baseline), each with its checkout."""
+    variants = "".join(
+        f'\n[[variant]]\nname = "{name}"\ndescription = "checkout at {d}"\nenv = {{ FAIRMARK_CHECKOUT = {_toml_str(d)} }}\n'
+        for name, d in sides.items()
+    )
+    derived = text.rstrip("\n") + "\n\n# added by fairmark bisect: the sides of this step" + variants
+    return LoadedPlan(plan=parse_plan(derived, path), path=path, text=derived)
+
+
+def _toml_str(p: Path) -> str:
+    # TOML's basic strings take JSON's escapes (json.dumps never writes '\/')
+    import json
+
+    return json.dumps(str(p))
+
+
+class Bisect:
+    def __init__(self, opts: BisectOptions, store: Any, *, progress: Callable[[], Progress] = Progress,
+                 note: Callable[[str], None] = lambda s: None):  # fmt: skip
+        self.opts, self.store, self.progress, self.note = opts, store, progress, note
+        self.text = bisect_plan_text(opts.plan_path)
+        self.repo = Repo(opts.repo)
+        self.good_dir: Path | None = None
+        self.bad_dir: Path | None = None
+        self.steps: list[Step] = []
+        self._target = ""  # "group metric" of the cell bisected, once G→B proved its regression
+        self._good = ""
+        self._last_verdicts: dict[str, Verdict] = {}
+
+    def run(self) -> BisectResult:
+        repo = self.repo
+        if repo.bisect_in_progress():
+            raise UsageError(
+                f"a git bisect is already in progress in {repo.top}", hint="`git bisect reset` ends it"
+            )
+        good, bad = repo.rev(self.opts.good), repo.rev(self.opts.bad)
+        if good == bad or not repo.is_ancestor(good, bad):
+            raise UsageError(
+                f"--good {self.opts.good} must be an ancestor of --bad {self.opts.bad} (and not it)"
+            )
+        before = repo.head_state()
+        try:
+            result = self._search(good, bad)
+        finally:
+            problems = repo.close()
+            if repo.head_state() != before:
+                problems.append(f"HEAD was {before}, is now {repo.head_state()}")
+        return BisectResult(**{**vars(result), "cleanup_problems": tuple(problems)})
+
+    def _search(self, good: str, bad: str) -> BisectResult:
+        self.good_dir, self.bad_dir = self._built(good, "good"), self._built(bad, "bad")
+        target, regression = self._check_ends(good, bad)
+        if regression is None:
+            return BisectResult(good, bad, "", None, None, (), tuple(self.steps))
+        self.note(f"bisecting {target}: {regression['sentence']}; a commit is bad when proven slower than the good "
+                  "end, good when proven faster than the bad end (both measured with it, interleaved)")  # fmt: skip
+        answer = self.repo.bisect_start(bad, good)
+        while not answer.done:
+            cand = self.repo.bisect_head()
+            step = self._step(cand, len(self.steps))
+            answer = self.repo.answer(step.answer, cand)
+        return BisectResult(
+            good, bad, target, regression, answer.first_bad, answer.candidates, tuple(self.steps)
+        )
+
+    def _built(self, sha: str, end: str) -> Path:
+        path = self.repo.checkout(sha, end)
+        ok, out = self._build(path)
+        if not ok:
+            raise BuildFailed(f"--build failed at the {end} commit {sha[:12]}: {out}")
+        self.note(f"{end} end {sha[:12]} built in {path}")
+        return path
+
+    def _build(self, where: Path) -> tuple[bool, str]:
+        env = os.environ | {"FAIRMARK_CHECKOUT": str(where)}
+        try:
+            proc = subprocess.run(self.opts.build, shell=True, cwd=where, env=env, capture_output=True, text=True,
+                                  timeout=self.opts.build_timeout_s, check=False)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return False, f"timed out after {self.opts.build_timeout_s:g} s"
+        tail = (proc.stdout + proc.stderr)[-2000:].strip()
+        return proc.returncode == 0, f"exit {proc.returncode}: {tail}" if proc.returncode else tail
+
+    # -- measuring ------------------------------------------------------------------------------------------
+    def _measure(self, sha: str, step_no: int, decide: Callable[[dict[str, Verdict]], str | None]) -> Step:
+        """Build `sha` in its own checkout (the bad end's is reused) and run the plan against the ends until
+        `decide` answers from the pooled verdicts, at most `attempts` runs; the checkout is removed afterwards."""
+        subject = self.repo.subject(sha)
+        ends_check = step_no == 0
+        path = self.bad_dir if ends_check else self.repo.checkout(sha, f"c-{sha[:12]}")
+        assert path is not None
+        try:
+            ok, out = (True, "") if ends_check else self._build(path)
+            if not ok:
+                self.note(f"{sha[:12]} {subject}: build failed, skipped ({out[-300:]})")
+                return self._record(Step(sha, subject, "skip", (), None, f"build failed: {out}"))
+            reports: list[RunReport] = []
+            for attempt in range(1, self.opts.attempts + 1):
+                reports.append(self._run_once(sha, path, step_no, attempt))
+                verdicts = self._last_verdicts = pooled_verdicts(reports)
+                answer = decide(verdicts)
+                if answer:
+                    break
+            runs = tuple(r.run.id for r in reports)
+            vb = verdicts.get(f"{self._target} vs bad")
+            notes = ([f"against the bad end: {vb.comparison['sentence']}"] if vb else []) + (
+                [] if answer else [f"not proven after {len(runs)} run(s): skipped"])  # fmt: skip
+            return self._record(
+                Step(sha, subject, answer or "skip", runs, self._shown(verdicts), "; ".join(notes))
+            )
+        finally:
+            if not ends_check:
+                self.repo.drop_checkout(path)
+
+    def _record(self, step: Step) -> Step:
+        self.steps.append(step)
+        c = step.comparison
+        self.note(f"{step.commit[:12]} {step.subject}: {step.answer}" + (f" — {c['sentence']}" if c else "")
+                  + (f" ({step.note})" if step.note else ""))  # fmt: skip
+        return step
+
+    def _shown(self, verdicts: dict[str, Verdict]) -> dict[str, Any] | None:
+        v = verdicts.get(self._target) if self._target else max(
+            verdicts.values(), key=lambda v: worse_pct(v.comparison), default=None)  # fmt: skip
+        return v.comparison if v else None
+
+    def _run_once(self, sha: str, path: Path, step_no: int, attempt: int) -> RunReport:
+        assert self.good_dir is not None and self.bad_dir is not None
+        sides = {GOOD: self.good_dir, CANDIDATE: path}
+        if path != self.bad_dir:
+            sides[BAD] = self.bad_dir
+        loaded = step_plan(self.text, self.opts.plan_path, sides)
+        tags = {**self.opts.tags, "commit": sha, "bisect.good": self._good, "bisect.step": str(step_no),
+                "bisect.attempt": str(attempt)}  # fmt: skip
+        options = RunOptions(quick=self.opts.quick, accept_risk=self.opts.accept_risk, tags=tags,
+                             command_line=self.opts.command_line)  # fmt: skip
+        runner = Runner(loaded, self.store, options, progress=self.progress())
+        run_id = runner.start()
+        return runner.report or load_report(self.store, run_id)
+
+    def _check_ends(self, good: str, bad: str) -> tuple[str, dict[str, Any] | None]:
+        """G against B: the most-regressed cell proven worse beyond the threshold becomes the target."""
+        threshold = self.opts.threshold_pct
+
+        def decide(verdicts: dict[str, Verdict]) -> str | None:
+            proven = [k for k, v in verdicts.items() if v.regression_beyond(threshold)]
+            if proven:
+                return "regression"
+            cis = [worse_ci(v.comparison) for v in verdicts.values()]
+            return "none" if verdicts and all(ci is not None and ci[1] < threshold for ci in cis) else None
+
+        self._target = ""
+        self._good = good
+        step = self._measure(bad, 0, decide)
+        if step.answer != "regression":
+            self.steps[-1] = Step(**{**vars(step), "answer": "none"})
+            return "", None
+        verdicts = self._last_verdicts
+        self._target = max((k for k, v in verdicts.items() if v.regression_beyond(threshold)),
+                           key=lambda k: worse_pct(verdicts[k].comparison))  # fmt: skip
+        self.steps[-1] = Step(**{**vars(step), "comparison": verdicts[self._target].comparison})
+        return self._target, verdicts[self._target].comparison
+
+    def _step(self, sha: str, step_no: int) -> Step:
+        def decide(verdicts: dict[str, Verdict]) -> str | None:
+            vg, vb = verdicts.get(self._target), verdicts.get(f"{self._target} vs bad")
+            slower = bool(vg and vg.fdr_significant and vg.comparison["change"] == "worse")
+            faster = bool(vb and vb.fdr_significant and vb.comparison["change"] == "better")
+            if slower and faster:  # between the ends: the nearer one decides
+                assert vg is not None and vb is not None
+                return "bad" if abs(vg.comparison["percent"]) > abs(vb.comparison["percent"]) else "good"
+            return "bad" if slower else "good" if faster else None
+
+        return self._measure(sha, step_no, decide)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    comparison: dict[str, Any]
+    fdr_significant: bool
+
+    def regression_beyond(self, threshold_pct: float) -> bool:
+        ci = worse_ci(self.comparison)
+        return bool(
+            self.fdr_significant and self.comparison.get("change") == "worse" and ci and ci[0] > threshold_pct
+        )
+
+
+def pooled_verdicts(reports: list[RunReport]) -> dict[str, Verdict]:
+    """Each cell group's primary metric over all the step's runs — the candidate against G ("group metric") and
+    against B ("group metric vs bad") — values pooled, rounds renumbered per run so that pairs never cross runs;
+    judged together (Benjamini-Hochberg)."""
+    pooled: dict[str, dict[str, Any]] = {}
+    for i, report in enumerate(reports):
+        for group, cells in report.groups().items():
+            sides = {c.variant: c for c in cells}
+            if CANDIDATE not in sides:
+                continue
+            c = sides[CANDIDATE]
+            metric = c.primary_metric
+            for base, suffix in ((GOOD, ""), (BAD, " vs bad")):
+                if base not in sides:
+                    continue
+                key = f"{group} {metric}{suffix}"
+                p = pooled.setdefault(
+                    key, {"spec": c.spec(metric), "base": base, "b": ([], []), "c": ([], [])}
+                )
+                for side, cell in (("b", sides[base]), ("c", c)):
+                    p[side][0].extend(cell.values.get(metric, []))
+                    p[side][1].extend(r + i * ROUND_OFFSET for r in cell.rounds.get(metric, []))
+    pairs = [
+        Pair(p["b"][0], p["c"][0], better=p["spec"]["better"], unit=p["spec"]["unit"], name_baseline=p["base"],
+             name_other=CANDIDATE, rounds=(p["b"][1], p["c"][1]), tag=key)
+        for key, p in pooled.items()
+    ]  # fmt: skip
+    confidence = reports[0].confidence if reports else 95.0
+    judged = judge(pairs, confidence=confidence)
+    return {str(j.pair.tag): Verdict(j.comparison.to_dict(), j.fdr_significant) for j in judged}

@@ -1,0 +1,99 @@
+"""`fairmark bisect --good G --bad B --plan PLAN --build CMD`: which commit made it slower."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from fairmark.cli._tags import parse_tags, tag_option
+from fairmark.cli.check import _threshold
+from fairmark.cli.common import common_options, open_store
+from fairmark.console import console
+
+
+@click.command()
+@click.option("--good", required=True, metavar="G", help="A commit without the regression.")
+@click.option("--bad", required=True, metavar="B", help="A later commit with it.")
+@click.option("--plan", "plan_path", required=True, type=click.Path(dir_okay=False), help="Plan whose "
+              "workloads run on both sides (no [[variant]]; a workload finds its checkout in $FAIRMARK_CHECKOUT).")  # fmt: skip
+@click.option(
+    "--build", required=True, metavar="CMD", help="Shell command that builds a checkout (run in it)."
+)
+@click.option(
+    "--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="The git repository."
+)
+@click.option(
+    "--threshold", "threshold_pct", default="3%", show_default=True, callback=_threshold, metavar="PCT",
+    help="Bisect only a regression between G and B proven larger than this.",
+)  # fmt: skip
+@click.option("--attempts", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="Runs of the plan per commit at most (pooled) before a not-proven commit is skipped.")  # fmt: skip
+@click.option("--quick", is_flag=True, help="The plan's [quick] parameters for every run.")
+@click.option("--accept-risk", is_flag=True, help="Run despite doctor errors; every run records it.")
+@click.option(
+    "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
+)
+@tag_option("Also tag every step's run with this (repeatable); each is tagged commit=SHA anyway.")
+@common_options
+def bisect(
+    good: str, bad: str, plan_path: str, build: str, repo: str, threshold_pct: float, attempts: int, quick: bool,
+    accept_risk: bool, allow_concurrent: bool, tag_items: tuple[str, ...],
+) -> None:  # fmt: skip
+    """Drive `git bisect` with proven verdicts: each candidate built in its own checkout and measured
+    interleaved against the good commit; good/bad only when proven, else more runs, then skip."""
+    from fairmark.bisect.search import Bisect, BisectOptions
+    from fairmark.cli._progress import TerminalProgress
+    from fairmark.run.lock import HostLock
+
+    opts = BisectOptions(good=good, bad=bad, plan_path=plan_path, build=build, repo=repo,
+                         threshold_pct=threshold_pct, attempts=attempts, quick=quick, accept_risk=accept_risk,
+                         tags=parse_tags(tag_items), command_line=shlex.join(["fairmark", *sys.argv[1:]]))  # fmt: skip
+    search = Bisect(opts, open_store(), progress=TerminalProgress, note=console.note)
+    with HostLock({"plan": plan_path, "run_id": "bisect"}, allow_concurrent=allow_concurrent) as lock:
+        for line in lock.notes:
+            console.warn(line)
+        result = search.run()
+    for problem in result.cleanup_problems:
+        console.warn(f"the repository is not as it was: {problem}")
+    if console.json_mode:
+        console.emit_json(result.to_dict())
+        return
+    _show(result)
+
+
+def _effect(c: dict | None) -> str:
+    from fairmark.report.check_output import fmt_change
+
+    return fmt_change(c) if c else "–"
+
+
+def _show(result) -> None:  # result: fairmark.bisect.search.BisectResult
+    t = Table(title=f"bisect {result.good[:12]}..{result.bad[:12]}" + (f" on {escape(result.target)}"
+              if result.target else ""), title_justify="left")  # fmt: skip
+    for col in ("commit", "subject", "answer", "change vs good [CI]", "runs"):
+        t.add_column(col, overflow="fold")
+    for s in result.steps:
+        t.add_row(s.commit[:12], escape(s.subject), s.answer, _effect(s.comparison),
+                  " ".join(r[:8] for r in s.runs) or escape(s.note[:60]))  # fmt: skip
+    console.print(t)
+    if not result.proven:
+        console.text(f"no proven regression between {result.good[:12]} and {result.bad[:12]}"
+                     + (f": {result.steps[0].comparison['sentence']}" if result.steps and result.steps[0].comparison else ""))  # fmt: skip
+        return
+    if result.first_bad:
+        step = result.step_of(result.first_bad)
+        c = step.comparison if step else None
+        subject = step.subject if step else ""
+        console.text(f"first bad commit: {result.first_bad} {subject}")
+        if c:
+            console.text(f"at that commit, against {result.good[:12]}: {_effect(c)} — {c['sentence']}")
+        return
+    console.text("the first bad commit is one of these (the others could not be told apart and were skipped): "
+                 + " ".join(c[:12] for c in result.candidates))  # fmt: skip
+
+
+commands = [bisect]

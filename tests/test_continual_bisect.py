@@ -1,0 +1,148 @@
+"""`fairmark bisect` on a real git repository the test creates: a small C program, 12 commits, commit 7 makes it
+~15% slower. bisect names commit 7 with the effect there, stores every step as a run tagged with its commit,
+and leaves the repository as it found it; with no change between the ends it says there is nothing to bisect.
+
+What makes it hold at any load: the slowdown is in a timer (nanosleep grows 15%), so its size does not depend
+on how much CPU this shared machine gives the program (the CPU time of one fixed loop varied 0.16-0.28 s here),
+and the program runs under SCHED_FIFO (as root) so that its wake-up does not queue behind the load;
+each step's verdict is paired by round (both sides see the same moments); a step not proven gets more runs,
+pooled, before it is skipped — and a skip still lets git name the commit when its neighbours are proven."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import raised_priority, realtime_prefix
+
+DELAY_US, SLOWER_AT = 300_000, 7
+
+PLAN = f"""title = "bisect test"
+[run]
+warmup = 1
+min_trials = 6
+max_trials = 12
+target_ci_pct = 2.0
+[[workload]]
+name = "prog"
+shell = true
+command = 'exec {realtime_prefix()}"$FAIRMARK_CHECKOUT/prog"'
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def make_repo(path: Path, factor: float) -> list[str]:
+    """12 commits of a C program; from commit SLOWER_AT on, it sleeps `factor` times as long."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "test@example.org")
+    git(path, "config", "user.name", "test")
+    shas = []
+    for i in range(1, 13):
+        delay = int(DELAY_US * (factor if i >= SLOWER_AT else 1.0))
+        (path / "delay.h").write_text(f"#define DELAY_US {delay}L\n#define VERSION {i}\n")
+        (path / "prog.c").write_text(
+            '#include <time.h>\n#include "delay.h"\n'
+            "int main(void) {\n  struct timespec t = {DELAY_US / 1000000, (DELAY_US % 1000000) * 1000};\n"
+            "  nanosleep(&t, 0);\n  return VERSION * 0;\n}\n"
+        )
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", f"commit {i}")
+        shas.append(git(path, "rev-parse", "HEAD"))
+    return shas
+
+
+def repo_state(repo: Path) -> dict[str, str]:
+    gitdir = Path(git(repo, "rev-parse", "--absolute-git-dir"))
+    return {
+        "head": git(repo, "symbolic-ref", "HEAD") + " " + git(repo, "rev-parse", "HEAD"),
+        "status": git(repo, "status", "--porcelain", "--ignored"),
+        "worktrees": git(repo, "worktree", "list", "--porcelain"),
+        "bisect": " ".join(sorted(p.name for p in gitdir.glob("BISECT_*"))),
+        "refs": git(repo, "for-each-ref", "--format=%(refname)"),
+    }
+
+
+def bisect(fairmark_cli, tmp_path: Path, repo: Path, *extra: str) -> tuple[int, str, str]:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    return fairmark_cli("bisect", "--good", "main~11", "--bad", "main", "--plan", str(plan), "--repo", str(repo),
+                        "--build", "cc -O2 -o prog prog.c", "--accept-risk", "--allow-concurrent", *extra)  # fmt: skip
+
+
+@pytest.fixture
+def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """bisect's checkouts go under a temporary directory of this test's own, to see that none is left; the
+    test runs at a raised priority (helpers.raised_priority)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    with raised_priority():
+        yield tmp
+
+
+@pytest.mark.slow
+def test_bisect_names_commit_7_and_leaves_the_repository_clean(
+    fairmark_cli, tmp_path: Path, own_tmp: Path
+) -> None:
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 1.15)
+    before = repo_state(repo)
+    code, out, err = bisect(fairmark_cli, tmp_path, repo)
+    assert code == 0, err[-4000:]
+    seventh = shas[SLOWER_AT - 1]
+    assert f"first bad commit: {seventh} commit {SLOWER_AT}" in out, out + err[-3000:]
+    # the effect at that commit, against the good end, with its CI
+    effect = next(line for line in out.splitlines() if line.startswith("at that commit"))
+    assert f"against {shas[0][:12]}:" in effect and "slower" in effect and "95% CI" in effect
+    assert repo_state(repo) == before
+    assert not list(own_tmp.glob("fairmark-bisect-*"))
+    # every step is a stored run tagged with its commit (and the good end)
+    code, out, _ = fairmark_cli("runs", "--tag", f"bisect.good={shas[0]}", "--json")
+    stored = json.loads(out)["runs"]
+    commits = {r["tags"]["commit"] for r in stored}
+    assert {shas[-1], seventh} <= commits <= set(shas[1:])
+    assert len(commits) >= 4  # the ends' check and at least 3 bisect steps (11 candidates)
+
+
+@pytest.mark.slow
+def test_bisect_without_a_change_says_so(fairmark_cli, tmp_path: Path, own_tmp: Path) -> None:
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 1.0)
+    before = repo_state(repo)
+    code, out, err = bisect(fairmark_cli, tmp_path, repo)
+    assert code == 0, err[-4000:]
+    assert f"no proven regression between {shas[0][:12]} and {shas[-1][:12]}" in out
+    assert repo_state(repo) == before
+    assert not list(own_tmp.glob("fairmark-bisect-*"))
+
+
+def test_bisect_refuses_bad_input_and_leaves_nothing(fairmark_cli, tmp_path: Path, own_tmp: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, 1.0)
+    before = repo_state(repo)
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN + '[[variant]]\nname = "x"\n')
+    code, _, err = fairmark_cli("bisect", "--good", "main~3", "--bad", "main", "--plan", str(plan), "--repo",
+                                str(repo), "--build", "true")  # fmt: skip
+    assert code == 2 and "[[variant]]" in err and "plan.toml" in err
+    plan.write_text(PLAN)
+    code, _, err = fairmark_cli("bisect", "--good", "main", "--bad", "main~3", "--plan", str(plan), "--repo",
+                                str(repo), "--build", "true")  # fmt: skip
+    assert code == 2 and "ancestor" in err
+    code, _, err = fairmark_cli("bisect", "--good", "main~3", "--bad", "main", "--plan", str(plan), "--repo",
+                                str(repo), "--build", "exit 7", "--accept-risk")  # fmt: skip
+    assert code == 2 and "--build failed at the good commit" in err
+    code, _, err = fairmark_cli("bisect", "--good", "nosuch", "--bad", "main", "--plan", str(plan), "--repo",
+                                str(repo), "--build", "true")  # fmt: skip
+    assert code == 2 and "'nosuch' is not a commit" in err
+    assert repo_state(repo) == before
+    assert not list(own_tmp.glob("fairmark-bisect-*"))

@@ -1,0 +1,131 @@
+"""`fairmark history` on real runs: a +10% step at run 12 of 22 is found there (± 1) with its size ± CI, and a
+noise-only history of 20 runs has no change point at the default level; each change point names the runs and
+tag values it falls between. Two processes with different host names write runs to one PostgreSQL store at
+once, and history keeps each host's series apart.
+
+The runs are made in a shuffled order and the history is ordered by a tag (as a CI history is ordered by
+commit): a drift of this shared machine's load over the minutes of the test then lands on random points of the
+series instead of making a step of its own, so the test is of the change-point detection, not of the load."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import realtime_prefix
+
+# a timer (under SCHED_FIFO as root: helpers.realtime_prefix): its length does not depend on the machine's load
+NAP_S = 0.2
+
+
+def nap_plan(tmp: Path, factor: float) -> Path:
+    path = tmp / f"nap-{factor:g}.toml"
+    path.write_text(
+        "title = 'nap'\n[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\ntarget_ci_pct = 0.0001\n"
+        f"[[workload]]\nname = 'nap'\nshell = true\ncommand = 'exec {realtime_prefix()}sleep \"$NAP_S\"'\n"
+        f"[[variant]]\nname = 'A'\nenv = {{ NAP_S = '{NAP_S * factor:.4f}' }}\n"
+    )
+    return path
+
+
+def history(fairmark_cli, *args: str) -> list[dict]:
+    code, out, err = fairmark_cli("history", "nap:wall_s", "--json", *args)
+    assert code == 0, err
+    return json.loads(out)["series"]
+
+
+@pytest.mark.slow
+def test_step_at_run_12_and_a_noise_only_history(fairmark_cli, tmp_path: Path) -> None:
+    base, slow = nap_plan(tmp_path, 1.0), nap_plan(tmp_path, 1.10)
+    # 20 runs at the base speed (the noise-only history, nidx 1-20); the first 11 of them are also points 1-11 of
+    # the step history, whose points 12-22 are 11 runs 10% slower.
+    todo = [(base, {"noise": "1", "nidx": str(i)} | ({"step": "1", "idx": str(i)} if i <= 11 else {}))
+            for i in range(1, 21)]  # fmt: skip
+    todo += [(slow, {"step": "1", "idx": str(i)}) for i in range(12, 23)]
+    random.Random(15).shuffle(todo)
+    for plan, tags in todo:
+        args = [a for k, v in tags.items() for a in ("--tag", f"{k}={v}")]
+        code, _, err = fairmark_cli(
+            "run", str(plan), "--no-monitors", "--accept-risk", "--allow-concurrent", *args
+        )
+        assert code == 0, err[-3000:]
+
+    (step,) = history(fairmark_cli, "--tag", "step=1", "--by-tag", "idx")
+    assert [p["tags"]["idx"] for p in step["points"]] == [str(i) for i in range(1, 23)]
+    (cp,) = step["change_points"]
+    assert abs(cp["index"] - 11) <= 1, cp  # index 11 is the 12th run
+    assert cp["p_value"] <= 0.01 and cp["change"] == "worse"
+    assert 5 < cp["percent"] < 15 and cp["ratio_ci"][0] > 1.0, cp
+    # it names the runs it falls between, with their tag values
+    assert cp["between"][0].endswith(f"(idx={cp['index']})") and cp["between"][1].endswith(
+        f"(idx={cp['index'] + 1})"
+    )
+    assert cp["run_id"] == step["points"][cp["index"]]["run_id"]
+
+    (noise,) = history(fairmark_cli, "--tag", "noise=1", "--by-tag", "nidx")
+    assert len(noise["points"]) == 20
+    assert noise["change_points"] == []
+
+    # the terminal table and the plots say the same
+    code, out, _ = fairmark_cli("history", "nap", "--tag", "step=1", "--by-tag", "idx", "--html",
+                                str(tmp_path / "h.html"), "--png", str(tmp_path / "h.png"))  # fmt: skip
+    assert code == 0 and "change point before point" in out
+    assert "(idx=" in (tmp_path / "h.html").read_text() and (tmp_path / "h.png").stat().st_size > 1000
+
+
+@pytest.fixture
+def postgres() -> Iterator[str]:
+    from fairmark.run.servers import PG_BIN, PostgresServer
+
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN}); `make setup` installs them")
+    base = Path(tempfile.mkdtemp(prefix="fairmark-pghist-"))  # outside pytest's 0700 basetemp
+    server = PostgresServer(base / "pg", fsync=False)
+    try:
+        server.start()
+        server.psql("CREATE DATABASE fm")
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{server.port}/fm"
+    finally:
+        server.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare (UTS namespace)"
+)
+def test_two_hosts_write_one_postgresql_store_at_once(fairmark_cli, tmp_path: Path, postgres: str) -> None:
+    """Each process runs in a UTS namespace of its own with its own host name: two machines, one store."""
+    plan = nap_plan(tmp_path, 1.0)
+    runs = 3
+    procs = []
+    for host in ("builder-a", "builder-b"):
+        env = os.environ | {"FAIRMARK_STORE": postgres, "FAIRMARK_LOCK_PATH": str(tmp_path / f"{host}.lock"),
+                            "FAIRMARK_STATE_DIR": str(tmp_path / f"{host}-state"), "NO_COLOR": "1"}  # fmt: skip
+        loop = " && ".join(
+            f"{sys.executable} -m fairmark run {plan} --no-monitors --accept-risk --allow-concurrent --tag "
+            f"branch=main --tag n={i}" for i in range(runs)
+        )  # fmt: skip
+        procs.append(subprocess.Popen(["unshare", "--uts", "sh", "-c", f"hostname {host} && {loop}"], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))  # fmt: skip
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-3000:]
+
+    series = history(fairmark_cli, "--store", postgres, "--tag", "branch=main")
+    assert sorted(s["host"] for s in series) == ["builder-a", "builder-b"]
+    assert all(len(s["points"]) == runs for s in series)
+    (only_a,) = history(fairmark_cli, "--store", postgres, "--host", "builder-a")
+    assert only_a["host"] == "builder-a" and len(only_a["points"]) == runs
+    ids = {p["run_id"] for s in series for p in s["points"]}
+    assert len(ids) == 2 * runs  # no run counted twice, none lost
