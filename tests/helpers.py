@@ -71,3 +71,35 @@ def raised_priority(nice: int = -10):  # -> contextlib context manager
                 os.setpriority(os.PRIO_PROCESS, 0, before)
 
     return block()
+
+
+# A program that times its own work, as real benchmarks do (zstd -b, openssl speed, sysbench): `nap SECONDS`
+# sleeps that long and prints "elapsed S" measured on CLOCK_MONOTONIC around the sleep. Run under SCHED_FIFO
+# (realtime_prefix) its wake-up is not delayed by the load, and the harness's fork/exec — tens of ms with a CV
+# of 10-30% at load 16 on this VM — is outside the number: a planted change of its duration is seen as it is,
+# at any load, which is what tests of what fairmark does with a change need.
+NAP_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+int main(int argc, char **argv) {
+    double s = argc > 1 ? atof(argv[1]) : 0.1;
+    struct timespec t = {(time_t)s, (long)((s - (time_t)s) * 1e9)}, a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    nanosleep(&t, 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    printf("elapsed %.6f\n", (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
+    return 0;
+}
+"""
+NAP_METRIC = '{ name = "elapsed_s", regex = "elapsed ([0-9.]+)", unit = "s", better = "lower" }'
+
+
+def nap_workload(name: str = "nap", seconds: str = '"$NAP_S"') -> str:
+    """A [[workload]] table: NAP_C compiled once per run into its scratch directory, run under SCHED_FIFO."""
+    return (
+        f'[[workload]]\nname = "{name}"\nshell = true\n'
+        f"setup = '''\ncat > \"$FAIRMARK_SCRATCH/nap.c\" <<'END'{NAP_C}END\ncc -O1 -o \"$FAIRMARK_SCRATCH/nap\" "
+        "\"$FAIRMARK_SCRATCH/nap.c\"\n'''\n"
+        f"command = 'exec {realtime_prefix()}\"$FAIRMARK_SCRATCH/nap\" {seconds}'\nmetrics = [{NAP_METRIC}]\n"
+    )
