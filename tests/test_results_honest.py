@@ -447,3 +447,21 @@ def test_a_wrapper_that_fails_to_answer_is_not_given_its_package_version(tmp_pat
     fake.chmod(0o755)
     got = tool_versions([str(fake)])[str(fake)]
     assert got["version"] is None and "not installed" in got["raw"], got
+
+
+def test_accept_risk_without_doctor_errors_does_not_claim_errors(tmp_path, fairmark_cli):
+    """A report said 'the doctor found errors that can invalidate these numbers' for every --accept-risk run,
+    also when the doctor had found none (--accept-risk is used just to run on a busy machine)."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(
+        '[run]\nmin_trials = 3\nmax_trials = 3\nwarmup = 0\n[[workload]]\nname = "w"\ncommand = ["true"]\n'
+    )
+    code, doc, err = _run(fairmark_cli, plan, tmp_path)
+    assert code == 0, err
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    _, shown, _ = fairmark_cli("show", doc["run"]["id"], "--store", db)
+    errors = [f for f in doc["findings"] if f["severity"] == "error"]
+    if errors:  # this machine has a doctor error right now: then the banner must say so and name it
+        assert "the doctor found errors" in shown and errors[0]["title"] in shown
+    else:
+        assert "found no errors" in shown and "found errors" not in shown

@@ -165,6 +165,20 @@ class RunReport:
         return self.store.artifacts(self.run.id, kind)
 
     @property
+    def risk_note(self) -> str | None:
+        """What --accept-risk overrode: errors only when the doctor found some (it is also passed just to run
+        on a busy machine, where a banner claiming errors would not be true)."""
+        if not self.run.accept_risk:
+            return None
+        errors = [f for f in self.findings if f.get("severity") == "error"]
+        if errors:
+            titles = "; ".join(sorted({str(f.get("title") or f.get("finding_id")) for f in errors}))
+            return (
+                f"RUN WITH --accept-risk: the doctor found errors that can invalidate these numbers: {titles}"
+            )
+        return "RUN WITH --accept-risk: the doctor found no errors before this run (its warnings are below)"
+
+    @property
     def profiled_note(self) -> str | None:
         """Which trials are which, when the run had profilers attached."""
         n = sum(bool(t.get("profiled")) for c in self.cells for t in c.trials)

@@ -396,6 +396,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "ended": _when(run.ended_at),
         "quick": bool((run.options or {}).get("quick")),
         "accept_risk": run.accept_risk,
+        "risk_note": report.risk_note,
         "confidence": report.confidence,
         "baseline": report.baseline,
         "hooks": (run.options or {}).get("hooks", []),

@@ -29,11 +29,9 @@ def _header(r: RunReport) -> None:
         )
     if r.profiled_note:
         console.print(f"[yellow]{escape(r.profiled_note)}[/]")
-    if run.accept_risk:
-        console.print(
-            "[bold red]RUN WITH --accept-risk: the doctor found errors that can invalidate these "
-            "numbers (see findings below)[/bold red]"
-        )
+    if r.risk_note:
+        colour = "bold red" if "found errors" in r.risk_note else "yellow"
+        console.print(f"[{colour}]{escape(r.risk_note)}[/]")
 
 
 def _cell_row(c: CellReport, verdict: str) -> list[str]:

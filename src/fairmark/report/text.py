@@ -211,8 +211,8 @@ def _run(w: Writer, report: RunReport) -> None:
         f"status {run.status}, host {run.hostname}, started {run.started_at:%Y-%m-%d %H:%M:%S}, "
         f"confidence {report.confidence:g}%, baseline {report.baseline}"
     )
-    if run.accept_risk:
-        w.para("!!! RUN WITH --accept-risk: the doctor found problems that can invalidate these numbers !!!")
+    if report.risk_note:
+        w.para(f"!!! {report.risk_note} !!!")
     if (run.options or {}).get("quick"):
         w.para("quick run: few trials and short parameters — a first look, not a result to quote")
     if report.profiled_note:
