@@ -136,6 +136,7 @@ def test_run_shows_planted_events_with_their_time(tmp_path: Path):
     assert all(e["time"].startswith("20") and e["variant"] == "default" for e in planted)
     verdict = doc["stability"][0]
     assert verdict["kernel_events"] >= len(planted) and verdict["host_reachable"] is True
+    assert sum(verdict["by_kind"].values()) == verdict["kernel_events"]  # every event, not the stored tail's
     shown = fairmark_subprocess("show", doc["run"]["id"], "--store", f"sqlite:///{tmp_path / 'x.db'}")
     assert "stability overload/default: survived" in shown.stdout and "hung_task: INFO: task" in shown.stdout
     # The HTML report puts each event on the cell's monitor timeline (a labelled line) and lists it.

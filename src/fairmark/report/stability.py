@@ -34,7 +34,13 @@ def _verdict(c: CellReport) -> dict[str, Any]:
         "failed": sum(t["status"] != "ok" for t in measured),
         "minutes_survived": sum(c.values.get("survived_min", [])),
         "kernel_events": int(sum(c.values.get("kernel_events", []))),
-        "by_kind": dict(Counter(e["kind"] for e in events)),
+        # Counted from the per-kind metrics: the stored stderr tail carries only the last events of a flood.
+        "by_kind": {
+            k.removeprefix("events_"): int(n)
+            for k, v in c.values.items()
+            if k.startswith("events_") and k != "events_per_min" and (n := sum(v))
+        }
+        or dict(Counter(e["kind"] for e in events)),
         "first_lines": [f"{e['time']} {e['kind']}: {e['text']}" for e in events[:5]],
         "host_reachable": all(v == 1 for v in c.values.get("host_reachable", [])),
     }
