@@ -64,6 +64,7 @@ def test_lock_profile_runs_or_says_why(tmp_path):
     (art,) = arts
     assert art.name == "contention", art.data
     assert isinstance(art.data["rows"], list) and art.data["source"] == "perf lock contention"
+    assert "contended" in art.data["raw"]  # the table itself (its header at least), wherever perf printed it
 
 
 def test_close_stops_a_recording_left_running(tmp_path):

@@ -91,5 +91,8 @@ class PerfLockProfile(Profiler):
         rec.out.unlink(missing_ok=True)
         if proc.returncode != 0:
             return [Artifact(self.kind, "error", "text/plain", f"perf lock contention: {proc.stderr[-300:]}")]
-        data = {"source": "perf lock contention", "rows": parse_contention(proc.stdout), "raw": proc.stdout}
+        # perf 6.1 prints the table on stderr (later ones on stdout): every run of `--profile locks` here
+        # stored an empty table until this read both.
+        table = proc.stdout if "contended" in proc.stdout else proc.stderr
+        data = {"source": "perf lock contention", "rows": parse_contention(table), "raw": table}
         return [Artifact(self.kind, "contention", "application/json", data)]
