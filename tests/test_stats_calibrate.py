@@ -6,6 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from fairmark.errors import GateTripped
+
 PLAN = """
 [run]
 warmup = 0
@@ -51,3 +55,7 @@ def test_regression_gate_uses_the_fdr_decision():
     v = SimpleNamespace(group="g", metric="m", variant="B", sentence="B is slower", significant=True,
                         fdr_significant=False, comparison={"change": "worse", "percent": 9.0})  # fmt: skip
     _gate(SimpleNamespace(verdicts=[v]), 5.0)  # significant alone, not after Benjamini-Hochberg: no trip
+    tripped = SimpleNamespace(**(vars(v) | {"fdr_significant": True, "significant": False}))
+    with pytest.raises(GateTripped, match="regression beyond 5%"):  # the adjusted decision alone trips it
+        _gate(SimpleNamespace(verdicts=[v, tripped]), 5.0)
+    _gate(SimpleNamespace(verdicts=[tripped]), 10.0)  # a proven 9% regression is under a 10% gate

@@ -216,3 +216,46 @@ def test_runner_keeps_every_side_to_the_end(tmp_path: Path):
     cells = load_report(store, run_id).cells
     assert cells[0].n_ok == cells[1].n_ok > 5
     assert all("stopped together" in c.stop_reason for c in cells)
+
+
+def test_verdict_takes_its_spread_from_the_first_stage():
+    # Stein's two-stage design: the run's length was chosen from the first stage's spread, so the verdict's spread
+    # (and df) come from those rounds alone; with the later rounds' spread too, a lucky quiet first stage that
+    # stopped the run early would no longer be paid for by a wide interval, and α would not hold.
+    from fairmark.stats.paired import paired_by_round
+    from fairmark.stats.tdist import exact_t
+
+    diffs = [0.5, -0.3, 0.2, 0.1, 3.0, -2.5, 4.0, -3.5, 2.0, -1.0]  # quiet first stage, loud second
+    r = range(10)
+    a = {i: 100.0 + 0.1 * i for i in r}
+    b = {i: a[i] + diffs[i] for i in r}
+    test = paired_by_round(a, b, confidence=95, first_stage=4)
+    assert test.df == 3 and test.n_pairs == 10
+    assert test.se == pytest.approx(np.std(diffs[:4], ddof=1) / math.sqrt(10))
+    assert test.t_quantile == pytest.approx(exact_t(95, 3))
+    whole = paired_by_round(a, b, confidence=95, first_stage=10)  # the run never went beyond its first stage
+    assert whole.df == 9 and whole.se == pytest.approx(np.std(diffs, ddof=1) / math.sqrt(10))
+    rounds = (list(r), list(r))
+    assert compare(list(a.values()), list(b.values()), rounds=rounds, first_stage=4).p_value == test.p_value
+
+
+def test_median_interval_in_every_view(tmp_path: Path):
+    from fairmark.report import terminal
+    from fairmark.report.data import load_report
+    from fairmark.report.html import cell_row
+    from fairmark.report.text import _short, render_text
+    from test_report_fixture import open_store, synthetic_run
+
+    store = open_store(tmp_path / "s.db")
+    report = load_report(store, synthetic_run(store, workloads=1, trials=8, seed=1))
+    text = render_text([report])
+    for c in report.cells:
+        s, values = c.summaries[c.primary_metric], c.values[c.primary_metric]
+        # n = 8: [x₍₁₎, x₍₈₎] covers 99.2%, [x₍₂₎, x₍₇₎] only 93%
+        assert (s["median_ci_low"], s["median_ci_high"]) == (min(values), max(values))
+        own = format_median(
+            s["median"], s["median_ci_low"], s["median_ci_high"], c.spec(c.primary_metric)["unit"]
+        )
+        assert "[" in own and cell_row(c)["median"] == own  # HTML
+        assert terminal._cell_row(c, "")[2] == own  # fairmark show
+        assert _short(own, 18) in text  # report (text)

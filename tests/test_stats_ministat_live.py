@@ -116,3 +116,26 @@ def test_t_table_is_ministats_for_every_df_it_can_show(tmp_path):
         for level in MINISTAT_LEVELS:
             (_, e, _), *_ = ministat_blocks(ministat("-A", "-c", level, fa, fb))
             assert round(e / se, 3) == ministat_t(level, df), (df, level)
+
+
+def test_compat_view_is_byte_identical_to_live_ministat(tmp_path, capsys, monkeypatch):
+    """`fairmark compare --ministat-compat` prints what the installed ministat prints, byte for byte (table,
+    plot, Student's t blocks), on seeded data sets neither has seen: varied n, scale, ties and options."""
+    monkeypatch.chdir(tmp_path)  # both print the file names as given
+    rng = np.random.default_rng(20261123)
+    options = ([], ["-s"], ["-c", "90"], ["-A"], ["-w", "50"], ["-c", "99.5"],
+               ["-s", "-w", "100", "-c", "80"])  # fmt: skip
+    compared = 0
+    for k in range(8):
+        files = []
+        for j in range(int(rng.integers(2, 4))):
+            a, _ = draw(rng, k + j)
+            files.append(write(tmp_path / f"d{k}_{j}", a if k % 3 else np.round(a, 1)))
+        names = [Path(f).name for f in files]
+        for opts in options:
+            theirs = ministat(*opts, *names)
+            assert main(["compare", "--ministat-compat", *opts, *names]) == 0
+            ours = capsys.readouterr().out.split("\nfairmark (", 1)[0]
+            assert ours == theirs, (k, opts)
+            compared += 1
+    assert compared == 8 * len(options)
