@@ -4,8 +4,8 @@
 
 For every table row and every quoted fairmark sentence ("fairmark: "…"") of the doc, the runs it names (the
 8-hex-digit ids in backticks of its section, or of the row itself in the summary) are shown with `fairmark show
-RUN` (wide, so nothing wraps) and `fairmark show RUN --json`; each number of the row or sentence must occur in
-that output. The summary table's first two columns (row number, seed) and its last ("seed said") are the
+RUN` (wide, so nothing wraps) and `fairmark show RUN --json`; each number of the row or sentence must be one of
+the numbers in that output (whole numbers: 7.1 does not match 27.15). The summary table's first two columns (row number, seed) and its last ("seed said") are the
 doc's own words and are skipped. Prints each miss and a count; exit 1 when anything is missing.
 """
 
@@ -46,7 +46,8 @@ def numbers(text: str) -> list[str]:
 
 
 def checks(doc: str) -> list[tuple[list[str], str, str]]:
-    """(runs, where, text) for every table row and quoted fairmark sentence, with the runs it belongs to."""
+    """(runs, where, text) for every table row and every quoted sentence with a number, with the runs it belongs
+    to."""
     out = []
     for section in re.split(r"\n(?=## )", doc):
         runs = RUN_ID.findall(section)
@@ -60,8 +61,9 @@ def checks(doc: str) -> list[tuple[list[str], str, str]]:
                         out.append((row_runs, line[:60], " ".join(cols[2:-1]).replace(row_runs[0], "")))
                 elif runs and not any(c in ("cell", "n") for c in cols[:2]):
                     out.append((runs, line[:60], " ".join(cols[1:])))
-        for m in re.finditer(r'fairmark: ((?:"[^"]+"(?:[;,]? (?:and )?)?)+)', section, re.S):
-            for q in QUOTE.findall(m[1]):
+        prose = "\n".join(line for line in section.splitlines() if not line.startswith("|"))
+        for q in QUOTE.findall(prose):  # every quoted sentence of a section that names runs
+            if runs and NUMBER.search(q):
                 out.append((runs, q[:60], q))
     return out
 
@@ -72,7 +74,7 @@ def main() -> int:
     cache: dict[str, str] = {}
     missing, checked = 0, 0
     for runs, where, text in checks(doc):
-        output = " ".join(shown(r, store, cache) for r in runs)
+        output = set(numbers(" ".join(shown(r, store, cache) for r in runs)))  # whole numbers, not substrings
         for n in numbers(RUN_ID.sub("", text)):
             checked += 1
             if n not in output:
