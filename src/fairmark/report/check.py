@@ -197,10 +197,13 @@ def _against_variant(report: RunReport, opts: CheckOptions) -> CheckResult:
         )
         for v in verdicts
     )
-    notes = () if cases else (f"run {report.run.id[:8]} has no variant to compare with {report.baseline!r}",)
+    if not cases:  # a gate that checked nothing must not pass silently
+        raise InputError(
+            f"run {report.run.id[:8]} has no variant besides its baseline {report.baseline!r} to check",
+            hint="check it against other runs: --against tag:branch=main (or run:ID)",
+        )
     return CheckResult(report.run.id, report.run.hostname, f"variant:{report.baseline}", (),
-                       "interleaved in one run, paired by round", opts.threshold_pct, report.confidence, cases,
-                       notes)  # fmt: skip
+                       "interleaved in one run, paired by round", opts.threshold_pct, report.confidence, cases)  # fmt: skip
 
 
 def _case(
@@ -246,6 +249,12 @@ def _against_runs(report: RunReport, baselines: list[RunReport], opts: CheckOpti
                  name_other=report.run.id[:8], tag=(cell, metric), units=(base_units, [report.run.id] * len(vals)),
                  unit_level="run")
         )  # fmt: skip
+    if not pairs:
+        raise InputError(
+            f"no cell of run {report.run.id[:8]} was measured in the baseline run(s) "
+            f"{', '.join(b.run.id[:8] for b in baselines)}: nothing to check",
+            hint="a baseline is runs of the same plan (same workloads, variants and sweep points)",
+        )
     judged = {id(j.pair): j for j in judge(pairs, confidence=report.confidence)}
     cases = []
     for p in pairs:
