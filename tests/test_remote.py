@@ -82,8 +82,10 @@ def test_agent_runs_a_trial_spec_with_local_semantics(net: nethosts.NetHosts, tm
 
 def test_a_host_that_cannot_be_reached_is_a_clear_error(net: nethosts.NetHosts) -> None:
     bad = HostSpec("nope", ssh="nope", ssh_options=("-F", str(net.ssh_config), "-o", "ConnectTimeout=2"))
-    with pytest.raises(ConnectionLost, match="cannot connect with `ssh nope`"):
-        HostConnection(bad).connect()
+    before = set(Path("/tmp").glob("fm-ssh-*"))
+    with pytest.raises(ConnectionLost, match="cannot connect with `ssh nope`"), HostConnection(bad):
+        pass
+    assert set(Path("/tmp").glob("fm-ssh-*")) <= before  # its connection directory is gone too
 
 
 def test_aa_over_two_hosts(tmp_path: Path, net: nethosts.NetHosts, fairmark_cli) -> None:

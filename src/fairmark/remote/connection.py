@@ -321,7 +321,11 @@ class HostConnection:
             self._dir = ""
 
     def __enter__(self) -> HostConnection:
-        self.connect()
+        try:
+            self.connect()
+        except BaseException:
+            self.close()  # a host that cannot be reached leaves no master, agent or directory behind
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
