@@ -31,9 +31,11 @@ def ci_half_width(sd: float, n: int, confidence: float) -> float:
 
 
 def _label(series: Series, i: int, order_tag: str | None) -> str:
+    """A point as a change point names it: its run and its tags (the ordering tag, else all of them)."""
     p = series.points[i]
-    tag = p.tags.get(order_tag) if order_tag else None
-    return f"{p.run_id[:8]}" + (f" ({order_tag}={tag})" if tag is not None else "")
+    tags = {order_tag: p.tags[order_tag]} if order_tag and order_tag in p.tags else p.tags
+    shown = " ".join(f"{k}={v}" for k, v in sorted(tags.items()))
+    return p.run_id[:8] + (f" ({shown})" if shown else "")
 
 
 def change_points(series: Series, opts: HistoryOptions) -> list[dict[str, Any]]:
