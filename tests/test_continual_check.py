@@ -78,7 +78,7 @@ def test_tag_baseline_runs_as_the_unit(fairmark_cli, tmp_path: Path) -> None:
     same = run(fairmark_cli, base, "branch=pr")
     code, _, err = fairmark_cli("check", same)  # one variant: nothing interleaved to check it against
     assert code == 2 and "--against tag:" in err
-    slower = run(fairmark_cli, sleep_plan(tmp_path, "pr", {"A": 1.2}, trials=5), "branch=pr")
+    slower = run(fairmark_cli, sleep_plan(tmp_path, "pr", {"A": 1.10}, trials=5), "branch=pr")
 
     code, out, err = fairmark_cli("check", same, "--against", "tag:branch=main", "--json", "--junit",
                                   str(tmp_path / "same.xml"))  # fmt: skip
