@@ -8,25 +8,34 @@ import datetime as dt
 import xml.etree.ElementTree as ET
 
 from fairmark.report.check import POSSIBLE, REGRESSION, UNJUDGED, Case, CheckResult
+from fairmark.stats.digits import format_value
+
+
+def _pct(value: float) -> str:
+    # two significant digits below 1% (an A/A change of a few hundredths of a percent is not "-0.0%")
+    return f"{value:+.2g}%" if abs(value) < 1 else f"{value:+.1f}%"
 
 
 def fmt_change(comp: dict | None) -> str:
+    """'+9.7% [+9.2%, +10.3%]': the change and its CI (as the ratio's Fieller interval, in %)."""
     if not comp or comp.get("percent") is None:
         return "–"
     low, high = comp.get("ratio_ci_low"), comp.get("ratio_ci_high")
     ci = (
-        f" [{100 * (low - 1):+.1f}%, {100 * (high - 1):+.1f}%]"
+        f" [{_pct(100 * (low - 1))}, {_pct(100 * (high - 1))}]"
         if low is not None and high is not None
         else ""
     )
-    return f"{comp['percent']:+.1f}%{ci}"
+    return _pct(comp["percent"]) + ci
 
 
 def _means(comp: dict | None) -> tuple[str, str]:
+    """Each side's mean ± its CI half-width, rounded to the digits the CI supports."""
     if not comp:
         return "–", "–"
-    unit = f" {comp.get('unit')}" if comp.get("unit") else ""
-    return f"{comp['mean_baseline']:.4g}{unit}", f"{comp['mean_other']:.4g}{unit}"
+    unit = comp.get("unit") or ""
+    return tuple(format_value(comp[side]["mean"], comp[side].get("ci_half_width"), unit)  # type: ignore[return-value]
+                 for side in ("baseline", "other"))  # fmt: skip
 
 
 def _title(r: CheckResult) -> str:
