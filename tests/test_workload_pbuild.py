@@ -155,3 +155,6 @@ def test_sweep_over_builders_end_to_end(tmp_path: Path):
     assert doc["scaling"][0]["parameter"] == "builders" and doc["scaling"][0]["metric"] == "packages_per_hour"
     assert sorted(dict(c["point"])["builders"] for c in cells) == [1, 2]
     assert all(c["n_ok"] == 3 and c["primary_metric"] == "packages_per_hour" for c in cells)
+    # show gives the other figures too (percentiles, tail, task rate), not only the verdict metric
+    shown = fairmark_subprocess("show", doc["run"]["id"], "--store", f"sqlite:///{tmp_path / 'x.db'}").stdout
+    assert shown.count("also: build_p50_s") == 2 and "idle_tail_s" in shown and "tasks/s" in shown

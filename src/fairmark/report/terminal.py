@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fairmark.console import console
+from fairmark.plan.model import BUILTIN_METRICS
 from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
 from fairmark.stats import format_median, format_percent, format_value
@@ -94,6 +95,7 @@ def _group(
             if caveat:
                 console.print(f"    [yellow]{escape(caveat)}[/]")
     _params(cells)
+    _other_metrics(cells)
     for c in cells:
         a = attrs.get(c.key)
         if a is not None:
@@ -126,6 +128,22 @@ def _params(cells: list[CellReport]) -> None:
         labels = ", ".join(f"{k}: {v}" for k, v in (c.labels or {}).items())
         if diff or labels:
             console.text(f"  [{c.variant}] " + "; ".join(x for x in (diff, labels) if x))
+
+
+def _other_metrics(cells: list[CellReport]) -> None:
+    """The tool's other metrics (mean ± CI of each), one line per cell: the table shows only the primary one,
+    and a workload such as pbuild reports its percentiles, tail and rates there."""
+    for c in cells:
+        parts = [
+            f"{m['name']} {format_value(s['mean'], s.get('ci_half_width'), m['unit'])}"
+            for m in c.metrics[1:]
+            if m["name"] not in BUILTIN_METRICS  # the runner's wall/CPU/RSS: the attribution line has them
+            and (s := c.summaries.get(m["name"]))
+            and s.get("n")
+            and s.get("mean") is not None
+        ]
+        if parts:
+            console.text(f"  [{c.variant}] also: " + ", ".join(parts))
 
 
 def _scaling(r: RunReport) -> None:
