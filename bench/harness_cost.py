@@ -8,7 +8,12 @@
 3. fairmark's own peak RSS during a run (wait4's maxrss of the fairmark process: the `true` trials it waits for
    are far smaller, so the maximum is fairmark's own).
 
+Wall-time slopes are what the goal is stated in; on a busy machine they carry the neighbours' load, so the
+CPU-time slopes (user + sys of the whole waited tree, from wait4) are printed beside them, and the load average.
+
 Run: .venv/bin/python bench/harness_cost.py   (the README's Performance section quotes its output)
+     .venv/bin/python bench/harness_cost.py --against OTHER/src   also runs the fairmark in OTHER/src (e.g. a
+     copy of main's) alternately in the same run, monitors off: a change measured as a ratio on a busy machine
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ N1, N2, REPEATS = 50, 250, 3
 FAIRMARK = [sys.executable, "-m", "fairmark"]
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one command; it must succeed."""
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (KiB) and CPU seconds (user + sys, children included) of one command; it must
+    succeed."""
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(proc.pid, 0)
@@ -37,7 +43,7 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(argv)} failed ({proc.returncode}): {err[-2000:]}")
-    return wall, int(ru.ru_maxrss)
+    return wall, int(ru.ru_maxrss), ru.ru_utime + ru.ru_stime
 
 
 def plan(tmp: Path, trials: int) -> Path:
@@ -49,23 +55,32 @@ def plan(tmp: Path, trials: int) -> Path:
     return p
 
 
-def slopes(tmp: Path, env: dict[str, str]) -> tuple[dict[str, list[float]], int]:
-    out: dict[str, list[float]] = {
-        "fairmark, monitors off": [],
-        "fairmark, monitors on": [],
-        "hyperfine -N": [],
+Slopes = dict[str, dict[str, list[float]]]  # label → {"wall": [...], "cpu": [...]}, seconds per trial
+
+
+def slopes(tmp: Path, env: dict[str, str], against: str | None) -> tuple[Slopes, int]:
+    commands: dict[str, tuple[list[str], dict[str, str]]] = {
+        "fairmark, monitors off": ([*FAIRMARK, "run", "{plan}", "--no-monitors", "--json"], env),
+        "fairmark, monitors on": ([*FAIRMARK, "run", "{plan}", "--json"], env),
     }
+    if against:
+        commands[f"{against}, monitors off"] = (
+            [*FAIRMARK, "run", "{plan}", "--no-monitors", "--json"],
+            env | {"PYTHONPATH": against},
+        )
+    commands["hyperfine -N"] = (["hyperfine", "-N", "--runs", "{n}", "true"], env)
+    out: Slopes = {label: {"wall": [], "cpu": []} for label in commands}
     peak = 0
     for _ in range(REPEATS):
-        for label, flags in (("fairmark, monitors off", ["--no-monitors"]), ("fairmark, monitors on", [])):
-            walls = []
+        for label, (argv, cmd_env) in commands.items():
+            got = []
             for n in (N1, N2):
-                wall, rss = timed([*FAIRMARK, "run", str(plan(tmp, n)), *flags, "--json"], env)
-                walls.append(wall)
-                peak = max(peak, rss)
-            out[label].append((walls[1] - walls[0]) / (N2 - N1))
-        hf = [timed(["hyperfine", "-N", "--runs", str(n), "true"], env)[0] for n in (N1, N2)]
-        out["hyperfine -N"].append((hf[1] - hf[0]) / (N2 - N1))
+                args = [a.replace("{plan}", str(plan(tmp, n))).replace("{n}", str(n)) for a in argv]
+                got.append(timed(args, cmd_env))
+                if label.startswith("fairmark"):
+                    peak = max(peak, got[-1][1])
+            out[label]["wall"].append((got[1][0] - got[0][0]) / (N2 - N1))
+            out[label]["cpu"].append((got[1][2] - got[0][2]) / (N2 - N1))
     return out, peak
 
 
@@ -79,7 +94,29 @@ def starts(env: dict[str, str]) -> dict[str, float]:
     return {k: statistics.median(timed(argv, env)[0] for _ in range(7)) for k, argv in cmds.items()}
 
 
+def report(per_trial: Slopes) -> None:
+    print(f"marginal cost per trial of `true` (slope {N1}→{N2} trials, median of {REPEATS}):")
+    for kind in ("wall", "cpu"):
+        hf = statistics.median(per_trial["hyperfine -N"][kind])
+        print(f" {kind} time:")
+        for label, by_kind in per_trial.items():
+            values = by_kind[kind]
+            med = statistics.median(values)
+            extra = (
+                ""
+                if label == "hyperfine -N"
+                else f"   − hyperfine {1e3 * (med - hf):+.2f} ms, ratio {med / hf:.2f}"
+            )
+            runs = ", ".join(f"{1e3 * v:.2f}" for v in values)
+            print(f"  {label:24s} {1e3 * med:6.2f} ms  [{runs}]{extra}")
+
+
 def main() -> None:
+    against = None
+    if sys.argv[1:2] == ["--against"] and len(sys.argv) == 3:
+        against = str(Path(sys.argv[2]).resolve())
+    elif sys.argv[1:]:
+        sys.exit("usage: harness_cost.py [--against OTHER/src]")
     if not shutil.which("hyperfine"):
         sys.exit("hyperfine is not installed (make setup installs it)")
     tmp = Path(tempfile.mkdtemp(prefix="fairmark-bench-"))
@@ -89,22 +126,17 @@ def main() -> None:
         "FAIRMARK_STATE_DIR": str(tmp / "state"),
         "NO_COLOR": "1",
     }
+    load = [os.getloadavg()[0]]
     try:
-        per_trial, peak = slopes(tmp, env)
+        per_trial, peak = slopes(tmp, env, against)
+        load.append(os.getloadavg()[0])
         start = starts(env)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    hf = statistics.median(per_trial["hyperfine -N"])
-    print(f"marginal cost per trial of `true` (slope {N1}→{N2} trials, median of {REPEATS}):")
-    for label, values in per_trial.items():
-        med = statistics.median(values)
-        extra = (
-            ""
-            if label == "hyperfine -N"
-            else f"   − hyperfine {1e3 * (med - hf):+.2f} ms, ratio {med / hf:.2f}"
-        )
-        runs = ", ".join(f"{1e3 * v:.2f}" for v in values)
-        print(f"  {label:24s} {1e3 * med:6.2f} ms  [{runs}]{extra}")
+    print(
+        f"load average (1 min) at start {load[0]:.1f}, after the slopes {load[1]:.1f}, on {os.cpu_count()} CPUs"
+    )
+    report(per_trial)
     print("start (median of 7):")
     base = start["python -c pass"]
     for label, value in start.items():

@@ -75,3 +75,24 @@ def test_signal_and_missing_program(tmp_path: Path) -> None:
     assert res.status == "failed" and res.signal == 11 and "SIGSEGV" in (res.error or "")
     res = execute(["no-such-program-xyz"], out_dir=tmp_path)
     assert res.status == "failed" and "cannot start" in (res.error or "")
+
+
+def test_an_affinity_reaches_the_whole_trial_tree_and_the_controller_keeps_its_own(tmp_path: Path) -> None:
+    """Both launch paths place the trial's own process and what it starts: vfork with the affinity inherited
+    from the launching thread (which restores its own at once), and fork with the placement in the child."""
+    from fairmark.run.executor import execute_spec
+    from fairmark.run.spec import TrialSpec
+
+    mine = os.sched_getaffinity(0)
+    cpu = max(mine)
+    argv = ("sh", "-c", "sh -c 'grep Cpus_allowed_list /proc/self/status'")
+    for fork in (False, True):
+        spec = TrialSpec(argv, str(tmp_path / f"fork-{fork}"), place_cpus=(cpu,), fork_places=fork)
+        done = execute_spec(spec)
+        assert done.status == "ok", done.error
+        assert Path(done.stdout_path).read_text().split()[-1] == str(cpu)
+        assert os.sched_getaffinity(0) == mine
+    # no CPU of the set exists: the trial fails as not started, and the controller's mask is untouched
+    done = execute_spec(TrialSpec(("true",), str(tmp_path / "none"), place_cpus=(4095,)))
+    assert done.status == "failed" and "cannot start" in (done.error or "")
+    assert os.sched_getaffinity(0) == mine

@@ -413,3 +413,20 @@ SystemLock(Path(sys.argv[1])).acquire()
 print("held", flush=True)
 time.sleep(60)
 """
+
+
+def test_a_run_starts_all_its_trials_the_same_way(state, monkeypatch):
+    """A cgroup on one side needs a step in the child between fork and exec: then every trial of the run
+    (the unplaced side too) starts through fork. An affinity alone (Linux) lets every trial start by vfork."""
+    from fairmark.run import trial as trial_mod
+    from fairmark.run.variants import cpus as cpus_mod
+
+    def path_for(plan):
+        s = SystemState(plan, state_dir=state)
+        return trial_mod.TrialPath(plan, plan.policy(False), None, "r", s, None, str, print)  # type: ignore[arg-type]
+
+    assert not path_for(plan_with("")).fork_places
+    monkeypatch.setattr(cpus_mod, "cpuset_usable", lambda *a: False)
+    assert not path_for(plan_with("cpus = 1")).fork_places
+    monkeypatch.setattr(cpus_mod, "cpuset_usable", lambda *a: True)
+    assert path_for(plan_with("cpus = 1")).fork_places

@@ -48,6 +48,7 @@ def trial_spec(
     policy: RunPolicy,
     wrappers: Sequence[Callable[[list[str]], list[str]]] = (),
     launcher_places: bool = True,
+    fork_places: bool = False,
 ) -> TrialSpec:
     """`prepared` is what the variant's system state made ready for this trial (`SystemState.prepare`:
     placement, env, workdir); `wrappers` are the trial hooks' `wrap`, applied in order. The CPU placement
@@ -79,6 +80,7 @@ def trial_spec(
         cpuset=sweep_cpus,
         place_cgroup=placement.get("cgroup"),
         place_cpus=tuple(placement.get("cpus", ())),
+        fork_places=fork_places and launcher_places,
     )
 
 

@@ -9,6 +9,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -135,6 +136,18 @@ def execute(
     )
 
 
+# Linux's sched_setaffinity(0, …) sets the calling thread's mask, which a child it starts inherits; elsewhere an
+# affinity is set in the child between fork and exec.
+THREAD_AFFINITY = sys.platform.startswith("linux")
+
+
+def forks_to_place(cgroup: bool, cpus: bool) -> bool:
+    """Whether trials placed this way must start through fork with a placement step in the child (a cgroup;
+    an affinity where the launching thread cannot hand it down). A run sets `TrialSpec.fork_places` on every
+    trial when any of its trials does, so that both sides of a comparison start the same way."""
+    return cgroup or (cpus and not THREAD_AFFINITY)
+
+
 def _placer(cgroup: str | None, cpus: tuple[int, ...]) -> Callable[[], None]:
     """Runs in the child between fork and exec: join the cgroup and set the affinity (inherited by the whole
     tree), so the trial's own process is placed and no wrapper process (`sh -c`, taskset) is measured."""
@@ -158,18 +171,7 @@ def execute_spec(spec: TrialSpec) -> Measured:
     with open(spec.stdout_path, "wb") as fo, open(spec.stderr_path, "wb") as fe:
         t0 = time.monotonic()
         try:
-            proc = subprocess.Popen(
-                spec.argv,
-                stdin=subprocess.DEVNULL if spec.stdin_devnull else None,
-                stdout=fo,
-                stderr=fe,
-                env=spec.env,
-                cwd=spec.cwd,
-                start_new_session=True,  # own session and process group: the timeout kills the whole tree
-                close_fds=True,
-                # every trial takes this path, placed or not: both sides of a comparison start alike
-                preexec_fn=_placer(spec.place_cgroup, spec.place_cpus),
-            )
+            proc = _spawn(spec, fo, fe)
         except (OSError, subprocess.SubprocessError) as exc:
             why = getattr(exc, "strerror", None) or exc
             return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {why}")
@@ -181,6 +183,30 @@ def execute_spec(spec: TrialSpec) -> Measured:
         leftovers = 1
         kill_group(proc.pid, spec.grace_s)
     return _measured(spec, status, ru, wall, timed_out.is_set(), leftovers)
+
+
+def _spawn(spec: TrialSpec, fo: Any, fe: Any) -> subprocess.Popen[bytes]:
+    """Start the trial's process in its own session and process group (the timeout kills the whole tree).
+
+    Without a preexec function subprocess starts the child by vfork: it borrows the controller's memory until
+    exec instead of copying the page tables of a ~90 MB process and faulting pages back in while it runs Python
+    code — that fork path cost ~1 ms more per trial on a quiet machine and several on a busy one
+    (bench/harness_cost.py). A placement that needs a step in the child (`fork_places`, a cgroup) takes the
+    fork path, and then every trial of the run takes it (see `forks_to_place`)."""
+    kw: dict[str, Any] = dict(
+        stdin=subprocess.DEVNULL if spec.stdin_devnull else None, stdout=fo, stderr=fe, env=spec.env,
+        cwd=spec.cwd, start_new_session=True, close_fds=True,
+    )  # fmt: skip
+    if spec.fork_places or forks_to_place(bool(spec.place_cgroup), bool(spec.place_cpus)):
+        return subprocess.Popen(spec.argv, preexec_fn=_placer(spec.place_cgroup, spec.place_cpus), **kw)
+    if not spec.place_cpus:
+        return subprocess.Popen(spec.argv, **kw)
+    mine = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, spec.place_cpus)  # this thread's mask: the child inherits it
+    try:
+        return subprocess.Popen(spec.argv, **kw)
+    finally:
+        os.sched_setaffinity(0, mine)  # the controller never runs on the trial's CPUs during the trial
 
 
 def _wait(proc: subprocess.Popen[bytes], spec: TrialSpec, timed_out: threading.Event) -> tuple[int, Any]:

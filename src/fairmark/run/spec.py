@@ -20,9 +20,12 @@ An executor's contract (what the runner relies on):
    with `error` saying why in words. Only a lost controller↔host connection may raise.
 
 Placement (7): `place_cgroup` (a cgroup directory) and `place_cpus` (a CPU affinity) are applied by the
-launcher to the trial's own process after fork and before exec (its pid written to the cgroup's cgroup.procs,
-sched_setaffinity), so the placed side carries no wrapper process the other side lacks; every trial, placed or
-not, is started the same way. `cpuset` states the CPU list for the record.
+launcher to the trial's own process before it execs (its pid written to the cgroup's cgroup.procs between fork
+and exec; the affinity inherited from the launching thread), so the placed side carries no wrapper process the
+other side lacks. `fork_places` (set for every trial of a run in which any trial joins a cgroup): every trial
+of that run starts through fork with the placement step in the child, placed or not, so both sides start the
+same way; otherwise every trial starts by vfork, placed (by affinity) or not. `cpuset` states the CPU list
+for the record.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ class TrialSpec:
     cpuset: str | None = None  # placement, for the record (see the module docstring)
     place_cgroup: str | None = None  # applied by the launcher before exec
     place_cpus: tuple[int, ...] = ()  # applied by the launcher before exec (sched_setaffinity)
+    fork_places: bool = False  # start through fork + a placement step in the child (see the docstring)
     files: tuple[str, ...] = ()  # output files the adapter parses, besides stdout and stderr
     tail_bytes: int = RAW_BYTES  # how much of each output stream must reach the controller at least
     version: int = SPEC_VERSION

@@ -15,7 +15,7 @@ from typing import Any
 from fairmark.plan.model import Plan, RunPolicy
 from fairmark.run import metrics as M
 from fairmark.run.build import before_trial_spec, trial_spec
-from fairmark.run.executor import read_text
+from fairmark.run.executor import forks_to_place, read_text
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, TrialSpec
 from fairmark.run.variants.basic import command_for
@@ -107,6 +107,7 @@ class TrialPath:
             workload=w, variant=variant, cell=cell, command=command, prepared=prepared, workload_env=wctx.env,
             trial_dir=trial_dir, policy=self.policy,
             wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks], launcher_places=remote_ex is None,
+            fork_places=self.fork_places,
         )  # fmt: skip
         failed = self._before_trial(w, spec, remote_ex or self.execute)
         if failed is not None:
@@ -127,6 +128,14 @@ class TrialPath:
         return self._record(
             rt, cs, r, seq, started, spec, result, (status, error, values), artifacts, profiled
         )
+
+    @functools.cached_property
+    def fork_places(self) -> bool:
+        """Whether every local trial of this run starts through fork with a placement step in the child
+        (`executor.forks_to_place`): decided once for the run, so that all its sides start the same way."""
+        cpusets = [r.cpuset for r in self.system.variants.values() if r.cpuset]
+        cpus = any(not c.use_cgroup for c in cpusets) or any("cpus" in w.sweep for w in self.plan.workload)
+        return forks_to_place(any(c.use_cgroup for c in cpusets), cpus)
 
     def _adapter_context(
         self, rt: Any, contexts: Contexts, variant: str, workdir: str | None
