@@ -27,7 +27,7 @@ class HookContext:
     workload: str
     variant: str
     trial_id: str
-    trial_dir: str
+    trial_dir: str  # a directory of the trial's own for a profiler; other hooks must not write there
     warmup: bool
 
 

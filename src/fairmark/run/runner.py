@@ -523,7 +523,7 @@ class Runner:
             self._trial_path = TrialPath(
                 plan=self.plan, policy=self.policy, store=self.store, run_id=self.run_id, system=self.system,
                 execute=self.execute, scrub=self._scrub, note=self.progress.note,
-                hooks=tuple(self.options.hooks), remote=self.remote,
+                hooks=tuple(self.options.hooks), remote=self.remote, keep_trial_dirs=self.options.keep_scratch,
             )  # fmt: skip
         return self._trial_path
 
