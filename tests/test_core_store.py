@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+import sqlite3
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -189,3 +190,51 @@ def test_non_finite_floats_round_trip_on_postgresql(postgres_url: str) -> None:
                               fairmark_version="test", options={"x": float("nan"), "y": [float("-inf"), 1.5]})  # fmt: skip
     got = store.get_run(run_id).options
     assert math.isnan(got["x"]) and got["y"] == [float("-inf"), 1.5]
+
+
+def test_the_lean_sqlite_trial_write_stores_what_sqlalchemy_stores(tmp_path: Path) -> None:
+    """add_trial on SQLite bypasses SQLAlchemy's execution (store/lean.py) with SQLAlchemy's own converters:
+    the rows read back are the same as through Connection.execute (JSON, tz-aware time, booleans, None, the
+    columns' defaults), and a failed write leaves nothing."""
+    store = Store.open(f"sqlite:///{tmp_path / 'fm.db'}")
+    rows = {}
+    for lean in (True, False):
+        if not lean:
+            store._lean = None  # the SQLAlchemy path, as on PostgreSQL
+        run_id = _run(store)
+        ids = store.ensure_cells(run_id, [{"key": "w/A", "workload": "w", "variant": "A", "point": [],
+                                           "primary_metric": "wall_s", "metrics": []}])  # fmt: skip
+        trial = {"run_id": run_id, "cell_id": ids["w/A"], "seq": 1, "round": -1, "warmup": True, "status": "ok",
+                 "started_at": dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC), "wall_s": 0.25,
+                 "error": None, "argv": ["sh", "-c", "echo 'ä'"], "signal": None}  # fmt: skip
+        store.add_trial(
+            trial,
+            [{"metric": m, "value": v, "unit": "s", "better": "lower"} for m, v in (("wall_s", 0.25), ("x", 2.0))],
+            [{"cell_key": "w/A", "kind": "monitor", "name": "vm", "content_type": "application/json",
+              "data": {"cpu": [1.5, None]}, "text": None},
+             {"cell_key": "w/A", "kind": "profile", "name": "p", "content_type": "text/plain", "data": None,
+              "text": "x;y 3"}],
+        )  # fmt: skip
+        drop = {"id", "run_id", "cell_id", "trial_id"}
+        rows[lean] = (
+            [{k: v for k, v in r.items() if k not in drop} for r in store.trials(run_id)],
+            [{k: v for k, v in r.items() if k not in drop} for r in store.samples(run_id)],
+            [{k: v for k, v in r.items() if k not in drop} for r in store.artifacts(run_id)],
+        )
+    assert rows[True] == rows[False]
+    (t,) = rows[True][0]
+    assert (t["profiled"], t["stdout_tail"], t["warmup"], t["argv"]) == (
+        False,
+        "",
+        True,
+        ["sh", "-c", "echo 'ä'"],
+    )
+    assert t["started_at"].replace(tzinfo=None) == dt.datetime(2026, 1, 2, 3, 4, 5, 678901)
+    # one transaction: a sample that breaks a constraint takes its trial with it
+    store = Store.open(f"sqlite:///{tmp_path / 'fm.db'}")
+    run_id = _run(store)
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_trial(
+            trial | {"run_id": run_id}, [{"metric": "m", "value": None, "unit": "s", "better": "lower"}]
+        )
+    assert store.trials(run_id) == []

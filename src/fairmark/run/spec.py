@@ -30,9 +30,9 @@ for the record.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import PurePath
 from typing import Any, Literal
 
 SPEC_VERSION = 1
@@ -91,11 +91,11 @@ class TrialSpec:
 
     @property
     def stdout_path(self) -> str:
-        return str(PurePath(self.out_dir) / f"{self.name}.stdout")
+        return os.path.join(self.out_dir, f"{self.name}.stdout")  # not PurePath: several times per trial
 
     @property
     def stderr_path(self) -> str:
-        return str(PurePath(self.out_dir) / f"{self.name}.stderr")
+        return os.path.join(self.out_dir, f"{self.name}.stderr")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -207,7 +207,9 @@ class TrialPath:
     ) -> tuple[str, str | None, dict[str, float]]:
         if result.status != "ok":
             return result.status, result.error, {}
-        stdout, stderr = read_text(result.stdout_path), read_text(result.stderr_path)
+        stdout = stderr = ""  # only built-in metrics (wall time, rusage): nothing to read
+        if rt.adapter or any(m.name not in M.BUILTIN_METRICS for m in rt.workload.metrics):
+            stdout, stderr = read_text(result.stdout_path), read_text(result.stderr_path)
         try:
             if rt.adapter:
                 files = {name: read_text(p) for name, p in rt.adapter.output_files(tctx).items()}

@@ -10,7 +10,7 @@ from fairmark.stats.checks import (
     serial_correlation,
 )
 from fairmark.stats.compare import Comparison, compare
-from fairmark.stats.describe import Summary, describe, mean_ci, ministat_median
+from fairmark.stats.describe import RunningMean, Summary, describe, mean_ci, ministat_median
 from fairmark.stats.digits import format_median, format_pair, format_percent, format_value
 from fairmark.stats.fdr import benjamini_hochberg, bh_adjust
 from fairmark.stats.stopping import MIN_TRIALS, ideal_n, precision_reached
@@ -20,6 +20,7 @@ __all__ = [
     "MINISTAT_LEVELS",
     "MIN_TRIALS",
     "Comparison",
+    "RunningMean",
     "Summary",
     "benjamini_hochberg",
     "bh_adjust",

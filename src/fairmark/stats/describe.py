@@ -73,6 +73,28 @@ def mean_ci(values: Sequence[float], confidence: float = 95.0) -> tuple[float, f
     return mean, sd, half
 
 
+class RunningMean:
+    """Welford's running mean and variance of a list that only grows: the progress line's mean ± CI in O(1) per
+    trial (the same values as `mean_ci` up to rounding in the last digits)."""
+
+    def __init__(self) -> None:
+        self.n, self.mean, self._m2 = 0, 0.0, 0.0
+
+    def update(self, values: Sequence[float]) -> RunningMean:
+        """Take in the values appended since the last call."""
+        for x in values[self.n :]:
+            self.n += 1
+            delta = x - self.mean
+            self.mean += delta / self.n
+            self._m2 += delta * (x - self.mean)
+        return self
+
+    def ci_half_width(self, confidence: float = 95.0) -> float:
+        if self.n < 2:
+            return math.nan
+        return t_quantile(confidence, self.n - 1) * math.sqrt(self._m2 / (self.n - 1)) / math.sqrt(self.n)
+
+
 def describe(values: Sequence[float], confidence: float = 95.0) -> Summary:
     arr = as_array(values)
     mean, sd, half = mean_ci(arr, confidence)

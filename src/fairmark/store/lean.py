@@ -1,0 +1,83 @@
+"""The per-trial write on a SQLite store without SQLAlchemy's per-statement machinery.
+
+Every finished trial is one transaction (the trial, its samples, its artifacts). Through `Connection.execute`
+that transaction spent most of its time in SQLAlchemy (cache keys, parameter construction, execution contexts,
+pool checkout) rather than in SQLite — about as much as starting the trial's process (py-spy of 1000 trials of
+`true`; bench/harness_cost.py measures the whole). Here the same INSERTs run on the sqlite3 connection itself,
+with each value converted by SQLAlchemy's own bind processor for its column type (JSON, DateTime, Boolean), so
+the rows are exactly those SQLAlchemy would have written and every reader sees them alike. Errors are mapped as
+the engine's `handle_error` maps them (full, read-only, corrupted: `StoreFailed`, exit 3); any other error is
+raised as it is.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from fairmark.errors import StoreFailed
+
+_Insert = tuple[str, list[tuple[str, Callable[[Any], Any] | None]]]
+
+
+class SqliteInserts:
+    def __init__(
+        self, engine: sa.Engine, url: str, failure: Callable[[str, BaseException], StoreFailed | None]
+    ):
+        self.engine, self.url, self.failure = engine, url, failure
+        self._statements: dict[tuple[str, tuple[str, ...]], _Insert] = {}
+
+    def _statement(self, table: sa.Table, keys: tuple[str, ...]) -> _Insert:
+        """INSERT of the given columns plus those with a scalar default the row leaves out (as SQLAlchemy's
+        insert does); compiled once per table and set of keys."""
+        found = self._statements.get((table.name, keys))
+        if found is None:
+            dialect = self.engine.dialect
+            names = list(keys) + [
+                c.key
+                for c in table.columns
+                if c.key not in keys and c.default is not None and c.default.is_scalar
+            ]
+            quote = dialect.identifier_preparer.quote
+            sql = (
+                f"INSERT INTO {quote(table.name)} ({', '.join(quote(table.c[k].name) for k in names)}) "
+                f"VALUES ({', '.join('?' * len(names))})"
+            )
+            procs = [(k, table.c[k].type.dialect_impl(dialect).bind_processor(dialect)) for k in names]
+            found = self._statements[(table.name, keys)] = (sql, procs)
+        return found
+
+    def _params(self, table: sa.Table, row: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
+        sql, procs = self._statement(table, tuple(row))
+        values = []
+        for key, proc in procs:
+            value = row[key] if key in row else table.c[key].default.arg  # type: ignore[union-attr]
+            values.append(proc(value) if proc is not None else value)
+        return sql, tuple(values)
+
+    def insert(self, rows_by_table: Sequence[tuple[sa.Table, Sequence[Mapping[str, Any]]]]) -> None:
+        """All rows in one transaction: committed together, or none of them."""
+        raw = self.engine.raw_connection()
+        try:
+            conn = raw.driver_connection
+            assert isinstance(conn, sqlite3.Connection)
+            try:
+                for table, rows in rows_by_table:
+                    batches: dict[str, list[tuple[Any, ...]]] = {}
+                    for row in rows:
+                        sql, values = self._params(table, row)
+                        batches.setdefault(sql, []).append(values)
+                    for sql, values_list in batches.items():
+                        conn.executemany(sql, values_list)
+                conn.commit()
+            except sqlite3.Error as exc:
+                conn.rollback()
+                failure = self.failure(self.url, exc)
+                if failure is None:
+                    raise  # not the environment's doing (a constraint broken): a bug to show as it is
+                raise failure from exc
+        finally:
+            raw.close()  # back to the pool
