@@ -42,18 +42,21 @@ def exact_t(confidence: float, df: float) -> float:
     return float(special.stdtrit(df, 1.0 - (1.0 - confidence / 100.0) / 2.0))
 
 
-@functools.cache
 def ministat_t(column: float, df: int) -> float:
     """The value ministat's table holds for `column` (one of its six labels) and `df`."""
+    return _ministat_row(column, math.inf if df > MINISTAT_MAX_DF else df)  # one ∞ row: one cache entry
+
+
+@functools.cache
+def _ministat_row(column: float, row: float) -> float:
     if column not in MINISTAT_LEVELS:
         raise UsageError(f"ministat has no {column}% column (it has {', '.join(map(str, MINISTAT_LEVELS))})")
-    if df < 1:
+    if row < 1:
         return math.nan
     if column == 99.5:
-        if df in _MINISTAT_998_TYPOS:
-            return _MINISTAT_998_TYPOS[df]
+        if row in _MINISTAT_998_TYPOS:
+            return _MINISTAT_998_TYPOS[int(row)]
         column = 99.8  # what the column really holds
-    row = math.inf if df > MINISTAT_MAX_DF else df
     return round(float(special.stdtrit(row, 1.0 - (1.0 - column / 100.0) / 2.0)), 3)
 
 
