@@ -1,4 +1,5 @@
-"""The system monitor as a trial hook: a background thread samples at a fixed interval during each trial.
+"""The system monitor as a trial hook: a background thread (one per run) samples at a fixed interval during each
+trial.
 
 A snapshot is taken in `start` (before the process exists) and in `stop` (after it ended), so every trial has
 whole-trial totals however short it is; the thread adds one snapshot per interval in between.
@@ -46,35 +47,46 @@ class SystemMonitor(TrialHook):
                 f"no system monitor for {platform.system()} (Linux /proc and FreeBSD sysctl only)"
             )
         self._snaps: list[Snapshot] = []
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # the trial ended: stop sampling it
+        self._go = threading.Event()  # a trial started: sample it
+        self._idle = threading.Event()  # the thread sampled its last for that trial
+        self._closed = False
+        self._sampling = False  # between start and stop of a trial
         self._thread: threading.Thread | None = None
         self.errors: list[str] = []
 
     def start(self, ctx: HookContext) -> None:
+        if self._sampling:  # a trial started and never stopped (a later hook's start failed): end that first
+            self._halt()
         self._snaps = [self.reader.snapshot()]
         self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._loop, name=f"fairmark-monitor-{ctx.trial_id}", daemon=True
-        )
-        self._thread.start()
+        if self._thread is None:
+            # One thread for the whole run, woken per trial: starting a thread per trial waited for it to be
+            # scheduled (Thread.start), a tenth of the harness's time per trial on a busy machine.
+            self._thread = threading.Thread(target=self._serve, name="fairmark-monitor", daemon=True)
+            self._thread.start()
+        self._sampling = True
+        self._go.set()
 
-    def _loop(self) -> None:
-        # Event.wait sleeps without polling; a stop request ends the wait at once.
-        while not self._stop.wait(self.interval_s):
-            try:
-                self._snaps.append(self.reader.snapshot())
-            except (
-                Exception
-            ) as exc:  # a failed sample must not kill the trial; it is reported in the artifact
-                self.errors.append(f"{type(exc).__name__}: {exc}")
+    def _serve(self) -> None:
+        while True:
+            self._go.wait()
+            self._go.clear()
+            if self._closed:
+                return
+            snaps = self._snaps  # this trial's list: a late sample never lands in the next trial's
+            # Event.wait sleeps without polling; a stop request ends the wait at once.
+            while not self._stop.wait(self.interval_s):
+                try:
+                    snaps.append(self.reader.snapshot())
+                except Exception as exc:  # a failed sample must not kill the trial; the artifact reports it
+                    self.errors.append(f"{type(exc).__name__}: {exc}")
+            self._idle.set()
 
     def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
-        if not self._snaps:  # start() never ran for this trial (another hook failed first): nothing to say
+        if not self._sampling:  # start() never ran for this trial (another hook failed first): nothing to say
             return []
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._halt()
         self._snaps.append(self.reader.snapshot())
         series = build_series(self._snaps, os_name=self.os_name, interval_s=self.interval_s)
         if self.errors:
@@ -83,7 +95,17 @@ class SystemMonitor(TrialHook):
         self._snaps = []
         return [Artifact(kind="monitor", name="system", content_type="application/json", data=series)]
 
-    def close(self) -> None:
+    def _halt(self) -> None:
+        """End the trial's sampling; the thread is done with it (no sample after the end snapshot)."""
         self._stop.set()
+        self._idle.wait()
+        self._idle.clear()
+        self._sampling = False
+
+    def close(self) -> None:
+        self._closed = True
+        self._stop.set()
+        self._go.set()
         if self._thread is not None:
             self._thread.join()
+            self._thread = None
