@@ -1,0 +1,316 @@
+"""A real Linux guest to reboot, for the boot-variant tests (issue 14): QEMU (TCG) boots this machine's Debian
+kernel with an initramfs built here from this machine's own files, reachable over SSH on 127.0.0.1 only.
+
+What the guest is made of (see /work/shared/design/QEMU-GUEST.md for the measurements behind it):
+* busybox-static (its applets as links), dropbear with a host key made here and the test's client key, kexec;
+* the virtio-net/rng/9p modules in the order `modprobe --show-depends` gives (busybox insmod loads them);
+* no Python of its own: the host's interpreter prefix is shared read-only over 9p (mounted at /hostpy) and a
+  wrapper /bin/hostpython runs it; the libraries its binary and extension modules need are copied in;
+* a read-write 9p share (/mnt/share) that the host-side "boot loader" reads.
+
+The boot loader (`Guest.loop`) is a thread: it starts QEMU with `-no-reboot`, so `reboot -f` in the guest ends
+QEMU, and starts it again with the command line the guest wrote to SHARE/next-cmdline (one-shot, then deleted;
+like `grub-reboot`), else the default. It is bounded (max_boots) so a broken image cannot boot-loop forever.
+Everything lives in one temporary directory, removed (and QEMU stopped) on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import gzip
+import io
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+MODULES = ("virtio_pci", "virtio_net", "virtio_rng", "9pnet_virtio", "9p")
+BASE_CMDLINE = "console=ttyS0 panic=-1 quiet"
+TOOLS = ("qemu-system-x86_64", "busybox", "dropbear", "dropbearkey", "ssh", "ssh-keygen", "modprobe")
+
+
+def kernel() -> Path | None:
+    found = sorted(glob.glob("/boot/vmlinuz-*"))
+    return Path(found[-1]) if found else None
+
+
+def available() -> str | None:
+    """Why the guest cannot be built here (None: it can)."""
+    missing = [t for t in TOOLS if not shutil.which(t) and not os.path.exists(f"/usr/sbin/{t}")]
+    if missing:
+        return f"missing {', '.join(missing)} (packages/debian-test.txt: qemu-system-x86 busybox-static …)"
+    k = kernel()
+    if k is None or not os.access(k, os.R_OK):
+        return "no readable /boot/vmlinuz-* (package linux-image-amd64)"
+    if not os.path.isdir(f"/lib/modules/{release(k)}"):
+        return f"no /lib/modules for {k.name}"
+    return None
+
+
+def release(vmlinuz: Path) -> str:
+    return vmlinuz.name.removeprefix("vmlinuz-")
+
+
+def _which(name: str) -> str:
+    return shutil.which(name) or f"/usr/sbin/{name}"
+
+
+# -- a newc cpio archive, written here (no cpio tool needed) ------------------------------------------------
+class Cpio:
+    def __init__(self) -> None:
+        self.buf = io.BytesIO()
+        self.ino = 1
+        self.seen: set[str] = set()
+
+    def _entry(self, name: str, mode: int, data: bytes = b"") -> None:
+        name = name.strip("/")
+        if name in self.seen:
+            return
+        self.seen.add(name)
+        fields = [self.ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name) + 1, 0]
+        self.ino += 1
+        head = b"070701" + b"".join(f"{f:08X}".encode() for f in fields) + name.encode() + b"\0"
+        self.buf.write(head + b"\0" * (-len(head) % 4))
+        self.buf.write(data + b"\0" * (-len(data) % 4))
+
+    def dir(self, name: str, mode: int = 0o755) -> None:
+        parts = name.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            if parts[0] in ("", "."):
+                return
+            self._entry("/".join(parts[:i]), stat.S_IFDIR | mode)
+
+    def file(self, name: str, data: bytes, mode: int = 0o644) -> None:
+        self.dir(os.path.dirname(name.strip("/")) or ".")
+        self._entry(name, stat.S_IFREG | mode, data)
+
+    def link(self, name: str, target: str) -> None:
+        self.dir(os.path.dirname(name.strip("/")) or ".")
+        self._entry(name, stat.S_IFLNK | 0o777, target.encode())
+
+    def copy(self, path: str, as_name: str | None = None) -> None:
+        real = os.path.realpath(path)
+        self.file(as_name or path, Path(real).read_bytes(), os.stat(real).st_mode & 0o777)
+
+    def gz(self) -> bytes:
+        self._entry("TRAILER!!!", 0)
+        return gzip.compress(self.buf.getvalue(), compresslevel=1)
+
+
+def libraries(binaries: list[str], skip_under: str = "") -> set[str]:
+    """The shared libraries `ldd` lists for these files (outside `skip_under`), with the dynamic loader."""
+    out = subprocess.run(["ldd", *binaries], capture_output=True, text=True, check=False).stdout
+    libs = set()
+    for line in out.splitlines():
+        parts = line.split()
+        path = (
+            parts[2]
+            if "=>" in parts and len(parts) > 2
+            else (parts[0] if parts and line.startswith("\t/") else "")
+        )
+        if path.startswith("/") and not (skip_under and path.startswith(skip_under + "/")):
+            libs.add(path)
+    return libs
+
+
+def python_prefix() -> tuple[str, str]:
+    """(the interpreter prefix to share, the interpreter's path inside it) of the Python running the tests."""
+    prefix = sys.base_prefix
+    exe = os.path.realpath(sys.executable)
+    if not exe.startswith(prefix + "/"):
+        exe = os.path.join(prefix, "bin", f"python{sys.version_info.major}.{sys.version_info.minor}")
+    return prefix, os.path.relpath(exe, prefix)
+
+
+INIT = """#!/bin/sh
+export PATH=/sbin:/bin:/usr/sbin:/usr/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /tmp /run /var/lib /mnt/share /hostpy
+mount -t devpts devpts /dev/pts; mount -t tmpfs tmp /tmp; mount -t tmpfs run /run
+{insmod}
+ip link set lo up; ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0; ip route add default via 10.0.2.2
+mount -t 9p -o trans=virtio,version=9p2000.L share /mnt/share
+mount -t 9p -o trans=virtio,version=9p2000.L,ro hostpy /hostpy
+hostname fairmark-guest
+dropbear -s -E -p 22 -r /etc/dropbear/dropbear_ed25519_host_key 2>/tmp/dropbear.log
+echo FAIRMARK-GUEST-READY
+while true; do sleep 3600; done
+"""
+
+
+def build_initramfs(dest: Path, authorized_key: str, host_key: Path) -> Path:
+    """The guest's initramfs (gzip'd newc cpio) at dest; ~2 s."""
+    k = kernel()
+    assert k is not None
+    rel = release(k)
+    c = Cpio()
+    for d in ("proc", "sys", "dev", "tmp", "run", "root", "etc/dropbear", "var/lib", "mnt/share", "hostpy"):
+        c.dir(d)
+    c.copy(_which("busybox"), "bin/busybox")
+    for applet in subprocess.run([_which("busybox"), "--list-full"], capture_output=True, text=True,
+                                 check=True).stdout.split():  # fmt: skip
+        if os.path.basename(applet) != "busybox":  # a busybox -> busybox link: "error -40" at /init
+            c.link(applet, "/bin/busybox")
+    binaries = [_which("dropbear"), *([k_] if (k_ := shutil.which("kexec") or "") else [])]
+    prefix, exe = python_prefix()
+    dynload = glob.glob(os.path.join(sysconfig.get_paths()["platstdlib"], "lib-dynload", "*.so"))
+    for b in binaries:
+        c.copy(b, "usr/sbin/" + os.path.basename(b))
+    for lib in sorted(libraries([*binaries, os.path.join(prefix, exe), *dynload], skip_under=prefix)):
+        c.copy(lib)
+    insmod = []
+    for mod in MODULES:
+        deps = subprocess.run(["modprobe", "-S", rel, "--show-depends", mod], capture_output=True, text=True,
+                              check=True).stdout.splitlines()  # fmt: skip
+        for line in deps:
+            words = line.split()
+            if (
+                words
+                and words[0] == "insmod"
+                and words[1] not in c.seen
+                and words[1].strip("/") not in c.seen
+            ):
+                c.copy(words[1])
+                insmod.append(f"insmod {words[1]}")
+    c.file("init", INIT.format(insmod="\n".join(insmod)).encode(), 0o755)
+    libdir = os.path.join("/hostpy", os.path.dirname(os.path.dirname(exe)), "lib")
+    c.file("bin/hostpython", (f"#!/bin/sh\nexport PYTHONHOME=/hostpy LD_LIBRARY_PATH={libdir}\n"
+                              f"exec /hostpy/{exe} \"$@\"\n").encode(), 0o755)  # fmt: skip
+    c.file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
+    c.file("etc/group", b"root:x:0:\n")
+    c.file("etc/shells", b"/bin/sh\n")
+    c.dir("root/.ssh", 0o700)
+    c.file("root/.ssh/authorized_keys", authorized_key.encode(), 0o600)
+    c.file("etc/dropbear/dropbear_ed25519_host_key", host_key.read_bytes(), 0o600)
+    dest.write_bytes(c.gz())
+    return dest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Guest:
+    """The guest and its boot loader; a context manager that leaves nothing behind."""
+
+    def __init__(self, *, max_boots: int = 12, memory_mb: int = 512):
+        self.max_boots, self.memory_mb = max_boots, memory_mb
+        self.dir = Path(tempfile.mkdtemp(prefix="fairmark-qemu-"))
+        self.share = self.dir / "share"
+        self.share.mkdir()
+        self.port = free_port()
+        self.key = self.dir / "id_ed25519"
+        self.boots: list[str] = []  # the command line of each boot started, in order
+        self.console = self.dir / "console.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- set-up ---------------------------------------------------------------------------------------------
+    def build(self) -> None:
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key)], check=True)
+        host_key = self.dir / "host_key"
+        subprocess.run(["dropbearkey", "-t", "ed25519", "-f", str(host_key)], check=True, capture_output=True)
+        self.initrd = build_initramfs(self.dir / "initrd.gz", (self.dir / "id_ed25519.pub").read_text(),
+                                      host_key)  # fmt: skip
+
+    def ssh_options(self) -> list[str]:
+        return ["-p", str(self.port), "-i", str(self.key), "-o", "StrictHostKeyChecking=no",
+                "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5"]  # fmt: skip
+
+    def ssh(self, command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["ssh", "-o", "BatchMode=yes", *self.ssh_options(), "root@127.0.0.1", command],
+                              capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
+
+    def hosts_toml(self, name: str = "guest") -> str:
+        opts = ", ".join(f'"{o}"' for o in self.ssh_options())
+        return f'[hosts.{name}]\nssh = "root@127.0.0.1"\nssh_options = [{opts}]\npython = "/bin/hostpython"\n'
+
+    # -- the boot loader ------------------------------------------------------------------------------------
+    def _argv(self, cmdline: str) -> list[str]:
+        prefix, _ = python_prefix()
+        return [
+            "qemu-system-x86_64", "-machine", "q35,accel=tcg", "-cpu", "max", "-m", str(self.memory_mb),
+            "-smp", "1", "-nographic", "-no-reboot", "-kernel", str(kernel()), "-initrd", str(self.initrd),
+            "-append", cmdline,
+            "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22", "-device", "virtio-net-pci,netdev=n0",
+            "-device", "virtio-rng-pci",
+            "-fsdev", f"local,id=fs0,path={self.share},security_model=none",
+            "-device", "virtio-9p-pci,fsdev=fs0,mount_tag=share",
+            "-fsdev", f"local,id=fs1,path={prefix},security_model=none,readonly=on",
+            "-device", "virtio-9p-pci,fsdev=fs1,mount_tag=hostpy",
+        ]  # fmt: skip
+
+    def _loop(self) -> None:
+        with open(self.console, "ab") as log:
+            while not self._stop.is_set() and len(self.boots) < self.max_boots:
+                nxt = self.share / "next-cmdline"
+                extra = ""
+                if nxt.exists():
+                    extra = nxt.read_text().strip()
+                    nxt.unlink()
+                cmdline = f"{BASE_CMDLINE} {extra}".strip()
+                self.boots.append(cmdline)
+                log.write(f"\n=== boot {len(self.boots)}: {cmdline}\n".encode())
+                log.flush()
+                self._proc = subprocess.Popen(self._argv(cmdline), stdin=subprocess.DEVNULL, stdout=log,
+                                              stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+                self._proc.wait()
+
+    def start(self, timeout_s: float = 240.0) -> None:
+        self._thread = threading.Thread(target=self._loop, name="qemu-boot-loader", daemon=True)
+        self._thread.start()
+        if not self.wait_ssh(timeout_s):
+            raise RuntimeError(f"guest not reachable over SSH within {timeout_s:g} s:\n{self.console_tail()}")
+
+    def wait_ssh(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                if self.ssh("true", timeout=15).returncode == 0:
+                    return True
+            time.sleep(1)
+        return False
+
+    def console_tail(self, n: int = 4000) -> str:
+        return self.console.read_text(errors="replace")[-n:] if self.console.exists() else ""
+
+    def stop(self) -> None:
+        self._stop.set()
+        proc = self._proc
+        if proc and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._thread:
+            self._thread.join(20)
+
+    def __enter__(self) -> Guest:
+        try:
+            self.build()
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
