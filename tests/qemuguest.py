@@ -185,6 +185,10 @@ def build_initramfs(dest: Path, authorized_key: str, host_key: Path) -> Path:
     libdir = os.path.join("/hostpy", os.path.dirname(os.path.dirname(exe)), "lib")
     c.file("bin/hostpython", (f"#!/bin/sh\nexport PYTHONHOME=/hostpy LD_LIBRARY_PATH={libdir}\n"
                               f"exec /hostpy/{exe} \"$@\"\n").encode(), 0o755)  # fmt: skip
+    # fairmark's agent as a file: dropbear caps a command line at 9000 bytes, the shipped (inline) agent is longer
+    from fairmark.remote.connection import agent_source
+
+    c.file("opt/fairmark-agent.py", agent_source(), 0o644)
     c.file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
     c.file("etc/group", b"root:x:0:\n")
     c.file("etc/shells", b"/bin/sh\n")
@@ -193,6 +197,14 @@ def build_initramfs(dest: Path, authorized_key: str, host_key: Path) -> Path:
     c.file("etc/dropbear/dropbear_ed25519_host_key", host_key.read_bytes(), 0o600)
     dest.write_bytes(c.gz())
     return dest
+
+
+def _die_with_parent() -> None:
+    """QEMU is killed when the boot loader's thread ends, even if the test process is killed (SIGKILL)."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def free_port() -> int:
@@ -235,7 +247,10 @@ class Guest:
 
     def hosts_toml(self, name: str = "guest") -> str:
         opts = ", ".join(f'"{o}"' for o in self.ssh_options())
-        return f'[hosts.{name}]\nssh = "root@127.0.0.1"\nssh_options = [{opts}]\npython = "/bin/hostpython"\n'
+        return (
+            f'[hosts.{name}]\nssh = "root@127.0.0.1"\nssh_options = [{opts}]\npython = "/bin/hostpython"\n'
+            'agent = ["/bin/hostpython", "/opt/fairmark-agent.py"]\n'
+        )
 
     # -- the boot loader ------------------------------------------------------------------------------------
     def _argv(self, cmdline: str) -> list[str]:
@@ -265,7 +280,7 @@ class Guest:
                 log.write(f"\n=== boot {len(self.boots)}: {cmdline}\n".encode())
                 log.flush()
                 self._proc = subprocess.Popen(self._argv(cmdline), stdin=subprocess.DEVNULL, stdout=log,
-                                              stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+                                              stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)  # fmt: skip
                 self._proc.wait()
 
     def start(self, timeout_s: float = 240.0) -> None:

@@ -41,6 +41,7 @@ class CellReport:
     rounds: dict[str, list[int]]  # metric → the round of each of those values (pairs cells by round)
     summaries: dict[str, dict[str, Any]]
     warnings: tuple[str, ...]
+    boots: dict[str, list[Any]] = field(default_factory=dict)  # metric → the boot id of each of those values
 
     @property
     def n_ok(self) -> int:
@@ -216,6 +217,7 @@ class RunReport:
             }
             | _stability(self)
             | _hosts(self)
+            | _boots(self)
         )
 
 
@@ -239,6 +241,14 @@ def _hosts(r: RunReport) -> dict[str, Any]:
     from fairmark.remote.report import hosts_json
 
     return hosts_json(r)
+
+
+def _boots(r: RunReport) -> dict[str, Any]:
+    """A boot-variant run's boots, each with what was verified (only for such runs)."""
+    from fairmark.report.boots import boot_records
+
+    records = boot_records(r)
+    return {"boots": records} if records else {}
 
 
 class RunArtifacts:
@@ -315,7 +325,9 @@ def load_report(store: Store, run_ref: str) -> RunReport:
         trials_by_cell[t["cell_id"]].append(t)
     cells = tuple(_cell(c, trials_by_cell.get(c["id"], []), confidence) for c in store.cells(run.id))
     calibrations = {key: row["data"] for key, row in store.calibrations(run.host_id).items()}
-    verdicts = _verdicts(cells, baseline, confidence, policy.get("min_trials"), calibrations)
+    # A plan with boot variants measured each variant in its own boots: the boot is the verdict's unit.
+    by_boot = any((v or {}).get("boot") for v in ((run.options or {}).get("variants") or {}).values())
+    verdicts = _verdicts(cells, baseline, confidence, policy.get("min_trials"), calibrations, by_boot)
     verdicts = _with_wrap_costs(verdicts, (run.options or {}).get("wrap_costs") or {})
     return RunReport(
         run=run,
@@ -355,11 +367,13 @@ def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) ->
     metrics = tuple(c["metrics"] or [])
     values: dict[str, list[float]] = {m["name"]: [] for m in metrics}
     rounds: dict[str, list[int]] = {m["name"]: [] for m in metrics}
+    boots: dict[str, list[Any]] = {m["name"]: [] for m in metrics}
     for t in trials:
         if t["status"] == "ok" and not t["warmup"]:
             for name, v in t["samples"].items():
                 values.setdefault(name, []).append(v)
                 rounds.setdefault(name, []).append(t["round"])
+                boots.setdefault(name, []).append(t.get("boot_id"))
     summaries = {m: describe(v, confidence).to_dict() for m, v in values.items() if len(v) >= 1}
     primary = values.get(c["primary_metric"], [])
     warnings = tuple(sample_warnings(primary)) if enough(primary) else ()
@@ -387,6 +401,7 @@ def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) ->
         rounds=rounds,
         summaries=summaries,
         warnings=warnings,
+        boots=boots,
     )
 
 
@@ -396,6 +411,7 @@ def _verdicts(
     confidence: float,
     first_stage: int | None = None,
     calibrations: dict[tuple[str, str], dict[str, Any]] | None = None,
+    by_boot: bool = False,
 ) -> tuple[Verdict, ...]:
     """Each group's variants against its baseline cell on the declared metrics, judged together (FDR across
     the run) by `fairmark.stats.judge`, paired by round (the run's length was set by its first `first_stage`
@@ -404,7 +420,7 @@ def _verdicts(
     by_group: dict[str, list[CellReport]] = defaultdict(list)
     for c in cells:
         by_group[c.group].append(c)
-    context = (baseline, confidence, first_stage, calibrations or {})
+    context = (baseline, confidence, first_stage, calibrations or {}, by_boot)
     pairs = [p for members in by_group.values() for p in _group_pairs(members, *context)]
     return tuple(
         Verdict(group=a.group, workload=a.workload, point=a.point, metric=m, unit=a.spec(m)["unit"],
@@ -437,6 +453,7 @@ def _group_pairs(
     confidence: float,
     first_stage: int | None,
     calibrations: dict[tuple[str, str], dict[str, Any]],
+    by_boot: bool = False,
 ) -> list[Pair]:
     base = next((c for c in members if c.variant == baseline), members[0])
     twin = next((c for c in members if c.variant == aa_twin_name(base.variant)), None)
@@ -462,7 +479,8 @@ def _group_pairs(
                      aa_percent_half_width=None if other is twin else aa,
                      calibration=other.variant.endswith(AA_SUFFIX), tag=(base, other, metric),
                      rounds=(base.rounds.get(metric, []), other.rounds.get(metric, [])), first_stage=first_stage,
-                     host_calibration=None if other is twin else calibrations.get((base.group, metric)))
+                     host_calibration=None if other is twin else calibrations.get((base.group, metric)),
+                     units=(base.boots.get(metric, []), other.boots.get(metric, [])) if by_boot else None)
             )  # fmt: skip
     return pairs
 

@@ -109,6 +109,8 @@ class Figures:
 
 
 def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dict[str, Any]]:
+    from fairmark.report.boots import levels_lines
+
     caveats = attr.verdict_caveats(report, attributions)
     rows = []
     for v in report.verdicts:
@@ -129,6 +131,7 @@ def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dic
                 "sentence": v.sentence,
                 "warnings": list(c.get("warnings") or []),
                 "caveat": caveat,
+                "levels": levels_lines(c, unit),  # boots as the unit: per-boot means, sd at each level
             }
         )
     return rows

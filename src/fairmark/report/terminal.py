@@ -11,6 +11,7 @@ from rich.table import Table
 
 from fairmark.console import console
 from fairmark.plan.model import BUILTIN_METRICS
+from fairmark.report.boots import levels_lines
 from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
 from fairmark.stats import format_median, format_percent, format_value
@@ -91,6 +92,8 @@ def _group(
         if v.group == group:
             fdr = "" if v.fdr_significant or not v.significant else " — not significant after FDR control"
             console.text(f"  {v.metric}: {v.sentence}{fdr}")
+            for line in levels_lines(v.comparison, v.unit):
+                console.text(f"    {line}")
             caveat = caveats.get((v.group, v.variant, v.metric))
             if caveat:
                 console.print(f"    [yellow]{escape(caveat)}[/]")
@@ -213,10 +216,17 @@ def render(r: RunReport, *, plot_width: int = 74) -> None:
     if r.scaling:
         console.print()
         _scaling(r)
+    from fairmark.report.boots import boot_lines
     from fairmark.report.stability import lines as stability_lines
 
     for line in stability_lines(r):
         console.text(line)
+    boots = boot_lines(r)
+    if boots:
+        console.print()
+        console.text("boots (A B B A …; the verdicts take the boot as their unit):")
+        for line in boots:
+            console.text(f"  {line}")
     _failures(r)
     significant = [v for v in r.verdicts if v.significant]
     if r.verdicts:

@@ -69,9 +69,19 @@ def _verdicts(w: Writer, report: RunReport, attrs: dict) -> None:
         w.para(f"difference {v['difference']} ({v['percent']})", "    ")
         if v["significant"] and not v["fdr_significant"]:
             w.para("not significant after false-discovery-rate control across the run", "    ")
-        for extra in [*v["warnings"], v["caveat"]]:
+        for extra in [*v["levels"], *v["warnings"], v["caveat"]]:
             if extra:
                 w.para(extra, "    ")
+
+
+def _boots(w: Writer, report: RunReport) -> None:
+    from fairmark.report.boots import boot_lines
+
+    lines = boot_lines(report)
+    if lines:
+        w.heading("Boots (A B B A …; the verdicts take the boot as their unit)", 3)
+        for line in lines:
+            w.para(line, "- ")
 
 
 def _variants(w: Writer, report: RunReport) -> None:
@@ -221,6 +231,7 @@ def _run(w: Writer, report: RunReport) -> None:
     attrs = attr.attribute_cells(report, arts)
     _verdicts(w, report, attrs)
     _hosts(w, report)
+    _boots(w, report)
     _variants(w, report)
     for group, cells in report.groups().items():
         metric = cells[0].primary_metric

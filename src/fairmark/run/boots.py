@@ -9,7 +9,8 @@ Verification: a boot counts as variant V only if
 * the boot id changed (a reboot really happened: a switch that silently failed to reboot is caught),
 * kexec's `append` words are all on the new kernel command line (`os.cmdline`),
 * FreeBSD's `nextboot -k NAME` booted /boot/NAME/kernel (`kern.bootfile`),
-* every `expect` key of the snapshot has its value (dotted path, e.g. "os.ident" = "GENERIC-NODEBUG").
+* every `expect` key of the snapshot has its value (dotted path, e.g. "os.ident" = "GENERIC-NODEBUG"),
+* no kernel command-line word that marks another variant's kexec `append` is there (run.bootrun passes them).
 Anything else is a wrong boot: it is recorded with the evidence, its trials are refused and the run stops.
 """
 
@@ -97,9 +98,10 @@ def dotted(snapshot: Mapping[str, Any], key: str) -> Any:
 
 def verify(
     variant: str, boot: Boot, snapshot: Mapping[str, Any], *, boot_id: str | None,
-    previous_boot_id: str | None, bootfile: str | None = None,
+    previous_boot_id: str | None, bootfile: str | None = None, absent: set[str] | frozenset[str] = frozenset(),
 ) -> BootCheck:  # fmt: skip
-    """Whether the machine's boot (its snapshot, boot id, FreeBSD kern.bootfile) is `variant`'s."""
+    """Whether the machine's boot (its snapshot, boot id, FreeBSD kern.bootfile) is `variant`'s. `absent`: kernel
+    command-line words that mark another variant (a boot showing one is that variant's, not this one's)."""
     bad, good = [], []
 
     def check(ok: bool, text: str) -> None:
@@ -112,6 +114,12 @@ def verify(
         words = cmdline.split()
         missing = [w for w in boot.kexec.append.split() if w not in words]
         check(not missing, f"os.cmdline: wanted {boot.kexec.append!r}, found {cmdline!r}")
+    if absent:
+        other = sorted(w for w in cmdline.split() if w in absent)
+        check(
+            not other,
+            f"os.cmdline: wanted none of {sorted(absent)} (other variants' words), found {cmdline!r}",
+        )
     if boot.nextboot_kernel is not None:
         want = f"/boot/{boot.nextboot_kernel}/kernel"
         check(bootfile == want, f"kern.bootfile: wanted {want}, found {bootfile or 'unknown'}")
@@ -138,17 +146,3 @@ def refuse(check: BootCheck) -> None:
             + "; ".join(e for e in check.evidence[:3]),
             hint="its trials are refused and the run stops; check the variant's boot switch by hand",
         )
-
-
-def not_yet_runnable(plan: Any, path: str) -> None:
-    """`fairmark run` does not drive reboots yet: a plan with boot variants would otherwise run every variant in
-    the current boot and call kernels different that never ran. Refused, with the way that works today."""
-    from fairmark.errors import PlanError
-
-    booted = [v.name for v in plan.variant if v.boot is not None]
-    if booted:
-        raise PlanError(
-            f"variants {', '.join(booted)} are boot variants; `fairmark run` does not reboot between them yet",
-            path=path, key="variant.boot",
-            hint="run the plan once per boot (≥ 2 boots per kernel), then: fairmark compare-runs A1 A2 --vs B1 B2",
-        )  # fmt: skip

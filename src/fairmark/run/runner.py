@@ -347,9 +347,14 @@ class Runner:
         order = Order(seed)
         status = "interrupted"
         try:
-            for rt in runtimes:
-                if any(cs.status == "active" for cs in rt.cells):
-                    self._workload(rt, order)
+            if any(v.boot for v in self.plan.variant):  # kernels: one boot per block, A B B A … (run.bootrun)
+                from fairmark.run.bootrun import BootRun
+
+                BootRun(self).execute(runtimes, order)
+            else:
+                for rt in runtimes:
+                    if any(cs.status == "active" for cs in rt.cells):
+                        self._workload(rt, order)
             status = "done"
         except FairmarkError as exc:
             status = "interrupted" if getattr(exc, "resumable", False) else "failed"

@@ -1,0 +1,61 @@
+"""What a report shows of a run with boot variants (issue 14): each boot (its variant, id, how long it took to
+come back, what was verified) and, per verdict with boots as the unit, the per-boot means and the variance at
+each level (between boots, within a boot) that the verdict rests on."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fairmark.stats.digits import format_pair
+
+if TYPE_CHECKING:
+    from fairmark.report.data import RunReport
+
+
+def boot_records(report: RunReport) -> list[dict[str, Any]]:
+    """The newest record of each boot block, in boot order (run.bootrun writes them)."""
+    latest: dict[int, dict[str, Any]] = {}
+    for a in report.artifacts("boot"):
+        latest[int(a["data"]["block"])] = a["data"]
+    return [latest[i] for i in sorted(latest)]
+
+
+def boot_lines(report: RunReport) -> list[str]:
+    out = []
+    for rec in boot_records(report):
+        what = {
+            "verified": "verified",
+            "wrong": "REFUSED (not this variant)",
+            "rebooting": "rebooting, not back",
+        }
+        status = what.get(rec.get("phase", ""), rec.get("phase", ""))
+        took = f" after {rec['seconds']:g} s" if rec.get("seconds") is not None else ""
+        where = f" on host {rec['host']}" if rec.get("host") else ""
+        line = f"boot {rec['block'] + 1} ({rec['variant']}{where}): {status}{took}; boot id {rec.get('boot_id') or '—'}"
+        evidence = (rec.get("check") or {}).get("evidence") or []
+        out.append(line + (f" — {'; '.join(evidence)}" if evidence else ""))
+    return out
+
+
+def levels_lines(comparison: dict[str, Any], unit: str) -> list[str]:
+    """Per-unit means and the sd at each level of a verdict judged with boots (or hosts) as the unit."""
+    lv = comparison.get("levels")
+    if not lv:
+        return []
+    top, trial = lv["levels"]
+    level = lv["unit"]
+    sd_t = trial.get("sd") or 0.0
+    suffix = f" {unit}" if unit and unit != "%" else unit
+
+    def means(xs: list[float]) -> str:  # digits as far as the within-boot spread supports
+        return ", ".join(format_pair(x, sd_t / 2 if sd_t else None)[0] + suffix for x in xs)
+
+    def sd(x: float | None) -> str:
+        return "unknown" if x is None else f"{x:.2g}{suffix}"
+
+    names = (comparison.get("name_baseline", "A"), comparison.get("name_other", "B"))
+    return [
+        f"{level} means — {names[0]}: {means(top['means_baseline'])}; {names[1]}: {means(top['means_other'])}",
+        f"between-{level} sd {sd(top['sd'])} ({top['n_baseline']} vs {top['n_other']} {level}s); within-{level} "
+        f"sd {sd(trial['sd'])} ({trial['n']} trials, {trial['per_unit']:.3g} per {level})",
+    ]

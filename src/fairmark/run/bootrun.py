@@ -1,0 +1,415 @@
+"""`fairmark run` of a plan with boot variants (issue 14): blocks of boots A B B A …, each block one boot.
+
+For each block: switch the machine's next boot to the block's variant, reboot, wait (bounded by the variant's
+`boot.timeout_s`), verify the boot that came back (run.boots.verify: a new boot id, the kernel command line or
+kern.bootfile, the `expect` keys of a fresh environment snapshot, and none of the words that mark the OTHER
+variants' kexec command lines), store that snapshot and the check, then run every workload's cells of that
+variant: a warm-up (at least one trial per cell: the first trial of a boot meets cold caches) and
+`trials_per_boot` measured trials. The verdict then takes the boot as its unit (stats.levels, through the
+report's read model: every trial carries its boot id).
+
+Where the machine is:
+* remote (`host = …`): the controller drives the host over SSH (its HostConnection) and never runs on it;
+* local (no host): fairmark reboots the machine it runs on. Before the reboot it installs the one-shot boot
+  hook (run.variants.boothook: journaled, so a finished, failed or killed run never leaves it behind) that runs
+  `fairmark resume RUN` in the next boot; the resumed run verifies the boot it finds itself in.
+
+Records (artifacts of the run, append-only; the newest per block counts): kind "boot" — {block, variant, k,
+host, phase: "rebooting" | "verified" | "wrong", previous_boot_id, boot_id, check, switch, seconds}; kind
+"env.boot" — the snapshot of each verified or refused boot. Resume (after the controller's crash, or in the
+next boot in local mode) skips finished blocks, continues a block in its verified boot when the machine is
+still in it, verifies a boot a pending reboot led to, and otherwise switches and reboots again.
+
+A wrong boot is recorded with its evidence and ends the run (failed, exit 3): no trial runs in it. A machine
+that does not come back ends it as interrupted (exit 3) with what was waited for; `fairmark resume` continues.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fairmark.errors import EnvironmentRefused
+from fairmark.plan.model import Boot, Plan, RunPolicy
+from fairmark.run.boots import (
+    BootCheck,
+    WrongBoot,
+    boot_order,
+    describe,
+    parse_bootfile,
+    reboot_command,
+    switch_commands,
+    verify,
+)
+from fairmark.store.db import now
+
+if TYPE_CHECKING:
+    from fairmark.plan.schedule import Order
+    from fairmark.run.prepare import CellState, WorkloadRuntime
+    from fairmark.run.runner import Runner
+
+
+class HostDidNotReturn(EnvironmentRefused):
+    """The machine did not come back from a reboot (or never went down) in time."""
+
+    resumable = True  # the run is interrupted: `fairmark resume RUN` continues once the machine is back
+
+
+def has_boot_variants(plan: Plan) -> bool:
+    return any(v.boot is not None for v in plan.variant)
+
+
+@dataclass(frozen=True)
+class Block:
+    index: int  # position in the boot order
+    variant: str
+    k: int  # this variant's k-th boot (0-based)
+
+
+def blocks(variants: list[str], boots: int) -> list[Block]:
+    out, seen = [], dict.fromkeys(variants, 0)
+    for i, v in enumerate(boot_order(variants, boots)):
+        out.append(Block(i, v, seen[v]))
+        seen[v] += 1
+    return out
+
+
+def warmup_per_boot(policy: RunPolicy) -> int:
+    return max(1, policy.warmup)
+
+
+def trials_per_boot(policy: RunPolicy) -> int:
+    """The run's trial budget spread over the boots (≥ min_trials per boot, so each boot has a within-boot
+    variance); more boots, not more trials per boot, is what usually buys precision (the report says which)."""
+    return max(policy.min_trials, math.ceil(policy.max_trials / policy.boots))
+
+
+def block_rounds(k: int, warmup: int, per_boot: int) -> list[int]:
+    """The rounds of a variant's k-th boot: its own warm-up rounds (negative), then its measured rounds."""
+    return [-(k * warmup + j + 1) for j in range(warmup)] + [k * per_boot + j for j in range(per_boot)]
+
+
+def distinguishing_words(plan: Plan, variant: str) -> set[str]:
+    """Kernel command-line words the OTHER variants' kexec append has and this one's has not: a boot of this
+    variant must not show them (two variants differing by `mitigations=off` are told apart both ways)."""
+    own = plan.variant_named(variant).boot
+    mine = set((own.kexec.append or "").split()) if own and own.kexec else set()
+    words: set[str] = set()
+    for v in plan.variant:
+        if v.name != variant and v.boot and v.boot.kexec and v.boot.kexec.append:
+            words |= set(v.boot.kexec.append.split()) - mine
+    return words
+
+
+# -- the machine being rebooted ------------------------------------------------------------------------------
+class RemoteMachine:
+    """A [hosts.NAME] driven over its SSH connection (remote.connection.HostConnection)."""
+
+    def __init__(self, runner: Runner, host: str):
+        self.runner, self.name = runner, host
+        self.remote = runner.remote
+        self.conn = self.remote.conns[host]
+
+    def boot_id(self) -> str:
+        return str(self.conn.hello.get("boot_id") or self.conn.boot_id())
+
+    def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+        return self.conn.run(argv, timeout_s=timeout_s)
+
+    def reboot(self, boot: Boot, previous: str) -> str:
+        from fairmark.remote.connection import AgentError, ConnectionLost
+
+        try:
+            self.conn.call("bye")  # the agent restores what it changed on the host (sysctls) and ends
+        except (ConnectionLost, AgentError):
+            pass
+        argv = reboot_command(boot)
+        try:
+            res = self.conn.run(argv, timeout_s=60)
+            # 255: ssh's own status when the host closed the connection while going down
+            if res.returncode not in (0, 255) and res.returncode > 0:
+                raise HostDidNotReturn(f"host {self.name}: the reboot command `{' '.join(argv)}` failed "
+                                       f"(exit {res.returncode}): {(res.stderr or res.stdout).strip()[-400:]}")  # fmt: skip
+        except subprocess.TimeoutExpired:
+            pass  # the connection hung while the host went down
+        try:
+            hello = self.conn.wait_reboot(previous, timeout_s=boot.timeout_s, poll_s=2.0)
+        except ConnectionLost as exc:
+            raise HostDidNotReturn(
+                f"host {self.name} did not come back in a new boot within {boot.timeout_s:g} s after "
+                f"`{' '.join(argv)}`: {exc.message}",
+                hint="the run is interrupted; when the host is back, `fairmark resume RUN` switches and reboots "
+                "it again for this block",
+            ) from None
+        self._new_session()
+        return str(hello["boot_id"])
+
+    def _new_session(self) -> None:
+        """The new boot's agent: the host's run lock again, a fresh executor state, sysctls re-applied."""
+        self.remote._lock(self.name, self.conn)
+        ex = self.remote.executors[self.name]
+        ex.down, ex.last_boot_id = None, None
+        self.remote.wanted.pop(self.name, None)
+
+    def guard(self, verified: Any) -> None:
+        """A reconnection in the middle of a block (the link dropped, or the host rebooted on its own) must find
+        the verified boot: else the trials that follow would run in an unverified one."""
+        ex = self.remote.executors[self.name]
+
+        def check() -> None:
+            now_id = self.conn.hello.get("boot_id")
+            if verified() and now_id != verified():
+                raise WrongBoot(f"host {self.name} rebooted during a boot block (boot {verified()} → {now_id}): "
+                                "the run stops", hint="`fairmark resume RUN` reboots into the variant again")  # fmt: skip
+            self.remote._reapply(self.name)
+
+        ex.on_reconnect = check
+
+    def snapshot(self) -> dict[str, Any]:
+        from fairmark.remote.probe import remote_snapshot
+
+        return remote_snapshot(self.conn)
+
+    def bootfile(self) -> str | None:
+        if self.conn.hello.get("os") != "freebsd":
+            return None
+        return parse_bootfile(self.conn.run(["sysctl", "kern.bootfile"], timeout_s=30).stdout)
+
+
+class LocalMachine:
+    """The machine fairmark runs on: it reboots itself, and a one-shot boot hook resumes the run."""
+
+    name = None
+
+    def __init__(self, runner: Runner):
+        self.runner = runner
+
+    def boot_id(self) -> str:
+        from fairmark.run.trial import local_boot_id
+
+        return local_boot_id() or ""
+
+    def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+
+    def reboot(self, boot: Boot, previous: str) -> str:
+        from fairmark.run.variants.boothook import install
+
+        kind, root = hook_kind()
+        argv = [sys.executable, "-m", "fairmark", "resume", self.runner.run_id, "--accept-risk",
+                "--store", self.runner.store.url]  # fmt: skip
+        install(self.runner.system.journal, argv, kind=kind, root=root)
+        reboot = reboot_command(boot)
+        res = self.run(reboot, timeout_s=60)
+        if res.returncode != 0:
+            raise HostDidNotReturn(f"this machine's reboot command `{' '.join(reboot)}` failed (exit "
+                                   f"{res.returncode}): {(res.stderr or res.stdout).strip()[-400:]}")  # fmt: skip
+        _await_shutdown(boot.timeout_s)
+        raise HostDidNotReturn(
+            f"this machine did not go down within {boot.timeout_s:g} s after `{' '.join(reboot)}`",
+            hint="the boot hook is removed; check the reboot command, then `fairmark resume RUN`",
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        from fairmark.probe import take_snapshot
+
+        return take_snapshot("/", workdir=os.getcwd())
+
+    def bootfile(self) -> str | None:
+        if not sys.platform.startswith("freebsd"):
+            return None
+        return parse_bootfile(self.run(["sysctl", "kern.bootfile"], timeout_s=30).stdout)
+
+
+def hook_kind() -> tuple[str, str]:
+    """Which one-shot boot hook this machine takes, and the root it is installed under ($FAIRMARK_BOOTHOOK_ROOT:
+    a sysroot in tests). Refused where nothing would run it after the reboot."""
+    root = os.environ.get("FAIRMARK_BOOTHOOK_ROOT", "/")
+    if sys.platform.startswith("freebsd"):
+        return "rc.d", root
+    if os.path.isdir(os.path.join(root, "run/systemd/system")):
+        return "systemd", root
+    raise EnvironmentRefused(
+        "boot variants on this machine need systemd (its one-shot unit resumes the run after each reboot), "
+        "and this machine does not run systemd",
+        hint='run the plan from another machine with the variants on a host: host = "NAME" and [hosts.NAME]',
+    )
+
+
+def _await_shutdown(timeout_s: float) -> None:
+    """Wait for the shutdown to end this process. Its SIGTERM must not run the run's clean-up, which would
+    remove the boot hook and mark the run finished: everything is already stored, so exit at once."""
+    import signal
+
+    before = {sig: signal.signal(sig, lambda *_: os._exit(0)) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
+
+
+# -- the run ----------------------------------------------------------------------------------------------
+class BootRun:
+    def __init__(self, runner: Runner):
+        self.runner = runner
+        plan = runner.plan
+        hosts = {v.host for v in plan.variant}
+        if len(hosts) != 1:
+            from fairmark.errors import PlanError
+
+            raise PlanError("boot variants must all run on the same machine (one host, or all local): "
+                            f"found {sorted(str(h) for h in hosts)}", path=runner.loaded.path, key="variant.host")  # fmt: skip
+        host = next(iter(hosts))
+        self.machine: Any = RemoteMachine(runner, host) if host else LocalMachine(runner)
+        self.policy = runner.policy
+        self.blocks = blocks([v.name for v in plan.variant], self.policy.boots)
+        self.warmup, self.per_boot = warmup_per_boot(self.policy), trials_per_boot(self.policy)
+        self.verified: str | None = None  # the boot id the current block's trials must run in
+        if isinstance(self.machine, RemoteMachine):
+            self.machine.guard(lambda: self.verified)
+
+    # -- records
+    def _records(self) -> dict[int, dict[str, Any]]:
+        latest: dict[int, dict[str, Any]] = {}
+        for a in self.runner.store.artifacts(self.runner.run_id, kind="boot"):
+            latest[int(a["data"]["block"])] = a["data"]
+        return latest
+
+    def _record(self, block: Block, **data: Any) -> dict[str, Any]:
+        rec = {"block": block.index, "variant": block.variant, "k": block.k, "host": self.machine.name,
+               "at": now().isoformat(), **data}  # fmt: skip
+        self.runner.store.add_artifact(self.runner.run_id, kind="boot", name=str(block.index),
+                                       content_type="application/json", data=rec)  # fmt: skip
+        return rec
+
+    # -- the loop
+    def execute(self, runtimes: list[WorkloadRuntime], order: Order) -> None:
+        self.order = order
+        records = self._records()
+        for block in self.blocks:
+            if self._block_done(runtimes, block):
+                continue
+            self._enter(block, records.get(block.index))
+            self._run_block(runtimes, block)
+        reason = f"{self.policy.boots} boots per variant × {self.per_boot} trials per boot (A B B A …)"
+        for rt in runtimes:
+            for cs in rt.cells:
+                if cs.status == "active":
+                    self.runner._stop(cs, "done", reason)
+
+    def _cells(self, rt: WorkloadRuntime, block: Block) -> list[CellState]:
+        return [cs for cs in rt.cells if cs.cell.variant == block.variant and cs.status == "active"]
+
+    def _block_done(self, runtimes: list[WorkloadRuntime], block: Block) -> bool:
+        rounds = block_rounds(block.k, self.warmup, self.per_boot)
+        return all(r in cs.rounds_done for rt in runtimes for cs in self._cells(rt, block) for r in rounds)
+
+    def _enter(self, block: Block, rec: dict[str, Any] | None) -> None:
+        """Be in a verified boot of the block's variant: the one already verified, the one a pending reboot
+        led to, or a new one."""
+        note = self.runner.progress.note
+        current = self.machine.boot_id()
+        if rec and rec.get("phase") == "verified" and rec.get("boot_id") == current:
+            note(
+                f"boot {block.index + 1}/{len(self.blocks)} ({block.variant}): continuing in its verified boot"
+            )
+            self.verified = current
+            return
+        if rec and rec.get("phase") == "rebooting" and current and current != rec.get("previous_boot_id"):
+            self._verify(block, current, rec["previous_boot_id"], rec.get("started", time.time()))
+            return
+        boot = self.runner.plan.variant_named(block.variant).boot
+        assert boot is not None
+        where = f"host {self.machine.name}" if self.machine.name else "this machine"
+        note(f"boot {block.index + 1}/{len(self.blocks)}: switching {where} to variant {block.variant} "
+             f"({describe(boot)}) and rebooting")  # fmt: skip
+        self._switch(block, boot)
+        started = time.time()
+        self._record(block, phase="rebooting", previous_boot_id=current, boot_id=None, switch=describe(boot),
+                     started=started)  # fmt: skip
+        new = self.machine.reboot(boot, current)
+        self._verify(block, new, current, started)
+
+    def _switch(self, block: Block, boot: Boot) -> None:
+        for argv in switch_commands(boot):
+            res = self.machine.run(argv, timeout_s=300)
+            if res.returncode != 0:
+                out = (res.stderr or res.stdout or "").strip()[-600:]
+                raise EnvironmentRefused(
+                    f"variant {block.variant!r}: the boot switch `{' '.join(argv)}` failed (exit "
+                    f"{res.returncode}){': ' + out if out else ''}",
+                    hint="the machine was not rebooted; fix the variant's boot switch and `fairmark resume RUN`",
+                )
+
+    def _verify(self, block: Block, boot_id: str, previous: str, started: float) -> None:
+        boot = self.runner.plan.variant_named(block.variant).boot
+        assert boot is not None
+        snap = self.machine.snapshot()
+        check = verify(block.variant, boot, snap, boot_id=boot_id, previous_boot_id=previous,
+                       bootfile=self.machine.bootfile(), absent=distinguishing_words(self.runner.plan, block.variant))  # fmt: skip
+        self.runner.store.add_artifact(self.runner.run_id, kind="env.boot", name=str(block.index),
+                                       content_type="application/json", data=snap)  # fmt: skip
+        seconds = round(time.time() - started, 1)
+        self._record(block, phase="verified" if check.ok else "wrong", previous_boot_id=previous,
+                     boot_id=boot_id, check=check.to_dict(), switch=describe(boot), seconds=seconds)  # fmt: skip
+        self._refuse(check, block)
+        self.runner.progress.note(
+            f"boot {block.index + 1}/{len(self.blocks)} ({block.variant}) verified after {seconds:g} s: "
+            + "; ".join(check.evidence)
+        )
+        self.verified = boot_id
+
+    def _refuse(self, check: BootCheck, block: Block) -> None:
+        if not check.ok:
+            raise WrongBoot(
+                f"boot {block.index + 1}/{len(self.blocks)}: the machine booted something other than variant "
+                f"{block.variant!r}: " + "; ".join(e for e in check.evidence if e),
+                hint="no trial ran in this boot and the run stops; the boot and its snapshot are stored with the "
+                "run — check the variant's boot switch by hand",
+            )
+
+    def _run_block(self, runtimes: list[WorkloadRuntime], block: Block) -> None:
+        from fairmark.run.stage import workload_stage
+
+        runner = self.runner
+        rounds = block_rounds(block.k, self.warmup, self.per_boot)
+        for rt in runtimes:
+            if not any(r not in cs.rounds_done for cs in self._cells(rt, block) for r in rounds):
+                continue
+            stage = workload_stage(rt, self.policy, remote=runner.remote, phase=runner.progress.workload,
+                                   keep_scratch=runner.options.keep_scratch)  # fmt: skip
+            with stage as contexts:
+                for r in rounds:
+                    for cs in self._order(rt, block, r):
+                        if r not in cs.rounds_done:
+                            runner._trial(rt, contexts, cs, r)
+                            self._same_boot(block)
+                    runner.watch.sample(runner.store, runner.run_id, runner.progress.note)
+
+    def _order(self, rt: WorkloadRuntime, block: Block, r: int) -> list[CellState]:
+        by_cell = {cs.cell: cs for cs in self._cells(rt, block)}
+        return [by_cell[c] for c in self.order.round(rt.workload.name, r, list(by_cell))]
+
+    def _same_boot(self, block: Block) -> None:
+        """A trial that ran in another boot than the verified one (the machine rebooted on its own) stops the
+        run: the block's boot is no longer the verified variant."""
+        seen = self._trial_boot_id()
+        if seen and self.verified and seen != self.verified:
+            raise WrongBoot(
+                f"boot {block.index + 1}/{len(self.blocks)} ({block.variant}): the machine rebooted during the "
+                f"block (boot {self.verified} → {seen}); the run stops",
+                hint="`fairmark resume RUN` reboots into the variant again and finishes the block",
+            )
+
+    def _trial_boot_id(self) -> str | None:
+        if self.runner.remote:
+            ex = self.runner.remote.executors[self.machine.name]
+            return ex.last_boot_id
+        return self.machine.boot_id()
