@@ -47,6 +47,16 @@ def test_redact_text_keeps_structure_and_hides_only_the_secret() -> None:
     assert "https://u:<redacted>@example.org/x" in out
 
 
+def test_a_plan_stays_valid_toml_after_redaction() -> None:
+    # A stored plan is parsed again by `fairmark resume`: a redacted value must not swallow the closing quote.
+    import tomllib
+
+    plan = 'ssh_options = ["-o", "StrictHostKeyChecking=no", "-p", "22"]\nenv = { X = "token=abc123def" }\n'
+    out = tomllib.loads(redact_text(plan))
+    assert out["ssh_options"][1] == "StrictHostKeyChecking=<redacted>" and out["ssh_options"][2:] == ["-p", "22"]
+    assert "abc123def" not in str(out)
+
+
 def test_mitigation_words_are_not_mistaken_for_secrets() -> None:
     text = "Mitigation: Speculative Store Bypass disabled via prctl"
     assert redact_text(text) == text

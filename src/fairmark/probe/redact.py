@@ -30,7 +30,7 @@ _KNOWN_TOKEN_RE = re.compile(
 # `name=value` / `name: value` inside free text (command lines, config dumps) where the name is secret.
 _ASSIGN_RE = re.compile(
     r"(?<![\w.-])(?P<name>[\w.-]*(?:" + "|".join(SECRET_WORDS) + r")[\w.-]*)(?P<sep>\s*[=:]\s*)"
-    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;]+)",
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;\"']+)",  # unquoted: up to a quote (a TOML list's item ends there)
     re.IGNORECASE,
 )
 _RANDOMISH_RE = re.compile(r"^[A-Za-z0-9_+=.~-]{24,}$")  # ~ appears in Azure client secrets
