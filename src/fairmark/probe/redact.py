@@ -33,6 +33,7 @@ _ASSIGN_RE = re.compile(
     r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;\"']+)",  # unquoted: up to a quote (a TOML list's item ends there)
     re.IGNORECASE,
 )
+_SWITCH_VALUES = {"yes", "no", "true", "false", "on", "off"}
 _RANDOMISH_RE = re.compile(r"^[A-Za-z0-9_+=.~-]{24,}$")  # ~ appears in Azure client secrets
 _WORD_RE = re.compile(r"[^\s\"',;:@/=]+")
 
@@ -70,7 +71,9 @@ def redact_text(text: str) -> str:
     text = _KNOWN_TOKEN_RE.sub(REDACTED, text)
 
     def _assign(m: re.Match[str]) -> str:
-        return m[0] if m["value"] == REDACTED else m["name"] + m["sep"] + REDACTED
+        # A switch (StrictHostKeyChecking=no, auth=off) is no secret, and a plan must stay runnable.
+        keep = m["value"] == REDACTED or m["value"].strip("\"'").lower() in _SWITCH_VALUES
+        return m[0] if keep else m["name"] + m["sep"] + REDACTED
 
     text = _ASSIGN_RE.sub(_assign, text)
     return _WORD_RE.sub(lambda m: REDACTED if looks_like_key(m[0]) else m[0], text)
