@@ -234,12 +234,18 @@ class Guest:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key)], check=True)
         host_key = self.dir / "host_key"
         subprocess.run(["dropbearkey", "-t", "ed25519", "-f", str(host_key)], check=True, capture_output=True)
+        public = subprocess.run(["dropbearkey", "-y", "-f", str(host_key)], check=True, capture_output=True,
+                                text=True).stdout  # fmt: skip
+        line = next(x for x in public.splitlines() if x.startswith("ssh-ed25519 "))
+        # the guest's host key is known: ssh checks it as it would any host's (no StrictHostKeyChecking=no)
+        (self.dir / "known_hosts").write_text(f"[127.0.0.1]:{self.port} {' '.join(line.split()[:2])}\n")
         self.initrd = build_initramfs(self.dir / "initrd.gz", (self.dir / "id_ed25519.pub").read_text(),
                                       host_key)  # fmt: skip
 
     def ssh_options(self) -> list[str]:
-        return ["-p", str(self.port), "-i", str(self.key), "-o", "StrictHostKeyChecking=no",
-                "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5"]  # fmt: skip
+        known = f"UserKnownHostsFile={self.dir / 'known_hosts'}"
+        return ["-p", str(self.port), "-i", str(self.key), "-o", known, "-o", "LogLevel=ERROR",
+                "-o", "ConnectTimeout=5"]  # fmt: skip
 
     def ssh(self, command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["ssh", "-o", "BatchMode=yes", *self.ssh_options(), "root@127.0.0.1", command],

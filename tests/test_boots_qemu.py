@@ -126,8 +126,8 @@ def test_a_switch_that_does_nothing_is_refused(tmp_path: Path, guest: qemuguest.
     from fairmark.store.db import Store
 
     store = Store.open(os.environ["FAIRMARK_STORE"])
-    (run,) = store.list_runs()[:1]
-    assert store.get_run(run.id).status == "failed"
-    assert store.trials(run.id) == []  # no trial ran in the wrong boot
-    (rec,) = [a["data"] for a in store.artifacts(run.id, kind="boot") if a["data"]["phase"] == "wrong"]
+    run = store.list_runs()[0]
+    assert run["status"] == "failed"
+    assert store.trials(run["id"]) == []  # no trial ran in the wrong boot
+    (rec,) = [a["data"] for a in store.artifacts(run["id"], kind="boot") if a["data"]["phase"] == "wrong"]
     assert rec["check"]["ok"] is False and "mitigations=off" in rec["check"]["evidence"][0]

@@ -122,7 +122,37 @@ def test_verify_linux_cmdline_and_a_switch_that_did_nothing():
     assert not same.ok and same.evidence[0].startswith("boot id: wanted a new boot")
 
 
-def test_run_refuses_boot_variants_until_it_reboots(tmp_path, fairmark_cli):
-    (tmp_path / "k.toml").write_text(PLAN)
-    code, _, err = fairmark_cli("run", str(tmp_path / "k.toml"), "--store", f"sqlite:///{tmp_path / 'x.db'}")
-    assert code == 2 and "boot variants" in err and "compare-runs A1 A2 --vs B1 B2" in err
+def test_blocks_rounds_and_trials_per_boot():
+    from fairmark.plan.model import RunPolicy
+    from fairmark.run.bootrun import block_rounds, blocks, trials_per_boot, warmup_per_boot
+
+    bs = blocks(["a", "b"], 3)
+    assert [(b.variant, b.k) for b in bs] == [("a", 0), ("b", 0), ("b", 1), ("a", 1), ("a", 2), ("b", 2)]
+    policy = RunPolicy(warmup=0, min_trials=3, max_trials=10, boots=3)
+    assert (warmup_per_boot(policy), trials_per_boot(policy)) == (1, 4)  # a warm-up in every boot, always
+    assert trials_per_boot(RunPolicy(min_trials=5, max_trials=6, boots=4)) == 5  # ≥ min_trials per boot
+    rounds = [block_rounds(k, 1, 4) for k in range(3)]
+    assert rounds[1] == [-2, 4, 5, 6, 7]  # its own warm-up round, then its measured rounds
+    flat = [r for rs in rounds for r in rs]
+    assert len(flat) == len(set(flat))  # the boots of one variant never share a round (resume knows each)
+
+
+def test_the_other_variants_words_mark_a_wrong_boot():
+    from fairmark.run.bootrun import distinguishing_words
+
+    plan = parse_plan(
+        "[[workload]]\nname = 'w'\ncommand = ['true']\n"
+        "[[variant]]\nname = 'on'\nboot = { kexec = { kernel = '/k', append = 'quiet' } }\n"
+        "[[variant]]\nname = 'off'\nboot = { kexec = { kernel = '/k', append = 'quiet mitigations=off' } }\n"
+    )
+    assert (
+        distinguishing_words(plan, "on") == {"mitigations=off"} and distinguishing_words(plan, "off") == set()
+    )
+    on = plan.variant_named("on").boot
+    snap = {
+        "os": {"cmdline": "quiet mitigations=off"}
+    }  # 'quiet' is there, but so is the other variant's word
+    check = verify("on", on, snap, boot_id="b2", previous_boot_id="b1", absent={"mitigations=off"})
+    assert not check.ok and "other variants' words" in check.evidence[0]
+    assert verify("on", on, {"os": {"cmdline": "quiet"}}, boot_id="b2", previous_boot_id="b1",
+                  absent={"mitigations=off"}).ok  # fmt: skip
