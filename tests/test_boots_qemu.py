@@ -71,7 +71,7 @@ def test_abba_over_four_verified_boots(tmp_path: Path, guest: qemuguest.Guest, f
     )
     first = len(guest.boots)
     code, out, err = fairmark_cli("run", plan(tmp_path, guest, variants), "--json", "--accept-risk")
-    assert code == 0, err + guest.console_tail()
+    assert code == 0, err + "\n--- guest console ---\n" + guest.console_tail(2000)
     report = json.loads(out)
     boots = report["boots"]
     assert [b["variant"] for b in boots] == ["default", "nomitig", "nomitig", "default"]  # A B B A

@@ -156,3 +156,15 @@ def test_the_other_variants_words_mark_a_wrong_boot():
     assert not check.ok and "other variants' words" in check.evidence[0]
     assert verify("on", on, {"os": {"cmdline": "quiet"}}, boot_id="b2", previous_boot_id="b1",
                   absent={"mitigations=off"}).ok  # fmt: skip
+
+
+def test_dry_run_lists_the_boots(tmp_path, fairmark_cli):
+    import json
+
+    (tmp_path / "k.toml").write_text(PLAN)
+    code, out, err = fairmark_cli("run", str(tmp_path / "k.toml"), "--dry-run", "--json")
+    assert code == 0, err
+    boots = json.loads(out)["boots"]
+    assert [b.split(":")[0] for b in boots] == [f"boot {i}" for i in range(1, 7)]  # 3 boots per variant
+    assert "boot 1: debug — `bectl activate -t debug`, then `shutdown -r now`" in boots[0]
+    assert "kexec -l /boot/vmlinuz-6.1.0-nodebug --append=mitigations=off" in boots[1]

@@ -258,6 +258,7 @@ def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
         },
         "system_changes": changes,
         "hosts": hosts,
+        "boots": _boot_plan(plan, policy),
     }
     if console.json_mode:
         console.emit_json(doc)
@@ -281,6 +282,24 @@ def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
             console.text(f"  variant {variant} would change the system: {item}")
     if not any(changes.values()):
         console.text("  no system changes (env/wrap/command variants only)")
+    for line in doc["boots"]:
+        console.text(f"  {line}")
+
+
+def _boot_plan(plan: Any, policy: Any) -> list[str]:
+    """What a plan with boot variants would do, boot by boot (nothing for other plans)."""
+    if not any(v.boot for v in plan.variant):
+        return []
+    from fairmark.run.bootrun import blocks, trials_per_boot, warmup_per_boot
+    from fairmark.run.boots import describe, reboot_command
+
+    per = f"{warmup_per_boot(policy)} warm-up + {trials_per_boot(policy)} trials per cell"
+    return [
+        f"boot {b.index + 1}: {b.variant} — `{describe(boot)}`, then `{shlex.join(reboot_command(boot))}`; "
+        f"verified, then {per}"
+        for b in blocks([v.name for v in plan.variant], policy.boots)
+        for boot in [plan.variant_named(b.variant).boot]
+    ]
 
 
 commands = [run, resume]
