@@ -350,11 +350,10 @@ class Runner:
             if any(v.boot for v in self.plan.variant):  # kernels: one boot per block, A B B A … (run.bootrun)
                 from fairmark.run.bootrun import BootRun
 
-                BootRun(self).execute(runtimes, order)
-            else:
-                for rt in runtimes:
-                    if any(cs.status == "active" for cs in rt.cells):
-                        self._workload(rt, order)
+                BootRun(self).execute(runtimes, order)  # it leaves no cell active
+            for rt in runtimes:
+                if any(cs.status == "active" for cs in rt.cells):
+                    self._workload(rt, order)
             status = "done"
         except FairmarkError as exc:
             status = "interrupted" if getattr(exc, "resumable", False) else "failed"
