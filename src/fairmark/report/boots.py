@@ -33,6 +33,8 @@ def boot_lines(report: RunReport) -> list[str]:
         where = f" on host {rec['host']}" if rec.get("host") else ""
         line = f"boot {rec['block'] + 1} ({rec['variant']}{where}): {status}{took}; boot id {rec.get('boot_id') or '—'}"
         evidence = (rec.get("check") or {}).get("evidence") or []
+        if rec.get("phase") == "verified":  # its boot id is on the line already
+            evidence = [e for e in evidence if not e.startswith("boot id:")]
         out.append(line + (f" — {'; '.join(evidence)}" if evidence else ""))
     return out
 
