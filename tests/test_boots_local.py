@@ -84,3 +84,31 @@ def test_a_killed_local_run_leaves_no_hook_after_the_next_fairmark_command(tmp_p
     assert res.returncode == 0, res.stderr
     assert "removed boot hook (systemd)" in res.stderr  # … and the first fairmark command there removes it
     assert not (root / UNIT).exists()
+
+
+def test_the_blocks_trial_loop_in_this_boot(tmp_path: Path, monkeypatch) -> None:
+    """Everything of a boot run but the reboot (which would take this machine down): each block is entered as if
+    its boot had just been verified, then runs its variant's cells — stage, a warm-up, the trials of one boot.
+    Fast, so a change of the runner's API breaks here and not only in the QEMU test."""
+    from fairmark.plan.load import LoadedPlan, parse_plan
+    from fairmark.run import bootrun
+    from fairmark.run.runner import Runner, RunOptions
+
+    entered = []
+
+    def enter(self, block, rec):  # the machine: already in a verified boot of the block's variant
+        entered.append(block.variant)
+        self.verified = self.machine.boot_id()
+
+    monkeypatch.setattr(bootrun.BootRun, "_enter", enter)
+    text = Path(plan(tmp_path, 5)).read_text().replace("boots = 1", "boots = 2")
+    store = Store.open(os.environ["FAIRMARK_STORE"])
+    run_id = Runner(LoadedPlan(parse_plan(text), "p.toml", text), store, RunOptions(probe=False)).start()
+    assert entered == ["a", "b", "b", "a"]
+    cells = {c["id"]: c for c in store.cells(run_id)}
+    trials = store.trials(run_id)
+    for cell in cells.values():
+        mine = [t for t in trials if t["cell_id"] == cell["id"]]
+        assert sorted(t["round"] for t in mine) == [-2, -1, 0, 1, 2, 3, 4, 5]  # per boot: a warm-up, 3 trials
+        assert cell["status"] == "done" and "2 boots per variant × 3 trials per boot" in cell["stop_reason"]
+    assert store.get_run(run_id).status == "done"
