@@ -11,6 +11,7 @@ import math
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -147,6 +148,13 @@ def test_random_toml_documents_load_or_fail_with_file_line_key(text: str) -> Non
 @given(mutated_plans())
 def test_mutated_shipped_plans_load_or_fail_with_file_line_key(text: str) -> None:
     check(text)
+
+
+def test_an_integer_longer_than_python_converts_is_refused_with_its_line() -> None:
+    """Found by the 10 000-example run: tomllib raised int()'s digit-limit ValueError, not a TOML error."""
+    assert not check("[run]\nwarmup = 1\nmin_trials = " + "7" * 5000 + "\n")
+    with pytest.raises(PlanError, match=rf"^{re.escape(NAME)}:3: not valid TOML"):
+        parse_plan("title = 'x'\n[run]\nseed = " + "1" * 4301 + "\n", NAME)
 
 
 def test_the_shipped_plans_load() -> None:
