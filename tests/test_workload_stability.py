@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,12 @@ FIX = Path(__file__).parent / "fixtures" / "tools" / "stability"
 root_kmsg = pytest.mark.skipif(
     os.geteuid() != 0 or not os.access("/dev/kmsg", os.W_OK), reason="needs root and /dev/kmsg"
 )
-OOPS = "BUG: kernel NULL pointer dereference, address: 0000000000000008 (fairmark planted test message)"
-OOPS2 = "Oops: 0002 [#1] PREEMPT SMP NOPTI (fairmark planted test message)"
-HUNG = "INFO: task fairmark-plant:4242 blocked for more than 120 seconds. (fairmark planted test message)"
+# The kernel log is the machine's: another test session planting the same messages at the same time must not
+# be counted as ours, so each session's messages carry their own token.
+MARK = f"(fairmark planted test message {uuid.uuid4().hex[:12]})"
+OOPS = f"BUG: kernel NULL pointer dereference, address: 0000000000000008 {MARK}"
+OOPS2 = f"Oops: 0002 [#1] PREEMPT SMP NOPTI {MARK}"
+HUNG = f"INFO: task fairmark-plant:4242 blocked for more than 120 seconds. {MARK}"
 
 
 @root_kmsg
@@ -34,7 +38,7 @@ def test_planted_messages_are_detected_classified_and_timed(tmp_path: Path):
     plant = f"import time\nfor m in {[OOPS, OOPS2, HUNG]!r}:\n    open('/dev/kmsg', 'w').write('<2>' + m + '\\n'); time.sleep(0.3)"
     assert kernel_log.main([str(out), "--", sys.executable, "-c", plant]) == 0
     events = kernel_log.parse_kmsg(out.read_text())
-    planted = [e for e in events if "fairmark planted" in e.text]
+    planted = [e for e in events if MARK in e.text]
     assert [e.kind for e in planted] == ["oops", "oops", "hung_task"]
     assert planted[2].text == HUNG and planted[0].time.startswith("20")
     assert all(0 <= e.t_s < 60 for e in planted) and planted[0].t_s <= planted[2].t_s
@@ -131,7 +135,7 @@ def test_run_shows_planted_events_with_their_time(tmp_path: Path):
         planter.join()
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json_out(res.stdout)
-    planted = [e for e in doc["kernel_events"] if "fairmark planted" in e["text"]]
+    planted = [e for e in doc["kernel_events"] if MARK in e["text"]]
     assert {e["kind"] for e in planted} == {"oops", "hung_task"}
     assert all(e["time"].startswith("20") and e["variant"] == "default" for e in planted)
     verdict = doc["stability"][0]
