@@ -243,6 +243,9 @@ class Guest:
         (self.dir / "known_hosts").write_text(f"[127.0.0.1]:{self.port} {' '.join(line.split()[:2])}\n")
         self.initrd = build_initramfs(self.dir / "initrd.gz", (self.dir / "id_ed25519.pub").read_text(),
                                       host_key)  # fmt: skip
+        # kexec inside the guest loads its next kernel from the share (the same kernel and initramfs)
+        shutil.copyfile(str(kernel()), self.share / "vmlinuz")
+        shutil.copyfile(self.initrd, self.share / "initrd.gz")
 
     def ssh_options(self) -> list[str]:
         known = f"UserKnownHostsFile={self.dir / 'known_hosts'}"
