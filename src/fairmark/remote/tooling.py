@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 # -- on the host (called by the agent's "adapter" operation) -------------------------------------------------
 def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
-    from fairmark.run.runner import cache_dir
+    from fairmark.run.stage import cache_dir
     from fairmark.run.workloads import adapter_for
     from fairmark.run.workloads.base import TrialContext, WorkloadContext
 

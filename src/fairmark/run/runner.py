@@ -11,43 +11,30 @@ continues from what the store holds, re-running the interrupted trial.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from fairmark import __version__
-from fairmark.errors import EnvironmentRefused, FairmarkError, PlanError
+from fairmark.errors import FairmarkError
 from fairmark.plan.load import LoadedPlan
-from fairmark.plan.model import BUILTIN_METRICS, RunPolicy, Workload
-from fairmark.plan.schedule import Cell, Order, cells_of, new_seed
+from fairmark.plan.model import RunPolicy
+from fairmark.plan.schedule import Order, new_seed
 from fairmark.run import devicebase, wrapcost
-from fairmark.run.build import step_spec
-from fairmark.run.executor import execute_spec, read_text
+from fairmark.run.executor import execute_spec
+from fairmark.run.gate import Gate, VolatileWatch, host_id, hostname
 from fairmark.run.hooks import TrialHook
-from fairmark.run.lock import pid_alive
+from fairmark.run.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
+from fairmark.run.secrets import Scrubber
+from fairmark.run.stage import sweep_stale_scratch, workload_stage
 from fairmark.run.trial import Contexts, Executor, Outcome, TrialPath, is_profiler
-from fairmark.run.variants.basic import command_for
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState
-from fairmark.run.workloads import adapter_for, data_set_info, versions_to_record
-from fairmark.run.workloads.base import Adapter, WorkloadContext
 from fairmark.stats import RunningMean
 from fairmark.stats.stopping import group_stop
 from fairmark.store.db import Store, now
 
-SCRATCH_PREFIX = "fairmark-"
 PROFILED_TRIALS = 2  # extra trials per cell with profilers attached (--profile), after the measured rounds
-VOLATILE_EVERY_S = 10.0  # the volatile probe samples for ~0.2 s; keep it off the hot path
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fairmark"
 
 
 @dataclass
@@ -73,32 +60,6 @@ class Progress:
     def cell_stopped(self, key: str, status: str, reason: str) -> None: ...
     def note(self, message: str) -> None: ...
     def finished(self) -> None: ...
-
-
-@dataclass
-class CellState:
-    cell: Cell
-    id: int
-    status: str = "active"
-    reason: str | None = None
-    values: list[float] = field(default_factory=list)  # primary metric, measured ok trials, in order
-    failures: int = 0
-    rounds_done: set[int] = field(default_factory=set)
-    params: dict[str, Any] = field(default_factory=dict)  # a tool cell's resolved parameters
-
-
-@dataclass
-class WorkloadRuntime:
-    workload: Workload
-    adapter: Adapter | None
-    params: dict[str, Any]
-    metric_specs: dict[str, tuple[str, str]]  # name → (unit, better); the first is primary
-    cells: list[CellState]
-    declared: list[str]  # the plan's or adapter's metrics (built-ins only when declared): they get verdicts
-
-    @property
-    def primary(self) -> str:
-        return next(iter(self.metric_specs))
 
 
 class Runner:
@@ -127,146 +88,40 @@ class Runner:
         self.system = SystemState(local, state_dir=default_state_dir())
         self.run_id = ""
         self.seq = 0
-        self.secrets = _secret_values(os.environ)
-        self._last_volatile = 0.0
-        self._noticed: set[str] = set()
-        self._env_before: dict[str, Any] | None = None
+        self._scrub = Scrubber()
+        self.gate = Gate(self.plan, self.options, self.remote)
+        self.watch = VolatileWatch(enabled=self.options.probe)
         self._trial_path: TrialPath | None = None
         self._running: dict[str, RunningMean] = {}  # each cell's mean ± CI for the progress line
         self.report: Any = None  # the finished run's RunReport, so the caller need not compute it again
 
-    # -- preparation (nothing is written before all of this passed) ---------------------------------------
-    def _runtimes(self, stored: dict[str, int] | None = None) -> list[WorkloadRuntime]:
-        cells = cells_of(self.plan)
-        out = []
-        for w in self.plan.workload:
-            adapter, params = None, {}
-            if w.tool:
-                adapter = adapter_for(w.tool)
-                if self.remote and any(v.host for v in self.plan.variant):
-                    from fairmark.remote.tooling import remote_adapter
-
-                    adapter = remote_adapter(adapter, self.remote, w.name, self.loaded.path)
-                base = dict(w.params) | (self.plan.quick.params.get(w.name, {}) if self.options.quick else {})
-                sweep_keys = [k for k in w.sweep if k != "cpus"]
-                try:
-                    params = adapter.resolve(base | {k: _first(w, k) for k in sweep_keys})
-                except PlanError as exc:
-                    raise PlanError(
-                        exc.message, path=self.loaded.path, key=f"workload {w.name!r} params"
-                    ) from None
-                missing = adapter.missing_executables()
-                if missing:
-                    pkgs = ", ".join(adapter.packages.get("debian", ())) or "its package"
-                    raise EnvironmentRefused(
-                        f"workload {w.name!r}: tool {w.tool!r} needs {', '.join(missing)} (Debian: {pkgs})",
-                        hint=f"run `fairmark setup {self.loaded.path}` to install what the plan needs",
-                    )
-                specs = {m.name: (m.unit, m.better) for m in adapter.metrics}
-            else:
-                specs = {m.name: (m.unit_name, m.direction) for m in w.metrics}
-            declared = list(specs) or ["wall_s"]  # verdicts are given for these; built-ins are also kept
-            for name, (unit, better) in BUILTIN_METRICS.items():
-                specs.setdefault(name, (unit, better))
-            own = [c for c in cells if c.workload == w.name]
-            cell_params = {c.key: self._cell_params(adapter, params, c) for c in own} if adapter else {}
-            out.append(
-                WorkloadRuntime(
-                    w,
-                    adapter,
-                    params,
-                    specs,
-                    [
-                        CellState(c, (stored or {}).get(c.key, -1), params=cell_params.get(c.key, {}))
-                        for c in own
-                    ],
-                    declared,
-                )
-            )
-        return out
-
-    def _cell_params(self, adapter: Adapter, params: dict[str, Any], cell: Cell) -> dict[str, Any]:
-        """Workload params ⊕ the variant's params for this workload ⊕ the sweep point, checked by the adapter."""
-        own = self.plan.variant_named(cell.variant).params.get(cell.workload, {})
-        try:
-            return adapter.resolve(params | own | {k: v for k, v in cell.point if k != "cpus"})
-        except PlanError as exc:
-            raise PlanError(exc.message, path=self.loaded.path, key=f"cell {cell.key} params") from None
-
-    def _cell_rows(self, rt: WorkloadRuntime) -> list[dict[str, Any]]:
-        return [
-            {
-                "key": cs.cell.key,
-                "workload": cs.cell.workload,
-                "variant": cs.cell.variant,
-                "point": [list(p) for p in cs.cell.point],
-                "primary_metric": rt.primary,
-                "metrics": [
-                    {"name": n, "unit": u, "better": b, "verdict": n in rt.declared}
-                    for n, (u, b) in rt.metric_specs.items()
-                ],
-                "command": [
-                    self._scrub(a)
-                    for a in command_for(rt.workload, self.plan.variant_named(cs.cell.variant)) or []
-                ]
-                or None,
-                "params": cs.params or None,
-                "labels": (_labels(rt.adapter, cs.params) or {})
-                | (self.remote.labels(cs.cell.variant, rt.workload.name) if self.remote else {})
-                or None,
-            }
-            for cs in rt.cells
-        ]
-
-    def _gate(self, runtimes: list[WorkloadRuntime]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        if self.remote:
-            self.remote.connect()
-            for line in self.remote.recovered:
-                self.progress.note(line)
-        if not self.options.probe:
-            return None, []
-        if self.remote:
-            from fairmark.remote.hosts import gate_hosts
-
-            return gate_hosts(self, runtimes)
-        from fairmark.probe import diagnose, take_snapshot
-        from fairmark.run.variants.basic import intended_env
-
-        self._programs = versions_to_record((rt.workload, rt.adapter, rt.params) for rt in runtimes)
-        snap = take_snapshot("/", tools=self._programs, workdir=os.getcwd())
-        found = [
-            f.to_dict()
-            for f in diagnose(
-                snap, intended_env=intended_env(self.plan.variant), workloads=_workload_info(runtimes)
-            )
-        ]
-        errors = [f for f in found if f["severity"] == "error"]
-        if errors and not self.options.accept_risk:
-            lines = "; ".join(f"{f['title']} ({f['evidence']})" for f in errors)
-            raise EnvironmentRefused(
-                f"the environment would invalidate this benchmark: {lines}",
-                hint="fix it (see `fairmark doctor`), or pass --accept-risk to run anyway; "
-                "every report of the run will then say so",
-            )
-        return snap, found
-
     # -- entry points ------------------------------------------------------------------------------------
+    def _runtimes(self, stored: dict[str, int] | None = None) -> list[WorkloadRuntime]:
+        """Preparation (run.prepare): nothing is written before all of it passed."""
+        return build_runtimes(
+            self.plan, self.loaded.path, quick=self.options.quick, remote=self.remote, stored=stored
+        )
+
     def start(self) -> str:
         runtimes = self._runtimes()
         for line in sweep_stale_scratch():
             self.progress.note(line)
         try:
-            snap, found = self._gate(runtimes)
+            if self.remote:
+                self.remote.connect()
+                for line in self.remote.recovered:
+                    self.progress.note(line)
+            snap, found = self.gate.check(runtimes)
         except BaseException:
             if self.remote:
                 self.remote.close()  # refused before any trial: end the hosts' sessions (and their locks)
             raise
-        self._env_before = snap
+        self.watch.env_before = snap
         # a variant's own wrap is inside its measured time only: its cost here is shown beside the verdicts
         wrap_costs = wrapcost.measure(self.plan.variant) if self.options.probe else {}
         # what the disk under a file-system workload can do: a result beyond it measured the page cache
         devices = devicebase.for_runtimes(runtimes) if self.options.probe and not self.remote else {}
-        self._noticed = {f["id"] for f in found}  # between rounds, report only what is new
+        self.watch.noticed = {f["id"] for f in found}  # between rounds, report only what is new
         seed = self.options.seed if self.options.seed is not None else (self.plan.run.seed or new_seed())
         self.run_id = self.store.create_run(
             plan_path=self.loaded.path,
@@ -274,8 +129,8 @@ class Runner:
             plan_sha256=self.loaded.sha256,
             title=self.plan.title,
             seed=seed,
-            host_id=_host_id(snap),
-            hostname=_hostname(snap),
+            host_id=host_id(snap),
+            hostname=hostname(snap),
             status="running",
             command_line=self._scrub(self.options.command_line),
             fairmark_version=__version__,
@@ -335,11 +190,10 @@ class Runner:
 
     # -- the loop ----------------------------------------------------------------------------------------
     def _execute(self, runtimes: list[WorkloadRuntime], seed: int) -> str:
-        # The programs whose versions the snapshot after the run records (a resumed run has no gate).
-        self._programs = versions_to_record((rt.workload, rt.adapter, rt.params) for rt in runtimes)
+        self.gate.record_programs(runtimes)  # for the snapshot after the run (a resumed run has no gate)
         ids = {}
         for rt in runtimes:
-            ids |= self.store.ensure_cells(self.run_id, self._cell_rows(rt))
+            ids |= self.store.ensure_cells(self.run_id, cell_rows(self.plan, rt, self._scrub, self.remote))
         for rt in runtimes:
             for cs in rt.cells:
                 cs.id = ids[cs.cell.key]
@@ -370,11 +224,7 @@ class Runner:
         return self.run_id
 
     def _finish(self, status: str) -> None:
-        env_after = None
-        if self.options.probe and status == "done" and not self.remote:
-            from fairmark.probe import take_snapshot
-
-            env_after = take_snapshot("/", tools=self._programs)
+        env_after = self.gate.after(status)
         self.store.update_run(self.run_id, status=status, ended_at=now(), env_after=env_after)
         if status == "done":
             from fairmark.report.data import store_verdicts
@@ -383,55 +233,29 @@ class Runner:
         self.progress.finished()
 
     def _workload(self, rt: WorkloadRuntime, order: Order) -> None:
-        w = rt.workload
-        # The PID in the name lets a later run remove what a killed one left (see sweep_stale_scratch).
-        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-{w.name}-"))
-        ctx = WorkloadContext(
-            name=w.name,
-            params=rt.params,
-            scratch=scratch,
-            cache=cache_dir() / (w.tool or "command"),
-            is_root=os.geteuid() == 0,
+        """Setup → warm-up rounds → measured rounds → profiled rounds → teardown (run.stage, always)."""
+        stage = workload_stage(
+            rt,
+            self.policy,
+            remote=self.remote,
+            phase=self.progress.workload,
+            keep_scratch=self.options.keep_scratch,
         )
-        ctx.cache.mkdir(parents=True, exist_ok=True)
-        # Plain command workloads find their private scratch directory (removed after the workload) here.
-        ctx.env["FAIRMARK_SCRATCH"] = str(scratch)
-        # ... and a TCP port free on loopback when the workload starts, for a server its setup starts (plans
-        # hard-coding ports collide with each other and with whatever else runs)
-        from fairmark.run.servers import free_port
-
-        ctx.env["FAIRMARK_PORT"] = str(free_port())
-        contexts = Contexts(ctx)
-        try:
-            self.progress.workload(w.name, "setup")
-            for step in ("setup", "prime"):
-                for ex in self._step_executors(rt):
-                    self._shell_step(w, step, scratch, executor=ex, env=ctx.env)
-            self.progress.workload(w.name, "trials")
+        with stage as contexts:
             for r in range(-self.policy.warmup, self.policy.max_trials + self.policy.max_failures):
                 active = [cs for cs in rt.cells if cs.status == "active"]
                 if not active:
                     break
-                for cs in self._round_order(order, w.name, r, active):
+                for cs in self._round_order(order, rt.workload.name, r, active):
                     if r not in cs.rounds_done:
                         self._trial(rt, contexts, cs, r)
                 if r >= 0:
                     self._stop_rule(rt)
-                self._between_rounds()
+                self.watch.sample(self.store, self.run_id, self.progress.note)
             for cs in rt.cells:  # the loop bound was reached
                 if cs.status == "active":
                     self._stop(cs, "done", f"max_trials ({self.policy.max_trials}) reached")
             self._profiled_rounds(rt, contexts, order)
-        finally:
-            try:
-                if rt.adapter:
-                    for c in reversed(contexts.ready):
-                        rt.adapter.teardown(c)
-                for ex in self._step_executors(rt):
-                    self._shell_step(w, "teardown", scratch, check=False, executor=ex, env=ctx.env)
-            finally:
-                if not self.options.keep_scratch:
-                    shutil.rmtree(scratch, ignore_errors=True)
 
     def _round_order(self, order: Order, workload: str, r: int, active: list[CellState]) -> list[CellState]:
         by_cell = {cs.cell: cs for cs in active}
@@ -442,58 +266,6 @@ class Runner:
             names = names if r % 2 == 0 else names[::-1]
             cells = sorted(cells, key=lambda c: names.index(c.variant))
         return [by_cell[c] for c in cells]
-
-    def _step_executors(self, rt: WorkloadRuntime) -> list[Executor]:
-        """Where a workload's setup/prime/teardown commands run: on every host its variants use."""
-        if not self.remote:
-            return [execute_spec]
-        found = {
-            id(ex): ex for cs in rt.cells for ex in [self.remote.executor(cs.cell.variant) or execute_spec]
-        }
-        return list(found.values())
-
-    def _shell_step(
-        self,
-        w: Workload,
-        step: str,
-        scratch: Path,
-        check: bool = True,
-        executor: Executor = execute_spec,
-        env: dict[str, str] | None = None,
-    ) -> None:
-        spec = step_spec(w, step, scratch, self.policy, env)
-        if spec is None:
-            return
-        res = executor(spec)
-        if res.status != "ok" and check:
-            tail = read_text(res.stderr_path, 2000) or read_text(res.stdout_path, 2000)
-            raise FairmarkError(f"workload {w.name!r}: {step} command failed ({res.error}): {tail.strip()}")
-
-    def _between_rounds(self) -> None:
-        """Between rounds (at most every VOLATILE_EVERY_S), sample the cheap, volatile environment: a
-        neighbour that starts using the CPU, steal time, swapping, a changed governor — each noticed once and
-        stored as a finding of phase "between"."""
-        if not self.options.probe or time.monotonic() - self._last_volatile < VOLATILE_EVERY_S:
-            return
-        from fairmark.probe.doctor import diagnose_volatile
-        from fairmark.probe.snapshot import volatile_part, volatile_snapshot
-
-        snap = volatile_snapshot()
-        self._last_volatile = time.monotonic()
-        self.store.add_artifact(
-            self.run_id,
-            kind="env.volatile",
-            name=str(snap.get("taken_at", "")),
-            content_type="application/json",
-            data=snap,
-        )
-        baseline = volatile_part(self._env_before) if self._env_before else None
-        new = [f.to_dict() for f in diagnose_volatile(snap, baseline)]
-        new = [f for f in new if f["severity"] != "info" and f["id"] not in self._noticed]
-        for f in new:
-            self._noticed.add(f["id"])
-            self.progress.note(f"between rounds: {f['title']}: {f['evidence']}")
-        self.store.add_findings(self.run_id, "between", new)
 
     def _profiled_rounds(self, rt: WorkloadRuntime, contexts: Contexts, order: Order) -> None:
         """With --profile: PROFILED_TRIALS extra rounds after the measured ones, profilers attached, every
@@ -584,71 +356,3 @@ class Runner:
         cs.status, cs.reason = status, reason
         self.store.update_cell(cs.id, status=status, stop_reason=reason)
         self.progress.cell_stopped(cs.cell.key, status, reason)
-
-    def _scrub(self, text: str) -> str:
-        """The environment's secret values, then whatever looks like a credential (tokens, keys, passwords in
-        URLs or `--password=`): a tool's output or a plan's command can carry secrets the environment does not."""
-        from fairmark.probe.redact import redact_text
-
-        for secret in self.secrets:
-            text = text.replace(secret, "<redacted>")
-        return redact_text(text)
-
-
-def _workload_info(runtimes: list[WorkloadRuntime]) -> list[dict[str, Any]]:
-    """What the doctor needs to judge a workload's test size and directory (the adapters already resolved)."""
-    info = []
-    for rt in runtimes:
-        item: dict[str, Any] = {
-            "name": rt.workload.name,
-            "measures": list(rt.adapter.measures) if rt.adapter else [],
-        }
-        info.append(item | data_set_info(rt.workload, rt.adapter, rt.params))
-    return info
-
-
-def sweep_stale_scratch(tmp: str | None = None) -> list[str]:
-    """Remove scratch directories of fairmark processes that no longer exist (a kill -9 leaves them)."""
-    lines = []
-    for path in Path(tmp or tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
-        pid = path.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)) and path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-            lines.append(f"removed {path}, left by fairmark process {pid}, which no longer runs")
-    return lines
-
-
-def _labels(adapter: Adapter | None, params: dict[str, Any]) -> dict[str, str] | None:
-    """What a report must state beside this cell's numbers (e.g. whether PostgreSQL ran with fsync)."""
-    labels = getattr(adapter, "labels", None)
-    return dict(labels(params)) if adapter and labels and params else None
-
-
-def _first(w: Workload, key: str) -> Any:
-    from fairmark.plan.schedule import expand_sweep_values
-
-    return expand_sweep_values(key, w.sweep[key])[0]
-
-
-def _secret_values(env: dict[str, str] | os._Environ) -> list[str]:
-    try:
-        from fairmark.probe import redact_env
-    except ImportError:
-        return []
-    redacted = redact_env(dict(env))
-    return sorted({v for k, v in env.items() if redacted.get(k) != v and len(v) >= 4}, key=len, reverse=True)
-
-
-def _host_id(snap: dict[str, Any] | None) -> str:
-    if not snap:
-        return ""
-    from fairmark.probe import host_identity
-
-    return host_identity(snap)
-
-
-def _hostname(snap: dict[str, Any] | None) -> str:
-    if not snap:
-        return ""
-    host = snap.get("host", {})
-    return str(host.get("hostname", "")) if isinstance(host, dict) else ""

@@ -1,0 +1,159 @@
+"""Preparation of a run, before anything is written: each workload's adapter, its parameters resolved once per
+cell (workload params ⊕ the variant's ⊕ the sweep point, checked by the adapter), its metrics, and the rows the
+store keeps for its cells. A bad parameter or a missing executable is refused here, naming the plan's key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairmark.errors import EnvironmentRefused, PlanError
+from fairmark.plan.model import BUILTIN_METRICS, Plan, Workload
+from fairmark.plan.schedule import Cell, cells_of, expand_sweep_values
+from fairmark.run.variants.basic import command_for
+from fairmark.run.workloads import adapter_for, data_set_info
+from fairmark.run.workloads.base import Adapter
+
+
+@dataclass
+class CellState:
+    cell: Cell
+    id: int
+    status: str = "active"
+    reason: str | None = None
+    values: list[float] = field(default_factory=list)  # primary metric, measured ok trials, in order
+    failures: int = 0
+    rounds_done: set[int] = field(default_factory=set)
+    params: dict[str, Any] = field(default_factory=dict)  # a tool cell's resolved parameters
+
+
+@dataclass
+class WorkloadRuntime:
+    workload: Workload
+    adapter: Adapter | None
+    params: dict[str, Any]
+    metric_specs: dict[str, tuple[str, str]]  # name → (unit, better); the first is primary
+    cells: list[CellState]
+    declared: list[str]  # the plan's or adapter's metrics (built-ins only when declared): they get verdicts
+
+    @property
+    def primary(self) -> str:
+        return next(iter(self.metric_specs))
+
+
+def build_runtimes(
+    plan: Plan,
+    plan_path: Path | str,
+    *,
+    quick: bool,
+    remote: Any = None,
+    stored: dict[str, int] | None = None,
+) -> list[WorkloadRuntime]:
+    """One runtime per workload of `plan`; `stored` maps cell keys to the ids a resumed run already has."""
+    cells = cells_of(plan)
+    out = []
+    for w in plan.workload:
+        adapter, params = None, {}
+        if w.tool:
+            adapter, params = _tool_adapter(plan, plan_path, w, quick=quick, remote=remote)
+            specs = {m.name: (m.unit, m.better) for m in adapter.metrics}
+        else:
+            specs = {m.name: (m.unit_name, m.direction) for m in w.metrics}
+        declared = list(specs) or ["wall_s"]  # verdicts are given for these; built-ins are also kept
+        for name, (unit, better) in BUILTIN_METRICS.items():
+            specs.setdefault(name, (unit, better))
+        own = [c for c in cells if c.workload == w.name]
+        cell_params = (
+            {c.key: cell_params_of(plan, plan_path, adapter, params, c) for c in own} if adapter else {}
+        )
+        states = [CellState(c, (stored or {}).get(c.key, -1), params=cell_params.get(c.key, {})) for c in own]
+        out.append(WorkloadRuntime(w, adapter, params, specs, states, declared))
+    return out
+
+
+def _tool_adapter(
+    plan: Plan, plan_path: Path | str, w: Workload, *, quick: bool, remote: Any
+) -> tuple[Adapter, dict[str, Any]]:
+    """The tool workload's adapter (the remote stand-in when variants run on hosts) and its parameters at the
+    sweep's first point; refused when the tool's executables are missing."""
+    adapter = adapter_for(w.tool or "")
+    if remote and any(v.host for v in plan.variant):
+        from fairmark.remote.tooling import remote_adapter  # only runs on hosts need the remote machinery
+
+        adapter = remote_adapter(adapter, remote, w.name, plan_path)
+    base = dict(w.params) | (plan.quick.params.get(w.name, {}) if quick else {})
+    sweep_keys = [k for k in w.sweep if k != "cpus"]
+    try:
+        params = adapter.resolve(base | {k: expand_sweep_values(k, w.sweep[k])[0] for k in sweep_keys})
+    except PlanError as exc:
+        raise PlanError(exc.message, path=plan_path, key=f"workload {w.name!r} params") from None
+    missing = adapter.missing_executables()
+    if missing:
+        pkgs = ", ".join(adapter.packages.get("debian", ())) or "its package"
+        raise EnvironmentRefused(
+            f"workload {w.name!r}: tool {w.tool!r} needs {', '.join(missing)} (Debian: {pkgs})",
+            hint=f"run `fairmark setup {plan_path}` to install what the plan needs",
+        )
+    return adapter, params
+
+
+def cell_params_of(
+    plan: Plan, plan_path: Path | str, adapter: Adapter, params: dict[str, Any], cell: Cell
+) -> dict[str, Any]:
+    """Workload params ⊕ the variant's params for this workload ⊕ the sweep point, checked by the adapter."""
+    own = plan.variant_named(cell.variant).params.get(cell.workload, {})
+    try:
+        return adapter.resolve(params | own | {k: v for k, v in cell.point if k != "cpus"})
+    except PlanError as exc:
+        raise PlanError(exc.message, path=plan_path, key=f"cell {cell.key} params") from None
+
+
+def cell_rows(
+    plan: Plan, rt: WorkloadRuntime, scrub: Callable[[str], str], remote: Any = None
+) -> list[dict[str, Any]]:
+    """What the store keeps about each cell of `rt`: its metrics (which get verdicts), the scrubbed command,
+    the resolved parameters and the labels a report must state beside the numbers."""
+    rows = []
+    for cs in rt.cells:
+        metrics = [
+            {"name": n, "unit": u, "better": b, "verdict": n in rt.declared}
+            for n, (u, b) in rt.metric_specs.items()
+        ]
+        command = command_for(rt.workload, plan.variant_named(cs.cell.variant)) or []
+        labels = (_labels(rt.adapter, cs.params) or {}) | (
+            remote.labels(cs.cell.variant, rt.workload.name) if remote else {}
+        )
+        rows.append(
+            {
+                "key": cs.cell.key,
+                "workload": cs.cell.workload,
+                "variant": cs.cell.variant,
+                "point": [list(p) for p in cs.cell.point],
+                "primary_metric": rt.primary,
+                "metrics": metrics,
+                "command": [scrub(a) for a in command] or None,
+                "params": cs.params or None,
+                "labels": labels or None,
+            }
+        )
+    return rows
+
+
+def workload_info(runtimes: list[WorkloadRuntime]) -> list[dict[str, Any]]:
+    """What the doctor needs to judge a workload's test size and directory (the adapters already resolved)."""
+    info = []
+    for rt in runtimes:
+        item: dict[str, Any] = {
+            "name": rt.workload.name,
+            "measures": list(rt.adapter.measures) if rt.adapter else [],
+        }
+        info.append(item | data_set_info(rt.workload, rt.adapter, rt.params))
+    return info
+
+
+def _labels(adapter: Adapter | None, params: dict[str, Any]) -> dict[str, str] | None:
+    """What a report must state beside this cell's numbers (e.g. whether PostgreSQL ran with fsync)."""
+    labels = getattr(adapter, "labels", None)
+    return dict(labels(params)) if adapter and labels and params else None

@@ -1,0 +1,35 @@
+"""Secret scrubbing for what a run stores: the plan text, the command line, commands, tool output and errors.
+
+Secrets never leave the machine (product rule 6): the environment's secret values (those the environment
+capture redacts) are replaced first, then whatever looks like a credential — a tool's output or a plan's command
+can carry secrets the environment does not."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from fairmark.probe.redact import redact_env, redact_text
+
+REDACTED = "<redacted>"
+MIN_SECRET_CHARS = 4  # shorter values ("1", "on") would scrub ordinary words out of every output
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """The values the environment capture would redact, longest first (a secret containing another is
+    replaced whole)."""
+    redacted = redact_env(dict(env))
+    found = {v for k, v in env.items() if redacted.get(k) != v and len(v) >= MIN_SECRET_CHARS}
+    return sorted(found, key=len, reverse=True)
+
+
+class Scrubber:
+    """Callable text → text with this process's secrets removed; built once per run."""
+
+    def __init__(self, env: Mapping[str, str] | None = None):
+        self.secrets = secret_values(os.environ if env is None else env)
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return redact_text(text)
