@@ -329,18 +329,23 @@ def test_kill_9_leaves_a_journal_that_recovery_undoes(state, metrics_save, tmp_p
     assert pending_findings(state) == [] and recover_pending(state) == []
 
 
-# Like the runner: everything after construction inside try/finally, since a signal may come at any moment.
+# Like the runner: everything after construction inside try/finally, since a signal may come at any moment;
+# and like the CLI's edge (cli/main.py), the library's Terminated becomes the exit status 128 + signal.
 RUNNER_LIKE = """
 import sys, time
+from fairmark.errors import Terminated
 from fairmark.plan.load import parse_plan
 from fairmark.run.variants.system import SystemState
 s = SystemState(parse_plan(open(sys.argv[1]).read()), state_dir=sys.argv[2])
 try:
-    s.activate("B")
-    print("active", flush=True)
-    time.sleep(60)
-finally:
-    s.close()
+    try:
+        s.activate("B")
+        print("active", flush=True)
+        time.sleep(60)
+    finally:
+        s.close()
+except Terminated as exc:
+    sys.exit(exc.exit_status)
 """
 
 

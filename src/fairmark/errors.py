@@ -74,3 +74,14 @@ class StoreFailed(FairmarkError):
     environment refuses, so exit 3; the trials committed before are kept."""
 
     exit_status = ExitStatus.ENVIRONMENT
+
+
+class Terminated(BaseException):
+    """SIGTERM/SIGHUP turned into an unwind like Ctrl-C's, so that every `finally` puts the system back. A
+    BaseException (like KeyboardInterrupt), so that no `except Exception` on the way swallows it; the CLI
+    exits with `exit_status`, 128 + the signal's number, as a shell reports a process the signal ended."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"terminated by signal {signum}")
+        self.signum = signum
+        self.exit_status = 128 + signum

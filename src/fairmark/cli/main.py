@@ -16,7 +16,7 @@ import click
 from fairmark import __version__
 from fairmark.cli.common import state
 from fairmark.console import console
-from fairmark.errors import ExitStatus, FairmarkError
+from fairmark.errors import ExitStatus, FairmarkError, Terminated
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in fairmark, not in the plan or the host
 
@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         console.error("aborted")
         return 130
+    except Terminated as exc:  # SIGTERM/SIGHUP: unwound like Ctrl-C (the system put back), now exit quietly
+        return exc.exit_status
     except KeyboardInterrupt:
         console.error(
             "interrupted (Ctrl-C); finished trials are in the store — `fairmark resume RUN` continues"

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from fairmark.cli._tags import parse_tags, tag_option
-from fairmark.cli.common import common_options, open_store
+from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console
 from fairmark.errors import GateTripped
 from fairmark.plan.load import LoadedPlan, load_plan, parse_plan
@@ -165,7 +165,7 @@ def run(
     if hosts:
         from fairmark.remote.fleet import run_fleet
 
-        run_fleet(plan, [h.strip() for h in hosts.split(",") if h.strip()], sys.argv[1:])
+        run_fleet(plan, [h.strip() for h in hosts.split(",") if h.strip()], sys.argv[1:], state["store"])
         return
     if host:
         loaded = LoadedPlan(plan=loaded.plan.with_host(host), path=loaded.path, text=loaded.text)

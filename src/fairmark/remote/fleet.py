@@ -8,7 +8,6 @@ import subprocess
 import sys
 import threading
 
-from fairmark.cli.common import state
 from fairmark.console import console
 from fairmark.errors import FairmarkError, UsageError
 
@@ -31,16 +30,17 @@ def _child_argv(plan: str, host: str, argv: list[str]) -> list[str]:
     return [sys.executable, "-m", "fairmark", "run", *[a for a in out if a != plan], plan, "--host", host]
 
 
-def run_fleet(plan: str, hosts: list[str], argv: list[str]) -> None:
+def run_fleet(plan: str, hosts: list[str], argv: list[str], store_url: str | None = None) -> None:
+    """`store_url` is the --store the command was given (None: the default store, or $FAIRMARK_STORE)."""
     if len(set(hosts)) != len(hosts) or not hosts:
         raise UsageError(f"--hosts {','.join(hosts)}: give each host once")
     # Create (or migrate) the store's schema once, here: several first opens at once race on CREATE TABLE.
-    from fairmark.cli.common import open_store
+    from fairmark.store.db import Store
 
-    open_store().engine.dispose()
+    Store.open(store_url).engine.dispose()
     env = dict(os.environ)
-    if state.get("store"):
-        env["FAIRMARK_STORE"] = state["store"]
+    if store_url:
+        env["FAIRMARK_STORE"] = store_url
     procs = {h: subprocess.Popen(_child_argv(plan, h, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, env=env) for h in hosts}  # fmt: skip
     outputs: dict[str, bytes] = {}

@@ -24,7 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Polygon
 from matplotlib.ticker import MaxNLocator
 
-from fairmark.run.profiles.base import find_tool
+from fairmark.probe.which import find_tool
 from fairmark.stats import describe
 
 matplotlib.rcParams.update(

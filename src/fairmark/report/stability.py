@@ -8,8 +8,8 @@ from collections import Counter
 from typing import Any
 
 from fairmark.report.data import CellReport, RunReport
-from fairmark.run.monitors.kernel_log import events_in
 from fairmark.stats.rates import compare_rates
+from fairmark.store.events import events_in
 
 
 def kernel_events(r: RunReport) -> list[dict[str, Any]]:

@@ -106,25 +106,14 @@ def compare(
     `first_stage`: the rounds from which the run chose its length (stats.stopping). `aa_percent_half_width`: the
     ±% an A/A run of this workload showed on this machine; a significant change smaller than that gets a warning.
     `calibration`: what `fairmark calibrate` measured for this workload on this host (stats.calibration)."""
-    if better not in ("lower", "higher"):
-        raise UsageError(f"better must be 'lower' or 'higher', got {better!r}")
-    a, b = as_array(baseline), as_array(other)
-    for name, arr in ((name_baseline, a), (name_other, b)):
-        if arr.size < 2:
-            raise InputError(f"{name}: {arr.size} value(s); a comparison needs at least 2 (ministat wants 3)")
+    a, b = _checked(baseline, other, better, (name_baseline, name_other))
     sa, sb = describe(a, confidence), describe(b, confidence)
-    df = a.size + b.size - 2
-    t = t_quantile(confidence, df, ministat_compat=ministat_compat)
-    pooled_sd = math.sqrt(((a.size - 1) * sa.stddev**2 + (b.size - 1) * sb.stddev**2) / df)
-    d = sb.mean - sa.mean
-    e = t * pooled_sd * math.sqrt(1.0 / a.size + 1.0 / b.size)
-    percent, percent_hw = _pct(d, sa.mean), _pct(e, sa.mean)
-    welch = welch_ratio(sa, sb, confidence)
-    tv = verdict_t(confidence, df, ministat_compat=ministat_compat)
-    test = _design_test(a, b, sa, sb, pooled_sd, tv, confidence, rounds, first_stage)
+    ministat = _ministat(a, b, sa, sb, confidence, ministat_compat)
+    tv = verdict_t(confidence, ministat["df"], ministat_compat=ministat_compat)
+    test = _design_test(a, b, sa, sb, ministat["pooled_stddev"], tv, confidence, rounds, first_stage)
     cross = _cross_check(a, b, test, rounds, confidence)
-    significant = test.significant
-    change = "none" if not significant else ("better" if (d < 0) == (better == "lower") else "worse")
+    significant, lower = test.significant, ministat["difference"] < 0
+    change = "none" if not significant else ("better" if lower == (better == "lower") else "worse")
     names = (name_baseline, name_other)
     sentence = verdict_sentence(names, test, sa.mean, significant, better, unit, confidence, calibration)
     return Comparison(
@@ -138,35 +127,62 @@ def compare(
         n_other=int(b.size),
         mean_baseline=sa.mean,
         mean_other=sb.mean,
-        difference=d,
-        half_width=e,
-        percent=percent,
-        percent_half_width=percent_hw,
-        pooled_stddev=pooled_sd,
-        df=df,
-        t_quantile=t,
+        **ministat,
         significant=significant,
         p_value=test.p_value,
-        ministat_significant=bool(abs(d) > e),
-        student_p=_student_p(d, pooled_sd, a.size, b.size, df),
         design=test.design,
         n_pairs=test.n_pairs,
         ratio=test.ratio,
         ratio_ci_low=test.ratio_ci_low,
         ratio_ci_high=test.ratio_ci_high,
         mde_percent=_pct(test.mde, abs(sa.mean)),
-        welch=welch,
+        welch=welch_ratio(sa, sb, confidence),
         mann_whitney=cross,
         change=change,
         sentence=sentence,
         warnings=tuple(
             _warnings(sa, sb, names, test, cross, confidence)
-            + _calibration_warning(significant, percent, aa_percent_half_width)
+            + _calibration_warning(significant, ministat["percent"], aa_percent_half_width)
         ),
-        ministat_note=differs_from_ministat(float(confidence), ministat_compat, df),
         baseline=sa,
         other=sb,
     )
+
+
+def _checked(
+    baseline: Sequence[float], other: Sequence[float], better: str, names: tuple[str, str]
+) -> tuple[np.ndarray, np.ndarray]:
+    if better not in ("lower", "higher"):
+        raise UsageError(f"better must be 'lower' or 'higher', got {better!r}")
+    a, b = as_array(baseline), as_array(other)
+    for name, arr in zip(names, (a, b), strict=True):
+        if arr.size < 2:
+            raise InputError(f"{name}: {arr.size} value(s); a comparison needs at least 2 (ministat wants 3)")
+    return a, b
+
+
+def _ministat(
+    a: np.ndarray, b: np.ndarray, sa: Summary, sb: Summary, confidence: float, ministat_compat: bool
+) -> dict[str, Any]:
+    """ministat's block: Student's t with the pooled s, the difference d and its half-width e (|d| > e is
+    ministat's verdict), in units and in percent of the baseline's mean."""
+    df = a.size + b.size - 2
+    t = t_quantile(confidence, df, ministat_compat=ministat_compat)
+    pooled_sd = math.sqrt(((a.size - 1) * sa.stddev**2 + (b.size - 1) * sb.stddev**2) / df)
+    d = sb.mean - sa.mean
+    e = t * pooled_sd * math.sqrt(1.0 / a.size + 1.0 / b.size)
+    return {
+        "difference": d,
+        "half_width": e,
+        "percent": _pct(d, sa.mean),
+        "percent_half_width": _pct(e, sa.mean),
+        "pooled_stddev": pooled_sd,
+        "df": df,
+        "t_quantile": t,
+        "ministat_significant": bool(abs(d) > e),
+        "student_p": _student_p(d, pooled_sd, a.size, b.size, df),
+        "ministat_note": differs_from_ministat(float(confidence), ministat_compat, df),
+    }
 
 
 def _design_test(a, b, sa, sb, pooled_sd, t, confidence, rounds, first_stage) -> RatioTest:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
 import re
 import select
@@ -20,6 +19,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from fairmark.store.events import event_line
 
 # Most specific first: "BUG: soft lockup" is a soft lockup, not a generic BUG; a FreeBSD KASSERT panics too.
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -54,7 +55,6 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 # Provoked on purpose inside the run's own bounded cgroup: listed, not counted against stability.
 EXPECTED = frozenset({"oom_kill_bounded"})
 START = "# fairmark-kmsg"
-MARK = "fairmark-kernel-event"
 MAX_REPORTED = 12  # the stored stderr tail is short: the last events of a flood, its count is in the metrics
 
 
@@ -151,12 +151,7 @@ def report(log: str) -> None:
     """The events as marked JSON lines on stderr: the store keeps the trial's stderr tail, and reports read the
     events from it (`kernel_events` in `run --json`)."""
     for event in parse_kmsg(log)[-MAX_REPORTED:]:
-        print(MARK, json.dumps(event.as_dict() | {"text": event.text[:200]}), file=sys.stderr)
-
-
-def events_in(stderr: str) -> list[dict[str, object]]:
-    """The events a watch reported in a trial's stderr (see `report`)."""
-    return [json.loads(line[len(MARK) :]) for line in stderr.splitlines() if line.startswith(MARK + " ")]
+        print(event_line(event.as_dict() | {"text": event.text[:200]}), file=sys.stderr)
 
 
 def _drain(fd: int, out) -> None:

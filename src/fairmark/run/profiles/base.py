@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from fairmark.errors import FairmarkError
+from fairmark.probe.which import find_tool
 from fairmark.run.hooks import TrialHook
 
 
@@ -27,11 +28,6 @@ class ProfilerFailed(FairmarkError):
 
 
 PERF_SETUP_TIMEOUT_S = 30.0
-
-
-def find_tool(name: str) -> str | None:
-    """PATH first, then where `cargo install` puts binaries (inferno) when ~/.cargo/bin is not on PATH."""
-    return shutil.which(name) or shutil.which(name, path=str(Path.home() / ".cargo" / "bin"))
 
 
 def is_root() -> bool:

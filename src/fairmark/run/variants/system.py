@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fairmark.errors import EnvironmentRefused
+from fairmark.errors import EnvironmentRefused, Terminated
 from fairmark.run.variants import cpus as cpus_mod
 from fairmark.run.variants import kernel, malloc_debug, mount, sysctl
 from fairmark.run.variants.journal import Journal, default_state_dir, journal_paths
@@ -273,7 +273,7 @@ class SystemState:
 
 
 def _exit_on_signal(signum: int, _frame: Any) -> None:
-    raise SystemExit(128 + signum)
+    raise Terminated(signum)
 
 
 def _name(variant: Variant | str) -> str:
