@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -225,18 +226,37 @@ class MountSpec(Strict):
         return v
 
 
+@dataclass(frozen=True)
+class VariantKind:
+    """What a kind of system change is, declared on its field of SystemChanges (the table of kinds,
+    plan/kinds.py, is derived from these; run/variants/system.py resolves each kind through its own module)."""
+
+    kernel_path: bool  # acts only on the kernel's path: a user-bound cell's kernel share bounds what it moves
+    machine_wide: bool  # flips machine-wide state (trials then run in A B B A blocks); else per trial
+    remote: bool = False  # an agent on another host applies it too
+
+
+KERNEL_WIDE = VariantKind(kernel_path=True, machine_wide=True, remote=True)  # e.g. a sysctl
+USER_SPEED_WIDE = VariantKind(kernel_path=False, machine_wide=True)  # changes how fast user space runs
+USER_SPEED_PER_TRIAL = VariantKind(kernel_path=False, machine_wide=False)  # applied to the trial's process
+
+
 class SystemChanges(Strict):
     """Changes to the system under test, applied before a variant's block of trials and reverted after
-    (see run/variants/system.py). Shared by [[variant]] and [tuning.NAME]."""
+    (see run/variants/system.py). Shared by [[variant]] and [tuning.NAME]. Each field is a kind of change
+    (its VariantKind): adding one means a field here, its module under run/variants/ and its row in
+    run/variants/system.py's RESOLVE table."""
 
-    sysctl: dict[str, SysctlValue] = Field(default_factory=dict)
-    mount: MountSpec | None = None
-    cpus: int | str | None = None  # a count (first N online CPUs) or a list "0-1,3"
-    online_cpus: int | None = Field(None, ge=1)  # CPU hotplug: keep this many online
-    thp: Literal["always", "madvise", "never"] | None = None
-    governor: str | None = None
-    aslr: Literal[0, 1, 2] | None = None
-    malloc_debug: bool = False
+    sysctl: Annotated[dict[str, SysctlValue], KERNEL_WIDE] = Field(default_factory=dict)
+    mount: Annotated[MountSpec | None, VariantKind(kernel_path=True, machine_wide=True)] = None
+    # a count (first N online CPUs) or a list "0-1,3"
+    cpus: Annotated[int | str | None, USER_SPEED_PER_TRIAL] = None
+    # CPU hotplug: keep this many online
+    online_cpus: Annotated[int | None, USER_SPEED_WIDE] = Field(None, ge=1)
+    thp: Annotated[Literal["always", "madvise", "never"] | None, USER_SPEED_WIDE] = None
+    governor: Annotated[str | None, USER_SPEED_WIDE] = None
+    aslr: Annotated[Literal[0, 1, 2] | None, USER_SPEED_WIDE] = None
+    malloc_debug: Annotated[bool, USER_SPEED_PER_TRIAL] = False
     # seconds to wait after applying, before the block's first trial (default 1 s when anything changed)
     settle_s: float | None = Field(None, ge=0, le=600)
 

@@ -15,8 +15,6 @@ from fairmark.remote.executor import RemoteExecutor
 if TYPE_CHECKING:
     from fairmark.plan.model import Plan
 
-REMOTE_CHANGES = ("sysctl",)  # the system changes a variant may make on a remote host (so far)
-
 
 def host_spec(name: str, entry: Any) -> HostSpec:
     return HostSpec(name, ssh=entry.ssh, ssh_options=tuple(entry.ssh_options),
@@ -29,9 +27,15 @@ class RemoteHosts:
         # The system monitor runs on each host (its agent samples); other hooks (profilers) stay local only.
         self.monitor_interval_s = next((h.interval_s for h in hooks if h.name == "monitor.system"), None)
         self.variant_host = {v.name: v.host for v in plan.variant}
+        from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
+
         for v in plan.variant:
-            other = [k for k in ("mount", "cpus", "online_cpus", "thp", "governor", "aslr", "malloc_debug")
-                     if v.host and getattr(v, k) not in (None, False, {})]  # fmt: skip
+            # the kinds an agent does not apply (plan/kinds.py: so far it applies sysctls only)
+            other = [
+                k
+                for k in VARIANT_KINDS
+                if k not in REMOTE_KEYS and v.host and getattr(v, k) not in (None, False, {})
+            ]
             if other or (v.host and v.tuning):
                 raise PlanError(f"variant {v.name!r}: on host {v.host!r} only sysctl changes are supported so far "
                                 f"(not {', '.join(other) or 'tuning sets'})", path=path)  # fmt: skip
@@ -56,7 +60,10 @@ class RemoteHosts:
     @property
     def changes_system(self) -> bool:
         """Whether a variant changes a host's sysctls: trials then run in A B B A blocks, as locally."""
-        return any(v.host and v.sysctl for v in self.plan.variant)
+        from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
+
+        wide = [k for k in REMOTE_KEYS if VARIANT_KINDS[k].machine_wide]
+        return any(v.host and any(getattr(v, k) for k in wide) for v in self.plan.variant)
 
     def connect(self) -> None:
         for name, spec in self.specs.items():

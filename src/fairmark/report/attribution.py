@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fairmark.plan.kinds import KERNEL_PATH_KEYS, USER_SPEED_KEYS, given_keys
+
 if TYPE_CHECKING:
     from fairmark.report.data import RunArtifacts, RunReport
 
@@ -32,7 +34,6 @@ PSI_MEMORY_FLAG_PCT = 5.0
 # little time where they act, so its "no difference" says little about them. CPU count, governor, THP, ASLR and
 # malloc debugging change how fast user space itself runs (a cpuset of 2 vs 1 CPUs speeds up a 99%-user
 # workload 1.7x), so no upper bound from the user share holds for them and they carry no caveat.
-KERNEL_PATH_KEYS = ("sysctl", "mount", "kernel")
 
 
 @dataclass(frozen=True)
@@ -282,20 +283,10 @@ def is_kernel_path_change(
 ) -> bool:
     """Does this variant change only what runs on the kernel's path (sysctls, mounts, the kernel), so that a
     user-bound cell's kernel share bounds what it can move? Any change that acts on user-space speed (CPUs,
-    governor, THP, ASLR, malloc debugging) rules the bound out, also inside a [tuning.NAME] set."""
-    keys = {k for k, v in variant.items() if v not in (None, {}, [], "", False)}
-    if "tuning" in keys:
-        keys |= {
-            k
-            for k, v in (tuning or {}).get(variant["tuning"], {}).items()
-            if v not in (None, {}, [], "", False)
-        }
-        keys.discard("tuning")
-    kernel = keys & set(KERNEL_PATH_KEYS)
-    return bool(kernel) and not (keys & set(USER_SPEED_KEYS))
-
-
-USER_SPEED_KEYS = ("cpus", "online_cpus", "thp", "governor", "aslr", "malloc_debug")
+    governor, THP, ASLR, malloc debugging) rules the bound out, also inside a [tuning.NAME] set. Which kind is
+    which: the table of variant kinds (plan/kinds.py)."""
+    keys = given_keys(variant, tuning)
+    return bool(keys & set(KERNEL_PATH_KEYS)) and not (keys & set(USER_SPEED_KEYS))
 
 
 def verdict_caveat(attribution: Attribution | None, kernel_path_change: bool) -> str | None:
@@ -307,16 +298,6 @@ def verdict_caveat(attribution: Attribution | None, kernel_path_change: bool) ->
         f"the kernel's path can move at most about {attribution.kernel_pct:.0f}% of it — "
         "'no difference' here says little about the change in general"
     )
-
-
-def _plan_tuning(plan_text: str) -> dict[str, dict[str, Any]]:
-    """The plan's [tuning.NAME] sets (the stored variant definitions keep only the name)."""
-    import tomllib
-
-    try:
-        return tomllib.loads(plan_text).get("tuning", {})
-    except tomllib.TOMLDecodeError:
-        return {}
 
 
 def attribute_cells(report: RunReport, arts: RunArtifacts) -> dict[str, Attribution | None]:
@@ -335,7 +316,7 @@ def verdict_caveats(
     """(group, variant, metric) → the caveat of a verdict that compares a kernel-path change on a user-bound
     cell."""
     defs = variant_definitions(report)
-    tuning = _plan_tuning(report.run.plan_text)
+    tuning = report.run.tuning_sets
     cells = {(c.group, c.variant): c.key for c in report.cells}
     out = {}
     for v in report.verdicts:

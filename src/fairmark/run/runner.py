@@ -143,6 +143,7 @@ class Runner:
                 # resolved once here, so that reports never parse the plan again
                 "baseline": self.plan.baseline,
                 "variants": {v.name: v.model_dump(mode="json") for v in self.plan.variant},
+                "tuning": {name: t.model_dump(mode="json") for name, t in self.plan.tuning.items()},
                 "hooks": [h.name for h in self.options.hooks],
                 "wrap_costs": wrap_costs,
                 "device_baselines": devices,

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from fairmark.errors import InputError, StoreError, StoreFailed
 from fairmark.store import schema as S
-from fairmark.store.definitions import legacy_definitions
+from fairmark.store.definitions import legacy_definitions, legacy_tuning
 
 if TYPE_CHECKING:
     from fairmark.store.lean import SqliteInserts
@@ -153,6 +153,14 @@ class RunRecord:
     def variant_definitions(self) -> dict[str, dict[str, Any]]:
         """Each variant's definition as the run resolved it (name → the plan model's fields)."""
         return dict(self._definitions().get("variants") or {})
+
+    @property
+    def tuning_sets(self) -> dict[str, dict[str, Any]]:
+        """The plan's [tuning.NAME] sets as the run stored them (a variant's definition names its set)."""
+        opts = self.options or {}
+        if "tuning" in opts:
+            return dict(opts["tuning"] or {})
+        return legacy_tuning(self.plan_text)
 
     def _definitions(self) -> dict[str, Any]:
         opts = self.options or {}

@@ -18,3 +18,14 @@ def legacy_definitions(plan_text: str, plan_path: str) -> dict[str, Any]:
     except Exception:
         return {}
     return {"baseline": plan.baseline, "variants": {v.name: v.model_dump(mode="json") for v in plan.variant}}
+
+
+def legacy_tuning(plan_text: str) -> dict[str, dict[str, Any]]:
+    """The [tuning.NAME] sets of a run stored without them, read from the plan text it kept (as TOML: the
+    sets' keys are all a report needs, even from a plan another fairmark version wrote)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(plan_text).get("tuning", {})
+    except tomllib.TOMLDecodeError:
+        return {}

@@ -44,17 +44,18 @@ if TYPE_CHECKING:  # the plan model (pydantic) is not needed to recover or to di
     from fairmark.plan.model import MountSpec, Plan, Variant
 
 DEFAULT_SETTLE_S = 1.0
-CHANGE_KEYS = ("sysctl", "mount", "cpus", "online_cpus", "thp", "governor", "aslr", "malloc_debug")
 
 
 def merged_changes(plan: Plan, variant: Variant) -> dict[str, Any]:
     """The variant's changes with its [tuning.NAME] set underneath (the variant's own keys win; sysctl
     tables merge key by key)."""
+    from fairmark.plan.kinds import VARIANT_KINDS  # with a plan at hand; recovery needs no plan model
+
     base: dict[str, Any] = {}
     if variant.tuning:
         tuning = plan.tuning[variant.tuning]
-        base = {k: getattr(tuning, k) for k in tuning.model_fields_set if k in (*CHANGE_KEYS, "settle_s")}
-    own = {k: getattr(variant, k) for k in variant.model_fields_set if k in (*CHANGE_KEYS, "settle_s")}
+        base = {k: getattr(tuning, k) for k in tuning.model_fields_set if k in (*VARIANT_KINDS, "settle_s")}
+    own = {k: getattr(variant, k) for k in variant.model_fields_set if k in (*VARIANT_KINDS, "settle_s")}
     out = {**base, **own}
     out["sysctl"] = {**base.get("sysctl", {}), **own.get("sysctl", {})}
     return out
@@ -96,25 +97,9 @@ class SystemState:
     def _resolve(self, variant: Variant) -> Resolved:
         ch = merged_changes(self.plan, variant)
         r = Resolved(variant.name)
-        r.settings += sysctl.settings(ch.get("sysctl", {}), freebsd=self.freebsd)
-        if ch.get("aslr") is not None:
-            r.settings.append(kernel.aslr_setting(ch["aslr"]))
-        if ch.get("thp"):
-            r.settings.append(kernel.thp_setting(ch["thp"]))
-        if ch.get("governor"):
-            r.settings += kernel.governor_settings(ch["governor"])
-        if ch.get("online_cpus"):
-            r.settings += cpus_mod.online_settings(ch["online_cpus"])
-        if ch.get("mount"):
-            r.scratch = self._scratch(variant.name, ch["mount"])
-        if ch.get("cpus") is not None:
-            online = cpus_mod.online_cpu_ids()
-            if ch.get("online_cpus"):  # the CPU set must fit in what stays online
-                online = online[: ch["online_cpus"]]
-            chosen = cpus_mod.resolve_cpus(ch["cpus"], online)
-            r.cpuset = cpus_mod.CpuSet(variant.name, chosen, use_cgroup=cpus_mod.cpuset_usable())
-        if ch.get("malloc_debug"):
-            r.env = malloc_debug.malloc_env(variant.env, freebsd=self.freebsd)
+        for key, (given, resolve) in RESOLVE.items():
+            if given(ch.get(key)):
+                resolve(self, r, variant, ch)
         settle = ch.get("settle_s")
         r.settle_s = settle if settle is not None else (DEFAULT_SETTLE_S if r.settings else 0.0)
         return r
@@ -274,6 +259,66 @@ class SystemState:
 
 def _exit_on_signal(signum: int, _frame: Any) -> None:
     raise Terminated(signum)
+
+
+# -- the variant kinds: key (a field of plan.model.SystemChanges, see plan/kinds.py) → (is it given?, resolve) ----
+# Each resolve adds to the variant's Resolved what its own module makes of the value: machine-wide settings
+# (applied in this order, each journaled, undone by undo_entry), a scratch file system, a CPU set, env.
+def _sysctl(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
+    r.settings += sysctl.settings(ch["sysctl"], freebsd=s.freebsd)
+
+
+def _aslr(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
+    r.settings.append(kernel.aslr_setting(ch["aslr"]))
+
+
+def _thp(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
+    r.settings.append(kernel.thp_setting(ch["thp"]))
+
+
+def _governor(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
+    r.settings += kernel.governor_settings(ch["governor"])
+
+
+def _online_cpus(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
+    r.settings += cpus_mod.online_settings(ch["online_cpus"])
+
+
+def _mount(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
+    r.scratch = s._scratch(v.name, ch["mount"])
+
+
+def _cpus(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
+    online = cpus_mod.online_cpu_ids()
+    if ch.get("online_cpus"):  # the CPU set must fit in what stays online
+        online = online[: ch["online_cpus"]]
+    chosen = cpus_mod.resolve_cpus(ch["cpus"], online)
+    r.cpuset = cpus_mod.CpuSet(v.name, chosen, use_cgroup=cpus_mod.cpuset_usable())
+
+
+def _malloc_debug(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
+    r.env = malloc_debug.malloc_env(v.env, freebsd=s.freebsd)
+
+
+def _truthy(value: Any) -> bool:
+    return bool(value)
+
+
+def _not_none(value: Any) -> bool:  # aslr = 0 and cpus = 0 … are values, not absences
+    return value is not None
+
+
+# In the order the settings are applied (sysctls first, CPU hotplug last); plan/kinds.py has the same keys.
+RESOLVE: dict[str, tuple[Any, Any]] = {
+    "sysctl": (_truthy, _sysctl),
+    "aslr": (_not_none, _aslr),
+    "thp": (_truthy, _thp),
+    "governor": (_truthy, _governor),
+    "online_cpus": (_truthy, _online_cpus),
+    "mount": (_truthy, _mount),
+    "cpus": (_not_none, _cpus),
+    "malloc_debug": (_truthy, _malloc_debug),
+}
 
 
 def _name(variant: Variant | str) -> str:
