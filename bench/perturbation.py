@@ -17,8 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fairmark.run.tools import run_once
 from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads.tools import run_once
 from fairmark.stats import compare
 
 CASES = [

@@ -22,7 +22,7 @@ from test_core_scheduler import FakeExecutor, plan_text
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    from fairmark.run.servers import PG_BIN, PostgresServer
+    from fairmark.run.workloads.servers import PG_BIN, PostgresServer
 
     if not (PG_BIN / "initdb").exists():
         pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN}); `make setup` installs them")

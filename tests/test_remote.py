@@ -310,7 +310,7 @@ def test_a_command_and_a_tool_workload_run_on_a_host(tmp_path, net, fairmark_cli
 
 def test_pgbench_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
     """Seed 003: PostgreSQL on h1, the pgbench client on h1 itself vs on h2 — the verdict says by how much."""
-    from fairmark.run.servers import PG_BIN
+    from fairmark.run.workloads.servers import PG_BIN
 
     if not (PG_BIN / "initdb").exists():
         pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN})")

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fairmark.run import servers
+from fairmark.run.workloads import servers
 from fairmark.run.workloads.base import SetupError
 from helpers import wait_until
 

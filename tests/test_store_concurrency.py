@@ -78,7 +78,7 @@ def test_two_runs_at_once_on_one_sqlite_store(tmp_path: Path) -> None:
 
 @pytest.fixture
 def postgres(tmp_path: Path) -> Iterator[object]:
-    from fairmark.run.servers import PG_BIN, PostgresServer
+    from fairmark.run.workloads.servers import PG_BIN, PostgresServer
 
     if not (PG_BIN / "initdb").exists():
         pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN}); `make setup` installs them")

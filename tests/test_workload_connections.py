@@ -12,8 +12,7 @@ import psutil
 import pytest
 
 from fairmark.errors import PlanError
-from fairmark.run import tools
-from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads import adapter_for, tools
 from fairmark.run.workloads.base import ParseError, RawOutput, SetupError
 from fairmark.run.workloads.connections import raise_fd_limit
 

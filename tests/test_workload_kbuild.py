@@ -73,7 +73,7 @@ def test_before_trial_removes_only_target_objects(tmp_path):
     reason="a real kernel build takes minutes (extract + configure + priming build); set FAIRMARK_SLOW_TESTS=1",
 )
 def test_kbuild_end_to_end(tmp_path):
-    from fairmark.run import tools
+    from fairmark.run.workloads import tools
 
     # The product's own cache: the source is extracted once, here as in real runs.
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fairmark" / "kbuild"

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.errors import EnvironmentRefused
-from fairmark.run import tools
-from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads import adapter_for, tools
 from fairmark.run.workloads.base import ParseError, RawOutput
 from fairmark.run.workloads.nfs import missing
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.errors import PlanError
-from fairmark.run import tools
-from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads import adapter_for, tools
 from fairmark.run.workloads.base import ParseError
 from fairmark.run.workloads.openssl import parse_speed
 

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.errors import PlanError
-from fairmark.run import tools
-from fairmark.run.workloads import _pbuild, adapter_for
+from fairmark.run.workloads import _pbuild, adapter_for, tools
 from fairmark.run.workloads.base import ParseError, RawOutput
 from fairmark.run.workloads.pbuild import parse_pbuild
 from helpers import fairmark_subprocess, json_out

@@ -9,8 +9,7 @@ import psutil
 import pytest
 
 from fairmark.errors import PlanError
-from fairmark.run import tools
-from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads import adapter_for, tools
 from fairmark.run.workloads.base import ParseError, RawOutput, TrialContext, WorkloadContext
 
 FIX = Path(__file__).parent / "fixtures" / "tools" / "redis"

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from fairmark.errors import PlanError
-from fairmark.run import tools
 from fairmark.run.monitors import kernel_log
-from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads import adapter_for, tools
 from fairmark.run.workloads.base import ParseError, RawOutput
 from helpers import fairmark_subprocess, json_out
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.errors import PlanError
-from fairmark.run import tools
-from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads import adapter_for, tools
 from fairmark.run.workloads.base import ParseError, RawOutput
 from fairmark.run.workloads.stress_ng import parse_yaml
 from helpers import wait_until

@@ -9,8 +9,7 @@ import pytest
 
 from fairmark.console import console
 from fairmark.errors import PlanError
-from fairmark.run import tools
-from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads import adapter_for, tools
 from fairmark.run.workloads.base import ParseError
 from fairmark.run.workloads.sysbench import parse_text
 

@@ -10,8 +10,7 @@ import psutil
 import pytest
 
 from fairmark.errors import PlanError
-from fairmark.run import servers, tools
-from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads import adapter_for, servers, tools
 from fairmark.run.workloads.base import ParseError, RawOutput
 
 FIX = Path(__file__).parent / "fixtures" / "tools" / "sysbench-oltp"

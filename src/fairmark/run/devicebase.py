@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
-from fairmark.run import tools
+from fairmark.run.workloads import tools
 from fairmark.run.workloads.base import ParseError
 from fairmark.run.workloads.fio import parse_json
 

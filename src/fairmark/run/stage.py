@@ -51,7 +51,7 @@ def workload_stage(
     ctx.env["FAIRMARK_SCRATCH"] = str(scratch)
     # ... and a TCP port free on loopback when the workload starts, for a server its setup starts (plans
     # hard-coding ports collide with each other and with whatever else runs)
-    from fairmark.run.servers import free_port
+    from fairmark.run.workloads.servers import free_port
 
     ctx.env["FAIRMARK_PORT"] = str(free_port())
     contexts = Contexts(ctx)

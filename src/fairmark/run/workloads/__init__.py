@@ -96,7 +96,7 @@ def data_set_of(workload: Any, adapter: Adapter | None, params: Mapping[str, Any
         return adapter.data_set(params)
     if workload.data_size is None:
         return None
-    from fairmark.run.tools import parse_size
+    from fairmark.run.workloads.tools import parse_size
 
     size = parse_size(workload.data_size, "data_size")
     return DataSet(size, workload.cwd or "", False, workload.small_size_reason)

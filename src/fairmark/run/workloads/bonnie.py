@@ -14,7 +14,7 @@ from typing import Any
 
 from fairmark.console import console
 from fairmark.errors import PlanError
-from fairmark.run import tools
+from fairmark.run.workloads import tools
 from fairmark.run.workloads.base import (
     Adapter,
     DataSet,

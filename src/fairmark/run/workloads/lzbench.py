@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from fairmark.errors import PlanError
-from fairmark.run import tools
+from fairmark.run.workloads import tools
 from fairmark.run.workloads.base import (
     Adapter,
     ParamSpec,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.errors import EnvironmentRefused
-from fairmark.run import tools
+from fairmark.run.workloads import tools
 from fairmark.run.workloads.base import (
     Adapter,
     MetricSpec,

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from fairmark.errors import PlanError
-from fairmark.run import tools
+from fairmark.run.workloads import tools
 from fairmark.run.workloads.base import Adapter, MetricSpec, ParamSpec, ParseError, RawOutput, TrialContext
 
 BLOCK_SIZES = (16, 64, 256, 1024, 8192, 16384)  # openssl speed's default table columns

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.errors import PlanError
-from fairmark.run import tools
+from fairmark.run.workloads import tools
 from fairmark.run.workloads.base import (
     Adapter,
     MetricSpec,

@@ -14,7 +14,7 @@ import subprocess
 from typing import Any
 
 from fairmark.errors import PlanError
-from fairmark.run import servers, tools
+from fairmark.run.workloads import servers, tools
 from fairmark.run.workloads.base import (
     Adapter,
     MetricSpec,

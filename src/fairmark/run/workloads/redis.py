@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.errors import PlanError
-from fairmark.run import servers, tools
+from fairmark.run.workloads import servers, tools
 from fairmark.run.workloads.base import (
     Adapter,
     MetricSpec,

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from fairmark.errors import PlanError
-from fairmark.run import tools
+from fairmark.run.workloads import tools
 from fairmark.run.workloads.base import (
     Adapter,
     MetricSpec,

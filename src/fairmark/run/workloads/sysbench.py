@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fairmark.console import console
-from fairmark.run import tools
+from fairmark.run.workloads import tools
 from fairmark.run.workloads.base import (
     Adapter,
     DataSet,

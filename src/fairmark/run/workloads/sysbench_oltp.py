@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fairmark.errors import PlanError
-from fairmark.run import servers, tools
+from fairmark.run.workloads import servers, tools
 from fairmark.run.workloads.base import (
     Adapter,
     MetricSpec,
