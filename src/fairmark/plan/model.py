@@ -14,14 +14,32 @@ CONFIDENCE_LEVELS = (80.0, 90.0, 95.0, 98.0, 99.0, 99.5)
 
 Command = Annotated[list[str], Field(min_length=1)] | str
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]*$")
-BUILTIN_METRICS = {
-    # name: (unit, better) — measured by the executor for every trial
-    "wall_s": ("s", "lower"),
-    "user_s": ("s", "lower"),
-    "sys_s": ("s", "lower"),
-    "cpu_s": ("s", "lower"),
-    "max_rss_kib": ("KiB", "lower"),
-}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric, the same from plan to report: a plan's [[workload.metrics]] (`Metric.spec`), an adapter's
+    `metrics`, the built-ins; the store keeps it per cell (`row`) and reports read it back."""
+
+    name: str  # units in names where natural: tps, latency_avg_ms, gbit_s_sent
+    unit: str
+    better: Literal["higher", "lower"]
+    description: str = ""
+
+    def row(self, verdict: bool) -> dict[str, Any]:
+        """As a cell row of the store keeps it (`verdict`: the run gives this metric a verdict)."""
+        return {"name": self.name, "unit": self.unit, "better": self.better, "verdict": verdict}
+
+
+# measured by the executor for every trial
+BUILTIN_METRIC_SPECS = (
+    MetricSpec("wall_s", "s", "lower"),
+    MetricSpec("user_s", "s", "lower"),
+    MetricSpec("sys_s", "s", "lower"),
+    MetricSpec("cpu_s", "s", "lower"),
+    MetricSpec("max_rss_kib", "KiB", "lower"),
+)
+BUILTIN_METRICS = {m.name: (m.unit, m.better) for m in BUILTIN_METRIC_SPECS}  # name: (unit, better)
 
 
 AA_SUFFIX = ".aa"
@@ -125,6 +143,10 @@ class Metric(Strict):
     @property
     def unit_name(self) -> str:
         return self.unit or BUILTIN_METRICS.get(self.name, ("", ""))[0]
+
+    @property
+    def spec(self) -> MetricSpec:
+        return MetricSpec(self.name, self.unit_name, self.direction)  # type: ignore[arg-type]
 
 
 EnvValue = str | Literal[False]  # false unsets the variable

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.errors import EnvironmentRefused, PlanError
-from fairmark.plan.model import BUILTIN_METRICS, Plan, Workload
+from fairmark.plan.model import BUILTIN_METRIC_SPECS, MetricSpec, Plan, Workload
 from fairmark.plan.schedule import Cell, cells_of, expand_sweep_values
 from fairmark.run.variants.basic import command_for
 from fairmark.run.workloads import adapter_for, data_set_info
@@ -34,7 +34,7 @@ class WorkloadRuntime:
     workload: Workload
     adapter: Adapter | None
     params: dict[str, Any]
-    metric_specs: dict[str, tuple[str, str]]  # name → (unit, better); the first is primary
+    metric_specs: dict[str, MetricSpec]  # by name; the first is primary
     cells: list[CellState]
     declared: list[str]  # the plan's or adapter's metrics (built-ins only when declared): they get verdicts
 
@@ -58,12 +58,12 @@ def build_runtimes(
         adapter, params = None, {}
         if w.tool:
             adapter, params = _tool_adapter(plan, plan_path, w, quick=quick, remote=remote)
-            specs = {m.name: (m.unit, m.better) for m in adapter.metrics}
+            specs = {m.name: m for m in adapter.metrics}
         else:
-            specs = {m.name: (m.unit_name, m.direction) for m in w.metrics}
+            specs = {m.name: m.spec for m in w.metrics}
         declared = list(specs) or ["wall_s"]  # verdicts are given for these; built-ins are also kept
-        for name, (unit, better) in BUILTIN_METRICS.items():
-            specs.setdefault(name, (unit, better))
+        for m in BUILTIN_METRIC_SPECS:
+            specs.setdefault(m.name, m)
         own = [c for c in cells if c.workload == w.name]
         cell_params = (
             {c.key: cell_params_of(plan, plan_path, adapter, params, c) for c in own} if adapter else {}
@@ -117,10 +117,7 @@ def cell_rows(
     the resolved parameters and the labels a report must state beside the numbers."""
     rows = []
     for cs in rt.cells:
-        metrics = [
-            {"name": n, "unit": u, "better": b, "verdict": n in rt.declared}
-            for n, (u, b) in rt.metric_specs.items()
-        ]
+        metrics = [m.row(verdict=n in rt.declared) for n, m in rt.metric_specs.items()]
         command = command_for(rt.workload, plan.variant_named(cs.cell.variant)) or []
         labels = (_labels(rt.adapter, cs.params) or {}) | (
             remote.labels(cs.cell.variant, rt.workload.name) if remote else {}

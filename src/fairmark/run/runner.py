@@ -317,7 +317,7 @@ class Runner:
             "status": out.status,
             "error": out.error,
             "metric": rt.primary,
-            "unit": rt.metric_specs[rt.primary][0],
+            "unit": rt.metric_specs[rt.primary].unit,
             "value": out.values.get(rt.primary),
             "n": len(cs.values),
             "max_trials": self.policy.max_trials,

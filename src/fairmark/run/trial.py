@@ -262,10 +262,11 @@ class TrialPath:
             "host": self.remote.host_of(cs.cell.variant) if self.remote else None,
             "boot_id": self.remote.boot_id(cs.cell.variant) if self.remote else local_boot_id(),
         }
+        specs = rt.metric_specs
         samples = [
-            {"metric": k, "value": float(v), "unit": rt.metric_specs[k][0], "better": rt.metric_specs[k][1]}
+            {"metric": k, "value": float(v), "unit": specs[k].unit, "better": specs[k].better}
             for k, v in values.items()
-            if k in rt.metric_specs
+            if k in specs
         ]
         self.store.add_trial(trial, samples, [self._artifact(cs.cell.key, a) for a in artifacts])
         return Outcome(status, trial["error"], values)

@@ -16,9 +16,12 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from fairmark.errors import FairmarkError, PlanError
+
+# One MetricSpec from plan to report: adapters declare theirs with it (re-exported here).
+from fairmark.plan.model import MetricSpec as MetricSpec
 
 
 class ParseError(FairmarkError):
@@ -27,14 +30,6 @@ class ParseError(FairmarkError):
 
 class SetupError(FairmarkError):
     """A server or data set could not be prepared (the message carries the tool's log tail)."""
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    name: str  # units in names where natural: tps, latency_avg_ms, gbit_s_sent
-    unit: str
-    better: Literal["higher", "lower"]
-    description: str = ""
 
 
 @dataclass(frozen=True)
