@@ -1,5 +1,7 @@
 """Workload adapters: one module per tool. Modules here that define an `Adapter` subclass with a `name` are
-registered automatically, so adding a tool is adding one file."""
+registered automatically, so adding a tool is adding one file (with its test and captured fixture). What the
+adapters share lives beside them: base.py (the interface), tools.py (test files, sizes, parsing helpers,
+`run_once`), servers.py (the servers fairmark starts)."""
 
 from __future__ import annotations
 
@@ -16,12 +18,14 @@ from typing import Any
 from fairmark.errors import PlanError
 from fairmark.run.workloads.base import Adapter, DataSet
 
+SUPPORT = ("base", "tools", "servers")  # what the adapters share: not adapters themselves
+
 
 @cache
 def registry() -> dict[str, type[Adapter]]:
     found: dict[str, type[Adapter]] = {}
     for mod in pkgutil.iter_modules(__path__):
-        if mod.name in ("base",) or mod.name.startswith("_"):
+        if mod.name in SUPPORT or mod.name.startswith("_"):
             continue
         module = importlib.import_module(f"{__name__}.{mod.name}")
         for obj in vars(module).values():
