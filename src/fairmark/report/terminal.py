@@ -15,6 +15,7 @@ from fairmark.report.boots import levels_lines
 from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
 from fairmark.stats import format_median, format_percent, format_value
+from fairmark.stats.judge import enough
 
 
 def _header(r: RunReport) -> None:
@@ -85,7 +86,7 @@ def _group(
         text = "baseline" if c.variant == r.baseline else _short(verdicts.get(c.variant))
         t.add_row(*_cell_row(c, text))
     console.print(t)
-    data = [(c.variant, c.values.get(primary, [])) for c in cells if len(c.values.get(primary, [])) >= 3]
+    data = [(c.variant, c.values.get(primary, [])) for c in cells if enough(c.values.get(primary, []))]
     if data:
         console.text("\n".join(legend(data) + ascii_plot(data, width=plot_width)))
     for v in r.verdicts:
