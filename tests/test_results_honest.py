@@ -389,7 +389,7 @@ wrap = ["env"]
 
 
 def test_a_difference_within_the_wrappers_cost_is_flagged():
-    from fairmark.run.wrapcost import note
+    from fairmark.report.wrapcost import note
 
     cost = {"wrap": ["env"], "pairs": 31, "median_s": 0.0008, "ci_low_s": 0.0006, "ci_high_s": 0.0011}
     within = note(cost, "b", "a", {"difference": 0.0009}, "wall_s")

@@ -437,7 +437,7 @@ def _with_wrap_costs(verdicts: tuple[Verdict, ...], costs: dict[str, dict[str, A
         return verdicts
     from dataclasses import replace
 
-    from fairmark.run.wrapcost import note
+    from fairmark.report.wrapcost import note
 
     out = []
     for v in verdicts:

@@ -318,7 +318,7 @@ def kernel_marks(c: CellReport, arts: RunArtifacts) -> list[tuple[float, str]]:
 
 
 def cell_kernel_events_of(trial: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from fairmark.run.monitors.kernel_log import events_in
+    from fairmark.store.events import events_in
 
     return [] if trial["warmup"] else events_in(trial.get("stderr_tail") or "")
 

@@ -58,6 +58,16 @@ class Gate:
             )
         return snap, found
 
+    def baselines(self, runtimes: list[WorkloadRuntime]) -> dict[str, Any]:
+        """What this machine does apart from the change, measured before the first trial (run options)."""
+        from fairmark.run import devicebase, wrapcost
+
+        # a variant's own wrap is inside its measured time only: its cost here is shown beside the verdicts
+        wrap_costs = wrapcost.measure(self.plan.variant) if self.options.probe else {}
+        # what the disk under a file-system workload can do: a result beyond it measured the page cache
+        devices = devicebase.for_runtimes(runtimes) if self.options.probe and not self.remote else {}
+        return {"wrap_costs": wrap_costs, "device_baselines": devices}
+
     def after(self, status: str) -> dict[str, Any] | None:
         """The snapshot after a finished local run (None otherwise)."""
         if not self.options.probe or status != "done" or self.remote:

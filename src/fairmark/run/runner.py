@@ -20,7 +20,6 @@ from fairmark.errors import FairmarkError
 from fairmark.plan.load import LoadedPlan
 from fairmark.plan.model import RunPolicy
 from fairmark.plan.schedule import Order, new_seed
-from fairmark.run import devicebase, wrapcost
 from fairmark.run.executor import execute_spec
 from fairmark.run.gate import Gate, VolatileWatch, host_id, hostname
 from fairmark.run.hooks import TrialHook
@@ -117,10 +116,6 @@ class Runner:
                 self.remote.close()  # refused before any trial: end the hosts' sessions (and their locks)
             raise
         self.watch.env_before = snap
-        # a variant's own wrap is inside its measured time only: its cost here is shown beside the verdicts
-        wrap_costs = wrapcost.measure(self.plan.variant) if self.options.probe else {}
-        # what the disk under a file-system workload can do: a result beyond it measured the page cache
-        devices = devicebase.for_runtimes(runtimes) if self.options.probe and not self.remote else {}
         self.watch.noticed = {f["id"] for f in found}  # between rounds, report only what is new
         seed = self.options.seed if self.options.seed is not None else (self.plan.run.seed or new_seed())
         self.run_id = self.store.create_run(
@@ -145,8 +140,7 @@ class Runner:
                 "variants": {v.name: v.model_dump(mode="json") for v in self.plan.variant},
                 "tuning": {name: t.model_dump(mode="json") for name, t in self.plan.tuning.items()},
                 "hooks": [h.name for h in self.options.hooks],
-                "wrap_costs": wrap_costs,
-                "device_baselines": devices,
+                **self.gate.baselines(runtimes),  # wrap_costs, device_baselines
                 **({"hosts": self.remote.describe()} if self.remote else {}),
             },
             notes=[],

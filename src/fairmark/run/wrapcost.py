@@ -5,12 +5,11 @@ fairmark's own placement (cpus) is applied by the launcher, so it adds no proces
 the first trial, the wrapper around a no-op (`true`) and the no-op alone are launched alternately through the
 same executor the trials use, PAIRS times each; the median of the per-pair differences, with its
 order-statistic CI, is the wrapper's own cost here. Reports show it beside every wall-time verdict of that
-variant and flag a difference that lies within it: such a difference may be the wrapper, not the change.
+variant and flag a difference that lies within it (report/wrapcost.py): it may be the wrapper, not the change.
 """
 
 from __future__ import annotations
 
-import math
 import shutil
 import statistics
 import tempfile
@@ -21,9 +20,6 @@ from fairmark.run.executor import execute
 
 PAIRS = 31  # enough for a 95% order-statistic CI of the median (needs n ≥ 6), a few ms per launch
 CONFIDENCE = 95.0
-# The metrics a wrapper's process enters: fairmark's own clock and rusage of the trial's tree. A tool's own
-# figures (MB/s, tps) are measured inside the tool and do not include the wrapper's start.
-TIME_METRICS = ("wall_s", "cpu_s", "user_s", "sys_s")
 
 
 def measure(variants: Iterable[Any], pairs: int = PAIRS) -> dict[str, dict[str, Any]]:
@@ -60,33 +56,3 @@ def measure(variants: Iterable[Any], pairs: int = PAIRS) -> dict[str, dict[str, 
 def _why(measured: list[Any]) -> str:
     bad = next(m for m in measured if m.status != "ok")
     return f"the wrapper around a no-op did not run: {bad.error or bad.status}"
-
-
-def note(
-    cost: dict[str, Any], variant: str, baseline: str, comparison: dict[str, Any], metric: str
-) -> str | None:
-    """The line a report prints under a verdict of `variant` (vs `baseline`) on a time metric: the wrapper's
-    cost here, and whether the verdict's difference lies within it."""
-    if metric not in TIME_METRICS:
-        return None
-    wrap = " ".join(cost.get("wrap") or [])
-    if cost.get("error"):
-        return f"{variant}'s wrap `{wrap}`: its own cost could not be measured ({cost['error']})"
-    med, low, high = cost["median_s"], cost["ci_low_s"], cost["ci_high_s"]
-    ci = "" if math.isnan(low) else f" [{1e3 * low:.2f}, {1e3 * high:.2f}]"
-    head = (f"{variant}'s wrap `{wrap}` costs {1e3 * med:.2f} ms{ci} per trial on this machine (around a no-op, "
-            f"{cost['pairs']} pairs; {baseline} has no such process)")  # fmt: skip
-    diff = _difference_s(comparison)
-    reach = max(abs(med), abs(high) if not math.isnan(high) else 0.0)
-    if diff is None or metric != "wall_s":
-        return head
-    if abs(diff) <= reach:
-        return (f"{head} — the difference ({1e3 * diff:+.2f} ms) is within the wrapper's own cost: "
-                "it may be the wrapper, not the change")  # fmt: skip
-    return f"{head}; the difference ({1e3 * diff:+.2f} ms) is beyond it"
-
-
-def _difference_s(comparison: dict[str, Any]) -> float | None:
-    """other − baseline in seconds, from a stored comparison."""
-    value = comparison.get("difference")
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fairmark.errors import Terminated
+
 CONFIGURE_ARGS = "--prefix=/usr/local --disable-nls --disable-werror"
 # The build of one package, the same on both systems: copy its sources into the builder's tmpfs (poudriere's
 # extract), configure, make, install into a staging root and pack it (the package goes to the repository
@@ -168,7 +170,7 @@ def main(argv: Sequence[str]) -> int:
     pool = Builders(cfg)
 
     def stop(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
+        raise Terminated(signum)  # unwinds like Ctrl-C: the finally below removes jails and tmpfs
 
     signal.signal(signal.SIGTERM, stop)
     pool.say(f"# pbuild builders={cfg['builders']} packages={len(cfg['queue'])} jobs={cfg['jobs']} "
@@ -188,4 +190,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except Terminated as exc:  # this process's own edge: 128 + the signal, as a shell reports it
+        sys.exit(exc.exit_status)

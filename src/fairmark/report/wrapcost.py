@@ -1,0 +1,42 @@
+"""The line a report prints under a time verdict of a variant with its own `wrap`: what the wrapper cost on this
+machine (measured by run/wrapcost.py before the first trial, stored in the run's options as wrap_costs), and
+whether the verdict's difference lies within it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# The metrics a wrapper's process enters: fairmark's own clock and rusage of the trial's tree. A tool's own
+# figures (MB/s, tps) are measured inside the tool and do not include the wrapper's start.
+TIME_METRICS = ("wall_s", "cpu_s", "user_s", "sys_s")
+
+
+def note(
+    cost: dict[str, Any], variant: str, baseline: str, comparison: dict[str, Any], metric: str
+) -> str | None:
+    """The line a report prints under a verdict of `variant` (vs `baseline`) on a time metric: the wrapper's
+    cost here, and whether the verdict's difference lies within it."""
+    if metric not in TIME_METRICS:
+        return None
+    wrap = " ".join(cost.get("wrap") or [])
+    if cost.get("error"):
+        return f"{variant}'s wrap `{wrap}`: its own cost could not be measured ({cost['error']})"
+    med, low, high = cost["median_s"], cost["ci_low_s"], cost["ci_high_s"]
+    ci = "" if math.isnan(low) else f" [{1e3 * low:.2f}, {1e3 * high:.2f}]"
+    head = (f"{variant}'s wrap `{wrap}` costs {1e3 * med:.2f} ms{ci} per trial on this machine (around a no-op, "
+            f"{cost['pairs']} pairs; {baseline} has no such process)")  # fmt: skip
+    diff = _difference_s(comparison)
+    reach = max(abs(med), abs(high) if not math.isnan(high) else 0.0)
+    if diff is None or metric != "wall_s":
+        return head
+    if abs(diff) <= reach:
+        return (f"{head} — the difference ({1e3 * diff:+.2f} ms) is within the wrapper's own cost: "
+                "it may be the wrapper, not the change")  # fmt: skip
+    return f"{head}; the difference ({1e3 * diff:+.2f} ms) is beyond it"
+
+
+def _difference_s(comparison: dict[str, Any]) -> float | None:
+    """other − baseline in seconds, from a stored comparison."""
+    value = comparison.get("difference")
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
