@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from fairmark.probe.redact import redact_env, redact_text
-
 REDACTED = "<redacted>"
 MIN_SECRET_CHARS = 4  # shorter values ("1", "on") would scrub ordinary words out of every output
 
@@ -18,6 +16,9 @@ MIN_SECRET_CHARS = 4  # shorter values ("1", "on") would scrub ordinary words ou
 def secret_values(env: Mapping[str, str]) -> list[str]:
     """The values the environment capture would redact, longest first (a secret containing another is
     replaced whole)."""
+    # The probe package is heavy: imported when a run starts, not when a command merely imports the runner.
+    from fairmark.probe import redact_env
+
     redacted = redact_env(dict(env))
     found = {v for k, v in env.items() if redacted.get(k) != v and len(v) >= MIN_SECRET_CHARS}
     return sorted(found, key=len, reverse=True)
@@ -30,6 +31,8 @@ class Scrubber:
         self.secrets = secret_values(os.environ if env is None else env)
 
     def __call__(self, text: str) -> str:
+        from fairmark.probe.redact import redact_text
+
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)
         return redact_text(text)
