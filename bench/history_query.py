@@ -154,7 +154,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         measure("SQLite", f"sqlite:///{Path(tmp) / 'history.db'}", args)
     if not args.no_postgres:
-        from fairmark.run.servers import PG_BIN, PostgresServer
+        from fairmark.run.workloads.servers import PG_BIN, PostgresServer
 
         if not (PG_BIN / "initdb").exists():
             print(f"PostgreSQL: not measured (no server binaries in {PG_BIN}; `make setup` installs them)")

@@ -84,7 +84,7 @@ def test_step_at_run_12_and_a_noise_only_history(fairmark_cli, tmp_path: Path) -
 
 @pytest.fixture
 def postgres() -> Iterator[str]:
-    from fairmark.run.servers import PG_BIN, PostgresServer
+    from fairmark.run.workloads.servers import PG_BIN, PostgresServer
 
     if not (PG_BIN / "initdb").exists():
         pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN}); `make setup` installs them")

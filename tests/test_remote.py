@@ -460,7 +460,7 @@ def test_iperf3_redis_and_sysbench_oltp_clients_on_another_host(tmp_path, net, f
     on h2, over the test network (one plan: one connection and probe for the three tools)."""
     import shutil
 
-    from fairmark.run.servers import PG_BIN
+    from fairmark.run.workloads.servers import PG_BIN
 
     if not shutil.which("redis-server") or not shutil.which("sysbench") or not (PG_BIN / "initdb").exists():
         pytest.skip("redis-server, sysbench or PostgreSQL not installed (packages/debian-test.txt)")
