@@ -31,8 +31,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,11 +46,13 @@ from fairmark.run.boots import (
     switch_commands,
     verify,
 )
+from fairmark.run.stage import workload_stage
 from fairmark.store.db import now
 
 if TYPE_CHECKING:
     from fairmark.plan.schedule import Order
-    from fairmark.run.runner import CellState, Runner, WorkloadRuntime
+    from fairmark.run.prepare import CellState, WorkloadRuntime
+    from fairmark.run.runner import Runner
 
 
 class HostDidNotReturn(EnvironmentRefused):
@@ -382,13 +382,15 @@ class BootRun:
         for rt in runtimes:
             if not any(r not in cs.rounds_done for cs in self._cells(rt, block) for r in rounds):
                 continue
-            with _stage(runner, rt) as contexts:
+            stage = workload_stage(rt, runner.policy, remote=runner.remote, phase=runner.progress.workload,
+                                   keep_scratch=runner.options.keep_scratch)  # fmt: skip
+            with stage as contexts:
                 for r in rounds:
                     for cs in self._order(rt, block, r):
                         if r not in cs.rounds_done:
                             runner._trial(rt, contexts, cs, r)
                             self._same_boot(block)
-                    runner._between_rounds()
+                    runner.watch.sample(runner.store, runner.run_id, runner.progress.note)
 
     def _order(self, rt: WorkloadRuntime, block: Block, r: int) -> list[CellState]:
         by_cell = {cs.cell: cs for cs in self._cells(rt, block)}
@@ -410,44 +412,3 @@ class BootRun:
             ex = self.runner.remote.executors[self.machine.name]
             return ex.last_boot_id
         return self.machine.boot_id()
-
-
-@contextmanager
-def _stage(runner: Runner, rt: WorkloadRuntime) -> Iterator[Any]:
-    """A workload's stage for one boot, as the runner's own loop makes it: a private scratch directory and a free
-    loopback port, its setup and prime commands (on every host its variants use), and teardown always."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from fairmark.run.runner import SCRATCH_PREFIX, cache_dir
-    from fairmark.run.servers import free_port
-    from fairmark.run.trial import Contexts
-    from fairmark.run.workloads.base import WorkloadContext
-
-    w = rt.workload
-    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-{w.name}-"))
-    ctx = WorkloadContext(name=w.name, params=rt.params, scratch=scratch, cache=cache_dir() / (w.tool or "command"),
-                          is_root=os.geteuid() == 0)  # fmt: skip
-    ctx.cache.mkdir(parents=True, exist_ok=True)
-    ctx.env["FAIRMARK_SCRATCH"] = str(scratch)
-    ctx.env["FAIRMARK_PORT"] = str(free_port())
-    contexts = Contexts(ctx)
-    executors = runner._step_executors(rt)
-    try:
-        runner.progress.workload(w.name, "setup")
-        for step in ("setup", "prime"):
-            for ex in executors:
-                runner._shell_step(w, step, scratch, executor=ex, env=ctx.env)
-        runner.progress.workload(w.name, "trials")
-        yield contexts
-    finally:
-        try:
-            if rt.adapter:
-                for c in reversed(contexts.ready):
-                    rt.adapter.teardown(c)
-            for ex in executors:
-                runner._shell_step(w, "teardown", scratch, check=False, executor=ex, env=ctx.env)
-        finally:
-            if not runner.options.keep_scratch:
-                shutil.rmtree(scratch, ignore_errors=True)

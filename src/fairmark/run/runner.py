@@ -11,18 +11,15 @@ continues from what the store holds, re-running the interrupted trial.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from fairmark import __version__
 from fairmark.errors import FairmarkError
 from fairmark.plan.load import LoadedPlan
-from fairmark.plan.model import RunPolicy
 from fairmark.plan.schedule import Order, new_seed
 from fairmark.run.executor import execute_spec
 from fairmark.run.gate import Gate, VolatileWatch, host_id, hostname
-from fairmark.run.hooks import TrialHook
+from fairmark.run.options import Progress, RunOptions
 from fairmark.run.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
 from fairmark.run.secrets import Scrubber
 from fairmark.run.stage import sweep_stale_scratch, workload_stage
@@ -34,31 +31,6 @@ from fairmark.stats.stopping import group_stop
 from fairmark.store.db import Store, now
 
 PROFILED_TRIALS = 2  # extra trials per cell with profilers attached (--profile), after the measured rounds
-
-
-@dataclass
-class RunOptions:
-    quick: bool = False
-    seed: int | None = None
-    accept_risk: bool = False
-    probe: bool = True  # environment snapshots and the doctor gate (off only in scheduler tests)
-    command_line: str = ""
-    hooks: Sequence[TrialHook] = ()
-    keep_scratch: bool = False
-    calibrate: bool = False  # add an A/A twin of the baseline variant (see Plan.with_aa_twin)
-    allow_concurrent: bool = False  # another run may use the same host (a host's lock, as the local HostLock)
-    tags: dict[str, str] = field(default_factory=dict)  # `run --tag k=v`: stored with the run, queried later
-
-
-class Progress:
-    """What the runner tells the user; the CLI plugs in a rich or plain implementation."""
-
-    def started(self, run_id: str, cells: int, policy: RunPolicy) -> None: ...
-    def workload(self, name: str, phase: str) -> None: ...
-    def trial(self, event: dict[str, Any]) -> None: ...
-    def cell_stopped(self, key: str, status: str, reason: str) -> None: ...
-    def note(self, message: str) -> None: ...
-    def finished(self) -> None: ...
 
 
 class Runner:

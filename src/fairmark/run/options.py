@@ -1,0 +1,36 @@
+"""What a run is asked to do (RunOptions, from the command line) and what it tells the user (Progress: the CLI
+plugs in a rich or plain implementation). Imported by the runner and re-exported there."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fairmark.plan.model import RunPolicy
+from fairmark.run.hooks import TrialHook
+
+
+@dataclass
+class RunOptions:
+    quick: bool = False
+    seed: int | None = None
+    accept_risk: bool = False
+    probe: bool = True  # environment snapshots and the doctor gate (off only in scheduler tests)
+    command_line: str = ""
+    hooks: Sequence[TrialHook] = ()
+    keep_scratch: bool = False
+    calibrate: bool = False  # add an A/A twin of the baseline variant (see Plan.with_aa_twin)
+    allow_concurrent: bool = False  # another run may use the same host (a host's lock, as the local HostLock)
+    tags: dict[str, str] = field(default_factory=dict)  # `run --tag k=v`: stored with the run, queried later
+
+
+class Progress:
+    """What the runner tells the user; the CLI plugs in a rich or plain implementation."""
+
+    def started(self, run_id: str, cells: int, policy: RunPolicy) -> None: ...
+    def workload(self, name: str, phase: str) -> None: ...
+    def trial(self, event: dict[str, Any]) -> None: ...
+    def cell_stopped(self, key: str, status: str, reason: str) -> None: ...
+    def note(self, message: str) -> None: ...
+    def finished(self) -> None: ...
