@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from fairmark.run.variants.syslock import SystemLock
@@ -202,3 +203,10 @@ def nothing_left(tmp_path: Path, plan: Path, pids: list[int]) -> None:
     procs = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
     mine = [p for p in procs if str(plan) in p or str(tmp_path) in p or any(f"/{m}" in p for m in marks)]
     assert mine == [], f"processes left: {mine}"
+    # A managed server renames itself ("redis-server 127.0.0.1:PORT"): it is found by where it works.
+    servers = [
+        f"{p.pid} {p.info['name']} in {p.info['cwd']}"
+        for p in psutil.process_iter(["name", "cwd"])
+        if any(f"/{m}" in (p.info["cwd"] or "") for m in marks)
+    ]
+    assert servers == [], f"servers left: {servers}"

@@ -4,8 +4,10 @@ scratch directories a killed fairmark process left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -102,11 +104,44 @@ def shell_step(
 
 
 def sweep_stale_scratch(tmp: str | None = None) -> list[str]:
-    """Remove scratch directories of fairmark processes that no longer exist (a kill -9 leaves them)."""
-    lines = []
-    for path in Path(tmp or tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
-        pid = path.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)) and path.is_dir():
+    """Remove scratch directories of fairmark processes that no longer exist (a kill -9 leaves them), after
+    stopping what those processes left running in them."""
+    base = Path(tmp or tempfile.gettempdir())
+    lines = _kill_orphans(base)
+    for path in base.glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = _owner(path.name)
+        if pid is not None and not pid_alive(pid) and path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
             lines.append(f"removed {path}, left by fairmark process {pid}, which no longer runs")
+    return lines
+
+
+def _owner(name: str) -> int | None:
+    """The fairmark PID in a scratch directory's name, unless it is this process."""
+    pid = name[len(SCRATCH_PREFIX) :].split("-", 1)[0] if name.startswith(SCRATCH_PREFIX) else ""
+    return int(pid) if pid.isdigit() and int(pid) != os.getpid() else None
+
+
+def _kill_orphans(base: Path) -> list[str]:
+    """A managed server (redis, PostgreSQL, MariaDB …) runs in its own session with its working directory in
+    the scratch directory, so a SIGKILL of fairmark's process group does not reach it and nothing else would
+    ever stop it: kill the process group of every process working in a dead fairmark's scratch directory (also
+    one already removed, which the kernel shows as 'PATH (deleted)')."""
+    import psutil
+
+    lines = []
+    for proc in psutil.process_iter(["pid", "cwd", "name"]):
+        cwd = proc.info.get("cwd") or ""
+        if not cwd.startswith(f"{base}/{SCRATCH_PREFIX}"):
+            continue
+        owner = _owner(Path(cwd.removesuffix(" (deleted)")).relative_to(base).parts[0])
+        if owner is None or pid_alive(owner) or proc.pid == os.getpid():
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(proc.pid)
+            if group == os.getpgrp():  # never our own group
+                os.kill(proc.pid, signal.SIGKILL)
+            else:
+                os.killpg(group, signal.SIGKILL)
+            lines.append(f"stopped {proc.info['name']} (pid {proc.pid}), left by fairmark process {owner}")
     return lines
