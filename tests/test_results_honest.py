@@ -17,6 +17,17 @@ def _run(fairmark_cli, plan: Path, tmp_path: Path, *extra: str) -> tuple[int, di
     return code, (json.loads(out) if out.strip() else {}), err
 
 
+def _ab_plan(tmp_path: Path, command: str = '["true"]', b_extra: str = "") -> Path:
+    """Three trials of one command workload under variants a and b; `b_extra` is b's own keys."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n\n"
+        f'[[workload]]\nname = "w"\ncommand = {command}\n\n'
+        f'[[variant]]\nname = "a"\n\n[[variant]]\nname = "b"\n{b_extra}'
+    )
+    return plan
+
+
 def test_before_trial_runs_untimed_before_every_trial_with_the_variants_env(tmp_path, fairmark_cli):
     log = tmp_path / "before.log"
     plan = tmp_path / "p.toml"
@@ -178,25 +189,7 @@ def test_spread_is_a_verdict_a_plan_can_ask_for(tmp_path, fairmark_cli):
 
 
 def test_profiled_trials_are_extra_and_kept_apart_from_the_measured_ones(tmp_path, fairmark_cli):
-    plan = tmp_path / "p.toml"
-    plan.write_text(
-        """
-[run]
-warmup = 0
-min_trials = 3
-max_trials = 3
-
-[[workload]]
-name = "w"
-command = ["true"]
-
-[[variant]]
-name = "a"
-
-[[variant]]
-name = "b"
-"""
-    )
+    plan = _ab_plan(tmp_path)
     code, doc, err = _run(fairmark_cli, plan, tmp_path, "--profile", "syscalls")
     assert code == 0, err
     for cell in doc["cells"]:
@@ -222,26 +215,7 @@ def test_cpus_placement_is_applied_by_the_launcher_with_no_wrapper_on_one_side(t
     # Issue 11: B's `sh -c 'echo $$ > cgroup.procs && exec …'` wrapper was inside B's measured time only
     # (11.9 ms per trial on this VM). Now both sides start the same way and the placed trial's own process
     # is in the cpuset: asserted on the mechanism, not on timing.
-    plan = tmp_path / "p.toml"
-    plan.write_text(
-        """
-[run]
-warmup = 0
-min_trials = 3
-max_trials = 3
-
-[[workload]]
-name = "w"
-command = ["cat", "/proc/self/cgroup", "/proc/self/status"]
-
-[[variant]]
-name = "a"
-
-[[variant]]
-name = "b"
-cpus = 2
-"""
-    )
+    plan = _ab_plan(tmp_path, '["cat", "/proc/self/cgroup", "/proc/self/status"]', "cpus = 2\n")
     code, doc, err = _run(fairmark_cli, plan, tmp_path)
     assert code == 0, err
     argvs = {c["variant"]: {tuple(t["argv"]) for t in c["trials"]} for c in doc["cells"]}
@@ -354,26 +328,7 @@ data_size = "64M"
 def test_a_variants_own_wrap_is_measured_and_shown_beside_its_verdicts(tmp_path, fairmark_cli):
     """Item 1, second half: a user's `wrap` is one more exec in one side's measured time — fairmark measures the
     wrapper around a no-op on this machine before the run and puts its cost beside every time verdict."""
-    plan = tmp_path / "p.toml"
-    plan.write_text(
-        """
-[run]
-warmup = 0
-min_trials = 3
-max_trials = 3
-
-[[workload]]
-name = "w"
-command = ["true"]
-
-[[variant]]
-name = "a"
-
-[[variant]]
-name = "b"
-wrap = ["env"]
-"""
-    )
+    plan = _ab_plan(tmp_path, b_extra='wrap = ["env"]\n')
     code, doc, err = _run(fairmark_cli, plan, tmp_path)
     assert code == 0, err
     cost = doc["run"]["options"]["wrap_costs"]["b"]
