@@ -10,14 +10,12 @@ full build for real hardware."""
 
 from __future__ import annotations
 
-import glob
 import os
 import platform
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +39,7 @@ _COMPILED = re.compile(r"^\s+(?:CC|AS|LD|AR)\s+\S", re.MULTILINE)
 
 
 def find_tarball() -> str | None:
-    found = sorted(glob.glob(TARBALLS))
-    return found[-1] if found else None
+    return tools.newest(TARBALLS)
 
 
 class Kbuild(Adapter):
@@ -134,7 +131,7 @@ class Kbuild(Adapter):
             raise SetupError(
                 f"no kernel source: install linux-source (Debian) or set source = '…' ({TARBALLS})"
             )
-        return extract_once(Path(tarball), ctx.cache)
+        return tools.extract_once(Path(tarball), ctx.cache)
 
     def _make(self, ctx: WorkloadContext, args: list[str], what: str) -> None:
         argv = ["make", "-C", str(ctx.state["src"]), f"O={ctx.state['build']}", *_arch(), *args]
@@ -161,33 +158,6 @@ def _safe_target(target: Any) -> bool:
         and bool(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./-]*", target))
         and ".." not in target
     )
-
-
-def extract_once(tarball: Path, cache: Path) -> Path:
-    """Extract the source into the cache the first time; later runs reuse it (it is only ever read)."""
-    stem = tarball.name.removesuffix(".tar.xz").removesuffix(".tar.gz").removesuffix(".tar")
-    dest = cache / stem
-    marker = dest / ".fairmark-extracted"
-    if marker.exists():
-        return _top(dest)
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=cache))
-    try:
-        proc = subprocess.run(["tar", "-xf", str(tarball), "-C", str(tmp)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise SetupError(f"cannot extract {tarball}: {proc.stderr[-800:]}")
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)  # atomic: an interrupted extraction never looks complete
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    marker.touch()
-    return _top(dest)
-
-
-def _top(dest: Path) -> Path:
-    """The tarball holds one top directory (linux-source-6.1/)."""
-    subdirs = [p for p in dest.iterdir() if p.is_dir()]
-    return subdirs[0] if len(subdirs) == 1 and not (dest / "Makefile").exists() else dest
 
 
 def parse_build(stdout: str, stderr: str) -> dict[str, float]:

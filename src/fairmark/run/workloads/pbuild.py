@@ -17,7 +17,6 @@ adds the kernel's lock contention. The trial itself is run/workloads/_pbuild.py.
 
 from __future__ import annotations
 
-import glob
 import json
 import re
 import shutil
@@ -38,7 +37,6 @@ from fairmark.run.workloads.base import (
     TrialContext,
     WorkloadContext,
 )
-from fairmark.run.workloads.kbuild import extract_once
 
 TARBALLS = "/usr/src/binutils/binutils-*.tar.xz"
 # binutils' subprojects that configure and build on their own, with the sibling directories they read.
@@ -53,8 +51,7 @@ _END = re.compile(r"^# end elapsed_s=([\d.]+)$", re.MULTILINE)
 
 
 def find_tarball() -> str | None:
-    found = sorted(glob.glob(TARBALLS))
-    return found[-1] if found else None
+    return tools.newest(TARBALLS)
 
 
 class Pbuild(Adapter):
@@ -145,7 +142,7 @@ class Pbuild(Adapter):
         tarball = find_tarball()
         if tarball is None:
             raise SetupError(f"pbuild: no sources: install binutils-source (Debian), {TARBALLS}")
-        tree = extract_once(Path(tarball), ctx.cache)
+        tree = tools.extract_once(Path(tarball), ctx.cache)
         top = sorted(f.name for f in tree.iterdir() if f.is_file())
         return tree, {p: [*top, *SHARED, *BINUTILS[p]] for p in ctx.params["queue"]}
 

@@ -4,6 +4,7 @@ private scratch directories, and small parsing helpers."""
 from __future__ import annotations
 
 import base64
+import glob
 import os
 import random
 import re
@@ -18,7 +19,14 @@ from typing import Any
 import psutil
 
 from fairmark.errors import PlanError
-from fairmark.run.workloads.base import Adapter, ParseError, RawOutput, TrialContext, WorkloadContext
+from fairmark.run.workloads.base import (
+    Adapter,
+    ParseError,
+    RawOutput,
+    SetupError,
+    TrialContext,
+    WorkloadContext,
+)
 
 MIB = 1024 * 1024
 # File systems whose data lives in RAM: a test file smaller than RAM is the point there (seed 002's memory
@@ -194,3 +202,36 @@ def run_once(
             adapter.after_trial(tctx)
     finally:
         adapter.teardown(ctx)
+
+
+def newest(pattern: str) -> str | None:
+    """The last match of a glob in sorted order (the newest source tarball a package ships, as they are named)."""
+    found = sorted(glob.glob(pattern))
+    return found[-1] if found else None
+
+
+def extract_once(tarball: Path, cache: Path) -> Path:
+    """Extract the source into the cache the first time; later runs reuse it (it is only ever read)."""
+    stem = tarball.name.removesuffix(".tar.xz").removesuffix(".tar.gz").removesuffix(".tar")
+    dest = cache / stem
+    marker = dest / ".fairmark-extracted"
+    if marker.exists():
+        return _top(dest)
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=cache))
+    try:
+        proc = subprocess.run(["tar", "-xf", str(tarball), "-C", str(tmp)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SetupError(f"cannot extract {tarball}: {proc.stderr[-800:]}")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)  # atomic: an interrupted extraction never looks complete
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    marker.touch()
+    return _top(dest)
+
+
+def _top(dest: Path) -> Path:
+    """A tarball holds one top directory (linux-source-6.1/, binutils-2.40/)."""
+    subdirs = [p for p in dest.iterdir() if p.is_dir()]
+    return subdirs[0] if len(subdirs) == 1 and not (dest / "Makefile").exists() else dest
