@@ -77,9 +77,13 @@ def _verdicts(w: Writer, report: RunReport, attrs: dict) -> None:
 def _boots(w: Writer, report: RunReport) -> None:
     from fairmark.report.boots import boot_lines
 
-    lines = boot_lines(report)
+    _bullets(w, "Boots (A B B A …; the verdicts take the boot as their unit)", boot_lines(report))
+
+
+def _bullets(w: Writer, heading: str, lines: list[str]) -> None:
+    """A section of one bullet per line, or nothing when there are no lines."""
     if lines:
-        w.heading("Boots (A B B A …; the verdicts take the boot as their unit)", 3)
+        w.heading(heading, 3)
         for line in lines:
             w.para(line, "- ")
 
@@ -166,20 +170,9 @@ def _failures(w: Writer, report: RunReport) -> None:
     from fairmark.report.failures import lines, spread_lines
     from fairmark.report.pagecache import lines as page_cache_lines
 
-    cached = page_cache_lines(report)
-    if cached:
-        w.heading("Page cache (file-system results the disk cannot have produced)", 3)
-        for line in cached:
-            w.para(line, "- ")
-    if report.spreads:
-        w.heading("Spread (Brown–Forsythe; CV ratio with a percentile bootstrap CI)", 3)
-        for line in spread_lines(report):
-            w.para(line, "- ")
-    found = lines(report)
-    if found:
-        w.heading("Failures (measured trials; warm-ups not counted)", 3)
-        for line in found:
-            w.para(line, "- ")
+    _bullets(w, "Page cache (file-system results the disk cannot have produced)", page_cache_lines(report))
+    _bullets(w, "Spread (Brown–Forsythe; CV ratio with a percentile bootstrap CI)", spread_lines(report))
+    _bullets(w, "Failures (measured trials; warm-ups not counted)", lines(report))
 
 
 def _hosts(w: Writer, report: RunReport) -> None:
