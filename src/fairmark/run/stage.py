@@ -17,7 +17,7 @@ from typing import Any
 from fairmark.errors import FairmarkError
 from fairmark.plan.model import RunPolicy, Workload
 from fairmark.run.build import step_spec
-from fairmark.run.executor import execute_spec, read_text
+from fairmark.run.executor import execute_spec, kill_group, read_text
 from fairmark.run.lock import pid_alive
 from fairmark.run.prepare import WorkloadRuntime
 from fairmark.run.trial import Contexts, Executor
@@ -125,7 +125,7 @@ def _owner(name: str) -> int | None:
 def _kill_orphans(base: Path) -> list[str]:
     """A managed server (redis, PostgreSQL, MariaDB …) runs in its own session with its working directory in
     the scratch directory, so a SIGKILL of fairmark's process group does not reach it and nothing else would
-    ever stop it: kill the process group of every process working in a dead fairmark's scratch directory (also
+    ever stop it: stop the process group of every process working in a dead fairmark's scratch directory (also
     one already removed, which the kernel shows as 'PATH (deleted)')."""
     import psutil
 
@@ -142,6 +142,6 @@ def _kill_orphans(base: Path) -> list[str]:
             if group == os.getpgrp():  # never our own group
                 os.kill(proc.pid, signal.SIGKILL)
             else:
-                os.killpg(group, signal.SIGKILL)
+                kill_group(group, grace_s=5.0)  # the server's own clean shutdown first (shared memory, files)
             lines.append(f"stopped {proc.info['name']} (pid {proc.pid}), left by fairmark process {owner}")
     return lines
