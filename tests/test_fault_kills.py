@@ -110,7 +110,7 @@ def kill_and_resume(
     kills, resumes, stored, pids = 0, 0, [], []
     args = ["run", str(plan), "--no-monitors", "--accept-risk"]
     while kills < kills_wanted:
-        if args[0] == "resume" and _status(db) == "done":
+        if args[0] == "resume" and _run_field(db, "status") == "done":
             # The last kill came after the run's final commit, before its process ended (and perhaps before it
             # put the system back): the next fairmark command, whatever it is, undoes what that life left.
             after = subprocess.run(
@@ -142,7 +142,7 @@ def kill_and_resume(
         kills += 1
         stored.append(count(db))
         if args[0] == "run":
-            run = _run_id(db)
+            run = _run_field(db, "id")
             if run is None:
                 continue  # killed before the run was stored: start it again
             args = ["resume", run]
@@ -158,16 +158,11 @@ def kill_and_resume(
     return kills, resumes, stored, pids
 
 
-def _status(db: Path) -> str | None:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as c:
-        row = c.execute("select status from runs").fetchone()
-    return row[0] if row else None
-
-
-def _run_id(db: Path) -> str | None:
+def _run_field(db: Path, column: str) -> str | None:
+    """The stored run's id or status; None before the run (or its table) exists."""
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as c:
-            row = c.execute("select id from runs").fetchone()
+            row = c.execute(f"select {column} from runs").fetchone()
     except sqlite3.OperationalError:
         return None
     return row[0] if row else None
