@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sys
 from collections.abc import Iterator
@@ -31,19 +30,15 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
-def _finite(obj: Any) -> Any:
-    """JSON has no NaN/Infinity; an undefined statistic is null, never a made-up number."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
+def _null(_constant: str) -> None:
+    return None
 
 
 def dumps(obj: Any, *, indent: int | None = 2) -> str:
-    return json.dumps(_finite(json.loads(json.dumps(obj, default=_json_default))), indent=indent)
+    """JSON has no NaN/Infinity: an undefined statistic is null, never a made-up number. The first pass writes
+    them as the tokens NaN/Infinity and reading it back turns exactly those tokens into null."""
+    plain = json.loads(json.dumps(obj, default=_json_default), parse_constant=_null)
+    return json.dumps(plain, indent=indent, allow_nan=False)
 
 
 class Console:

@@ -114,6 +114,10 @@ class Order:
     seed: int
 
     def round(self, workload: str, index: int, cells: list[Cell]) -> list[Cell]:
+        if len(cells) < 2:
+            return list(
+                cells
+            )  # nothing to shuffle (seeding the generator costs more than a short trial's record)
         rng = random.Random(f"{self.seed}/{workload}/{index}")
         shuffled = sorted(cells, key=lambda c: c.key)
         rng.shuffle(shuffled)

@@ -49,11 +49,13 @@ def trial_spec(
     wrappers: Sequence[Callable[[list[str]], list[str]]] = (),
     launcher_places: bool = True,
     fork_places: bool = False,
+    base_env: Mapping[str, str] | None = None,
 ) -> TrialSpec:
     """`prepared` is what the variant's system state made ready for this trial (`SystemState.prepare`:
     placement, env, workdir); `wrappers` are the trial hooks' `wrap`, applied in order. The CPU placement
     (the variant's `cpus`, a `cpus` sweep point) is applied by the launcher (`launcher_places`; an agent on
-    another host still gets the sweep's taskset wrapper)."""
+    another host still gets the sweep's taskset wrapper). `base_env` is fairmark's own environment (os.environ,
+    or a run's copy of it taken once)."""
     placement = dict(prepared.get("placement", {}))
     sweep_cpus = cpuset_of(cell)
     if sweep_cpus is not None and launcher_places:
@@ -64,7 +66,8 @@ def trial_spec(
     argv = list(variant.wrap or []) + place_wrap + list(command)
     for wrap in wrappers:
         argv = wrap(argv)
-    env = apply_env(os.environ, workload.env, workload_env, variant.env, prepared.get("env", {}))
+    base = os.environ if base_env is None else base_env
+    env = apply_env(base, workload.env, workload_env, variant.env, prepared.get("env", {}))
     # A command workload learns its sweep point from the environment (a tool's adapter gets it as params).
     env |= {"FAIRMARK_SWEEP_" + NON_NAME.sub("_", k).upper(): str(v) for k, v in cell.point}
     if prepared.get("workdir"):

@@ -5,6 +5,7 @@ the whole group (SIGTERM, grace, SIGKILL); never raises for a failing command â€
 
 from __future__ import annotations
 
+import functools
 import os
 import select
 import signal
@@ -32,17 +33,28 @@ __all__ = [
 
 
 def read_text(path: str | Path, limit: int | None = None, *, tail: bool = True) -> str:
+    """The file's text (its last or first `limit` bytes), "" when it does not exist. Plain os calls: this runs
+    twice per trial, and the io layers' buffering and tty checks cost more than reading an empty file."""
     try:
-        with open(path, "rb") as f:
-            if limit is not None:
-                size = f.seek(0, os.SEEK_END)
-                f.seek(max(0, size - limit) if tail else 0)
-                data = f.read(limit)
-            else:
-                data = f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return ""
-    return data.decode("utf-8", errors="replace")
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return ""
+        start = max(0, size - limit) if limit is not None and tail else 0
+        want = size - start if limit is None else min(limit, size - start)
+        chunks, got = [], 0
+        while got < want:  # pread returns less than asked near a file another process still writes
+            chunk = os.pread(fd, want - got, start + got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def _group_alive(pgid: int) -> bool:
@@ -165,24 +177,43 @@ def _placer(cgroup: str | None, cpus: tuple[int, ...]) -> Callable[[], None]:
     return place
 
 
+_OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+
+
 def execute_spec(spec: TrialSpec) -> Measured:
-    Path(spec.out_dir).mkdir(parents=True, exist_ok=True)
+    if not os.path.isdir(spec.out_dir):
+        os.makedirs(spec.out_dir, exist_ok=True)
     timed_out = threading.Event()
-    with open(spec.stdout_path, "wb") as fo, open(spec.stderr_path, "wb") as fe:
-        t0 = time.monotonic()
+    # Plain descriptors, not file objects: the trial writes to them, fairmark never does.
+    fo = os.open(spec.stdout_path, _OUTPUT_FLAGS, 0o644)
+    try:
+        fe = os.open(spec.stderr_path, _OUTPUT_FLAGS, 0o644)
         try:
-            proc = _spawn(spec, fo, fe)
-        except (OSError, subprocess.SubprocessError) as exc:
-            why = getattr(exc, "strerror", None) or exc
-            return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {why}")
-        status, ru = _wait(proc, spec, timed_out)
-        wall = time.monotonic() - t0
+            t0 = time.monotonic()
+            try:
+                proc = _spawn(spec, fo, fe)
+            except (OSError, subprocess.SubprocessError) as exc:
+                why = getattr(exc, "strerror", None) or exc
+                return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {why}")
+            status, ru = _wait(proc, spec, timed_out)
+            wall = time.monotonic() - t0
+        finally:
+            os.close(fe)
+    finally:
+        os.close(fo)
     leftovers = 0
     if not timed_out.is_set() and _group_alive(proc.pid):
         # Background children outliving the trial would perturb the next one: end them, and say so.
         leftovers = 1
         kill_group(proc.pid, spec.grace_s)
     return _measured(spec, status, ru, wall, timed_out.is_set(), leftovers)
+
+
+@functools.cache
+def _devnull() -> int:
+    """/dev/null for the trials' stdin, opened once (subprocess.DEVNULL opens and closes it for every trial);
+    close-on-exec, so only a trial's own stdin is it."""
+    return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
 
 def _spawn(spec: TrialSpec, fo: Any, fe: Any) -> subprocess.Popen[bytes]:
@@ -194,7 +225,7 @@ def _spawn(spec: TrialSpec, fo: Any, fe: Any) -> subprocess.Popen[bytes]:
     (bench/harness_cost.py). A placement that needs a step in the child (`fork_places`, a cgroup) takes the
     fork path, and then every trial of the run takes it (see `forks_to_place`)."""
     kw: dict[str, Any] = dict(
-        stdin=subprocess.DEVNULL if spec.stdin_devnull else None, stdout=fo, stderr=fe, env=spec.env,
+        stdin=_devnull() if spec.stdin_devnull else None, stdout=fo, stderr=fe, env=spec.env,
         cwd=spec.cwd, start_new_session=True, close_fds=True,
     )  # fmt: skip
     if spec.fork_places or forks_to_place(bool(spec.place_cgroup), bool(spec.place_cpus)):

@@ -11,6 +11,7 @@ continues from what the store holds, re-running the interrupted trial.
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from fairmark import __version__
@@ -165,6 +166,9 @@ class Runner:
             for cs in rt.cells:
                 cs.id = ids[cs.cell.key]
         self.progress.started(self.run_id, sum(len(rt.cells) for rt in runtimes), self.policy)
+        # What fairmark built so far (plan, modules, snapshot) lives for the whole run: frozen, the collector's
+        # full passes between trials no longer walk it again (~5% of a short trial's harness CPU).
+        gc.freeze()
         order = Order(seed)
         status = "interrupted"
         try:
@@ -187,6 +191,7 @@ class Runner:
             finally:
                 for hook in self.options.hooks:
                     hook.close()
+                gc.unfreeze()  # an embedding process (tests, a notebook) gets its collector back
                 self._finish(status)
         return self.run_id
 

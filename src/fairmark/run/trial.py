@@ -74,6 +74,7 @@ class TrialPath:
     hooks: tuple[TrialHook, ...] = ()
     remote: Any = None  # fairmark.remote.hosts.RemoteHosts when variants run on other hosts
     keep_trial_dirs: bool = False  # `run --keep-scratch`: every trial's output in a directory of its own
+    _shared_dirs: set[Path] = field(default_factory=set)  # the plain commands' trial-output dirs made so far
 
     def run(self, rt: Any, contexts: Contexts, cs: Any, r: int, seq: int, profiled: bool = False) -> Outcome:
         """Trial number `seq` of cell `cs` (a runner CellState of workload runtime `rt`) in round `r`. A
@@ -110,7 +111,7 @@ class TrialPath:
             workload=w, variant=variant, cell=cell, command=command, prepared=prepared, workload_env=wctx.env,
             trial_dir=trial_dir, policy=self.policy,
             wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks], launcher_places=remote_ex is None,
-            fork_places=self.fork_places,
+            fork_places=self.fork_places, base_env=self.base_env,
         )  # fmt: skip
         failed = self._before_trial(w, spec, remote_ex or self.execute)
         if failed is not None:
@@ -135,22 +136,27 @@ class TrialPath:
     def _trial_dir(self, scratch: Path, seq: int, own: bool) -> Path:
         """Where the trial's output goes. A tool's adapter and the profilers put files of their own there, and
         --keep-scratch keeps each trial's: a fresh directory per trial. A plain command's stdout and stderr are
-        stored (their tails) before the next trial starts, so its trials share one directory, each removing the
-        previous trial's files first (new files: a process that escaped the trial still writes to its old
-        ones): a directory per trial, created and removed again at the end, cost ~0.2 ms of CPU per trial on
-        ext4 (bench/harness_cost.py), more than the whole trial of a short command."""
+        stored (their tails) before the next trial starts, so its trials share one directory and one pair of
+        files, which the executor truncates and writes again: a directory per trial cost ~0.2 ms of CPU per
+        trial on ext4, and new files each trial ~0.2 ms more (ext4's inode allocator skips every recently
+        deleted inode of its group, and a run of short trials deletes two per trial; bench/harness_cost.py) —
+        more than the whole trial of a short command. Nothing else writes there: the command is not told the
+        directory, and its process group is gone before the next trial starts (a leftover is killed)."""
         if own or self.keep_trial_dirs:
             trial_dir = scratch / f"trial-{seq:05d}"
             trial_dir.mkdir()
             return trial_dir
         trial_dir = scratch / "trial-output"
-        try:
-            with os.scandir(trial_dir) as entries:
-                for entry in entries:
-                    os.unlink(entry.path)
-        except FileNotFoundError:
-            trial_dir.mkdir()
+        if trial_dir not in self._shared_dirs:
+            trial_dir.mkdir(exist_ok=True)
+            self._shared_dirs.add(trial_dir)
         return trial_dir
+
+    @functools.cached_property
+    def base_env(self) -> dict[str, str]:
+        """fairmark's environment, copied once for the run: every trial's environment is built on it, and
+        os.environ decodes each variable again on every read (~40 µs a trial)."""
+        return dict(os.environ)
 
     @functools.cached_property
     def fork_places(self) -> bool:

@@ -115,6 +115,13 @@ def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def _dicts(result: sa.CursorResult[Any]) -> list[dict[str, Any]]:
+    """The rows as dicts: the column names once, zipped with each row (a third faster than `.mappings()`, which
+    builds a mapping object per row; a report reads every sample of a run)."""
+    keys = list(result.keys())
+    return [dict(zip(keys, row, strict=True)) for row in result]
+
+
 def jsonable_row(row: dict[str, Any]) -> dict[str, Any]:
     """A store row with its timestamps as ISO 8601 text (JSON has no datetime), everything else as is."""
     return {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in row.items()}
@@ -385,7 +392,7 @@ class Store:
         if tags:
             q = q.where(S.runs.c.id.in_(self.tagged(tags)))
         with self.engine.connect() as conn:
-            rows = [dict(r) for r in conn.execute(q).mappings()]
+            rows = _dicts(conn.execute(q))
         all_tags = self.tags([r["id"] for r in rows])
         for r in rows:
             r["hosts"] = sorted((r.pop("options") or {}).get("hosts") or {})
@@ -456,7 +463,7 @@ class Store:
             .order_by(S.trials.c.seq)
         )
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+            return _dicts(conn.execute(q))
 
     def samples(self, run_id: str) -> list[dict[str, Any]]:
         q = (
@@ -481,7 +488,7 @@ class Store:
             .order_by(S.trials.c.seq, S.samples.c.id)
         )
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+            return _dicts(conn.execute(q))
 
     # -- findings, verdicts, artifacts ------------------------------------------------------------------
     def add_findings(self, run_id: str, phase: str, items: Iterable[dict[str, Any]]) -> None:
@@ -545,7 +552,7 @@ class Store:
         if kind:
             q = q.where(S.artifacts.c.kind == kind)
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q.order_by(S.artifacts.c.id)).mappings()]
+            return _dicts(conn.execute(q.order_by(S.artifacts.c.id)))
 
     # -- bundles ----------------------------------------------------------------------------------------
     def table_rows(self, table: sa.Table, run_id: str) -> list[dict[str, Any]]:
@@ -555,7 +562,7 @@ class Store:
         if table is not S.runs and isinstance(table.c.id.type, sa.Integer):
             q = q.order_by(table.c.id)
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+            return _dicts(conn.execute(q))
 
     def insert_rows(self, rows_by_table: dict[sa.Table, list[dict[str, Any]]]) -> None:
         with self._begin() as conn:
