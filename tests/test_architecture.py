@@ -10,13 +10,9 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "fairmark"
 MAX_FUNCTION_LINES = 60
 MAX_RUNNER_LINES = 350
-# Known, named exceptions (each to be removed, never to be added to): report/pagecache.py asks the file-system
-# adapters what a trial claims to have read/written (Adapter.claimed_io, issue 11 item 6, landed during issue 12);
-# the arrow goes once the run stores each trial's claimed I/O.
-KNOWN_ARROWS = {
-    ("report/pagecache.py", "fairmark.run.workloads"),
-    ("report/pagecache.py", "fairmark.run.workloads.adapter_for"),
-}
+# Known, named exceptions (each to be removed, never to be added to): none left. report/pagecache.py asked the
+# file-system adapters what a trial claimed to have read/written until the run stored it with each trial.
+KNOWN_ARROWS: set[tuple[str, str]] = set()
 
 
 def _modules() -> list[tuple[str, ast.Module]]:

@@ -16,6 +16,8 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from fairmark.store.schema import CLAIMED_IO
+
 RATE_MARGIN = 1.2  # the baseline is one 3 s measurement on a shared machine: 20% above it is beyond its noise
 SEEN_FRACTION = 0.5  # the disks saw less than half the claimed bytes
 DISK_KEYS = {"read": ("disk_read_bytes",), "write": ("disk_write_bytes",),
@@ -29,19 +31,15 @@ def flags(report: Any) -> list[dict[str, Any]]:
     baselines = (report.run.options or {}).get("device_baselines") or {}
     if not baselines:
         return []
-    from fairmark.run.workloads import adapter_for
-
     monitor = _monitor_counters(report)
+    claimed = {a["trial_id"]: a["data"] for a in report.artifacts(CLAIMED_IO) if a.get("data")}
     out = []
     for c in report.cells:
         base = baselines.get(c.workload)
         if not base:
             continue
-        adapter = adapter_for(base["tool"])
-        params = adapter.defaults() | dict(c.params or {})
         trials = [t for t in c.trials if t["status"] == "ok" and not t["warmup"] and not t.get("profiled")]
-        claims = [(t, adapter.claimed_io(params, t.get("samples") or {})) for t in trials]
-        claims = [(t, cl) for t, cl in claims if cl]
+        claims = [(t, claimed[t["id"]]) for t in trials if t["id"] in claimed]
         reasons = _beyond_device(claims, base) + _not_on_disk(claims, monitor)
         if reasons:
             out.append({

@@ -24,6 +24,7 @@ from fairmark.run.variants.basic import command_for
 from fairmark.run.variants.system import SystemState
 from fairmark.run.workloads.base import ParseError, RawOutput, TrialContext, WorkloadContext
 from fairmark.store.db import Store, now
+from fairmark.store.schema import CLAIMED_IO
 
 
 @functools.cache
@@ -36,6 +37,16 @@ def local_boot_id() -> str | None:
 
 
 Executor = Callable[[TrialSpec], Measured]
+
+
+def _claimed_io(rt: Any, tctx: TrialContext, status: str, values: dict[str, float]) -> list[Artifact]:
+    """What a file-system tool's trial claims it read or wrote (Adapter.claimed_io), stored with the trial:
+    the report holds it against what reached the disks and what the device can do (report.pagecache) without
+    asking the adapter again."""
+    if not rt.adapter or status != "ok":
+        return []
+    claimed = rt.adapter.claimed_io(tctx.params, values)
+    return [Artifact(CLAIMED_IO, rt.workload.name, "application/json", claimed)] if claimed else []
 
 
 def is_profiler(hook: TrialHook) -> bool:
@@ -129,6 +140,7 @@ class TrialPath:
         finally:
             if rt.adapter:
                 rt.adapter.after_trial(tctx)
+        artifacts += _claimed_io(rt, tctx, status, values)
         return self._record(
             rt, cs, r, seq, started, spec, result, (status, error, values), artifacts, profiled
         )

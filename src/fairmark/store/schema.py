@@ -147,6 +147,9 @@ artifacts = sa.Table(
     sa.Column("text", sa.Text),  # everything else (SVG, folded stacks, tables)
     sa.Index("ix_artifacts_run", "run_id", "kind"),
 )
+# The artifact kind of what a file-system tool's trial claims it read or written (Adapter.claimed_io), stored
+# by the run (run.trial) and held against the disks and the device by the report (report.pagecache).
+CLAIMED_IO = "io.claimed"
 
 
 calibrations = sa.Table(
