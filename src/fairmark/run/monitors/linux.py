@@ -6,6 +6,7 @@ keeps the monitor well under 1% of one CPU at 1 Hz (see bench/monitor_overhead.p
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Mapping
@@ -152,11 +153,20 @@ class LinuxReader:
         self._prefix = f"{self.root}/"
 
     def _read(self, name: str) -> str:
+        """The file's text; plain os calls (the io layers cost a third of a sample: 9 files, twice a trial)."""
         try:
-            with open(self._prefix + name) as f:
-                return f.read()
+            fd = os.open(self._prefix + name, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             return ""  # e.g. no /proc/diskstats in a container: that column is simply absent
+        chunks = []
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+        except OSError:
+            return ""
+        finally:
+            os.close(fd)
+        return b"".join(chunks).decode("utf-8", errors="replace")
 
     def snapshot(self) -> Snapshot:
         t = time.monotonic()
