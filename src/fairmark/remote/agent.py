@@ -170,6 +170,20 @@ def _undo(entry: dict) -> str:
     return f"sysctl {name} is {original} (original)"
 
 
+OUT_PREFIX = "fairmark-agent-"  # + the agent's pid: a trial's output directory while it runs
+
+
+def sweep_dead_outputs(tmp: str | None = None) -> list[str]:
+    """Remove the trial output directories of agents that are gone (a killed agent cannot remove its own)."""
+    lines = []
+    for path in glob.glob(os.path.join(tmp or tempfile.gettempdir(), f"{OUT_PREFIX}*-*")):
+        pid = os.path.basename(path)[len(OUT_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) and os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+            lines.append(f"removed {path}, left by agent {pid}")
+    return lines
+
+
 def recover_dead() -> list[str]:
     """Undo the journals of agents that are gone (their controller died, or the connection dropped)."""
     lines = []
@@ -428,6 +442,7 @@ class Session:
             "fairmark": has_fairmark,
             "state_dir": state_dir(),
             "recovered": recover_dead() if req.get("recover", True) else [],
+            "swept": sweep_dead_outputs(),
         }
 
     def op_bye(self, req: dict) -> dict:
@@ -454,7 +469,7 @@ class Session:
             )
         for d in req.get("mkdirs") or ():
             os.makedirs(d, exist_ok=True)
-        out_dir = tempfile.mkdtemp(prefix="fairmark-agent-")
+        out_dir = tempfile.mkdtemp(prefix=f"{OUT_PREFIX}{os.getpid()}-")
         try:
             return self._exec(req, spec, out_dir)
         finally:
