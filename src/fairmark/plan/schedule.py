@@ -114,10 +114,8 @@ class Order:
     seed: int
 
     def round(self, workload: str, index: int, cells: list[Cell]) -> list[Cell]:
-        if len(cells) < 2:
-            return list(
-                cells
-            )  # nothing to shuffle (seeding the generator costs more than a short trial's record)
+        if len(cells) < 2:  # nothing to shuffle: seeding the generator costs more than a short trial's record
+            return list(cells)
         rng = random.Random(f"{self.seed}/{workload}/{index}")
         shuffled = sorted(cells, key=lambda c: c.key)
         rng.shuffle(shuffled)
