@@ -238,3 +238,38 @@ def test_the_lean_sqlite_trial_write_stores_what_sqlalchemy_stores(tmp_path: Pat
             trial | {"run_id": run_id}, [{"metric": "m", "value": None, "unit": "s", "better": "lower"}]
         )
     assert store.trials(run_id) == []
+
+
+def test_the_quick_runs_listing_gives_the_full_stores_rows(tmp_path: Path) -> None:
+    """`fairmark runs` reads an SQLite store without SQLAlchemy (store/quick.py): the same rows as
+    Store.list_runs for every filter, and None — the full store then — for what it cannot read."""
+    from fairmark.store import quick
+
+    url = f"sqlite:///{tmp_path / 'fm.db'}"
+    store = Store.open(url)
+    base = dt.datetime(2026, 11, 23, 12, 0, 0, 123456, tzinfo=dt.UTC)
+    for i in range(4):
+        run_id = store.create_run(
+            plan_path=f"p{i}.toml", plan_text="x", plan_sha256="0" * 64, seed=1, status="done", fairmark_version="t",
+            started_at=base + dt.timedelta(minutes=i), title="" if i % 2 else f"run {i}", accept_risk=i == 3,
+            options={"hosts": {"b": {}, "a": {}}} if i in (1, 2) else {},
+            tags={"ci": "yes", "branch": f"b{i % 2}"} if i else {},
+        )  # fmt: skip
+        ids = store.ensure_cells(run_id, [{"key": "w/A", "workload": "w", "variant": "A", "point": [],
+                                           "primary_metric": "wall_s", "metrics": []}])  # fmt: skip
+        for seq in range(i):
+            store.add_trial({"run_id": run_id, "cell_id": ids["w/A"], "seq": seq, "round": seq, "warmup": False,
+                             "status": "ok" if seq % 2 == 0 else "failed", "started_at": base,
+                             "stdout_tail": "", "stderr_tail": ""})  # fmt: skip
+    store.update_run(run_id, ended_at=base + dt.timedelta(hours=1))
+    cases = [(50, None, None), (2, None, None), (50, "a", None), (1, "b", None), (50, "z", None),
+             (50, None, {"ci": "yes"}), (50, None, {"ci": "yes", "branch": "b1"}), (50, "a", {"branch": "b0"})]  # fmt: skip
+    for limit, host, tags in cases:
+        assert quick.list_runs(url, limit, host=host, tags=tags) == store.list_runs(
+            limit, host=host, tags=tags
+        )
+    assert quick.list_runs(f"sqlite:///{tmp_path / 'none.db'}") is None  # not there: the full store says so
+    assert quick.list_runs("postgresql+psycopg://u@h/db") is None
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE fairmark_meta SET value = '1' WHERE key = 'schema_version'")
+    assert quick.list_runs(url) is None  # an older schema: the full store migrates it first

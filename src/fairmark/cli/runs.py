@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from rich.markup import escape
 from rich.table import Table
 
 from fairmark.cli._tags import parse_tags, tag_option
-from fairmark.cli.common import common_options, open_store
+from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console
 
 
@@ -18,15 +20,14 @@ from fairmark.console import console
 @common_options
 def runs(limit: int, host: str | None, tag_items: tuple[str, ...]) -> None:
     """List the runs in the store, newest first."""
-    store = open_store()
-    rows = store.list_runs(limit, host=host, tags=parse_tags(tag_items))
+    url, rows = _runs(limit, host, parse_tags(tag_items))
     if console.json_mode:
-        console.emit_json({"store": store.url, "runs": rows})
+        console.emit_json({"store": url, "runs": rows})
         return
     if not rows:
-        console.text(f"no runs in {store.url}")
+        console.text(f"no runs in {url}")
         return
-    t = Table(title=f"runs in {store.url}", title_justify="left")
+    t = Table(title=f"runs in {url}", title_justify="left")
     for col in ("id", "started", "status", "plan", "hosts", "tags", "cells", "trials ok/all", "risk"):
         t.add_column(col)
     for r in rows:
@@ -42,6 +43,20 @@ def runs(limit: int, host: str | None, tag_items: tuple[str, ...]) -> None:
             "accept-risk" if r["accept_risk"] else "",
         )
     console.print(t)
+
+
+def _runs(limit: int, host: str | None, tags: dict[str, str]) -> tuple[str, list[dict[str, Any]]]:
+    """The store's URL and its runs: an SQLite store of this schema without SQLAlchemy (store/quick.py, a
+    quarter of a second less), anything else through the full store."""
+    from fairmark.store.base import normalize_url
+    from fairmark.store.quick import list_runs
+
+    url = normalize_url(state["store"])
+    rows = list_runs(url, limit, host=host, tags=tags)
+    if rows is not None:
+        return url, rows
+    store = open_store()
+    return store.url, store.list_runs(limit, host=host, tags=tags)
 
 
 @click.command()

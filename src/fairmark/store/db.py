@@ -19,15 +19,11 @@ import sqlalchemy as sa
 
 from fairmark.errors import InputError, StoreError, StoreFailed
 from fairmark.store import schema as S
+from fairmark.store.base import normalize_url as normalize_url  # where callers have imported it from
 from fairmark.store.definitions import legacy_definitions, legacy_tuning
 
 if TYPE_CHECKING:
     from fairmark.store.lean import SqliteInserts
-
-
-def default_url() -> str:
-    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return f"sqlite:///{base / 'fairmark' / 'fairmark.db'}"
 
 
 _FLOAT = "__float__"  # {"__float__": "nan"}: a non-finite float inside a PostgreSQL JSON value
@@ -51,16 +47,6 @@ def pg_json_dumps(obj: Any) -> str:
 
 def pg_json_loads(text: str | bytes) -> Any:
     return json.loads(text, object_hook=lambda d: float(d[_FLOAT]) if d.keys() == {_FLOAT} else d)
-
-
-def normalize_url(url: str | None) -> str:
-    if not url:
-        return default_url()
-    if "://" not in url:  # a plain path means an SQLite file
-        return f"sqlite:///{Path(url).expanduser().resolve()}"
-    if url.startswith("postgresql://"):
-        return "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    return url
 
 
 SYNC_MODES = ("normal", "full")

@@ -1,7 +1,7 @@
 """Store schema (SQLAlchemy Core), one version number, and forward migrations.
 
 Every row knows its run; samples know their trial and cell, so nothing assumes one host or one store file.
-Add a migration by appending to MIGRATIONS and bumping SCHEMA_VERSION; never edit a released step.
+Add a migration by appending to MIGRATIONS and bumping SCHEMA_VERSION (store/base.py); never edit a released step.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 6
+from fairmark.store.base import SCHEMA_VERSION as SCHEMA_VERSION  # lives there: readable without SQLAlchemy
 
 metadata = sa.MetaData()
 
