@@ -178,3 +178,16 @@ def test_values_too_large_for_a_variance_are_a_clean_error(tmp_path) -> None:
     code, err = cli("compare", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"))
     clean(code, err)
     assert code == 2 and "b.txt:3: column 1:" in err and "not a finite number up to 1e+150" in err
+
+
+def test_a_cell_metric_without_its_unit_is_refused_at_import(tmp_path) -> None:
+    """Found by the 10 000-example run: a cell's metric spec without "unit" was imported, and `export` then
+    failed with an internal KeyError. The import refuses it (exit 2), names the key, and keeps nothing."""
+    doc = copy.deepcopy(BUNDLE)
+    spec = doc["tables"]["cells"][1]["metrics"][0]
+    spec["x" + "unit"] = spec.pop("unit")
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    code, err = cli("import", str(tmp_path / "b.json"), "--store", str(tmp_path / "s.db"))
+    clean(code, err)
+    assert code == 2 and "tables.cells.metrics[0].unit: expected a string" in err, err
+    assert Store.open(str(tmp_path / "s.db")).list_runs() == []

@@ -202,7 +202,7 @@ def _value(table: Any, col: Any, v: Any, run_id: str) -> Any:
         return None
     kind = col.type
     if isinstance(kind, sa.JSON):
-        return v
+        return _metrics(v, where) if (table.name, col.name) == ("cells", "metrics") else v
     if isinstance(kind, sa.DateTime):
         if not isinstance(v, str):
             raise ValueError(f"{where}: expected an ISO 8601 time, got {type(v).__name__}")
@@ -217,6 +217,26 @@ def _value(table: Any, col: Any, v: Any, run_id: str) -> Any:
         ok = isinstance(v, str) and len(v) <= (kind.length or 1 << 24)
     if not ok:
         raise ValueError(f"{where}: {str(v)[:80]!r} is not a valid {kind}")
+    return v
+
+
+def _metrics(v: Any, where: str) -> list[dict[str, Any]]:
+    """A cell's metric specs, as `MetricSpec.row` writes them: reports and exports read each one's name, unit
+    and direction long after the import (the read-back check does not reach them all)."""
+    if not isinstance(v, list):
+        raise ValueError(f"{where}: expected a list of metrics, got {type(v).__name__}")
+    for i, m in enumerate(v):
+        if not isinstance(m, dict):
+            raise ValueError(f"{where}[{i}]: expected an object, got {type(m).__name__}")
+        for key in ("name", "unit"):
+            if not isinstance(m.get(key), str):
+                raise ValueError(f"{where}[{i}].{key}: expected a string, got {str(m.get(key))[:40]!r}")
+        if m.get("better") not in ("higher", "lower"):
+            raise ValueError(
+                f"{where}[{i}].better: expected 'higher' or 'lower', got {str(m.get('better'))[:40]!r}"
+            )
+        if not isinstance(m.get("verdict", False), bool):
+            raise ValueError(f"{where}[{i}].verdict: expected true or false")
     return v
 
 
