@@ -4,6 +4,7 @@ and concurrent test sessions never refuse each other through the host lock."""
 from __future__ import annotations
 
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,6 +12,13 @@ from pathlib import Path
 import pytest
 
 from helpers import FIXTURES, REPO, fairmark_subprocess, json_out  # noqa: F401 - re-exported for tests
+
+# A suite started in the background by a shell without job control (`make test &` in a script, some CI runners)
+# inherits SIGINT ignored, and every fairmark it starts would inherit that too: the Ctrl-C tests would send a
+# signal nobody hears, and a run never interrupted leaves its children for later tests to trip over (12 failures
+# in one such session). A Python handler here is reset to the default in every child at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
