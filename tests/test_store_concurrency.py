@@ -76,6 +76,19 @@ def test_two_runs_at_once_on_one_sqlite_store(tmp_path: Path) -> None:
     check_runs(url, {"run0", "run1"})
 
 
+def test_processes_opening_one_fresh_sqlite_store_at_once_all_open_it(tmp_path: Path) -> None:
+    """Two `fairmark run`s on a store that does not exist yet: both can see no schema row, and the loser's
+    CREATE TABLE or version INSERT fails once the winner committed (a fresh-clone suite hit the INSERT: "internal
+    error: UNIQUE constraint failed: fairmark_meta.key"). Every opener must end with the store open."""
+    code = "import sys; from fairmark.store.db import Store; Store.open(sys.argv[1]).list_runs(); print('ok')"
+    for round_ in range(5):
+        url = f"sqlite:///{tmp_path / f'fresh{round_}.db'}"
+        procs = [subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(6)]  # fmt: skip
+        results = [p.communicate(timeout=120) for p in procs]
+        assert [out.strip() for out, _ in results] == ["ok"] * 6, [err[-500:] for _, err in results]
+
+
 @pytest.fixture
 def postgres(tmp_path: Path) -> Iterator[object]:
     from fairmark.run.workloads.servers import PG_BIN, PostgresServer

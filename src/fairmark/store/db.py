@@ -254,11 +254,15 @@ class Store:
         # Two processes opening a fresh SQLite store at once can both find no table and both create it: the
         # loser's CREATE TABLE fails with "already exists" once the winner committed; it then opens the store
         # the winner made (PostgreSQL takes an advisory lock instead).
+        # The same race can end at the version row instead: both saw none, the winner inserted it, and the
+        # loser's insert breaks its unique key (a fresh-clone test run hit it once in six).
         for attempt in range(5):
             try:
                 return self._migrate_once()
-            except sa.exc.OperationalError as exc:
-                if "already exists" not in str(exc.orig) or attempt == 4:
+            except (sa.exc.OperationalError, sa.exc.IntegrityError) as exc:
+                why = str(exc.orig)
+                lost = "already exists" in why or "UNIQUE constraint failed: fairmark_meta" in why
+                if not lost or attempt == 4:
                     raise StoreError(f"cannot open store {self.url}: {exc.orig}") from None
                 time.sleep(0.1 * (attempt + 1))
 
