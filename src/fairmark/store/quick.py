@@ -58,8 +58,14 @@ def _list_runs(
     keys = [d[0] for d in cur.description]
     rows = [dict(zip(keys, row, strict=True)) for row in cur]
     all_tags: dict[str, dict[str, str]] = {r["id"]: {} for r in rows}
-    for run_id, key, value in conn.execute("SELECT run_id, key, value FROM run_tags"):
-        if run_id in all_tags:
+    ids = list(all_tags)
+    for chunk in (
+        ids[i : i + 500] for i in range(0, len(ids), 500)
+    ):  # the listed runs' tags, not the table's
+        marks = ", ".join("?" * len(chunk))
+        for run_id, key, value in conn.execute(
+            f"SELECT run_id, key, value FROM run_tags WHERE run_id IN ({marks})", chunk
+        ):
             all_tags[run_id][key] = value
     for r in rows:
         r["started_at"], r["ended_at"] = _datetime(r["started_at"]), _datetime(r["ended_at"])
