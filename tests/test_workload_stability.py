@@ -36,10 +36,14 @@ def test_planted_messages_are_detected_classified_and_timed(tmp_path: Path):
     out = tmp_path / "kmsg.txt"
     plant = f"import time\nfor m in {[OOPS, OOPS2, HUNG]!r}:\n    open('/dev/kmsg', 'w').write('<2>' + m + '\\n'); time.sleep(0.3)"
     assert kernel_log.main([str(out), "--", sys.executable, "-c", plant]) == 0
-    events = kernel_log.parse_kmsg(out.read_text())
+    log = out.read_text()
+    events = kernel_log.parse_kmsg(log)
     planted = [e for e in events if MARK in e.text]
     assert [e.kind for e in planted] == ["oops", "oops", "hung_task"]
     assert planted[2].text == HUNG and planted[0].time.startswith("20")
+    # Timed from the watch's own mark in the kernel log (the kernel's clock on both ends): the command wrote its
+    # messages after the watch started, so no time is negative, whatever the printk clock's drift.
+    assert " mark=" in log.splitlines()[0] and "fairmark: kernel-log watch started (" in log
     assert all(0 <= e.t_s < 60 for e in planted) and planted[0].t_s <= planted[2].t_s
     values = adapter_for("stability").parse(RawOutput("", "", 0, {"kmsg": out.read_text()}))
     assert values["kernel_events"] >= 3 and values["events_oops"] >= 2 and values["events_hung_task"] >= 1
@@ -59,6 +63,23 @@ def test_parse_captured_planted_log():
     )
     with pytest.raises(ParseError, match="did not finish"):
         adapter_for("stability").parse(RawOutput("", "", 0, {"kmsg": raw.split("# end")[0]}))
+
+
+def test_times_count_from_the_watchs_mark_in_the_kernels_clock():
+    """The printk clock ran 10 ms behind CLOCK_MONOTONIC on this VM after 1 h 46 min: times from `mono_us`
+    alone came out negative for a message written just after the start (a fresh-machine suite run)."""
+    raw = (
+        "# fairmark-kmsg mono_us=5000010000 wall=1795394789.000000 mark=77-1\n"
+        "5,900,5000000000,-;fairmark: kernel-log watch started (77-1)\n"
+        "2,901,5000001500,-;Oops: 0002 [#1] PREEMPT SMP NOPTI\n"
+        "5,902,5000002000,-;fairmark: kernel-log watch started (78-1)\n"
+    )
+    (event,) = kernel_log.parse_kmsg(raw)
+    assert event.kind == "oops" and event.t_s == pytest.approx(0.0015)
+    assert event.time == "2026-11-23T00:46:29.001+00:00"
+    # without the mark (not root enough to write /dev/kmsg, or a log saved before it existed): CLOCK_MONOTONIC
+    (event,) = kernel_log.parse_kmsg(raw.replace(" mark=77-1", ""))
+    assert event.t_s == pytest.approx(-0.0085)
 
 
 def test_freebsd_shapes():

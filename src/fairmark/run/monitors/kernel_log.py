@@ -86,28 +86,56 @@ def classify(text: str) -> list[KernelEvent]:
 
 
 def parse_kmsg(raw: str) -> list[KernelEvent]:
-    """Records saved by the watch: a start line `# fairmark-kmsg mono_us=M wall=W`, then /dev/kmsg records
-    `PRIO,SEQ,USEC,FLAGS;text` (continuation lines start with a space and are skipped)."""
-    mono_us, wall = None, None
+    """Records saved by the watch: a start line `# fairmark-kmsg mono_us=M wall=W [mark=T]`, then /dev/kmsg
+    records `PRIO,SEQ,USEC,FLAGS;text` (continuation lines start with a space and are skipped).
+
+    A record's USEC is the kernel's printk clock, which is not CLOCK_MONOTONIC: it is not slewed by NTP, and on
+    a VM here it ran 10 ms behind after 1 h 46 min of uptime, which put a message the command wrote after it
+    started at -2.8 ms. So the watch logs its own start mark through /dev/kmsg, and times are counted from the
+    kernel's stamp on that record; `mono_us` is the fallback when the mark could not be written."""
+    mono_us, wall, mark = None, None, None
     events = []
     for line in raw.splitlines():
         if line.startswith(START):
             fields = dict(f.split("=", 1) for f in line[len(START) :].split())
-            mono_us, wall = int(fields["mono_us"]), float(fields["wall"])
+            mono_us, wall, mark = int(fields["mono_us"]), float(fields["wall"]), fields.get("mark")
             continue
         head, sep, text = line.partition(";")
         if not sep or line.startswith(" ") or head.count(",") < 3:
             continue
+        usec = int(head.split(",")[2])
+        if mark is not None and text.strip() == start_mark(mark):
+            mono_us = usec
+            continue
         kind = kind_of(text)
         if kind is None:
             continue
-        usec = int(head.split(",")[2])
         t_s = (usec - mono_us) / 1e6 if mono_us is not None else None
         when = ""
         if wall is not None and t_s is not None:
             when = dt.datetime.fromtimestamp(wall + t_s, dt.UTC).isoformat(timespec="milliseconds")
         events.append(KernelEvent(kind, when, t_s, text.strip()))
     return events
+
+
+def start_mark(token: str) -> str:
+    """The watch's own kernel-log line (as LTP marks its tests in the log, so a reader of dmesg sees where a
+    stability run began)."""
+    return f"fairmark: kernel-log watch started ({token})"
+
+
+def _write_mark(token: str) -> bool:
+    try:
+        fd = os.open("/dev/kmsg", os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        os.write(fd, f"<5>{start_mark(token)}\n".encode())
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _loopback_answers() -> bool:
@@ -128,8 +156,11 @@ def watch(out_path: str, argv: list[str]) -> int:
     fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
     os.lseek(fd, 0, os.SEEK_END)  # only what is logged from now on
     with open(out_path, "w") as out:
+        token = f"{os.getpid()}-{time.time_ns()}"
         mono_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
-        out.write(f"{START} mono_us={mono_us} wall={time.time():.6f}\n")
+        wall = time.time()
+        mark = f" mark={token}" if _write_mark(token) else ""
+        out.write(f"{START} mono_us={mono_us} wall={wall:.6f}{mark}\n")
         started = time.monotonic()
         child = subprocess.Popen(argv)
         while True:
