@@ -225,10 +225,18 @@ def test_cpus_puts_the_whole_trial_tree_in_a_cpuset(state):
     from fairmark.run.executor import execute_spec
     from fairmark.run.spec import TrialSpec
 
-    argv = ("sh", "-c", "sh -c 'grep Cpus_allowed_list /proc/self/status'")
-    done = execute_spec(TrialSpec(argv, str(state / "t"), place_cgroup=placement["cgroup"]))
-    assert Path(done.stdout_path).read_text().split()[-1] == "0"
+    argv = ("sh", "-c", "sh -c 'grep Cpus_allowed_list /proc/self/status; cat /proc/self/cpuset'")
     cgroup = Path(placement["cgroup"])
+    home, mine = Path("/proc/thread-self/cpuset").read_text(), os.sched_getaffinity(0)
+    # by vfork from the launching thread, which joins the cpuset for the trial; and by fork + the child's step
+    for fork in (False, True):
+        spec = TrialSpec(argv, str(state / f"t{fork}"), place_cgroup=str(cgroup), fork_places=fork)
+        done = execute_spec(spec)
+        assert done.status == "ok", done.error
+        assert Path(done.stdout_path).read_text().split()[-2:] == ["0", f"/{cgroup.name}"]
+        # the controller thread is back in its own cpuset with its own CPU mask
+        assert Path("/proc/thread-self/cpuset").read_text() == home and os.sched_getaffinity(0) == mine
+        assert not (cgroup / "tasks").read_text().split()
     assert cgroup.exists()
     s.close()
     assert not cgroup.exists()
@@ -421,8 +429,10 @@ time.sleep(60)
 
 
 def test_a_run_starts_all_its_trials_the_same_way(state, monkeypatch):
-    """A cgroup on one side needs a step in the child between fork and exec: then every trial of the run
-    (the unplaced side too) starts through fork. An affinity alone (Linux) lets every trial start by vfork."""
+    """On Linux the launching thread hands down both an affinity and a v1 cpuset (it joins it for the
+    trial), so every trial of a run with `cpus` starts by vfork; where a placement needs a step in the child
+    between fork and exec, every trial of the run (the unplaced side too) starts through fork."""
+    from fairmark.run import executor
     from fairmark.run import trial as trial_mod
     from fairmark.run.variants import cpus as cpus_mod
 
@@ -434,4 +444,6 @@ def test_a_run_starts_all_its_trials_the_same_way(state, monkeypatch):
     monkeypatch.setattr(cpus_mod, "cpuset_usable", lambda *a: False)
     assert not path_for(plan_with("cpus = 1")).fork_places
     monkeypatch.setattr(cpus_mod, "cpuset_usable", lambda *a: True)
+    assert not path_for(plan_with("cpus = 1")).fork_places
+    monkeypatch.setattr(executor, "THREAD_AFFINITY", False)  # FreeBSD's launcher, say
     assert path_for(plan_with("cpus = 1")).fork_places

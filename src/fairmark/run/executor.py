@@ -5,6 +5,7 @@ the whole group (SIGTERM, grace, SIGKILL); never raises for a failing command �
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import select
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fairmark.run import thread_cgroup
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, Status, TrialSpec
 
 ExecResult = Measured  # the name callers used before the seam existed
@@ -154,10 +156,11 @@ THREAD_AFFINITY = sys.platform.startswith("linux")
 
 
 def forks_to_place(cgroup: bool, cpus: bool) -> bool:
-    """Whether trials placed this way must start through fork with a placement step in the child (a cgroup;
-    an affinity where the launching thread cannot hand it down). A run sets `TrialSpec.fork_places` on every
-    trial when any of its trials does, so that both sides of a comparison start the same way."""
-    return cgroup or (cpus and not THREAD_AFFINITY)
+    """Whether trials placed this way must start through fork with a placement step in the child (a cgroup
+    or an affinity the launching thread cannot hand down: see `fairmark.run.thread_cgroup`). A run sets
+    `TrialSpec.fork_places` on every trial when any of its trials does, so that both sides of a comparison
+    start the same way."""
+    return (cgroup or cpus) and not THREAD_AFFINITY
 
 
 def _placer(cgroup: str | None, cpus: tuple[int, ...]) -> Callable[[], None]:
@@ -189,14 +192,16 @@ def execute_spec(spec: TrialSpec) -> Measured:
     try:
         fe = os.open(spec.stderr_path, _OUTPUT_FLAGS, 0o644)
         try:
-            t0 = time.monotonic()
-            try:
-                proc = _spawn(spec, fo, fe)
-            except (OSError, subprocess.SubprocessError) as exc:
-                why = getattr(exc, "strerror", None) or exc
-                return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {why}")
-            status, ru = _wait(proc, spec, timed_out)
-            wall = time.monotonic() - t0
+            with contextlib.ExitStack() as placed:
+                joined = _join_cgroup(spec, placed)
+                t0 = time.monotonic()
+                try:
+                    proc = _spawn(spec, fo, fe, joined)
+                except (OSError, subprocess.SubprocessError) as exc:
+                    why = getattr(exc, "strerror", None) or exc
+                    return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {why}")
+                status, ru = _wait(proc, spec, timed_out)
+                wall = time.monotonic() - t0
         finally:
             os.close(fe)
     finally:
@@ -216,19 +221,32 @@ def _devnull() -> int:
     return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
 
-def _spawn(spec: TrialSpec, fo: Any, fe: Any) -> subprocess.Popen[bytes]:
+def _join_cgroup(spec: TrialSpec, stack: contextlib.ExitStack) -> bool:
+    """Whether this thread joined the trial's cgroup for the trial (`fairmark.run.thread_cgroup`); when it
+    cannot, the child joins it between fork and exec."""
+    if not (THREAD_AFFINITY and thread_cgroup.joinable(spec.place_cgroup)):
+        return False
+    try:
+        stack.enter_context(thread_cgroup.joined(str(spec.place_cgroup)))
+    except OSError:
+        return False
+    return True
+
+
+def _spawn(spec: TrialSpec, fo: Any, fe: Any, joined: bool = False) -> subprocess.Popen[bytes]:
     """Start the trial's process in its own session and process group (the timeout kills the whole tree).
 
     Without a preexec function subprocess starts the child by vfork: it borrows the controller's memory until
     exec instead of copying the page tables of a ~90 MB process and faulting pages back in while it runs Python
-    code — that fork path cost ~1 ms more per trial on a quiet machine and several on a busy one
-    (bench/harness_cost.py). A placement that needs a step in the child (`fork_places`, a cgroup) takes the
-    fork path, and then every trial of the run takes it (see `forks_to_place`)."""
+    code — the fork path cost ~4 ms more per measured trial here (bench/harness_cost.py). On Linux every
+    placement is handed down by the launching thread (an affinity; a v1 cpuset it `joined` for the trial); a
+    placement that needs a step in the child (`fork_places`; a cgroup the thread cannot join) takes the fork
+    path, and `fork_places` makes every trial of the run take it (see `forks_to_place`)."""
     kw: dict[str, Any] = dict(
         stdin=_devnull() if spec.stdin_devnull else None, stdout=fo, stderr=fe, env=spec.env,
         cwd=spec.cwd, start_new_session=True, close_fds=True,
     )  # fmt: skip
-    if spec.fork_places or forks_to_place(bool(spec.place_cgroup), bool(spec.place_cpus)):
+    if not joined and (spec.fork_places or spec.place_cgroup or forks_to_place(False, bool(spec.place_cpus))):
         return subprocess.Popen(spec.argv, preexec_fn=_placer(spec.place_cgroup, spec.place_cpus), **kw)
     if not spec.place_cpus:
         return subprocess.Popen(spec.argv, **kw)

@@ -20,12 +20,12 @@ An executor's contract (what the runner relies on):
    with `error` saying why in words. Only a lost controller↔host connection may raise.
 
 Placement (7): `place_cgroup` (a cgroup directory) and `place_cpus` (a CPU affinity) are applied by the
-launcher to the trial's own process before it execs (its pid written to the cgroup's cgroup.procs between fork
-and exec; the affinity inherited from the launching thread), so the placed side carries no wrapper process the
-other side lacks. `fork_places` (set for every trial of a run in which any trial joins a cgroup): every trial
-of that run starts through fork with the placement step in the child, placed or not, so both sides start the
-same way; otherwise every trial starts by vfork, placed (by affinity) or not. `cpuset` states the CPU list
-for the record.
+launcher to the trial's own process before it execs — on Linux inherited from the launching thread (its
+affinity; a cgroup v1 cpuset the thread joins for the trial, `fairmark.run.thread_cgroup`), elsewhere or for a
+cgroup a thread cannot join written by the child between fork and exec — so the placed side carries no wrapper
+process the other side lacks. `fork_places` (set for every trial of a run in which any trial needs the step in
+the child): every trial of that run starts through fork with that step, placed or not, so both sides start the
+same way; otherwise every trial starts by vfork, placed or not. `cpuset` states the CPU list for the record.
 """
 
 from __future__ import annotations
