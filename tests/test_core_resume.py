@@ -8,7 +8,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -45,8 +44,11 @@ def test_kill_9_then_show_then_resume(tmp_path: Path) -> None:
     plan = tmp_path / "thirty.toml"
     plan.write_text(PLAN)
     db = Path(os.environ["FAIRMARK_STORE"].removeprefix("sqlite:///"))
+    tmp = tmp_path / "tmp"  # the run's scratch apart from every other fairmark's
+    tmp.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-m", "fairmark", "run", str(plan), "--no-monitors", "--accept-risk"],
+        env=os.environ | {"TMPDIR": str(tmp)},
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -68,7 +70,10 @@ def test_kill_9_then_show_then_resume(tmp_path: Path) -> None:
     listed = sum(len(c["trials"]) for c in doc["cells"])
     assert listed == _count(db) >= stored
 
-    res = fairmark_subprocess("resume", doc["run"]["id"][:8], "--json", "--no-monitors")
+    assert list(tmp.glob("fairmark-scratch-nap-*"))  # left by the killed run
+    res = fairmark_subprocess(
+        "resume", doc["run"]["id"][:8], "--json", "--no-monitors", env={"TMPDIR": str(tmp)}
+    )
     assert res.returncode == 0, res.stderr
     done = json.loads(res.stdout)
     assert done["run"]["status"] == "done"
@@ -78,6 +83,5 @@ def test_kill_9_then_show_then_resume(tmp_path: Path) -> None:
         assert len(seqs) == len(set(seqs)) == 15  # nothing lost, nothing duplicated
     all_seqs = sorted(t["seq"] for c in done["cells"] for t in c["trials"])
     assert all_seqs == list(range(1, 31))
-    # The scratch directory the killed process left behind is gone after the next run. Which fairmark removed
-    # it is not asserted: any fairmark process on this machine (another test, another suite) sweeps it first.
-    assert not list(Path(tempfile.gettempdir()).glob(f"fairmark-{proc.pid}-*"))
+    # The scratch directory the killed process left behind (in its own TMPDIR) is gone after the resume.
+    assert not list(tmp.glob("fairmark-scratch-*"))

@@ -15,7 +15,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -105,7 +104,9 @@ def kill_and_resume(
         "FAIRMARK_LOCK_PATH": str(tmp_path / "lock"),
         "FAIRMARK_STATE_DIR": str(tmp_path / "state"),
         "NO_COLOR": "1",
+        "TMPDIR": str(tmp_path / "tmp"),  # this run's scratch directories apart from every other fairmark's
     }
+    (tmp_path / "tmp").mkdir(exist_ok=True)
     rng = random.Random(seed)
     kills, resumes, stored, pids = 0, 0, [], []
     args = ["run", str(plan), "--no-monitors", "--accept-risk"]
@@ -189,12 +190,12 @@ def nothing_left(tmp_path: Path, plan: Path, pids: list[int]) -> None:
     assert str(state) not in Path("/proc/mounts").read_text(), "a scratch file system is still mounted"
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     assert str(state) not in loops, "a loop device is still attached"
-    marks = [f"fairmark-{pid}-" for pid in pids]  # cpusets, scratch directories and servers carry the PID
+    marks = [f"fairmark-{pid}-" for pid in pids]  # cpusets carry the PID
     cpusets = Path("/sys/fs/cgroup/cpuset")
     left = [p.name for p in cpusets.glob("fairmark-*")] if cpusets.is_dir() else []
     assert [n for n in left if any(n.startswith(m) for m in marks)] == [], left
-    scratch = [p.name for p in Path(tempfile.gettempdir()).glob("fairmark-*")]
-    assert [n for n in scratch if any(n.startswith(m) for m in marks)] == [], scratch
+    scratch = [p.name for p in (tmp_path / "tmp").glob("fairmark-*")]  # the run's own TMPDIR
+    assert [n for n in scratch if n.startswith(("fairmark-scratch-", *marks))] == [], scratch
     procs = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
     mine = [p for p in procs if str(plan) in p or str(tmp_path) in p or any(f"/{m}" in p for m in marks)]
     assert mine == [], f"processes left: {mine}"

@@ -131,21 +131,6 @@ def test_a_dead_freebsd_agents_journal_is_undone_by_the_next(freebsd: Path) -> N
     assert _value(freebsd, "hw.ibrs_disable") == original and not journal.exists()
 
 
-def test_the_trial_output_of_a_killed_agent_is_removed_by_the_next(tmp_path: Path) -> None:
-    """An agent removes its trial's output directory when the trial ends; a SIGKILL'd one cannot. The next agent
-    removes those of agents that no longer run, and never a live agent's."""
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
-    )
-    left = tmp_path / f"{agent.OUT_PREFIX}{int(dead.stdout)}-abc"
-    live = tmp_path / f"{agent.OUT_PREFIX}{os.getppid()}-def"
-    for d in (left, live):
-        d.mkdir()
-        (d / "stdout").write_text("x")
-    assert agent.sweep_dead_outputs(str(tmp_path)) == [f"removed {left}, left by agent {int(dead.stdout)}"]
-    assert not left.exists() and live.exists()
-
-
 def test_the_agent_accepts_only_its_protocol_and_acts_on_nothing_else(tmp_path: Path) -> None:
     """The shipped agent (as the controller starts it over SSH) fed lines that are not protocol requests: each
     gets an error answer, none is acted upon, and end of input ends it."""

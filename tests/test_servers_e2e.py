@@ -52,7 +52,7 @@ def servers_of(tag: str) -> list[psutil.Process]:
 
 
 def scratch_dirs(tag: str) -> list[str]:
-    return glob.glob(os.path.join(tempfile.gettempdir(), f"fairmark-{tag}-*"))
+    return glob.glob(os.path.join(tempfile.gettempdir(), f"fairmark-*{tag}-*"))
 
 
 def plan_file(tmp_path: Path, tag: str, params: str, extra: str = "") -> Path:

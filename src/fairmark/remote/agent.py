@@ -33,6 +33,7 @@ Operations:
 from __future__ import annotations
 
 import base64
+import fcntl
 import glob
 import json
 import os
@@ -170,14 +171,67 @@ def _undo(entry: dict) -> str:
     return f"sysctl {name} is {original} (original)"
 
 
-OUT_PREFIX = "fairmark-agent-"  # + the agent's pid: a trial's output directory while it runs
+OUT_PREFIX = (
+    "fairmark-agentout-"  # a trial's output directory, held (flock) by its agent while the trial runs
+)
+LEGACY_OUT_PREFIX = "fairmark-agent-"  # + the pid of an agent from before the lock
+SCRATCH_PREFIX = "fairmark-scratch-"  # a controller's scratch directory (fairmark.run.scratch): held here too
+_held: dict[str, int] = {}  # path → descriptor holding its lock, for this agent's life
+
+
+def take_dir(path: str) -> int | None:
+    """Lock directory `path` if no one holds it (fairmark.run.scratch.take): its descriptor, or None when a
+    live process holds it or it is gone. The kernel drops the lock when its holder dies, so a sweep never
+    needs to guess from a PID (other PID namespaces and reused PIDs defeat that)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        st, own = os.stat(path), os.fstat(fd)
+        if (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino):
+            return fd
+    except (BlockingIOError, FileNotFoundError):
+        pass
+    os.close(fd)
+    return None
+
+
+def hold_scratch(path: str) -> None:
+    """Make `path` and hold the controller's scratch directory it is in for this agent's life, so that no
+    fairmark on this host sweeps it while the controller's run goes on (the controller's own lock is on its
+    own machine). A directory some other live process already holds (the controller, when the host is the
+    controller's own machine) is theirs to keep."""
+    os.makedirs(path, exist_ok=True)
+    parts = os.path.abspath(path).split(os.sep)
+    top = next((i for i, part in enumerate(parts) if part.startswith(SCRATCH_PREFIX)), None)
+    if top is None:
+        return
+    root = os.sep.join(parts[: top + 1])
+    if root not in _held and (fd := take_dir(root)) is not None:
+        _held[root] = fd
+
+
+def release_scratch(path: str) -> None:
+    fd = _held.pop(os.path.abspath(path), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def sweep_dead_outputs(tmp: str | None = None) -> list[str]:
-    """Remove the trial output directories of agents that are gone (a killed agent cannot remove its own)."""
+    """Remove the trial output directories of agents that are gone (a killed agent cannot remove its own): those
+    whose lock is free, and those of agents from before the lock whose pid no longer runs."""
+    base = tmp or tempfile.gettempdir()
     lines = []
-    for path in glob.glob(os.path.join(tmp or tempfile.gettempdir(), f"{OUT_PREFIX}*-*")):
-        pid = os.path.basename(path)[len(OUT_PREFIX) :].split("-", 1)[0]
+    for path in sorted(glob.glob(os.path.join(base, f"{OUT_PREFIX}*"))):
+        fd = take_dir(path)
+        if fd is not None:
+            shutil.rmtree(path, ignore_errors=True)
+            os.close(fd)
+            lines.append(f"removed {path}, left by an agent that no longer runs (its lock was free)")
+    for path in sorted(glob.glob(os.path.join(base, f"{LEGACY_OUT_PREFIX}*-*"))):
+        pid = os.path.basename(path)[len(LEGACY_OUT_PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) and os.path.isdir(path):
             shutil.rmtree(path, ignore_errors=True)
             lines.append(f"removed {path}, left by agent {pid}")
@@ -468,12 +522,14 @@ class Session:
                 f"trial spec version {spec.get('version')!r}; this agent understands {SPEC_VERSION}"
             )
         for d in req.get("mkdirs") or ():
-            os.makedirs(d, exist_ok=True)
-        out_dir = tempfile.mkdtemp(prefix=f"{OUT_PREFIX}{os.getpid()}-")
+            hold_scratch(d)
+        while (fd := take_dir(out_dir := tempfile.mkdtemp(prefix=OUT_PREFIX))) is None:
+            pass  # a sweep took the fresh directory's lock first and removed it: make another
         try:
             return self._exec(req, spec, out_dir)
         finally:
             shutil.rmtree(out_dir, ignore_errors=True)
+            os.close(fd)
 
     def _exec(self, req: dict, spec: dict, out_dir: str) -> dict:
         argv = [str(a) for a in spec["argv"]]
@@ -596,7 +652,6 @@ class Session:
     def op_lock(self, req: dict) -> dict:
         """Take this host's run lock for the session (flock: the kernel drops it when this agent dies).
         {"held": true} or {"held": false, "owner": what the holder wrote}."""
-        import fcntl
 
         os.makedirs(state_dir(), mode=0o700, exist_ok=True)
         fd = os.open(os.path.join(state_dir(), "host.lock"), os.O_RDWR | os.O_CREAT, 0o600)
@@ -635,16 +690,19 @@ class Session:
                 'tool workloads need fairmark on the host: set agent = ["fairmark", "agent"] '
                 "in its [hosts.NAME]; the shipped agent runs command workloads only"
             ) from None
+        if req.get("method") == "setup":
+            hold_scratch(req["ctx"]["scratch"])  # the controller's scratch path, made and held here
         return handle(self.__dict__.setdefault("adapters", {}), req)
 
     def op_mkdirs(self, req: dict) -> dict:
         for d in req.get("paths") or ():
-            os.makedirs(d, exist_ok=True)
+            hold_scratch(d)
         return {}
 
     def op_rmtree(self, req: dict) -> dict:
         for d in req.get("paths") or ():
             shutil.rmtree(d, ignore_errors=True)
+            release_scratch(d)
         return {}
 
     def op_which(self, req: dict) -> dict:

@@ -383,7 +383,7 @@ class BootRun:
             if not any(r not in cs.rounds_done for cs in self._cells(rt, block) for r in rounds):
                 continue
             stage = workload_stage(rt, runner.policy, remote=runner.remote, phase=runner.progress.workload,
-                                   keep_scratch=runner.options.keep_scratch)  # fmt: skip
+                                   keep_scratch=runner.options.keep_scratch, note=runner.progress.note)  # fmt: skip
             with stage as contexts:
                 for r in rounds:
                     for cs in self._order(rt, block, r):

@@ -212,6 +212,7 @@ class Runner:
             remote=self.remote,
             phase=self.progress.workload,
             keep_scratch=self.options.keep_scratch,
+            note=self.progress.note,
         )
         with stage as contexts:
             for r in range(-self.policy.warmup, self.policy.max_trials + self.policy.max_failures):
