@@ -7,7 +7,7 @@ import pytest
 from fairmark.errors import UsageError
 from fairmark.run.hooks import HookContext
 from fairmark.run.profiles import freebsd, hooks_for, locks, syscalls
-from fairmark.run.profiles.cpu import folded_weight
+from fairmark.run.profiles.cpu import ALL, WORKLOAD, collapser, count_samples, fold, folded_weight, share_meta
 
 FIX = Path(__file__).parent / "fixtures" / "h4" / "profiles"
 
@@ -119,3 +119,68 @@ def test_freebsd_dtrace_stacks_fold_with_inferno():
         == "61"
     )
     assert meta.data["weight"] == 84 and meta.data["collapser"] == "inferno-collapse-dtrace"
+
+
+# -- issue 25 item 3: profiles that belong to the workload, with its share of the samples -------------------
+
+
+def test_perf_script_samples_are_counted_per_event():
+    """Captured here: `perf record -a -g -e cpu-clock/name=workload/ -G CG -e cpu-clock/name=all/` of
+    `head -c 50000000 /dev/zero | md5sum` in its cgroup while `sha1sum /dev/zero` ran outside it."""
+    text = (FIX / "perf_script_cgroup_and_all.txt").read_text()
+    assert count_samples(text) == {"workload": 88, "all": 193, "idle": 0}
+    idle = "swapper     0 [001]  2523.2:    1003009      all: \n\tffffffff8 default_idle ([kernel])\n\n"
+    named = "Web Content 4242 [000]  2523.3:    1003009 workload: \n\t42 f (x)\n\n"
+    assert count_samples(idle + named) == {"workload": 1, "all": 1, "idle": 1}
+
+
+def test_the_cpu_flame_graph_holds_only_the_workloads_samples():
+    tool = collapser()
+    if tool is None:
+        pytest.skip("no stack collapser (cargo install inferno)")
+    text = (FIX / "perf_script_cgroup_and_all.txt").read_text()
+    commands = {line.split(";", 1)[0] for line in fold(text, tool, WORKLOAD).splitlines()}
+    assert commands == {"head", "md5sum", "sh"}  # sha1sum ran beside it, outside the cgroup
+    assert "sha1sum" in {line.split(";", 1)[0] for line in fold(text, tool, ALL).splitlines()}
+
+
+def test_share_is_of_the_busy_cpus_samples():
+    assert share_meta(88, 193) == {
+        "workload_samples": 88,
+        "busy_samples": 193,
+        "workload_share": pytest.approx(0.456, abs=1e-3),
+    }
+    assert share_meta(0, 0)["workload_share"] is None
+
+
+def test_freebsd_dtrace_counts_the_process_trees_and_the_busy_cpus_samples():
+    script = freebsd.DTRACE_SCRIPT
+    assert "progenyof($target)" in script and "@busy = count()" in script and "printa(" in script
+    stacks, counts = freebsd.split_dtrace_samples((FIX / "dtrace_profile_samples.txt").read_text())
+    assert counts == {"workload": 84, "busy": 140} and "fairmark-samples" not in stacks
+    hook = freebsd.DTraceCpuProfile()
+    if hook.collapse is None:
+        pytest.skip("inferno-collapse-dtrace not installed (cargo install inferno)")
+    _, meta = hook.artifacts((FIX / "dtrace_profile_samples.txt").read_text())
+    assert meta.data["weight"] == 84 and meta.data["scope"] == "process tree (dtrace -c)"
+    assert meta.data["workload_share"] == pytest.approx(0.6)
+
+
+def test_freebsd_lockstat_is_labelled_system_wide_and_truss_as_the_tree():
+    def parsed(cls, fixture):
+        (art,) = cls.__new__(cls).artifacts((FIX / fixture).read_text())  # no tools needed to parse
+        return art.data
+
+    assert parsed(freebsd.LockstatProfile, "lockstat_freebsd.txt")["scope"] == "system-wide"
+    assert parsed(freebsd.TrussProfile, "truss_c_freebsd.txt")["scope"] == "process tree (truss -f)"
+
+
+def test_reports_say_what_a_cpu_profile_covers():
+    from fairmark.report.profiles import cpu_line, cpu_view
+
+    tree = "process tree (cgroup)"
+    view = cpu_view([{"scope": tree, **share_meta(88, 193)}, {"scope": tree, **share_meta(12, 7)}])
+    assert view["workload_samples"] == 100 and view["busy_samples"] == 200
+    assert cpu_line(view).startswith(f"{tree}: the workload's processes only; they were 50% of")
+    old = cpu_view([{"event": "cpu-clock", "scope": "system-wide", "weight": 5}])  # stored before the cgroup
+    assert cpu_line(old).startswith("system-wide: every process on the machine, not only the workload")

@@ -1,6 +1,11 @@
-"""Profilers on this machine: a stress-ng fork run shows the kernel's fork/exit paths; strace gives a table."""
+"""Profilers on this machine: a stress-ng fork run shows the kernel's fork/exit paths; strace gives a table; a
+profile holds the workload's processes only (its trial's tree and the servers working in its scratch), with its
+share of the busy CPUs' samples."""
 
+import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -72,7 +77,62 @@ def test_close_stops_a_recording_left_running(tmp_path):
     if hook.unavailable:
         pytest.skip(hook.unavailable)
     ctx = HookContext("r", "c", "w", "A", "t", str(tmp_path), False)
+    hook.wrap(["true"], ctx)
     hook.start(ctx)  # the trial is interrupted: stop() never comes
-    proc = hook._rec.proc
+    proc, cgroup = hook._rec.proc, hook._cgroup.path
     hook.close()
     assert proc.poll() is not None and not list(tmp_path.glob("perf*.data"))
+    assert not cgroup.exists()  # the trial's cgroup is removed too
+
+
+def _first_frames(folded: str) -> set[str]:
+    return {line.split(";", 1)[0] for line in folded.splitlines()}
+
+
+def _spin(name: str, cwd: Path | None = None) -> subprocess.Popen:
+    """A CPU-bound process named `name` (a copy of sha1sum reading /dev/zero), in its own session."""
+    exe = cwd / name if cwd else Path(f"/tmp/{name}-{os.getpid()}")
+    exe.write_bytes(Path("/usr/bin/sha1sum").read_bytes())
+    exe.chmod(0o755)
+    return subprocess.Popen([str(exe), "/dev/zero"], cwd=cwd, start_new_session=True)
+
+
+def test_the_cpu_profile_is_the_workloads_own_tree_with_its_share(tmp_path):
+    """Issue 25 item 3: `perf record -a -g` put everything on the machine in the flame graph (alloc 7%, python
+    42%, perf 26%). A process spinning beside the trial must not be in it, every process of the trial's tree
+    must be, and the share says the workload was only part of the busy CPUs' samples."""
+    (hook,) = hooks_for(["cpu"])
+    noise = _spin("fmnoise")
+    try:
+        arts = _run(hook, ["sh", "-c", "head -c 400000000 /dev/zero | md5sum"], tmp_path)
+    finally:
+        noise.kill()
+        noise.wait()
+        Path(noise.args[0]).unlink()
+    by_name = {a.name: a for a in arts}
+    assert "error" not in by_name, by_name.get("error")
+    commands = _first_frames(by_name["folded"].data)
+    assert "fmnoise" not in commands and {"md5sum", "head"} <= commands, commands
+    meta = by_name["meta"].data
+    assert meta["scope"] == "process tree (cgroup)"
+    assert meta["workload_samples"] > 0 and 0 < meta["workload_share"] < 1, meta  # fmnoise was busy too
+
+
+def test_the_workloads_servers_are_profiled_with_its_trial_and_given_back(tmp_path):
+    """A managed server (redis, PostgreSQL) works in the workload's scratch directory, outside the trial's tree:
+    it is moved into the trial's cgroup while the trial runs and back into its own cgroup after."""
+    (hook,) = hooks_for(["cpu"])
+    scratch = tmp_path / "fairmark-scratch-kv-abc"
+    (scratch / "trial-00001").mkdir(parents=True)
+    server = _spin("fmserver", scratch)
+    try:
+        home = Path(f"/proc/{server.pid}/cgroup").read_text()
+        arts = _run(hook, [sys.executable, "-c", "sum(range(3 * 10**7))"], scratch / "trial-00001")
+        assert Path(f"/proc/{server.pid}/cgroup").read_text() == home
+    finally:
+        server.kill()
+        server.wait()
+    by_name = {a.name: a for a in arts}
+    assert "error" not in by_name, by_name.get("error")
+    assert "fmserver" in _first_frames(by_name["folded"].data)
+    assert by_name["meta"].data["servers"] == 1

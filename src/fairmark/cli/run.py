@@ -105,7 +105,12 @@ _run_options = [
     ),
     click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials."),
     click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S"),
-    click.option("--profile", metavar="LIST", help="Profilers to attach: cpu,locks,syscalls."),
+    click.option(
+        "--profile",
+        metavar="LIST",
+        help="Profilers (cpu,locks,syscalls): extra trials per cell, each profiler in trials of its own, of the "
+        "workload's own processes.",
+    ),
     click.option(
         "--host", metavar="NAME", help="Run every variant on this host ([hosts.NAME] or an ssh destination)."
     ),

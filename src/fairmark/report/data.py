@@ -218,7 +218,19 @@ class RunReport:
             | _stability(self)
             | _hosts(self)
             | _boots(self)
+            | _profiles(self)
         )
+
+
+def _profiles(r: RunReport) -> dict[str, Any]:
+    """Runs with profilers: each cell's profiles, their scope and the workload's share of the CPU samples."""
+    if not any(str(h).startswith("profile.") for h in (r.run.options or {}).get("hooks") or ()):
+        return {}
+    from fairmark.report.profiles import cell_json
+
+    arts = RunArtifacts(r)
+    cells = [doc for c in r.cells if (doc := cell_json(c.key, c.variant, arts))]
+    return {"profiles": cells} if cells else {}
 
 
 def _page_cache(r: RunReport) -> list[dict[str, Any]]:

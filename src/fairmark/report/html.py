@@ -28,6 +28,7 @@ from fairmark.report import plots
 from fairmark.report.attribution import variant_definitions
 from fairmark.report.data import CellReport, RunArtifacts, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
+from fairmark.report.profiles import cpu_line, cpu_view, scope_of
 from fairmark.stats import format_median, format_value
 
 ENV_VALUE_MAX = 200  # characters of one environment value shown; the store keeps it whole
@@ -223,15 +224,17 @@ def cell_profiles(c: CellReport, arts: RunArtifacts, baseline_folded: str | None
     if not (folded or errors or locks or sys_docs):
         return None
     out: dict[str, Any] = {"variant": c.variant, "errors": sorted(set(errors))[:5], "folded": folded}
+    if cpu := cpu_view(arts.data(c.key, "profile.cpu/meta")):
+        out["cpu_scope"] = cpu_line(cpu)
     if folded:
         out["flame"] = _flame(folded, f"{c.group} — {c.variant}", None)
         if baseline_folded and baseline_folded != folded:
             out["diff"] = _flame(folded, f"{c.group}: {c.variant} vs baseline (red = more)", baseline_folded)
     if locks:
         out["locks"] = lock_rows(locks)
-        out["lock_source"] = locks[0].get("source", "")
+        out["lock_source"] = f"{locks[0].get('source', '')}; {scope_of(locks)}"
     if sys_docs:
-        out["syscalls"] = syscall_view(sys_docs)
+        out["syscalls"] = syscall_view(sys_docs) | {"scope": scope_of(sys_docs)}
     return out
 
 

@@ -21,6 +21,7 @@ from fairmark.report.html import (
     variant_table,
     verdict_rows,
 )
+from fairmark.report.profiles import cpu_line, cpu_view, scope_of
 from fairmark.stats import format_value
 
 WIDTH = 80
@@ -133,12 +134,13 @@ def _profiles(w: Writer, c: CellReport, arts: RunArtifacts) -> None:
             f"  {_short(r['syscall'], 18):<18} {r['calls']:>10} {r['errors']:>7} {r['seconds']:>10.4g} {r['pct']:>6.1f}"
             for r in view["rows"][:8]
         ]
-        w.para(f"syscalls of {c.variant} ({view['source']}):", "    ")
+        w.para(f"syscalls of {c.variant} ({view['source']}; {scope_of(sys_docs)}):", "    ")
         w.block(lines)
     locks = arts.data(c.key, "profile.locks/contention")
     if locks:
         rows = lock_rows(locks)[:5]
-        w.para(f"lock contention of {c.variant}: " + ("none recorded" if not rows else ""), "    ")
+        scope = scope_of(locks)
+        w.para(f"lock contention of {c.variant} ({scope}): " + ("none recorded" if not rows else ""), "    ")
         if rows:
             lines = [f"  {'lock / caller':<36} {'contended':>9} {'wait ms':>9} {'max µs':>9}"]
             lines += [
@@ -146,6 +148,9 @@ def _profiles(w: Writer, c: CellReport, arts: RunArtifacts) -> None:
                 for r in rows
             ]
             w.block(lines)
+    cpu = cpu_view(arts.data(c.key, "profile.cpu/meta"))
+    if cpu:
+        w.para(f"CPU profile of {c.variant}: {cpu_line(cpu)}", "    ")
     if arts.data(c.key, "profile.cpu/folded"):
         w.para(
             f"CPU flame graph of {c.variant}: in the HTML report (`fairmark report RUN --html FILE`)", "    "

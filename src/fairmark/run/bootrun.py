@@ -382,8 +382,14 @@ class BootRun:
         for rt in runtimes:
             if not any(r not in cs.rounds_done for cs in self._cells(rt, block) for r in rounds):
                 continue
-            stage = workload_stage(rt, runner.policy, remote=runner.remote, phase=runner.progress.workload,
-                                   keep_scratch=runner.options.keep_scratch, note=runner.progress.note)  # fmt: skip
+            stage = workload_stage(
+                rt,
+                runner.policy,
+                remote=runner.remote,
+                phase=runner.progress.workload,
+                keep_scratch=runner.options.keep_scratch,
+                note=runner.progress.note,
+            )
             with stage as contexts:
                 for r in rounds:
                     for cs in self._order(rt, block, r):

@@ -31,7 +31,7 @@ from fairmark.stats import RunningMean
 from fairmark.stats.stopping import group_stop
 from fairmark.store.db import Store, now
 
-PROFILED_TRIALS = 2  # extra trials per cell with profilers attached (--profile), after the measured rounds
+PROFILED_TRIALS = 2  # extra trials per cell and profiler (--profile), after the measured rounds
 
 
 class Runner:
@@ -241,20 +241,22 @@ class Runner:
         return [by_cell[c] for c in cells]
 
     def _profiled_rounds(self, rt: WorkloadRuntime, contexts: Contexts, order: Order) -> None:
-        """With --profile: PROFILED_TRIALS extra rounds after the measured ones, profilers attached, every
-        cell that finished. They are stored apart (profiled, and warm-up for every statistic): perf and
-        strace slow what they watch, so their times never reach a verdict or the regression gate."""
-        if not any(is_profiler(h) for h in self.options.hooks):
-            return
+        """With --profile: PROFILED_TRIALS extra rounds per profiler after the measured ones, every cell that
+        finished, one profiler per trial (two in one trial profile each other: strace's ptrace stops topped
+        the lock table). They are stored apart (profiled, and warm-up for every statistic): perf and strace
+        slow what they watch, so their times never reach a verdict or the regression gate."""
+        profilers = [h for h in self.options.hooks if is_profiler(h)]
         first = self.policy.max_trials + self.policy.max_failures
         done = [cs for cs in rt.cells if cs.status == "done"]
-        for r in range(first, first + PROFILED_TRIALS):
-            for cs in self._round_order(order, rt.workload.name, r, done):
-                if r not in cs.rounds_done:
-                    self.seq += 1
-                    out = self._path().run(rt, contexts, cs, r, self.seq, profiled=True)
-                    cs.rounds_done.add(r)
-                    self.progress.trial(self._event(rt, cs, r, out) | {"profiled": True})
+        for i, profiler in enumerate(profilers):
+            start = first + i * PROFILED_TRIALS  # fixed per profiler, so that resume skips what ran
+            for r in range(start, start + PROFILED_TRIALS):
+                for cs in self._round_order(order, rt.workload.name, r, done):
+                    if r not in cs.rounds_done:
+                        self.seq += 1
+                        out = self._path().run(rt, contexts, cs, r, self.seq, profiler=profiler)
+                        cs.rounds_done.add(r)
+                        self.progress.trial(self._event(rt, cs, r, out) | {"profiled": True})
 
     def _trial(self, rt: WorkloadRuntime, contexts: Contexts, cs: CellState, r: int) -> None:
         self.seq += 1

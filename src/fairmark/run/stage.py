@@ -42,9 +42,12 @@ def workload_stage(
     held = Scratch(w.name)
     scratch = held.path
     ctx = WorkloadContext(
-        name=w.name, params=rt.params, scratch=scratch, cache=cache_dir() / (w.tool or "command"),
+        name=w.name,
+        params=rt.params,
+        scratch=scratch,
+        cache=cache_dir() / (w.tool or "command"),
         is_root=os.geteuid() == 0,
-    )  # fmt: skip
+    )
     ctx.cache.mkdir(parents=True, exist_ok=True)
     # Plain command workloads find their private scratch directory (removed after the workload) here.
     ctx.env["FAIRMARK_SCRATCH"] = str(scratch)

@@ -87,10 +87,13 @@ class TrialPath:
     keep_trial_dirs: bool = False  # `run --keep-scratch`: every trial's output in a directory of its own
     _shared_dirs: set[Path] = field(default_factory=set)  # the plain commands' trial-output dirs made so far
 
-    def run(self, rt: Any, contexts: Contexts, cs: Any, r: int, seq: int, profiled: bool = False) -> Outcome:
+    def run(
+        self, rt: Any, contexts: Contexts, cs: Any, r: int, seq: int, profiler: TrialHook | None = None
+    ) -> Outcome:
         """Trial number `seq` of cell `cs` (a runner CellState of workload runtime `rt`) in round `r`. A
-        measured trial runs without profilers (they change the numbers they are attached to); a `profiled`
-        one runs with the profilers only and is stored apart (warmup and profiled: never in statistics)."""
+        measured trial runs without profilers (they change the numbers they are attached to); a profiled one
+        runs with one `profiler` alone and is stored apart (warmup and profiled: never in statistics)."""
+        profiled = profiler is not None
         cell, w = cs.cell, rt.workload
         variant = self.plan.variant_named(cell.variant)
         self.system.activate(cell.variant)
@@ -99,42 +102,33 @@ class TrialPath:
         prepared = self.system.prepare(cell.variant)
         wctx, extra = self._adapter_context(rt, contexts, cell.variant, prepared.get("workdir"))
         remote_ex = self.remote.executor(cell.variant, w.name) if self.remote else None
-        hooks = () if remote_ex else self.hooks  # a host's agent samples its own monitor
-        hooks = tuple(h for h in hooks if is_profiler(h) == profiled)
+        hooks = self._hooks_for(remote_ex is not None, profiler)
         # a tool's adapter and the profilers write files of their own beside the output
         trial_dir = self._trial_dir(wctx.scratch, seq, own=bool(rt.adapter) or any(map(is_profiler, hooks)))
-        if extra and any(cs.params.get(k) != v for k, v in extra.items()):
-            cs.params = cs.params | extra  # the report states where the data really was
-            self.store.update_cell(cs.id, params=cs.params)
-        params = (cs.params or rt.params) | extra
-        tctx = TrialContext(
-            workload=wctx, params=params, trial_dir=trial_dir, variant=cell.variant, warmup=r < 0
-        )
-        if rt.adapter:
-            rt.adapter.before_trial(tctx)
-            command = rt.adapter.command(tctx)
-        else:
-            command = command_for(w, variant) or []
+        tctx, command = self._trial_context(rt, cs, wctx, trial_dir, extra, r, variant)
         hctx = HookContext(
             self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{seq}", str(trial_dir), r < 0
         )
         spec = trial_spec(
-            workload=w, variant=variant, cell=cell, command=command, prepared=prepared, workload_env=wctx.env,
-            trial_dir=trial_dir, policy=self.policy,
-            wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks], launcher_places=remote_ex is None,
-            fork_places=self.fork_places, base_env=self.base_env,
-        )  # fmt: skip
+            workload=w,
+            variant=variant,
+            cell=cell,
+            command=command,
+            prepared=prepared,
+            workload_env=wctx.env,
+            trial_dir=trial_dir,
+            policy=self.policy,
+            wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks],
+            launcher_places=remote_ex is None,
+            fork_places=self.fork_places,
+            base_env=self.base_env,
+        )
         failed = self._before_trial(w, spec, remote_ex or self.execute)
         if failed is not None:
             before, why = failed
             return self._record(rt, cs, r, seq, now(), spec, before, ("failed", why, {}), [])
         started = now()
-        for hook in hooks:
-            hook.start(hctx)
-        result = (remote_ex or self.execute)(spec)
-        artifacts: list[Artifact] = remote_ex.take_artifacts() if remote_ex else []
-        for hook in hooks:
-            artifacts += hook.stop(hctx, result)
+        result, artifacts = self._execute_hooked(hooks, hctx, spec, remote_ex)
         try:
             status, error, values = self._measure(rt, tctx, result)
         finally:
@@ -144,6 +138,49 @@ class TrialPath:
         return self._record(
             rt, cs, r, seq, started, spec, result, (status, error, values), artifacts, profiled
         )
+
+    def _trial_context(
+        self,
+        rt: Any,
+        cs: Any,
+        wctx: WorkloadContext,
+        trial_dir: Path,
+        extra: dict[str, Any],
+        r: int,
+        variant: Any,
+    ) -> tuple[TrialContext, list[str]]:
+        """The adapter's view of the trial (the cell's parameters, with where its data really is) and its
+        command, after the adapter's untimed before-trial step."""
+        if extra and any(cs.params.get(k) != v for k, v in extra.items()):
+            cs.params = cs.params | extra  # the report states where the data really was
+            self.store.update_cell(cs.id, params=cs.params)
+        params = (cs.params or rt.params) | extra
+        tctx = TrialContext(
+            workload=wctx, params=params, trial_dir=trial_dir, variant=cs.cell.variant, warmup=r < 0
+        )
+        if not rt.adapter:
+            return tctx, command_for(rt.workload, variant) or []
+        rt.adapter.before_trial(tctx)
+        return tctx, rt.adapter.command(tctx)
+
+    def _execute_hooked(
+        self, hooks: tuple[TrialHook, ...], hctx: HookContext, spec: TrialSpec, remote_ex: Any
+    ) -> tuple[Measured, list[Artifact]]:
+        """Execute the spec between its hooks' start and stop; the result and the hooks' artifacts."""
+        for hook in hooks:
+            hook.start(hctx)
+        result = (remote_ex or self.execute)(spec)
+        artifacts: list[Artifact] = remote_ex.take_artifacts() if remote_ex else []
+        for hook in hooks:
+            artifacts += hook.stop(hctx, result)
+        return result, artifacts
+
+    def _hooks_for(self, remote: bool, profiler: TrialHook | None) -> tuple[TrialHook, ...]:
+        """A profiled trial's hook is its one profiler; a measured one's, every hook but the profilers. On a
+        host its agent samples its own monitor (profiles there: not yet)."""
+        if remote:
+            return ()
+        return (profiler,) if profiler else tuple(h for h in self.hooks if not is_profiler(h))
 
     def _trial_dir(self, scratch: Path, seq: int, own: bool) -> Path:
         """Where the trial's output goes. A tool's adapter and the profilers put files of their own there, and

@@ -1,7 +1,10 @@
 """Opt-in profilers (`fairmark run --profile cpu,locks,syscalls`), each a TrialHook.
 
-Linux: cpu = perf record -a -g (cpu-clock without a PMU) folded by inferno; locks = perf lock contention;
-syscalls = strace -f -c with duration histograms. FreeBSD: DTrace profile-997, lockstat, truss -c.
+Each profiler runs in profiled trials of its own (the runner never attaches two to one trial), and records the
+workload's processes only: Linux: cpu = perf record -g of the trial's cgroup (cpu-clock without a PMU) folded
+by inferno, with the workload's share of the busy CPUs' samples; locks = perf lock contention of the same
+cgroup; syscalls = strace -f -c with duration histograms. FreeBSD: DTrace profile-997 of the process tree (with
+the same share), truss -f -c; lockstat has no process filter and is labelled system-wide.
 A profiler that cannot work here carries `.unavailable` (why, and what would enable it); the run goes on
 without it.
 """

@@ -16,9 +16,30 @@ from typing import Any
 
 from fairmark.run.hooks import Artifact, HookContext
 from fairmark.run.profiles.base import Profiler, find_tool, is_root
-from fairmark.run.profiles.cpu import folded_weight
+from fairmark.run.profiles.cpu import folded_weight, share_meta
 
-DTRACE_SCRIPT = "profile-997 /pid == $target || progenyof($target)/ { @[stack(), ustack()] = count(); }"
+SYSTEM_WIDE = "system-wide"  # the scope of a profile that is not only the workload's
+
+# Stacks of the trial's process tree only (dtrace -c starts it: from its first instruction), and two counts for
+# the share: the tree's samples and those of every busy CPU (the idle threads excluded). printa in END prints
+# the counts first, on marked lines; the stack aggregation is printed after them, as dtrace does by default.
+DTRACE_SCRIPT = (
+    'profile-997 /execname != "idle"/ { @busy = count(); } '
+    "profile-997 /pid == $target || progenyof($target)/ { @[stack(), ustack()] = count(); @workload = count(); } "
+    'END { printa("fairmark-samples workload %@d\\n", @workload); printa("fairmark-samples busy %@d\\n", @busy); }'
+)
+_SAMPLES = re.compile(r"^fairmark-samples (workload|busy) (\d+)\s*$")
+
+
+def split_dtrace_samples(text: str) -> tuple[str, dict[str, int]]:
+    """The stack aggregation (for the collapser) and the marked sample counts of DTRACE_SCRIPT's output."""
+    counts, rest = {"workload": 0, "busy": 0}, []
+    for line in text.splitlines():
+        if m := _SAMPLES.match(line):
+            counts[m.group(1)] = int(m.group(2))
+        else:
+            rest.append(line)
+    return "\n".join(rest) + "\n", counts
 
 
 def dtrace_command(argv: list[str], out: str) -> list[str]:
@@ -115,10 +136,16 @@ class DTraceCpuProfile(WrapProfiler):
         return dtrace_command(argv, out)
 
     def artifacts(self, text: str) -> list[Artifact]:
-        proc = subprocess.run([self.collapse], input=text, capture_output=True, text=True, check=False)
+        stacks, counts = split_dtrace_samples(text)
+        proc = subprocess.run([self.collapse], input=stacks, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             return [Artifact(self.kind, "error", "text/plain", proc.stderr[-300:])]
-        meta = {"event": "profile-997", "weight": folded_weight(proc.stdout), "scope": "process tree"}
+        meta = {
+            "event": "profile-997",
+            "weight": folded_weight(proc.stdout),
+            "scope": "process tree (dtrace -c)",
+        }
+        meta |= share_meta(counts["workload"], counts["busy"])
         return [
             Artifact(self.kind, "folded", "text/plain", proc.stdout),
             Artifact(self.kind, "meta", "application/json", meta | {"collapser": "inferno-collapse-dtrace"}),
@@ -132,7 +159,13 @@ class LockstatProfile(WrapProfiler):
     build = staticmethod(lockstat_command)  # type: ignore[assignment]
 
     def artifacts(self, text: str) -> list[Artifact]:
-        data = {"source": "lockstat", "rows": parse_lockstat(text), "raw": text[-20000:]}
+        # lockstat has no process filter: it records every lock of the machine while the command runs
+        data = {
+            "source": "lockstat",
+            "scope": SYSTEM_WIDE,
+            "rows": parse_lockstat(text),
+            "raw": text[-20000:],
+        }
         return [Artifact(self.kind, "contention", "application/json", data)]
 
 
@@ -151,7 +184,13 @@ class TrussProfile(WrapProfiler):
         table, total = parse_truss_c(text)
         if not table:
             return [Artifact(self.kind, "error", "text/plain", "truss -c printed no table")]
-        data = {"source": "truss -c", "table": table, "total": total, "histograms_us": {}}
+        data = {
+            "source": "truss -c",
+            "scope": "process tree (truss -f)",
+            "table": table,
+            "total": total,
+            "histograms_us": {},
+        }
         return [Artifact(self.kind, "summary", "application/json", data)]
 
 

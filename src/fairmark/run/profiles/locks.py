@@ -1,4 +1,7 @@
-"""Lock contention: `perf lock record -a` during the trial, then `perf lock contention` as a table.
+"""Lock contention: `perf lock record` of the trial's own cgroup (base.TrialCgroup: its process tree from the
+first instruction, and the workload's servers), then `perf lock contention` as a table. Only the workload's
+waits are in it: with strace in the same trial (before each profiler got trials of its own) the table was
+topped by strace's ptrace_stop.
 
 The kernel's lock:contention_begin/end tracepoints (Linux ≥ 5.19) are what perf reads here; they need tracefs,
 which is mounted when missing. The table is seed 001's lock-profiling view: lock caller, type, how often it
@@ -14,14 +17,14 @@ from typing import Any
 
 from fairmark.run.hooks import Artifact, HookContext
 from fairmark.run.profiles.base import (
-    PerfRecorder,
-    Profiler,
-    ProfilerFailed,
+    PerfProfiler,
+    cgroup_problem,
     ensure_tracefs,
     system_wide_perf_problem,
 )
 
 TOP_N = 50
+SCOPE = "process tree (cgroup)"
 _UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}
 _ROW = re.compile(
     r"^\s*(\d+)\s+([\d.]+)\s*(ns|us|ms|s|m|h)\s+([\d.]+)\s*(ns|us|ms|s|m|h)\s+([\d.]+)\s*(ns|us|ms|s|m|h)"
@@ -30,7 +33,7 @@ _ROW = re.compile(
 
 
 def lock_support_problem() -> str | None:
-    if problem := system_wide_perf_problem():
+    if problem := system_wide_perf_problem() or cgroup_problem():
         return problem
     if not ensure_tracefs():
         return "tracefs is not mounted and could not be: `mount -t tracefs nodev /sys/kernel/tracing` as root"
@@ -63,29 +66,22 @@ def parse_contention(text: str) -> list[dict[str, Any]]:
     return rows
 
 
-class PerfLockProfile(Profiler):
+class PerfLockProfile(PerfProfiler):
     name = "profile.locks"
     kind = "profile.locks"
+    out_name = "perf.lock.data"
 
     def __init__(self) -> None:
         self.unavailable = lock_support_problem()
-        self._rec: PerfRecorder | None = None
-        self._error: str | None = None
 
-    def start(self, ctx: HookContext) -> None:
-        try:
-            self._rec, self._error = (
-                PerfRecorder(["perf", "lock", "record"], Path(ctx.trial_dir) / "perf.lock.data"),
-                None,
-            )
-        except ProfilerFailed as exc:
-            self._rec, self._error = None, exc.message
+    def record_argv(self, cgroup: str) -> list[str]:
+        # perf lock record's two tracepoints (contention_begin, _end), each only in the trial's cgroup
+        return ["perf", "lock", "record", "-G", f"{cgroup},{cgroup}"]
 
     def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
-        if self._rec is None:
-            return [Artifact(self.kind, "error", "text/plain", self._error or "perf lock did not start")]
-        rec, self._rec = self._rec, None
-        rec.stop()
+        rec, err = self.finish()
+        if rec is None:
+            return [Artifact(self.kind, "error", "text/plain", err)]
         argv = ["perf", "lock", "contention", "-i", str(rec.out), "-E", str(TOP_N)]
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         rec.out.unlink(missing_ok=True)
@@ -94,5 +90,11 @@ class PerfLockProfile(Profiler):
         # perf 6.1 prints the table on stderr (later ones on stdout): every run of `--profile locks` here
         # stored an empty table until this read both.
         table = proc.stdout if "contended" in proc.stdout else proc.stderr
-        data = {"source": "perf lock contention", "rows": parse_contention(table), "raw": table}
+        data = {
+            "source": "perf lock contention",
+            "scope": SCOPE,
+            "servers": len(self.servers),
+            "rows": parse_contention(table),
+            "raw": table,
+        }
         return [Artifact(self.kind, "contention", "application/json", data)]

@@ -52,7 +52,13 @@ class SyscallStats:
         table, total = parse_summary(self.summary_lines)
         top = [row["syscall"] for row in sorted(table, key=lambda r: -r["seconds"])[:TOP_HISTOGRAMS]]
         hist = {name: histogram_rows(self.hist.get(name, {})) for name in top if self.hist.get(name)}
-        return {"source": "strace -f -c -w", "table": table, "total": total, "histograms_us": hist}
+        return {
+            "source": "strace -f -c -w",
+            "scope": "process tree (strace -f)",  # strace starts the command: every process of its tree
+            "table": table,
+            "total": total,
+            "histograms_us": hist,
+        }
 
 
 def log2_bucket_us(us: float) -> int:
