@@ -20,6 +20,7 @@ def _describe(name: str) -> dict:
         "packages": {k: list(v) for k, v in a.packages.items()},
         "executables": list(a.executables),
         "missing": a.missing_executables(),
+        "refused": a.host_problem(),
         "params": [{"name": p.name, "default": p.default, "unit": p.unit, "help": p.help} for p in a.params],
         "metrics": [{"name": m.name, "unit": m.unit, "better": m.better} for m in a.metrics],
     }
@@ -42,12 +43,16 @@ def tools(name: str | None) -> None:
         for d in docs:
             pkgs = ", ".join(d["packages"].get("debian", [])) or "not packaged"
             ok = "yes" if not d["missing"] else f"no ({pkgs})"
+            if d["refused"]:
+                ok = f"refused on this host: {d['refused']}"
             t.add_row(d["name"], ", ".join(d["measures"]), escape(ok), escape(d["summary"]))
         console.print(t)
         console.text("`fairmark tools NAME` shows a tool's parameters and metrics")
         return
     d = docs[0]
     console.print(f"[bold]{escape(d['name'])}[/bold]: {escape(d['summary'])}")
+    if d["refused"]:
+        console.print(f"refused on this host: {escape(d['refused'])}")
     t = Table(title="params", title_justify="left")
     for col in ("param", "default", "unit", "meaning"):
         t.add_column(col, overflow="fold")

@@ -140,6 +140,11 @@ class Adapter:
     def missing_executables(self) -> list[str]:
         return [exe for exe in self.executables if shutil.which(exe) is None]
 
+    def host_problem(self) -> str | None:
+        """Why this tool cannot run on this host even with its programs installed (None: nothing known);
+        `fairmark tools` says "refused on this host: …" and the workload's setup refuses with it."""
+        return None
+
     # -- life cycle (override what the tool needs) -----------------------------------------------------
     def check(self, params: dict[str, Any]) -> None:
         """Raise PlanError for parameter values that cannot work (before anything runs)."""
