@@ -140,7 +140,7 @@ def _profiles(w: Writer, c: CellReport, arts: RunArtifacts) -> None:
     if locks:
         rows = lock_rows(locks)[:5]
         scope = scope_of(locks)
-        w.para(f"lock contention of {c.variant} ({scope}): " + ("none recorded" if not rows else ""), "    ")
+        w.para(f"lock contention of {c.variant}, {scope}: " + ("none recorded" if not rows else ""), "    ")
         if rows:
             lines = [f"  {'lock / caller':<36} {'contended':>9} {'wait ms':>9} {'max µs':>9}"]
             lines += [
