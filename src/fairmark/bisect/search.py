@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tomllib
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.report.data import RunReport, load_report
 from fairmark.run.runner import Progress, Runner, RunOptions
 from fairmark.stats.judge import Pair, judge
+from fairmark.store.schema import BISECT_RESULT
 
 GOOD, CANDIDATE, BAD = (
     "good",
@@ -153,6 +155,7 @@ class Bisect:
         self.opts, self.store, self.progress, self.note = opts, store, progress, note
         self.text = bisect_plan_text(opts.plan_path)
         self.repo = Repo(opts.repo)
+        self.id = str(uuid.uuid4())  # every step's run is tagged bisect.id=ID
         self.good_dir: Path | None = None
         self.bad_dir: Path | None = None
         self.steps: list[Step] = []
@@ -178,7 +181,30 @@ class Bisect:
             problems = repo.close()
             if repo.head_state() != before:
                 problems.append(f"HEAD was {before}, is now {repo.head_state()}")
-        return BisectResult(**{**vars(result), "cleanup_problems": tuple(problems)})
+        result = BisectResult(**{**vars(result), "cleanup_problems": tuple(problems)})
+        self._store_result(result)
+        return result
+
+    def _store_result(self, result: BisectResult) -> None:
+        """The outcome beside the runs it was judged from (an artifact of the bisect's first run): a report can
+        show the steps, their answers and the first bad commit from the store alone. Build output quoted in a
+        step's note is scrubbed of secrets, as every stored output is."""
+        from fairmark.run.secrets import Scrubber
+
+        first = next((run for step in result.steps for run in step.runs), None)
+        if first is None:
+            return
+        scrub = Scrubber()
+        data = result.to_dict()
+        data["steps"] = [step | {"note": scrub(step["note"])} for step in data["steps"]]
+        self.store.add_artifact(
+            first,
+            kind=BISECT_RESULT,
+            name="result",
+            content_type="application/json",
+            data={"id": self.id, "threshold_pct": self.opts.threshold_pct, "plan_path": self.opts.plan_path}
+            | data,
+        )
 
     def _search(self, good: str, bad: str) -> BisectResult:
         self.good_dir, self.bad_dir = self._built(good, "good"), self._built(bad, "bad")
@@ -263,10 +289,20 @@ class Bisect:
         if path != self.bad_dir:
             sides[BAD] = self.bad_dir
         loaded = step_plan(self.text, self.opts.plan_path, sides)
-        tags = {**self.opts.tags, "commit": sha, "bisect.good": self._good, "bisect.step": str(step_no),
-                "bisect.attempt": str(attempt)}  # fmt: skip
-        options = RunOptions(quick=self.opts.quick, accept_risk=self.opts.accept_risk, tags=tags,
-                             command_line=self.opts.command_line)  # fmt: skip
+        tags = {
+            **self.opts.tags,
+            "commit": sha,
+            "bisect.good": self._good,
+            "bisect.step": str(step_no),
+            "bisect.attempt": str(attempt),
+            "bisect.id": self.id,
+        }
+        options = RunOptions(
+            quick=self.opts.quick,
+            accept_risk=self.opts.accept_risk,
+            tags=tags,
+            command_line=self.opts.command_line,
+        )
         runner = Runner(loaded, self.store, options, progress=self.progress())
         run_id = runner.start()
         return runner.report or load_report(self.store, run_id)

@@ -24,6 +24,7 @@ class HistoryOptions:
     alpha: float = 0.01
     permutations: int = 199
     confidence: float = 95.0
+    window: int | None = None  # change points among the last `window` points only (None: the whole series)
 
 
 def ci_half_width(sd: float, n: int, confidence: float) -> float:
@@ -39,31 +40,67 @@ def _label(series: Series, i: int, order_tag: str | None) -> str:
 
 
 def change_points(series: Series, opts: HistoryOptions) -> list[dict[str, Any]]:
-    means = [p.mean for p in series.points]
+    start = max(0, len(series.points) - opts.window) if opts.window else 0
+    means = [p.mean for p in series.points[start:]]
     found = e_divisive(means, alpha=opts.alpha, permutations=opts.permutations)
     bounds = [0, *(c.index for c in found), len(means)]
     pairs = [
-        Pair(means[bounds[k]: c.index], means[c.index: bounds[k + 2]], better=series.better, unit=series.unit,  # type: ignore[arg-type]
-             name_baseline="before", name_other="after", tag=k)
+        Pair(
+            means[bounds[k] : c.index],
+            means[c.index : bounds[k + 2]],
+            better=series.better,  # type: ignore[arg-type]
+            unit=series.unit,
+            name_baseline="before",
+            name_other="after",
+            tag=k,
+        )
         for k, c in enumerate(found)
-    ]  # fmt: skip
+    ]
     judged = {j.pair.tag: j.comparison for j in judge(pairs, confidence=opts.confidence)}
-    out = []
-    for k, c in enumerate(found):
-        comp = judged.get(k)
-        out.append({
-            "index": c.index,
-            "run_id": series.points[c.index].run_id,
-            "between": [_label(series, c.index - 1, opts.order_tag), _label(series, c.index, opts.order_tag)],
-            "p_value": c.p_value,
-            "alpha": opts.alpha,
-            "percent": comp.percent if comp else None,
-            "ratio": comp.ratio if comp else None,
-            "ratio_ci": [comp.ratio_ci_low, comp.ratio_ci_high] if comp else None,
-            "change": comp.change if comp else "none",
-            "sentence": comp.sentence if comp else "",
-        })  # fmt: skip
-    return out
+    return [
+        _change_point(series, start + c.index, c.p_value, judged.get(k), opts) for k, c in enumerate(found)
+    ]
+
+
+def _change_point(
+    series: Series, index: int, p_value: float, comp: Any, opts: HistoryOptions
+) -> dict[str, Any]:
+    return {
+        "index": index,
+        "run_id": series.points[index].run_id,
+        "between": [_label(series, index - 1, opts.order_tag), _label(series, index, opts.order_tag)],
+        "p_value": p_value,
+        "alpha": opts.alpha,
+        "percent": comp.percent if comp else None,
+        "ratio": comp.ratio if comp else None,
+        "ratio_ci": [comp.ratio_ci_low, comp.ratio_ci_high] if comp else None,
+        "change": comp.change if comp else "none",
+        "sentence": comp.sentence if comp else "",
+    }
+
+
+def series_view(series: Series, opts: HistoryOptions) -> dict[str, Any]:
+    """One series as plain data: its points (mean, CI, n) and its change points."""
+    points = [
+        {
+            **jsonable_row({"run_id": p.run_id, "started_at": p.started_at}),
+            "n": p.n,
+            "mean": p.mean,
+            "sd": p.sd,
+            "ci_half_width": ci_half_width(p.sd, p.n, opts.confidence),
+            "tags": p.tags,
+        }
+        for p in series.points
+    ]
+    return {
+        "host": series.host,
+        "cell": series.cell,
+        "metric": series.metric,
+        "unit": series.unit,
+        "better": series.better,
+        "points": points,
+        "change_points": change_points(series, opts),
+    }
 
 
 def build_history(store: Any, opts: HistoryOptions) -> list[dict[str, Any]]:
@@ -72,13 +109,5 @@ def build_history(store: Any, opts: HistoryOptions) -> list[dict[str, Any]]:
     for series in query_history(store, opts.workload, metric=opts.metric, host=opts.host, tags=opts.tags):
         if opts.order_tag:
             order_by_tag(series, opts.order_tag)
-        points = [
-            {**jsonable_row({"run_id": p.run_id, "started_at": p.started_at}), "n": p.n, "mean": p.mean, "sd": p.sd,
-             "ci_half_width": ci_half_width(p.sd, p.n, opts.confidence), "tags": p.tags}
-            for p in series.points
-        ]  # fmt: skip
-        out.append({
-            "host": series.host, "cell": series.cell, "metric": series.metric, "unit": series.unit,
-            "better": series.better, "points": points, "change_points": change_points(series, opts),
-        })  # fmt: skip
+        out.append(series_view(series, opts))
     return out

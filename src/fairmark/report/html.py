@@ -9,6 +9,7 @@ the report. No CDN, no web fonts: the file works offline and prints.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 import multiprocessing
@@ -496,6 +497,7 @@ def environment_view(reports: Sequence[RunReport]) -> dict[str, Any]:
 # -- the document --------------------------------------------------------------------------------------------
 
 
+@functools.cache  # compiling the template takes 40 ms: once per process (a site has a page per run)
 def _env() -> Environment:
     env = Environment(
         loader=PackageLoader("fairmark.report", "templates"),
@@ -513,8 +515,11 @@ def _num(x: Any, digits: int = 3) -> str:
     return "—"
 
 
-def render_html(reports: Sequence[RunReport], *, png_dir: Path | None = None) -> tuple[str, list[Path]]:
-    figs = Figures(png_dir)
+def render_html(
+    reports: Sequence[RunReport], *, png_dir: Path | None = None, figures: Figures | None = None
+) -> tuple[str, list[Path]]:
+    """The report and the PNGs written (`png_dir`); `figures`: who draws the pictures (default: matplotlib)."""
+    figs = figures or Figures(png_dir)
     view = {
         "version": __version__,
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),

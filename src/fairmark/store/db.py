@@ -341,6 +341,8 @@ class Store:
         with self.engine.connect() as conn:
             if ref in ("last", "latest"):
                 q = sa.select(S.runs).order_by(S.runs.c.started_at.desc()).limit(1)
+            elif len(ref) == 36:  # a whole id: by the primary key (LIKE reads every run)
+                q = sa.select(S.runs).where(S.runs.c.id == ref)
             else:
                 q = sa.select(S.runs).where(S.runs.c.id.like(ref.replace("%", "") + "%")).limit(2)
             rows = conn.execute(q).mappings().all()

@@ -80,6 +80,15 @@ def query_history(
     return list(series.values())
 
 
+def workloads(store: Any, *, tags: dict[str, str] | None = None) -> list[str]:
+    """The workloads that have cells in the store (in runs with these tags), sorted: what a history can show."""
+    q = sa.select(S.cells.c.workload).distinct()
+    if tags:
+        q = q.where(S.cells.c.run_id.in_(store.tagged(tags)))
+    with store.engine.connect() as conn:
+        return sorted(conn.scalars(q))
+
+
 def order_by_tag(series: Series, tag: str) -> None:
     """Order the points by a tag's value (numerically when every value is a number); untagged points last."""
 
