@@ -18,6 +18,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from fairmark.errors import UsageError
+
 NAME = ".fairmark-publish.json"
 FORMAT = 1
 
@@ -42,16 +44,21 @@ def code_fingerprint() -> str:
 
 def write_atomic(path: Path, text: str) -> None:
     """The page whole or not at all: a reader (or a web server) never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    except OSError as exc:
+        raise UsageError(f"cannot write the page {path}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write the page {path}: {exc.strerror}") from None
         raise
 
 

@@ -81,9 +81,7 @@ class RunPages:
         self.pool: ProcessPoolExecutor | None = None
         self.futures: list[Future] = []
         url = store.url
-        in_memory = url.startswith("sqlite") and (
-            "memory" in url or url.rstrip("/") in ("sqlite:", "sqlite:")
-        )
+        in_memory = url.startswith("sqlite") and (":memory:" in url or url.rstrip("/") == "sqlite:")
         if workers > 1 and len(jobs) >= PARALLEL_FROM and not in_memory:
             store.engine.dispose()  # no connection of this process is carried into the workers
             ctx = multiprocessing.get_context("fork")
@@ -98,10 +96,16 @@ class RunPages:
         if self.pool is None:
             _write(self.store, self.jobs)
             return
-        try:
-            for future in self.futures:
-                future.result()
-        finally:
+        for future in self.futures:
+            future.result()
+
+    def __enter__(self) -> RunPages:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Workers end with the publish: on an error or a signal their pending pages are dropped (the
+        manifest is not saved, so the next publish makes them)."""
+        if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from fairmark import __version__
+from fairmark.errors import UsageError
 from fairmark.report.history import HistoryOptions
 from fairmark.report.publish import runpages, source, views
 from fairmark.report.publish.manifest import Manifest, code_fingerprint, digest, write_atomic
@@ -164,7 +165,8 @@ class Site:
                 continue
             jobs.append((r["id"], str(self.out / rel)))
             self.manifest.record(rel, page_digest)
-        self.outcome.written["runs"] += len(jobs)
+        if jobs:
+            self.outcome.written["runs"] += len(jobs)
         return runpages.RunPages(self.store, jobs, self.opts.workers or runpages.default_workers())
 
     def lists(
@@ -195,19 +197,30 @@ class Site:
             self.outcome.removed.append(rel)
 
 
+def _prepare(out: Path) -> None:
+    """The site's directory, without what a publish killed mid-page left (a page is written to a temporary
+    file, then renamed)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot make the site's directory {out}: {exc.strerror}") from None
+    for tmp in out.rglob(".tmp-*.html"):
+        tmp.unlink(missing_ok=True)
+
+
 def publish(store: Any, opts: PublishOptions) -> Outcome:
     """Write (or bring up to date) the site in opts.out from the store."""
     t0 = time.monotonic()
-    opts.out.mkdir(parents=True, exist_ok=True)
+    _prepare(opts.out)
     site = Site(store, opts)
     run_rows = source.runs(store, opts.tags)
     links = views.Links(frozenset(r["id"] for r in run_rows), opts.repo_url)
     found = source.bisects(store, run_rows)
     site.common["has_bisects"] = bool(found)
-    drawing = site.run_pages(run_rows)  # in worker processes, while this one does the rest
-    series_rows = site.series_pages(source.series(store, opts.tags, opts.order_tag), links)
-    bisect_rows = site.bisect_pages(found, links)
-    drawing.finish()
+    with site.run_pages(run_rows) as drawing:  # in worker processes, while this one does the rest
+        series_rows = site.series_pages(source.series(store, opts.tags, opts.order_tag), links)
+        bisect_rows = site.bisect_pages(found, links)
+        drawing.finish()
     site.lists(run_rows, series_rows, bisect_rows, links)
     site.remove_stale()
     site.manifest.save()

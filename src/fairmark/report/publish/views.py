@@ -142,7 +142,7 @@ def _chart(
         title=f"{src.workload}: {series_name(src)}",
         desc=_chart_desc(view, cps, opts),
         y_title=f"{view['metric']}{unit_text}, {view['better']} is better",
-        x_labels=_x_labels(points),
+        x_labels=_x_labels(points, opts.order_tag),
     )
 
 
@@ -199,10 +199,15 @@ def _chart_desc(view: dict[str, Any], cps: list[dict[str, Any]], opts: HistoryOp
     )
 
 
-def _x_labels(points: list[dict[str, Any]]) -> list[tuple[int, str]]:
+def _x_labels(points: list[dict[str, Any]], order_tag: str | None) -> list[tuple[int, str]]:
+    """Five points along the axis: by the ordering tag's value, else their start (a date, or a time of day
+    when the series fits in one day)."""
     n = len(points)
     picks = sorted({0, n - 1, *(round(k * (n - 1) / 4) for k in range(1, 4))}) if n > 1 else [0]
-    return [(i, points[i]["started_at"][:10]) for i in picks]
+    if order_tag:
+        return [(i, f"{order_tag} {points[i]['tags'].get(order_tag, '–')}") for i in picks]
+    one_day = points[0]["started_at"][:10] == points[-1]["started_at"][:10]
+    return [(i, points[i]["started_at"][11:16] if one_day else points[i]["started_at"][:10]) for i in picks]
 
 
 def index_row(
