@@ -375,6 +375,21 @@ def planted_change_point(browser, shas: list[str]) -> None:
     assert height > 100 and width > 0 and label.startswith("+"), hits  # drawn, and slower
     row = browser.evaluate("document.querySelector('tr.cp-row').textContent")
     assert shas[index - 1][:12] in row and shas[index][:12] in row, row
+    # every point is a link to its run, and so is every row of the table under the chart
+    links = browser.evaluate(
+        "[document.querySelectorAll('svg.chart .points a[href]').length,"
+        " document.querySelectorAll('#runs ~ table tbody a[href*=\"/runs/\"]').length]"
+    )
+    assert links == [RUNS, RUNS], links
+
+
+DESCRIBED = """(() => {
+  const unnamed = s => !(s.querySelector('title') || s.getAttribute('aria-label'));
+  return [document.documentElement.lang,
+          Array.from(document.images).filter(i => !i.hasAttribute('alt')).length,
+          Array.from(document.querySelectorAll('main table')).filter(t => !t.caption).length,
+          Array.from(document.querySelectorAll('main svg')).filter(unnamed).length];
+})()"""
 
 
 @pytest.mark.slow
@@ -399,6 +414,10 @@ def test_site_in_chromium(fairmark_cli, tmp_path: Path, commit_server, own_tmp: 
     with Chromium() as browser:
         for page in pages(out):
             problems += [f"{page.relative_to(out)}: {e}" for e in browser.load(page.as_uri())]
+            # for screen readers: a language, every image its alt text; on the dashboard's own pages (a run's
+            # page is its `fairmark report`) every table a caption and every picture a title
+            lang, no_alt, no_caption, no_title = browser.evaluate(DESCRIBED)
+            assert lang == "en" and no_alt == 0 and no_caption == 0 and no_title == 0, page
             broken += [b for url in links_of(browser, page) if (b := check_link(url, ids))]
             if page == out / "index.html":
                 browser.screenshot(tmp_path / "publish-index.png")
