@@ -35,6 +35,7 @@ import pytest
 
 from helpers import nap_workload
 from test_continual_bisect import own_tmp  # noqa: F401 - a fixture: the bisect's temporary directory, priority
+from test_continual_history import postgres  # noqa: F401 - a fixture: a PostgreSQL server on loopback
 
 NAP_S, STEP_AT, RUNS = 0.05, 16, 30  # the runs STEP_AT..RUNS sleep 20% longer
 
@@ -160,6 +161,24 @@ def test_a_second_publish_renders_only_what_changed(fairmark_cli, tmp_path: Path
     # the human sentence says the same
     code, text, _ = fairmark_cli("publish", "--out", str(out))
     assert code == 0 and "wrote 0 pages" in text and "skipped 20 unchanged" in text
+
+
+@pytest.mark.postgres
+def test_a_postgresql_store_published_by_worker_processes(
+    fairmark_cli,
+    tmp_path: Path,
+    postgres: str,  # noqa: F811 - the fixture imported above
+) -> None:
+    """The run pages of a store on a PostgreSQL server, drawn by worker processes each with its connection."""
+    from fairmark.store.db import Store
+
+    st = Store.open(postgres)
+    runs = lab_history(st, "lab-a", 15, 10, 6) + lab_history(st, "lab-b", 15, None, 7)
+    out = tmp_path / "site"
+    first = publish(fairmark_cli, out, "--store", postgres, "--jobs", "2")
+    assert first["written"] == {"runs": 30, "series": 2, "lists": 1, "index": 1}
+    assert all(str(r) in (out / "runs" / f"{r}.html").read_text() for r in runs)
+    assert publish(fairmark_cli, out, "--store", postgres)["written"] == {}
 
 
 def test_every_page_is_self_contained_and_described(fairmark_cli, tmp_path: Path) -> None:
@@ -393,6 +412,7 @@ DESCRIBED = """(() => {
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # 30 real runs, a bisect and 110 pages in a browser, on a machine maybe at load 16
 def test_site_in_chromium(fairmark_cli, tmp_path: Path, commit_server, own_tmp: Path) -> None:  # noqa: F811
     from chromium import Chromium
 
