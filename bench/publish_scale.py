@@ -22,6 +22,7 @@ import hashlib
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -215,10 +216,14 @@ def main() -> int:
     opts = PublishOptions(
         out=out, tags={"branch": "main"}, repo_url="https://example.org/repo/commit/{sha}", workers=args.jobs
     )
-    measure(store, opts, "first publish")
-    measure(store, opts, "second publish, nothing new")
-    build(store, args, args.runs + 100_000, 10)
-    measure(store, opts, "third publish, 10 new runs")
+    try:
+        measure(store, opts, "first publish")
+        measure(store, opts, "second publish, nothing new")
+        build(store, args, args.runs + 100_000, 10)
+        measure(store, opts, "third publish, 10 new runs")
+    finally:
+        store.engine.dispose()
+        shutil.rmtree(tmp, ignore_errors=True)  # the store and the site given by --store/--out stay
     return 0
 
 
