@@ -87,7 +87,7 @@ def test_planted_secrets_appear_nowhere(tmp_path: Path) -> None:
         res = subprocess.run(
             [sys.executable, "-m", "fairmark", *args], env=env, capture_output=True, text=True, timeout=300
         )
-        assert res.returncode in (0, 1), res.stderr[-3000:]
+        assert res.returncode in (0, 1, 4), res.stderr[-3000:]  # 4: the plan's failing workload
         terminal.append(res.stdout + res.stderr)
 
     fm("run", str(plan), "--accept-risk")

@@ -10,6 +10,7 @@ class ExitStatus(enum.IntEnum):
     GATE_TRIPPED = 1  # e.g. --fail-on-regression found a regression
     USAGE = 2  # bad command line, bad plan, bad input file
     ENVIRONMENT = 3  # the environment was refused (doctor error, host lock, missing root/tool)
+    RUN_FAILED = 4  # the run ended, but a cell (or every cell) has no successful trial: nothing to compare
 
 
 class FairmarkError(Exception):
@@ -63,6 +64,13 @@ class EnvironmentRefused(FairmarkError):
 
 class GateTripped(FairmarkError):
     exit_status = ExitStatus.GATE_TRIPPED
+
+
+class RunFailed(FairmarkError):
+    """A run that finished with a cell whose every trial failed (or timed out): it is stored, shown, and its
+    failing command's first error lines printed, but it measured nothing there, so it must not pass as done."""
+
+    exit_status = ExitStatus.RUN_FAILED
 
 
 class StoreError(FairmarkError):

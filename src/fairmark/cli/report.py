@@ -28,17 +28,36 @@ from fairmark.errors import UsageError
     metavar="DIR",
     help="Also save every plot as PNG into DIR.",
 )
-@click.option("--text", "text", is_flag=True, help="80-column plain-text report on stdout (the default).")
-@click.option("--markdown", is_flag=True, help="The text report as Markdown on stdout.")
+@click.option(
+    "--text",
+    "text",
+    is_flag=False,
+    flag_value="-",
+    default=None,
+    metavar="[FILE]",
+    help="80-column plain-text report into FILE, or on stdout without FILE (the default).",
+)
+@click.option(
+    "--markdown",
+    is_flag=False,
+    flag_value="-",
+    default=None,
+    metavar="[FILE]",
+    help="The text report as Markdown into FILE, or on stdout without FILE.",
+)
 @common_options
 def report(
-    runs: tuple[str, ...], html_path: Path | None, png_dir: Path | None, text: bool, markdown: bool
+    runs: tuple[str, ...],
+    html_path: Path | None,
+    png_dir: Path | None,
+    text: str | None,
+    markdown: str | None,
 ) -> None:
     """Report one or more runs (a run id, a unique prefix, or 'last'), read from the store."""
     from fairmark.report.data import load_report
 
-    if text and markdown:
-        raise UsageError("choose one of --text and --markdown")
+    if text == "-" and markdown == "-":
+        raise UsageError("choose one of --text and --markdown on stdout (or give each a FILE)")
     if png_dir is not None and html_path is None:
         raise UsageError("--png DIR saves the HTML report's plots: give --html FILE too")
     store = open_store()
@@ -46,15 +65,32 @@ def report(
     out: dict[str, object] = {"runs": [r.run.id for r in reports]}
     if html_path is not None:
         out |= _html(reports, html_path, png_dir)
-    if markdown or text or html_path is None:
-        from fairmark.report.text import render_text
-
-        body = render_text(reports, markdown=markdown)
-        out["text"] = body
-        for line in body.splitlines():
-            console.text(line)
+    wanted = [(target, md) for target, md in ((text, False), (markdown, True)) if target is not None]
+    if not wanted and html_path is None:
+        wanted = [("-", False)]
+    for target, md in wanted:
+        out |= _text(reports, target, md)
     if console.json_mode:
         console.emit_json(out)
+
+
+def _text(reports: list, target: str, markdown: bool) -> dict[str, object]:
+    """The text (or Markdown) report on stdout ("-") or into a file."""
+    from fairmark.report.text import render_text
+
+    body = render_text(reports, markdown=markdown)
+    key = "markdown" if markdown else "text"
+    if target == "-":
+        for line in body.splitlines():
+            console.text(line)
+        return {key: body}
+    path = Path(target)
+    try:
+        path.write_text(body)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    console.note(f"wrote {path} ({len(body.splitlines())} lines)")
+    return {key: body, f"{key}_path": str(path)}
 
 
 def _html(reports: list, path: Path, png_dir: Path | None) -> dict[str, object]:

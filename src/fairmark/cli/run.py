@@ -11,9 +11,10 @@ import click
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console
-from fairmark.errors import GateTripped
+from fairmark.errors import GateTripped, RunFailed
 from fairmark.plan.load import LoadedPlan, load_plan, parse_plan
 from fairmark.report.data import RunReport, load_report
+from fairmark.report.failures import run_failure
 from fairmark.run.hooks import TrialHook
 from fairmark.run.lock import HostLock
 from fairmark.run.runner import Runner, RunOptions
@@ -62,6 +63,11 @@ def _finish(store: Any, run_id: str, fail_on_regression: float | None, report: R
         console.print()
         render(report)
         console.note(f"stored as run {run_id} in {store.url}; `fairmark show {run_id[:8]}` shows it again")
+    failed = run_failure(report)
+    if failed:  # before the regression gate: a comparison that is missing is worse than one that regressed
+        raise RunFailed(
+            failed, hint=f"`fairmark show {run_id[:8]}` shows each failed cell's first error lines"
+        )
     _gate(report, fail_on_regression)
 
 

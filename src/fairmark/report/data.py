@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairmark.plan.model import AA_SUFFIX, BUILTIN_METRICS, aa_twin_name
-from fairmark.report.failures import FailureRate, errors_start, failure_rates
+from fairmark.report.failures import FailureRate, errors_start, failed_cells, failure_rates, run_failure
 from fairmark.stats import describe, format_pair, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, Pair, aa_spread, enough, judge
 from fairmark.stats.scaling import curve_shape
@@ -211,6 +211,8 @@ class RunReport:
                 "scaling": [s.to_dict() for s in self.scaling],
                 "profiled_note": self.profiled_note,
                 "failures": [f.to_dict() for f in self.failures],
+                "failed_cells": [f.to_dict() for f in failed_cells(self.cells)],
+                "run_failure": run_failure(self),
                 "errors_start": errors_start(self.failures),
                 "spread": list(self.spreads),
                 "page_cache": _page_cache(self),

@@ -4,6 +4,7 @@ point where errors start. Computed from the stored trials only; warm-up trials a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,3 +108,103 @@ def lines(report: Any) -> list[str]:
     start."""
     rates = report.failures
     return [r.sentence for r in rates] + errors_start(rates)
+
+
+# Lines that open an error message; where one is found, the excerpt starts there (a tool's banner or its progress
+# lines before the error say nothing about what went wrong).
+_ERRORISH = re.compile(
+    r"error|fatal|fail|cannot|can't|unable|denied|not found|no such|refused|invalid|usage", re.IGNORECASE
+)
+ERROR_LINES = 3  # lines of a failed trial's output shown in show and every report
+ERROR_COLUMNS = 160  # each cut at this width: a JSON blob on one line must not fill the screen
+
+
+@dataclass(frozen=True)
+class FailedCell:
+    """A cell with no successful measured trial: nothing of it was measured. Its first failed trial's error and
+    the first error lines of that trial's output (stderr, else stdout), so that the cause shows in `show` and
+    every report, not only in `--json`."""
+
+    key: str
+    failed: int  # failed or timed-out trials (warm-ups included: they are failures too)
+    status: str
+    stop_reason: str | None
+    seq: int  # the first failed trial's number
+    error: str
+    lines: tuple[str, ...]
+
+    @property
+    def sentence(self) -> str:
+        stopped = f"; {self.status}: {self.stop_reason}" if self.stop_reason else ""
+        return (
+            f"{self.key}: no successful trial ({self.failed} failed{stopped}); trial {self.seq}: {self.error}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "failed": self.failed,
+            "status": self.status,
+            "stop_reason": self.stop_reason,
+            "trial_seq": self.seq,
+            "error": self.error,
+            "error_lines": list(self.lines),
+        }
+
+
+def error_lines(trial: dict[str, Any], limit: int = ERROR_LINES) -> tuple[str, ...]:
+    """The first lines of a failed trial's output that say what went wrong: from the first line that reads like
+    an error (else from the first line) of stderr, or of stdout when stderr is empty."""
+    for stream in ("stderr_tail", "stdout_tail"):
+        found = [line.rstrip() for line in str(trial.get(stream) or "").splitlines() if line.strip()]
+        if found:
+            start = next((i for i, line in enumerate(found) if _ERRORISH.search(line)), 0)
+            return tuple(_cut(line) for line in found[start : start + limit])
+    return ()
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= ERROR_COLUMNS else line[: ERROR_COLUMNS - 1] + "…"
+
+
+def failed_cells(cells: Iterable[Any]) -> tuple[FailedCell, ...]:
+    """The cells that ran and have no successful measured trial (a cell not reached yet is not failed)."""
+    out = []
+    for c in cells:
+        bad = [t for t in c.trials if t["status"] != "ok" and not t.get("profiled")]
+        if c.n_ok or not (bad or c.status == "abandoned"):
+            continue
+        first = min(bad, key=lambda t: t["seq"]) if bad else {}
+        error = str(first.get("error") or c.stop_reason or "failed")
+        seq = int(first.get("seq") or 0)
+        out.append(FailedCell(c.key, len(bad), c.status, c.stop_reason, seq, error, error_lines(first)))
+    return tuple(out)
+
+
+def run_failure(report: Any) -> str | None:
+    """Why a finished run counts as failed (the CLI exits non-zero), or None. Every cell without a successful
+    trial fails the run — except with `failures = "measure"`, where a cell that always failed is the failure
+    rate's result (seed 004's "3000 connections"), and only a run in which nothing succeeded is failed."""
+    failed = failed_cells(report.cells)
+    if not failed:
+        return None
+    ran = [c for c in report.cells if c.trials or c.status != "active"]
+    every = len(failed) == len(ran)
+    measure = ((report.run.options or {}).get("policy") or {}).get("failures") == "measure"
+    if measure and not every:
+        return None
+    if every:
+        return f"every trial failed: no cell of run {report.run.id[:8]} has a successful trial"
+    names = ", ".join(f.key for f in failed)
+    return (
+        f"{len(failed)} of {len(ran)} cells have no successful trial ({names}): their comparisons are missing"
+    )
+
+
+def failed_lines(report: Any) -> list[str]:
+    """The run's failed cells, each with its first error lines indented below it (show and every report)."""
+    out = []
+    for f in failed_cells(report.cells):
+        out.append(f.sentence)
+        out += [f"    {line}" for line in f.lines]
+    return out

@@ -414,6 +414,8 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "scaling": scaling_views(report, figs),
         "findings": [_finding(f) for f in report.findings],
         "failures": failure_lines(report),
+        "failed_cells": [f.to_dict() for f in failed_cells(report.cells)],
+        "run_failure": run_failure(report),
         "page_cache": page_cache_lines(report),
         "spreads": spread_lines(report),
         "hosts": host_lines(report),
@@ -445,6 +447,18 @@ def page_cache_lines(report: RunReport) -> list[str]:
     from fairmark.report.pagecache import lines
 
     return lines(report)
+
+
+def failed_cells(cells: Any) -> Any:
+    from fairmark.report.failures import failed_cells
+
+    return failed_cells(cells)
+
+
+def run_failure(report: RunReport) -> str | None:
+    from fairmark.report.failures import run_failure
+
+    return run_failure(report)
 
 
 def failure_lines(report: RunReport) -> list[str]:

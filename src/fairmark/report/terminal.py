@@ -204,8 +204,24 @@ def _failures(r: RunReport) -> None:
                 console.text(f"  {line}")
 
 
+def _failed(r: RunReport) -> None:
+    """Cells that measured nothing, first: with the first lines their command wrote, so the cause shows here."""
+    from fairmark.report.failures import failed_lines, run_failure
+
+    found = failed_lines(r)
+    if not found:
+        return
+    verdict = run_failure(r)
+    console.print(
+        f"[bold red]FAILED[/] {escape(verdict)}" if verdict else "[bold]cells with no successful trial[/]"
+    )
+    for line in found:
+        console.print(f"  [red]{escape(line)}[/]" if not line.startswith(" ") else f"  {escape(line)}")
+
+
 def render(r: RunReport, *, plot_width: int = 74) -> None:
     _header(r)
+    _failed(r)
     from fairmark.report.attribution import attribute_cells, verdict_caveats
     from fairmark.report.data import RunArtifacts
 

@@ -180,6 +180,21 @@ def _failures(w: Writer, report: RunReport) -> None:
     _bullets(w, "Failures (measured trials; warm-ups not counted)", lines(report))
 
 
+def _failed(w: Writer, report: RunReport) -> None:
+    """Cells that measured nothing, with the first error lines of their first failed trial."""
+    from fairmark.report.failures import failed_cells, run_failure
+
+    found = failed_cells(report.cells)
+    if not found:
+        return
+    verdict = run_failure(report)
+    w.heading("FAILED: " + verdict if verdict else "Cells with no successful trial", 3)
+    for f in found:
+        w.para(f.sentence, "- ")
+        if f.lines:
+            w.block(["    " + line for line in f.lines])
+
+
 def _hosts(w: Writer, report: RunReport) -> None:
     from fairmark.remote.report import host_lines
 
@@ -225,6 +240,7 @@ def _run(w: Writer, report: RunReport) -> None:
         w.para("quick run: few trials and short parameters — a first look, not a result to quote")
     if report.profiled_note:
         w.para(report.profiled_note)
+    _failed(w, report)
     arts = RunArtifacts(report)
     attrs = attr.attribute_cells(report, arts)
     _verdicts(w, report, attrs)

@@ -66,6 +66,7 @@ class Runner:
         self._trial_path: TrialPath | None = None
         self._running: dict[str, RunningMean] = {}  # each cell's mean ± CI for the progress line
         self.report: Any = None  # the finished run's RunReport, so the caller need not compute it again
+        self._completed = False  # every round ran (the run is done, or failed with no successful trial)
 
     # -- entry points ------------------------------------------------------------------------------------
     def _runtimes(self, stored: dict[str, int] | None = None) -> list[WorkloadRuntime]:
@@ -131,7 +132,13 @@ class Runner:
         if run.status == "done":
             raise FairmarkError(f"run {run.id} is already complete; nothing to resume")
         self.run_id = run.id
-        stored = {c["key"]: c["id"] for c in self.store.cells(run.id)}
+        cells = self.store.cells(run.id)
+        if run.status == "failed" and not any(c["status"] == "active" for c in cells):
+            raise FairmarkError(
+                f"run {run.id} failed: none of its trials succeeded and every cell has stopped; nothing to resume",
+                hint=f"`fairmark show {run.id[:8]}` shows the first error lines; fix the cause and run the plan again",
+            )
+        stored = {c["key"]: c["id"] for c in cells}
         runtimes = self._runtimes(stored)
         self._load_progress(runtimes)
         if self.remote:
@@ -179,7 +186,9 @@ class Runner:
             for rt in runtimes:
                 if any(cs.status == "active" for cs in rt.cells):
                     self._workload(rt, order)
-            status = "done"
+            # a run in which no trial succeeded measured nothing: it failed (the CLI exits RUN_FAILED)
+            status = "done" if any(cs.values for rt in runtimes for cs in rt.cells) else "failed"
+            self._completed = True
         except FairmarkError as exc:
             status = "interrupted" if getattr(exc, "resumable", False) else "failed"
             raise
@@ -198,7 +207,7 @@ class Runner:
     def _finish(self, status: str) -> None:
         env_after = self.gate.after(status)
         self.store.update_run(self.run_id, status=status, ended_at=now(), env_after=env_after)
-        if status == "done":
+        if self._completed:
             from fairmark.report.data import store_verdicts
 
             self.report = store_verdicts(self.store, self.run_id)
