@@ -15,9 +15,9 @@ from typing import Any
 
 from fairmark.plan.model import AA_SUFFIX, BUILTIN_METRICS, aa_twin_name
 from fairmark.report.failures import FailureRate, errors_start, failed_cells, failure_rates, run_failure
-from fairmark.stats import describe, format_pair, sample_warnings
+from fairmark.stats import describe, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, Pair, aa_spread, enough, judge
-from fairmark.stats.scaling import curve_shape
+from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
 from fairmark.store.db import RunRecord, Store, jsonable_row
 
 
@@ -117,21 +117,17 @@ class Scaling:
     metric: str
     unit: str
     points: tuple[ScalingPoint, ...]
-    peak: Any  # the proven peak's sweep value, None when no point beats its neighbours significantly
-    declines_after_peak: bool
+    peak: Any  # the proven peak's sweep value: inside the sweep, a point before and one after it proven worse
+    declines_after_peak: bool  # a later point proven worse than the best (Holm across all pairs)
     best: Any = None  # the sweep value with the best mean (proven or not)
-    flat_pct: float | None = None  # "flat within ±x%": no two neighbours differ significantly
+    flat_pct: float | None = None  # "flat within ±x%": no two points differ significantly
+    shape: str = ""  # the shape in words (stats.scaling.shape_summary)
+    rises_to_end: bool = False  # the best is the last point, proven better than an earlier one
 
     @property
     def summary(self) -> str:
         """The curve's shape in words, claiming only what the tests proved."""
-        if self.peak is not None:
-            tail = "; declines after it" if self.declines_after_peak else "; no proven decline after it"
-            return f"peak at {self.parameter} = {self.peak} (better than its neighbours){tail}"
-        if self.flat_pct is not None:
-            within = format_pair(self.flat_pct, self.flat_pct)[0]
-            return f"flat within ±{within}% (no point differs from its neighbours)"
-        return f"best mean at {self.parameter} = {self.best}, not proven better than its neighbours"
+        return self.shape
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -144,6 +140,7 @@ class Scaling:
             "declines_after_peak": self.declines_after_peak,
             "best": self.best,
             "flat_pct": self.flat_pct,
+            "rises_to_end": self.rises_to_end,
             "summary": self.summary,
             "points": [vars(p) for p in self.points],
         }
@@ -505,37 +502,49 @@ def _scaling(cells: tuple[CellReport, ...], confidence: float) -> tuple[Scaling,
         if len(c.point) == 1:  # a curve needs exactly one swept parameter
             series[(c.workload, c.variant, c.point[0][0])].append(c)
     out = []
-    for (workload, variant, param), members in series.items():
-        members = [c for c in members if len(c.values.get(c.primary_metric, [])) >= 2]
+    for (workload, variant, param), cells_of_curve in series.items():
+        members = [c for c in cells_of_curve if len(c.values.get(c.primary_metric, [])) >= 2]
         if len(members) < 2:
             continue
+        after = cells_of_curve[cells_of_curve.index(members[-1]) + 1 :]  # the sweep goes on, unmeasured
+        beyond = ", ".join(str(c.point[0][1]) for c in after)
         metric = members[0].primary_metric
         spec = members[0].spec(metric)
         higher = spec["better"] == "higher"
-        pts = []
         first = describe(members[0].values[metric], confidence)
         x0 = members[0].point[0][1]
-        for c in members:
-            s = describe(c.values[metric], confidence)
-            speedup = (
-                (s.mean / first.mean if higher else first.mean / s.mean)
-                if first.mean and s.mean
-                else math.nan
-            )
-            x = c.point[0][1]
-            eff = (
-                speedup / (x / x0)
-                if isinstance(x, int | float) and isinstance(x0, int | float) and x0
-                else None
-            )
-            pts.append(ScalingPoint(x, s.n, s.mean, s.ci_half_width, speedup, eff))
+        pts = [_scaling_point(c, metric, confidence, first.mean, x0, higher) for c in members]
         shape = curve_shape([c.values[metric] for c in members], higher=higher, confidence=confidence)
         peak = pts[shape.peak].value if shape.peak is not None else None
+        words = shape_summary(shape, param, [p.value for p in pts], [p.mean for p in pts], beyond=beyond)
         out.append(
-            Scaling(workload, variant, param, metric, spec["unit"], tuple(pts), peak, shape.declines_after_peak,
-                    pts[shape.best].value, shape.flat_pct)
-        )  # fmt: skip
+            Scaling(
+                workload=workload,
+                variant=variant,
+                parameter=param,
+                metric=metric,
+                unit=spec["unit"],
+                points=tuple(pts),
+                peak=peak,
+                declines_after_peak=shape.declines_after_peak,
+                best=pts[shape.best].value,
+                flat_pct=shape.flat_pct,
+                shape=words,
+                rises_to_end=shape.rises_to_end,
+            )
+        )
     return tuple(out)
+
+
+def _scaling_point(c: CellReport, metric: str, confidence: float, first: float, x0: Any, higher: bool) -> Any:
+    """A point of a curve: its mean ± CI, speedup over the first point, and — for a CPU or thread sweep only —
+    efficiency (speedup ÷ the parameter's ratio; meaningless for a load sweep such as connections)."""
+    s = describe(c.values[metric], confidence)
+    speedup = (s.mean / first if higher else first / s.mean) if first and s.mean else math.nan
+    x = c.point[0][1]
+    numeric = isinstance(x, int | float) and isinstance(x0, int | float) and x0
+    eff = speedup / (x / x0) if numeric and efficiency_applies(c.point[0][0]) else None
+    return ScalingPoint(x, s.n, s.mean, s.ci_half_width, speedup, eff)
 
 
 def store_verdicts(store: Store, run_id: str) -> RunReport:

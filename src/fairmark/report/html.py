@@ -351,7 +351,17 @@ def scaling_views(report: RunReport, figs: Figures) -> list[dict[str, Any]]:
         ]
         notes = [f"{c.variant}: {c.summary}" for c in curves]
         notes += [f"{v}: every trial failed at {param} = {x} (failure point)" for v, x in failed]
-        out.append({"workload": workload, "parameter": param, "svg": svg, "rows": rows, "notes": notes})
+        efficiency = any(p.efficiency is not None for c in curves for p in c.points)  # CPU/thread sweeps only
+        out.append(
+            {
+                "workload": workload,
+                "parameter": param,
+                "svg": svg,
+                "rows": rows,
+                "notes": notes,
+                "efficiency": efficiency,
+            }
+        )
     return out
 
 

@@ -155,18 +155,21 @@ def _scaling(r: RunReport) -> None:
         t = Table(
             title=f"scaling: {s.workload}/{s.variant} over {s.parameter} — {s.metric}", title_justify="left"
         )
-        for col in (s.parameter, "n", f"mean ± {r.confidence:g}% CI", "speedup", "efficiency"):
+        efficiency = any(p.efficiency is not None for p in s.points)  # CPU/thread sweeps only
+        for col in (s.parameter, "n", f"mean ± {r.confidence:g}% CI", "speedup", "efficiency")[
+            : 4 + efficiency
+        ]:
             t.add_column(col)
         for p in s.points:
             mark = "  ← peak" if s.peak is not None and p.value == s.peak else ""
-            eff = f"{100 * p.efficiency:.0f}%" if p.efficiency is not None else "—"
-            t.add_row(
+            eff = [f"{100 * p.efficiency:.0f}%" if p.efficiency is not None else "—"] if efficiency else []
+            row = [
                 str(p.value),
                 str(p.n),
                 format_value(p.mean, p.ci_half_width, s.unit),
                 f"{p.speedup:.2f}×{mark}",
-                eff,
-            )
+            ]
+            t.add_row(*row, *eff)
         console.print(t)
         console.text(f"  {s.summary}")
 

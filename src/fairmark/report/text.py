@@ -163,11 +163,14 @@ def _scaling(w: Writer, report: RunReport) -> None:
     w.heading("Scaling", 3)
     for s in report.scaling:
         w.para(f"{s.workload} / {s.variant} vs {s.parameter} ({s.metric}): {s.summary}", "")
-        lines = [f"  {s.parameter[:10]:>10}  {'n':>3}  {'mean ± CI':<26} {'speedup':>8} {'effic.':>7}"]
+        efficiency = any(p.efficiency is not None for p in s.points)  # CPU/thread sweeps only
+        head = f"  {s.parameter[:10]:>10}  {'n':>3}  {'mean ± CI':<26} {'speedup':>8}"
+        lines = [head + (f" {'effic.':>7}" if efficiency else "")]
         for p in s.points:
             eff = "—" if p.efficiency is None else f"{100 * p.efficiency:.0f}%"
             mean = _short(format_value(p.mean, p.ci_half_width, s.unit), 26)
-            lines.append(f"  {_short(p.value, 10):>10}  {p.n:>3}  {mean:<26} {p.speedup:>8.3g} {eff:>7}")
+            line = f"  {_short(p.value, 10):>10}  {p.n:>3}  {mean:<26} {p.speedup:>8.3g}"
+            lines.append(line + (f" {eff:>7}" if efficiency else ""))
         w.block(lines)
 
 
