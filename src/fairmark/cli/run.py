@@ -141,7 +141,9 @@ def _with(options: list[Any]):
 @click.option("--seed", type=int, help="Seed of the randomized trial order (default: random, recorded).")
 @click.option("--accept-risk", is_flag=True, help="Run despite doctor errors; every report will say so.")
 @click.option(
-    "--dry-run", is_flag=True, help="Check the plan and print what would run and change; run nothing."
+    "--dry-run",
+    is_flag=True,
+    help="Check the plan as the run does (tool parameters too) and print what would run and change; run nothing.",
 )
 @click.option("--keep-scratch", is_flag=True, help="Keep per-trial scratch directories (for debugging).")
 @click.option(
@@ -244,22 +246,22 @@ def resume(
 
 def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
     from fairmark.plan.schedule import cells_of
+    from fairmark.run.prepare import build_runtimes
     from fairmark.run.variants.basic import command_for
-    from fairmark.run.variants.journal import default_state_dir
-    from fairmark.run.variants.system import SystemState
 
     plan = loaded.plan
     policy = plan.policy(quick)
     cells = cells_of(plan)
-    local = plan
-    if plan.remote:  # a variant's sysctls on a host are that host's business, not this machine's
-        from fairmark.remote.hosts import local_part
-
-        local = local_part(plan)
-    system = SystemState(local, state_dir=default_state_dir(), dry_run=True)
-    changes = system.describe()
-    hosts = {v.name: {"host": v.host, "ssh": plan.hosts[v.host].ssh, "sysctl": dict(v.sysctl)}
-             for v in plan.variant if v.host}  # fmt: skip
+    # what the run checks before it writes anything, tool parameters included (the tools of variants on hosts
+    # are the hosts' business: the run checks them there)
+    runtimes = build_runtimes(
+        plan, loaded.path, quick=quick, check_executables=not plan.remote, text=loaded.text
+    )
+    hosts = {
+        v.name: {"host": v.host, "ssh": plan.hosts[v.host].ssh, "sysctl": dict(v.sysctl)}
+        for v in plan.variant
+        if v.host
+    }
     doc = {
         "plan": loaded.path,
         "policy": policy.model_dump(),
@@ -267,7 +269,8 @@ def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
         "commands": {
             c.key: command_for(plan.workload_named(c.workload), plan.variant_named(c.variant)) for c in cells
         },
-        "system_changes": changes,
+        "tool_params": {cs.cell.key: cs.params for rt in runtimes if rt.adapter for cs in rt.cells},
+        "system_changes": _system_changes(plan),
         "hosts": hosts,
         "boots": _boot_plan(plan, policy),
     }
@@ -278,16 +281,34 @@ def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
         f"plan {loaded.path}: {len(cells)} cell(s); {policy.warmup} warm-up + {policy.min_trials}–"
         f"{policy.max_trials} trials each, target CI ±{policy.target_ci_pct:g}% at {policy.confidence:g}%"
     )
+    _print_dry_run(plan, doc)
+
+
+def _system_changes(plan: Any) -> dict[str, list[str]]:
+    from fairmark.run.variants.journal import default_state_dir
+    from fairmark.run.variants.system import SystemState
+
+    local = plan
+    if plan.remote:  # a variant's sysctls on a host are that host's business, not this machine's
+        from fairmark.remote.hosts import local_part
+
+        local = local_part(plan)
+    return SystemState(local, state_dir=default_state_dir(), dry_run=True).describe()
+
+
+def _print_dry_run(plan: Any, doc: dict[str, Any]) -> None:
     for key, argv in doc["commands"].items():
-        console.text(f"  {key}: {shlex.join(argv) if argv else '(tool adapter)'}")
+        params = " ".join(f"{k}={v}" for k, v in doc["tool_params"].get(key, {}).items())
+        console.text(f"  {key}: {shlex.join(argv) if argv else f'tool with {params}'}")
     for v in plan.variant:
         env = " ".join(f"{k}={val}" if val is not False else f"-u {k}" for k, val in v.env.items())
         wrap = f", wrapped in {shlex.join(v.wrap)}" if v.wrap else ""
         console.text(f"  variant {v.name}: {'env ' + env if env else 'no environment changes'}{wrap}")
-    for variant, h in hosts.items():
+    for variant, h in doc["hosts"].items():
         sysctls = ", ".join(f"{k}={val}" for k, val in h["sysctl"].items())
-        console.text(f"  variant {variant} runs on host {h['host']} (ssh {h['ssh']})"
-                     + (f", setting sysctl {sysctls} there" if sysctls else ""))  # fmt: skip
+        there = f", setting sysctl {sysctls} there" if sysctls else ""
+        console.text(f"  variant {variant} runs on host {h['host']} (ssh {h['ssh']}){there}")
+    changes = doc["system_changes"]
     for variant, items in changes.items():
         for item in items:
             console.text(f"  variant {variant} would change the system: {item}")

@@ -50,14 +50,21 @@ def build_runtimes(
     quick: bool,
     remote: Any = None,
     stored: dict[str, int] | None = None,
+    check_executables: bool = True,
+    text: str = "",
 ) -> list[WorkloadRuntime]:
-    """One runtime per workload of `plan`; `stored` maps cell keys to the ids a resumed run already has."""
+    """One runtime per workload of `plan`; `stored` maps cell keys to the ids a resumed run already has.
+    `check_executables=False` (a dry run of a plan whose tools run on hosts) checks everything but whether the
+    tools are installed here; `text` (the plan's TOML) gives a refused parameter its line."""
     cells = cells_of(plan)
     out = []
+    where = _Where(plan, plan_path, text)
     for w in plan.workload:
         adapter, params = None, {}
         if w.tool:
-            adapter, params = _tool_adapter(plan, plan_path, w, quick=quick, remote=remote)
+            adapter, params = _tool_adapter(
+                plan, where, w, quick=quick, remote=remote, check_executables=check_executables
+            )
             specs = {m.name: m for m in adapter.metrics}
         else:
             specs = {m.name: m.spec for m in w.metrics}
@@ -65,16 +72,35 @@ def build_runtimes(
         for m in BUILTIN_METRIC_SPECS:
             specs.setdefault(m.name, m)
         own = [c for c in cells if c.workload == w.name]
-        cell_params = (
-            {c.key: cell_params_of(plan, plan_path, adapter, params, c) for c in own} if adapter else {}
-        )
+        cell_params = {c.key: cell_params_of(plan, where, adapter, params, c) for c in own} if adapter else {}
         states = [CellState(c, (stored or {}).get(c.key, -1), params=cell_params.get(c.key, {})) for c in own]
         out.append(WorkloadRuntime(w, adapter, params, specs, states, declared))
     return out
 
 
+@dataclass(frozen=True)
+class _Where:
+    """Where a tool parameter comes from in the plan's file, for an error that names its file, line and key."""
+
+    plan: Plan
+    path: Path | str
+    text: str
+
+    def error(self, exc: PlanError, loc: tuple, key: str) -> PlanError:
+        from fairmark.plan.load import Locator
+
+        line = Locator(self.text).line(loc) if self.text else None
+        return PlanError(exc.detail, path=str(self.path), line=line, key=key)
+
+    def workload(self, name: str) -> int:
+        return next(i for i, w in enumerate(self.plan.workload) if w.name == name)
+
+    def variant(self, name: str) -> int:
+        return next(i for i, v in enumerate(self.plan.variant) if v.name == name)
+
+
 def _tool_adapter(
-    plan: Plan, plan_path: Path | str, w: Workload, *, quick: bool, remote: Any
+    plan: Plan, where: _Where, w: Workload, *, quick: bool, remote: Any, check_executables: bool = True
 ) -> tuple[Adapter, dict[str, Any]]:
     """The tool workload's adapter (the remote stand-in when variants run on hosts) and its parameters at the
     sweep's first point; refused when the tool's executables are missing."""
@@ -82,32 +108,45 @@ def _tool_adapter(
     if remote and any(v.host for v in plan.variant):
         from fairmark.remote.tooling import remote_adapter  # only runs on hosts need the remote machinery
 
-        adapter = remote_adapter(adapter, remote, w.name, plan_path)
+        adapter = remote_adapter(adapter, remote, w.name, where.path)
+    i = where.workload(w.name)
+    try:
+        adapter.resolve(dict(w.params))  # the workload's own first: its line is the one to name
+        if quick:
+            adapter.resolve(dict(w.params) | plan.quick.params.get(w.name, {}))
+    except PlanError as exc:
+        loc = ("quick", "params") if quick and plan.quick.params.get(w.name) else ("workload", i, "params")
+        raise where.error(exc, loc, f'workload[{i}] "{w.name}".params') from None
     base = dict(w.params) | (plan.quick.params.get(w.name, {}) if quick else {})
     sweep_keys = [k for k in w.sweep if k != "cpus"]
     try:
         params = adapter.resolve(base | {k: expand_sweep_values(k, w.sweep[k])[0] for k in sweep_keys})
     except PlanError as exc:
-        raise PlanError(exc.message, path=plan_path, key=f"workload {w.name!r} params") from None
-    missing = adapter.missing_executables()
+        raise where.error(exc, ("workload", i, "sweep"), f'workload[{i}] "{w.name}".sweep') from None
+    missing = adapter.missing_executables() if check_executables else []
     if missing:
         pkgs = ", ".join(adapter.packages.get("debian", ())) or "its package"
         raise EnvironmentRefused(
             f"workload {w.name!r}: tool {w.tool!r} needs {', '.join(missing)} (Debian: {pkgs})",
-            hint=f"run `fairmark setup {plan_path}` to install what the plan needs",
+            hint=f"run `fairmark setup {where.path}` to install what the plan needs",
         )
     return adapter, params
 
 
 def cell_params_of(
-    plan: Plan, plan_path: Path | str, adapter: Adapter, params: dict[str, Any], cell: Cell
+    plan: Plan, where: _Where, adapter: Adapter, params: dict[str, Any], cell: Cell
 ) -> dict[str, Any]:
     """Workload params ⊕ the variant's params for this workload ⊕ the sweep point, checked by the adapter."""
     own = plan.variant_named(cell.variant).params.get(cell.workload, {})
     try:
         return adapter.resolve(params | own | {k: v for k, v in cell.point if k != "cpus"})
     except PlanError as exc:
-        raise PlanError(exc.message, path=plan_path, key=f"cell {cell.key} params") from None
+        j = where.variant(cell.variant)
+        loc, key = (
+            ("variant", j, "params"),
+            f'variant[{j}] "{cell.variant}".params.{cell.workload} (cell {cell.key})',
+        )
+        raise where.error(exc, loc if own else ("workload", where.workload(cell.workload)), key) from None
 
 
 def cell_rows(

@@ -72,7 +72,12 @@ class Runner:
     def _runtimes(self, stored: dict[str, int] | None = None) -> list[WorkloadRuntime]:
         """Preparation (run.prepare): nothing is written before all of it passed."""
         return build_runtimes(
-            self.plan, self.loaded.path, quick=self.options.quick, remote=self.remote, stored=stored
+            self.plan,
+            self.loaded.path,
+            quick=self.options.quick,
+            remote=self.remote,
+            stored=stored,
+            text=self.loaded.text,
         )
 
     def start(self) -> str:
