@@ -101,16 +101,24 @@ def _write_csv(report: Any, out: Path) -> list[Path]:
 
 
 def _write_ministat(report: Any, out: Path) -> list[Path]:
-    """One file per cell and metric, one value per line: `ministat A.txt B.txt` works on them directly."""
+    """One file per cell and metric, one value per line: `ministat A.txt B.txt` works on them directly. A cell
+    and metric without a measured value (never ran, or every trial failed) gets no file: a file of only its
+    header line is not data, and ministat refuses it."""
     files = []
+    empty = 0
     for c in report.cells:
         for metric, values in c.values.items():
+            if not values:
+                empty += 1
+                continue
             path = out / f"{_safe(c.group)}__{_safe(c.variant)}__{_safe(metric)}.txt"
             path.write_text(
                 f"# run {report.run.id} cell {c.key} metric {metric} ({c.spec(metric)['unit']})\n"
                 + "".join(f"{v!r}\n" for v in values)
             )
             files.append(path)
+    if empty:
+        console.note(f"{empty} cell metric(s) without a measured value: no file written for them")
     return files
 
 

@@ -282,16 +282,12 @@ def show(
 
 def show_levels(row: dict, c) -> None:
     """Per-boot means and the variance at each level: what the boots-as-the-unit verdict rests on."""
-    lv = c.levels
-    unit, (top, trial) = lv["unit"], lv["levels"]
-    fmt = lambda xs: ", ".join(format_value(x, trial["sd"] or 0.0, c.unit) for x in xs)  # noqa: E731
-    sd = lambda x: "unknown" if x is None else format_value(x, x, c.unit)  # noqa: E731
-    console.text(
-        f"{row['workload']} {row['metric']}: {unit} means {c.name_baseline}: {fmt(top['means_baseline'])}; "
-        f"{c.name_other}: {fmt(top['means_other'])}; between-{unit} sd {sd(top['sd'])} "
-        f"({top['n_baseline']} vs {top['n_other']} {unit}s), within-{unit} sd {sd(trial['sd'])} "
-        f"({trial['n']} trials)"
-    )
+    from fairmark.report.boots import levels_lines
+
+    # an sd is a spread, not an interval: "sd 0.016 s", never "0.016 ± 0.016 s" (the same lines as `show`)
+    names = {"levels": c.levels, "name_baseline": c.name_baseline, "name_other": c.name_other}
+    lines = levels_lines(names, c.unit)
+    console.text(f"{row['workload']} {row['metric']}: " + "; ".join(lines))
 
 
 def show_differences(run_a, run_b, env: dict[str, Any]) -> None:

@@ -83,6 +83,8 @@ def _rows(value: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
         name = f"{prefix}{key}"
         if isinstance(v, dict):
             rows += _rows(v, name + ".")
+        elif key == "error" and v is None:  # a tool found and asked without error: no "error unknown" row
+            continue
         elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
             rows += [
                 (f"{name}[{i}]", ", ".join(f"{k}={_fmt(x)}" for k, x in rec.items()))

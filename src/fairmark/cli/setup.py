@@ -15,7 +15,7 @@ from rich.markup import escape
 from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import EnvironmentRefused, FairmarkError, PlanError
-from fairmark.plan.load import load_plan
+from fairmark.plan.load import command_programs, load_plan
 from fairmark.run.workloads import adapter_for
 
 # family → (package manager, install argv prefix)
@@ -32,14 +32,40 @@ class SetupPlan:
     wanted: tuple[str, ...]  # every package the plan's tools need, in first-use order
     missing: tuple[str, ...]
     unpackaged: tuple[str, ...]  # tools this OS has no package for (e.g. lzbench on Debian)
+    programs: tuple[tuple[str, bool], ...] = ()  # command workloads' own programs, and whether each is found
+    remote: bool = False  # some variant runs on a host: its programs are that host's
 
     @property
     def command(self) -> list[str]:
         return [*INSTALLERS[self.family][1], *self.missing] if self.missing else []
 
     def to_dict(self) -> dict[str, object]:
-        return {"family": self.family, "packages": list(self.wanted), "missing": list(self.missing),
-                "unpackaged_tools": list(self.unpackaged), "command": self.command}  # fmt: skip
+        return {
+            "family": self.family,
+            "packages": list(self.wanted),
+            "missing": list(self.missing),
+            "unpackaged_tools": list(self.unpackaged),
+            "command": self.command,
+            "command_programs": {name: found for name, found in self.programs},
+        }
+
+    def summary(self) -> str:
+        """What setup found, without claiming more than the tool workloads' packages."""
+        if not self.wanted:
+            return "the plan has no tool workload with packages to install"
+        return f"all {len(self.wanted)} package(s) the plan's tool workloads need are installed"
+
+    def programs_line(self) -> str | None:
+        """The command workloads' own programs: setup cannot know their packages, so it says which are found."""
+        if not self.programs:
+            return None
+        listed = ", ".join(f"{name} ({'found' if ok else 'NOT FOUND'})" for name, ok in self.programs)
+        where = " (variants on hosts need them on their host)" if self.remote else ""
+        todo = "; install what is not found yourself" if not all(ok for _, ok in self.programs) else ""
+        return (
+            f"the programs the command workloads start (each command's first word) are not setup's to "
+            f"install{where}: {listed}{todo}"
+        )
 
 
 def os_family() -> str:
@@ -79,7 +105,13 @@ def plan_packages(path: str, family: str) -> SetupPlan:
             unpackaged.append(workload.tool)
         wanted += [p for p in pkgs if p not in wanted]
     missing = tuple(p for p in wanted if not is_installed(family, p))
-    return SetupPlan(family, tuple(wanted), missing, tuple(unpackaged))
+    programs = tuple((p, _found(p)) for p in command_programs(loaded.plan))
+    remote = any(v.host for v in loaded.plan.variant)
+    return SetupPlan(family, tuple(wanted), missing, tuple(unpackaged), programs, remote)
+
+
+def _found(program: str) -> bool:
+    return os.path.exists(program) if "/" in program else shutil.which(program) is not None
 
 
 def install(setup: SetupPlan) -> None:
@@ -107,7 +139,7 @@ def setup_command(plan: str, dry_run: bool) -> None:
             f"tool {tool!r} has no {setup.family} package: install it yourself (see its adapter's docs)"
         )
     if not setup.missing:
-        console.text(f"all {len(setup.wanted)} packages the plan needs are installed")
+        console.text(setup.summary())
     elif dry_run:
         console.print(escape("would run: " + " ".join(setup.command)), soft_wrap=True)
     elif os.geteuid() != 0:
@@ -120,6 +152,8 @@ def setup_command(plan: str, dry_run: bool) -> None:
         console.note("running: " + " ".join(setup.command))
         install(setup)
         console.text(f"installed {len(setup.missing)} package(s): {' '.join(setup.missing)}")
+    if setup.programs_line():
+        console.text(setup.programs_line())
     _report(setup, dry_run)
 
 

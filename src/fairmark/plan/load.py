@@ -218,6 +218,19 @@ def _missing(exe: str | None, cwd: str | None) -> bool:
     return shutil.which(exe) is None
 
 
+def command_programs(plan: Plan) -> list[str]:
+    """The programs a plan's command workloads and variants start themselves (each command's first word; a shell
+    line's other programs are not seen), in first-use order: what `fairmark setup` cannot install for them."""
+    out: list[str] = []
+    for w in plan.workload:
+        cmds = [getattr(w, k) for k in ("command", "setup", "teardown", "prime", "before_trial")]
+        out += [p for c in cmds if c is not None and (p := _argv0(c, w.shell))]
+    for v in plan.variant:
+        cmds = [v.wrap or None, v.command, *v.commands.values()]
+        out += [p for c in cmds if c is not None and (p := _argv0(c, bool(v.shell)))]
+    return list(dict.fromkeys(out))
+
+
 def check_commands(plan: Plan, text: str, path: str) -> None:
     """Every executable a plan names must exist before the first trial starts."""
     loc, data = Locator(text), tomllib.loads(text)

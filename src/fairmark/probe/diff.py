@@ -8,7 +8,6 @@ from typing import Any
 from fairmark.probe.rules import DIFF_CATEGORIES, DIFF_IGNORED_PREFIXES, RULES
 
 CATEGORY_ORDER = {"validity": 0, "environment": 1, "info": 2}
-_MISSING = object()
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
@@ -45,17 +44,12 @@ def diff_snapshots(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str,
     for key in sorted(set(fa) | set(fb)):
         if any(_matches(key, p) for p in DIFF_IGNORED_PREFIXES):
             continue
-        va, vb = fa.get(key, _MISSING), fb.get(key, _MISSING)
+        # a key one snapshot lacks and the other holds as null (a tool's `error` when it has none) is no
+        # difference: both say "nothing here", and a row of "— / —" says nothing
+        va, vb = fa.get(key), fb.get(key)
         if va == vb:
             continue
-        out.append(
-            {
-                "key": key,
-                "a": None if va is _MISSING else va,
-                "b": None if vb is _MISSING else vb,
-                "category": category_of(key),
-            }
-        )
+        out.append({"key": key, "a": va, "b": vb, "category": category_of(key)})
     out.sort(key=lambda d: (CATEGORY_ORDER.get(d["category"], 9), d["key"]))
     return out
 

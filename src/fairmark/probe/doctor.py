@@ -243,7 +243,7 @@ def _load(snap: Mapping[str, Any]) -> list[Finding]:
         ev = ", ".join(f"{p['comm']} (pid {p['pid']}) {p['cpu_pct']:.0f}%" for p in busy[:5])
         out.append(_finding("busy-process", f"during a {load.get('sample_s')} s sample: {ev}"))
     sample, boot = load.get("steal_pct_sample"), load.get("steal_pct_since_boot")
-    if (sample or 0) > 0 or (boot or 0) > 0:
+    if (sample or 0) >= R.STEAL_PCT_NOTE or (boot or 0) >= R.STEAL_PCT_NOTE:
         # Any steal shows a shared host; only a noticeable share is worth a warning.
         big = (sample or 0) >= R.STEAL_PCT_WARN or (boot or 0) >= R.STEAL_PCT_WARN
         during = f"{_pct(sample)} during the {load.get('sample_s')} s sample, " if sample is not None else ""
@@ -270,7 +270,7 @@ def _load(snap: Mapping[str, Any]) -> list[Finding]:
 
 
 def _pct(v: float | None) -> str:
-    return "unknown" if v is None else f"{v:.1f}%"
+    return "unknown" if v is None else f"{v:.2f}%" if v < 1 else f"{v:.1f}%"
 
 
 def _memory(snap: Mapping[str, Any]) -> list[Finding]:

@@ -125,6 +125,7 @@ class Rule:
 LOAD_PER_CPU_WARN = 0.5  # 1-minute load average per CPU before the run
 BUSY_PROCESS_CPU_PCT = 10.0  # a process using this much of one CPU during the sample is "busy"
 STEAL_PCT_WARN = 2.0  # hypervisor steal (sample or since boot)
+STEAL_PCT_NOTE = 0.1  # below this a VM's steal is noise in the counters, not a shared host worth a fix
 PRESSURE_SOME_AVG10_WARN = 20.0  # % of the last 10 s in which some task waited for the resource
 TEST_SIZE_RAM_FACTOR = 2.0  # seed 003: a disk test must exceed 2x RAM, else it measures the page cache
 

@@ -374,6 +374,22 @@ def _spreads(cells: tuple[CellReport, ...], baseline: str, confidence: float) ->
     return tuple(out)
 
 
+# Units of metrics that count rare events per trial (kernel events, OOM kills): Poisson, not normal.
+COUNT_UNITS = frozenset({"events", "kills"})
+
+
+def _summary(values: list[float], unit: str, confidence: float) -> dict[str, Any]:
+    """describe(); for a count of rare events the exact Poisson interval of the mean count per trial instead of
+    the t-interval, which goes below zero ("0.33 ± 0.9 events") and has no upper bound for all-zero counts."""
+    s = describe(values, confidence).to_dict()
+    if unit in COUNT_UNITS and all(v >= 0 and float(v).is_integer() for v in values):
+        from fairmark.stats.rates import poisson_ci
+
+        low, high = poisson_ci(int(sum(values)), len(values), confidence)
+        s |= {"ci_low": low, "ci_high": high, "interval": "exact Poisson"}
+    return s
+
+
 def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) -> CellReport:
     metrics = tuple(c["metrics"] or [])
     values: dict[str, list[float]] = {m["name"]: [] for m in metrics}
@@ -385,7 +401,8 @@ def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) ->
                 values.setdefault(name, []).append(v)
                 rounds.setdefault(name, []).append(t["round"])
                 boots.setdefault(name, []).append(t.get("boot_id"))
-    summaries = {m: describe(v, confidence).to_dict() for m, v in values.items() if len(v) >= 1}
+    units = {m["name"]: m.get("unit", "") for m in metrics}
+    summaries = {m: _summary(v, units.get(m, ""), confidence) for m, v in values.items() if len(v) >= 1}
     primary = values.get(c["primary_metric"], [])
     warnings = tuple(sample_warnings(primary)) if enough(primary) else ()
     if not enough(primary):

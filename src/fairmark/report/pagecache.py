@@ -36,7 +36,7 @@ def flags(report: Any) -> list[dict[str, Any]]:
     out = []
     for c in report.cells:
         base = baselines.get(c.workload)
-        if not base:
+        if not base or _in_memory(base):  # a memory file system has no disk: its bytes are never "seen" there
             continue
         trials = [t for t in c.trials if t["status"] == "ok" and not t["warmup"] and not t.get("profiled")]
         claims = [(t, claimed[t["id"]]) for t in trials if t["id"] in claimed]
@@ -47,6 +47,11 @@ def flags(report: Any) -> list[dict[str, Any]]:
                 "sentence": f"{c.key}: measured the page cache, not the disk — {'; '.join(reasons)}",
             })  # fmt: skip
     return out
+
+
+def _in_memory(base: Mapping[str, Any]) -> bool:
+    """The workload's directory is on tmpfs, ramfs … (runs stored before `memory_fs` was kept say so in words)."""
+    return bool(base.get("memory_fs")) or "on a memory file system" in str(base.get("skipped") or "")
 
 
 def lines(report: Any) -> list[str]:

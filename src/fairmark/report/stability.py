@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from fairmark.report.data import CellReport, RunReport
-from fairmark.stats.rates import compare_rates
+from fairmark.stats.rates import compare_rates, poisson_ci
 from fairmark.store.events import events_in
 
 
@@ -46,9 +46,18 @@ def _verdict(c: CellReport) -> dict[str, Any]:
     }
 
 
+def _with_rate(v: dict[str, Any], confidence: float) -> dict[str, Any]:
+    """Events per minute survived with its exact Poisson interval: 0 events still bound the rate from above."""
+    minutes = v["minutes_survived"]
+    if not minutes:
+        return v
+    low, high = poisson_ci(v["kernel_events"], minutes, confidence)
+    return v | {"events_per_min": v["kernel_events"] / minutes, "events_per_min_ci": [low, high]}
+
+
 def stability(r: RunReport) -> list[dict[str, Any]]:
     cells = [c for c in r.cells if "kernel_events" in c.values]
-    out = [_verdict(c) for c in cells]
+    out = [_with_rate(_verdict(c), r.confidence) for c in cells]
     base = {(v["workload"]): v for v in out if v["variant"] == r.baseline}
     for v in out:
         b = base.get(v["workload"])
@@ -66,9 +75,15 @@ def lines(r: RunReport) -> list[str]:
     text = []
     for v in stability(r):
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(v["by_kind"].items())) or "none"
+        rate = ""
+        if "events_per_min_ci" in v:
+            low, high = v["events_per_min_ci"]
+            rate = (
+                f", {v['events_per_min']:.2g}/min [{low:.2g}, {high:.2g}] ({r.confidence:g}% exact Poisson)"
+            )
         text.append(
             f"stability {v['workload']}/{v['variant']}: survived {v['minutes_survived']:.1f} min over "
-            f"{v['trials']} trial(s) ({v['failed']} failed), {v['kernel_events']} kernel event(s) ({kinds}), "
+            f"{v['trials']} trial(s) ({v['failed']} failed), {v['kernel_events']} kernel event(s) ({kinds}){rate}, "
             f"host {'reachable' if v['host_reachable'] else 'NOT reachable'} after every trial"
         )
         text += [f"    {line}" for line in v["first_lines"]]

@@ -134,12 +134,19 @@ def _params(cells: list[CellReport]) -> None:
             console.text(f"  [{c.variant}] " + "; ".join(x for x in (diff, labels) if x))
 
 
+def _summary_text(s: dict[str, Any], unit: str) -> str:
+    """mean ± CI; a count of rare events: its mean and exact Poisson interval, never below zero."""
+    if s.get("interval") == "exact Poisson":
+        return f"{s['mean']:.3g} [{s['ci_low']:.2g}, {s['ci_high']:.2g}] {unit} (exact Poisson)"
+    return format_value(s["mean"], s.get("ci_half_width"), unit)
+
+
 def _other_metrics(cells: list[CellReport]) -> None:
     """The tool's other metrics (mean ± CI of each), one line per cell: the table shows only the primary one,
     and a workload such as pbuild reports its percentiles, tail and rates there."""
     for c in cells:
         parts = [
-            f"{m['name']} {format_value(s['mean'], s.get('ci_half_width'), m['unit'])}"
+            f"{m['name']} {_summary_text(s, m['unit'])}"
             for m in c.metrics[1:]
             if m["name"] not in BUILTIN_METRICS  # the runner's wall/CPU/RSS: the attribution line has them
             and (s := c.summaries.get(m["name"]))

@@ -37,8 +37,17 @@ def measure(items: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, Any]]:
 
 
 def _baseline(directory: str) -> dict[str, Any]:
-    if tools.fs_type(directory) in tools.MEMORY_FILESYSTEMS:
-        return {"skipped": f"{directory} is on a memory file system (the memory is what is tested)"}
+    kind = tools.fs_type(directory)
+    if kind in tools.MEMORY_FILESYSTEMS:  # no disk under it: nothing a result could be "beyond"
+        return {
+            "fs": kind,
+            "memory_fs": True,
+            "skipped": f"{directory} is on a memory file system ({kind}: the memory is what is tested)",
+        }
+    return {"fs": kind, "memory_fs": False} | _fio(directory)
+
+
+def _fio(directory: str) -> dict[str, Any]:
     if shutil.which("fio") is None:
         return {"skipped": "fio is not installed (no device baseline)"}
     engine = "libaio" if sys.platform.startswith("linux") else "posixaio"

@@ -31,7 +31,8 @@ from fairmark.run.workloads.base import (
 MIB = 1024 * 1024
 # File systems whose data lives in RAM: a test file smaller than RAM is the point there (seed 002's memory
 # file-system test), not a page-cache artefact.
-MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
+# File systems whose data lives in memory, with no disk below (Linux and FreeBSD names).
+MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs", "mfs"})
 
 
 def ram_bytes() -> int:
