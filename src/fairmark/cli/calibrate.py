@@ -14,15 +14,18 @@ import click
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
 
+CALIBRATION_TAG = "calibration"  # tag of every A/A run `calibrate` stores: "K/N" (so `runs` tells them apart)
 
-def aa_plan(plan: Any) -> Any:
-    """The plan with only its baseline variant and an exact twin of it."""
+
+def aa_plan(plan: Any, path: str = "") -> Any:
+    """The plan with only its baseline variant and an exact twin of it, titled as the calibration it is."""
     from fairmark.plan.model import aa_twin_name
 
     base = plan.variant_named(plan.baseline)
     twin = base.model_copy(update={"name": aa_twin_name(plan.baseline)})
     run = plan.run.model_copy(update={"baseline": plan.baseline}) if plan.run.baseline else plan.run
-    return plan.model_copy(update={"variant": [base, twin], "run": run})
+    title = f"A/A calibration: {plan.title or path or 'plan'}"
+    return plan.model_copy(update={"variant": [base, twin], "run": run, "title": title})
 
 
 def _aa_verdicts(report: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
@@ -84,7 +87,7 @@ def calibrate(plan: str, runs: int, quick: bool, accept_risk: bool, allow_concur
     from fairmark.run.runner import Runner, RunOptions
 
     loaded = load_plan(plan)
-    aa = LoadedPlan(plan=aa_plan(loaded.plan), path=loaded.path, text=loaded.text)
+    aa = LoadedPlan(plan=aa_plan(loaded.plan, loaded.path), path=loaded.path, text=loaded.text)
     store = open_store()
     found: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     run_ids: list[str] = []
@@ -94,7 +97,9 @@ def calibrate(plan: str, runs: int, quick: bool, accept_risk: bool, allow_concur
         for note in lock.notes:
             console.warn(note)
         for k in range(runs):
-            runner = Runner(aa, store, RunOptions(quick=quick, accept_risk=accept_risk, command_line=command))
+            tags = {CALIBRATION_TAG: f"{k + 1}/{runs}"}
+            options = RunOptions(quick=quick, accept_risk=accept_risk, command_line=command, tags=tags)
+            runner = Runner(aa, store, options)
             run_ids.append(runner.start())
             record = store.get_run(run_ids[-1])
             host = (record.host_id, record.hostname)

@@ -36,12 +36,17 @@ def history(
 ) -> None:
     """One point per run (mean, CI, n) of a workload's cells, per host; change points by e-divisive means."""
     from fairmark.report.history import HistoryOptions, build_history
+    from fairmark.store.history import metrics_of
 
     workload, _, metric = target.partition(":")
     if not 0 < alpha < 1:
         raise click.BadParameter(f"{alpha}: expected a level between 0 and 1", param_hint="--alpha")
-    opts = HistoryOptions(workload, metric or None, host, parse_tags(tag_items), order_tag, alpha=alpha)
     store = open_store()
+    others: list[str] = []
+    if not metric:  # the workload's primary metric; the others are named, not all printed
+        primary, names = metrics_of(store, workload)
+        metric, others = primary or "", [m for m in names if m != primary]
+    opts = HistoryOptions(workload, metric or None, host, parse_tags(tag_items), order_tag, alpha=alpha)
     data = build_history(store, opts)
     if not data:
         raise InputError(
@@ -57,10 +62,17 @@ def history(
         if png_path:
             write_png(data, workload, png_path)
     if console.json_mode:
-        console.emit_json({"workload": workload, "alpha": alpha, "series": data})
+        console.emit_json(
+            {"workload": workload, "metric": metric, "other_metrics": others, "alpha": alpha, "series": data}
+        )
         return
     for s in data:
         _table(workload, s, alpha)
+    if others:
+        console.text(
+            f"{metric} is {workload}'s primary metric; also stored: {', '.join(others)} "
+            f"(`fairmark history {workload}:METRIC`)"
+        )
 
 
 def _table(workload: str, s: dict, alpha: float) -> None:

@@ -14,7 +14,7 @@ from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import EnvironmentRefused
 from fairmark.run.variants.journal import default_state_dir
-from fairmark.run.variants.system import pending_findings, recover_pending
+from fairmark.run.variants.system import pending_actions, pending_findings, recover_pending
 
 
 @click.command("restore")
@@ -24,11 +24,15 @@ from fairmark.run.variants.system import pending_findings, recover_pending
     envvar="FAIRMARK_STATE_DIR",
     help="Where fairmark keeps its journal (default $XDG_STATE_HOME/fairmark).",
 )
+@click.option("--dry-run", is_flag=True, help="Say what would be put back; change nothing.")
 @common_options
-def restore(state_dir: Path | None) -> None:
+def restore(state_dir: Path | None, dry_run: bool) -> None:
     """Put back what a killed fairmark changed: original sysctl values, CPUs online, scratch file systems
     unmounted, loop devices detached, images removed."""
     folder = state_dir or default_state_dir()
+    if dry_run:
+        _dry_run(folder)
+        return
     actions = recover_pending(folder)
     left = pending_findings(folder)
     if console.json_mode:
@@ -43,6 +47,19 @@ def restore(state_dir: Path | None) -> None:
             "some changes could not be restored: " + "; ".join(f["evidence"] for f in left),
             hint="fix the cause shown above (e.g. run as root), then run `fairmark restore` again",
         )
+
+
+def _dry_run(folder: Path) -> None:
+    """The pending journals' entries, newest change first (the order they would be undone in)."""
+    actions = pending_actions(folder)
+    if console.json_mode:
+        console.emit_json({"state_dir": str(folder), "dry_run": True, "would": actions})
+    elif actions:
+        for line in actions:
+            console.text(line)
+        console.text("nothing was changed (--dry-run); `fairmark restore` does it")
+    else:
+        console.text(f"nothing to restore: no pending journal in {folder / 'journal'}")
 
 
 commands = [restore]

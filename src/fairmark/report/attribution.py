@@ -179,6 +179,25 @@ def fraction_words(share: float) -> str:
     return min(FRACTIONS, key=lambda f: abs(f[0] - share))[1]
 
 
+def can_move(pct: float) -> str:
+    """What a kernel change can move of a time whose kernel share is `pct`, never read as zero when it is not
+    ("about 0.4% of it"; before: "about 0% of it")."""
+    if pct >= 1:
+        return f"can move at most about {pct:.0f}% of it"
+    if pct >= 0.1:
+        return f"can move at most about {pct:.1f}% of it"
+    if pct > 0:
+        return "can move less than 0.1% of it"
+    return "can move only what rusage did not record of it (0.0% kernel time recorded)"
+
+
+def _whole(pct: float) -> str:
+    """A share near 100% with the decimal that keeps it from reading as all of it ("99.6%", not "100%")."""
+    if 99.95 <= pct < 100:
+        return "over 99.9%"
+    return f"{pct:.1f}%" if 99.5 <= pct < 100 else f"{pct:.0f}%"
+
+
 def describe(
     workload: str,
     user_pct: float,
@@ -192,8 +211,8 @@ def describe(
     )
     if user_pct >= USER_BOUND_PCT:
         return (
-            f"{workload}: {user_pct:.0f}% user time{where} — insensitive to kernel debug options "
-            f"(seed 000's lzbench case): a kernel change can move at most about {100 - user_pct:.0f}% of it"
+            f"{workload}: {_whole(user_pct)} user time{where} — insensitive to kernel debug options "
+            f"(seed 000's lzbench case): a kernel change {can_move(100 - user_pct)}"
         )
     parts = f"{user_pct:.0f}% user, {system_pct:.0f}% system"
     if iowait_pct is not None and iowait_pct >= 0.5:
@@ -294,8 +313,8 @@ def verdict_caveat(attribution: Attribution | None, kernel_path_change: bool) ->
     if attribution is None or not kernel_path_change or not attribution.user_bound:
         return None
     return (
-        f"caveat: this cell spends {attribution.user_pct:.0f}% of its CPU time in user space, so a change on "
-        f"the kernel's path can move at most about {attribution.kernel_pct:.0f}% of it — "
+        f"caveat: this cell spends {_whole(attribution.user_pct)} of its CPU time in user space, so a change on "
+        f"the kernel's path {can_move(attribution.kernel_pct)} — "
         "'no difference' here says little about the change in general"
     )
 

@@ -23,7 +23,7 @@ from scipy import special
 
 from fairmark.errors import InputError, UsageError
 from fairmark.stats.describe import Summary, as_array, describe
-from fairmark.stats.digits import format_pair, format_value
+from fairmark.stats.digits import format_pair
 from fairmark.stats.paired import RatioTest, paired_by_round, pooled
 from fairmark.stats.ranks import can_reach, exact_mann_whitney, signed_rank
 from fairmark.stats.tdist import differs_from_ministat, exact_t, t_quantile, verdict_t
@@ -298,7 +298,10 @@ def verdict_sentence(
     proof, what this run could have detected with 80% power. Never 'identical'."""
     base, other = names
     spread = _pct(test.se, abs(mean_baseline))
-    if math.isfinite(spread) and spread < EXACT_PCT and abs(_pct(test.difference, mean_baseline)) < EXACT_PCT:
+    flat = test.se == 0 and test.difference == 0  # also at a baseline of 0, where no percentage exists
+    if flat or (
+        math.isfinite(spread) and spread < EXACT_PCT and abs(_pct(test.difference, mean_baseline)) < EXACT_PCT
+    ):
         # No variation at all (a compression ratio, a count): a CI of ±1e-14% is not a bound worth printing.
         return f"{other} vs {base}: the same value in every trial (no variation to test)"
     ci = _percent_interval(test) if mean_baseline > 0 else None
@@ -315,10 +318,11 @@ def verdict_sentence(
         text = f"{other} is {word} than {base}: {observed}"
     else:
         mde = _pct(test.mde, abs(mean_baseline))
+        # an MDE is a size, not an estimate with an interval: two significant digits ("±0 ± 0 IO/s" before)
         could = (
             f"±{format_pair(mde, mde)[0]}%"
             if math.isfinite(mde)
-            else f"±{format_value(test.mde, test.mde, unit)}"
+            else f"±{test.mde:.2g}{' ' + unit if unit else ''}"
         )
         text = (
             f"{other} vs {base}: no difference proven at {confidence:g}% confidence, observed {observed}; "

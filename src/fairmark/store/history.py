@@ -80,6 +80,21 @@ def query_history(
     return list(series.values())
 
 
+def metrics_of(store: Any, workload: str) -> tuple[str | None, list[str]]:
+    """The workload's primary metric (that of its newest cell) and every metric its samples have, sorted: what
+    `history WORKLOAD` shows, and what it lists beside it."""
+    c, s = S.cells, S.samples
+    newest = sa.select(c.c.primary_metric).where(c.c.workload == workload).order_by(c.c.id.desc()).limit(1)
+    names = (
+        sa.select(s.c.metric)
+        .distinct()
+        .select_from(s.join(c, s.c.cell_id == c.c.id))
+        .where(c.c.workload == workload)
+    )
+    with store.engine.connect() as conn:
+        return conn.scalar(newest), sorted(conn.scalars(names))
+
+
 def workloads(store: Any, *, tags: dict[str, str] | None = None) -> list[str]:
     """The workloads that have cells in the store (in runs with these tags), sorted: what a history can show."""
     q = sa.select(S.cells.c.workload).distinct()

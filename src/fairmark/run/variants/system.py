@@ -395,6 +395,21 @@ def recover_pending(state_dir: Path | str | None = None) -> list[str]:
     return lines
 
 
+def pending_actions(state_dir: Path | str | None = None) -> list[str]:
+    """What `recover_pending` would do, in its order, without doing it (`fairmark restore --dry-run`)."""
+    folder = Path(state_dir) if state_dir else default_state_dir()
+    lines: list[str] = []
+    for path, journal, error in _pending(folder):
+        if journal is None:
+            lines.append(f"cannot recover {path}: {error} (inspect and delete it by hand)")
+            continue
+        lines.append(
+            f"fairmark pid {journal.pid} (started {_when(journal)}) left changes; would restore ({path}):"
+        )
+        lines += [f"  {_entry_summary(entry)}" for entry in reversed(journal.entries)]
+    return lines
+
+
 def pending_findings(state_dir: Path | str | None = None) -> list[dict[str, Any]]:
     """A pending journal as doctor findings (nothing is changed here)."""
     folder = Path(state_dir) if state_dir else default_state_dir()
@@ -428,6 +443,7 @@ def _entry_summary(entry: dict[str, Any]) -> str:
 __all__ = [
     "SystemState",
     "merged_changes",
+    "pending_actions",
     "pending_findings",
     "recover_pending",
     "undo_entry",

@@ -1,0 +1,115 @@
+"""Smaller surprises (issue 25 item 10), each met by a user following the README: `report RUN --text FILE`,
+calibration runs among ordinary ones, `restore` without a dry run, "at most about 0%", "±0 ± 0 IO/s", and
+`history W` printing every metric's table. (Efficiency for load sweeps: tests/test_scaling_shape.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+PLAN = """title = "tiny"
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+[[workload]]
+name = "w"
+command = 'echo "rate 7"'
+shell = true
+metrics = [{ name = "rate", regex = 'rate (\\d+)', better = "higher", unit = "req/s" }]
+"""
+
+
+def _plan(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.toml"
+    path.write_text(PLAN)
+    return path
+
+
+def test_report_text_and_markdown_write_the_file_they_are_given(tmp_path: Path, fairmark_cli) -> None:
+    code, _, err = fairmark_cli("run", str(_plan(tmp_path)), "--no-monitors", "--accept-risk")
+    assert code == 0, err
+    text, md = tmp_path / "r.txt", tmp_path / "r.md"
+    code, out, err = fairmark_cli("report", "last", "--text", str(text))  # was: "no run 'r.txt'"
+    assert code == 0, err
+    assert "Verdicts" in text.read_text() and "Verdicts" not in out and f"wrote {text}" in err
+    code, _, err = fairmark_cli("report", "last", "--markdown", str(md))
+    assert code == 0 and md.read_text().startswith("## fairmark run"), err
+    code, out, _ = fairmark_cli("report", "last", "--text")  # no FILE: stdout, as before
+    assert code == 0 and "Verdicts" in out
+
+
+def test_calibration_runs_are_marked_as_such(tmp_path: Path, fairmark_cli) -> None:
+    code, _, err = fairmark_cli("calibrate", str(_plan(tmp_path)), "--runs", "2", "--accept-risk")
+    assert code == 0, err
+    code, out, _ = fairmark_cli("run", str(_plan(tmp_path)), "--no-monitors", "--accept-risk")
+    code, out, _ = fairmark_cli("runs", "--json")
+    runs = json.loads(out)["runs"]
+    calibration = [r for r in runs if r["tags"].get("calibration")]
+    assert sorted(r["tags"]["calibration"] for r in calibration) == ["1/2", "2/2"]
+    assert all(r["title"] == "A/A calibration: tiny" for r in calibration)
+    (ordinary,) = [r for r in runs if r not in calibration]
+    assert ordinary["title"] == "tiny" and ordinary["tags"] == {}
+
+
+def test_restore_dry_run_says_what_it_would_put_back_and_changes_nothing(
+    tmp_path: Path, fairmark_cli
+) -> None:
+    state = Path(os.environ["FAIRMARK_STATE_DIR"])
+    target = tmp_path / "setting"
+    target.write_text("changed\n")
+    (state / "journal").mkdir(parents=True, exist_ok=True)
+    entry = {"id": "e1", "type": "file", "path": str(target), "original": "original", "label": "setting x"}
+    journal = {"format": 1, "pid": 999999999, "start": 1.0, "created": 0, "host": "h", "entries": [entry]}
+    path = state / "journal" / "999999999-1000.json"
+    path.write_text(json.dumps(journal))
+    code, out, err = fairmark_cli("restore", "--dry-run")
+    assert code == 0, err
+    assert (
+        "would restore" in out
+        and "setting x (original 'original')" in out
+        and "nothing was changed" in out
+    )
+    assert target.read_text() == "changed\n" and path.exists()
+    code, out, _ = fairmark_cli("restore", "--dry-run", "--json")
+    assert json.loads(out)["dry_run"] is True
+    code, out, err = fairmark_cli("restore")
+    assert code == 0 and target.read_text().strip() == "original" and not path.exists(), out + err
+
+
+def test_a_small_kernel_share_is_never_about_zero_percent() -> None:
+    from fairmark.report.attribution import can_move, describe
+
+    sentence = describe("zstd", 99.6, 0.4, None, "rusage")
+    assert "99.6% user time" in sentence and "can move at most about 0.4% of it" in sentence  # was "about 0%"
+    assert can_move(0.03) == "can move less than 0.1% of it"
+    assert "0.0% kernel time recorded" in can_move(0.0)
+
+
+def test_a_detectable_change_is_a_size_not_a_value_with_a_plus_minus() -> None:
+    from fairmark.stats.compare import compare
+
+    zero = compare([0, 0, 0, 0, 0], [0, 0, 0, 0, 0], unit="IO/s")  # a write counter of a read-only test
+    assert (
+        zero.sentence == "B vs A: the same value in every trial (no variation to test)"
+    )  # was "±0 ± 0 IO/s"
+    around_zero = compare([-1, 1, -1, 1, 0, 0], [-2, 2, -1, 1, 1, -1], unit="IO/s")
+    assert "would detect a change of ±2.3 IO/s with 80% power" in around_zero.sentence  # was "±2.3 ± 2.3"
+
+
+def test_history_of_a_workload_shows_its_primary_metric_and_names_the_others(
+    tmp_path: Path, fairmark_cli
+) -> None:
+    code, _, err = fairmark_cli("run", str(_plan(tmp_path)), "--no-monitors", "--accept-risk")
+    assert code == 0, err
+    code, out, err = fairmark_cli("history", "w", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["metric"] == "rate" and {s["metric"] for s in doc["series"]} == {"rate"}
+    assert "wall_s" in doc["other_metrics"] and "rate" not in doc["other_metrics"]
+    code, out, _ = fairmark_cli("history", "w")
+    assert out.count("on ") == 1  # one table (its title: "w w/default rate (req/s) on HOST")
+    assert "rate is w's primary metric; also stored: " in out and "`fairmark history w:METRIC`" in out
+    code, out, _ = fairmark_cli("history", "w:wall_s", "--json")
+    assert {s["metric"] for s in json.loads(out)["series"]} == {"wall_s"}
