@@ -67,9 +67,7 @@ def test_restore_dry_run_says_what_it_would_put_back_and_changes_nothing(
     code, out, err = fairmark_cli("restore", "--dry-run")
     assert code == 0, err
     assert (
-        "would restore" in out
-        and "setting x (original 'original')" in out
-        and "nothing was changed" in out
+        "would restore" in out and "setting x (original 'original')" in out and "nothing was changed" in out
     )
     assert target.read_text() == "changed\n" and path.exists()
     code, out, _ = fairmark_cli("restore", "--dry-run", "--json")
