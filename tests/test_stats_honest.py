@@ -34,7 +34,7 @@ def test_blocked_verdict_sees_through_shared_drift():
     b = [101 + w + 0.2 * ((r * 5) % 3 - 1) for r, w in zip(rounds, wave, strict=True)]
     pooled = compare(a, b, unit="s")
     paired = compare(a, b, unit="s", rounds=(rounds, rounds))
-    assert pooled.design == "pooled" and not pooled.significant  # the wave hides the change from pooled t
+    assert pooled.design == "Welch" and not pooled.significant  # the wave hides the change from unpaired t
     assert paired.design == "paired by round" and paired.significant and paired.n_pairs == 12
     assert "paired by round" in paired.sentence and paired.change == "worse"
     # the ratio interval excludes 1 exactly when the paired test is significant
@@ -85,8 +85,11 @@ def test_no_difference_states_the_80_percent_power_mde():
     c = compare(a, [10, 10.1, 9.9, 10.05, 9.95, 10.0], unit="s")
     assert "would have shown" not in c.sentence
     assert f"would detect a change of ±{c.mde_percent:.1f}% with 80% power" in c.sentence
-    # ≈ 1.4·e at these n: (t₀.₉₇₅ + t₀.₈₀)/t₀.₉₇₅ with df 10
-    assert c.mde_percent / c.percent_half_width == pytest.approx((2.228 + 0.879) / 2.228, rel=0.01)
+    # the noncentral t's factor for Welch's df, not (t₀.₉₇₅ + t₀.₈₀): see test_stats_issue23 for the simulation
+    from fairmark.stats.power import mde_factor
+
+    half = 50 * (c.ratio_ci_high - c.ratio_ci_low)
+    assert c.mde_percent / half == pytest.approx(mde_factor(c.df, 95) / c.t_quantile, rel=0.02)
 
 
 # ---- item 7: the median has its own interval ------------------------------------------------------------------
@@ -114,7 +117,7 @@ def test_no_mann_whitney_disagreement_where_it_cannot_reach_alpha():
     c = compare([1, 2, 3], [10, 11, 12.5])  # 3 + 3: U's smallest two-sided p is 0.1
     assert c.significant and c.mann_whitney["min_p"] == pytest.approx(0.1)
     assert not any("disagree" in w for w in c.warnings)
-    big = compare([1, 2, 3, 4, 5, 6, 7, 8], [9, 10, 11, 12, 13, 14, 15, 100])
+    big = compare([10, 11, 12, 13, 14, 15, 16, 17], [18, 19, 20, 21, 22, 23, 24, 600])
     assert any("disagree" in w for w in big.warnings)  # here it can, and does
 
 
@@ -179,9 +182,10 @@ def test_default_verdict_agrees_with_its_p_value_above_df_100():
     a = 100 + grid / grid.std(ddof=1)
     b = np.r_[a, 100.0] + 0.386  # df 101, t between the ∞ row's 1.960 and the exact 1.984
     c = compare(a, b)
-    assert 0.05 < c.p_value < 0.0528
-    assert not c.significant and c.ministat_significant  # ministat's block still prints ministat's answer
-    assert compare(a, b, ministat_compat=True).significant
+    assert 0.05 < c.student_p < 0.0528
+    assert c.ministat_significant  # ministat's block still prints ministat's answer (its ∞ row)
+    assert c.significant == (c.p_value <= 0.05)  # the verdict never disagrees with its own p
+    assert not c.significant
 
 
 def test_ideal_n_is_the_smallest_n_reaching_the_target():
@@ -203,7 +207,9 @@ def test_group_stops_together_at_the_first_stage_target():
                        target_ci_pct=1, min_trials=6, max_trials=30)  # fmt: skip
     assert later.stop and later.target_n == 30 and "stopped together" in later.reason
     precise_too = group_stop([precise, precise], confidence=95, target_ci_pct=1, min_trials=6, max_trials=30)
-    assert precise_too.stop and precise_too.reason.startswith("precision reached: 6 trials")
+    assert precise_too.stop and precise_too.reason.startswith(
+        "planned length 6 (from the first 6 trials' spread"
+    )
 
 
 def test_runner_keeps_every_side_to_the_end(tmp_path: Path):
@@ -218,23 +224,28 @@ def test_runner_keeps_every_side_to_the_end(tmp_path: Path):
     assert all("stopped together" in c.stop_reason for c in cells)
 
 
-def test_verdict_takes_its_spread_from_the_first_stage():
-    # Stein's two-stage design: the run's length was chosen from the first stage's spread, so the verdict's spread
-    # (and df) come from those rounds alone; with the later rounds' spread too, a lucky quiet first stage that
-    # stopped the run early would no longer be paid for by a wide interval, and α would not hold.
+def test_verdict_needs_the_first_stage_and_all_rounds():
+    # Stein's two-stage design: the run's length was chosen from the first stage's spread, so a test with that
+    # spread (df = k − 1) holds its level whatever length was chosen; but the later rounds' spread must count too,
+    # or an outlier or a neighbour after the first stage moves the mean and not the interval (issue 23 item 1).
+    # The verdict is significant only when both reject, and its interval is the union of both.
     from fairmark.stats.paired import paired_by_round
     from fairmark.stats.tdist import exact_t
 
-    diffs = [0.5, -0.3, 0.2, 0.1, 3.0, -2.5, 4.0, -3.5, 2.0, -1.0]  # quiet first stage, loud second
     r = range(10)
+    quiet_then_loud = [0.5, -0.3, 0.2, 0.1, 3.0, -2.5, 4.0, -3.5, 2.0, 1.5]  # quiet first stage, loud second
     a = {i: 100.0 + 0.1 * i for i in r}
-    b = {i: a[i] + diffs[i] for i in r}
+    b = {i: a[i] * math.exp(quiet_then_loud[i] / 100) for i in r}
     test = paired_by_round(a, b, confidence=95, first_stage=4)
-    assert test.df == 3 and test.n_pairs == 10
-    assert test.se == pytest.approx(np.std(diffs[:4], ddof=1) / math.sqrt(10))
-    assert test.t_quantile == pytest.approx(exact_t(95, 3))
+    d = np.array(quiet_then_loud) / 100
+    stein = np.std(d[:4], ddof=1) / math.sqrt(10)
+    full = np.std(d, ddof=1) / math.sqrt(10)
+    assert abs(d.mean()) > exact_t(95, 3) * stein  # Stein's test alone would call it significant
+    assert not test.significant and test.n_pairs == 10  # all rounds' spread does not
+    assert test.ratio_ci_low == pytest.approx(math.exp(d.mean() - exact_t(95, 9) * full))
+    assert test.parts and test.ratio_ci_low < 1 < test.ratio_ci_high
     whole = paired_by_round(a, b, confidence=95, first_stage=10)  # the run never went beyond its first stage
-    assert whole.df == 9 and whole.se == pytest.approx(np.std(diffs, ddof=1) / math.sqrt(10))
+    assert whole.df == 9 and whole.se == pytest.approx(full) and not whole.parts
     rounds = (list(r), list(r))
     assert compare(list(a.values()), list(b.values()), rounds=rounds, first_stage=4).p_value == test.p_value
 

@@ -28,8 +28,10 @@ def test_variance_components_are_the_method_of_moments():
     assert lv.sd_unit == pytest.approx(math.sqrt(8.0 - 1.0 / 3))  # less the trials' share σ²/m
     assert lv.unit_means_baseline == (10.0, 14.0) and lv.trials_per_unit == 3
     test = unit_test(lv, confidence=95)
-    assert test.df == 2 and test.design == "boots as the unit"
-    assert test.se == pytest.approx(math.sqrt(8.0 * (1 / 2 + 1 / 2)))
+    assert test.design == "boots as the unit" and test.scale == "log"  # on the log boot means
+    assert test.parts == "Welch and the nested model"  # both must reject; the interval is the union
+    la, lb = np.log([10.0, 14.0]), np.log([12.0, 16.0])
+    assert test.se >= math.sqrt(la.var(ddof=1) / 2 + lb.var(ddof=1) / 2) - 1e-12  # at least Welch's
     adv = advice(lv)
     assert adv["next"] == "more boots" and adv["se_twice_the_boots"] < adv["se_twice_the_trials_per_unit"]
 
@@ -52,8 +54,11 @@ def test_one_boot_per_side_has_no_unit_test_and_the_judge_claims_nothing():
     assert j.to_dict()["p_value"] is None and j.to_dict()["levels"]["within_lower_bound"]["significant"]
 
 
-def test_routing_only_when_the_sides_share_no_unit():
-    assert differ_by_unit(["x", "x"], ["y"]) and not differ_by_unit(["x"], ["x", "y"])
+def test_routing_only_when_the_sides_were_measured_in_different_units():
+    # units differ as soon as the sides were not measured in the same set of them: B's boot y is an offset A
+    # never saw, so the boot is the unit (1 vs 2 boots)
+    assert differ_by_unit(["x", "x"], ["y"]) and differ_by_unit(["x"], ["x", "y"])
+    assert not differ_by_unit(["x", "y"], ["y", "x"])
     assert not differ_by_unit([None], ["y"]) and not differ_by_unit(None, ["y"])
     a, ua = nested([10.0, 11.0])
     (same_boot,) = judge([Pair(a, [v + 0.5 for v in a], units=(ua, ua))])

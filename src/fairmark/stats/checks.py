@@ -134,11 +134,10 @@ def bimodal_split(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | No
     if n < BIMODAL_MIN_N or np.ptp(x) == 0:
         return None
     least = max(3, n // 5)
-    cuts = range(least, n - least + 1)
-    if not cuts:
+    if n - least + 1 <= least:
         return None
-    gaps = [x[i] - x[i - 1] for i in cuts]
-    cut = cuts[int(np.argmax(gaps))]
+    gaps = np.diff(x)[least - 1 : n - least]  # x[i] − x[i − 1] for the cuts i = least … n − least
+    cut = least + int(np.argmax(gaps))
     low, high = x[:cut], x[cut:]
     within = np.sqrt(((low.size - 1) * low.var(ddof=1) + (high.size - 1) * high.var(ddof=1)) / (n - 2))
     if x[cut] - x[cut - 1] < BIMODAL_GAP * within:

@@ -1,36 +1,37 @@
-"""A/B comparison of two samples: the verdict, ministat's Student t with pooled s, Welch's t with the CI of
-the ratio B/A, and a rank test (exact Mann-Whitney U, or Wilcoxon's signed rank for pairs) as a cross-check.
+"""A/B comparison of two samples: fairmark's verdict, ministat's Student t with pooled s, and a rank test
+(exact Mann-Whitney U, or Wilcoxon's signed rank for pairs) as a cross-check.
 
-Two designs decide the verdict (`significant`, `change`, `sentence`), see stats.paired:
-* **paired by round** when the trials' rounds are given (an interleaved run): it assumes only that what differs
-  between rounds is shared by the cells of a round, and that the pairs' differences are roughly normal;
-* **pooled** otherwise (`fairmark compare`): ministat's rule |d| > e with its t table (exact quantiles above df
-  100 unless ministat_compat), assuming independent trials with a common variance.
-The sentence gives the ratio's Fieller interval in percent (asymmetric where it is), and when nothing is proven
-the change this run would have detected with 80% power. ministat's own lines (`percent = 100·d/Avg_r`,
-`percent_half_width = 100·e/Avg_r`, the formula of ministat 20150715) stay in the ministat block.
+The verdict (`significant`, `change`, `sentence`, the ratio and its interval) comes from one design
+(stats.paired): **paired by round** when the trials' rounds are given (an interleaved run), **Welch** otherwise
+(`fairmark compare`: unequal variances and n allowed) — on the logarithms when every value is positive. The
+sentence gives the ratio's interval in percent (asymmetric where it is), and when nothing is proven the change
+this design detects with 80% power (stats.power). ministat's own numbers (pooled Student t with its t table:
+`difference`, `half_width`, `percent`, `percent_half_width`, `pooled_stddev`, `ministat_significant`) are kept
+for ministat's lines and never decide fairmark's sentence.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy import special
 
 from fairmark.errors import InputError, UsageError
-from fairmark.stats.describe import Summary, as_array, describe
+from fairmark.stats.describe import Summary, as_array, describe, sample_sd
 from fairmark.stats.digits import format_pair
-from fairmark.stats.paired import RatioTest, paired_by_round, pooled
+from fairmark.stats.paired import RatioTest, paired_by_round, two_sided_p, welch
 from fairmark.stats.ranks import can_reach, exact_mann_whitney, signed_rank
-from fairmark.stats.tdist import differs_from_ministat, exact_t, t_quantile, verdict_t
+from fairmark.stats.tdist import differs_from_ministat, exact_t, t_quantile
 
 Better = Literal["lower", "higher"]
 TIME_UNITS = frozenset({"s", "sec", "seconds", "ms", "us", "µs", "ns", "min", "wall_s"})
 FEW_TRIALS = 6  # below this a verdict rests on very little (ministat's floor is 3)
+POWER_PCT = 80
+
+__all__ = ["Better", "Comparison", "compare", "two_sided_p", "verdict_sentence", "welch_ratio"]
 
 
 @dataclass(frozen=True)
@@ -45,21 +46,21 @@ class Comparison:
     n_other: int
     mean_baseline: float
     mean_other: float
-    difference: float  # other − baseline
-    half_width: float  # e = t·s_p·√(1/n_b + 1/n_o)
-    percent: float  # 100·d/mean_baseline
-    percent_half_width: float  # 100·e/mean_baseline
+    difference: float  # other − baseline (ministat's d)
+    half_width: float  # ministat's e = t·s_p·√(1/n_b + 1/n_o)
+    percent: float  # 100·d/mean_baseline (ministat's line)
+    percent_half_width: float  # 100·e/mean_baseline (ministat's line; not the verdict's interval)
     pooled_stddev: float
-    df: int
-    t_quantile: float
+    df: float  # the verdict's df
+    t_quantile: float  # the verdict's t quantile (nan: no t test, see `constant`)
     significant: bool  # the verdict of `design`
     p_value: float  # the p of `design`'s test, two-sided
     ministat_significant: bool  # ministat's rule: |d| > e
     student_p: float  # Student (pooled), two-sided
-    design: str  # "paired by round" | "pooled"
+    design: str  # "paired by round" | "Welch" | "runs as the unit" | "boots as the unit" | …
     n_pairs: int | None
-    ratio: float  # mean_other / mean_baseline
-    ratio_ci_low: float  # Fieller's interval of the ratio in `design` (nan: unbounded)
+    ratio: float  # other/baseline: of the geometric means on the log scale, of the means on the raw one
+    ratio_ci_low: float  # the verdict's interval of the ratio (nan: unbounded or no interval)
     ratio_ci_high: float
     mde_percent: float  # the change (in % of the baseline) this design detects with 80% power
     welch: dict[str, float]
@@ -70,15 +71,35 @@ class Comparison:
     ministat_note: str | None  # where fairmark's numbers differ from ministat's at this level
     baseline: Summary = field(repr=False)
     other: Summary = field(repr=False)
-    levels: dict[str, Any] | None = None  # boots/hosts as a level (stats.levels): per level n and sd, advice
+    levels: dict[str, Any] | None = None  # runs/boots/hosts as a level (stats.levels): per level n and sd
+    scale: str = "raw"  # "log": tested on the logarithms (ratio of geometric means); "raw": on the values
+    constant: bool = False  # no spread: decided by a rank test, no interval
+    claim: bool = True  # False: the data cannot support a claim (one unit per side), whatever they show
+
+    @property
+    def change_percent(self) -> float:
+        return 100.0 * (self.ratio - 1.0) if math.isfinite(self.ratio) else math.nan
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["baseline"], out["other"] = self.baseline.to_dict(), self.other.to_dict()
         out["warnings"] = list(self.warnings)
+        out["change_percent"] = self.change_percent
+        out["interval"] = interval_text(out)
         # JSON has no NaN (PostgreSQL refuses it): an unknown number is null
-        for key in ("ratio", "ratio_ci_low", "ratio_ci_high", "mde_percent", "p_value"):
-            if not math.isfinite(out[key]):
+        for key in (
+            "ratio",
+            "ratio_ci_low",
+            "ratio_ci_high",
+            "mde_percent",
+            "p_value",
+            "percent",
+            "percent_half_width",
+            "t_quantile",
+            "df",
+            "change_percent",
+        ):
+            if isinstance(out[key], float) and not math.isfinite(out[key]):
                 out[key] = None
         for key in ("welch", "mann_whitney"):
             out[key] = {
@@ -98,24 +119,22 @@ def compare(
     unit: str = "",
     ministat_compat: bool = False,
     aa_percent_half_width: float | None = None,
-    rounds: tuple[Sequence[int], Sequence[int]] | None = None,
+    rounds: tuple[Sequence[Hashable], Sequence[Hashable]] | None = None,
     first_stage: int | None = None,
     calibration: dict[str, Any] | None = None,
 ) -> Comparison:
-    """Compare `other` with `baseline`. `rounds`: the round of each value (same order), for the blocked design;
-    `first_stage`: the rounds from which the run chose its length (stats.stopping). `aa_percent_half_width`: the
-    ±% an A/A run of this workload showed on this machine; a significant change smaller than that gets a warning.
-    `calibration`: what `fairmark calibrate` measured for this workload on this host (stats.calibration)."""
+    """Compare `other` with `baseline`. `rounds`: the round of each value (same order; an int, or (run, round)
+    when the values come from several runs), for the paired design; `first_stage`: the rounds from which the
+    run chose its length (stats.stopping). `aa_percent_half_width`: the ±% an A/A run of this workload showed on
+    this machine; a significant change smaller than that gets a warning. `calibration`: what `fairmark
+    calibrate` measured for this workload on this host (stats.calibration)."""
     a, b = _checked(baseline, other, better, (name_baseline, name_other))
     sa, sb = describe(a, confidence), describe(b, confidence)
     ministat = _ministat(a, b, sa, sb, confidence, ministat_compat)
-    tv = verdict_t(confidence, ministat["df"], ministat_compat=ministat_compat)
-    test = _design_test(a, b, sa, sb, ministat["pooled_stddev"], tv, confidence, rounds, first_stage)
+    test = _design_test(a, b, confidence, rounds, first_stage)
     cross = _cross_check(a, b, test, rounds, confidence)
-    significant, lower = test.significant, ministat["difference"] < 0
-    change = "none" if not significant else ("better" if lower == (better == "lower") else "worse")
     names = (name_baseline, name_other)
-    sentence = verdict_sentence(names, test, sa.mean, significant, better, unit, confidence, calibration)
+    sentence = verdict_sentence(names, test, sa.mean, test.significant, better, unit, confidence, calibration)
     return Comparison(
         name_baseline=name_baseline,
         name_other=name_other,
@@ -128,25 +147,48 @@ def compare(
         mean_baseline=sa.mean,
         mean_other=sb.mean,
         **ministat,
-        significant=significant,
-        p_value=test.p_value,
-        design=test.design,
-        n_pairs=test.n_pairs,
-        ratio=test.ratio,
-        ratio_ci_low=test.ratio_ci_low,
-        ratio_ci_high=test.ratio_ci_high,
-        mde_percent=_pct(test.mde, abs(sa.mean)),
+        **verdict_fields(test, sa.mean),
         welch=welch_ratio(sa, sb, confidence),
         mann_whitney=cross,
-        change=change,
+        change=change_of(test, better),
         sentence=sentence,
         warnings=tuple(
             _warnings(sa, sb, names, test, cross, confidence)
-            + _calibration_warning(significant, ministat["percent"], aa_percent_half_width)
+            + _calibration_warning(test, aa_percent_half_width)
         ),
         baseline=sa,
         other=sb,
     )
+
+
+def verdict_fields(test: RatioTest, mean_baseline: float) -> dict[str, Any]:
+    """The fields of a Comparison that the deciding test sets."""
+    return {
+        "df": test.df,
+        "t_quantile": test.t_quantile,
+        "significant": test.significant,
+        "p_value": test.p_value,
+        "design": test.design,
+        "n_pairs": test.n_pairs,
+        "ratio": test.ratio,
+        "ratio_ci_low": test.ratio_ci_low,
+        "ratio_ci_high": test.ratio_ci_high,
+        "mde_percent": mde_percent(test, mean_baseline),
+        "scale": test.scale,
+        "constant": test.constant,
+    }
+
+
+def change_of(test: RatioTest, better: Better) -> Literal["better", "worse", "none"]:
+    if not test.significant:
+        return "none"
+    return "better" if (test.difference < 0) == (better == "lower") else "worse"
+
+
+def mde_percent(test: RatioTest, mean_baseline: float) -> float:
+    if test.scale == "log":
+        return test.mde_percent
+    return 100.0 * test.mde / abs(mean_baseline) if mean_baseline else math.nan
 
 
 def _checked(
@@ -168,47 +210,63 @@ def _ministat(
     ministat's verdict), in units and in percent of the baseline's mean."""
     df = a.size + b.size - 2
     t = t_quantile(confidence, df, ministat_compat=ministat_compat)
-    pooled_sd = math.sqrt(((a.size - 1) * sa.stddev**2 + (b.size - 1) * sb.stddev**2) / df)
+    pooled_sd = _pooled_sd(a, b, df)
     d = sb.mean - sa.mean
-    e = t * pooled_sd * math.sqrt(1.0 / a.size + 1.0 / b.size)
+    e = t * (pooled_sd * math.sqrt(1.0 / a.size + 1.0 / b.size))
     return {
         "difference": d,
         "half_width": e,
         "percent": _pct(d, sa.mean),
         "percent_half_width": _pct(e, sa.mean),
         "pooled_stddev": pooled_sd,
-        "df": df,
-        "t_quantile": t,
         "ministat_significant": bool(abs(d) > e),
         "student_p": _student_p(d, pooled_sd, a.size, b.size, df),
         "ministat_note": differs_from_ministat(float(confidence), ministat_compat, df),
     }
 
 
-def _design_test(a, b, sa, sb, pooled_sd, t, confidence, rounds, first_stage) -> RatioTest:
-    """The blocked analysis when rounds are known and at least 3 pairs complete, ministat's pooled one else."""
+def _pooled_sd(a: np.ndarray, b: np.ndarray, df: int) -> float:
+    """√(((n_a − 1)·s_a² + (n_b − 1)·s_b²)/df), scaled so that tiny (1e-300) and huge values stay in range."""
+    scale = max(float(np.max(np.abs(a - a.mean()))), float(np.max(np.abs(b - b.mean()))))
+    if scale == 0:
+        return 0.0
+    sa, sb = sample_sd(a) / scale, sample_sd(b) / scale
+    return scale * math.sqrt(((a.size - 1) * sa * sa + (b.size - 1) * sb * sb) / df)
+
+
+def _design_test(a, b, confidence, rounds, first_stage) -> RatioTest:
+    """Paired by round when rounds are known and at least 3 pairs complete, Welch else."""
     if rounds is not None:
         ra, rb = rounds
         if len(ra) != a.size or len(rb) != b.size:
             raise InputError("rounds must give one round per value")
         test = paired_by_round(
-            dict(zip(ra, a.tolist(), strict=True)), dict(zip(rb, b.tolist(), strict=True)),
-            confidence=confidence, first_stage=first_stage,
-        )  # fmt: skip
+            dict(zip(ra, a.tolist(), strict=True)),
+            dict(zip(rb, b.tolist(), strict=True)),
+            confidence=confidence,
+            first_stage=first_stage,
+        )
         if test is not None:
             return test
-    return pooled(sa.mean, sb.mean, pooled_sd, sa.n, sb.n, t=t, confidence=confidence)
+    return welch(a, b, confidence=confidence)
 
 
 def _cross_check(a, b, test: RatioTest, rounds, confidence: float) -> dict[str, Any]:
     """The rank test matching the design: Wilcoxon signed rank on the pairs, exact Mann-Whitney U else."""
-    if np.ptp(np.concatenate([a, b])) == 0:  # all values equal: nothing to rank
-        return {"test": "Mann-Whitney U", "u": a.size * b.size / 2.0, "p_value": 1.0, "min_p": 1.0,
-                "significant": False}  # fmt: skip
     alpha = 1.0 - confidence / 100.0
+    if np.ptp(np.concatenate([a, b])) == 0:  # all values equal: nothing to rank
+        return {
+            "test": "Mann-Whitney U",
+            "u": a.size * b.size / 2.0,
+            "p_value": 1.0,
+            "min_p": 1.0,
+            "significant": False,
+        }
     if test.design == "paired by round" and rounds is not None:
         by_a = dict(zip(rounds[0], a.tolist(), strict=True))
-        d = np.array([v - by_a[r] for r, v in zip(rounds[1], b.tolist(), strict=True) if r in by_a])
+        pairs = [(by_a[r], v) for r, v in zip(rounds[1], b.tolist(), strict=True) if r in by_a]
+        pa, pb = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+        d = np.log(pb) - np.log(pa) if test.scale == "log" else pb - pa
         out = {"test": "Wilcoxon signed rank", "u": None, **signed_rank(d)}
     else:
         out = {"test": "Mann-Whitney U", **exact_mann_whitney(a, b)}
@@ -226,42 +284,32 @@ def _student_p(d: float, pooled: float, na: int, nb: int, df: int) -> float:
     return two_sided_p(d / se, df)
 
 
-def two_sided_p(t: float, df: float) -> float:
-    """P(|T| ≥ |t|) for Student's t with df degrees of freedom."""
-    return float(2.0 * special.stdtr(df, -abs(t)))
-
-
 def welch_ratio(sa: Summary, sb: Summary, confidence: float) -> dict[str, float]:
-    """Welch's t test and the CI of mean_b/mean_a by Fieller's theorem with the Welch-Satterthwaite df.
-
-    Fieller solves (m_b − R·m_a)² = t²·(v_b + R²·v_a) for R, with v = s²/n; the interval is bounded only when
-    the baseline mean is itself clearly away from zero (m_a² > t²·v_a), else its ends are nan (unbounded).
-    """
-    va, vb = sa.stddev**2 / sa.n, sb.stddev**2 / sb.n
-    d = sb.mean - sa.mean
+    """Welch's t test on the values and the CI of mean_b/mean_a by Fieller's theorem with the
+    Welch-Satterthwaite df (kept for the JSON and the ministat view; the verdict is stats.paired's)."""
     ratio = sb.mean / sa.mean if sa.mean != 0 else math.nan
-    if va + vb == 0:  # no spread at all: the ratio is what it is, but no test statistic exists
-        p = 1.0 if d == 0 else 0.0
-        return {"t": math.nan, "df": math.nan, "p_value": p, "ratio": ratio, "ratio_ci_low": ratio,
-                "ratio_ci_high": ratio}  # fmt: skip
-    tw = d / math.sqrt(va + vb)
     # Both samples divided by one constant: neither the df nor the ratio's CI changes, and the squares below
-    # stay in range for any finite input (3e77 squared twice overflowed a float)
-    c = max(abs(sa.mean), abs(sb.mean), math.sqrt(va), math.sqrt(vb))
-    ma, mb, va, vb = sa.mean / c, sb.mean / c, va / c / c, vb / c / c
+    # stay in range for any finite input (3e77 squared twice overflowed a float, 1e300 squared once)
+    c = max(abs(sa.mean), abs(sb.mean), sa.stddev, sb.stddev)
+    if not c > 0 or not (sa.stddev > 0 or sb.stddev > 0):  # no spread at all: no test statistic exists
+        nan = math.nan
+        return {
+            "t": nan,
+            "df": nan,
+            "p_value": nan,
+            "ratio": ratio,
+            "ratio_ci_low": nan,
+            "ratio_ci_high": nan,
+        }
+    ma, mb = sa.mean / c, sb.mean / c
+    va, vb = (sa.stddev / c) ** 2 / sa.n, (sb.stddev / c) ** 2 / sb.n
+    tw = (mb - ma) / math.sqrt(va + vb)
     dfw = (va + vb) ** 2 / (va**2 / (sa.n - 1) + vb**2 / (sb.n - 1))
     p = two_sided_p(tw, dfw)
-    low, high = _fieller(ma, mb, va, vb, exact_t(confidence, dfw))
+    from fairmark.stats.paired import fieller
+
+    low, high = fieller(ma, mb, va, vb, 0.0, exact_t(confidence, dfw))
     return {"t": tw, "df": dfw, "p_value": p, "ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high}
-
-
-def _fieller(ma: float, mb: float, va: float, vb: float, t: float) -> tuple[float, float]:
-    qa = ma * ma - t * t * va
-    if qa <= 0:
-        return (math.nan, math.nan)
-    disc = (ma * mb) ** 2 - qa * (mb * mb - t * t * vb)
-    root = math.sqrt(max(disc, 0.0))
-    return ((ma * mb - root) / qa, (ma * mb + root) / qa)
 
 
 def _direction_word(ratio: float, better: Better, unit: str) -> str:
@@ -274,14 +322,40 @@ def _direction_word(ratio: float, better: Better, unit: str) -> str:
 EXACT_PCT = 1e-9  # below this, a percentage is floating-point rounding, not a measurement
 
 
-def _percent_interval(test: RatioTest) -> tuple[str, str, str] | None:
-    """(observed change, CI low, CI high) in percent, signed and rounded together; None when unbounded."""
-    low, high = test.ratio_ci_low, test.ratio_ci_high
-    if not all(math.isfinite(v) for v in (test.ratio, low, high)):
+def percent_texts(ratio: float, low: float, high: float, significant: bool) -> tuple[str, str, str] | None:
+    """(observed change, CI low, CI high) in percent, signed and rounded together; None when unbounded. A
+    significant interval's bounds keep the digits that show they exclude 0 ("-1.2% to -0.03%", never
+    "to +0.0%")."""
+    if not all(math.isfinite(v) for v in (ratio, low, high)):
         return None
-    pct = [100.0 * (v - 1.0) for v in (test.ratio, low, high)]
+    pct = [100.0 * (v - 1.0) for v in (ratio, low, high)]
     hw = (pct[2] - pct[1]) / 2 or None
-    return tuple(_signed(v, hw) + "%" for v in pct)  # type: ignore[return-value]
+    texts = [_signed(v, hw) for v in pct]
+    if significant:
+        near = min(pct[1:], key=abs)
+        while hw and _pct_value(texts[1 + pct[1:].index(near)]) * near <= 0 and hw > abs(near) * 1e-6:
+            hw /= 10  # one more digit until the near bound shows its sign
+            texts = [_signed(v, hw) for v in pct]
+    return tuple(t + "%" for t in texts)  # type: ignore[return-value]
+
+
+def _pct_value(text: str) -> float:
+    return float(text)
+
+
+def interval_text(d: dict[str, Any]) -> str:
+    """The verdict's change and interval as the tables show it: '+1.8% (+0.4% to +3.3%)'; 'no interval' when the
+    design gave none (no spread; one unit per side), 'unbounded' when the baseline is not clearly away from 0.
+    From a comparison's dict (as stored), so every table shows the interval of the design that decided."""
+    if d.get("constant"):
+        return "no interval (no spread)"
+    low, high, ratio = d.get("ratio_ci_low"), d.get("ratio_ci_high"), d.get("ratio")
+    if not d.get("claim", True):
+        return "no claim (" + (d.get("design") or "one unit per side") + ")"
+    if ratio is None or low is None or high is None:
+        return "unbounded interval"
+    texts = percent_texts(ratio, low, high, bool(d.get("significant")))
+    return f"{texts[0]} ({texts[1]} to {texts[2]})" if texts else "unbounded interval"
 
 
 def verdict_sentence(
@@ -295,43 +369,60 @@ def verdict_sentence(
     calibration: dict[str, Any] | None = None,
 ) -> str:
     """The line a human reads: the change with the ratio's interval (asymmetric where it is), or, without
-    proof, what this run could have detected with 80% power. Never 'identical'."""
+    proof, what this design detects with 80% power. Never 'identical'."""
     base, other = names
-    spread = _pct(test.se, abs(mean_baseline))
-    flat = test.se == 0 and test.difference == 0  # also at a baseline of 0, where no percentage exists
-    if flat or (
-        math.isfinite(spread) and spread < EXACT_PCT and abs(_pct(test.difference, mean_baseline)) < EXACT_PCT
-    ):
-        # No variation at all (a compression ratio, a count): a CI of ±1e-14% is not a bound worth printing.
-        return f"{other} vs {base}: the same value in every trial (no variation to test)"
-    ci = _percent_interval(test) if mean_baseline > 0 else None
-    how = f"{confidence:g}% CI" + (", paired by round" if test.design == "paired by round" else "")
+    if test.constant:
+        return _constant_sentence(names, test, mean_baseline, significant, better, unit, confidence)
+    ci = percent_texts(test.ratio, test.ratio_ci_low, test.ratio_ci_high, significant)
+    how = f"{confidence:g}% CI" + (f", {test.design}" if test.design not in ("Welch", "pooled") else "")
     if ci:
         observed = f"{ci[0]} ({how}: {ci[1]} to {ci[2]})"
     else:
         suffix = f" {unit}" if unit else ""
-        observed = f"{_signed(test.difference, test.t_quantile * test.se)}{suffix} ± " + (
-            f"{format_pair(test.difference, test.t_quantile * test.se)[1]}{suffix} ({how})"
+        hw = test.t_quantile * test.se
+        observed = (
+            f"{_signed(test.difference, hw)}{suffix} ± {format_pair(test.difference, hw)[1]}{suffix} ({how})"
         )
     if significant:
         word = _direction_word(test.ratio if ci else 1 + math.copysign(1, test.difference), better, unit)
         text = f"{other} is {word} than {base}: {observed}"
     else:
-        mde = _pct(test.mde, abs(mean_baseline))
-        # an MDE is a size, not an estimate with an interval: two significant digits ("±0 ± 0 IO/s" before)
-        could = (
-            f"±{format_pair(mde, mde)[0]}%"
-            if math.isfinite(mde)
-            else f"±{test.mde:.2g}{' ' + unit if unit else ''}"
-        )
         text = (
             f"{other} vs {base}: no difference proven at {confidence:g}% confidence, observed {observed}; "
-            f"this run would detect a change of {could} with {POWER_PCT}% power"
+            f"this run would detect a change of {_mde_text(test, mean_baseline, unit)} with {POWER_PCT}% power"
         )
     return text + _calibration_clause(calibration)
 
 
-POWER_PCT = 80
+def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
+    pct = mde_percent(test, mean_baseline)
+    if math.isfinite(pct):
+        return f"±{format_pair(pct, pct)[0]}%"
+    if math.isfinite(test.mde):  # a baseline mean of 0: in the values' unit (once, not "±2.1 ± 2.1")
+        return f"±{format_pair(test.mde, test.mde)[0]}" + (f" {unit}" if unit else "")
+    return "no size (too few values)"
+
+
+def _constant_sentence(names, test: RatioTest, mean_baseline, significant, better, unit, confidence) -> str:
+    """No spread: say so, with the rank test that decided, and no interval."""
+    base, other = names
+    if test.scale == "log":
+        size = f"{_signed(100.0 * (test.ratio - 1.0), None)}%"
+    else:
+        size = f"{_signed(test.difference, None)}" + (f" {unit}" if unit else "")
+    if test.design == "paired by round":
+        what = f"{other} − {base} was the same {size} in all {test.n_pairs} rounds"
+        rank = f"sign test p = {test.p_value:.2g}"
+    else:
+        what = f"{base} and {other} were each constant ({other}: {size} vs {base})"
+        rank = f"Mann-Whitney U p = {test.p_value:.2g}"
+    if test.difference == 0:
+        return f"{other} vs {base}: the same value in every trial (no variation to test)"
+    head = f"{what}: no spread, so no t test and no interval; {rank}"
+    if significant:
+        word = _direction_word(1 + math.copysign(1, test.difference), better, unit)
+        return f"{other} is {word} than {base}: {head}"
+    return f"{other} vs {base}: no difference proven at {confidence:g}% confidence: {head}"
 
 
 def _calibration_clause(calibration: dict[str, Any] | None) -> str:
@@ -352,14 +443,15 @@ def _calibration_clause(calibration: dict[str, Any] | None) -> str:
 
 def _signed(value: float, half_width: float | None) -> str:
     text = format_pair(value, half_width)[0]
-    return text if text.startswith("-") or text == "0" else "+" + text
+    return text if text.startswith("-") or float(text) == 0 else "+" + text
 
 
-def _calibration_warning(significant: bool, percent: float, aa_pct: float | None) -> list[str]:
-    if aa_pct is None or not significant or not math.isfinite(percent) or abs(percent) >= aa_pct:
+def _calibration_warning(test: RatioTest, aa_pct: float | None) -> list[str]:
+    change = 100.0 * (test.ratio - 1.0) if math.isfinite(test.ratio) else math.nan
+    if aa_pct is None or not test.significant or not math.isfinite(change) or abs(change) >= aa_pct:
         return []
     return [
-        f"the change ({percent:+.2g}%) is within the ±{aa_pct:.2g}% an A/A run of this workload shows on this "
+        f"the change ({change:+.2g}%) is within the ±{aa_pct:.2g}% an A/A run of this workload shows on this "
         "machine: treat it as unproven"
     ]
 
@@ -373,13 +465,15 @@ def _warnings(sa, sb, names, test: RatioTest, cross, confidence: float) -> list[
         out.append("both samples have zero spread; suspect a coarse clock, a cached result or a constant")
     alpha = 1.0 - confidence / 100.0
     # A rank test that cannot reach α with these n (3 + 3 values: p ≥ 0.1) has nothing to disagree with.
-    if test.significant != cross["significant"] and can_reach(cross, alpha):
-        mine = "Student's t" + (" (paired)" if test.design == "paired by round" else "")
+    if not test.constant and test.significant != cross["significant"] and can_reach(cross, alpha):
+        mine = {"paired by round": "Student's t (paired)", "Welch": "Welch's t"}.get(
+            test.design, "the t test"
+        )
         which = mine if test.significant else cross["test"]
         out.append(
             f"{mine} and {cross['test']} disagree (only {which} finds a difference, "
             f"rank test p = {cross['p_value']:.3g}): skew, outliers or two modes; look at the plot"
         )
-    if math.isnan(test.ratio_ci_low) and not math.isnan(test.ratio):
+    if not test.constant and not test.interval_bounded and not math.isnan(test.ratio):
         out.append(f"{names[0]}'s mean is not clearly away from zero: the CI of the ratio is unbounded")
     return out

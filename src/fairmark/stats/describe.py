@@ -45,7 +45,10 @@ class Summary:
         return out
 
 
-MAX_ABS = 1e150  # a float squares to at most ~1.8e308
+# Sums of up to a million such values stay finite (1.8e308 is the largest double); variances are computed on
+# scaled deviations (sample_sd), so neither 1e300 nor 1e-300 over- or underflows.
+MAX_ABS = 1e300
+MAX_ABS_TEXT = "1e300"
 
 
 def as_array(values: Sequence[float]) -> np.ndarray:
@@ -54,10 +57,28 @@ def as_array(values: Sequence[float]) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
         raise InputError(f"value #{bad} is {arr[bad]!r}, not a finite number")
-    if arr.size and np.max(np.abs(arr)) > MAX_ABS:  # variances square the values: past this they overflow
+    if arr.size and np.max(np.abs(arr)) > MAX_ABS:  # sums of many such values would overflow
         bad = int(np.argmax(np.abs(arr)))
-        raise InputError(f"value #{bad} is {arr[bad]:g}, too large to compute a variance (over {MAX_ABS:g})")
+        raise InputError(
+            f"value #{bad} is {arr[bad]:g}: larger in magnitude than {MAX_ABS_TEXT}, past which sums overflow"
+        )
     return arr
+
+
+def sample_sd(x: np.ndarray) -> float:
+    """Sample standard deviation (n − 1) computed on deviations scaled to at most 1: values near 1e-300 do not
+    underflow to zero spread, values near 1e300 do not overflow (nan for n < 2)."""
+    if x.size < 2:
+        return math.nan
+    if (
+        x.min() == x.max()
+    ):  # equal values: exactly no spread (their mean can differ from them in the last bit)
+        return 0.0
+    dev = x - x.mean()
+    scale = float(np.max(np.abs(dev)))
+    if scale == 0 or not math.isfinite(scale):
+        return 0.0 if scale == 0 else math.nan
+    return scale * math.sqrt(float(np.sum(np.square(dev / scale))) / (x.size - 1))
 
 
 def mean_ci(values: Sequence[float], confidence: float = 95.0) -> tuple[float, float, float]:
@@ -68,7 +89,7 @@ def mean_ci(values: Sequence[float], confidence: float = 95.0) -> tuple[float, f
     if n == 0:
         raise InputError("no values to describe")
     mean = float(np.mean(arr))
-    sd = float(np.std(arr, ddof=1)) if n > 1 else math.nan
+    sd = sample_sd(arr)
     half = t_quantile(confidence, n - 1) * sd / math.sqrt(n) if n > 1 else math.nan
     return mean, sd, half
 
@@ -127,12 +148,9 @@ def median_ci(values: Sequence[float], confidence: float) -> tuple[float, float]
     from scipy import special  # binomial tail, cheap to import
 
     level = confidence / 100.0
-    best = 0
-    for j in range(1, n // 2 + 1):
-        if 1.0 - 2.0 * float(special.bdtr(j - 1, n, 0.5)) >= level:
-            best = j
-        else:
-            break
+    j = np.arange(1, n // 2 + 1)
+    covers = 1.0 - 2.0 * special.bdtr(j - 1, n, 0.5) >= level  # True, then False from some j on
+    best = int(covers.size if covers.all() else np.argmin(covers))
     if best == 0:
         return (math.nan, math.nan)
     return (float(x[best - 1]), float(x[n - best]))

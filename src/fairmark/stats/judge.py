@@ -9,20 +9,29 @@ it knows nothing of plans, cells, stores or terminals, so the verdict rule is ch
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fairmark.stats.compare import Better, Comparison, compare
 from fairmark.stats.fdr import bh_adjust
-from fairmark.stats.levels import compare_levels, differ_by_unit
+from fairmark.stats.levels import compare_levels, known, unit_level
 
 MIN_VALUES = 3  # ministat's floor: fewer values give no statistics (the one definition; use enough())
 
-AA_BIASED = (
-    "the A/A calibration found a difference between two identical variants: something in this setup (order, "
-    "caches, a neighbour) biases the measurement; treat every verdict of this workload with suspicion"
-)
+
+def aa_biased(confidence: float = 95.0) -> str:
+    """The warning of an A/A twin that came out different: a reason for suspicion, not proof of a bias."""
+    chance = f"{100 - confidence:g}%"
+    return (
+        "the A/A twin (an exact copy of the baseline) came out different from it: either something in this setup "
+        f"(order, caches, a neighbour) biases the measurement, or this is one of the {chance} of A/A comparisons "
+        "that differ by chance; treat this workload's verdicts with suspicion until `fairmark calibrate` "
+        "measures the rate"
+    )
+
+
+AA_BIASED = aa_biased()
 
 
 def enough(values: Sequence[float]) -> bool:
@@ -50,10 +59,19 @@ class Pair:
     host_calibration: dict[str, Any] | None = (
         None  # what `fairmark calibrate` measured here (stats.calibration)
     )
-    # The boot (or host) of each value, same order: when the two sides share none, the verdict takes the unit
-    # as its observation (stats.levels: trials nested in boots); `unit_level` names it ("boot" | "host").
+    # Each value's unit at the levels above the trial, same order: {"host": (a, b), "boot": (a, b), "run": (a,
+    # b)}, whatever is known (None for an unknown unit). stats.levels decides the level of the verdict: the
+    # highest at which the sides were not measured in the same units (runs ⊂ boots ⊂ hosts).
+    labels: Mapping[str, tuple[Sequence[Hashable | None], Sequence[Hashable | None]]] | None = None
+    # The older spelling of one level: `units` at `unit_level` ("boot" | "host" | "run").
     units: tuple[Sequence[Hashable], Sequence[Hashable]] | None = None
     unit_level: str = "boot"
+
+    def all_labels(self) -> dict[str, tuple[Sequence[Hashable | None], Sequence[Hashable | None]]]:
+        out = dict(self.labels or {})
+        if self.units is not None:
+            out.setdefault(self.unit_level, self.units)
+        return out
 
 
 @dataclass(frozen=True)
@@ -73,7 +91,7 @@ class Judgement:
         if self.pair.calibration:
             d["calibration"] = True
             if self.comparison.significant:
-                d["warnings"] = [*d.get("warnings", []), AA_BIASED]
+                d["warnings"] = [*d.get("warnings", []), aa_biased(self.comparison.confidence)]
         return d
 
 
@@ -83,25 +101,51 @@ def judge(
     """Judge every pair with enough values on both sides (the others are left out: no statistics), with the
     false discovery rate controlled across all of them."""
     kept = [p for p in pairs if enough(p.baseline) and enough(p.other)]
-    comps = [
-        _by_unit(p, confidence, ministat_compat) if p.units and differ_by_unit(*p.units) else compare(p.baseline, p.other, confidence=confidence, better=p.better, name_baseline=p.name_baseline,
-                name_other=p.name_other, unit=p.unit, ministat_compat=ministat_compat,
-                aa_percent_half_width=p.aa_percent_half_width, rounds=p.rounds, first_stage=p.first_stage,
-                calibration=p.host_calibration)
-        for p in kept
-    ]  # fmt: skip
-    # A p-value that is not a number (cannot happen with finite values) counts as "no evidence", not as absent.
+    comps = [judge_one(p, confidence=confidence, ministat_compat=ministat_compat) for p in kept]
+    # A p-value that is not a number (no claim can be made) counts as "no evidence", not as absent.
     qs = bh_adjust([c.p_value if math.isfinite(c.p_value) else 1.0 for c in comps]) if comps else []
     alpha = 1 - confidence / 100
     return [Judgement(p, c, q, bool(q <= alpha)) for p, c, q in zip(kept, comps, qs, strict=True)]
 
 
-def _by_unit(p: Pair, confidence: float, ministat_compat: bool) -> Comparison:
-    """The level-aware path: variants that differ by boot (or host) are judged with the unit as the observation."""
-    assert p.units is not None
-    return compare_levels(p.baseline, p.units[0], p.other, p.units[1], level=p.unit_level, confidence=confidence,
-                          better=p.better, name_baseline=p.name_baseline, name_other=p.name_other, unit=p.unit,
-                          ministat_compat=ministat_compat)  # fmt: skip
+def judge_one(p: Pair, *, confidence: float = 95.0, ministat_compat: bool = False) -> Comparison:
+    """One pair's verdict at the level its labels call for (stats.levels.unit_level): paired by round or Welch
+    inside the units both sides share, the unit as the observation above them."""
+    labels = p.all_labels()
+    rounds, first_stage = _rounds(p, labels)
+    within = compare(
+        p.baseline,
+        p.other,
+        confidence=confidence,
+        better=p.better,
+        name_baseline=p.name_baseline,
+        name_other=p.name_other,
+        unit=p.unit,
+        ministat_compat=ministat_compat,
+        aa_percent_half_width=p.aa_percent_half_width,
+        rounds=rounds,
+        first_stage=first_stage,
+        calibration=p.host_calibration,
+    )
+    level = unit_level(labels)
+    if level is None:
+        return within
+    ua, ub = labels[level]
+    return compare_levels(p.baseline, ua, p.other, ub, level=level, confidence=confidence, within=within)
+
+
+def _rounds(p: Pair, labels: dict) -> tuple[tuple[Sequence[Hashable], Sequence[Hashable]] | None, int | None]:
+    """The round of each value as the pairing key: (run, round) when the values come from several runs, so that
+    pairs never cross runs; the first stage only means something inside one run."""
+    if p.rounds is None:
+        return None, None
+    runs = labels.get("run")
+    if not runs or not known(runs[0]) or not known(runs[1]) or len(set(runs[0]) | set(runs[1])) == 1:
+        return p.rounds, p.first_stage
+    keyed = tuple(
+        [(u, r) for u, r in zip(units, rs, strict=True)] for units, rs in zip(runs, p.rounds, strict=True)
+    )
+    return (keyed[0], keyed[1]), None
 
 
 def aa_spread(
@@ -112,4 +156,7 @@ def aa_spread(
     if not (enough(baseline) and enough(twin)):
         return None
     c = compare(baseline, twin, confidence=confidence, better=better)
-    return max(abs(c.percent), c.percent_half_width)
+    if not (math.isfinite(c.ratio_ci_low) and math.isfinite(c.ratio_ci_high)):
+        return max(abs(c.percent), c.percent_half_width)
+    half = 50.0 * (c.ratio_ci_high - c.ratio_ci_low)
+    return max(abs(c.change_percent), half)

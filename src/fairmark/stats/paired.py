@@ -1,45 +1,71 @@
-"""The ratio B/A and its confidence interval by Fieller's theorem, for the two designs fairmark analyses.
+"""The tests that decide a verdict, each giving the ratio B/A with its confidence interval.
 
-* **Blocked by round** (the verdict of an interleaved run): trial i of A and trial i of B ran in the same round,
-  so what the machine did in that round (heat, a neighbour, drift) is shared. The analysis is on the pairs:
-  Fieller's interval with the covariance of the two means. It excludes 1 exactly when the paired t test on
-  B − A is significant, so the sentence and the verdict never disagree. When the run chose its length from a
-  first stage (stats.stopping), the spread comes from that first stage's pairs and the means from all (Stein's
-  two-stage design: the false-positive rate is the stated one whatever length the first stage chose).
-* **Pooled** (ministat's; `fairmark compare`): two independent samples with a common variance. The interval
-  excludes 1 exactly when ministat's |d| > e, so it is the ratio form of ministat's own verdict.
+Scale. Where every value is positive (times, rates, sizes: the usual case in OS benchmarks) an effect is
+multiplicative — a debug kernel makes a test 5–25× slower, not "+400 ms" — so the test is made on the logarithms
+and the interval of the (geometric mean) ratio is exp of the interval of the mean log ratio: never below 0, as
+asymmetric as it should be, and a change that is 5–25× in every round is found with 3 rounds. Where a value is 0
+or negative (a difference, a count that can be 0) the test is on the values themselves and the ratio interval is
+Fieller's.
 
-Both solve (m_b − R·m_a)² = t²·(v_b − 2R·c + R²·v_a) for R (v, c: variances and covariance of the means). The
-interval is bounded only when the baseline mean is clearly away from zero (m_a² > t²·v_a); else nan.
+Designs:
+* **paired by round** (the verdict of an interleaved run): trial i of A and trial i of B ran in the same round,
+  so what the machine did in that round is shared; the test is on the pairs. When the run chose its length from
+  a first stage (stats.stopping), the verdict is significant only when both Stein's test (spread of the first
+  stage, df = k − 1 — exact whatever length the first stage chose) and the test with the spread of all rounds
+  reject: an outlier or a neighbour arriving after the first stage widens the interval instead of only moving
+  the mean. The interval shown is the union of the two, so it excludes 1 exactly when the verdict is significant.
+* **Welch** (independent samples: `fairmark compare`, runs or boots as the unit): unequal variances and
+  unequal n allowed, Welch–Satterthwaite df.
+* **pooled** (ministat's Student t): kept for ministat's own lines, never fairmark's verdict.
+
+A sample without spread never yields a t-based interval or p: when every pair differs by the same amount (or
+both sides are constant) the verdict is the rank test's (sign test on the pairs, exact Mann-Whitney U on two
+samples), said so, with no interval.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from fairmark.stats.describe import sample_sd as _sd
+from fairmark.stats.power import mde_factor
 from fairmark.stats.tdist import exact_t
 
-POWER = 0.80  # the power at which the minimum detectable effect is stated
+STEIN = "the first stage's spread and all rounds' spread"
 
 
 @dataclass(frozen=True)
 class RatioTest:
-    design: str  # "paired by round" | "pooled"
+    design: str  # "paired by round" | "Welch" | "runs as the unit" | … | "pooled"
+    scale: str  # "log" (the test on logarithms: a ratio of geometric means) | "raw"
     n_pairs: int | None
-    difference: float  # mean_b − mean_a
-    se: float  # standard error of the difference
+    difference: float  # on the test's scale: mean log ratio (log) or mean_b − mean_a (raw)
+    se: float  # its standard error (the wider of the two parts of a two-stage paired test)
     df: float
     t_quantile: float
     p_value: float
     significant: bool
     ratio: float
-    ratio_ci_low: float
+    ratio_ci_low: float  # nan: unbounded
     ratio_ci_high: float
-    mde: float  # the difference this design detects with 80% power at this level (same unit as the values)
+    mde: float  # the change this design detects with 80% power, on the test's scale (inf/nan: none)
+    constant: bool = False  # no spread: decided by a rank test, no interval
+    parts: str = ""  # a two-stage paired test: which spreads it took
+
+    @property
+    def mde_percent(self) -> float:
+        """The MDE as ±% of the baseline (log scale: the upward change, the larger of the two)."""
+        if self.scale == "log":
+            return 100.0 * math.expm1(self.mde) if math.isfinite(self.mde) else math.nan
+        return math.nan  # raw scale: the caller knows the baseline mean
+
+    @property
+    def interval_bounded(self) -> bool:
+        return math.isfinite(self.ratio_ci_low) and math.isfinite(self.ratio_ci_high)
 
 
 def fieller(ma: float, mb: float, va: float, vb: float, cov: float, t: float) -> tuple[float, float]:
@@ -53,59 +79,282 @@ def fieller(ma: float, mb: float, va: float, vb: float, cov: float, t: float) ->
     return ((mid - root) / qa, (mid + root) / qa)
 
 
-def _two_sided_p(t: float, df: float) -> float:
+def two_sided_p(t: float, df: float) -> float:
     from scipy import special
 
     return float(2.0 * special.stdtr(df, -abs(t)))
 
 
-def mde(se: float, df: float, confidence: float) -> float:
-    """The smallest true difference a two-sided test at this level detects with 80% power."""
-    from scipy import special
-
-    return (exact_t(confidence, df) + float(special.stdtrit(df, POWER))) * se
+def positive(*samples: Sequence[float] | np.ndarray) -> bool:
+    """Whether the log scale applies: every value of every sample is > 0."""
+    return all(np.size(s) and float(np.min(s)) > 0 for s in samples)
 
 
-def _finish(design, n_pairs, ma, mb, va, vb, cov, df, t, confidence) -> RatioTest:
-    d = mb - ma
-    var_d = va + vb - 2 * cov
-    se = math.sqrt(max(var_d, 0.0))
-    ratio = mb / ma if ma != 0 else math.nan
-    if se == 0:  # no spread at all: the ratio is what it is, but no test statistic exists
-        p = 1.0 if d == 0 else 0.0
-        return RatioTest(design, n_pairs, d, 0.0, df, t, p, d != 0, ratio, ratio, ratio, 0.0)
+@dataclass(frozen=True)
+class Part:
+    """One t test of a mean difference: estimate, standard error, df, its interval on the ratio scale."""
+
+    est: float
+    se: float
+    df: float
+    t: float
+    p: float
+    low: float
+    high: float
+
+    @property
+    def rejects(self) -> bool:
+        return bool(abs(self.est) > self.t * self.se)
+
+
+def _log_part(est: float, se: float, df: float, confidence: float) -> Part:
+    t = exact_t(confidence, df)
+    return Part(est, se, df, t, two_sided_p(est / se, df), math.exp(est - t * se), math.exp(est + t * se))
+
+
+def _raw_part(ma, mb, va, vb, cov, df, confidence) -> Part:
+    t = exact_t(confidence, df)
+    se = math.sqrt(max(va + vb - 2 * cov, 0.0))
     low, high = fieller(ma, mb, va, vb, cov, t)
+    return Part(mb - ma, se, df, t, two_sided_p((mb - ma) / se, df), low, high)
+
+
+def combine(
+    design: str, scale: str, n_pairs, parts: list[Part], ratio: float, confidence: float, label: str = ""
+) -> RatioTest:
+    """Significant only when every part rejects; the interval is the union of theirs (it excludes 1 exactly
+    then); p the largest; the MDE that of the part that needs the largest change."""
+    widest = max(parts, key=lambda q: q.t * q.se)
+    lows, highs = [q.low for q in parts], [q.high for q in parts]
+    bounded = all(math.isfinite(v) for v in lows + highs)
+    mde = max(mde_factor(q.df, confidence) * q.se for q in parts)
     return RatioTest(
-        design, n_pairs, d, se, df, t, _two_sided_p(d / se, df), bool(abs(d) > t * se), ratio, low, high,
-        mde(se, df, confidence),
-    )  # fmt: skip
+        design=design,
+        scale=scale,
+        n_pairs=n_pairs,
+        difference=parts[0].est,
+        se=widest.se,
+        df=widest.df,
+        t_quantile=widest.t,
+        p_value=max(q.p for q in parts),
+        significant=all(q.rejects for q in parts),
+        ratio=ratio,
+        ratio_ci_low=min(lows) if bounded else math.nan,
+        ratio_ci_high=max(highs) if bounded else math.nan,
+        mde=mde,
+        parts=label,
+    )
+
+
+def _sign_test(design: str, scale: str, n: int, diff: float, ratio: float, confidence: float) -> RatioTest:
+    """Every pair differs by the same amount: no spread, so no t; the exact sign test (2·½ⁿ) decides."""
+    p = min(1.0, 2.0 * 0.5**n) if diff != 0 else 1.0
+    sig = bool(diff != 0 and p <= 1 - confidence / 100)
+    return RatioTest(
+        design,
+        scale,
+        n,
+        diff,
+        0.0,
+        n - 1,
+        math.nan,
+        p,
+        sig,
+        ratio,
+        math.nan,
+        math.nan,
+        math.nan,
+        constant=True,
+    )
 
 
 def paired_by_round(
-    a: Mapping[int, float], b: Mapping[int, float], *, confidence: float, first_stage: int | None = None
+    a: Mapping[int, float] | Mapping[object, float],
+    b: Mapping[int, float] | Mapping[object, float],
+    *,
+    confidence: float,
+    first_stage: int | None = None,
+    log: bool | None = None,
 ) -> RatioTest | None:
     """The blocked analysis of two cells' values keyed by round; None below 3 complete pairs. `first_stage`:
-    the number of rounds from which the run chose its length (its min_trials): the spread is taken from those
-    pairs (df = first_stage − 1) when the run went beyond them."""
-    rounds = sorted(set(a) & set(b))
-    n = len(rounds)
+    the number of rounds from which the run chose its length: when the run went beyond them, the verdict needs
+    both the first stage's spread (Stein) and all rounds' spread to reject. `log`: None chooses (positive
+    values: the log scale)."""
+    keys = [r for r in a if r in b]
+    n = len(keys)
     if n < 3:
         return None
-    xa = np.array([a[r] for r in rounds], dtype=float)
-    xb = np.array([b[r] for r in rounds], dtype=float)
+    keys.sort(key=_round_order)
+    xa = np.array([a[r] for r in keys], dtype=float)  # type: ignore[index]
+    xb = np.array([b[r] for r in keys], dtype=float)  # type: ignore[index]
+    use_log = positive(xa, xb) if log is None else log
     k = first_stage if first_stage is not None and 3 <= first_stage < n else n
-    cov = np.cov(xa[:k], xb[:k], ddof=1)
-    t = exact_t(confidence, k - 1)
-    return _finish(
-        "paired by round", n, float(xa.mean()), float(xb.mean()), cov[0, 0] / n, cov[1, 1] / n, cov[0, 1] / n,
-        k - 1, t, confidence,
-    )  # fmt: skip
+    if use_log:
+        return _paired_log(np.log(xb) - np.log(xa), k, confidence)
+    return _paired_raw(xa, xb, k, confidence)
+
+
+def _round_order(key: object) -> tuple:
+    """Rounds in the order they ran: an int, or (run, round) when the pairs come from several runs."""
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _paired_log(d: np.ndarray, k: int, confidence: float) -> RatioTest:
+    n = d.size
+    mean = float(d.mean())
+    ratio = math.exp(mean)
+    sd_all = _sd(d)
+    if sd_all == 0:
+        return _sign_test("paired by round", "log", n, mean, ratio, confidence)
+    parts = [_log_part(mean, sd_all / math.sqrt(n), n - 1, confidence)]
+    sd_first = _sd(d[:k]) if k < n else 0.0
+    if sd_first > 0:  # Stein's part; a first stage without spread says nothing about the spread (dropped)
+        parts.insert(0, _log_part(mean, sd_first / math.sqrt(n), k - 1, confidence))
+    return combine("paired by round", "log", n, parts, ratio, confidence, STEIN if len(parts) == 2 else "")
+
+
+def _paired_raw(xa: np.ndarray, xb: np.ndarray, k: int, confidence: float) -> RatioTest:
+    n = xa.size
+    ma, mb = float(xa.mean()), float(xb.mean())
+    ratio = mb / ma if ma != 0 else math.nan
+    d = xb - xa
+    if _sd(d) == 0:
+        return _sign_test("paired by round", "raw", n, mb - ma, ratio, confidence)
+    # One scale for both cells: the ratio and t do not change, and squares of 1e300 or 1e-300 stay in range.
+    c = max(float(np.max(np.abs(xa))), float(np.max(np.abs(xb))))
+    ya, yb = xa / c, xb / c
+    parts = []
+    for m in ([k] if k < n and _sd(d[:k]) > 0 else []) + [n]:
+        cov = np.cov(ya[:m], yb[:m], ddof=1) / n
+        part = _raw_part(ma / c, mb / c, cov[0, 0], cov[1, 1], cov[0, 1], m - 1, confidence)
+        parts.append(replace(part, est=part.est * c, se=part.se * c))
+    return combine("paired by round", "raw", n, parts, ratio, confidence, STEIN if len(parts) == 2 else "")
+
+
+def welch(
+    a: np.ndarray, b: np.ndarray, *, confidence: float, design: str = "Welch", log: bool | None = None
+) -> RatioTest:
+    """Two independent samples (each ≥ 2 values, or one of a single value against ≥ 2: see below): Welch's t
+    on the logarithms (or Fieller with Welch's df on the values). One side of a single value takes its variance
+    from the other side (a prediction interval: it assumes the single one varies like the others)."""
+    use_log = positive(a, b) if log is None else log
+    xa, xb, c = on_scale(a, b, use_log)
+    part = welch_part(xa, xb, use_log, c, confidence)
+    ma, mb = float(xa.mean()), float(xb.mean())
+    ratio = ratio_of(ma, mb, use_log)
+    if part is None:
+        return _constant_samples(
+            design, "log" if use_log else "raw", xa, xb, (mb - ma) * c, ratio, confidence
+        )
+    return combine(design, "log" if use_log else "raw", None, [part], ratio, confidence)
+
+
+def on_scale(a, b, log: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """Both samples on the test's scale: logarithms, or the values divided by one constant c (the ratio and t
+    do not change, and squares of 1e300 or 1e-300 stay in range)."""
+    if log:
+        return np.log(np.asarray(a, float)), np.log(np.asarray(b, float)), 1.0
+    c = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))), 1e-300)
+    return np.asarray(a, float) / c, np.asarray(b, float) / c, c
+
+
+def ratio_of(ma: float, mb: float, log: bool) -> float:
+    return math.exp(mb - ma) if log else (mb / ma if ma != 0 else math.nan)
+
+
+def welch_part(xa: np.ndarray, xb: np.ndarray, log: bool, c: float, confidence: float) -> Part | None:
+    """Welch's t of two samples already on the test's scale; None without any spread."""
+    na, nb = xa.size, xb.size
+    sa, sb = (_sd(xa) if na > 1 else math.nan), (_sd(xb) if nb > 1 else math.nan)
+    if na == 1 or nb == 1:
+        s = sb if na == 1 else sa
+        va, vb, df = s * s / na, s * s / nb, float(max(na, nb) - 1)
+    else:
+        va, vb = sa * sa / na, sb * sb / nb
+        df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1)) if va + vb > 0 else float(na + nb - 2)
+    if not va + vb > 0:
+        return None
+    return means_part(float(xa.mean()), float(xb.mean()), va, vb, df, log, c, confidence)
+
+
+def means_part(
+    ma: float, mb: float, va: float, vb: float, df: float, log: bool, c: float, confidence: float
+) -> Part:
+    """The t test of two independent means on the test's scale (variances of the means va, vb; df), its
+    interval as a ratio: exp of the log interval, or Fieller's on values divided by c."""
+    if log:
+        return _log_part(mb - ma, math.sqrt(va + vb), df, confidence)
+    part = _raw_part(ma, mb, va, vb, 0.0, df, confidence)
+    return replace(part, est=part.est * c, se=part.se * c)
+
+
+def _constant_samples(design, scale, xa, xb, diff, ratio, confidence) -> RatioTest:
+    """Both samples without spread: no t; the exact Mann-Whitney U decides (3 + 3 values can never reach 5%)."""
+    from fairmark.stats.ranks import exact_mann_whitney
+
+    p = exact_mann_whitney(xa, xb)["p_value"] if diff != 0 else 1.0
+    sig = bool(diff != 0 and p <= 1 - confidence / 100)
+    return RatioTest(
+        design,
+        scale,
+        None,
+        diff,
+        0.0,
+        math.nan,
+        math.nan,
+        p,
+        sig,
+        ratio,
+        math.nan,
+        math.nan,
+        math.nan,
+        constant=True,
+    )
 
 
 def pooled(
     ma: float, mb: float, pooled_sd: float, na: int, nb: int, *, t: float, confidence: float
 ) -> RatioTest:
-    """ministat's design (common variance, df = na + nb − 2) in ratio form; `t` is the quantile ministat's
-    rule uses (its table in compat mode), so significance is exactly ministat's |d| > e."""
+    """ministat's design (common variance, df = na + nb − 2) in ratio form; `t` is the quantile ministat's rule
+    uses, so significance is exactly ministat's |d| > e. Only for ministat's lines and the A/A spread."""
     s2 = pooled_sd * pooled_sd
-    return _finish("pooled", None, ma, mb, s2 / na, s2 / nb, 0.0, na + nb - 2, t, confidence)
+    ratio = mb / ma if ma != 0 else math.nan
+    df = na + nb - 2
+    se = math.sqrt(s2 / na + s2 / nb)
+    if se == 0:
+        return RatioTest(
+            "pooled",
+            "raw",
+            None,
+            mb - ma,
+            0.0,
+            df,
+            t,
+            1.0 if mb == ma else 0.0,
+            mb != ma,
+            ratio,
+            ratio,
+            ratio,
+            0.0,
+            constant=True,
+        )
+    low, high = fieller(ma, mb, s2 / na, s2 / nb, 0.0, t)
+    return RatioTest(
+        "pooled",
+        "raw",
+        None,
+        mb - ma,
+        se,
+        df,
+        t,
+        two_sided_p((mb - ma) / se, df),
+        bool(abs(mb - ma) > t * se),
+        ratio,
+        low,
+        high,
+        mde_factor(df, confidence) * se,
+    )
+
+
+def relabel(test: RatioTest, design: str) -> RatioTest:
+    return replace(test, design=design)
