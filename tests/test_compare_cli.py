@@ -70,12 +70,14 @@ def test_json_document(capsys):
     }  # fmt: skip
     assert round(chameleon["stddev"], 5) == 299.08193
     (c,) = doc["comparisons"]
-    assert c["significant"] is True and c["confidence"] == 80
+    assert c["significant"] is True and c["ministat_significant"] is True and c["confidence"] == 80
     assert f"{c['difference']:g} {c['half_width']:g} {c['pooled_stddev']:g}" == "240 212.215 264.159"
     assert f"{c['percent']:g} {c['percent_half_width']:g}" == "80 70.7384"
     assert set(c["welch"]) >= {"t", "df", "p_value", "ratio", "ratio_ci_low", "ratio_ci_high"}
     assert set(c["mann_whitney"]) >= {"u", "p_value", "significant", "min_p", "exact"}
-    assert c["sentence"] == "chameleon is higher (worse) than iguana: +80% (80% CI: +10% to +250%)"
+    # fairmark's verdict: Welch's t on the logarithms (the ratio of geometric means), not ministat's pooled t
+    assert c["design"] == "Welch" and c["scale"] == "log"
+    assert c["sentence"] == "chameleon is higher (worse) than iguana: +110% (80% CI: +10% to +290%)"
 
 
 def test_human_output_has_ministat_part_then_verdicts(capsys):

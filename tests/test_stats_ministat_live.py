@@ -79,7 +79,7 @@ def test_random_pairs_match_ministat_at_all_six_levels(tmp_path, capsys):
             theirs = ministat_blocks(ministat("-A", "-c", level, fa, fb))[0]
             compat = ["--ministat-compat"] if level == 99.5 else []
             ours = fairmark_json(capsys, "-c", level, *compat, fa, fb)["comparisons"][0]
-            assert ours["significant"] == (theirs is not None), (k, level)
+            assert ours["ministat_significant"] == (theirs is not None), (k, level)
             if theirs is not None:
                 significant += 1
                 d, e, s = theirs
@@ -97,7 +97,7 @@ def test_several_files_each_against_the_first(tmp_path, capsys):
     ours = fairmark_json(capsys, "-c", 98, *files)["comparisons"]
     assert len(theirs) == len(ours) == 6
     for t, o in zip(theirs, ours, strict=True):
-        assert o["significant"] == (t is not None)
+        assert o["ministat_significant"] == (t is not None)
         if t:
             keys = ("difference", "half_width", "pooled_stddev")
             assert all(close5(o[key], v) for key, v in zip(keys, t, strict=True))
@@ -139,3 +139,46 @@ def test_compat_view_is_byte_identical_to_live_ministat(tmp_path, capsys, monkey
             assert ours == theirs, (k, opts)
             compared += 1
     assert compared == 8 * len(options)
+
+
+def _edge_set(rng: np.random.Generator, k: int) -> np.ndarray:
+    """The cases ministat's own arithmetic decides: constants (its Σy² formula can give -nan or 0), a zero
+    mean (inf% and nan% in its percent line), many-digit decimals (the last digit of Avg depends on summing in
+    input order), large and tiny magnitudes, negative values."""
+    n = int(rng.integers(3, 9))
+    kind = k % 6
+    if kind == 0:
+        return np.full(n, rng.choice([0.1, 0.3, 7.0, 1e-7, 123.456, 0.0]))
+    if kind == 1:
+        half = rng.normal(0, 1, n // 2)
+        return np.concatenate([half, -half, [0.0]] if n % 2 else [half, -half])
+    if kind == 2:
+        return rng.normal(0.1, 1e-3, n) * 10.0 ** rng.integers(-4, 8)
+    if kind == 3:
+        return rng.normal(-50, 20, n)
+    if kind == 4:
+        return np.round(rng.normal(1e8, 1.0, n))
+    return rng.integers(0, 3, n).astype(float)
+
+
+def test_compat_is_byte_identical_on_500_random_pairs(tmp_path, capsys, monkeypatch):
+    """Issue 23 item 9: `--ministat-compat` prints on stdout exactly what the installed ministat prints, for
+    ≥ 500 seeded random pairs, a third of them the edge cases (constants, zero means, many-digit decimals)."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(23)
+    options = ([], ["-A"], ["-s", "-w", "60"], ["-c", "80"], ["-c", "99"], ["-n"], ["-c", "99.5", "-A"])
+    compared = 0
+    for k in range(510):
+        if k % 3 == 0:
+            a, b = _edge_set(rng, k // 3), _edge_set(rng, k // 3 + int(rng.integers(0, 6)))
+        else:
+            a, b = draw(rng, k)
+        write(tmp_path / "a", a)
+        write(tmp_path / "b", b)
+        opts = options[k % len(options)]
+        theirs = ministat(*opts, "a", "b")
+        assert main(["compare", "--ministat-compat", *opts, "a", "b"]) == 0
+        ours = capsys.readouterr().out
+        assert ours == theirs, (k, opts, list(a), list(b))
+        compared += 1
+    assert compared >= 500
