@@ -121,8 +121,9 @@ def test_precise_cells_stop_early_noisy_cells_run_to_max(tmp_path: Path) -> None
     store, run_id = run_fake(tmp_path, plan_text(["A", "B"], min_trials=5, max_trials=30, target=1.0), fake)
     report = load_report(store, run_id)
     for cell in report.cells:
-        assert cell.n_ok == 5, "precision was reached at min_trials"
-        assert cell.stop_reason.startswith("precision reached")
+        assert cell.n_ok == 5, "the first stage's spread asked for no more than min_trials"
+        assert cell.stop_reason.startswith("planned length 5 (from the first 5 trials' spread")
+        assert "CI achieved ±" in cell.stop_reason
 
     noisy = FakeExecutor({"A": 1.0, "B": 1.0}, sd=0.5)
     store, run_id = run_fake(

@@ -338,7 +338,7 @@ def load_report(store: Store, run_ref: str) -> RunReport:
     calibrations = {key: row["data"] for key, row in store.calibrations(run.host_id).items()}
     # A plan with boot variants measured each variant in its own boots: the boot is the verdict's unit.
     by_boot = any((v or {}).get("boot") for v in ((run.options or {}).get("variants") or {}).values())
-    verdicts = _verdicts(cells, baseline, confidence, policy.get("min_trials"), calibrations, by_boot)
+    verdicts = _verdicts(cells, baseline, confidence, None, calibrations, by_boot)
     verdicts = _with_wrap_costs(verdicts, (run.options or {}).get("wrap_costs") or {})
     return RunReport(
         run=run,
@@ -506,11 +506,22 @@ def _group_pairs(
                      unit=spec["unit"], name_baseline=base.variant, name_other=other.variant,
                      aa_percent_half_width=None if other is twin else aa,
                      calibration=other.variant.endswith(AA_SUFFIX), tag=(base, other, metric),
-                     rounds=(base.rounds.get(metric, []), other.rounds.get(metric, [])), first_stage=first_stage,
+                     rounds=(base.rounds.get(metric, []), other.rounds.get(metric, [])),
+                     first_stage=first_stage if first_stage is not None else _first_stage(base, other),
                      host_calibration=None if other is twin else calibrations.get((base.group, metric)),
                      units=(base.boots.get(metric, []), other.boots.get(metric, [])) if by_boot else None)
             )  # fmt: skip
     return pairs
+
+
+def _first_stage(*cells: CellReport) -> int | None:
+    """The first stage the compared cells' length was planned from (their stop reason says so); None when it was
+    not chosen from the data (a fixed budget, failures = "measure", boot blocks): then all rounds' spread alone
+    decides, without the two-stage rule's cost in power (issue 23 item 12)."""
+    from fairmark.stats.stopping import first_stage_of
+
+    stages = {first_stage_of(c.stop_reason) for c in cells}
+    return stages.pop() if len(stages) == 1 else None
 
 
 def _scaling(cells: tuple[CellReport, ...], confidence: float) -> tuple[Scaling, ...]:
