@@ -17,8 +17,13 @@ def _pct(value: float) -> str:
 
 
 def fmt_change(comp: dict | None) -> str:
-    """'+9.7% [+9.2%, +10.3%]': the change and its CI (as the ratio's Fieller interval, in %)."""
-    if not comp or comp.get("percent") is None:
+    """'+9.7% [+9.2%, +10.3%]': the change and the interval of the test that decided (the ratio's, in %); the
+    change is the ratio's (of geometric means on the log scale), so it always lies inside its interval."""
+    if not comp:
+        return "–"
+    ratio = comp.get("ratio")
+    change = 100 * (ratio - 1) if ratio is not None else comp.get("percent")
+    if change is None:
         return "–"
     low, high = comp.get("ratio_ci_low"), comp.get("ratio_ci_high")
     ci = (
@@ -26,7 +31,7 @@ def fmt_change(comp: dict | None) -> str:
         if low is not None and high is not None
         else ""
     )
-    return _pct(comp["percent"]) + ci
+    return _pct(change) + ci
 
 
 def _means(comp: dict | None) -> tuple[str, str]:

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fairmark.stats.changepoints import e_divisive
+from fairmark.stats.changepoints import e_divisive, serial_warning
 from fairmark.stats.judge import Pair, judge
 from fairmark.stats.tdist import t_quantile
 from fairmark.store.db import jsonable_row
@@ -58,7 +58,8 @@ def change_points(series: Series, opts: HistoryOptions) -> list[dict[str, Any]]:
     ]
     judged = {j.pair.tag: j.comparison for j in judge(pairs, confidence=opts.confidence)}
     return [
-        _change_point(series, start + c.index, c.p_value, judged.get(k), opts) for k, c in enumerate(found)
+        _change_point(series, start + c.index, c.p_value, judged.get(k), opts) | {"phi_allowed": c.phi}
+        for k, c in enumerate(found)
     ]
 
 
@@ -71,7 +72,7 @@ def _change_point(
         "between": [_label(series, index - 1, opts.order_tag), _label(series, index, opts.order_tag)],
         "p_value": p_value,
         "alpha": opts.alpha,
-        "percent": comp.percent if comp else None,
+        "percent": comp.change_percent if comp else None,  # the change of the ratio its interval is for
         "ratio": comp.ratio if comp else None,
         "ratio_ci": [comp.ratio_ci_low, comp.ratio_ci_high] if comp else None,
         "change": comp.change if comp else "none",
@@ -80,7 +81,9 @@ def _change_point(
 
 
 def series_view(series: Series, opts: HistoryOptions) -> dict[str, Any]:
-    """One series as plain data: its points (mean, CI, n) and its change points."""
+    """One series as plain data: its points (mean, CI, n), its change points, and a warning when consecutive
+    runs are correlated."""
+    cps = change_points(series, opts)
     points = [
         {
             **jsonable_row({"run_id": p.run_id, "started_at": p.started_at}),
@@ -99,8 +102,18 @@ def series_view(series: Series, opts: HistoryOptions) -> dict[str, Any]:
         "unit": series.unit,
         "better": series.better,
         "points": points,
-        "change_points": change_points(series, opts),
+        "change_points": cps,
+        "warnings": [w for w in [_serial(series, cps, opts)] if w],
     }
+
+
+def _serial(series: Series, cps: list[dict[str, Any]], opts: HistoryOptions) -> str | None:
+    """Change points assume independent runs: say so when the runs around the segments' means are correlated."""
+    from fairmark.stats.changepoints import ChangePoint
+
+    start = max(0, len(series.points) - opts.window) if opts.window else 0
+    found = [ChangePoint(c["index"] - start, c["p_value"], 0.0) for c in cps]
+    return serial_warning([p.mean for p in series.points[start:]], found)
 
 
 def build_history(store: Any, opts: HistoryOptions) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from fairmark.report.data import CellReport, RunArtifacts, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.report.profiles import cpu_line, cpu_view, scope_of
 from fairmark.stats import format_median, format_value
+from fairmark.stats.compare import interval_text
 
 ENV_VALUE_MAX = 200  # characters of one environment value shown; the store keeps it whole
 TOP_LOCKS = 15
@@ -125,8 +126,10 @@ def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dic
                 "metric": v.metric,
                 "baseline": v.baseline,
                 "variant": v.variant,
-                "difference": format_value(c["difference"], c["half_width"], unit),
-                "percent": format_value(c["percent"], c["percent_half_width"], "%"),
+                # the point difference of the means, and the change with the interval of the design that decided
+                # (paired by round, Welch, units): never ministat's unpaired ± beside a paired verdict
+                "difference": format_value(c["difference"], None, unit),
+                "percent": interval_text(c),
                 "significant": v.significant,
                 "fdr_significant": v.fdr_significant,
                 "change": c.get("change", "none"),

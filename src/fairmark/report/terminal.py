@@ -14,7 +14,8 @@ from fairmark.plan.model import BUILTIN_METRICS
 from fairmark.report.boots import levels_lines
 from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
-from fairmark.stats import format_median, format_percent, format_value
+from fairmark.stats import format_median, format_value
+from fairmark.stats.compare import interval_text
 from fairmark.stats.judge import enough
 
 
@@ -62,8 +63,10 @@ def _short(v: Verdict | None) -> str:
     if v is None:
         return "—"
     c = v.comparison
-    pct = format_percent(c["percent"], c["percent_half_width"], signed=True)
-    text = f"{pct} {c['change']}" if c["significant"] else f"{pct} (not proven)"
+    interval = interval_text(
+        c
+    )  # the interval of the design that decided (paired, Welch, units), not ministat's
+    text = f"{interval} {c['change']}" if c["significant"] else f"{interval} (not proven)"
     return f"A/A calibration: {text}" if c.get("calibration") else text
 
 
