@@ -94,7 +94,12 @@ def _table(workload: str, s: dict, alpha: float) -> None:
         )
     console.print(t)
     if not s["change_points"]:
-        console.text(f"no change point at α = {alpha:g} ({len(s['points'])} runs)")
+        console.text(
+            f"no change point at α = {alpha:g} ({len(s['points'])} runs; change points assume independent runs "
+            "and are also tested against autocorrelated noise)"
+        )
+    for text in s.get("warnings", []):
+        console.warn(text)
     for cp in s["change_points"]:
         console.text(
             f"change point before point {cp['index'] + 1} (between {' and '.join(cp['between'])}), "
