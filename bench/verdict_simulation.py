@@ -1,0 +1,593 @@
+"""Does every verdict path hold its stated rates on the noise real machines make? (issue 23)
+
+Each simulated case is decided by the code the command decides with, fed simulated data instead of a store:
+
+* run      — report.data._verdicts on two interleaved cells (the pairs `run`/`show`/`report` judge), the run's
+             length chosen the way the runner chooses it (stats.stopping.group_stop after the first stage);
+* compare  — stats.judge.judge on two files' values, as `fairmark compare` builds them;
+* compare-runs — cli.compare_runs.comparisons on two runs' samples (one run per side, one boot);
+* --vs     — the same function on several runs per side (runs in one boot, or boots);
+* check    — report.check._against_runs: a run against a tag baseline of 10 runs on the same host;
+* bisect   — bisect.search.pooled_verdicts on a step's runs (candidate = good: an A/A step), with the step's
+             re-runs (up to 3, pooled) until its decision rule answers;
+* history  — report.history.change_points on a series of run means (e-divisive, α 0.01).
+
+A/A cases report the rate of claimed differences (the goal: ≤ 5.5%, upper end of the 95% interval ≤ 6%); power
+cases the rate of detections; "MDE" cases simulate a run at the change the previous run said it would detect
+with 80% power (the goal: 77–83%). Each rate comes with its 95% Wilson interval and the number of simulations.
+
+Run: .venv/bin/python bench/verdict_simulation.py [--sims N] [--only NAME] [--jobs J]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing import Pool
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from fairmark.stats.judge import Pair, judge
+from fairmark.stats.stopping import group_stop
+
+CV = 0.02
+MIN_TRIALS, MAX_TRIALS, TARGET = 6, 30, 1.0
+QUICK_MIN, QUICK_MAX = 3, 6  # plan.model.QuickPolicy's defaults
+
+
+# ---- noise: relative deviations for a sequence of trials ------------------------------------------------------
+def normal(rng, n, cv=CV):
+    return cv * rng.standard_normal(n)
+
+
+def lognormal(rng, n, cv=CV):
+    mean, sd = np.exp(0.125), np.sqrt((np.exp(0.25) - 1) * np.exp(0.25))  # σ 0.5: skewness 1.75
+    return cv * (np.exp(0.5 * rng.standard_normal(n)) - mean) / sd
+
+
+def t3(rng, n, cv=CV):
+    return cv * rng.standard_t(3, n) / math.sqrt(3.0)  # t(3) has variance 3
+
+
+def bimodal(rng, n, cv=CV):
+    return cv * ((rng.random(n) < 0.3) * 2.0 - 0.6 + 0.45 * rng.standard_normal(n))
+
+
+def ar1_drift(rng, n, cv=CV, phi=0.9):
+    """A machine drifting (AR(1), φ 0.9, sd 2·cv) under both cells, plus trial noise cv/2."""
+    e = rng.standard_normal(n + 100) * 2 * cv * math.sqrt(1 - phi**2)
+    z = np.zeros(n + 100)
+    for i in range(1, n + 100):
+        z[i] = phi * z[i - 1] + e[i]
+    return z[100:] + 0.5 * cv * rng.standard_normal(n)
+
+
+def hiccups(rng, n, cv=CV):
+    """Now and then (3% of trials) a trial 20% slower: a daemon waking up."""
+    return normal(rng, n, cv) + 0.2 * (rng.random(n) < 0.03)
+
+
+NOISE: dict[str, Callable[..., np.ndarray]] = {
+    "normal": normal,
+    "lognormal": lognormal,
+    "t3": t3,
+    "bimodal": bimodal,
+    "ar1": ar1_drift,
+    "hiccups": hiccups,
+}
+
+
+# ---- one interleaved run of two cells -------------------------------------------------------------------------
+@dataclass
+class RunShape:
+    noise: str = "normal"
+    cv: float = CV
+    cv_b: float | None = None  # B's own CV (unequal spreads in a run); None: B like A
+    event: str = ""  # "outlier" | "step" (in the second stage) | ""
+    integer: float | None = None  # values rounded to integers around this mean
+    min_trials: int = MIN_TRIALS
+    max_trials: int = MAX_TRIALS
+    target: float = TARGET
+
+
+def interleaved(rng, shape: RunShape, ratio: float = 1.0) -> tuple[np.ndarray, np.ndarray, int]:
+    """A's and B's values over max_trials rounds (random order inside each round, one trial sequence), and the
+    rounds the run keeps: the length group_stop sets from the first stage, as the runner does."""
+    n_max = shape.max_trials
+    z = NOISE[shape.noise](rng, 2 * n_max, shape.cv)
+    b_first = rng.random(n_max) < 0.5
+    idx_a = 2 * np.arange(n_max) + b_first  # each value's position in the trial sequence
+    idx_b = 2 * np.arange(n_max) + ~b_first
+    za, zb = z[idx_a], z[idx_b]
+    if shape.cv_b is not None:
+        zb = NOISE[shape.noise](rng, n_max, shape.cv_b)
+    mean = shape.integer or 100.0
+    a, b = mean * (1 + za), mean * ratio * (1 + zb)
+    if shape.integer:
+        a, b = np.round(a), np.round(b)
+    k = shape.min_trials
+    first = group_stop(
+        [a[:k], b[:k]], confidence=95, target_ci_pct=shape.target, min_trials=k, max_trials=n_max
+    )
+    n = k if first.stop else int(first.target_n)
+    if shape.event and n > k:
+        at = int(rng.integers(2 * k, 2 * n))  # a trial of the second stage
+        if shape.event == "outlier":  # that one trial 20% slower
+            (a if rng.random() < 0.5 else b)[at // 2] *= 1.2
+        elif shape.event == "step":  # a neighbour arrives: every later trial of both cells 15% slower
+            a[idx_a >= at] *= 1.15
+            b[idx_b >= at] *= 1.15
+    return a, b, n
+
+
+def cell(variant: str, values, rounds, *, workload="w", boots=None, stop_reason=None):
+    from fairmark.report.data import CellReport
+
+    values = [float(v) for v in values]
+    return CellReport(
+        id=0,
+        key=f"{workload}/{variant}",
+        group=workload,
+        workload=workload,
+        variant=variant,
+        point=(),
+        status="done",
+        stop_reason=stop_reason,
+        primary_metric="wall_s",
+        metrics=({"name": "wall_s", "unit": "s", "better": "lower"},),
+        command=None,
+        params=None,
+        labels=None,
+        trials=(),
+        values={"wall_s": values},
+        rounds={"wall_s": list(rounds)},
+        summaries={},
+        warnings=(),
+        boots={"wall_s": list(boots) if boots is not None else [None] * len(values)},
+    )
+
+
+def stop_reason(a, b, n, shape: RunShape) -> str:
+    """The reason the runner stores when the compared cells stop (stats.stopping.group_stop at their length)."""
+    return group_stop(
+        [a[:n], b[:n]],
+        confidence=95,
+        target_ci_pct=shape.target,
+        min_trials=shape.min_trials,
+        max_trials=shape.max_trials,
+    ).reason
+
+
+def run_verdict(a, b, n, shape: RunShape) -> dict[str, Any]:
+    """The run's verdict of B against A as report.data computes it for `run`, `show` and `report` (from the
+    cells as the store gives them: values, rounds, stop reason)."""
+    from fairmark.report import data
+
+    r = range(n)
+    why = stop_reason(a, b, n, shape)
+    cells = (cell("A", a[:n], r, stop_reason=why), cell("B", b[:n], r, stop_reason=why))
+    # what load_report passes: the policy's min_trials before issue 23; since, the pairs read it from the reasons
+    first_stage = None if hasattr(data, "_first_stage") else shape.min_trials
+    (v,) = data._verdicts(cells, "A", 95.0, first_stage)
+    return v.comparison
+
+
+# ---- the cases ------------------------------------------------------------------------------------------------
+def case_run(shape: RunShape, ratio: float = 1.0):
+    def one(rng):
+        a, b, n = interleaved(rng, shape, ratio)
+        return run_verdict(a, b, n, shape)["significant"]
+
+    return one
+
+
+def case_compare(n_a: int, n_b: int, *, noise="normal", cv_a=CV, cv_b=CV, ratio=1.0, integer=None):
+    def one(rng):
+        a = (integer or 100.0) * (1 + NOISE[noise](rng, n_a, cv_a))
+        b = (integer or 100.0) * ratio * (1 + NOISE[noise](rng, n_b, cv_b))
+        if integer:
+            a, b = np.round(a), np.round(b)
+        (j,) = judge([Pair(list(a), list(b), unit="s")])
+        return j.comparison.significant
+
+    return one
+
+
+def _run_values(rng, n, offset_sd, trial_cv, factor=1.0):
+    return list(100.0 * factor * (1 + rng.normal(0, offset_sd)) * (1 + rng.normal(0, trial_cv, n)))
+
+
+def compare_runs_verdict(side_a, side_b) -> dict[str, Any]:
+    """cli.compare_runs.comparisons on samples laid out as side_values gives them: cell key → metric → (values,
+    unit of each value). `side_*`: a list of (values, boot id, run id) per run."""
+    from fairmark.cli.compare_runs import comparisons
+
+    c = {
+        "key": "w/A",
+        "workload": "w",
+        "variant": "A",
+        "point": [],
+        "primary_metric": "wall_s",
+        "metrics": [{"name": "wall_s", "unit": "s", "better": "lower"}],
+    }
+    samples = []
+    for side in (side_a, side_b):
+        values = [v for vals, _, _ in side for v in vals]
+        boots = [boot for vals, boot, _ in side for _ in vals]
+        samples.append({"w/A": {"wall_s": (values, boots)}})
+    runs = [SimpleNamespace(id=side[0][2]) for side in (side_a, side_b)]
+    (row,) = comparisons([(c, c)], samples, set(), False, 95.0, runs)
+    return row["comparison"]
+
+
+def case_runs(
+    runs_a: int, runs_b: int, *, run_sd, trial_cv=CV, trials=15, trials_b=None, one_boot=True, ratio=1.0
+):
+    """Runs made apart: each run has its own offset (σ run_sd); all in one boot, or each run in its own boot."""
+
+    def one(rng):
+        sides = []
+        for tag, count, n, factor in (("a", runs_a, trials, 1.0), ("b", runs_b, trials_b or trials, ratio)):
+            sides.append(
+                [
+                    (
+                        _run_values(rng, n, run_sd, trial_cv, factor),
+                        "boot0" if one_boot else f"boot-{tag}{i}",
+                        f"run-{tag}{i}",
+                    )
+                    for i in range(count)
+                ]
+            )
+        return compare_runs_verdict(*sides).significant
+
+    return one
+
+
+def case_check(baseline_runs: int, *, run_sd, trial_cv=CV, trials=15, ratio=1.0):
+    """`fairmark check RUN --against tag:…` with `baseline_runs` runs on the same host."""
+    from fairmark.report.check import Against, CheckOptions, _against_runs
+
+    opts = CheckOptions(Against("tag", tags={"branch": "main"}, text="tag:branch=main"))
+
+    def report(rid, values):
+        c = cell("A", values, range(len(values)), boots=["boot0"] * len(values))
+        return SimpleNamespace(run=SimpleNamespace(id=rid, hostname="h"), cells=(c,), confidence=95.0)
+
+    def one(rng):
+        base = [report(f"base{i}", _run_values(rng, trials, run_sd, trial_cv)) for i in range(baseline_runs)]
+        mine = report("mine", _run_values(rng, trials, run_sd, trial_cv, ratio))
+        (case,) = _against_runs(mine, base, opts).cases
+        return bool(case.comparison and case.comparison["significant"])
+
+    return one
+
+
+def case_bisect(shape: RunShape, *, attempts=3):
+    """One bisect step whose candidate is the good commit (an A/A step) and whose bad end is 10% slower: the
+    step answers 'bad' only if the candidate is claimed slower than good. pooled_verdicts decides; the loop is
+    the step's (bisect.search.Bisector._step): up to `attempts` runs, pooled, until an answer."""
+    from fairmark.bisect.search import BAD, CANDIDATE, GOOD, pooled_verdicts
+    from fairmark.report.data import RunReport
+
+    def one(rng):
+        reports = []
+        for _ in range(attempts):
+            good, cand, n = interleaved(rng, shape)
+            bad = 1.10 * good[rng.permutation(len(good))]
+            r = range(n)
+            cells = (cell(GOOD, good[:n], r), cell(CANDIDATE, cand[:n], r), cell(BAD, bad[:n], r))
+            reports.append(
+                RunReport(
+                    run=None,
+                    cells=cells,
+                    verdicts=(),
+                    findings=(),
+                    scaling=(),
+                    confidence=95.0,
+                    baseline=GOOD,
+                    store=None,
+                )
+            )
+            verdicts = pooled_verdicts(reports)
+            vg, vb = verdicts.get("w wall_s"), verdicts.get("w wall_s vs bad")
+            slower = bool(vg and vg.fdr_significant and vg.comparison["change"] == "worse")
+            faster = bool(vb and vb.fdr_significant and vb.comparison["change"] == "better")
+            if slower or faster:
+                return slower and not (
+                    faster and abs(vg.comparison["percent"]) <= abs(vb.comparison["percent"])
+                )
+        return False
+
+    return one
+
+
+def case_bisect_verdict(shape: RunShape, runs: int, ratio: float = 1.0):
+    """The candidate-vs-good verdict itself, pooled over a step's `runs` runs (rounds kept apart per run)."""
+    from fairmark.bisect.search import CANDIDATE, GOOD, pooled_verdicts
+    from fairmark.report.data import RunReport
+
+    def one(rng):
+        reports = []
+        for _ in range(runs):
+            good, cand, n = interleaved(rng, shape, ratio)
+            cells = (cell(GOOD, good[:n], range(n)), cell(CANDIDATE, cand[:n], range(n)))
+            reports.append(
+                RunReport(
+                    run=None,
+                    cells=cells,
+                    verdicts=(),
+                    findings=(),
+                    scaling=(),
+                    confidence=95.0,
+                    baseline=GOOD,
+                    store=None,
+                )
+            )
+        return pooled_verdicts(reports)["w wall_s"].comparison["significant"]
+
+    return one
+
+
+def case_history(*, phi=0.0, points=20, sd=0.03, step=0.0, at=12, alpha=0.01, permutations=199):
+    from fairmark.report.history import HistoryOptions, change_points
+    from fairmark.store.history import Point, Series
+
+    opts = HistoryOptions(workload="w", alpha=alpha, permutations=permutations)
+    t0 = dt.datetime(2026, 1, 1)
+
+    def one(rng):
+        e = rng.standard_normal(points + 50)
+        z = np.zeros(points + 50)
+        for i in range(1, points + 50):
+            z[i] = phi * z[i - 1] + math.sqrt(1 - phi**2) * e[i]
+        means = 100 * (1 + sd * z[50:] + step * (np.arange(points) >= at))
+        pts = [Point(f"r{i}", t0 + dt.timedelta(hours=i), 10, float(m), 1.0) for i, m in enumerate(means)]
+        found = change_points(Series("h", "w", "wall_s", "s", "lower", pts), opts)
+        if step:
+            return len(found) == 1 and abs(found[0]["index"] - at) <= 1
+        return bool(found)
+
+    return one
+
+
+def case_mde_run(shape: RunShape):
+    """A run's stated MDE, then a run at that change: detected?"""
+
+    def one(rng):
+        a, b, n = interleaved(rng, shape)
+        mde = run_verdict(a, b, n, shape)["mde_percent"]
+        if mde is None or not math.isfinite(mde):
+            return False
+        a, b, n = interleaved(rng, shape, 1 + mde / 100)
+        return run_verdict(a, b, n, shape)["significant"]
+
+    return one
+
+
+def case_mde_compare(n_a, n_b, cv=CV):
+    def one(rng):
+        (j,) = judge([Pair(list(100 * (1 + normal(rng, n_a, cv))), list(100 * (1 + normal(rng, n_b, cv))))])
+        mde = j.comparison.mde_percent
+        if not math.isfinite(mde):
+            return False
+        a, b = 100 * (1 + normal(rng, n_a, cv)), 100 * (1 + mde / 100) * (1 + normal(rng, n_b, cv))
+        return judge([Pair(list(a), list(b))])[0].comparison.significant
+
+    return one
+
+
+def case_mde_units(units: int, *, run_sd=0.02, trial_cv=CV, trials=10):
+    def one(rng):
+        def sides(ratio):
+            return [
+                [
+                    (_run_values(rng, trials, run_sd, trial_cv, f), f"boot-{t}{i}", f"run-{t}{i}")
+                    for i in range(units)
+                ]
+                for t, f in (("a", 1.0), ("b", ratio))
+            ]
+
+        mde = compare_runs_verdict(*sides(1.0)).mde_percent
+        if not math.isfinite(mde):
+            return False
+        return compare_runs_verdict(*sides(1 + mde / 100)).significant
+
+    return one
+
+
+QUICK = RunShape(min_trials=QUICK_MIN, max_trials=QUICK_MAX)
+CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
+    # (path, kind, description, factory)
+    ("run", "A/A", "normal, CV 2%", lambda: case_run(RunShape())),
+    ("run", "A/A", "lognormal (skew 1.75), CV 2%", lambda: case_run(RunShape("lognormal"))),
+    ("run", "A/A", "t(3), CV 2%", lambda: case_run(RunShape("t3"))),
+    ("run", "A/A", "two modes (30% at +4.4 sd)", lambda: case_run(RunShape("bimodal"))),
+    ("run", "A/A", "AR(1) φ 0.9 drift shared by the cells", lambda: case_run(RunShape("ar1"))),
+    ("run", "A/A", "one +20% outlier after the first stage", lambda: case_run(RunShape(event="outlier"))),
+    ("run", "A/A", "hiccups: 3% of trials +20%", lambda: case_run(RunShape("hiccups"))),
+    ("run", "A/A", "+15% step in both cells mid-run", lambda: case_run(RunShape(event="step"))),
+    ("run", "A/A", "unequal CVs: A 0.5%, B 5%", lambda: case_run(RunShape(cv=0.005, cv_b=0.05))),
+    ("run", "A/A", "--quick (3 to 6 trials), normal CV 2%", lambda: case_run(QUICK)),
+    (
+        "run",
+        "A/A",
+        "--quick, integers (mean 10.4, CV 3%)",
+        lambda: case_run(RunShape(cv=0.03, integer=10.4, min_trials=QUICK_MIN, max_trials=QUICK_MAX)),
+    ),
+    (
+        "run",
+        "A/A",
+        "--quick, one +20% outlier after the first stage",
+        lambda: case_run(RunShape(event="outlier", min_trials=QUICK_MIN, max_trials=QUICK_MAX)),
+    ),
+    (
+        "run",
+        "power",
+        "3% slower, CV 1.5%, ≤ 20 trials",
+        lambda: case_run(RunShape(cv=0.015, max_trials=20), 1.03),
+    ),
+    ("run", "MDE", "at the stated MDE, normal CV 2%", lambda: case_mde_run(RunShape())),
+    ("run", "MDE", "at the stated MDE, --quick", lambda: case_mde_run(QUICK)),
+    ("compare", "A/A", "10 vs 10, normal CV 2%", lambda: case_compare(10, 10)),
+    ("compare", "A/A", "10 vs 10, lognormal", lambda: case_compare(10, 10, noise="lognormal")),
+    ("compare", "A/A", "10 vs 10, t(3)", lambda: case_compare(10, 10, noise="t3")),
+    (
+        "compare",
+        "A/A",
+        "20 values CV 0.5% vs 5 values CV 5%",
+        lambda: case_compare(20, 5, cv_a=0.005, cv_b=0.05),
+    ),
+    (
+        "compare",
+        "A/A",
+        "5 values CV 5% vs 20 values CV 0.5%",
+        lambda: case_compare(5, 20, cv_a=0.05, cv_b=0.005),
+    ),
+    ("compare", "A/A", "3 vs 3, normal CV 2%", lambda: case_compare(3, 3)),
+    (
+        "compare",
+        "A/A",
+        "6 vs 6 integers (mean 10.4, CV 3%)",
+        lambda: case_compare(6, 6, cv_a=0.03, cv_b=0.03, integer=10.4),
+    ),
+    (
+        "compare",
+        "power",
+        "3% slower, CV 1.5%, 10 vs 10",
+        lambda: case_compare(10, 10, cv_a=0.015, cv_b=0.015, ratio=1.03),
+    ),
+    ("compare", "MDE", "at the stated MDE, 10 vs 10", lambda: case_mde_compare(10, 10)),
+    ("compare-runs", "A/A", "1 vs 1 run, one boot, run offset 2%", lambda: case_runs(1, 1, run_sd=0.02)),
+    ("compare-runs", "A/A", "1 vs 1 run, one boot, no run offset", lambda: case_runs(1, 1, run_sd=0.0)),
+    ("--vs", "A/A", "2 vs 2 runs, one boot, run offset 3%", lambda: case_runs(2, 2, run_sd=0.03)),
+    ("--vs", "A/A", "4 vs 4 runs, one boot, run offset 3%", lambda: case_runs(4, 4, run_sd=0.03)),
+    ("--vs", "A/A", "2 vs 2 boots, boot offset 3%", lambda: case_runs(2, 2, run_sd=0.03, one_boot=False)),
+    (
+        "--vs",
+        "A/A",
+        "2 boots × 2 trials vs 6 boots × 40, boot 1%, trial 5%",
+        lambda: case_runs(2, 6, run_sd=0.01, trial_cv=0.05, trials=2, trials_b=40, one_boot=False),
+    ),
+    (
+        "--vs",
+        "A/A",
+        "6 boots × 40 vs 2 boots × 2 trials, boot 1%, trial 5%",
+        lambda: case_runs(6, 2, run_sd=0.01, trial_cv=0.05, trials=40, trials_b=2, one_boot=False),
+    ),
+    (
+        "--vs",
+        "power",
+        "3% slower, 4 vs 4 boots, boot 0.5%, trial CV 1.5%",
+        lambda: case_runs(4, 4, run_sd=0.005, trial_cv=0.015, one_boot=False, ratio=1.03),
+    ),
+    ("--vs", "MDE", "at the stated MDE, 3 vs 3 boots", lambda: case_mde_units(3)),
+    ("check", "A/A", "10 baseline runs, run offset 2%", lambda: case_check(10, run_sd=0.02)),
+    ("check", "A/A", "1 baseline run, run offset 2%", lambda: case_check(1, run_sd=0.02)),
+    ("check", "A/A", "10 baseline runs, lognormal-free run offset 0", lambda: case_check(10, run_sd=0.0)),
+    (
+        "check",
+        "power",
+        "3% slower, 10 baseline runs, run offset 0.5%, CV 1.5%",
+        lambda: case_check(10, run_sd=0.005, trial_cv=0.015, ratio=1.03),
+    ),
+    ("bisect", "A/A", "step of up to 3 runs, normal CV 2%", lambda: case_bisect(RunShape())),
+    ("bisect", "A/A", "step, one +20% outlier per run", lambda: case_bisect(RunShape(event="outlier"))),
+    ("bisect", "A/A", "step, --quick", lambda: case_bisect(QUICK)),
+    (
+        "bisect",
+        "A/A",
+        "candidate vs good pooled over 2 runs, normal",
+        lambda: case_bisect_verdict(RunShape(), 2),
+    ),
+    (
+        "bisect",
+        "A/A",
+        "candidate vs good pooled over 2 runs, one +20% outlier per run",
+        lambda: case_bisect_verdict(RunShape(event="outlier"), 2),
+    ),
+    ("bisect", "A/A", "candidate vs good pooled over 2 runs, --quick", lambda: case_bisect_verdict(QUICK, 2)),
+    (
+        "bisect",
+        "power",
+        "3% slower, CV 1.5%, ≤ 20 trials, 1 run",
+        lambda: case_bisect_verdict(RunShape(cv=0.015, max_trials=20), 1, 1.03),
+    ),
+    ("history", "A/A", "20 independent points, α 0.01", lambda: case_history()),
+    ("history", "A/A", "20 points AR(1) φ 0.3, α 0.01", lambda: case_history(phi=0.3)),
+    ("history", "A/A", "20 points AR(1) φ 0.6, α 0.01", lambda: case_history(phi=0.6)),
+    (
+        "history",
+        "power",
+        "+10% step at point 12 of 22, found alone (±1)",
+        lambda: case_history(points=22, step=0.10),
+    ),
+]
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    z = 1.96
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _work(job: tuple[int, int, int]) -> tuple[int, int]:
+    index, sims, seed = job
+    one = CASES[index][3]()
+    rng = np.random.default_rng(seed)
+    return index, sum(bool(one(rng)) for _ in range(sims))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sims", type=int, default=4000, help="simulations per case (history: a quarter)")
+    ap.add_argument("--only", default="", help="only the cases whose path or description contains this")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    chosen = [i for i, c in enumerate(CASES) if args.only in c[0] or args.only in c[2]]
+    chunks = 8
+    jobs = []
+    for i in chosen:
+        sims = args.sims // 4 if CASES[i][0] == "history" else args.sims
+        per = -(-sims // chunks)
+        jobs += [(i, min(per, sims - k * per), 1000 * i + k) for k in range(chunks) if sims - k * per > 0]
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(__file__) or ".",
+    ).stdout.strip()
+    start, load0 = time.monotonic(), os.getloadavg()[0]
+    hits: dict[int, int] = dict.fromkeys(chosen, 0)
+    with Pool(args.jobs) as pool:
+        for i, k in pool.imap_unordered(_work, jobs):
+            hits[i] += k
+    totals = {i: sum(n for j, n, _ in jobs if j == i) for i in chosen}
+    print(
+        f"commit {commit}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, "
+        f"{time.monotonic() - start:.0f} s"
+    )
+    print("| path | case | kind | rate | 95% interval | simulations |")
+    print("|---|---|---|---|---|---|")
+    for i in chosen:
+        path, kind, text, _ = CASES[i]
+        lo, hi = wilson(hits[i], totals[i])
+        print(
+            f"| {path} | {text} | {kind} | {100 * hits[i] / totals[i]:.1f}% | [{100 * lo:.1f}, {100 * hi:.1f}] "
+            f"| {totals[i]} |"
+        )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
