@@ -189,11 +189,14 @@ def unmatched(pairs, cells_a: list[dict], cells_b: list[dict]) -> dict[str, list
             "b": [c["key"] for c in cells_b if c["key"] not in paired_b]}  # fmt: skip
 
 
-def side_values(store, side, pairs, index: int, by_unit: bool) -> dict[str, dict[str, tuple[list, list]]]:
-    """cell key of the side's first run → metric → (values, unit of each value) over all the side's runs. The
-    unit is the trial's boot (`boot_id`); a run made before boots were recorded counts as its own boot under
-    --vs (each run made in its own boot, as the form says) and as unknown otherwise."""
-    out: dict[str, dict[str, tuple[list, list]]] = defaultdict(lambda: defaultdict(lambda: ([], [])))
+def side_values(store, side, pairs, index: int, by_unit: bool) -> dict[str, dict[str, tuple[list, dict]]]:
+    """cell key of the side's first run → metric → (values, {level: unit of each value}) over all the side's runs:
+    each value's host (the run's machine), boot (`boot_id`; unknown for a run made before boots were recorded)
+    and run. stats.levels takes the highest level at which the two sides differ as the verdict's unit: two
+    runs are never interleaved, so the run is at least the unit (issue 23 item 3)."""
+    out: dict[str, dict[str, tuple[list, dict]]] = defaultdict(
+        lambda: defaultdict(lambda: ([], {"host": [], "boot": [], "run": []}))
+    )
     first_cells = [p[index] for p in pairs]
     for run in side:
         cells = store.cells(run.id)
@@ -205,9 +208,11 @@ def side_values(store, side, pairs, index: int, by_unit: bool) -> dict[str, dict
             cell = same.get(s["cell_key"])
             if cell is None or s["warmup"] or s["status"] != "ok" or s["value"] is None:
                 continue
-            values, units = out[cell["key"]][s["metric"]]
+            values, labels = out[cell["key"]][s["metric"]]
             values.append(float(s["value"]))
-            units.append(s.get("boot_id") or (f"run {run.id[:8]}" if by_unit else None))
+            labels["host"].append(run.host_id)
+            labels["boot"].append(s.get("boot_id"))
+            labels["run"].append(run.id)
     return out
 
 
@@ -225,10 +230,11 @@ def comparisons(pairs, samples, wanted: set[str], all_metrics: bool, confidence:
         names = sorted(set(va) & set(vb)) if all_metrics else sorted(wanted) or [ca["primary_metric"]]
         for name in names:
             spec = specs.get(name, {"unit": "", "better": "lower"})
-            (xa, ua), (xb, ub) = va.get(name, ([], [])), vb.get(name, ([], []))
+            (xa, la), (xb, lb) = va.get(name, ([], {})), vb.get(name, ([], {}))
+            labels = {level: (la[level], lb[level]) for level in la if level in lb}
             todo.append(
                 Pair(xa, xb, better=spec["better"], unit=spec["unit"], name_baseline=runs[0].id[:8],
-                     name_other=runs[1].id[:8], tag=(ca, name), units=(ua, ub))
+                     name_other=runs[1].id[:8], tag=(ca, name), labels=labels)
             )  # fmt: skip
     return [
         {"workload": ca["workload"], "variant": ca["variant"], "point": ca["point"] or [], "metric": name,

@@ -234,20 +234,22 @@ def _against_runs(report: RunReport, baselines: list[RunReport], opts: CheckOpti
     pairs, unmatched = [], []
     for cell in mine:
         metric, spec = cell.primary_metric, cell.spec(cell.primary_metric)
-        base_vals, base_units = [], []
+        base_vals, base_units, base_boots = [], [], []
         for b in baselines:
             same = _matching(cell, b, single)
             vals = same.values.get(metric, []) if same else []
             base_vals += vals
             base_units += [b.run.id] * len(vals)
+            base_boots += same.boots.get(metric, [None] * len(vals)) if same else []
         if not base_vals:
             unmatched.append(f"{cell.group}/{cell.variant}")
             continue
         vals = cell.values.get(metric, [])
         pairs.append(
             Pair(base_vals, vals, better=spec["better"], unit=spec["unit"], name_baseline="baseline",
-                 name_other=report.run.id[:8], tag=(cell, metric), units=(base_units, [report.run.id] * len(vals)),
-                 unit_level="run")
+                 name_other=report.run.id[:8], tag=(cell, metric),
+                 labels={"run": (base_units, [report.run.id] * len(vals)),
+                         "boot": (base_boots, cell.boots.get(metric, [None] * len(vals)))})
         )  # fmt: skip
     if not pairs:
         raise InputError(
