@@ -39,6 +39,7 @@ import numpy as np
 from fairmark.stats.judge import Pair, judge
 from fairmark.stats.stopping import group_stop
 
+LABELS = "labels" in Pair.__dataclass_fields__  # the level contract of issue 23 (host, boot, run per value)
 CV = 0.02
 MIN_TRIALS, MAX_TRIALS, TARGET = 6, 30, 1.0
 QUICK_MIN, QUICK_MAX = 3, 6  # plan.model.QuickPolicy's defaults
@@ -223,7 +224,10 @@ def compare_runs_verdict(side_a, side_b) -> dict[str, Any]:
     for side in (side_a, side_b):
         values = [v for vals, _, _ in side for v in vals]
         boots = [boot for vals, boot, _ in side for _ in vals]
-        samples.append({"w/A": {"wall_s": (values, boots)}})
+        runs = [run for vals, _, run in side for _ in vals]
+        # as side_values lays them out: each value's boot (before issue 23), or its host, boot and run
+        units = {"host": ["h"] * len(values), "boot": boots, "run": runs} if LABELS else boots
+        samples.append({"w/A": {"wall_s": (values, units)}})
     runs = [SimpleNamespace(id=side[0][2]) for side in (side_a, side_b)]
     (row,) = comparisons([(c, c)], samples, set(), False, 95.0, runs)
     return row["comparison"]

@@ -53,13 +53,13 @@ LEVELS = ("host", "boot", "run")  # outermost first; below them: rounds (paired)
 Labels = Mapping[str, tuple[Sequence[Hashable | None], Sequence[Hashable | None]]]
 
 NO_CLAIM = (
-    "one {unit} per side: the {unit}-to-{unit} variance is unknown, so no difference between the sides can be "
-    "claimed from these data (a {unit} offset alone can look like a change); measure ≥ 2 {unit}s per side"
+    "one {unit} per side: the {unit}-to-{unit} variance is unknown, so no difference can be claimed (a {unit} "
+    "offset alone can look like a change); measure ≥ 2 {unit}s per side"
 )
 WHY_LEVEL = {
-    "run": "the sides were measured in different runs (not interleaved round by round), so whatever changed "
-    "between the runs is in the difference",
-    "boot": "the sides were measured in different boots, and boots differ from each other",
+    "run": "the sides are different runs (not interleaved round by round: what changed between them is in the "
+    "difference)",
+    "boot": "the sides were measured in different boots",
     "host": "the sides were measured on different hosts",
 }
 # the old name, for callers that spell the boot case
@@ -242,12 +242,19 @@ def _nested_part(
     if df_u < 1:
         return None
     ss = float(((ma - ma.mean()) ** 2).sum() + ((mb - mb.mean()) ** 2).sum())
-    trials_part = (1 - 1 / na) * inv_a.sum() + (1 - 1 / nb) * inv_b.sum()
-    vu = max(0.0, (ss - vt * trials_part) / df_u)
-    k_u, k_t = 1 / na + 1 / nb, inv_a.sum() / na**2 + inv_b.sum() / nb**2
-    if not vu * k_u + vt * k_t > 0:
+    trials_part = (1 - 1 / na) * inv_a.sum() + (1 - 1 / nb) * inv_b.sum()  # E[ss] = df_u·σ_u² + σ_t²·this
+    k_u, k_t = 1 / na + 1 / nb, inv_a.sum() / na**2 + inv_b.sum() / nb**2  # se² = σ_u²·k_u + σ_t²·k_t
+    vu = (ss - vt * trials_part) / df_u
+    if vu > 0:
+        # se² = a·ss + b·σ̂_t²: Satterthwaite over the two independent sums of squares (with equal trials per unit
+        # b = 0 and this is the pooled t on the unit means, df_u exactly)
+        a, b = k_u / df_u, k_t - trials_part * k_u / df_u
+        se2 = a * ss + b * vt
+        df = se2**2 / ((a * ss) ** 2 / df_u + (b * vt) ** 2 / df_t)
+    else:  # the units vary no more than their trials explain: the trials' spread is the floor
+        vu, se2, df = 0.0, vt * k_t, float(df_t)
+    if not se2 > 0:
         return None
-    df = (vu * k_u + vt * k_t) ** 2 / ((vu * k_u) ** 2 / df_u + (vt * k_t) ** 2 / df_t)
     va = vu / na + vt * inv_a.sum() / na**2
     vb = vu / nb + vt * inv_b.sum() / nb**2
     return means_part(float(ma.mean()), float(mb.mean()), va, vb, df, log, c, confidence)
@@ -350,8 +357,8 @@ def _no_claim(below: Comparison, lv: Levels, level: str, names: tuple[str, str])
         ratio_ci_high=math.nan,
         mde_percent=math.nan,
         claim=False,
-        sentence=f"{names[1]} vs {names[0]}: no difference claimed: {WHY_LEVEL.get(level, '')}; {why}. The "
-        f"difference within the {level} (a lower bound on the uncertainty, not a verdict): {within}",
+        sentence=f"{names[1]} vs {names[0]}: no difference claimed: {WHY_LEVEL.get(level, '')}, and {why}. "
+        f"Within the {level} (a lower bound on the uncertainty, not a verdict): {within}",
         warnings=(*(w for w in below.warnings if "disagree" not in w), why),
         levels=lv.to_dict(advice=None)
         | {
@@ -373,7 +380,7 @@ def _within_text(c: Comparison) -> str:
     texts = percent_texts(c.ratio, c.ratio_ci_low, c.ratio_ci_high, False)
     if texts is None:
         return f"{c.change_percent:+.3g}% (no interval)"
-    how = "paired by round" if c.design == "paired by round" else "the trials taken as independent samples"
+    how = "paired by round" if c.design == "paired by round" else "trials as independent samples"
     return f"{texts[0]} ({c.confidence:g}% interval, {how}: {texts[1]} to {texts[2]})"
 
 
