@@ -141,7 +141,7 @@ def test_because_names_the_intended_difference(real_run, compare_runs):
     assert code == 0, err
     assert out.index("differences between the runs") < out.index("A = ")  # environment first
     assert "kernel debug options" in out and "claimed" in out  # the table may fold "no difference claimed"
-    assert "1.000 ± 0.025 s" in out  # means rounded to the digits their CI supports
+    assert "wall_s in s" in out and "1.000 ± 0.025" in out  # means rounded to the digits their CI supports
     doc = json.loads(compare_runs(url, a, b, "--because", "kernel debug options", "--json")[1])
     assert doc["because"] == "kernel debug options" and doc["environment"]["accepted"]
     assert doc["comparisons"][0]["percent"] == pytest.approx(30) and doc["comparisons"][0]["change"] == "none"

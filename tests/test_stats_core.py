@@ -162,15 +162,44 @@ def test_precision_and_ideal_n():
         (412.567, 37, "MB/s", "410 ± 40 MB/s"),
         (412.567, 12, "MB/s", "413 ± 12 MB/s"),
         (412.567, 0.97, "MB/s", "412.6 ± 1.0 MB/s"),
-        (0.1354, 0.0015165751, "s", "0.1354 ± 0.0015 s"),
+        (0.1354, 0.0015165751, "s", "135.4 ± 1.5 ms"),  # the unit's prefix scaled to the value
         (12.34, 1.83, "%", "12.3% ± 1.8%"),
         (-0.004, 0.3, "", "0.00 ± 0.30"),
         (1234567.0, 3000, "", "1234600 ± 3000"),
-        (0.123456789, None, "s", "0.123457 s"),
+        (0.123456789, None, "s", "123.5 ms"),  # no interval: 4 significant digits
+        (5.28e9, 1.9e8, "B/s", "5.28 ± 0.19 GB/s"),  # issue 25 item 8: openssl's bytes/s
+        (5.29855e9, None, "B/s", "5.299 GB/s"),
+        (87770, 650, "KiB", "85.7 ± 0.6 MiB"),  # binary prefixes stay binary
+        (1650, 40, "MB/s", "1.65 ± 0.04 GB/s"),  # a prefixed unit rescaled
+        (28435.5, 310, "transactions/s", "28440 ± 310 transactions/s"),  # a count: no prefix below a million
+        (5.3e6, 2e5, "ops/s", "5.30 ± 0.20 M ops/s"),
+        (0.3, 0.01, "Gbit/s", "300 ± 10 Mbit/s"),
+        (2500, 30, "ms", "2.500 ± 0.030 s"),  # seconds never grow into minutes
+        (7200.0, 30, "s", "7200 ± 30 s"),
+        (0.5, 0.01, "%", "0.500% ± 0.010%"),
     ],
 )
 def test_format_value(value, hw, unit, text):
     assert format_value(value, hw, unit) == text
+
+
+def test_format_change_is_cut_at_minus_100_percent():
+    from fairmark.stats.digits import format_change
+
+    assert format_change(12.34, 1.83) == "+12.3% ± 1.8%"
+    # a throughput ratio's symmetric interval past -100% (issue 25 item 8): the impossible part is cut off
+    assert format_change(50, 180) == "+50% (-100% to +230%)"
+    assert format_change(50, 180, floor=None) == "+50% ± 180%"  # a quantity that can be negative
+
+
+def test_median_without_its_own_interval_takes_the_means_digits():
+    from fairmark.stats import format_median
+
+    assert format_median(28435.5, math.nan, math.nan, "transactions/s", fallback_half_width=310) == (
+        "28440 transactions/s"
+    )
+    assert format_median(5.29855e9, math.nan, math.nan, "B/s", fallback_half_width=1.9e8) == "5.30 GB/s"
+    assert format_median(5.29855e9, None, None, "B/s") == "5.299 GB/s"
 
 
 def test_format_percent_signed():

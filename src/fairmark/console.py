@@ -3,6 +3,11 @@
 Human output goes to stdout; with ``--json`` stdout carries exactly one JSON document and everything human
 (progress, notes, warnings) goes to stderr. Colour follows rich's rules: off when ``NO_COLOR`` is set or the
 stream is not a terminal, so pipes and CI logs get plain lines.
+
+Every line fits the terminal's width (``COLUMNS``, else the terminal's, else 80 for a pipe): prose is wrapped
+at word boundaries with a hanging indent (a path or a URL is never broken), tables are compact (a rule under
+the header, no boxes) and fit themselves; preformatted blocks (plots, the 80-column text report) go out as
+they are.
 """
 
 from __future__ import annotations
@@ -11,11 +16,15 @@ import contextlib
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
+from rich import box
 from rich.console import Console as RichConsole
 from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 
 
 def _json_default(obj: Any) -> Any:
@@ -45,23 +54,25 @@ class Console:
     def __init__(self) -> None:
         self.json_mode = False
         self.quiet = False
-        self._streams: tuple[object, object, bool] | None = None
+        self._streams: tuple[object, object, bool, str | None] | None = None
         self._out: RichConsole | None = None
         self._err: RichConsole | None = None
+        self._line_width = 0
 
     def _current(self) -> None:
         """(Re)bind to the current sys.stdout/sys.stderr and NO_COLOR: tests and embedding code swap streams,
         and a console left bound to a closed stream must never be written to."""
-        key = (sys.stdout, sys.stderr, bool(os.environ.get("NO_COLOR")))
+        key = (sys.stdout, sys.stderr, bool(os.environ.get("NO_COLOR")), os.environ.get("COLUMNS"))
         if key != self._streams:
             no_color = key[2]
-            # soft_wrap: lines are never broken at the terminal width (plots, paths and messages stay
-            # greppable); tables still fit themselves to the width.
+            # soft_wrap: rich never breaks a line itself (it would break paths and plots); prose is wrapped
+            # here, at word boundaries, and tables fit themselves to the width.
             self._out = RichConsole(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
             self._err = RichConsole(
                 file=sys.stderr, no_color=no_color, highlight=False, stderr=True, soft_wrap=True
             )
             self._streams = key
+            self._line_width = self._wrap_width(self._err)
 
     @property
     def out(self) -> RichConsole:
@@ -92,28 +103,113 @@ class Console:
             return
         self.out.print(*objects, **kwargs)
 
-    def text(self, line: str) -> None:
-        """A plain line, printed verbatim (no markup interpretation); suppressed in --json mode."""
-        if not self.json_mode:
-            self.out.print(escape(line), highlight=False)
+    @property
+    def width(self) -> int:
+        """Columns of the human output: COLUMNS, the terminal's width, or 80 when it is not a terminal."""
+        return self.human.width
 
-    def line(self, text: str) -> None:
-        """A plain line on stderr, written verbatim without rich's rendering: the per-trial log of a plan of
-        thousands of millisecond trials must cost microseconds per line, not a fifth of a millisecond."""
-        stream = self.err.file
+    @staticmethod
+    def _wrap_width(stream: RichConsole) -> int:
+        """Where prose is wrapped: at the terminal's width, or at COLUMNS when it is set; a pipe or a file
+        without COLUMNS gets whole lines, 0 (a CI log stays greppable; tables still fit 80 columns)."""
+        return stream.width if os.environ.get("COLUMNS") or stream.is_terminal else 0
+
+    def wrap(self, text: str, *, first: int = 0, indent: str | None = None, width: int | None = None) -> str:
+        """`text` wrapped at word boundaries to the width (0: not wrapped); each line's continuation is indented
+        two spaces past its own indent (or `indent`). `first`: columns already taken on the first line."""
+        width = self._wrap_width(self.human) if width is None else width
+        if not width:
+            return text
+        out = []
+        for line in text.split("\n"):
+            lead = line[: len(line) - len(line.lstrip(" "))]
+            wrapper = textwrap.TextWrapper(
+                width=width,
+                initial_indent=" " * first + lead,
+                subsequent_indent=(lead + "  ") if indent is None else indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            wrapped = wrapper.wrap(line.strip(" ")) or [""]
+            wrapped[0] = wrapped[0][first:]
+            out += wrapped
+            first = 0
+        return "\n".join(out)
+
+    def text(self, line: str) -> None:
+        """A plain line (no markup interpretation), wrapped to the width; suppressed in --json mode."""
+        if not self.json_mode:
+            self.out.print(escape(self.wrap(line)), highlight=False)
+
+    def block(self, lines: str | list[str]) -> None:
+        """Preformatted lines (a plot, the 80-column text report), printed as they are; suppressed in
+        --json mode."""
+        if not self.json_mode:
+            text = lines if isinstance(lines, str) else "\n".join(lines)
+            self.out.print(escape(text), highlight=False)
+
+    @staticmethod
+    def table(
+        *columns: str, wrap: tuple[str, ...] = (), right: tuple[str, ...] = (), **options: Any
+    ) -> Table:
+        """A compact table: a rule under the header, no boxes, one space either side of each column; its title,
+        if any, printed above it by `print_table` (wrapped like prose, not squeezed into the columns). Only the
+        columns named in `wrap` may wrap (prose); the others keep each value on one line."""
+        t = Table(
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 1),
+            collapse_padding=True,
+            **options,
+        )
+        for col in columns:
+            t.add_column(col, no_wrap=col not in wrap, justify="right" if col in right else "left")
+        return t
+
+    @staticmethod
+    def natural_width(columns: list[str], rows: list[list[str]]) -> int:
+        """Columns a compact table needs to show every value on one line (two spaces between columns)."""
+        widths = [max(len(col), *(len(row[i]) for row in rows)) for i, col in enumerate(columns)]
+        return sum(widths) + 2 * (len(widths) - 1)
+
+    def print_table(self, table: Table, title: str | None = None, *, stderr: bool = False) -> None:
+        """A table under its title (plain text, wrapped); the title in bold on a terminal."""
+        target = self.err if stderr else self.out
+        if self.json_mode and not stderr:
+            return
+        if title:
+            target.print(f"[bold]{escape(self.wrap(title))}[/bold]", highlight=False)
+        fit(table, target.width)
+        target.print(table)
+
+    def line(self, text: str, indent: str = "       ") -> None:
+        """A plain line on stderr, written without rich's rendering: the per-trial log of a plan of thousands
+        of millisecond trials must cost microseconds per line, not a fifth of a millisecond. Wrapped (under
+        `indent`) only when longer than a terminal's width."""
+        err = self.err
+        width = self._line_width
+        if width and len(text) > width:
+            text = self.wrap(text, indent=indent, width=width)
+        stream = err.file
         stream.write(text + "\n")
         stream.flush()
 
+    def _prefixed(self, prefix: str, style: str, message: str, indent: str = "  ") -> None:
+        wrapped = self.wrap(message, first=len(prefix) + 1, indent=indent, width=self._wrap_width(self.err))
+        self.err.print(f"[{style}]{prefix}[/] {escape(wrapped)}", highlight=False)
+
     def note(self, message: str) -> None:
         if not self.quiet:
-            self.err.print(f"[dim]fairmark:[/dim] {escape(message)}")
+            self._prefixed("fairmark:", "dim", message)
 
     def warn(self, message: str) -> None:
-        self.err.print(f"[yellow]fairmark: warning:[/yellow] {escape(message)}")
+        self._prefixed("fairmark: warning:", "yellow", message)
 
     def error(self, message: str, hint: str | None = None) -> None:
-        self.err.print(f"[bold red]fairmark: error:[/bold red] {escape(message)}")
+        self._prefixed("fairmark: error:", "bold red", message)
         if hint:
+            hint = self.wrap(hint, first=8, indent="        ", width=self._wrap_width(self.err))
             self.err.print(f"  [dim]hint:[/dim] {escape(hint)}")
 
     def emit_json(self, obj: Any) -> None:
@@ -128,6 +224,42 @@ class Console:
         else:
             self.note(message)
             yield
+
+
+def fit(table: Table, width: int) -> None:
+    """Give a compact table's columns widths that fit `width`: the one-line columns their widest value, the
+    columns that may wrap what is left (in proportion to their widest value). Rich alone would drop whole
+    columns, and with them numbers, when a table is too wide; when even the one-line columns do not fit, every
+    column may fold."""
+    cols = table.columns
+    natural = [
+        max(
+            Text.from_markup(str(c.header)).cell_len, *(Text.from_markup(str(x)).cell_len for x in c.cells), 1
+        )
+        for c in cols
+    ]
+    room = width - 2 * (len(cols) - 1)
+    if sum(natural) <= room:
+        return
+    flexible = [i for i, c in enumerate(cols) if not c.no_wrap]
+    fixed = sum(n for i, n in enumerate(natural) if i not in flexible)
+    left = room - fixed
+    if not flexible or left < 8 * len(flexible):
+        for c in cols:
+            c.no_wrap, c.overflow = False, "fold"
+        return
+    widths = {i: min(8, natural[i]) for i in flexible}
+    spare = left - sum(widths.values())
+    while (
+        spare > 0
+    ):  # a column at a time, to the narrowest not yet at its widest value: short ones stay whole
+        short = [k for k in flexible if widths[k] < natural[k]]
+        if not short:
+            break
+        widths[min(short, key=lambda k: widths[k])] += 1
+        spare -= 1
+    for i in flexible:
+        cols[i].width, cols[i].overflow = widths[i], "fold"
 
 
 console = Console()

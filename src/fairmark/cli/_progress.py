@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.markup import escape
@@ -17,13 +18,28 @@ from rich.progress import (
 from fairmark.console import console
 from fairmark.plan.model import RunPolicy
 from fairmark.run.runner import Progress as RunnerProgress
-from fairmark.stats import format_value
+from fairmark.stats import format_pair, format_value
+from fairmark.stats.digits import scale_unit
 
 
 def _estimate(ev: dict[str, Any]) -> str:
     if ev.get("mean") is None:
         return ""
     return f"{format_value(ev['mean'], ev.get('ci_half_width'), ev.get('unit', ''))}"
+
+
+def _value(ev: dict[str, Any]) -> str:
+    """The trial's value in the prefix of the cell's running mean, rounded where the mean's CI puts the last
+    digit once there is one (4 significant digits before)."""
+    if ev["value"] is None:
+        return "?"
+    hw, mean = ev.get("ci_half_width"), ev.get("mean")
+    ok = hw is not None and mean is not None and math.isfinite(hw) and hw > 0
+    if not ok:
+        return format_value(ev["value"], None, ev["unit"])
+    divisor, unit = scale_unit(max(abs(mean), hw), ev["unit"])
+    text = format_pair(ev["value"] / divisor, hw / divisor)[0]
+    return f"{text}%" if unit == "%" else text + (f" {unit}" if unit else "")
 
 
 class TerminalProgress(RunnerProgress):
@@ -65,9 +81,8 @@ class TerminalProgress(RunnerProgress):
         if ev["status"] != "ok":
             tag = f"failure {ev['failures']}/{ev['max_failures']}" + (" (warm-up)" if ev["warmup"] else "")
         if ev["status"] == "ok":
-            value = format_value(ev["value"], None, ev["unit"]) if ev["value"] is not None else "?"
             est = _estimate(ev)
-            msg = f"{ev['cell']}  {tag}  {value}" + (f"  (mean {est}, n={ev['n']})" if est else "")
+            msg = f"{ev['cell']}  {tag}  {_value(ev)}" + (f"  (mean {est}, n={ev['n']})" if est else "")
         else:
             msg = f"{ev['cell']}  {tag}  {ev['status'].upper()}: {ev['error']}"
         if self.bar is not None:

@@ -7,7 +7,6 @@ import sys
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.check import _threshold
@@ -72,17 +71,18 @@ def _effect(c: dict | None) -> str:
 
 
 def _show(result) -> None:  # result: fairmark.bisect.search.BisectResult
-    t = Table(title=f"bisect {result.good[:12]}..{result.bad[:12]}" + (f" on {escape(result.target)}"
-              if result.target else ""), title_justify="left")  # fmt: skip
-    for col in ("commit", "subject", "answer", "change vs good [CI]", "runs"):
-        t.add_column(col, overflow="fold")
+    t = console.table("commit", "answer", "change vs good [CI]", "subject", wrap=("subject",))
     for s in result.steps:
-        t.add_row(s.commit[:12], escape(s.subject), s.answer, _effect(s.comparison),
-                  " ".join(r[:8] for r in s.runs) or escape(s.note[:60]))  # fmt: skip
-    console.print(t)
+        t.add_row(s.commit[:12], s.answer, _effect(s.comparison), escape(s.subject))
+    target = f" on {result.target}" if result.target else ""
+    console.print_table(t, f"bisect {result.good[:12]}..{result.bad[:12]}{target}")
+    for s in result.steps:  # what `fairmark show` can open, and why a step was skipped
+        runs = f"run(s) {' '.join(r[:8] for r in s.runs)}" if s.runs else "no run"
+        console.text(f"  {s.commit[:12]}: {runs}" + (f"; {s.note}" if s.note else ""))
     if not result.proven:
-        console.text(f"no proven regression between {result.good[:12]} and {result.bad[:12]}"
-                     + (f": {result.steps[0].comparison['sentence']}" if result.steps and result.steps[0].comparison else ""))  # fmt: skip
+        first = result.steps[0].comparison if result.steps else None
+        tail = f": {first['sentence']}" if first else ""
+        console.text(f"no proven regression between {result.good[:12]} and {result.bad[:12]}{tail}")
         return
     if result.first_bad:
         step = result.step_of(result.first_bad)
@@ -92,8 +92,11 @@ def _show(result) -> None:  # result: fairmark.bisect.search.BisectResult
         if c:
             console.text(f"at that commit, against {result.good[:12]}: {_effect(c)} — {c['sentence']}")
         return
-    console.text("the first bad commit is one of these (the others could not be told apart and were skipped): "
-                 + " ".join(c[:12] for c in result.candidates))  # fmt: skip
+    candidates = " ".join(c[:12] for c in result.candidates)
+    console.text(
+        "the first bad commit is one of these (the others could not be told apart and were skipped): "
+        + candidates
+    )
 
 
 commands = [bisect]

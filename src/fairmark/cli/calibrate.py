@@ -116,6 +116,11 @@ def calibrate(plan: str, runs: int, quick: bool, accept_risk: bool, allow_concur
         console.emit_json({"host_id": host[0], "hostname": host[1], "calibrations": [r | {"created_at": None}
                                                                                      for r in rows]})  # fmt: skip
         return
+    show(rows, host)
+
+
+def show(rows: list[dict[str, Any]], host: tuple[str, str]) -> None:
+    """One line per workload and metric: the false-positive rate with its CI and the detectable change."""
     for row in rows:
         console.text(_line(row))
     console.note(

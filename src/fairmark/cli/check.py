@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
@@ -88,14 +87,19 @@ def _write(path: str, text: str) -> None:
 
 
 def _show(r) -> None:  # r: fairmark.report.check.CheckResult
+    """One line per checked cell (its metric too when a cell has several), then each verdict's sentence."""
     from fairmark.report.check_output import fmt_change
 
-    t = Table(title=f"run {r.run_id[:8]} against {escape(r.against)} ({r.design})", title_justify="left")
-    for col in ("cell", "metric", "change [CI]", "verdict"):
-        t.add_column(col, overflow="fold")
+    cells = [c.cell for c in r.cases]
+    several = len(set(cells)) < len(cells)
+    cols = ("cell", "metric", "change [CI]", "status") if several else ("cell", "change [CI]", "status")
+    t = console.table(*cols, wrap=("status",))
     for c in r.cases:
-        t.add_row(escape(c.cell), c.metric, fmt_change(c.comparison), escape(f"{c.status}: {c.sentence}"))
-    console.print(t)
+        row = [escape(c.cell), c.metric] if several else [escape(c.cell)]
+        t.add_row(*row, fmt_change(c.comparison), c.status)
+    console.print_table(t, f"run {r.run_id[:8]} against {r.against} ({r.design})")
+    for c in r.cases:
+        console.text(f"  {c.cell} {c.metric}: {c.sentence}")
     for note in r.notes:
         console.note(note)
     if not r.failed:

@@ -143,21 +143,22 @@ def _emit_human(files, judged, *, width, plot, test, separate, compat, confidenc
     if compat:
         out = console.err.file
     extra = [(f, sample_warnings(f.values)) for f in files]
+    said = []  # fairmark's own lines: prose, wrapped to a terminal's width like every other view's
     if comparisons or any(w for _, w in extra):
-        out.write(
+        said.append(
             ("" if compat else "\n") + "fairmark (each set vs the first; its own verdict, Welch's t on the "
-            "logarithms where every value is positive, with a Mann-Whitney U cross-check):\n"
+            "logarithms where every value is positive, with a Mann-Whitney U cross-check):"
         )
     for k, c in enumerate(comparisons, start=1):
-        out.write(f"{ministat.SYMBOLS[k + 1]} " + "\n".join(ministat.verdict_lines(c)) + "\n")
+        said.append(f"{ministat.SYMBOLS[k + 1]} " + "\n".join(ministat.verdict_lines(c)))
     if len(comparisons) > 1:
         qs = ", ".join(f"{ministat.SYMBOLS[k + 2]} {j.q_value:.2g}" for k, j in enumerate(judged))
-        out.write(
-            f"  {len(comparisons)} comparisons: Benjamini-Hochberg q-values (false discovery rate) {qs}\n"
+        said.append(
+            f"  {len(comparisons)} comparisons: Benjamini-Hochberg q-values (false discovery rate) {qs}"
         )
-    for f, warnings in extra:
-        for text in warnings:
-            out.write(f"  {f.name}: {text}\n")
+    said += [f"  {f.name}: {text}" for f, warnings in extra for text in warnings]
+    for text in said:
+        out.write(console.wrap(text) + "\n")
     out.flush()
 
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
 from fairmark.errors import EnvironmentRefused, InputError
 from fairmark.plan.model import CONFIDENCE_LEVELS
 from fairmark.stats import format_value
+from fairmark.stats.digits import column_unit
 from fairmark.stats.judge import MIN_VALUES, Pair, judge
 
 
@@ -251,13 +251,19 @@ def show(
     if console.json_mode:
         console.emit_json(
             {
-                "a": runs[0].id, "b": runs[1].id, "because": because,
-                "runs_a": [r.id for r in sides[0]], "runs_b": [r.id for r in sides[1]],
-                "environment": env, "only_in": only,
-                "comparisons": [{k: v for k, v in r.items() if k != "comparison"} | r["comparison"].to_dict()
-                                for r in rows],
+                "a": runs[0].id,
+                "b": runs[1].id,
+                "because": because,
+                "runs_a": [r.id for r in sides[0]],
+                "runs_b": [r.id for r in sides[1]],
+                "environment": env,
+                "only_in": only,
+                "comparisons": [
+                    {k: v for k, v in r.items() if k != "comparison"} | r["comparison"].to_dict()
+                    for r in rows
+                ],
             }
-        )  # fmt: skip
+        )
         return
     show_differences(runs[0], runs[1], env)
     if because:
@@ -265,16 +271,8 @@ def show(
     for f in env["accepted"]:
         console.warn(f"accepted as part of the intended difference: {f['evidence']}")
     label = [" + ".join(r.id[:8] for r in side) for side in sides]
-    table = Table(title=f"A = {label[0]} (baseline)   B = {label[1]}", title_justify="left")
-    for col in ("cell", "metric", "A mean ± CI", "B mean ± CI", "verdict"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        c = r["comparison"]
-        point = ",".join(f"{k}={v}" for k, v in r["point"])
-        cell = f"{r['workload']}{f'[{point}]' if point else ''}/{r['variant']}"
-        table.add_row(escape(cell), r["metric"], _mean(c.baseline, c.unit), _mean(c.other, c.unit),
-                      escape(c.sentence))  # fmt: skip
-    console.print(table)
+    if rows:
+        _table(rows, f"A = {label[0]} (baseline)   B = {label[1]}")
     for r in rows:
         if r["comparison"].levels:
             show_levels(r, r["comparison"])
@@ -286,6 +284,33 @@ def show(
             console.text(f"only in {run.id[:8]} (not compared): {', '.join(keys)}")
 
 
+def _table(rows: list[dict], title: str) -> None:
+    """Per workload, sweep point and metric (as `show` lays out a run): each variant's mean in A and B and the
+    change, one line each; the verdicts' sentences below, wrapped."""
+    from fairmark.report.terminal import in_unit, short_verdict
+
+    console.text(title)
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        point = ",".join(f"{k}={v}" for k, v in r["point"])
+        groups[(r["workload"] + (f"[{point}]" if point else ""), r["metric"], r["comparison"].better)].append(
+            r
+        )
+    for (name, metric, better), members in groups.items():
+        table = console.table("variant", "A mean ± CI", "B mean ± CI", "B vs A", wrap=("B vs A",))
+        comps = [r["comparison"] for r in members]
+        divisor, unit = column_unit(
+            [x for c in comps for x in (c.baseline.mean, c.other.mean)], comps[0].unit
+        )
+        for r, c in zip(members, comps, strict=True):
+            change = short_verdict(c.to_dict())  # the interval of the design that decided
+            table.add_row(escape(r["variant"]), _mean(c.baseline, divisor), _mean(c.other, divisor), change)
+        console.print()
+        console.print_table(table, f"{name} — {metric}{in_unit(unit)} ({better} is better)")
+        for r in members:
+            console.text(f"  {r['variant']}: {r['comparison'].sentence}")
+
+
 def show_levels(row: dict, c) -> None:
     """Per-boot means and the variance at each level: what the boots-as-the-unit verdict rests on."""
     from fairmark.report.boots import levels_lines
@@ -293,7 +318,9 @@ def show_levels(row: dict, c) -> None:
     # an sd is a spread, not an interval: "sd 0.016 s", never "0.016 ± 0.016 s" (the same lines as `show`)
     names = {"levels": c.levels, "name_baseline": c.name_baseline, "name_other": c.name_other}
     lines = levels_lines(names, c.unit)
-    console.text(f"{row['workload']} {row['metric']}: " + "; ".join(lines))
+    point = ",".join(f"{k}={v}" for k, v in row["point"])
+    cell = f"{row['workload']}{f'[{point}]' if point else ''}/{row['variant']}"
+    console.text(f"{cell} {row['metric']}: " + "; ".join(lines))
 
 
 def show_differences(run_a, run_b, env: dict[str, Any]) -> None:
@@ -306,18 +333,17 @@ def show_differences(run_a, run_b, env: dict[str, Any]) -> None:
         if not env["unknown"]:
             console.text(f"environment: no relevant difference between {run_a.id[:8]} and {run_b.id[:8]}")
         return
-    table = Table(
-        title="differences between the runs (plan, environment before each run)", title_justify="left"
+    table = console.table(
+        "category", "key", run_a.id[:8], run_b.id[:8], wrap=("key", run_a.id[:8], run_b.id[:8])
     )
-    for col in ("category", "key", run_a.id[:8], run_b.id[:8]):
-        table.add_column(col, overflow="fold")
     for d in diffs:
         table.add_row(d["category"], escape(d["key"]), escape(_fmt(d["a"])), escape(_fmt(d["b"])))
-    console.print(table)
+    console.print_table(table, "differences between the runs (plan, environment before each run)")
 
 
-def _mean(summary, unit: str) -> str:
-    return format_value(summary.mean, summary.ci_half_width, unit)  # rounded to what the CI supports
+def _mean(summary, divisor: float) -> str:
+    """The mean ± its CI, bare (the table's title has the unit), rounded to the digits the CI supports."""
+    return format_value(summary.mean / divisor, summary.ci_half_width / divisor)
 
 
 def _fmt(value: Any) -> str:

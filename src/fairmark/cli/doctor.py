@@ -6,7 +6,6 @@ import os
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from fairmark.cli.common import common_options
 from fairmark.console import console
@@ -67,32 +66,40 @@ def doctor(
         findings = [Finding(**f) for f in pending_findings()] + findings
     counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warn", "info")}
     if console.json_mode:
-        console.emit_json({
-            "sysroot": None if root == "/" or host else os.path.abspath(root),
-            "host": host,
-            "host_id": snap["identity"]["host_id"],
-            "os": {k: snap["os"].get(k) for k in ("kernel", "release")},
-            "worst": worst_severity(findings),
-            "counts": counts,
-            "findings": [f.to_dict() for f in findings],
-        })  # fmt: skip
+        console.emit_json(
+            {
+                "sysroot": None if root == "/" or host else os.path.abspath(root),
+                "host": host,
+                "host_id": snap["identity"]["host_id"],
+                "os": {k: snap["os"].get(k) for k in ("kernel", "release")},
+                "worst": worst_severity(findings),
+                "counts": counts,
+                "findings": [f.to_dict() for f in findings],
+            }
+        )
         return
-    where = "this host" if root == "/" else (f"host {host}" if host else root)
+    _show(findings, snap, "this host" if root == "/" else (f"host {host}" if host else root), counts)
+
+
+def _show(findings: list, snap: dict, where: str, counts: dict[str, int]) -> None:
+    """One block per finding: severity and id, then what was seen and the fix, wrapped under it."""
     kernel = f"{snap['os'].get('kernel')} {snap['os'].get('release') or ''}".strip()
     host_id = snap["identity"]["host_id"]
-    console.print(f"[bold]fairmark doctor[/bold]: {escape(where)} ({escape(kernel)}, host {host_id})")
+    head = console.wrap(f"{where} ({kernel}, host {host_id})", first=17)
+    console.print(f"[bold]fairmark doctor[/bold]: {escape(head)}")
     if not findings:
         console.print("no findings")
         return
-    table = Table(show_lines=True)
-    for col, kw in (("severity", {}), ("id", {}), ("evidence", {"ratio": 3}), ("fix", {"ratio": 2})):
-        table.add_column(col, overflow="fold", **kw)
     for f in findings:
-        table.add_row(f"[{SEVERITY_STYLE[f.severity]}]{f.severity}[/]", escape(f.id),
-                      escape(f"{f.title}: {f.evidence}"), escape(f.fix))  # fmt: skip
-    console.print(table)
-    console.print(f"{counts['error']} error(s), {counts['warn']} warning(s), {counts['info']} note(s); "
-                  "`--json` gives each finding's reason ('why')")  # fmt: skip
+        console.print()
+        console.print(f"[{SEVERITY_STYLE[f.severity]}]{f.severity}[/] {escape(f.id)}")
+        console.text(f"  {f.title}: {f.evidence}")
+        console.text(f"  fix: {f.fix}")
+    console.print()
+    console.text(
+        f"{counts['error']} error(s), {counts['warn']} warning(s), {counts['info']} note(s); "
+        "`--json` gives each finding's reason ('why')"
+    )
 
 
 commands = [doctor]

@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from fairmark.cli.common import common_options, open_store
 from fairmark.cli.doctor import check_sysroot
@@ -72,8 +71,10 @@ def _save(dest: str) -> None:
     if console.json_mode:
         console.emit_json({"sysroot": dest, "files": files})
         return
-    console.print(f"saved {len(files)} files to {escape(dest)} (environment redacted); "
-                  f"check it with `fairmark doctor --sysroot {escape(dest)}`")  # fmt: skip
+    console.text(
+        f"saved {len(files)} files to {dest} (environment redacted); "
+        f"check it with `fairmark doctor --sysroot {dest}`"
+    )
 
 
 def _rows(value: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
@@ -100,12 +101,15 @@ def _print_snapshot(snap: dict[str, Any]) -> None:
     for section, value in snap.items():
         if section in skip or not isinstance(value, dict):
             continue
-        table = Table(title=section, title_justify="left", show_header=False, box=None, padding=(0, 2))
-        table.add_column("key", style="bold", no_wrap=True)
-        table.add_column("value", overflow="fold")
-        for key, text in _rows(value):
+        rows = _rows(value)
+        console.print()
+        if not rows:
+            console.text(f"{section}: (nothing recorded)")
+            continue
+        table = console.table("key", "value", wrap=("value",), show_header=False)
+        for key, text in rows:
             table.add_row(escape(key), escape(text))
-        console.print(table)
+        console.print_table(table, section)
     env_vars = snap.get("env") or {}
     console.print(f"[bold]env[/bold]: {len(env_vars)} variables (secrets redacted; `--json` lists them)")
     console.print(f"[dim]taken {snap.get('taken_at')} in {snap.get('elapsed_s')} s[/dim]")
@@ -136,25 +140,28 @@ def _diff(ref_a: str, ref_b: str, *, after: bool, declared: tuple[str, ...]) -> 
     diffs = diff_snapshots(snaps[0], snaps[1])
     findings = comparison_findings(snaps[0], snaps[1], declared=declared)
     if console.json_mode:
-        console.emit_json({"a": runs[0].id, "b": runs[1].id, "declared": list(declared), "differences": diffs,
-                           "findings": [f.to_dict() for f in findings]})  # fmt: skip
+        console.emit_json(
+            {
+                "a": runs[0].id,
+                "b": runs[1].id,
+                "declared": list(declared),
+                "differences": diffs,
+                "findings": [f.to_dict() for f in findings],
+            }
+        )
         return
     if not diffs:
-        console.print(f"no differences between the environments of {runs[0].id[:8]} and {runs[1].id[:8]}")
+        console.text(f"no differences between the environments of {runs[0].id[:8]} and {runs[1].id[:8]}")
         return
-    table = Table(
-        title=f"environment differences: A={runs[0].id[:8]}  B={runs[1].id[:8]}", title_justify="left"
-    )
-    for col in ("category", "key", "A", "B"):
-        table.add_column(col, overflow="fold")
+    table = console.table("category", "key", "A", "B", wrap=("key", "A", "B"))
     for d in diffs:
         style = CATEGORY_STYLE.get(d["category"], "")
         a, b = ("—" if v is None else _fmt(v) for v in (d["a"], d["b"]))
         table.add_row(f"[{style}]{d['category']}[/]", escape(d["key"]), escape(a), escape(b))
-    console.print(table)
+    console.print_table(table, f"environment differences: A={runs[0].id[:8]}  B={runs[1].id[:8]}")
     n_valid = sum(f.severity == "error" for f in findings)
     if n_valid:
-        console.print(
+        console.text(
             f"{n_valid} undeclared difference(s) can invalidate a comparison of these runs; "
             "`--declare KEY` marks one as the difference under test"
         )

@@ -6,7 +6,6 @@ import math
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store
@@ -66,7 +65,9 @@ def history(
             {"workload": workload, "metric": metric, "other_metrics": others, "alpha": alpha, "series": data}
         )
         return
-    for s in data:
+    for i, s in enumerate(data):
+        if i:
+            console.print()
         _table(workload, s, alpha)
     if others:
         console.text(
@@ -76,23 +77,28 @@ def history(
 
 
 def _table(workload: str, s: dict, alpha: float) -> None:
-    unit = f" ({s['unit']})" if s["unit"] else ""
-    t = Table(title=f"{workload} {s['cell']} {s['metric']}{unit} on {s['host']}", title_justify="left")
-    for col in ("#", "run", "started", "tags", "n", "mean", "± CI"):
-        t.add_column(col, justify="right" if col in ("#", "n", "mean", "± CI") else "left")
+    """One line per run: its mean ± CI in a prefix shared by the series (so points compare at a glance), the
+    digits each CI supports; change points marked ▲ where the new level starts."""
+    from fairmark.cli.runs import short_tag
+    from fairmark.stats import format_value
+    from fairmark.stats.digits import column_unit
+
+    t = console.table("#", "run", "started", "n", "mean ± CI", "tags", wrap=("tags",), right=("#", "n"))
     starts = {cp["index"] for cp in s["change_points"]}
+    divisor, unit = column_unit((p["mean"] for p in s["points"]), s["unit"])
     for i, p in enumerate(s["points"]):
         hw = p["ci_half_width"]
         t.add_row(
             str(i + 1) + (" ▲" if i in starts else ""),
             p["run_id"][:8],
             p["started_at"][:16].replace("T", " "),
-            escape(" ".join(f"{k}={v}" for k, v in sorted(p["tags"].items()))),
             str(p["n"]),
-            f"{p['mean']:.4g}",
-            f"{hw:.2g}" if math.isfinite(hw) else "–",
+            format_value(p["mean"] / divisor, hw / divisor if math.isfinite(hw) else None),
+            escape(" ".join(f"{k}={short_tag(v)}" for k, v in sorted(p["tags"].items()))),
         )
-    console.print(t)
+    better = f", {s['better']} is better" if s.get("better") else ""
+    unit_text = f" in {unit}" if unit else ""
+    console.print_table(t, f"{workload} {s['cell']} {s['metric']}{unit_text} on {s['host']}{better}")
     if not s["change_points"]:
         console.text(
             f"no change point at α = {alpha:g} ({len(s['points'])} runs; change points assume independent runs "
@@ -103,7 +109,7 @@ def _table(workload: str, s: dict, alpha: float) -> None:
     for cp in s["change_points"]:
         console.text(
             f"change point before point {cp['index'] + 1} (between {' and '.join(cp['between'])}), "
-            f"p = {cp['p_value']:.3g}: {cp['sentence']}"
+            f"p = {cp['p_value']:.2g}: {cp['sentence']}"
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -89,7 +90,12 @@ def publish(
     if console.json_mode:
         console.emit_json({"out": str(Path(out).resolve()), **outcome.to_dict()})
         return
-    console.text(f"published {Path(out) / 'index.html'}: {outcome.sentence()}")
+    summary(Path(out), outcome)
+
+
+def summary(out: Path, outcome: Any) -> None:
+    """What a publish wrote, skipped and removed, and how long it took."""
+    console.text(f"published {out / 'index.html'}: {outcome.sentence()}")
 
 
 commands = [publish]

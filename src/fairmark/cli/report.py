@@ -81,8 +81,7 @@ def _text(reports: list, target: str, markdown: bool) -> dict[str, object]:
     body = render_text(reports, markdown=markdown)
     key = "markdown" if markdown else "text"
     if target == "-":
-        for line in body.splitlines():
-            console.text(line)
+        console.block(body.rstrip("\n"))  # already laid out for 80 columns: as it is
         return {key: body}
     path = Path(target)
     try:

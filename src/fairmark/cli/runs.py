@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store, state
@@ -27,22 +26,38 @@ def runs(limit: int, host: str | None, tag_items: tuple[str, ...]) -> None:
     if not rows:
         console.text(f"no runs in {url}")
         return
-    t = Table(title=f"runs in {url}", title_justify="left")
-    for col in ("id", "started", "status", "plan", "hosts", "tags", "cells", "trials ok/all", "risk"):
-        t.add_column(col)
+    console.text(f"runs in {url}, newest first")
+    status_w = max(len(r["status"]) for r in rows)
     for r in rows:
-        t.add_row(
-            r["id"][:8],
-            f"{r['started_at']:%Y-%m-%d %H:%M}",
-            r["status"],
-            escape(r["title"] or r["plan_path"]),
-            escape(",".join(r["hosts"]) or "(here)"),
-            escape(" ".join(f"{k}={v}" for k, v in sorted(r["tags"].items()))),
-            str(r["cells"]),
-            f"{r['trials_ok']}/{r['trials']}",
-            "accept-risk" if r["accept_risk"] else "",
-        )
-    console.print(t)
+        console.text(_run_line(r, status_w))
+        indent = " " * 10
+        console.print(f"[bold]{escape(console.wrap(indent + (r['title'] or r['plan_path'])))}[/bold]")
+        tags = " ".join(f"{k}={short_tag(v)}" for k, v in sorted(r["tags"].items()))
+        if tags:
+            console.text(f"{indent}tags: {tags}")
+
+
+def _run_line(r: dict[str, Any], status_w: int) -> str:
+    """id, start, status, trials, cells, and where it ran: one line of fixed columns per run."""
+    trials = f"{r['trials_ok']}/{r['trials']} trials ok"
+    where = f"hosts {','.join(r['hosts'])}" if r["hosts"] else ""
+    risk = "accept-risk" if r["accept_risk"] else ""
+    fields = [
+        r["id"][:8],
+        f"{r['started_at']:%Y-%m-%d %H:%M}",
+        f"{r['status']:<{status_w}}",
+        trials,
+        f"{r['cells']} cells",
+        where,
+        risk,
+    ]
+    return "  ".join(f for f in fields if f)
+
+
+def short_tag(value: str) -> str:
+    """A full git commit id shortened to 12 hex digits (unambiguous in any repository of this size); any
+    other tag value as it is."""
+    return value[:12] if len(value) == 40 and all(ch in "0123456789abcdef" for ch in value) else value
 
 
 def _runs(limit: int, host: str | None, tags: dict[str, str]) -> tuple[str, list[dict[str, Any]]]:

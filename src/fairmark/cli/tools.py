@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from fairmark.cli.common import common_options
 from fairmark.console import console
@@ -37,34 +36,39 @@ def tools(name: str | None) -> None:
         console.emit_json({"tools": docs})
         return
     if not name:
-        t = Table(title="workload tools", title_justify="left")
-        for col in ("tool", "measures", "installed", "what it runs"):
-            t.add_column(col, overflow="fold")
-        for d in docs:
-            pkgs = ", ".join(d["packages"].get("debian", [])) or "not packaged"
-            ok = "yes" if not d["missing"] else f"no ({pkgs})"
-            if d["refused"]:
-                ok = f"refused on this host: {d['refused']}"
-            t.add_row(d["name"], ", ".join(d["measures"]), escape(ok), escape(d["summary"]))
-        console.print(t)
-        console.text("`fairmark tools NAME` shows a tool's parameters and metrics")
+        _list(docs)
         return
     d = docs[0]
-    console.print(f"[bold]{escape(d['name'])}[/bold]: {escape(d['summary'])}")
+    console.print(
+        f"[bold]{escape(d['name'])}[/bold]: {escape(console.wrap(d['summary'], first=len(d['name']) + 2))}"
+    )
     if d["refused"]:
-        console.print(f"refused on this host: {escape(d['refused'])}")
-    t = Table(title="params", title_justify="left")
-    for col in ("param", "default", "unit", "meaning"):
-        t.add_column(col, overflow="fold")
+        console.text(f"refused on this host: {d['refused']}")
+    t = console.table("param", "default", "unit", "meaning", wrap=("default", "meaning"))
     for p in d["params"]:
         t.add_row(p["name"], escape(repr(p["default"])), p["unit"], escape(p["help"]))
-    console.print(t)
-    t = Table(title="metrics (the first is the primary one)", title_justify="left")
-    for col in ("metric", "unit", "better"):
-        t.add_column(col)
+    console.print_table(t, "params")
+    t = console.table("metric", "unit", "better")
     for m in d["metrics"]:
         t.add_row(m["name"], m["unit"], m["better"])
-    console.print(t)
+    console.print_table(t, "metrics (the first is the primary one)")
+
+
+def _list(docs: list[dict]) -> None:
+    """One line per tool (name, what it stresses, whether it can run here), what it runs wrapped below."""
+    t = console.table("tool", "measures", "here", wrap=("here",))
+    for d in docs:
+        pkgs = ", ".join(d["packages"].get("debian", [])) or "not packaged"
+        ok = "installed" if not d["missing"] else f"missing ({pkgs})"
+        if d["refused"]:
+            ok = f"refused: {d['refused']}"
+        t.add_row(d["name"], ", ".join(d["measures"]), escape(ok))
+    console.print_table(t, "workload tools")
+    console.print()
+    for d in docs:
+        console.text(f"{d['name']}: {d['summary']}")
+    console.print()
+    console.text("`fairmark tools NAME` shows a tool's parameters and metrics")
 
 
 commands = [tools]

@@ -5,10 +5,11 @@ summary, a merge-request comment)."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import xml.etree.ElementTree as ET
 
 from fairmark.report.check import POSSIBLE, REGRESSION, UNJUDGED, Case, CheckResult
-from fairmark.stats.digits import format_value
+from fairmark.stats.digits import format_pair, format_value
 
 
 def _pct(value: float) -> str:
@@ -17,8 +18,9 @@ def _pct(value: float) -> str:
 
 
 def fmt_change(comp: dict | None) -> str:
-    """'+9.7% [+9.2%, +10.3%]': the change and the interval of the test that decided (the ratio's, in %); the
-    change is the ratio's (of geometric means on the log scale), so it always lies inside its interval."""
+    """'+9.7% [+9.2%, +10.3%]': the change and the interval of the test that decided (the ratio's, in %), all
+    three rounded to the digits that interval supports; the change is the ratio's (of geometric means on the log
+    scale), so it always lies inside its interval."""
     if not comp:
         return "–"
     ratio = comp.get("ratio")
@@ -26,12 +28,16 @@ def fmt_change(comp: dict | None) -> str:
     if change is None:
         return "–"
     low, high = comp.get("ratio_ci_low"), comp.get("ratio_ci_high")
-    ci = (
-        f" [{_pct(100 * (low - 1))}, {_pct(100 * (high - 1))}]"
-        if low is not None and high is not None
-        else ""
-    )
-    return _pct(change) + ci
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return _pct(change)
+    ends = (100 * (low - 1), 100 * (high - 1))
+    hw = (ends[1] - ends[0]) / 2 or None
+    pct, lo, hi = (_signed(format_pair(v, hw)[0]) for v in (change, *ends))
+    return f"{pct}% [{lo}%, {hi}%]"
+
+
+def _signed(text: str) -> str:
+    return text if text.startswith("-") or text == "0" else "+" + text
 
 
 def _means(comp: dict | None) -> tuple[str, str]:

@@ -32,6 +32,7 @@ from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.report.profiles import cpu_line, cpu_view, scope_of
 from fairmark.stats import format_median, format_value
 from fairmark.stats.compare import interval_text
+from fairmark.stats.digits import format_cv, shared_scale
 
 ENV_VALUE_MAX = 200  # characters of one environment value shown; the store keeps it whole
 TOP_LOCKS = 15
@@ -142,23 +143,32 @@ def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dic
     return rows
 
 
-def cell_row(c: CellReport) -> dict[str, Any]:
+def cell_row(c: CellReport, scale: float | None = None, *, divisor: float | None = None) -> dict[str, Any]:
+    """A variant's row of a table; `scale`: the magnitude that picks the unit prefix the table shares. With
+    `divisor`, values divided by it and shown without their unit (the table's heading says it)."""
     s = c.summaries.get(c.primary_metric)
-    unit = c.spec(c.primary_metric)["unit"]
+    unit = "" if divisor else c.spec(c.primary_metric)["unit"]
+    d = divisor or 1.0
     row = {"variant": c.variant, "n": c.n_ok, "failed": c.n_failed, "stop": c.stop_reason or c.status}
     if s and s["n"] >= 2:
+        hw = s["ci_half_width"] / d
+        low, high = s.get("median_ci_low", math.nan), s.get("median_ci_high", math.nan)
+        low, high = (None if x is None else x / d for x in (low, high))
         row |= {
-            "mean": format_value(s["mean"], s["ci_half_width"], unit),
-            "median": format_median(
-                s["median"], s.get("median_ci_low", math.nan), s.get("median_ci_high", math.nan), unit
-            ),
-            "cv": f"{100 * s['cv']:.2g}%" if s.get("cv") == s.get("cv") else "—",
+            "mean": format_value(s["mean"] / d, hw, unit, scale=scale),
+            "median": format_median(s["median"] / d, low, high, unit, fallback_half_width=hw, scale=scale),
+            "cv": format_cv(s.get("cv")),
         }
     elif s:
-        row |= {"mean": format_value(s["mean"], None, unit), "median": "—", "cv": "—"}
+        row |= {"mean": format_value(s["mean"] / d, None, unit, scale=scale), "median": "—", "cv": "—"}
     else:
         row |= {"mean": "—", "median": "—", "cv": "—"}
     return row
+
+
+def table_scale(cells: Sequence[CellReport]) -> float | None:
+    """The largest mean of the cells' primary metric: one SI prefix for a whole table's column."""
+    return shared_scale((c.summaries.get(c.primary_metric) or {}).get("mean") for c in cells)
 
 
 def ministat_text(cells: Sequence[CellReport], metric: str) -> str:
@@ -294,7 +304,7 @@ def group_view(
         "metric": metric,
         "unit": spec["unit"],
         "better": spec["better"],
-        "rows": [cell_row(c) for c in cells],
+        "rows": [cell_row(c, table_scale(cells)) for c in cells],
         "plot_svg": plot,
         "ministat": ministat_text(cells, metric),
         "cells": cell_views,

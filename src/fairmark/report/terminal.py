@@ -7,7 +7,6 @@ import math
 from typing import Any
 
 from rich.markup import escape
-from rich.table import Table
 
 from fairmark.console import console
 from fairmark.plan.model import BUILTIN_METRICS
@@ -16,42 +15,49 @@ from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
 from fairmark.stats import format_median, format_value
 from fairmark.stats.compare import interval_text
+from fairmark.stats.digits import column_unit, format_cv
 from fairmark.stats.judge import enough
 
 
 def _header(r: RunReport) -> None:
     run = r.run
     title = f" — {run.title}" if run.title else ""
-    console.print(f"[bold]run {run.id}[/bold]{escape(title)}")
+    console.print(f"[bold]{escape(console.wrap(f'run {run.id}{title}'))}[/bold]")
     console.text(
         f"plan {run.plan_path} (sha256 {run.plan_sha256[:12]}), seed {run.seed}, status {run.status}, "
         f"started {run.started_at:%Y-%m-%d %H:%M:%S}, fairmark {run.fairmark_version}"
     )
     if run.options.get("quick"):
         console.print(
-            "[yellow]quick run: few trials and short parameters — a first look, not a result to quote[/]"
+            f"[yellow]{console.wrap('quick run: few trials and short parameters — a first look, not a result to quote')}[/]"
         )
     if r.profiled_note:
-        console.print(f"[yellow]{escape(r.profiled_note)}[/]")
+        console.print(f"[yellow]{escape(console.wrap(r.profiled_note))}[/]")
     if r.risk_note:
         colour = "bold red" if "found errors" in r.risk_note else "yellow"
-        console.print(f"[{colour}]{escape(r.risk_note)}[/]")
+        console.print(f"[{colour}]{escape(console.wrap(r.risk_note))}[/]")
 
 
-def _cell_row(c: CellReport, verdict: str) -> list[str]:
+def _cell_row(
+    c: CellReport, verdict: str, divisor: float | None = None, *, median_interval: bool = True
+) -> list[str]:
+    """variant, n, median, mean ± CI, CV, failed, vs baseline. With `divisor`, the values are shown divided by
+    it and without their unit (the table's title has it); `median_interval`: the median's own interval shown."""
     s = c.summaries.get(c.primary_metric)
-    unit = c.spec(c.primary_metric)["unit"]
+    unit = "" if divisor else c.spec(c.primary_metric)["unit"]
+    d = divisor or 1.0
     if not s or s["n"] < 2:
         return [escape(c.variant), str(c.n_ok), "—", "—", "—", str(c.n_failed), escape(verdict or c.status)]
-    cv = f"{100 * s['cv']:.2g}%" if s.get("cv") is not None else "—"
-    median = format_median(
-        s["median"], s.get("median_ci_low", math.nan), s.get("median_ci_high", math.nan), unit
-    )
+    cv = format_cv(s.get("cv"))
+    hw = s["ci_half_width"] / d
+    low, high = s.get("median_ci_low", math.nan), s.get("median_ci_high", math.nan)
+    low, high = (None if x is None else x / d for x in (low, high))
+    median = format_median(s["median"] / d, low, high, unit, fallback_half_width=hw, interval=median_interval)
     return [
         escape(c.variant),
         str(s["n"]),
         median,
-        format_value(s["mean"], s["ci_half_width"], unit),
+        format_value(s["mean"] / d, hw, unit),
         cv,
         str(c.n_failed),
         escape(verdict),
@@ -59,15 +65,53 @@ def _cell_row(c: CellReport, verdict: str) -> list[str]:
 
 
 def _short(v: Verdict | None) -> str:
-    """The table's verdict column: signed change ± CI as a % of the baseline, and whether it is proven."""
+    """The table's verdict column: the change and its interval as a % of the baseline, and whether it is proven."""
     if v is None:
         return "—"
     c = v.comparison
-    interval = interval_text(
-        c
-    )  # the interval of the design that decided (paired, Welch, units), not ministat's
-    text = f"{interval} {c['change']}" if c["significant"] else f"{interval} (not proven)"
+    text = short_verdict(c)
     return f"A/A calibration: {text}" if c.get("calibration") else text
+
+
+def short_verdict(c: dict[str, Any]) -> str:
+    """'+394% (+381% to +408%) worse', '-0.3% (-2.9% to +2.3%), not proven': a table cell — the change and the
+    interval of the design that decided (paired, Welch, units; not ministat's); the sentence goes below."""
+    interval = interval_text(c)
+    if c["significant"]:
+        return f"{interval} {c['change']}"
+    return interval if interval.startswith(("no ", "unbounded")) else f"{interval}, not proven"
+
+
+def _table(r: RunReport, group: str, cells: list[CellReport]) -> None:
+    """Variants as rows, values bare (the unit in the title, one prefix for the table). When the medians'
+    intervals would push the table past the width, the medians go without them (their digits still as the
+    interval supports; `show --json` and the HTML report have it)."""
+    primary = cells[0].primary_metric
+    spec = cells[0].spec(primary)
+    verdicts = {v.variant: v for v in r.verdicts if v.group == group and v.metric == primary}
+    failed = any(c.n_failed for c in cells)
+    cols = ["variant", "n", "median", f"mean ± {r.confidence:g}% CI", "CV", "fail", "vs baseline"]
+    divisor, unit = column_unit(((c.summaries.get(primary) or {}).get("mean") for c in cells), spec["unit"])
+    texts = {
+        c.variant: "baseline" if c.variant == r.baseline else _short(verdicts.get(c.variant)) for c in cells
+    }
+    keep = [i for i in range(len(cols)) if failed or cols[i] != "fail"]
+    rows = [[row[i] for i in keep] for row in (_cell_row(c, texts[c.variant], divisor) for c in cells)]
+    shown = [cols[i] for i in keep]
+    if console.natural_width(shown, rows) > console.width:
+        rows = [
+            [row[i] for i in keep]
+            for row in (_cell_row(c, texts[c.variant], divisor, median_interval=False) for c in cells)
+        ]
+    t = console.table(*shown, wrap=("vs baseline",), right=("n", "CV", "fail"))
+    for row in rows:
+        t.add_row(*row)
+    console.print_table(t, f"{group} — {primary}{in_unit(unit)} ({spec['better']} is better)")
+
+
+def in_unit(unit: str) -> str:
+    """' in ms' for a title whose table shows bare values."""
+    return f" in {unit}" if unit else ""
 
 
 def _group(
@@ -79,19 +123,10 @@ def _group(
     caveats: dict[tuple[str, str, str], str],
 ) -> None:
     primary = cells[0].primary_metric
-    verdicts = {v.variant: v for v in r.verdicts if v.group == group and v.metric == primary}
-    t = Table(
-        title=f"{group} — {primary} ({cells[0].spec(primary)['better']} is better)", title_justify="left"
-    )
-    for col in ("variant", "n", "median", f"mean ± {r.confidence:g}% CI", "CV", "failed", "vs baseline"):
-        t.add_column(col, overflow="fold")
-    for c in cells:
-        text = "baseline" if c.variant == r.baseline else _short(verdicts.get(c.variant))
-        t.add_row(*_cell_row(c, text))
-    console.print(t)
+    _table(r, group, cells)
     data = [(c.variant, c.values.get(primary, [])) for c in cells if enough(c.values.get(primary, []))]
     if data:
-        console.text("\n".join(legend(data) + ascii_plot(data, width=plot_width)))
+        console.block(legend(data) + ascii_plot(data, width=plot_width))
     for v in r.verdicts:
         if v.group == group:
             fdr = "" if v.fdr_significant or not v.significant else " — not significant after FDR control"
@@ -100,7 +135,7 @@ def _group(
                 console.text(f"    {line}")
             caveat = caveats.get((v.group, v.variant, v.metric))
             if caveat:
-                console.print(f"    [yellow]{escape(caveat)}[/]")
+                console.print(f"[yellow]{escape(console.wrap('    ' + caveat))}[/]")
     _params(cells)
     _other_metrics(cells)
     for c in cells:
@@ -108,17 +143,27 @@ def _group(
         if a is not None:
             console.text(f"  [{c.variant}] {a.sentence}")
             for flag in a.flags:
-                console.print(f"    [yellow]USE[/] {escape(flag.message)}")
+                console.print(
+                    f"    [yellow]USE[/] {escape(console.wrap(flag.message, first=8, indent='      '))}"
+                )
+    _cell_notes(cells)
+
+
+def _cell_notes(cells: list[CellReport]) -> None:
+    """Each cell's warnings, abandonment and failed trials, wrapped under a coloured word."""
+
+    def line(word: str, colour: str, text: str) -> None:
+        wrapped = console.wrap(text, first=3 + len(word), indent="    ")
+        console.print(f"  [{colour}]{word}[/] {escape(wrapped)}")
+
     for c in cells:
         for w in c.warnings:
-            console.print(f"  [yellow]warning[/] {escape(c.key)}: {escape(w)}")
+            line("warning", "yellow", f"{c.key}: {w}")
         if c.status == "abandoned":
-            console.print(f"  [red]abandoned[/] {escape(c.key)}: {escape(c.stop_reason or '')}")
+            line("abandoned", "red", f"{c.key}: {c.stop_reason or ''}")
         for t_ in c.trials:
             if t_["status"] != "ok":
-                console.print(
-                    f"  [red]{t_['status']}[/] {escape(c.key)} trial {t_['seq']}: {escape(t_['error'] or '')}"
-                )
+                line(t_["status"], "red", f"{c.key} trial {t_['seq']}: {t_['error'] or ''}")
 
 
 def _params(cells: list[CellReport]) -> None:
@@ -162,25 +207,19 @@ def _other_metrics(cells: list[CellReport]) -> None:
 
 def _scaling(r: RunReport) -> None:
     for s in r.scaling:
-        t = Table(
-            title=f"scaling: {s.workload}/{s.variant} over {s.parameter} — {s.metric}", title_justify="left"
-        )
         efficiency = any(p.efficiency is not None for p in s.points)  # CPU/thread sweeps only
-        for col in (s.parameter, "n", f"mean ± {r.confidence:g}% CI", "speedup", "efficiency")[
-            : 4 + efficiency
-        ]:
-            t.add_column(col)
+        cols = (s.parameter, "n", f"mean ± {r.confidence:g}% CI", "speedup", "efficiency")[: 4 + efficiency]
+        t = console.table(*cols)
+        divisor, shown = column_unit((p.mean for p in s.points), s.unit)
         for p in s.points:
             mark = "  ← peak" if s.peak is not None and p.value == s.peak else ""
             eff = [f"{100 * p.efficiency:.0f}%" if p.efficiency is not None else "—"] if efficiency else []
-            row = [
-                str(p.value),
-                str(p.n),
-                format_value(p.mean, p.ci_half_width, s.unit),
-                f"{p.speedup:.2f}×{mark}",
-            ]
-            t.add_row(*row, *eff)
-        console.print(t)
+            hw = None if p.ci_half_width is None else p.ci_half_width / divisor
+            t.add_row(
+                str(p.value), str(p.n), format_value(p.mean / divisor, hw), f"{p.speedup:.2f}×{mark}", *eff
+            )
+        title = f"scaling: {s.workload}/{s.variant} over {s.parameter} — {s.metric}{in_unit(shown)}"
+        console.print_table(t, title)
         console.text(f"  {s.summary}")
 
 
@@ -193,11 +232,16 @@ def _findings(r: RunReport) -> None:
             shown.append(f)
     if not shown:
         return
-    console.print("[bold]environment findings[/bold] (fairmark doctor; `fairmark show --json` has them all)")
+    console.print(
+        f"[bold]environment findings[/bold] {escape(console.wrap('(fairmark doctor; `fairmark show --json` has them all)', first=21))}"
+    )
     for f in shown:
         colour = "red" if f["severity"] == "error" else "yellow"
         when = "" if f["phase"] == "before" else f" ({f['phase']} rounds)" if f["phase"] == "between" else ""
-        console.print(f"  [{colour}]{f['severity']}[/] {escape(f['title'])}{when}: {escape(f['evidence'])}")
+        text = console.wrap(
+            f"{f['title']}{when}: {f['evidence']}", first=3 + len(f["severity"]), indent="    "
+        )
+        console.print(f"  [{colour}]{f['severity']}[/] {escape(text)}")
 
 
 def _failures(r: RunReport) -> None:
@@ -212,7 +256,7 @@ def _failures(r: RunReport) -> None:
     for title, note, found in sections:
         if found:
             console.print()
-            console.print(f"[bold]{title}[/bold] {escape(note)}")
+            console.print(f"[bold]{title}[/bold] {escape(console.wrap(note, first=len(title) + 1))}")
             for line in found:
                 console.text(f"  {line}")
 

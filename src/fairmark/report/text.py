@@ -23,6 +23,7 @@ from fairmark.report.html import (
 )
 from fairmark.report.profiles import cpu_line, cpu_view, scope_of
 from fairmark.stats import format_value
+from fairmark.stats.digits import column_unit
 
 WIDTH = 80
 NAME_W = 14
@@ -38,7 +39,8 @@ class Writer:
             self.lines += ["", "#" * level + " " + text, ""]
         else:
             rule = "=" if level <= 2 else "-"
-            self.lines += ["", text[:WIDTH], rule * min(len(text), WIDTH)]
+            wrapped = textwrap.wrap(text, WIDTH, break_long_words=False, break_on_hyphens=False) or [""]
+            self.lines += ["", *wrapped, rule * min(max(map(len, wrapped)), WIDTH)]
 
     def para(self, text: str, indent: str = "") -> None:
         rest = " " * len(indent) + "  "
@@ -99,14 +101,25 @@ def _variants(w: Writer, report: RunReport) -> None:
             w.para(f"{name}: " + (", ".join(parts) or "(as the system is)"), "- ")
 
 
-def _table(cells: Sequence[CellReport]) -> list[str]:
-    head = f"{'variant':<{NAME_W}} {'n':>3}  {'mean ± CI':<24} {'median':<18} {'CV':>5} {'fail':>4}"
-    out = [head[:WIDTH]]
-    for c in cells:
-        r = cell_row(c)
-        line = f"{_short(r['variant']):<{NAME_W}} {r['n']:>3}  {_short(r['mean'], 24):<24} "
-        out.append((line + f"{_short(r['median'], 18):<18} {r['cv']:>5} {r['failed']:>4}")[:WIDTH])
-    return out
+def _table(cells: Sequence[CellReport], divisor: float) -> list[str]:
+    """Columns as wide as their widest value (a number is never cut); the values bare, their unit in the
+    heading."""
+    rows = [cell_row(c, divisor=divisor) for c in cells]
+    cols = [
+        ("variant", "variant", "<"),
+        ("n", "n", ">"),
+        ("mean ± CI", "mean", "<"),
+        ("median", "median", "<"),
+        ("CV", "cv", ">"),
+        ("fail", "failed", ">"),
+    ]
+    texts = [[_short(r[key], 24) if key == "variant" else str(r[key]) for _, key, _ in cols] for r in rows]
+    widths = [max(len(head), *(len(row[i]) for row in texts)) for i, (head, _, _) in enumerate(cols)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(f"{v:{align}{w}}" for v, w, (_, _, align) in zip(values, widths, cols, strict=True))
+
+    return [line([head for head, _, _ in cols]).rstrip()] + [line(row).rstrip() for row in texts]
 
 
 def _cell(w: Writer, c: CellReport, arts: RunArtifacts, a: Any) -> None:
@@ -162,14 +175,20 @@ def _scaling(w: Writer, report: RunReport) -> None:
         return
     w.heading("Scaling", 3)
     for s in report.scaling:
-        w.para(f"{s.workload} / {s.variant} vs {s.parameter} ({s.metric}): {s.summary}", "")
+        divisor, unit = column_unit((p.mean for p in s.points), s.unit)
+        in_unit = f" in {unit}" if unit else ""
+        w.para(f"{s.workload} / {s.variant} vs {s.parameter} ({s.metric}{in_unit}): {s.summary}", "")
         efficiency = any(p.efficiency is not None for p in s.points)  # CPU/thread sweeps only
-        head = f"  {s.parameter[:10]:>10}  {'n':>3}  {'mean ± CI':<26} {'speedup':>8}"
+        means = [
+            format_value(p.mean / divisor, None if p.ci_half_width is None else p.ci_half_width / divisor)
+            for p in s.points
+        ]
+        mw = max(len("mean ± CI"), *map(len, means))
+        head = f"  {s.parameter[:10]:>10}  {'n':>3}  {'mean ± CI':<{mw}} {'speedup':>8}"
         lines = [head + (f" {'effic.':>7}" if efficiency else "")]
-        for p in s.points:
+        for p, mean in zip(s.points, means, strict=True):
             eff = "—" if p.efficiency is None else f"{100 * p.efficiency:.0f}%"
-            mean = _short(format_value(p.mean, p.ci_half_width, s.unit), 26)
-            line = f"  {_short(p.value, 10):>10}  {p.n:>3}  {mean:<26} {p.speedup:>8.3g}"
+            line = f"  {_short(p.value, 10):>10}  {p.n:>3}  {mean:<{mw}} {p.speedup:>8.3g}"
             lines.append(line + (f" {eff:>7}" if efficiency else ""))
         w.block(lines)
 
@@ -218,6 +237,24 @@ def _findings(w: Writer, report: RunReport) -> None:
             w.para(f"fix: {f['fix']}", "    ")
 
 
+FOLD = "↪ "
+
+
+def _fold(lines: Sequence[str], markdown: bool) -> list[str]:
+    """Quoted text kept whole but within the width: a long line goes on after FOLD on the next (in Markdown a
+    fenced block scrolls instead, and a copy is exact)."""
+    if markdown:
+        return list(lines)
+    out = []
+    for line in lines:
+        out.append(line[:WIDTH])
+        rest = line[WIDTH:]
+        while rest:
+            out.append(FOLD + rest[: WIDTH - len(FOLD)])
+            rest = rest[WIDTH - len(FOLD) :]
+    return out
+
+
 def _reproduce(w: Writer, report: RunReport) -> None:
     run = report.run
     w.heading("How to reproduce", 3)
@@ -225,9 +262,13 @@ def _reproduce(w: Writer, report: RunReport) -> None:
         f"fairmark {run.fairmark_version}, seed {run.seed}, plan {run.plan_path} (sha256 {run.plan_sha256[:16]})"
     )
     w.para("command line:")
-    w.block(["  " + run.command_line])
-    w.para("plan:")
-    w.block(run.plan_text.rstrip("\n").splitlines())
+    w.block(_fold(["  " + run.command_line], w.md))
+    w.para(
+        "plan:"
+        if w.md
+        else f"plan (a line longer than {WIDTH} columns goes on after {FOLD.strip()} on the next):"
+    )
+    w.block(_fold(run.plan_text.rstrip("\n").splitlines(), w.md))
 
 
 def _run(w: Writer, report: RunReport) -> None:
@@ -253,9 +294,13 @@ def _run(w: Writer, report: RunReport) -> None:
     for group, cells in report.groups().items():
         metric = cells[0].primary_metric
         spec = cells[0].spec(metric)
-        unit = f" ({spec['unit']})" if spec["unit"] else ""
-        w.heading(f"{group} — {metric}{unit}, {spec['better']} is better", 3)
-        w.block(_table(cells))
+        divisor, unit = column_unit(
+            ((c.summaries.get(metric) or {}).get("mean") for c in cells), spec["unit"]
+        )
+        w.heading(
+            f"{group} — {metric}" + (f" in {unit}" if unit else "") + f", {spec['better']} is better", 3
+        )
+        w.block(_table(cells, divisor))
         plot = ministat_text(cells, metric)
         if plot:
             w.blank()

@@ -1,19 +1,81 @@
-"""Round a reported value to the digits its confidence interval supports.
+"""Round a reported value to the digits its confidence interval supports, in a unit scaled to its size.
 
 Rule (the Particle Data Group's, also in GUM practice): look at the first three significant digits of the
 half-width. 100–354 → keep two significant digits of it; 355–949 → keep one; 950–999 → round it up to the
 next power of ten and keep two. The value is then rounded to the same decimal place. So 12.34 ± 1.83 →
 "12.3 ± 1.8", 412.567 ± 9 → "413 ± 9" (the units digit still carries information: 404…422),
 412.567 ± 37 → "410 ± 40".
-Only human output is rounded; the store and JSON keep full precision.
+
+Units keep their name and take the SI prefix the value's size calls for (5 280 000 000 ± 190 000 000 B/s →
+"5.28 ± 0.19 GB/s", 0.0566 s → "56.6 ms", 87 770 KiB → "85.7 MiB"); a count or rate of anything else takes one
+only from a million up ("5.3 M ops/s"). A value with no interval shows 4 significant digits: enough to read,
+and no claim of a precision nobody measured.
+Only human output is rounded or rescaled; the store and JSON keep full precision in the stored unit.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable
 
-PLAIN_DIGITS = 6  # significant digits when no interval is known (what ministat's %g prints)
+PLAIN_DIGITS = 4  # significant digits of a value shown without an interval (a single trial, a bare median)
 FLOAT_NOISE = 1e-12  # a half-width 12 decades below the value is rounding noise of doubles, not a measurement
+
+_DECIMAL = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BINARY = {"": 1.0, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+_TIME = {"n": 1e-9, "µ": 1e-6, "m": 1e-3, "": 1.0}
+_COUNT = {"": 1.0, "M": 1e6, "G": 1e9, "T": 1e12}  # "M ops/s": a thousand ops/s reads fine without a prefix
+# Units whose prefix is part of the name (MB/s, Gbit/s, KiB, ms); anything else non-empty is a count.
+_PREFIXED = (
+    (re.compile(r"(?P<p>Ki|Mi|Gi|Ti|Pi)(?P<base>B|B/s)"), _BINARY),
+    (re.compile(r"(?P<p>[kMGTP])?(?P<base>B|B/s|bit/s|bits/s|b/s|Hz|W|J)"), _DECIMAL),
+    (re.compile(r"(?P<p>[nµum])?(?P<base>s)"), _TIME),
+)
+_UNSCALED = frozenset({"", "%", "x", "×", "bool", "min", "h", "pkg/h"})
+
+
+def _family(unit: str) -> tuple[float, str, dict[str, float], str] | None:
+    """(factor of the unit's own prefix, base unit, prefix table, separator) or None for a unit kept as is."""
+    if unit in _UNSCALED:
+        return None
+    for pattern, table in _PREFIXED:
+        m = pattern.fullmatch(unit)
+        if m:
+            prefix = "µ" if m["p"] == "u" else (m["p"] or "")
+            if prefix in table:
+                return table[prefix], m["base"], table, ""
+    return 1.0, unit, _COUNT, " "
+
+
+def scale_unit(magnitude: float, unit: str) -> tuple[float, str]:
+    """(divisor, unit to show) for values of about this magnitude in `unit`: the largest prefix that leaves
+    at least 1 in front of the point (seconds never grow into minutes). Divide the value by the divisor."""
+    fam = _family(unit)
+    mag = abs(magnitude)
+    if fam is None or not math.isfinite(mag) or mag == 0:
+        return 1.0, unit
+    own, base, table, sep = fam
+    in_base = mag * own
+    prefix = min(table, key=table.__getitem__)
+    for name, factor in sorted(table.items(), key=lambda kv: kv[1]):
+        if in_base >= factor * (1 - 1e-12):
+            prefix = name
+    if sep and prefix:  # "M ops/s"
+        return table[prefix] / own, f"{prefix}{sep}{base}"
+    return table[prefix] / own, prefix + base
+
+
+def shared_scale(values: Iterable[float | None]) -> float | None:
+    """The magnitude that picks one prefix for a column of values (its largest finite one), or None."""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
+    return max(finite) if finite else None
+
+
+def column_unit(values: Iterable[float | None], unit: str) -> tuple[float, str]:
+    """(divisor, unit) shared by a table's column: its values divided by the divisor are shown bare and the
+    unit once, in the table's title ("alloc — wall_s in ms"), so a long unit (transactions/s) costs no width."""
+    return scale_unit(shared_scale(values) or 0.0, unit)
 
 
 def last_digit_exponent(half_width: float) -> int | None:
@@ -40,7 +102,17 @@ def round_to(value: float, exponent: int) -> str:
 
 
 def _plain(value: float) -> str:
-    return f"{value:.{PLAIN_DIGITS}g}"
+    """A value without an interval: PLAIN_DIGITS significant digits, never in exponent notation."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    exp = math.floor(math.log10(abs(value))) - PLAIN_DIGITS + 1
+    text = _clean(round_to(value, exp))
+    return _trim(text) if "." in text else text
+
+
+def _trim(text: str) -> str:
+    """'0.2800' → '0.28': without an interval, trailing zeros claim nothing."""
+    return text.rstrip("0").rstrip(".")
 
 
 def format_pair(value: float, half_width: float | None) -> tuple[str, str | None]:
@@ -56,13 +128,26 @@ def format_pair(value: float, half_width: float | None) -> tuple[str, str | None
     return (_clean(round_to(value, exp)), round_to(abs(half_width), exp))
 
 
-def format_value(value: float, half_width: float | None = None, unit: str = "") -> str:
-    """'413 ± 9 MB/s', '12.3% ± 1.8%', '0.1354 s' (no interval: 6 significant digits)."""
-    text, hw = format_pair(value, half_width)
-    if unit == "%":
-        return f"{text}%" + (f" ± {hw}%" if hw is not None else "")
-    suffix = f" {unit}" if unit else ""
-    return text + (f" ± {hw}" if hw is not None else "") + suffix
+def format_value(
+    value: float, half_width: float | None = None, unit: str = "", *, scale: float | None = None
+) -> str:
+    """'413 ± 9 MB/s', '12.3% ± 1.8%', '135.4 ms' (no interval: 4 significant digits). `scale`: the
+    magnitude that picks the prefix (default: the value's own, or the half-width's when larger) — give one
+    for a column of values that should share a prefix."""
+    ref = (
+        scale
+        if scale is not None
+        else max(abs(value), abs(half_width or 0.0))
+        if math.isfinite(value)
+        else 0.0
+    )
+    divisor, shown = scale_unit(ref, unit)
+    hw = None if half_width is None else half_width / divisor
+    text, hw_text = format_pair(value / divisor, hw)
+    if shown == "%":
+        return f"{text}%" + (f" ± {hw_text}%" if hw_text is not None else "")
+    suffix = f" {shown}" if shown else ""
+    return text + (f" ± {hw_text}" if hw_text is not None else "") + suffix
 
 
 def format_percent(percent: float, half_width: float | None = None, *, signed: bool = False) -> str:
@@ -73,17 +158,68 @@ def format_percent(percent: float, half_width: float | None = None, *, signed: b
     return f"{text}%" + (f" ± {hw}%" if hw is not None else "")
 
 
+def format_cv(cv: float | None) -> str:
+    """A coefficient of variation as a percentage with two significant digits ('0.95%', '14%', '140%'): it
+    describes the spread, nobody reads a third digit of it."""
+    if cv is None or not math.isfinite(cv):
+        return "—"
+    pct = 100 * cv
+    exp = math.floor(math.log10(abs(pct))) - 1 if pct else 0
+    return _clean(round_to(pct, min(exp, 0) if abs(pct) >= 10 else exp)) + "%"
+
+
+def format_change(percent: float, half_width: float | None, *, floor: float | None = -100.0) -> str:
+    """A signed change and its interval: '+12.3% ± 1.8%', or, when the symmetric interval would pass below
+    `floor` (a ratio of two positive quantities cannot fall below -100%), the interval cut there and written
+    out: '+50% (-100% to +230%)' — the cut interval holds the true value whenever the uncut one does."""
+    if floor is None or half_width is None or not math.isfinite(half_width) or percent - half_width >= floor:
+        return format_percent(percent, half_width, signed=True)
+    text, _ = format_pair(percent, half_width)
+    low, high = (
+        format_pair(v, half_width)[0] for v in (max(floor, percent - half_width), percent + half_width)
+    )
+    sign = lambda t: t if t.startswith("-") or t == "0" else "+" + t  # noqa: E731
+    return f"{sign(text)}% ({sign(low)}% to {sign(high)}%)"
+
+
 def _clean(text: str) -> str:
     """No '-0.0': a value that rounds to zero has no sign."""
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
-def format_median(median: float, low: float | None, high: float | None, unit: str = "") -> str:
+def format_median(
+    median: float,
+    low: float | None,
+    high: float | None,
+    unit: str = "",
+    *,
+    fallback_half_width: float | None = None,
+    scale: float | None = None,
+    interval: bool = True,
+) -> str:
     """The median with its own order-statistic interval, '413 [405, 420] MB/s', digits as that interval
-    supports; the bare median when there is no interval (too few values for the level)."""
-    suffix = f" {unit}" if unit else ""
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
-        return format_value(median, None, unit)
-    hw = (high - low) / 2 or None
-    texts = [format_pair(v, hw)[0] for v in (median, low, high)]
-    return f"{texts[0]} [{texts[1]}, {texts[2]}]{suffix}"
+    supports. Without one (too few values for the level) the bare median, rounded where `fallback_half_width`
+    (the mean's CI) puts the last digit — the median is no better known than the mean — but never to nothing:
+    at least its first digit. `scale` as in format_value; `interval=False`: the median alone, its digits still
+    as its interval supports (a narrow table)."""
+    bounded = low is not None and high is not None and math.isfinite(low) and math.isfinite(high)
+    hw = (high - low) / 2 if bounded else fallback_half_width  # type: ignore[operator]
+    if hw is None or not math.isfinite(median) or not math.isfinite(hw):
+        return format_value(median, None, unit, scale=scale)
+    ends = (low, high) if bounded else ()
+    ref = scale if scale is not None else max(abs(v) for v in (median, hw, *ends))  # type: ignore[arg-type]
+    divisor, shown = scale_unit(ref, unit)
+    suffix = "%" if shown == "%" else f" {shown}" if shown else ""
+    if not bounded:
+        return _at_least_one_digit(median / divisor, hw / divisor) + suffix
+    texts = [format_pair(v / divisor, hw / divisor or None)[0] for v in (median, *ends)]  # type: ignore[operator]
+    return (f"{texts[0]} [{texts[1]}, {texts[2]}]" if interval else texts[0]) + suffix
+
+
+def _at_least_one_digit(value: float, half_width: float) -> str:
+    exp = last_digit_exponent(half_width)
+    if exp is None:
+        return _plain(value)
+    if value != 0:
+        exp = min(exp, math.floor(math.log10(abs(value))))
+    return _clean(round_to(value, exp))
