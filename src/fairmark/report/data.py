@@ -404,7 +404,8 @@ def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) ->
     units = {m["name"]: m.get("unit", "") for m in metrics}
     summaries = {m: _summary(v, units.get(m, ""), confidence) for m, v in values.items() if len(v) >= 1}
     primary = values.get(c["primary_metric"], [])
-    warnings = tuple(sample_warnings(primary)) if enough(primary) else ()
+    unit = next((m.get("unit") or "" for m in metrics if m["name"] == c["primary_metric"]), "")
+    warnings = tuple(sample_warnings(primary, unit=unit)) if enough(primary) else ()
     if not enough(primary):
         warnings = (f"only {len(primary)} measured trial(s): no statistics (ministat needs ≥ {MIN_VALUES})",)
     elif len(primary) < 6:
