@@ -132,3 +132,17 @@ def test_scaling_and_two_runs(tmp_path):
     assert "best at threads = 4, its last measured point (threads = 8: under 2 successful trials)" in html
     assert "A: every trial failed at threads = 8 (failure point)" in html
     assert len(pngs) >= 4 and all(p.stat().st_size > 1000 for p in pngs)
+
+
+def test_every_table_has_a_caption_and_every_header_a_scope(hostile_report, tmp_path):
+    """Screen readers (the published dashboard embeds these pages, issue 26 item 1): a table announces what it
+    holds, and each header cell whether it heads a column or a row."""
+    store = open_store(tmp_path / "s.db")
+    swept = load_report(store, synthetic_run(store, profiles=True, trials=4, sweep=(1, 2, 4), fail_at=4))
+    text, _ = render_html([swept])
+    for html in (hostile_report.read_text(), text):
+        tables = re.findall(r"<table\b.*?</table>", html, re.S)
+        assert len(tables) >= 8
+        for t in tables:
+            assert re.match(r"<table\b[^>]*>\s*<caption>[^<]", t), t[:200]
+            assert re.findall(r"<th(?![^>]*\bscope=\"(?:col|row)\")[^>]*>", t) == [], t[:200]
