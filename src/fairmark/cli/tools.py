@@ -61,7 +61,7 @@ def _list(docs: list[dict]) -> None:
         pkgs = ", ".join(d["packages"].get("debian", [])) or "not packaged"
         ok = "installed" if not d["missing"] else f"missing ({pkgs})"
         if d["refused"]:
-            ok = f"refused: {d['refused']}"
+            ok = f"refused on this host: {d['refused']}"
         t.add_row(d["name"], ", ".join(d["measures"]), escape(ok))
     console.print_table(t, "workload tools")
     console.print()
