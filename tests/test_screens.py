@@ -98,6 +98,7 @@ def _progress_and_final() -> None:
             p.trial(_event(cell, series[: n + 1], "s"))
     p.trial(_event("oltp[threads=4]/malloc-debug", [], "transactions/s", error=fx.FAILED_ERROR))
     p.trial(_event("crypto/nodebug", [5.2841e9, 5.1107e9], "B/s"))
+    p.trial(_event("alloc/nodebug", [0.06332, 0.06249, 0.06401, 0.06108], "s") | {"profiled": True})
     p.cell_stopped("alloc/nodebug", "done", "max_trials (8) reached; precision reached after 6")
     p.cell_stopped("oltp[threads=4]/malloc-debug", "abandoned", "5 failed trials (max_failures 5)")
     p.finished()

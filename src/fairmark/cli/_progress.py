@@ -78,10 +78,12 @@ class TerminalProgress(RunnerProgress):
     def trial(self, ev: dict[str, Any]) -> None:
         self.done += 1
         tag = "warm-up" if ev["warmup"] else f"trial {ev['n']}/{ev['max_trials']}"
+        if ev.get("profiled"):  # an extra trial with a profiler attached: kept apart, counted nowhere
+            tag = "profiled trial (not counted)"
         if ev["status"] != "ok":
             tag = f"failure {ev['failures']}/{ev['max_failures']}" + (" (warm-up)" if ev["warmup"] else "")
         if ev["status"] == "ok":
-            est = _estimate(ev)
+            est = "" if ev.get("profiled") else _estimate(ev)
             msg = f"{ev['cell']}  {tag}  {_value(ev)}" + (f"  (mean {est}, n={ev['n']})" if est else "")
         else:
             msg = f"{ev['cell']}  {tag}  {ev['status'].upper()}: {ev['error']}"
