@@ -318,8 +318,12 @@ def show_levels(row: dict, c) -> None:
     # an sd is a spread, not an interval: "sd 0.016 s", never "0.016 ± 0.016 s" (the same lines as `show`)
     names = {"levels": c.levels, "name_baseline": c.name_baseline, "name_other": c.name_other}
     lines = levels_lines(names, c.unit)
-    point = ",".join(f"{k}={v}" for k, v in row["point"])
-    cell = f"{row['workload']}{f'[{point}]' if point else ''}/{row['variant']}"
+    point = ",".join(f"{k}={v}" for k, v in row.get("point") or [])
+    cell = (
+        row["workload"]
+        + (f"[{point}]" if point else "")
+        + (f"/{row['variant']}" if row.get("variant") else "")
+    )
     console.text(f"{cell} {row['metric']}: " + "; ".join(lines))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fairmark.stats.digits import format_pair
+from fairmark.stats.digits import column_unit, format_pair, format_spread
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
@@ -47,13 +47,17 @@ def levels_lines(comparison: dict[str, Any], unit: str) -> list[str]:
     top, trial = lv["levels"]
     level = lv["unit"]
     sd_t = trial.get("sd") or 0.0
-    suffix = f" {unit}" if unit and unit != "%" else unit
+    # one prefix for every mean of the line, digits as far as the within-boot spread supports
+    divisor, shown = column_unit([*top["means_baseline"], *top["means_other"]], unit)
+    suffix = "%" if shown == "%" else f" {shown}" if shown else ""
 
-    def means(xs: list[float]) -> str:  # digits as far as the within-boot spread supports
-        return ", ".join(format_pair(x, sd_t / 2 if sd_t else None)[0] + suffix for x in xs)
+    def means(xs: list[float]) -> str:
+        return ", ".join(
+            format_pair(x / divisor, sd_t / 2 / divisor if sd_t else None)[0] + suffix for x in xs
+        )
 
     def sd(x: float | None) -> str:
-        return "unknown" if x is None else f"{x:.2g}{suffix}"
+        return "unknown" if x is None else format_spread(x, unit)
 
     names = (comparison.get("name_baseline", "A"), comparison.get("name_other", "B"))
     return [

@@ -168,6 +168,17 @@ def format_cv(cv: float | None) -> str:
     return _clean(round_to(pct, min(exp, 0) if abs(pct) >= 10 else exp)) + "%"
 
 
+def format_spread(sd: float, unit: str = "") -> str:
+    """A standard deviation: a spread, not an estimate with an interval — two significant digits in its unit's
+    prefix ('880 µs', '190 MB/s'), never in exponent notation."""
+    if not math.isfinite(sd):
+        return "n/a"
+    divisor, shown = scale_unit(sd, unit)
+    x = sd / divisor
+    text = _clean(round_to(x, math.floor(math.log10(abs(x))) - 1)) if x else "0"
+    return f"{text}%" if shown == "%" else text + (f" {shown}" if shown else "")
+
+
 def format_change(percent: float, half_width: float | None, *, floor: float | None = -100.0) -> str:
     """A signed change and its interval: '+12.3% ± 1.8%', or, when the symmetric interval would pass below
     `floor` (a ratio of two positive quantities cannot fall below -100%), the interval cut there and written
