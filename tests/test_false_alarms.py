@@ -194,7 +194,9 @@ def test_a_count_of_kernel_events_never_gets_an_interval_below_zero() -> None:
 
     s = _summary([0.0, 0.0, 1.0], "events", 95.0)  # t-interval: 0.33 ± 1.43, down to −1.1
     assert s["interval"] == "exact Poisson" and 0.0 < s["ci_low"] < s["mean"] < s["ci_high"]
-    assert _summary_text(s, "events") == "0.333 [0.0084, 1.9] events (exact Poisson)"
+    assert (
+        _summary_text(s, "events") == "0.3 [0.008, 1.9] events (exact Poisson)"
+    )  # a bound above 0 keeps a digit
     zero = _summary([0.0, 0.0, 0.0], "events", 95.0)
     assert zero["ci_low"] == 0.0 and zero["ci_high"] == pytest.approx(3.689 / 3, rel=1e-3)
     assert "interval" not in _summary([0.5, 1.5, 2.0], "s", 95.0)  # times keep their t-interval

@@ -15,7 +15,7 @@ from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
 from fairmark.stats import format_median, format_value
 from fairmark.stats.compare import interval_text
-from fairmark.stats.digits import column_unit, format_cv
+from fairmark.stats.digits import column_unit, format_cv, format_interval
 from fairmark.stats.judge import enough
 
 
@@ -185,7 +185,7 @@ def _params(cells: list[CellReport]) -> None:
 def _summary_text(s: dict[str, Any], unit: str) -> str:
     """mean ± CI; a count of rare events: its mean and exact Poisson interval, never below zero."""
     if s.get("interval") == "exact Poisson":
-        return f"{s['mean']:.3g} [{s['ci_low']:.2g}, {s['ci_high']:.2g}] {unit} (exact Poisson)"
+        return format_interval(s["mean"], s["ci_low"], s["ci_high"], unit) + " (exact Poisson)"
     return format_value(s["mean"], s.get("ci_half_width"), unit)
 
 

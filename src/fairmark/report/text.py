@@ -129,7 +129,7 @@ def _cell(w: Writer, c: CellReport, arts: RunArtifacts, a: Any) -> None:
             w.para(f"USE: {f.message}", "    ")
     series = arts.data(c.key, "monitor/system")
     digest = [
-        f"{m['name']} {m['mean']:.3g}{m['unit'] if m['unit'] == '%' else ''}"
+        f"{m['name']} {format_value(m['mean'], None, '%' if m['unit'] == '%' else '')}"
         for m in attr.monitor_summary(series)
         if m["name"] in ("CPU user", "CPU system", "CPU iowait", "run queue", "context switches")
     ]
@@ -144,7 +144,8 @@ def _profiles(w: Writer, c: CellReport, arts: RunArtifacts) -> None:
         view = syscall_view(sys_docs)
         lines = [f"  {'syscall':<18} {'calls':>10} {'errors':>7} {'seconds':>10} {'%time':>6}"]
         lines += [
-            f"  {_short(r['syscall'], 18):<18} {r['calls']:>10} {r['errors']:>7} {r['seconds']:>10.4g} {r['pct']:>6.1f}"
+            f"  {_short(r['syscall'], 18):<18} {r['calls']:>10} {r['errors']:>7} {format_value(r['seconds']):>10} "
+            f"{r['pct']:>6.1f}"
             for r in view["rows"][:8]
         ]
         w.para(f"syscalls of {c.variant} ({view['source']}; {scope_of(sys_docs)}):", "    ")
@@ -157,7 +158,8 @@ def _profiles(w: Writer, c: CellReport, arts: RunArtifacts) -> None:
         if rows:
             lines = [f"  {'lock / caller':<36} {'contended':>9} {'wait ms':>9} {'max µs':>9}"]
             lines += [
-                f"  {_short(r['lock'], 36):<36} {r['contended']:>9} {r['total_ms']:>9.3g} {r['max_us']:>9.3g}"
+                f"  {_short(r['lock'], 36):<36} {r['contended']:>9} {format_value(r['total_ms']):>9} "
+                f"{format_value(r['max_us']):>9}"
                 for r in rows
             ]
             w.block(lines)

@@ -234,3 +234,17 @@ def _at_least_one_digit(value: float, half_width: float) -> str:
     if value != 0:
         exp = min(exp, math.floor(math.log10(abs(value))))
     return _clean(round_to(value, exp))
+
+
+def format_interval(value: float, low: float, high: float, unit: str = "") -> str:
+    """'3.2 [1.1, 7.5] events': a value and an interval that need not be symmetric (an exact Poisson one), all
+    three rounded where the interval's half-width puts the last digit, in one prefix — but an end that is not
+    zero keeps its first digit ('0.3 [0.008, 1.9]'): a bound above zero never reads as zero."""
+    hw = (high - low) / 2
+    divisor, shown = scale_unit(max(abs(value), abs(low), abs(high)), unit)
+    texts = [
+        _at_least_one_digit(v / divisor, hw / divisor) if hw else _plain(v / divisor)
+        for v in (value, low, high)
+    ]
+    suffix = "%" if shown == "%" else f" {shown}" if shown else ""
+    return f"{texts[0]} [{texts[1]}, {texts[2]}]{suffix}"
