@@ -30,10 +30,12 @@ import time
 import uuid
 from pathlib import Path
 
+from fairmark.plan.metric import MetricSpec
 from fairmark.probe import diagnose, take_snapshot
 from fairmark.report.publish.site import PublishOptions, publish
 from fairmark.store import schema as S
 from fairmark.store.db import Store
+from fairmark.store.records import CellRecord
 
 GOAL_S, GOAL_INDEX_BYTES = 60.0, 1_000_000
 METRICS = (
@@ -137,18 +139,19 @@ def add_run(
         notes=[],
         tags={"branch": "main", "commit": _sha(i)},
     )
+    metrics = tuple(MetricSpec(m, u, b) for m, u, b in METRICS)
     cells = [
-        {
-            "key": f"w{w}/default",
-            "workload": f"w{w}",
-            "variant": "default",
-            "point": [],
-            "primary_metric": "wall_s",
-            "metrics": [{"name": m, "unit": u, "better": b} for m, u, b in METRICS],
-            "status": "done",
-            "stop_reason": "max_trials",
-            "command": [f"w{w}"],
-        }
+        CellRecord(
+            f"w{w}/default",
+            f"w{w}",
+            "default",
+            (),
+            "wall_s",
+            metrics,
+            command=(f"w{w}",),
+            status="done",
+            stop_reason="max_trials",
+        )
         for w in range(args.workloads)
     ]
     ids = store.ensure_cells(run_id, cells)

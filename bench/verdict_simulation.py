@@ -2,14 +2,14 @@
 
 Each simulated case is decided by the code the command decides with, fed simulated data instead of a store:
 
-* run      — report.data._verdicts on two interleaved cells (the pairs `run`/`show`/`report` judge), the run's
-             length chosen the way the runner chooses it (stats.stopping.group_stop after the first stage);
-* compare  — stats.judge.judge on two files' values, as `fairmark compare` builds them;
-* compare-runs — cli.compare_runs.comparisons on two runs' samples (one run per side, one boot);
+* run      — verdict.pairs.within_run on two interleaved cells (the pairs `run`/`show`/`report` judge), the
+             run's length chosen the way the runner chooses it (stats.stopping.group_stop after the first stage);
+* compare  — verdict.pairs.judge_files on two files' values, as `fairmark compare` judges them;
+* compare-runs — verdict.pairs.across_runs on two runs' cells (one run per side, one boot);
 * --vs     — the same function on several runs per side (runs in one boot, or boots);
-* check    — report.check._against_runs: a run against a tag baseline of 10 runs on the same host;
+* check    — verdict.pairs.against_runs: a run against a tag baseline of 10 runs on the same host;
 * bisect   — bisect.search.pooled_verdicts on a step's runs (candidate = good: an A/A step), with the step's
-             re-runs (up to 3, pooled) until its decision rule answers;
+             re-runs (up to 3, pooled) until its decision rule (verdict.rule) answers;
 * history  — report.history.change_points on a series of run means (e-divisive, α 0.01).
 
 A/A cases report the rate of claimed differences (the goal: ≤ 5.5%, upper end of the 95% interval ≤ 6%); power
@@ -36,10 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from fairmark.stats.judge import Pair, judge
 from fairmark.stats.stopping import group_stop
 
-LABELS = "labels" in Pair.__dataclass_fields__  # the level contract of issue 23 (host, boot, run per value)
 CV = 0.02
 MIN_TRIALS, MAX_TRIALS, TARGET = 6, 30, 1.0
 QUICK_MIN, QUICK_MAX = 3, 6  # plan.model.QuickPolicy's defaults
@@ -130,31 +128,28 @@ def interleaved(rng, shape: RunShape, ratio: float = 1.0) -> tuple[np.ndarray, n
     return a, b, n
 
 
-def cell(variant: str, values, rounds, *, workload="w", boots=None, stop_reason=None):
-    from fairmark.report.data import CellReport
+def cell(variant: str, values, rounds, *, workload="w", boots=None, stop_reason=None, run="run", host="h"):
+    """A cell as verdict.values gives it from the store: its record and its values, each with its labels."""
+    from fairmark.plan.metric import MetricSpec
+    from fairmark.store.records import CellRecord
+    from fairmark.verdict.values import Labelled, MeasuredCell
 
-    values = [float(v) for v in values]
-    return CellReport(
-        id=0,
-        key=f"{workload}/{variant}",
-        group=workload,
-        workload=workload,
-        variant=variant,
-        point=(),
+    values = tuple(float(v) for v in values)
+    n = len(values)
+    record = CellRecord(
+        f"{workload}/{variant}",
+        workload,
+        variant,
+        (),
+        "wall_s",
+        (MetricSpec("wall_s", "s", "lower"),),
         status="done",
         stop_reason=stop_reason,
-        primary_metric="wall_s",
-        metrics=({"name": "wall_s", "unit": "s", "better": "lower"},),
-        command=None,
-        params=None,
-        labels=None,
-        trials=(),
-        values={"wall_s": values},
-        rounds={"wall_s": list(rounds)},
-        summaries={},
-        warnings=(),
-        boots={"wall_s": list(boots) if boots is not None else [None] * len(values)},
     )
+    labelled = Labelled(
+        values, tuple(rounds), (run,) * n, tuple(boots) if boots is not None else (None,) * n, (host,) * n
+    )
+    return MeasuredCell(record, (), {}, {"wall_s": labelled})
 
 
 def stop_reason(a, b, n, shape: RunShape) -> str:
@@ -168,25 +163,30 @@ def stop_reason(a, b, n, shape: RunShape) -> str:
     ).reason
 
 
-def run_verdict(a, b, n, shape: RunShape) -> dict[str, Any]:
-    """The run's verdict of B against A as report.data computes it for `run`, `show` and `report` (from the
-    cells as the store gives them: values, rounds, stop reason)."""
-    from fairmark.report import data
+def run_verdict(a, b, n, shape: RunShape) -> Any:
+    """The run's verdict of B against A as `run`, `show` and `report` compute it (verdict.pairs.within_run, from
+    the cells as the store gives them: values, rounds, stop reason)."""
+    from fairmark.verdict.pairs import RunDesign, within_run
 
     r = range(n)
     why = stop_reason(a, b, n, shape)
     cells = (cell("A", a[:n], r, stop_reason=why), cell("B", b[:n], r, stop_reason=why))
-    # what load_report passes: the policy's min_trials before issue 23; since, the pairs read it from the reasons
-    first_stage = None if hasattr(data, "_first_stage") else shape.min_trials
-    (v,) = data._verdicts(cells, "A", 95.0, first_stage)
+    (v,) = within_run(cells, RunDesign("A", 95.0))
     return v.comparison
 
 
 # ---- the cases ------------------------------------------------------------------------------------------------
+def _files(a, b, unit=""):
+    """Two data files judged as `fairmark compare` judges them (verdict.pairs.judge_files)."""
+    from fairmark.verdict.pairs import judge_files
+
+    return judge_files([a, b], ["A", "B"], better="lower", unit=unit, confidence=95.0, ministat_compat=False)
+
+
 def case_run(shape: RunShape, ratio: float = 1.0):
     def one(rng):
         a, b, n = interleaved(rng, shape, ratio)
-        return run_verdict(a, b, n, shape)["significant"]
+        return run_verdict(a, b, n, shape).significant
 
     return one
 
@@ -197,7 +197,7 @@ def case_compare(n_a: int, n_b: int, *, noise="normal", cv_a=CV, cv_b=CV, ratio=
         b = (integer or 100.0) * ratio * (1 + NOISE[noise](rng, n_b, cv_b))
         if integer:
             a, b = np.round(a), np.round(b)
-        (j,) = judge([Pair(list(a), list(b), unit="s")])
+        (j,) = _files(list(a), list(b), unit="s")
         return j.comparison.significant
 
     return one
@@ -207,30 +207,25 @@ def _run_values(rng, n, offset_sd, trial_cv, factor=1.0):
     return list(100.0 * factor * (1 + rng.normal(0, offset_sd)) * (1 + rng.normal(0, trial_cv, n)))
 
 
-def compare_runs_verdict(side_a, side_b) -> dict[str, Any]:
-    """cli.compare_runs.comparisons on samples laid out as side_values gives them: cell key → metric → (values,
-    unit of each value). `side_*`: a list of (values, boot id, run id) per run."""
-    from fairmark.cli.compare_runs import comparisons
+def compare_runs_verdict(side_a, side_b) -> Any:
+    """verdict.pairs.across_runs (what `compare-runs` judges with) on each side's runs: `side_*`: a list of
+    (values, boot id, run id) per run, each value labelled with its host, boot and run."""
+    from fairmark.verdict.pairs import Side, across_runs
 
-    c = {
-        "key": "w/A",
-        "workload": "w",
-        "variant": "A",
-        "point": [],
-        "primary_metric": "wall_s",
-        "metrics": [{"name": "wall_s", "unit": "s", "better": "lower"}],
-    }
-    samples = []
+    sides = []
     for side in (side_a, side_b):
-        values = [v for vals, _, _ in side for v in vals]
-        boots = [boot for vals, boot, _ in side for _ in vals]
-        runs = [run for vals, _, run in side for _ in vals]
-        # as side_values lays them out: each value's boot (before issue 23), or its host, boot and run
-        units = {"host": ["h"] * len(values), "boot": boots, "run": runs} if LABELS else boots
-        samples.append({"w/A": {"wall_s": (values, units)}})
-    runs = [SimpleNamespace(id=side[0][2]) for side in (side_a, side_b)]
-    (row,) = comparisons([(c, c)], samples, set(), False, 95.0, runs)
-    return row["comparison"]
+        runs = [
+            [cell("A", vals, range(len(vals)), boots=[boot] * len(vals), run=run)] for vals, boot, run in side
+        ]
+        sides.append(Side(runs, side[0][2]))
+    (v,) = across_runs(
+        [(sides[0].runs[0][0], sides[1].runs[0][0])],
+        (sides[0], sides[1]),
+        (),
+        all_metrics=False,
+        confidence=95.0,
+    )
+    return v.comparison
 
 
 def case_runs(
@@ -257,58 +252,50 @@ def case_runs(
 
 
 def case_check(baseline_runs: int, *, run_sd, trial_cv=CV, trials=15, ratio=1.0):
-    """`fairmark check RUN --against tag:…` with `baseline_runs` runs on the same host."""
-    from fairmark.report.check import Against, CheckOptions, _against_runs
+    """`fairmark check RUN --against tag:…` with `baseline_runs` runs on the same host (verdict.pairs.against_runs,
+    what report.check judges with)."""
+    from fairmark.verdict.pairs import against_runs
 
-    opts = CheckOptions(Against("tag", tags={"branch": "main"}, text="tag:branch=main"))
-
-    def report(rid, values):
-        c = cell("A", values, range(len(values)), boots=["boot0"] * len(values))
-        return SimpleNamespace(run=SimpleNamespace(id=rid, hostname="h"), cells=(c,), confidence=95.0)
+    def run_cell(rid, values):
+        return cell("A", values, range(len(values)), boots=["boot0"] * len(values), run=rid)
 
     def one(rng):
-        base = [report(f"base{i}", _run_values(rng, trials, run_sd, trial_cv)) for i in range(baseline_runs)]
-        mine = report("mine", _run_values(rng, trials, run_sd, trial_cv, ratio))
-        (case,) = _against_runs(mine, base, opts).cases
-        return bool(case.comparison and case.comparison["significant"])
+        base = [
+            [run_cell(f"base{i}", _run_values(rng, trials, run_sd, trial_cv))] for i in range(baseline_runs)
+        ]
+        mine = run_cell("mine", _run_values(rng, trials, run_sd, trial_cv, ratio))
+        (checked,), _ = against_runs([mine], base, name="mine", confidence=95.0)
+        return bool(checked.verdict and checked.verdict.comparison.significant)
 
     return one
+
+
+def _step_run(cells):
+    """A step's run as the bisect pools it (verdict.run.RunVerdicts: its cells and its confidence)."""
+    return SimpleNamespace(cells=cells, design=SimpleNamespace(confidence=95.0))
 
 
 def case_bisect(shape: RunShape, *, attempts=3):
     """One bisect step whose candidate is the good commit (an A/A step) and whose bad end is 10% slower: the
     step answers 'bad' only if the candidate is claimed slower than good. pooled_verdicts decides; the loop is
-    the step's (bisect.search.Bisector._step): up to `attempts` runs, pooled, until an answer."""
+    the step's (bisect.search.Bisect._step): up to `attempts` runs, pooled, until an answer."""
     from fairmark.bisect.search import BAD, CANDIDATE, GOOD, pooled_verdicts
-    from fairmark.report.data import RunReport
+    from fairmark.verdict import rule
 
     def one(rng):
-        reports = []
+        runs = []
         for _ in range(attempts):
             good, cand, n = interleaved(rng, shape)
             bad = 1.10 * good[rng.permutation(len(good))]
             r = range(n)
-            cells = (cell(GOOD, good[:n], r), cell(CANDIDATE, cand[:n], r), cell(BAD, bad[:n], r))
-            reports.append(
-                RunReport(
-                    run=None,
-                    cells=cells,
-                    verdicts=(),
-                    findings=(),
-                    scaling=(),
-                    confidence=95.0,
-                    baseline=GOOD,
-                    store=None,
-                )
+            runs.append(
+                _step_run((cell(GOOD, good[:n], r), cell(CANDIDATE, cand[:n], r), cell(BAD, bad[:n], r)))
             )
-            verdicts = pooled_verdicts(reports)
+            verdicts = pooled_verdicts(runs)
             vg, vb = verdicts.get("w wall_s"), verdicts.get("w wall_s vs bad")
-            slower = bool(vg and vg.fdr_significant and vg.comparison["change"] == "worse")
-            faster = bool(vb and vb.fdr_significant and vb.comparison["change"] == "better")
+            slower, faster = bool(vg and rule.proven_worse(vg)), bool(vb and rule.proven_better(vb))
             if slower or faster:
-                return slower and not (
-                    faster and abs(vg.comparison["percent"]) <= abs(vb.comparison["percent"])
-                )
+                return slower and not (faster and abs(vg.comparison.percent) <= abs(vb.comparison.percent))
         return False
 
     return one
@@ -317,26 +304,13 @@ def case_bisect(shape: RunShape, *, attempts=3):
 def case_bisect_verdict(shape: RunShape, runs: int, ratio: float = 1.0):
     """The candidate-vs-good verdict itself, pooled over a step's `runs` runs (rounds kept apart per run)."""
     from fairmark.bisect.search import CANDIDATE, GOOD, pooled_verdicts
-    from fairmark.report.data import RunReport
 
     def one(rng):
-        reports = []
+        steps = []
         for _ in range(runs):
             good, cand, n = interleaved(rng, shape, ratio)
-            cells = (cell(GOOD, good[:n], range(n)), cell(CANDIDATE, cand[:n], range(n)))
-            reports.append(
-                RunReport(
-                    run=None,
-                    cells=cells,
-                    verdicts=(),
-                    findings=(),
-                    scaling=(),
-                    confidence=95.0,
-                    baseline=GOOD,
-                    store=None,
-                )
-            )
-        return pooled_verdicts(reports)["w wall_s"].comparison["significant"]
+            steps.append(_step_run((cell(GOOD, good[:n], range(n)), cell(CANDIDATE, cand[:n], range(n)))))
+        return pooled_verdicts(steps)["w wall_s"].comparison.significant
 
     return one
 
@@ -368,23 +342,23 @@ def case_mde_run(shape: RunShape):
 
     def one(rng):
         a, b, n = interleaved(rng, shape)
-        mde = run_verdict(a, b, n, shape)["mde_percent"]
-        if mde is None or not math.isfinite(mde):
+        mde = run_verdict(a, b, n, shape).mde_percent
+        if not math.isfinite(mde):
             return False
         a, b, n = interleaved(rng, shape, 1 + mde / 100)
-        return run_verdict(a, b, n, shape)["significant"]
+        return run_verdict(a, b, n, shape).significant
 
     return one
 
 
 def case_mde_compare(n_a, n_b, cv=CV):
     def one(rng):
-        (j,) = judge([Pair(list(100 * (1 + normal(rng, n_a, cv))), list(100 * (1 + normal(rng, n_b, cv))))])
+        (j,) = _files(list(100 * (1 + normal(rng, n_a, cv))), list(100 * (1 + normal(rng, n_b, cv))))
         mde = j.comparison.mde_percent
         if not math.isfinite(mde):
             return False
         a, b = 100 * (1 + normal(rng, n_a, cv)), 100 * (1 + mde / 100) * (1 + normal(rng, n_b, cv))
-        return judge([Pair(list(a), list(b))])[0].comparison.significant
+        return _files(list(a), list(b))[0].comparison.significant
 
     return one
 

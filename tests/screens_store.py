@@ -18,7 +18,9 @@ import random
 from pathlib import Path
 from typing import Any
 
+from fairmark.plan.metric import MetricSpec
 from fairmark.store.db import Store
+from fairmark.store.records import CellRecord, Sample, TrialRecord
 
 FIXTURES = Path(__file__).parent / "fixtures" / "screens"
 RUN_IDS = (
@@ -139,6 +141,21 @@ def _cell(
     }
 
 
+def _record(c: dict[str, Any]) -> CellRecord:
+    """A cell as the store's record."""
+    return CellRecord(
+        key=c["key"],
+        workload=c["workload"],
+        variant=c["variant"],
+        point=tuple((str(k), v) for k, v in c["point"]),
+        primary_metric=c["primary_metric"],
+        metrics=tuple(MetricSpec.from_row(m) for m in c["metrics"]),
+        command=tuple(c["command"]),
+        status=c["status"],
+        stop_reason=c["stop_reason"],
+    )
+
+
 def _run(store: Store, index: int) -> None:
     rng = random.Random(index)
     started = START + dt.timedelta(days=index)
@@ -167,23 +184,24 @@ def _run(store: Store, index: int) -> None:
         tags={"branch": "main", "commit": COMMITS[index]},
     )
     cells = _cells()
-    ids = store.ensure_cells(run_id, cells)
+    ids = store.ensure_cells(run_id, [_record(c) for c in cells])
     seq = 0
     for rnd in range(8):
         for cell in cells:
             seq += 1
             trial, samples = _trial(cell, index, rnd, rng)
-            trial |= {
-                "id": f"{run_id[:24]}{seq:012d}",
-                "run_id": run_id,
-                "cell_id": ids[cell["key"]],
-                "seq": seq,
-                "round": rnd,
-                "started_at": started + dt.timedelta(seconds=10 * seq),
-                "boot_id": f"boot-{index + 1}",
-                "argv": cell["command"],
-            }
-            store.add_trial(trial, samples)
+            record = TrialRecord(
+                **trial,
+                id=f"{run_id[:24]}{seq:012d}",
+                run_id=run_id,
+                cell_id=ids[cell["key"]],
+                seq=seq,
+                round=rnd,
+                started_at=started + dt.timedelta(seconds=10 * seq),
+                boot_id=f"boot-{index + 1}",
+                argv=tuple(cell["command"]),
+            )
+            store.add_trial(record, [Sample(record.id, record.cell_id, **s) for s in samples])
     store.add_findings(run_id, "before", [_finding()])
 
 

@@ -48,6 +48,45 @@ def test_arrows_follow_the_data_flow() -> None:
     assert wrong == []
 
 
+# (importer prefix, imported prefix): arrows against the data flow, each named in issue 22. The verdict module sits
+# between the store and the statistics: the runner asks it for verdicts (never the reports), the statistics stay
+# numbers only (never the store), and the verdicts never reach back into the runner, the reports or the CLI.
+FORBIDDEN = (
+    ("run/", "fairmark.report"),
+    ("stats/", "fairmark.store"),
+    ("verdict/", "fairmark.report"),
+    ("verdict/", "fairmark.run"),
+    ("verdict/", "fairmark.cli"),
+    ("verdict/", "fairmark.plan.load"),
+)
+
+
+def test_forbidden_arrows() -> None:
+    wrong = [
+        f"{rel}:{line} imports {name}"
+        for rel, tree in _modules()
+        for line, name in _imports(tree)
+        for src, dst in FORBIDDEN
+        if rel.startswith(src) and (name == dst or name.startswith(dst + "."))
+    ]
+    assert wrong == []
+
+
+def test_pairs_are_built_and_judged_in_one_module() -> None:
+    """Every pair of samples the judge sees is built in verdict/pairs.py, with the design its data call for
+    (issue 22: they were built in six places): no other module constructs a `Pair` or calls `judge`."""
+    found = [
+        f"{rel}:{node.lineno} {node.func.id}(…)"
+        for rel, tree in _modules()
+        if rel not in ("verdict/pairs.py", "stats/judge.py")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("Pair", "judge")
+    ]
+    assert found == []
+
+
 def test_only_the_cli_decides_the_exit_status() -> None:
     found = [
         f"{rel}:{node.lineno}"

@@ -1,5 +1,6 @@
 """Attribution with real tools here: zstd is user-bound, stress-ng fork and pipe are system-heavy."""
 
+import datetime as dt
 import os
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ import pytest
 from fairmark.report.attribution import attribute
 from fairmark.run.hooks import HookContext
 from fairmark.run.monitors import SystemMonitor
+from fairmark.store.records import TrialRecord
 
 CTX = HookContext("run", "cell", "w", "A", "t1", "/tmp", False)
 
@@ -26,7 +28,18 @@ def _measure(argv):
     (art,) = hook.stop(CTX, None)
     wall = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
-    trial = {"user_s": ru.ru_utime, "sys_s": ru.ru_stime, "wall_s": wall}
+    trial = TrialRecord(
+        "run",
+        1,
+        1,
+        0,
+        False,
+        "ok",
+        dt.datetime.now(dt.UTC),
+        user_s=ru.ru_utime,
+        sys_s=ru.ru_stime,
+        wall_s=wall,
+    )
     return trial, art.data
 
 

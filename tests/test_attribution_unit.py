@@ -1,6 +1,9 @@
 """Attribution as pure functions: CPU splits, the sentence, USE flags and the verdict caveat."""
 
+import datetime as dt
+
 from fairmark.report import attribution as at
+from fairmark.store.records import TrialRecord
 
 
 def _series(user, system, idle, iowait=0.0, steal=0.0, wall=2.0, ncpu=2, runq=(0.0,), swap=0, psi_mem=(0.0,)):
@@ -16,8 +19,10 @@ def _series(user, system, idle, iowait=0.0, steal=0.0, wall=2.0, ncpu=2, runq=(0
     }
 
 
-def _trial(user, sys_, wall=1.0, **kw):
-    return {"user_s": user, "sys_s": sys_, "wall_s": wall, "status": "ok", "warmup": False, **kw}
+def _trial(user, sys_, wall=1.0, status="ok", warmup=False):
+    return TrialRecord(
+        "run", 1, 1, 0, warmup, status, dt.datetime.now(dt.UTC), user_s=user, sys_s=sys_, wall_s=wall
+    )
 
 
 def test_user_bound_compress_sentence():

@@ -105,10 +105,10 @@ def test_the_blocks_trial_loop_in_this_boot(tmp_path: Path, monkeypatch) -> None
     store = Store.open(os.environ["FAIRMARK_STORE"])
     run_id = Runner(LoadedPlan(parse_plan(text), "p.toml", text), store, RunOptions(probe=False)).start()
     assert entered == ["a", "b", "b", "a"]
-    cells = {c["id"]: c for c in store.cells(run_id)}
+    cells = {c.id: c for c in store.cells(run_id)}
     trials = store.trials(run_id)
     for cell in cells.values():
-        mine = [t for t in trials if t["cell_id"] == cell["id"]]
-        assert sorted(t["round"] for t in mine) == [-2, -1, 0, 1, 2, 3, 4, 5]  # per boot: a warm-up, 3 trials
-        assert cell["status"] == "done" and "2 boots per variant × 3 trials per boot" in cell["stop_reason"]
+        mine = [t for t in trials if t.cell_id == cell.id]
+        assert sorted(t.round for t in mine) == [-2, -1, 0, 1, 2, 3, 4, 5]  # per boot: a warm-up, 3 trials
+        assert cell.status == "done" and "2 boots per variant × 3 trials per boot" in (cell.stop_reason or "")
     assert store.get_run(run_id).status == "done"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -52,34 +53,26 @@ def clone(
         env_patch(run["env_before"])
     store.insert_rows({S.runs: [run]})
     cell_ids = {}
-    for c in store.table_rows(S.cells, src):
-        row = {k: v for k, v in c.items() if k not in ("id", "run_id")}
+    for c in store.cells(src):
         if variant:
-            row |= {"variant": variant, "key": row["key"].replace(f"/{c['variant']}", f"/{variant}")}
-        cell_ids[c["id"]] = store.ensure_cells(new, [row])[row["key"]]
+            c = replace(c, variant=variant, key=c.key.replace(f"/{c.variant}", f"/{variant}"))
+        cell_ids[c.id] = store.ensure_cells(new, [c])[c.key]
     trial_ids = {}
-    for t in store.table_rows(S.trials, src):
-        trial_ids[t["id"]] = str(uuid.uuid4())
-        store.insert_rows(
-            {
-                S.trials: [
-                    t
-                    | {"id": trial_ids[t["id"]], "run_id": new, "cell_id": cell_ids[t["cell_id"]]}
-                    | ({"boot_id": boot_id} if boot_id else {})
-                ]
-            }
+    for t in store.trials(src):
+        trial_ids[t.id] = str(uuid.uuid4())
+        store.add_trial(
+            replace(
+                t, id=trial_ids[t.id], run_id=new, cell_id=cell_ids[t.cell_id], boot_id=boot_id or t.boot_id
+            )
         )
-    samples = [
-        {k: v for k, v in s.items() if k != "id"}
-        | {"run_id": new, "cell_id": cell_ids[s["cell_id"]], "trial_id": trial_ids[s["trial_id"]],
-           "value": s["value"] * factor}
-        for s in store.table_rows(S.samples, src)
-    ]  # fmt: skip
     walls = iter(wall_s or [])
-    for row in samples:
-        if wall_s and row["metric"] == "wall_s":
-            row["value"] = next(walls) * factor
-    store.insert_rows({S.samples: samples})
+    samples = []
+    for s in store.samples(src):
+        value = next(walls) if wall_s and s.metric == "wall_s" else s.value
+        samples.append(
+            replace(s, cell_id=cell_ids[s.cell_id], trial_id=trial_ids[s.trial_id], value=value * factor)
+        )
+    store.insert_rows({S.samples: [s.row(new) for s in samples]})
     return new
 
 

@@ -166,7 +166,7 @@ def test_fail_on_regression_gate_exits_1(tmp_path: Path, fairmark_cli) -> None:
     code, _, err = fairmark_cli(
         "run", str(plan), "--no-monitors", "--accept-risk", "--fail-on-regression", "5"
     )
-    assert code == 1 and "regression beyond 5%" in err
+    assert code == 1 and "regression proven beyond 5%" in err
 
 
 def test_planted_secrets_never_stored_or_exported(tmp_path: Path, isolated_fairmark: Path) -> None:

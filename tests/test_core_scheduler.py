@@ -91,11 +91,12 @@ def test_rounds_interleave_every_cell_once(tmp_path: Path) -> None:
     fake = FakeExecutor({"A": 1.0, "B": 1.0, "C": 1.0}, sd=0.3)
     store, run_id = run_fake(tmp_path, plan_text(["A", "B", "C"], min_trials=4, max_trials=4), fake)
     trials = store.trials(run_id)
+    variant = {c.id: c.variant for c in store.cells(run_id)}
     for r in range(-1, 4):
-        in_round = [t["variant"] for t in trials if t["round"] == r]
+        in_round = [variant[t.cell_id] for t in trials if t.round == r]
         assert sorted(in_round) == ["A", "B", "C"]
     # Consecutive rounds are shuffled, not a fixed A B C rotation.
-    orders = {tuple(t["variant"] for t in trials if t["round"] == r) for r in range(-1, 4)}
+    orders = {tuple(variant[t.cell_id] for t in trials if t.round == r) for r in range(-1, 4)}
     assert len(orders) > 1
 
 
@@ -141,7 +142,7 @@ def test_never_stops_because_significant(tmp_path: Path) -> None:
     report = load_report(store, run_id)
     assert all(c.n_ok == 10 for c in report.cells)
     (verdict,) = [v for v in report.verdicts if v.metric == "wall_s"]
-    assert verdict.significant and verdict.comparison["change"] == "worse"
+    assert verdict.significant and verdict.comparison.change == "worse"
 
 
 def test_failures_abandon_cell_and_plan_continues(tmp_path: Path) -> None:
@@ -155,8 +156,8 @@ def test_failures_abandon_cell_and_plan_continues(tmp_path: Path) -> None:
     assert "2 failed trials" in cells["B"].stop_reason
     assert cells["B"].n_failed == 2 and cells["B"].values["wall_s"] == []
     assert cells["A"].status == "done" and cells["A"].n_ok >= 4
-    failed = [t for t in cells["B"].trials if t["status"] == "failed"]
-    assert all(t["error"] == "exit status 1" and t["samples"] == {} for t in failed)
+    failed = [t for t in cells["B"].trials if t.status == "failed"]
+    assert all(t.error == "exit status 1" and cells["B"].samples[t.id] == {} for t in failed)
     assert store.get_run(run_id).status == "done"
 
 
@@ -166,7 +167,7 @@ def test_timeouts_are_recorded_not_measured(tmp_path: Path) -> None:
         tmp_path, plan_text(["A", "T"], min_trials=3, max_trials=3, max_failures=2), fake
     )
     cells = {c.variant: c for c in load_report(store, run_id).cells}
-    statuses = Counter(t["status"] for t in cells["T"].trials)
+    statuses = Counter(t.status for t in cells["T"].trials)
     assert statuses == Counter({"timeout": 2})
     assert cells["T"].status == "abandoned"
 
@@ -175,8 +176,8 @@ def test_warmups_are_stored_flagged_and_excluded(tmp_path: Path) -> None:
     fake = FakeExecutor({"A": 1.0}, sd=0.01)
     store, run_id = run_fake(tmp_path, plan_text(["A"], min_trials=3, max_trials=3, warmup=2), fake)
     (cell,) = load_report(store, run_id).cells
-    warm = [t for t in cell.trials if t["warmup"]]
-    assert len(warm) == 2 and all(t["round"] < 0 for t in warm)
+    warm = [t for t in cell.trials if t.warmup]
+    assert len(warm) == 2 and all(t.round < 0 for t in warm)
     assert len(cell.values["wall_s"]) == 3 == cell.summaries["wall_s"]["n"]
 
 
@@ -189,7 +190,7 @@ def test_unparseable_metric_is_a_failed_trial_with_raw_output(tmp_path: Path) ->
     (cell,) = load_report(store, run_id).cells
     assert cell.status == "abandoned"
     t = cell.trials[0]
-    assert t["status"] == "failed" and "did not parse" in t["error"] and "result: 1" in t["stdout_tail"]
+    assert t.status == "failed" and "did not parse" in (t.error or "") and "result: 1" in t.stdout_tail
 
 
 def test_calibrate_adds_an_interleaved_aa_twin_of_the_baseline(tmp_path: Path) -> None:
@@ -200,16 +201,16 @@ def test_calibrate_adds_an_interleaved_aa_twin_of_the_baseline(tmp_path: Path) -
     run_id = Runner(loaded, store, RunOptions(probe=False, calibrate=True), executor=fake).start()
     report = load_report(store, run_id)
     assert [c.variant for c in report.cells] == ["A", "A.aa", "B"]
-    rounds = {t["round"] for c in report.cells for t in c.trials}
+    rounds = {t.round for c in report.cells for t in c.trials}
     for r in rounds:  # the twin runs in every round, interleaved like any variant
-        assert sorted(c.variant for c in report.cells for t in c.trials if t["round"] == r) == [
+        assert sorted(c.variant for c in report.cells for t in c.trials if t.round == r) == [
             "A",
             "A.aa",
             "B",
         ]
     by_variant = {v.variant: v for v in report.verdicts if v.metric == "wall_s"}
-    assert by_variant["A.aa"].comparison["calibration"] is True
-    assert "calibration" not in by_variant["B"].comparison
+    assert by_variant["A.aa"].calibration and by_variant["A.aa"].to_dict()["calibration"] is True
+    assert not by_variant["B"].calibration and "calibration" not in by_variant["B"].to_dict()
     assert by_variant["B"].significant
     assert store.get_run(run_id).options["calibrate"] is True
 
@@ -237,9 +238,9 @@ def test_variant_params_reach_the_tool_and_are_stored(tmp_path: Path) -> None:
     run_id = Runner(
         LoadedPlan(parse_plan(text), "p.toml", text), store, RunOptions(probe=False), executor=fake
     ).start()
-    cells = {c["variant"]: c for c in store.cells(run_id)}
-    assert cells["aes"]["params"]["algorithm"] == "aes-256-gcm"
-    assert cells["sha"]["params"] == {"algorithm": "sha256", "seconds": 1, "bytes": 0}
+    cells = {c.variant: c for c in store.cells(run_id)}
+    assert cells["aes"].params["algorithm"] == "aes-256-gcm"
+    assert cells["sha"].params == {"algorithm": "sha256", "seconds": 1, "bytes": 0}
     assert sum("sha256" in call for call in fake.calls) == 3
     assert all(c.n_ok == 3 for c in load_report(store, run_id).cells)
 

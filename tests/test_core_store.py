@@ -8,15 +8,18 @@ import sqlite3
 import tempfile
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from fairmark.errors import InputError, StoreError
 from fairmark.plan.load import LoadedPlan, parse_plan
+from fairmark.plan.metric import MetricSpec
 from fairmark.report.data import load_report
 from fairmark.run.runner import Runner, RunOptions
 from fairmark.store.db import Store, normalize_url
+from fairmark.store.records import CellRecord, Sample, TrialRecord
 from test_core_scheduler import FakeExecutor, plan_text
 
 
@@ -60,49 +63,17 @@ def _run(store: Store, **extra: object) -> str:
 
 def test_runs_cells_trials_samples(store: Store) -> None:
     run_id = _run(store, env_before={"os": {"kernel": "6.1"}})
-    ids = store.ensure_cells(
-        run_id,
-        [
-            {
-                "key": "w/A",
-                "workload": "w",
-                "variant": "A",
-                "point": [],
-                "primary_metric": "wall_s",
-                "metrics": [],
-            }
-        ],
+    cell = CellRecord("w/A", "w", "A", (), "wall_s", (MetricSpec("wall_s", "s", "lower", verdict=True),))
+    ids = store.ensure_cells(run_id, [cell])
+    assert store.ensure_cells(run_id, [cell]) == ids  # idempotent
+    (stored,) = store.cells(run_id)
+    assert stored == replace(cell, id=ids["w/A"], run_id=run_id)  # the record written is the record read
+    trial = TrialRecord(
+        run_id, ids["w/A"], 1, 0, False, "ok", dt.datetime.now(dt.UTC), wall_s=1.5, argv=("true",)
     )
-    assert (
-        store.ensure_cells(
-            run_id,
-            [
-                {
-                    "key": "w/A",
-                    "workload": "w",
-                    "variant": "A",
-                    "point": [],
-                    "primary_metric": "wall_s",
-                    "metrics": [],
-                }
-            ],
-        )
-        == ids
-    )  # idempotent
-    trial = {
-        "run_id": run_id,
-        "cell_id": ids["w/A"],
-        "seq": 1,
-        "round": 0,
-        "warmup": False,
-        "status": "ok",
-        "started_at": dt.datetime.now(dt.UTC),
-        "wall_s": 1.5,
-        "argv": ["true"],
-    }
     tid = store.add_trial(
         trial,
-        [{"metric": "wall_s", "value": 1.5, "unit": "s", "better": "lower"}],
+        [Sample(trial.id, ids["w/A"], "wall_s", 1.5, "s", "lower")],
         [
             {
                 "cell_key": "w/A",
@@ -113,10 +84,13 @@ def test_runs_cells_trials_samples(store: Store) -> None:
             }
         ],
     )
+    assert tid == trial.id
     assert store.get_run(run_id[:8]).env_before == {"os": {"kernel": "6.1"}}
     assert store.get_run("last").id == run_id
-    (row,) = store.samples(run_id)
-    assert (row["trial_id"], row["value"], row["cell_key"]) == (tid, 1.5, "w/A")
+    assert store.samples(run_id) == [Sample(tid, ids["w/A"], "wall_s", 1.5, "s", "lower")]
+    (back,) = store.trials(run_id)
+    assert back == replace(trial, started_at=back.started_at)  # the clock as the store gives it back
+    assert back.started_at.replace(tzinfo=None) == trial.started_at.replace(tzinfo=None)
     assert store.artifacts(run_id, "monitor")[0]["data"] == {"cpu": [1, 2]}
     assert store.list_runs()[0]["trials_ok"] == 1
     store.add_findings(run_id, "before", [{"id": "x", "severity": "warn", "title": "t"}])
@@ -133,7 +107,7 @@ def test_whole_run_through_the_runner(store: Store) -> None:
     report = load_report(store, run_id)
     assert report.run.status == "done"
     assert all(3 <= c.n_ok <= 5 for c in report.cells)
-    assert store.verdicts(run_id)[0]["significant"] is True
+    assert report.verdicts[0].significant
 
 
 def test_unknown_run_and_ambiguity(store: Store) -> None:
@@ -202,14 +176,21 @@ def test_the_lean_sqlite_trial_write_stores_what_sqlalchemy_stores(tmp_path: Pat
         if not lean:
             store._lean = None  # the SQLAlchemy path, as on PostgreSQL
         run_id = _run(store)
-        ids = store.ensure_cells(run_id, [{"key": "w/A", "workload": "w", "variant": "A", "point": [],
-                                           "primary_metric": "wall_s", "metrics": []}])  # fmt: skip
-        trial = {"run_id": run_id, "cell_id": ids["w/A"], "seq": 1, "round": -1, "warmup": True, "status": "ok",
-                 "started_at": dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC), "wall_s": 0.25,
-                 "error": None, "argv": ["sh", "-c", "echo 'ä'"], "signal": None}  # fmt: skip
+        ids = store.ensure_cells(run_id, [CellRecord("w/A", "w", "A", (), "wall_s", ())])
+        trial = TrialRecord(
+            run_id,
+            ids["w/A"],
+            1,
+            -1,
+            True,
+            "ok",
+            dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC),
+            wall_s=0.25,
+            argv=("sh", "-c", "echo 'ä'"),
+        )
         store.add_trial(
             trial,
-            [{"metric": m, "value": v, "unit": "s", "better": "lower"} for m, v in (("wall_s", 0.25), ("x", 2.0))],
+            [Sample(trial.id, ids["w/A"], m, v, "s", "lower") for m, v in (("wall_s", 0.25), ("x", 2.0))],
             [{"cell_key": "w/A", "kind": "monitor", "name": "vm", "content_type": "application/json",
               "data": {"cpu": [1.5, None]}, "text": None},
              {"cell_key": "w/A", "kind": "profile", "name": "p", "content_type": "text/plain", "data": None,
@@ -217,26 +198,20 @@ def test_the_lean_sqlite_trial_write_stores_what_sqlalchemy_stores(tmp_path: Pat
         )  # fmt: skip
         drop = {"id", "run_id", "cell_id", "trial_id"}
         rows[lean] = (
-            [{k: v for k, v in r.items() if k not in drop} for r in store.trials(run_id)],
-            [{k: v for k, v in r.items() if k not in drop} for r in store.samples(run_id)],
+            [replace(t, id="", run_id="", cell_id=0) for t in store.trials(run_id)],
+            [replace(s, trial_id="", cell_id=0) for s in store.samples(run_id)],
             [{k: v for k, v in r.items() if k not in drop} for r in store.artifacts(run_id)],
         )
     assert rows[True] == rows[False]
     (t,) = rows[True][0]
-    assert (t["profiled"], t["stdout_tail"], t["warmup"], t["argv"]) == (
-        False,
-        "",
-        True,
-        ["sh", "-c", "echo 'ä'"],
-    )
-    assert t["started_at"].replace(tzinfo=None) == dt.datetime(2026, 1, 2, 3, 4, 5, 678901)
+    assert (t.profiled, t.stdout_tail, t.warmup, t.argv) == (False, "", True, ("sh", "-c", "echo 'ä'"))
+    assert t.started_at.replace(tzinfo=None) == dt.datetime(2026, 1, 2, 3, 4, 5, 678901)
     # one transaction: a sample that breaks a constraint takes its trial with it
     store = Store.open(f"sqlite:///{tmp_path / 'fm.db'}")
     run_id = _run(store)
     with pytest.raises(sqlite3.IntegrityError):
-        store.add_trial(
-            trial | {"run_id": run_id}, [{"metric": "m", "value": None, "unit": "s", "better": "lower"}]
-        )
+        broken = replace(trial, run_id=run_id, id="t-broken")
+        store.add_trial(broken, [Sample(broken.id, broken.cell_id, "m", None, "s", "lower")])  # type: ignore[arg-type]
     assert store.trials(run_id) == []
 
 
@@ -255,12 +230,11 @@ def test_the_quick_runs_listing_gives_the_full_stores_rows(tmp_path: Path) -> No
             options={"hosts": {"b": {}, "a": {}}} if i in (1, 2) else {},
             tags={"ci": "yes", "branch": f"b{i % 2}"} if i else {},
         )  # fmt: skip
-        ids = store.ensure_cells(run_id, [{"key": "w/A", "workload": "w", "variant": "A", "point": [],
-                                           "primary_metric": "wall_s", "metrics": []}])  # fmt: skip
+        ids = store.ensure_cells(run_id, [CellRecord("w/A", "w", "A", (), "wall_s", ())])
         for seq in range(i):
-            store.add_trial({"run_id": run_id, "cell_id": ids["w/A"], "seq": seq, "round": seq, "warmup": False,
-                             "status": "ok" if seq % 2 == 0 else "failed", "started_at": base,
-                             "stdout_tail": "", "stderr_tail": ""})  # fmt: skip
+            store.add_trial(
+                TrialRecord(run_id, ids["w/A"], seq, seq, False, "ok" if seq % 2 == 0 else "failed", base)
+            )
     store.update_run(run_id, ended_at=base + dt.timedelta(hours=1))
     cases = [(50, None, None), (2, None, None), (50, "a", None), (1, "b", None), (50, "z", None),
              (50, None, {"ci": "yes"}), (50, None, {"ci": "yes", "branch": "b1"}), (50, "a", {"branch": "b0"})]  # fmt: skip

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from fairmark.errors import ExitStatus
 from fairmark.report.failures import error_lines
+from fairmark.store.db import now
+from fairmark.store.records import TrialRecord
 
 ERR = "boom: cannot open /nonexistent/input.dat"
 
@@ -84,9 +86,10 @@ def test_with_failures_measure_a_cell_that_always_failed_is_the_result(tmp_path:
 
 
 def test_error_lines_start_at_the_first_line_that_reads_like_an_error() -> None:
-    trial = {
-        "stderr_tail": "iperf 3.12\nconnecting…\niperf3: error - unable to connect\nbye\nmore\nand more\n"
-    }
-    assert error_lines(trial) == ("iperf3: error - unable to connect", "bye", "more")
-    assert error_lines({"stderr_tail": "", "stdout_tail": "only\nstdout\n"}) == ("only", "stdout")
-    assert error_lines({"stderr_tail": "x" * 500})[0].endswith("…")
+    def trial(stderr: str, stdout: str = "") -> TrialRecord:
+        return TrialRecord("run", 1, 1, 0, False, "failed", now(), stderr_tail=stderr, stdout_tail=stdout)
+
+    out = "iperf 3.12\nconnecting…\niperf3: error - unable to connect\nbye\nmore\nand more\n"
+    assert error_lines(trial(out)) == ("iperf3: error - unable to connect", "bye", "more")
+    assert error_lines(trial("", "only\nstdout\n")) == ("only", "stdout")
+    assert error_lines(trial("x" * 500))[0].endswith("…")

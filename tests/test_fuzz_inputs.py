@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from fairmark.cli.bundle import bundle_of
 from fairmark.cli.main import main
+from fairmark.plan.metric import MetricSpec
 from fairmark.store.db import Store, now
+from fairmark.store.records import CellRecord, Sample, TrialRecord
 from fuzzing import FUZZ, HOSTILE_NUMBERS, HOSTILE_TEXT, mutated
 
 HOSTILE_NAMES = (
@@ -80,22 +82,26 @@ def _bundle() -> dict:
         status="done", command_line="", fairmark_version="0", accept_risk=False, options={}, env_before=None,
         notes=[],
     )  # fmt: skip
-    cells = store.ensure_cells(
-        run,
-        [
-            {"key": f"w/{v}", "workload": "w", "variant": v, "point": [], "primary_metric": "wall_s",
-             "metrics": [{"name": "wall_s", "unit": "s", "better": "lower", "verdict": True}]}
-            for v in ("A", "B")
-        ],
-    )  # fmt: skip
+    spec = MetricSpec("wall_s", "s", "lower", verdict=True)
+    cells = store.ensure_cells(run, [CellRecord(f"w/{v}", "w", v, (), "wall_s", (spec,)) for v in ("A", "B")])
     for i in range(6):
         v = "AB"[i % 2]
-        store.add_trial(
-            {"run_id": run, "cell_id": cells[f"w/{v}"], "seq": i + 1, "round": i // 2, "warmup": False,
-             "status": "ok", "started_at": now(), "wall_s": 1.0 + i / 10, "user_s": 0.5, "sys_s": 0.1, "max_rss_kib": 1000,
-             "exit_code": 0, "argv": ["true"], "stdout_tail": "", "stderr_tail": ""},
-            [{"metric": "wall_s", "value": 1.0 + i / 10, "unit": "s", "better": "lower"}],
-        )  # fmt: skip
+        trial = TrialRecord(
+            run,
+            cells[f"w/{v}"],
+            i + 1,
+            i // 2,
+            False,
+            "ok",
+            now(),
+            wall_s=1.0 + i / 10,
+            user_s=0.5,
+            sys_s=0.1,
+            max_rss_kib=1000,
+            exit_code=0,
+            argv=("true",),
+        )
+        store.add_trial(trial, [Sample(trial.id, trial.cell_id, "wall_s", 1.0 + i / 10, "s", "lower")])
     return json.loads(json.dumps(bundle_of(store, run), default=str))
 
 

@@ -33,6 +33,8 @@ from urllib.request import urlopen
 
 import pytest
 
+from fairmark.plan.metric import MetricSpec
+from fairmark.store.records import CellRecord, Sample, TrialRecord
 from helpers import nap_workload
 from test_continual_bisect import own_tmp  # noqa: F401 - a fixture: the bisect's temporary directory, priority
 from test_continual_history import postgres  # noqa: F401 - a fixture: a PostgreSQL server on loopback
@@ -52,7 +54,7 @@ def store():
 def api_run(st, *, host: str, started: dt.datetime, tags: dict[str, str], values: list[float]) -> str:
     """One run as the runner writes it, through the store's API: the run with its tags, its cell, each trial
     with its sample in its own transaction, then the run's end."""
-    metric = {"name": "sorted_mb_s", "unit": "MB/s", "better": "higher"}
+    metric = MetricSpec("sorted_mb_s", "MB/s", "higher")
     run_id = st.create_run(
         plan_path="lab.toml",
         plan_text="title = 'lab'\n",
@@ -70,35 +72,11 @@ def api_run(st, *, host: str, started: dt.datetime, tags: dict[str, str], values
         tags=tags,
     )
     cell = st.ensure_cells(
-        run_id,
-        [
-            {
-                "key": "sort/default",
-                "workload": "sort",
-                "variant": "default",
-                "point": [],
-                "primary_metric": "sorted_mb_s",
-                "metrics": [metric],
-                "status": "done",
-            }
-        ],
+        run_id, [CellRecord("sort/default", "sort", "default", (), "sorted_mb_s", (metric,), status="done")]
     )
     for k, v in enumerate(values):
-        st.add_trial(
-            {
-                "run_id": run_id,
-                "cell_id": cell["sort/default"],
-                "seq": k,
-                "round": k,
-                "warmup": False,
-                "status": "ok",
-                "started_at": started,
-                "wall_s": 1.0,
-                "stdout_tail": "",
-                "stderr_tail": "",
-            },
-            [{"metric": "sorted_mb_s", "value": v, "unit": "MB/s", "better": "higher"}],
-        )
+        trial = TrialRecord(run_id, cell["sort/default"], k, k, False, "ok", started, wall_s=1.0)
+        st.add_trial(trial, [Sample(trial.id, trial.cell_id, "sorted_mb_s", v, "MB/s", "higher")])
     st.update_run(run_id, status="done", ended_at=started + dt.timedelta(minutes=1))
     return run_id
 

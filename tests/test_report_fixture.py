@@ -8,8 +8,10 @@ import random
 from pathlib import Path
 from typing import Any
 
+from fairmark.plan.metric import MetricSpec
 from fairmark.run.monitors.base import Snapshot, build_series
 from fairmark.store.db import Store
+from fairmark.store.records import CellRecord, Sample, TrialRecord
 
 PLAN = """title = "synthetic"
 [[workload]]
@@ -75,20 +77,20 @@ def synthetic_run(
         notes=[],
     )
     series = monitor_series()
-    metrics = [{"name": "wall_s", "unit": "s", "better": "lower"}]
-    points = [[["threads", x]] for x in sweep] or [[]]
+    metrics = (MetricSpec("wall_s", "s", "lower"),)
+    points = [(("threads", x),) for x in sweep] or [()]
     cells = [
-        {
-            "key": f"w{w}|{v}|{p}",
-            "workload": f"w{w}",
-            "variant": v,
-            "point": p,
-            "primary_metric": "wall_s",
-            "metrics": metrics,
-            "status": "done",
-            "stop_reason": "max_trials",
-            "command": ["echo", HOSTILE] if hostile else ["zstd", "-b1"],
-        }
+        CellRecord(
+            key=f"w{w}|{v}|{p}",
+            workload=f"w{w}",
+            variant=v,
+            point=p,
+            primary_metric="wall_s",
+            metrics=metrics,
+            status="done",
+            stop_reason="max_trials",
+            command=("echo", HOSTILE) if hostile else ("zstd", "-b1"),
+        )
         for w in range(workloads)
         for v in variants
         for p in points
@@ -98,29 +100,29 @@ def synthetic_run(
     for t in range(trials):
         for cell in cells:
             seq += 1
-            shift = 1.0 + 0.1 * variants.index(cell["variant"])
-            threads = cell["point"][0][1] if cell["point"] else 1
+            shift = 1.0 + 0.1 * variants.index(cell.variant)
+            threads = cell.point[0][1] if cell.point else 1
             wall = rng.gauss(1.0 * shift / min(threads, 2), 0.02)
-            failed = (hostile and t == 0 and cell["variant"] == variants[-1]) or threads == fail_at
-            trial = {
-                "run_id": run_id,
-                "cell_id": ids[cell["key"]],
-                "seq": seq,
-                "round": t,
-                "warmup": False,
-                "status": "failed" if failed else "ok",
-                "started_at": store_now(),
-                "wall_s": wall,
-                "user_s": wall * 0.97,
-                "sys_s": wall * 0.02,
-                "max_rss_kib": 1000,
-                "exit_code": 1 if failed else 0,
-                "error": f"tool said {HOSTILE}" if failed else None,
-                "stdout_tail": HOSTILE if hostile else "",
-                "stderr_tail": HOSTILE if failed else "",
-                "argv": cell["command"],
-            }
-            samples = [] if failed else [{"metric": "wall_s", "value": wall, "unit": "s", "better": "lower"}]
+            failed = (hostile and t == 0 and cell.variant == variants[-1]) or threads == fail_at
+            trial = TrialRecord(
+                run_id=run_id,
+                cell_id=ids[cell.key],
+                seq=seq,
+                round=t,
+                warmup=False,
+                status="failed" if failed else "ok",
+                started_at=store_now(),
+                wall_s=wall,
+                user_s=wall * 0.97,
+                sys_s=wall * 0.02,
+                max_rss_kib=1000,
+                exit_code=1 if failed else 0,
+                error=f"tool said {HOSTILE}" if failed else None,
+                stdout_tail=HOSTILE if hostile else "",
+                stderr_tail=HOSTILE if failed else "",
+                argv=cell.command,
+            )
+            samples = [] if failed else [Sample(trial.id, ids[cell.key], "wall_s", wall, "s", "lower")]
             arts = _artifacts(cell, series, monitors, profiles, hostile)
             store.add_trial(trial, samples, arts)
     store.add_findings(
@@ -140,13 +142,13 @@ def synthetic_run(
     return run_id
 
 
-def _artifacts(cell: dict, series: dict, monitors: bool, profiles: bool, hostile: bool) -> list[dict]:
+def _artifacts(cell: CellRecord, series: dict, monitors: bool, profiles: bool, hostile: bool) -> list[dict]:
     out = []
     if monitors:
         out.append(_art(cell, "monitor", "system", "application/json", series))
     if profiles:
         folded = FOLDED + (f"{HOSTILE};x 5\n" if hostile else "")
-        if cell["variant"] != "A":
+        if cell.variant != "A":
             folded = folded.replace(" 100\n", " 400\n")
         out.append(_art(cell, "profile.cpu", "folded", "text/plain", folded))
         locks = {
@@ -190,10 +192,10 @@ def _artifacts(cell: dict, series: dict, monitors: bool, profiles: bool, hostile
     return out
 
 
-def _art(cell: dict, kind: str, name: str, ctype: str, data: Any) -> dict:
+def _art(cell: CellRecord, kind: str, name: str, ctype: str, data: Any) -> dict:
     json_ = ctype == "application/json"
     return {
-        "cell_key": cell["key"],
+        "cell_key": cell.key,
         "kind": kind,
         "name": name,
         "content_type": ctype,

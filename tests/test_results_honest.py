@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from helpers import REPO
 
@@ -344,13 +345,18 @@ def test_a_variants_own_wrap_is_measured_and_shown_beside_its_verdicts(tmp_path,
 
 
 def test_a_difference_within_the_wrappers_cost_is_flagged():
-    from fairmark.report.wrapcost import note
+    from types import SimpleNamespace
+
+    from fairmark.verdict.wrapcost import note
+
+    def diff(s: float) -> Any:  # the one field of a comparison the note reads
+        return SimpleNamespace(difference=s)
 
     cost = {"wrap": ["env"], "pairs": 31, "median_s": 0.0008, "ci_low_s": 0.0006, "ci_high_s": 0.0011}
-    within = note(cost, "b", "a", {"difference": 0.0009}, "wall_s")
+    within = note(cost, "b", "a", diff(0.0009), "wall_s")
     assert "within the wrapper's own cost" in within and "0.80 ms [0.60, 1.10]" in within
-    assert "beyond it" in note(cost, "b", "a", {"difference": 0.0300}, "wall_s")
-    assert note(cost, "b", "a", {"difference": 0.0009}, "compress_mb_s") is None  # measured inside the tool
+    assert "beyond it" in note(cost, "b", "a", diff(0.0300), "wall_s")
+    assert note(cost, "b", "a", diff(0.0009), "compress_mb_s") is None  # measured inside the tool
 
 
 def test_a_file_system_result_the_disk_cannot_have_produced_is_flagged(tmp_path, fairmark_cli):

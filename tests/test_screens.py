@@ -21,6 +21,8 @@ import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -129,15 +131,12 @@ def _bisect() -> None:
     from fairmark.bisect.search import BisectResult, Step
     from fairmark.cli.bisect import _show
 
+    def comparison(**fields: Any) -> Any:  # the fields of a Comparison the bisect's output reads
+        return SimpleNamespace(**({"ratio": math.nan} | fields))
+
     good, bad = fx.COMMITS[4], fx.COMMITS[9]
-    regression = {
-        "percent": 12.1,
-        "ratio_ci_low": 1.103,
-        "ratio_ci_high": 1.139,
-        "sentence": (
-            "nodebug is slower than baseline: +12.1% (95% CI: +10.3% to +13.9%) (3 vs 3 runs as the unit)"
-        ),
-    }
+    slower = "nodebug is slower than baseline: +12.1% (95% CI: +10.3% to +13.9%) (3 vs 3 runs as the unit)"
+    regression = comparison(percent=12.1, ratio_ci_low=1.103, ratio_ci_high=1.139, sentence=slower)
     steps = (
         Step(bad, "Merge branch 'allocator-stats'", "regression", (fx.RUN_IDS[8], fx.RUN_IDS[9]), regression),
         Step(
@@ -145,14 +144,14 @@ def _bisect() -> None:
             "alloc: count every free() in a global atomic for the new statistics page",
             "bad",
             (fx.RUN_IDS[7],),
-            regression | {"percent": 11.8, "ratio_ci_low": 1.097, "ratio_ci_high": 1.14},
+            comparison(percent=11.8, ratio_ci_low=1.097, ratio_ci_high=1.14, sentence=slower),
         ),
         Step(
             fx.COMMITS[6],
             "docs: describe the statistics page",
             "skip",
             (fx.RUN_IDS[6],),
-            {"percent": 6.0, "ratio_ci_low": 0.95, "ratio_ci_high": 1.17, "sentence": "not proven"},
+            comparison(percent=6.0, ratio_ci_low=0.95, ratio_ci_high=1.17, sentence="not proven"),
             "not proven after 3 run(s): skipped",
         ),
         Step(fx.COMMITS[5], "alloc: add the statistics page", "bad", (fx.RUN_IDS[5],), regression),

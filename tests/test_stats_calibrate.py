@@ -52,10 +52,27 @@ def test_regression_gate_uses_the_fdr_decision():
 
     from fairmark.cli.run import _gate
 
-    v = SimpleNamespace(group="g", metric="m", variant="B", sentence="B is slower", significant=True,
-                        fdr_significant=False, comparison={"change": "worse", "percent": 9.0})  # fmt: skip
+    def verdict(
+        fdr: bool, low: float, high: float
+    ) -> SimpleNamespace:  # 9% slower, the ratio's CI [low, high]
+        c = SimpleNamespace(
+            change="worse",
+            significant=True,
+            percent=9.0,
+            better="lower",
+            ratio_ci_low=low,
+            ratio_ci_high=high,
+        )
+        return SimpleNamespace(
+            group="g", metric="m", variant="B", sentence="B is slower", fdr_significant=fdr, comparison=c
+        )
+
+    v = verdict(False, 1.07, 1.11)
     _gate(SimpleNamespace(verdicts=[v]), 5.0)  # significant alone, not after Benjamini-Hochberg: no trip
-    tripped = SimpleNamespace(**(vars(v) | {"fdr_significant": True, "significant": False}))
-    with pytest.raises(GateTripped, match="regression beyond 5%"):  # the adjusted decision alone trips it
+    tripped = verdict(True, 1.07, 1.11)
+    with pytest.raises(GateTripped, match="regression proven beyond 5%"):  # the adjusted decision trips it
         _gate(SimpleNamespace(verdicts=[v, tripped]), 5.0)
     _gate(SimpleNamespace(verdicts=[tripped]), 10.0)  # a proven 9% regression is under a 10% gate
+    _gate(
+        SimpleNamespace(verdicts=[verdict(True, 1.04, 1.14)]), 5.0
+    )  # 9% past 5%, its CI reaching inside: passes

@@ -62,7 +62,7 @@ def test_report_verdicts_are_paired_by_round(tmp_path: Path):
     store = open_store(tmp_path / "s.db")
     run = synthetic_run(store, workloads=1, trials=6, seed=3)
     (v,) = load_report(store, run).verdicts
-    assert v.comparison["design"] == "paired by round" and v.comparison["n_pairs"] == 6
+    assert v.comparison.design == "paired by round" and v.comparison.n_pairs == 6
 
 
 # ---- item 4: the headline is the ratio's interval ---------------------------------------------------------------
@@ -265,7 +265,7 @@ def test_median_interval_in_every_view(tmp_path: Path):
         # n = 8: [x₍₁₎, x₍₈₎] covers 99.2%, [x₍₂₎, x₍₇₎] only 93%
         assert (s["median_ci_low"], s["median_ci_high"]) == (min(values), max(values))
         own = format_median(
-            s["median"], s["median_ci_low"], s["median_ci_high"], c.spec(c.primary_metric)["unit"]
+            s["median"], s["median_ci_low"], s["median_ci_high"], c.spec(c.primary_metric).unit
         )
         assert "[" in own and cell_row(c)["median"] == own  # HTML
         assert terminal._cell_row(c, "")[2] == own  # fairmark show

@@ -60,7 +60,7 @@ def check_runs(url: str, titles: set[str]) -> None:
     assert wrong == 0, "a trial points at a cell of another run"
     for title, r in runs.items():
         assert r["status"] == "done" and r["trials"] == r["trials_ok"] == 2 * TRIALS, (title, r)
-        seqs = sorted(t["seq"] for t in store.trials(r["id"]))
+        seqs = sorted(t.seq for t in store.trials(r["id"]))
         assert seqs == list(range(1, 2 * TRIALS + 1)), (title, seqs)
 
 

@@ -20,26 +20,28 @@ import subprocess
 import tomllib
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from fairmark.bisect.git import Repo, UsageError
 from fairmark.errors import PlanError
 from fairmark.plan.load import LoadedPlan, parse_plan
-from fairmark.report.data import RunReport, load_report
 from fairmark.run.runner import Progress, Runner, RunOptions
-from fairmark.stats.judge import Pair, judge
+from fairmark.stats.compare import Comparison
 from fairmark.store.schema import BISECT_RESULT
+from fairmark.verdict import rule
+from fairmark.verdict.pairs import pooled_runs
+from fairmark.verdict.record import Verdict
+from fairmark.verdict.run import RunVerdicts, run_verdicts
 
 GOOD, CANDIDATE, BAD = (
     "good",
     "candidate",
     "bad",
 )  # the variants of a step's run (bad: not in the ends' check)
-ROUND_OFFSET = (
-    1_000_000  # rounds of a step's later runs are renumbered past the earlier ones (pairs stay apart)
-)
+# What a step judges: the candidate against G ("group metric") and against B ("group metric vs bad").
+SIDES = ((GOOD, CANDIDATE, ""), (BAD, CANDIDATE, " vs bad"))
 
 
 class BuildFailed(UsageError):
@@ -68,11 +70,18 @@ class Step:
     subject: str
     answer: str  # "good" | "bad" | "skip" | "regression" (the G→B check) | "none" (no proven regression)
     runs: tuple[str, ...]
-    comparison: dict[str, Any] | None  # the pooled verdict of the target cell against G
+    comparison: Comparison | None  # the pooled verdict of the target cell against G
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(self).items()}
+        return {
+            "commit": self.commit,
+            "subject": self.subject,
+            "answer": self.answer,
+            "runs": list(self.runs),
+            "comparison": self.comparison.to_dict() if self.comparison else None,
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,7 @@ class BisectResult:
     good: str
     bad: str
     target: str  # "group metric" of the cell bisected ("" when there was no regression)
-    regression: dict[str, Any] | None  # G→B verdict of the target
+    regression: Comparison | None  # G→B verdict of the target
     first_bad: str | None
     candidates: tuple[str, ...]  # when skips leave several: the first bad commit is one of these
     steps: tuple[Step, ...]
@@ -94,23 +103,16 @@ class BisectResult:
         return next((s for s in self.steps if s.commit == sha), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"good": self.good, "bad": self.bad, "target": self.target, "regression": self.regression,
-                "first_bad": self.first_bad, "candidates": list(self.candidates),
-                "steps": [s.to_dict() for s in self.steps], "cleanup_problems": list(self.cleanup_problems)}  # fmt: skip
-
-
-def worse_ci(comp: dict[str, Any]) -> tuple[float, float] | None:
-    """The CI of how much worse the candidate is than G, in % of G (positive: worse), or None if unbounded."""
-    low, high = comp.get("ratio_ci_low"), comp.get("ratio_ci_high")
-    if low is None or high is None:
-        return None
-    if comp.get("better") == "lower":
-        return 100.0 * (low - 1.0), 100.0 * (high - 1.0)
-    return 100.0 * (1.0 - high), 100.0 * (1.0 - low)
-
-
-def worse_pct(comp: dict[str, Any]) -> float:
-    return comp["percent"] if comp.get("better") == "lower" else -comp["percent"]
+        return {
+            "good": self.good,
+            "bad": self.bad,
+            "target": self.target,
+            "regression": self.regression.to_dict() if self.regression else None,
+            "first_bad": self.first_bad,
+            "candidates": list(self.candidates),
+            "steps": [s.to_dict() for s in self.steps],
+            "cleanup_problems": list(self.cleanup_problems),
+        }
 
 
 def bisect_plan_text(path: str) -> str:
@@ -211,8 +213,10 @@ class Bisect:
         target, regression = self._check_ends(good, bad)
         if regression is None:
             return BisectResult(good, bad, "", None, None, (), tuple(self.steps))
-        self.note(f"bisecting {target}: {regression['sentence']}; a commit is bad when proven slower than the good "
-                  "end, good when proven faster than the bad end (both measured with it, interleaved)")  # fmt: skip
+        self.note(
+            f"bisecting {target}: {regression.sentence}; a commit is bad when proven slower than the good end, "
+            "good when proven faster than the bad end (both measured with it, interleaved)"
+        )
         answer = self.repo.bisect_start(bad, good)
         while not answer.done:
             cand = self.repo.bisect_head()
@@ -253,17 +257,17 @@ class Bisect:
             if not ok:
                 self.note(f"{sha[:12]} {subject}: build failed, skipped ({out[-300:]})")
                 return self._record(Step(sha, subject, "skip", (), None, f"build failed: {out}"))
-            reports: list[RunReport] = []
+            judged: list[RunVerdicts] = []
             for attempt in range(1, self.opts.attempts + 1):
-                reports.append(self._run_once(sha, path, step_no, attempt))
-                verdicts = self._last_verdicts = pooled_verdicts(reports)
+                judged.append(self._run_once(sha, path, step_no, attempt))
+                verdicts = self._last_verdicts = pooled_verdicts(judged)
                 answer = decide(verdicts)
                 if answer:
                     break
-            runs = tuple(r.run.id for r in reports)
+            runs = tuple(r.run.id for r in judged)
             vb = verdicts.get(f"{self._target} vs bad")
-            notes = ([f"against the bad end: {vb.comparison['sentence']}"] if vb else []) + (
-                [] if answer else [f"not proven after {len(runs)} run(s): skipped"])  # fmt: skip
+            notes = [f"against the bad end: {vb.sentence}"] if vb else []
+            notes += [] if answer else [f"not proven after {len(runs)} run(s): skipped"]
             return self._record(
                 Step(sha, subject, answer or "skip", runs, self._shown(verdicts), "; ".join(notes))
             )
@@ -274,16 +278,18 @@ class Bisect:
     def _record(self, step: Step) -> Step:
         self.steps.append(step)
         c = step.comparison
-        self.note(f"{step.commit[:12]} {step.subject}: {step.answer}" + (f" — {c['sentence']}" if c else "")
-                  + (f" ({step.note})" if step.note else ""))  # fmt: skip
+        said = (f" — {c.sentence}" if c else "") + (f" ({step.note})" if step.note else "")
+        self.note(f"{step.commit[:12]} {step.subject}: {step.answer}{said}")
         return step
 
-    def _shown(self, verdicts: dict[str, Verdict]) -> dict[str, Any] | None:
-        v = verdicts.get(self._target) if self._target else max(
-            verdicts.values(), key=lambda v: worse_pct(v.comparison), default=None)  # fmt: skip
+    def _shown(self, verdicts: dict[str, Verdict]) -> Comparison | None:
+        if self._target:
+            v = verdicts.get(self._target)
+        else:
+            v = max(verdicts.values(), key=lambda v: rule.worse_pct(v.comparison), default=None)
         return v.comparison if v else None
 
-    def _run_once(self, sha: str, path: Path, step_no: int, attempt: int) -> RunReport:
+    def _run_once(self, sha: str, path: Path, step_no: int, attempt: int) -> RunVerdicts:
         assert self.good_dir is not None and self.bad_dir is not None
         sides = {GOOD: self.good_dir, CANDIDATE: path}
         if path != self.bad_dir:
@@ -305,83 +311,45 @@ class Bisect:
         )
         runner = Runner(loaded, self.store, options, progress=self.progress())
         run_id = runner.start()
-        return runner.report or load_report(self.store, run_id)
+        return runner.verdicts or run_verdicts(self.store, run_id)
 
-    def _check_ends(self, good: str, bad: str) -> tuple[str, dict[str, Any] | None]:
-        """G against B: the most-regressed cell proven worse beyond the threshold becomes the target."""
+    def _check_ends(self, good: str, bad: str) -> tuple[str, Comparison | None]:
+        """G against B: the most-regressed cell proven worse beyond the threshold (verdict.rule: the rule of `run
+        --fail-on-regression` and `check`) becomes the target."""
         threshold = self.opts.threshold_pct
 
         def decide(verdicts: dict[str, Verdict]) -> str | None:
-            proven = [k for k, v in verdicts.items() if v.regression_beyond(threshold)]
-            if proven:
+            if any(rule.regression_proven(v, threshold) for v in verdicts.values()):
                 return "regression"
-            cis = [worse_ci(v.comparison) for v in verdicts.values()]
-            return "none" if verdicts and all(ci is not None and ci[1] < threshold for ci in cis) else None
+            return "none" if verdicts and all(rule.cleared(v, threshold) for v in verdicts.values()) else None
 
         self._target = ""
         self._good = good
         step = self._measure(bad, 0, decide)
         if step.answer != "regression":
-            self.steps[-1] = Step(**{**vars(step), "answer": "none"})
+            self.steps[-1] = replace(step, answer="none")
             return "", None
         verdicts = self._last_verdicts
-        self._target = max((k for k, v in verdicts.items() if v.regression_beyond(threshold)),
-                           key=lambda k: worse_pct(verdicts[k].comparison))  # fmt: skip
-        self.steps[-1] = Step(**{**vars(step), "comparison": verdicts[self._target].comparison})
+        proven = [k for k, v in verdicts.items() if rule.regression_proven(v, threshold)]
+        self._target = max(proven, key=lambda k: rule.worse_pct(verdicts[k].comparison))
+        self.steps[-1] = replace(step, comparison=verdicts[self._target].comparison)
         return self._target, verdicts[self._target].comparison
 
     def _step(self, sha: str, step_no: int) -> Step:
         def decide(verdicts: dict[str, Verdict]) -> str | None:
             vg, vb = verdicts.get(self._target), verdicts.get(f"{self._target} vs bad")
-            slower = bool(vg and vg.fdr_significant and vg.comparison["change"] == "worse")
-            faster = bool(vb and vb.fdr_significant and vb.comparison["change"] == "better")
+            slower, faster = bool(vg and rule.proven_worse(vg)), bool(vb and rule.proven_better(vb))
             if slower and faster:  # between the ends: the nearer one decides
                 assert vg is not None and vb is not None
-                return "bad" if abs(vg.comparison["percent"]) > abs(vb.comparison["percent"]) else "good"
+                return "bad" if abs(vg.comparison.percent) > abs(vb.comparison.percent) else "good"
             return "bad" if slower else "good" if faster else None
 
         return self._measure(sha, step_no, decide)
 
 
-@dataclass(frozen=True)
-class Verdict:
-    comparison: dict[str, Any]
-    fdr_significant: bool
-
-    def regression_beyond(self, threshold_pct: float) -> bool:
-        ci = worse_ci(self.comparison)
-        return bool(
-            self.fdr_significant and self.comparison.get("change") == "worse" and ci and ci[0] > threshold_pct
-        )
-
-
-def pooled_verdicts(reports: list[RunReport]) -> dict[str, Verdict]:
+def pooled_verdicts(judged: list[RunVerdicts]) -> dict[str, Verdict]:
     """Each cell group's primary metric over all the step's runs — the candidate against G ("group metric") and
-    against B ("group metric vs bad") — values pooled, rounds renumbered per run so that pairs never cross runs;
-    judged together (Benjamini-Hochberg)."""
-    pooled: dict[str, dict[str, Any]] = {}
-    for i, report in enumerate(reports):
-        for group, cells in report.groups().items():
-            sides = {c.variant: c for c in cells}
-            if CANDIDATE not in sides:
-                continue
-            c = sides[CANDIDATE]
-            metric = c.primary_metric
-            for base, suffix in ((GOOD, ""), (BAD, " vs bad")):
-                if base not in sides:
-                    continue
-                key = f"{group} {metric}{suffix}"
-                p = pooled.setdefault(
-                    key, {"spec": c.spec(metric), "base": base, "b": ([], []), "c": ([], [])}
-                )
-                for side, cell in (("b", sides[base]), ("c", c)):
-                    p[side][0].extend(cell.values.get(metric, []))
-                    p[side][1].extend(r + i * ROUND_OFFSET for r in cell.rounds.get(metric, []))
-    pairs = [
-        Pair(p["b"][0], p["c"][0], better=p["spec"]["better"], unit=p["spec"]["unit"], name_baseline=p["base"],
-             name_other=CANDIDATE, rounds=(p["b"][1], p["c"][1]), tag=key)
-        for key, p in pooled.items()
-    ]  # fmt: skip
-    confidence = reports[0].confidence if reports else 95.0
-    judged = judge(pairs, confidence=confidence)
-    return {str(j.pair.tag): Verdict(j.comparison.to_dict(), j.fdr_significant) for j in judged}
+    against B ("group metric vs bad") — values pooled, pairs never crossing runs; judged together
+    (Benjamini-Hochberg)."""
+    confidence = judged[0].design.confidence if judged else 95.0
+    return pooled_runs([j.cells for j in judged], SIDES, confidence=confidence)

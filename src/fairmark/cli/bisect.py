@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -12,6 +13,10 @@ from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.check import _threshold
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
+
+if TYPE_CHECKING:
+    from fairmark.bisect.search import BisectResult
+    from fairmark.stats.compare import Comparison
 
 
 @click.command()
@@ -64,13 +69,13 @@ def bisect(
     _show(result)
 
 
-def _effect(c: dict | None) -> str:
+def _effect(c: Comparison | None) -> str:
     from fairmark.report.check_output import fmt_change
 
-    return fmt_change(c) if c else "–"
+    return fmt_change(c)
 
 
-def _show(result) -> None:  # result: fairmark.bisect.search.BisectResult
+def _show(result: BisectResult) -> None:
     t = console.table("commit", "answer", "change vs good [CI]", "subject", wrap=("subject",))
     for s in result.steps:
         t.add_row(s.commit[:12], s.answer, _effect(s.comparison), escape(s.subject))
@@ -81,7 +86,7 @@ def _show(result) -> None:  # result: fairmark.bisect.search.BisectResult
         console.text(f"  {s.commit[:12]}: {runs}" + (f"; {s.note}" if s.note else ""))
     if not result.proven:
         first = result.steps[0].comparison if result.steps else None
-        tail = f": {first['sentence']}" if first else ""
+        tail = f": {first.sentence}" if first else ""
         console.text(f"no proven regression between {result.good[:12]} and {result.bad[:12]}{tail}")
         return
     if result.first_bad:
@@ -90,7 +95,7 @@ def _show(result) -> None:  # result: fairmark.bisect.search.BisectResult
         subject = step.subject if step else ""
         console.text(f"first bad commit: {result.first_bad} {subject}")
         if c:
-            console.text(f"at that commit, against {result.good[:12]}: {_effect(c)} — {c['sentence']}")
+            console.text(f"at that commit, against {result.good[:12]}: {_effect(c)} — {c.sentence}")
         return
     candidates = " ".join(c[:12] for c in result.candidates)
     console.text(

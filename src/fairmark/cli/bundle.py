@@ -24,8 +24,10 @@ from fairmark.store.db import Store, jsonable_row
 
 BUNDLE_FORMAT = "fairmark-bundle"
 BUNDLE_VERSION = 1
-# Tables in insertion order; cells get new ids in the importing store, so rows pointing at cells are remapped.
-TABLES = (S.runs, S.cells, S.trials, S.samples, S.findings, S.verdicts, S.artifacts)
+# Tables in insertion order; cells get new ids in the importing store, so rows pointing at cells are remapped. A
+# bundle of a store before schema 8 also holds its verdicts as they were computed then: they are not imported
+# (verdicts are computed from the samples).
+TABLES = (S.runs, S.cells, S.trials, S.samples, S.findings, S.artifacts)
 DATETIME_COLUMNS = {"started_at", "ended_at"}
 
 
@@ -74,7 +76,7 @@ def _write_csv(report: Any, out: Path) -> list[Path]:
         )
         for c in report.cells:
             for t in c.trials:
-                for metric, value in t["samples"].items():
+                for metric, value in c.samples.get(t.id, {}).items():
                     spec = c.spec(metric)
                     w.writerow(
                         [
@@ -83,12 +85,12 @@ def _write_csv(report: Any, out: Path) -> list[Path]:
                             c.workload,
                             c.variant,
                             json.dumps(c.point),
-                            t["seq"],
-                            t["warmup"],
+                            t.seq,
+                            t.warmup,
                             metric,
                             repr(value),
-                            spec["unit"],
-                            spec["better"],
+                            spec.unit,
+                            spec.better,
                         ]
                     )
     with trials.open("w", newline="") as f:
@@ -96,7 +98,7 @@ def _write_csv(report: Any, out: Path) -> list[Path]:
         w.writerow(["run_id", "cell", *TRIAL_FIELDS])
         for c in report.cells:
             for t in c.trials:
-                w.writerow([report.run.id, c.key, *(t[k] for k in TRIAL_FIELDS)])
+                w.writerow([report.run.id, c.key, *(getattr(t, k) for k in TRIAL_FIELDS)])
     return [samples, trials]
 
 
@@ -113,7 +115,7 @@ def _write_ministat(report: Any, out: Path) -> list[Path]:
                 continue
             path = out / f"{_safe(c.group)}__{_safe(c.variant)}__{_safe(metric)}.txt"
             path.write_text(
-                f"# run {report.run.id} cell {c.key} metric {metric} ({c.spec(metric)['unit']})\n"
+                f"# run {report.run.id} cell {c.key} metric {metric} ({c.spec(metric).unit})\n"
                 + "".join(f"{v!r}\n" for v in values)
             )
             files.append(path)

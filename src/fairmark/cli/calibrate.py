@@ -28,11 +28,9 @@ def aa_plan(plan: Any, path: str = "") -> Any:
     return plan.model_copy(update={"variant": [base, twin], "run": run, "title": title})
 
 
-def _aa_verdicts(report: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
-    from fairmark.plan.model import AA_SUFFIX
-
-    return {(v.workload, v.group, v.metric): v.comparison for v in report.verdicts
-            if v.variant.endswith(AA_SUFFIX)}  # fmt: skip
+def _aa_verdicts(judged: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The A/A twin's verdicts of a run (verdict.run.RunVerdicts), as the calibration summarizes them."""
+    return {(v.workload, v.group, v.metric): v.comparison_dict() for v in judged.verdicts if v.calibration}
 
 
 def _rows(found: dict[tuple[str, str, str], list[dict[str, Any]]], run_ids, host, loaded, confidence, policy):
@@ -103,7 +101,7 @@ def calibrate(plan: str, runs: int, quick: bool, accept_risk: bool, allow_concur
             run_ids.append(runner.start())
             record = store.get_run(run_ids[-1])
             host = (record.host_id, record.hostname)
-            for key, comp in _aa_verdicts(runner.report).items():
+            for key, comp in _aa_verdicts(runner.verdicts).items():
                 found.setdefault(key, []).append(comp)
             hits = sum(1 for c in found.values() if c[-1]["significant"])
             console.note(

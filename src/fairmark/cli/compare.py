@@ -18,7 +18,8 @@ from fairmark.errors import InputError, UsageError
 from fairmark.report import ministat
 from fairmark.stats import describe, sample_warnings
 from fairmark.stats.describe import MAX_ABS, MAX_ABS_TEXT
-from fairmark.stats.judge import MIN_VALUES, Pair, judge
+from fairmark.stats.judge import MIN_VALUES
+from fairmark.verdict.pairs import judge_files
 
 # What a number looks like in a data file: decimal, optional exponent. NaN, infinities, hex and "1_000"
 # (which Python's float() would take) are refused: none of them is a measurement.
@@ -234,13 +235,11 @@ def compare(
     # one array per file, converted once (100 000 values: every later step would convert the tuple again)
     data = [DataFile(f.name, np.asarray(f.values, dtype=float)) for f in files]  # type: ignore[arg-type]
     labels = _labels([d.name for d in data])
-    judged = judge(
-        [
-            Pair(
-                data[0].values, d.values, better=better, unit=unit, name_baseline=labels[0], name_other=label
-            )
-            for d, label in zip(data[1:], labels[1:], strict=True)
-        ],
+    judged = judge_files(
+        [d.values for d in data],
+        labels,
+        better="higher" if better == "higher" else "lower",
+        unit=unit,
         confidence=confidence,
         ministat_compat=ministat_compat,
     )

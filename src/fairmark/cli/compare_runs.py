@@ -9,8 +9,7 @@ versions, …) makes the command refuse (exit 3) unless the user states the inte
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -22,7 +21,12 @@ from fairmark.errors import EnvironmentRefused, InputError
 from fairmark.plan.model import CONFIDENCE_LEVELS
 from fairmark.stats import format_value
 from fairmark.stats.digits import column_unit
-from fairmark.stats.judge import MIN_VALUES, Pair, judge
+from fairmark.stats.judge import MIN_VALUES
+from fairmark.store.db import RunRecord
+from fairmark.verdict.match import match_cells
+from fairmark.verdict.pairs import Side, across_runs
+from fairmark.verdict.record import Verdict
+from fairmark.verdict.values import MeasuredCell, load_cells
 
 
 @click.command("compare-runs", context_settings={"ignore_unknown_options": True})
@@ -70,20 +74,19 @@ def compare_runs(
         raise InputError("a run is given twice; give each run once, on one side")
     runs = [sides[0][0], sides[1][0]]
     env = environment_check(runs[0], runs[1], declared=declared, because=because)
-    pairs = matching_cells(store.cells(runs[0].id), store.cells(runs[1].id))
+    cells = [[load_cells(store, r) for r in side] for side in sides]
+    pairs = match_cells(cells[0][0], cells[1][0])
     if not pairs:
         raise InputError(
             f"runs {runs[0].id[:8]} and {runs[1].id[:8]} have no cell in common (same workload, variant and sweep "
             "point)",
             hint="compare runs of the same plan; `fairmark show RUN` lists a run's cells",
         )
-    by_unit = "--vs" in run_args
-    samples = [side_values(store, side, pairs, i, by_unit) for i, side in enumerate(sides)]
-    rows = comparisons(pairs, samples, set(metrics), all_metrics, float(confidence), runs)
-    if metrics and not rows:
+    two = (Side(cells[0], runs[0].id[:8]), Side(cells[1], runs[1].id[:8]))
+    verdicts = across_runs(pairs, two, metrics, all_metrics=all_metrics, confidence=float(confidence))
+    if metrics and not verdicts:
         raise InputError(f"no metric named {', '.join(metrics)} with ≥ {MIN_VALUES} values in both runs")
-    only = unmatched(pairs, store.cells(runs[0].id), store.cells(runs[1].id))
-    show(runs, env, rows, because, only, sides)
+    show(runs, env, verdicts, because, unmatched(pairs, cells[0][0], cells[1][0]), sides)
 
 
 def split_sides(args: tuple[str, ...]) -> tuple[list[str], list[str]]:
@@ -164,89 +167,28 @@ def _finding(rule: str, evidence: str) -> dict[str, str]:
             "fix": 'state the intended difference with --because "…" (or --declare KEY)'}  # fmt: skip
 
 
-# -- cells and samples ---------------------------------------------------------------------------------------
-def cell_id(cell: dict[str, Any], with_variant: bool = True) -> tuple:
-    point = tuple(tuple(p) for p in (cell["point"] or []))
-    return (cell["workload"], cell["variant"] if with_variant else "", json.dumps(point, default=str))
-
-
-def matching_cells(cells_a: list[dict], cells_b: list[dict]) -> list[tuple[dict, dict]]:
-    """Cells with the same workload, variant and sweep point. Runs made with one variant each (one run per
-    kernel, typically) match on workload and point even when their variants are named differently."""
-    by_b = {cell_id(c): c for c in cells_b}
-    pairs = [(c, by_b[cell_id(c)]) for c in cells_a if cell_id(c) in by_b]
-    single = len({c["variant"] for c in cells_a}) == 1 and len({c["variant"] for c in cells_b}) == 1
-    if not pairs and single:
-        by_b = {cell_id(c, False): c for c in cells_b}
-        pairs = [(c, by_b[cell_id(c, False)]) for c in cells_a if cell_id(c, False) in by_b]
-    return pairs
-
-
-def unmatched(pairs, cells_a: list[dict], cells_b: list[dict]) -> dict[str, list[str]]:
+# -- cells ---------------------------------------------------------------------------------------------------
+def unmatched(
+    pairs: list[tuple[MeasuredCell, MeasuredCell]],
+    cells_a: Sequence[MeasuredCell],
+    cells_b: Sequence[MeasuredCell],
+) -> dict[str, list[str]]:
     """Cells measured in only one of the runs: said, so a missing comparison is not mistaken for 'no change'."""
-    paired_a, paired_b = {a["key"] for a, _ in pairs}, {b["key"] for _, b in pairs}
-    return {"a": [c["key"] for c in cells_a if c["key"] not in paired_a],
-            "b": [c["key"] for c in cells_b if c["key"] not in paired_b]}  # fmt: skip
-
-
-def side_values(store, side, pairs, index: int, by_unit: bool) -> dict[str, dict[str, tuple[list, dict]]]:
-    """cell key of the side's first run → metric → (values, {level: unit of each value}) over all the side's runs:
-    each value's host (the run's machine), boot (`boot_id`; unknown for a run made before boots were recorded)
-    and run. stats.levels takes the highest level at which the two sides differ as the verdict's unit: two
-    runs are never interleaved, so the run is at least the unit (issue 23 item 3)."""
-    out: dict[str, dict[str, tuple[list, dict]]] = defaultdict(
-        lambda: defaultdict(lambda: ([], {"host": [], "boot": [], "run": []}))
-    )
-    first_cells = [p[index] for p in pairs]
-    for run in side:
-        cells = store.cells(run.id)
-        same = {c["key"]: c for c in first_cells}
-        if run is not side[0]:
-            matched = matching_cells(first_cells, cells)
-            same = {other["key"]: mine for mine, other in matched}
-        for s in store.samples(run.id):
-            cell = same.get(s["cell_key"])
-            if cell is None or s["warmup"] or s["status"] != "ok" or s["value"] is None:
-                continue
-            values, labels = out[cell["key"]][s["metric"]]
-            values.append(float(s["value"]))
-            labels["host"].append(run.host_id)
-            labels["boot"].append(s.get("boot_id"))
-            labels["run"].append(run.id)
-    return out
-
-
-def metric_specs(cell: dict[str, Any]) -> dict[str, dict[str, str]]:
-    return {m["name"]: m for m in cell["metrics"] or []}
-
-
-def comparisons(pairs, samples, wanted: set[str], all_metrics: bool, confidence: float, runs) -> list[dict]:
-    """Each paired cell's metrics, run A as the baseline, judged together (Benjamini-Hochberg across all the
-    comparisons of this command) by the same judge as the variants of one run."""
-    todo = []
-    for ca, cb in pairs:
-        va, vb = samples[0].get(ca["key"], {}), samples[1].get(cb["key"], {})
-        specs = metric_specs(ca)
-        names = sorted(set(va) & set(vb)) if all_metrics else sorted(wanted) or [ca["primary_metric"]]
-        for name in names:
-            spec = specs.get(name, {"unit": "", "better": "lower"})
-            (xa, la), (xb, lb) = va.get(name, ([], {})), vb.get(name, ([], {}))
-            labels = {level: (la[level], lb[level]) for level in la if level in lb}
-            todo.append(
-                Pair(xa, xb, better=spec["better"], unit=spec["unit"], name_baseline=runs[0].id[:8],
-                     name_other=runs[1].id[:8], tag=(ca, name), labels=labels)
-            )  # fmt: skip
-    return [
-        {"workload": ca["workload"], "variant": ca["variant"], "point": ca["point"] or [], "metric": name,
-         "comparison": j.comparison, "q_value": j.q_value}
-        for j in judge(todo, confidence=confidence)
-        for ca, name in [j.pair.tag]
-    ]  # fmt: skip
+    paired_a, paired_b = {a.cell.key for a, _ in pairs}, {b.cell.key for _, b in pairs}
+    return {
+        "a": [c.cell.key for c in cells_a if c.cell.key not in paired_a],
+        "b": [c.cell.key for c in cells_b if c.cell.key not in paired_b],
+    }
 
 
 # -- output --------------------------------------------------------------------------------------------------
 def show(
-    runs, env: dict[str, Any], rows: list[dict], because: str | None, only: dict[str, list[str]], sides
+    runs: list[RunRecord],
+    env: dict[str, Any],
+    verdicts: list[Verdict],
+    because: str | None,
+    only: dict[str, list[str]],
+    sides: list[list[RunRecord]],
 ) -> None:
     if console.json_mode:
         console.emit_json(
@@ -258,10 +200,7 @@ def show(
                 "runs_b": [r.id for r in sides[1]],
                 "environment": env,
                 "only_in": only,
-                "comparisons": [
-                    {k: v for k, v in r.items() if k != "comparison"} | r["comparison"].to_dict()
-                    for r in rows
-                ],
+                "comparisons": [_json(v) for v in verdicts],
             }
         )
         return
@@ -271,12 +210,12 @@ def show(
     for f in env["accepted"]:
         console.warn(f"accepted as part of the intended difference: {f['evidence']}")
     label = [" + ".join(r.id[:8] for r in side) for side in sides]
-    if rows:
-        _table(rows, f"A = {label[0]} (baseline)   B = {label[1]}")
-    for r in rows:
-        if r["comparison"].levels:
-            show_levels(r, r["comparison"])
-    if not rows:
+    if verdicts:
+        _table(verdicts, f"A = {label[0]} (baseline)   B = {label[1]}")
+    for v in verdicts:
+        if v.comparison.levels:
+            show_levels(v)
+    if not verdicts:
         console.text(f"no metric has ≥ {MIN_VALUES} counted values in both runs: nothing to compare")
     for side, keys in only.items():
         if keys:
@@ -284,47 +223,48 @@ def show(
             console.text(f"only in {run.id[:8]} (not compared): {', '.join(keys)}")
 
 
-def _table(rows: list[dict], title: str) -> None:
+def _table(verdicts: list[Verdict], title: str) -> None:
     """Per workload, sweep point and metric (as `show` lays out a run): each variant's mean in A and B and the
     change, one line each; the verdicts' sentences below, wrapped."""
     from fairmark.report.terminal import in_unit, short_verdict
 
     console.text(title)
-    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
-    for r in rows:
-        point = ",".join(f"{k}={v}" for k, v in r["point"])
-        groups[(r["workload"] + (f"[{point}]" if point else ""), r["metric"], r["comparison"].better)].append(
-            r
-        )
+    groups: dict[tuple[str, str, str], list[Verdict]] = {}
+    for v in verdicts:
+        groups.setdefault((v.group, v.metric, v.comparison.better), []).append(v)
     for (name, metric, better), members in groups.items():
         table = console.table("variant", "A mean ± CI", "B mean ± CI", "B vs A", wrap=("B vs A",))
-        comps = [r["comparison"] for r in members]
+        comps = [v.comparison for v in members]
         divisor, unit = column_unit(
             [x for c in comps for x in (c.baseline.mean, c.other.mean)], comps[0].unit
         )
-        for r, c in zip(members, comps, strict=True):
-            change = short_verdict(c.to_dict())  # the interval of the design that decided
-            table.add_row(escape(r["variant"]), _mean(c.baseline, divisor), _mean(c.other, divisor), change)
+        for v, c in zip(members, comps, strict=True):
+            change = short_verdict(c)  # the interval of the design that decided
+            table.add_row(escape(v.variant), _mean(c.baseline, divisor), _mean(c.other, divisor), change)
         console.print()
         console.print_table(table, f"{name} — {metric}{in_unit(unit)} ({better} is better)")
-        for r in members:
-            console.text(f"  {r['variant']}: {r['comparison'].sentence}")
+        for v in members:
+            console.text(f"  {v.variant}: {v.comparison.sentence}")
 
 
-def show_levels(row: dict, c) -> None:
-    """Per-boot means and the variance at each level: what the boots-as-the-unit verdict rests on."""
+def _json(v: Verdict) -> dict[str, Any]:
+    head = {
+        "workload": v.workload,
+        "variant": v.variant,
+        "point": [list(p) for p in v.point],
+        "metric": v.metric,
+    }
+    return head | {"q_value": v.q_value} | v.comparison.to_dict()
+
+
+def show_levels(v: Verdict) -> None:
+    """Per-unit means and the variance at each level: what the units-as-the-observation verdict rests on."""
     from fairmark.report.boots import levels_lines
 
     # an sd is a spread, not an interval: "sd 0.016 s", never "0.016 ± 0.016 s" (the same lines as `show`)
-    names = {"levels": c.levels, "name_baseline": c.name_baseline, "name_other": c.name_other}
-    lines = levels_lines(names, c.unit)
-    point = ",".join(f"{k}={v}" for k, v in row.get("point") or [])
-    cell = (
-        row["workload"]
-        + (f"[{point}]" if point else "")
-        + (f"/{row['variant']}" if row.get("variant") else "")
-    )
-    console.text(f"{cell} {row['metric']}: " + "; ".join(lines))
+    lines = levels_lines(v.comparison, v.comparison.unit)
+    cell = v.group + (f"/{v.variant}" if v.variant else "")
+    console.text(f"{cell} {v.metric}: " + "; ".join(lines))
 
 
 def show_differences(run_a, run_b, env: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from fairmark.report.failures import run_failure
 from fairmark.run.hooks import TrialHook
 from fairmark.run.lock import HostLock
 from fairmark.run.runner import Runner, RunOptions
+from fairmark.verdict.run import RunVerdicts
 
 
 def _hooks(monitors: bool, interval: float, profile: str | None) -> list[TrialHook]:
@@ -37,24 +38,20 @@ def _hooks(monitors: bool, interval: float, profile: str | None) -> list[TrialHo
 
 
 def _gate(report: RunReport, fail_on_regression: float | None) -> None:
+    """Exit 1 on a regression proven beyond the threshold — the rule of `check` and `bisect` (verdict.rule): the
+    Benjamini-Hochberg decision across the run, and the whole CI of the change beyond it."""
     if fail_on_regression is None:
         return
-    # The Benjamini-Hochberg decision the report shows, not each comparison's own: with many comparisons some
-    # "regressions" at 95% are chance.
-    worse = [
-        v
-        for v in report.verdicts
-        if v.fdr_significant
-        and v.comparison.get("change") == "worse"
-        and abs(v.comparison.get("percent") or 0) >= fail_on_regression
-    ]
+    from fairmark.verdict.rule import regression_proven
+
+    worse = [v for v in report.verdicts if regression_proven(v, fail_on_regression)]
     if worse:
         lines = "; ".join(f"{v.group} {v.metric} {v.variant}: {v.sentence}" for v in worse)
-        raise GateTripped(f"regression beyond {fail_on_regression:g}%: {lines}")
+        raise GateTripped(f"regression proven beyond {fail_on_regression:g}%: {lines}")
 
 
-def _finish(store: Any, run_id: str, fail_on_regression: float | None, report: RunReport | None) -> None:
-    report = report or load_report(store, run_id)
+def _finish(store: Any, run_id: str, fail_on_regression: float | None, judged: RunVerdicts | None) -> None:
+    report = load_report(store, run_id, judged)
     if console.json_mode:
         console.emit_json(report.to_dict())
     else:
@@ -92,7 +89,7 @@ def _execute(
         for note in lock.notes:
             console.warn(note)
         run_id = runner.resume(resume) if resume else runner.start()
-    _finish(store, run_id, fail_on_regression, runner.report)
+    _finish(store, run_id, fail_on_regression, runner.verdicts)
     if runner.remote and not console.json_mode:
         from fairmark.remote.report import print_host_diff
 
@@ -107,7 +104,8 @@ _run_options = [
         "--fail-on-regression",
         type=float,
         metavar="PCT",
-        help="Exit 1 when any variant is significantly worse than the baseline by PCT% or more.",
+        help="Exit 1 on a regression proven beyond PCT%: worse than the baseline, significant after "
+        "Benjamini-Hochberg, and the whole CI of the change beyond PCT% (the rule of check and bisect).",
     ),
     click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials."),
     click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S"),

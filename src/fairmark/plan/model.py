@@ -9,37 +9,15 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from fairmark.plan.metric import BUILTIN_METRIC_SPECS as BUILTIN_METRIC_SPECS
+from fairmark.plan.metric import BUILTIN_METRICS as BUILTIN_METRICS
+from fairmark.plan.metric import MetricSpec as MetricSpec
+
 # ministat's table levels; fairmark accepts exactly these so results stay comparable with it.
 CONFIDENCE_LEVELS = (80.0, 90.0, 95.0, 98.0, 99.0, 99.5)
 
 Command = Annotated[list[str], Field(min_length=1)] | str
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]*$")
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """One metric, the same from plan to report: a plan's [[workload.metrics]] (`Metric.spec`), an adapter's
-    `metrics`, the built-ins; the store keeps it per cell (`row`) and reports read it back."""
-
-    name: str  # units in names where natural: tps, latency_avg_ms, gbit_s_sent
-    unit: str
-    better: Literal["higher", "lower"]
-    description: str = ""
-
-    def row(self, verdict: bool) -> dict[str, Any]:
-        """As a cell row of the store keeps it (`verdict`: the run gives this metric a verdict)."""
-        return {"name": self.name, "unit": self.unit, "better": self.better, "verdict": verdict}
-
-
-# measured by the executor for every trial
-BUILTIN_METRIC_SPECS = (
-    MetricSpec("wall_s", "s", "lower"),
-    MetricSpec("user_s", "s", "lower"),
-    MetricSpec("sys_s", "s", "lower"),
-    MetricSpec("cpu_s", "s", "lower"),
-    MetricSpec("max_rss_kib", "KiB", "lower"),
-)
-BUILTIN_METRICS = {m.name: (m.unit, m.better) for m in BUILTIN_METRIC_SPECS}  # name: (unit, better)
 
 
 AA_SUFFIX = ".aa"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fairmark.plan.kinds import KERNEL_PATH_KEYS, USER_SPEED_KEYS, given_keys
+from fairmark.store.records import TrialRecord
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunArtifacts, RunReport
@@ -108,23 +109,23 @@ def monitor_cpu_seconds(series: Iterable[Mapping[str, Any]]) -> CpuSeconds | Non
     )
 
 
-def rusage_seconds(trials: Iterable[Mapping[str, Any]]) -> CpuSeconds | None:
+def rusage_seconds(trials: Iterable[TrialRecord]) -> CpuSeconds | None:
     """Sum user/system/wall over finished, non-warm-up trials (failed ones measured something else)."""
     user = system = wall = 0.0
     n = 0
     for t in trials:
-        if t.get("warmup") or t.get("status", "ok") != "ok" or t.get("user_s") is None:
+        if not t.measured or t.user_s is None:
             continue
-        user += t["user_s"]
-        system += t.get("sys_s") or 0.0
-        wall += t.get("wall_s") or 0.0
+        user += t.user_s
+        system += t.sys_s or 0.0
+        wall += t.wall_s or 0.0
         n += 1
     return CpuSeconds(user=user, system=system, wall=wall) if n else None
 
 
 def attribute(
     workload: str,
-    trials: Sequence[Mapping[str, Any]],
+    trials: Sequence[TrialRecord],
     series: Sequence[Mapping[str, Any]] = (),
 ) -> Attribution | None:
     """The attribution of one cell; None when nothing was measured (no successful trial, no monitor)."""
@@ -343,7 +344,7 @@ def verdict_caveats(
             attributions.get(cells.get((v.group, v.variant), "")),
             is_kernel_path_change(defs.get(v.variant, {}), tuning),
         )
-        wrap = (v.comparison.get("wrap_cost") or {}).get("note")  # the variant's own wrapper, measured here
+        wrap = (v.wrap_cost or {}).get("note")  # the variant's own wrapper, measured here
         text = "\n".join(t for t in (caveat, wrap) if t)
         if text:
             out[(v.group, v.variant, v.metric)] = text

@@ -10,6 +10,7 @@ from fairmark.stats.digits import column_unit, format_pair, format_spread
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
+    from fairmark.stats.compare import Comparison
 
 
 def boot_records(report: RunReport) -> list[dict[str, Any]]:
@@ -39,9 +40,9 @@ def boot_lines(report: RunReport) -> list[str]:
     return out
 
 
-def levels_lines(comparison: dict[str, Any], unit: str) -> list[str]:
+def levels_lines(comparison: Comparison, unit: str) -> list[str]:
     """Per-unit means and the sd at each level of a verdict judged with boots (or hosts) as the unit."""
-    lv = comparison.get("levels")
+    lv = comparison.levels
     if not lv:
         return []
     top, trial = lv["levels"]
@@ -59,7 +60,7 @@ def levels_lines(comparison: dict[str, Any], unit: str) -> list[str]:
     def sd(x: float | None) -> str:
         return "unknown" if x is None else format_spread(x, unit)
 
-    names = (comparison.get("name_baseline", "A"), comparison.get("name_other", "B"))
+    names = (comparison.name_baseline, comparison.name_other)
     return [
         f"{level} means — {names[0]}: {means(top['means_baseline'])}; {names[1]}: {means(top['means_other'])}",
         f"between-{level} sd {sd(top['sd'])} ({top['n_baseline']} vs {top['n_other']} {level}s); within-{level} "

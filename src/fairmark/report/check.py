@@ -18,15 +18,19 @@ whose CI reaches inside the threshold is shown as a possible regression and does
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from fairmark.errors import InputError
 from fairmark.plan.model import AA_SUFFIX
-from fairmark.report.data import CellReport, RunReport, load_report
-from fairmark.stats.judge import Pair, judge
+from fairmark.stats.compare import Comparison
+from fairmark.store.db import RunRecord
+from fairmark.verdict import rule
+from fairmark.verdict.pairs import against_runs
+from fairmark.verdict.record import Verdict
+from fairmark.verdict.rule import worse_interval_pct
+from fairmark.verdict.run import RunVerdicts, run_verdicts
+from fairmark.verdict.values import MeasuredCell, load_cells
 
 REGRESSION, POSSIBLE, IMPROVEMENT, UNCHANGED, UNJUDGED = (
     "regression", "possible regression", "improvement", "no change proven", "not judged",
@@ -88,13 +92,30 @@ class Case:
     better: str
     status: str  # REGRESSION | POSSIBLE | IMPROVEMENT | UNCHANGED | UNJUDGED
     sentence: str
-    comparison: dict[str, Any] | None
-    worse_pct_bound: (
-        float | None
-    )  # the CI end of the worsening nearest to zero, in % (None: unbounded/unknown)
+    verdict: Verdict | None  # None: a side had too few values to be judged
+
+    @property
+    def comparison(self) -> Comparison | None:
+        return self.verdict.comparison if self.verdict else None
+
+    @property
+    def worse_pct_bound(self) -> float | None:
+        """The CI end of the worsening nearest to zero, in % (None: unbounded, unknown or not judged)."""
+        ci = worse_interval_pct(self.verdict.comparison) if self.verdict else None
+        return ci[0] if ci else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {
+            "workload": self.workload,
+            "cell": self.cell,
+            "metric": self.metric,
+            "unit": self.unit,
+            "better": self.better,
+            "status": self.status,
+            "sentence": self.sentence,
+            "comparison": self.verdict.comparison_dict() if self.verdict else None,
+            "worse_pct_bound": self.worse_pct_bound,
+        }
 
 
 @dataclass(frozen=True)
@@ -124,36 +145,28 @@ class CheckResult:
                 "cases": [c.to_dict() for c in self.cases], "notes": list(self.notes)}  # fmt: skip
 
 
-def worse_bound_pct(comp: dict[str, Any]) -> float | None:
-    """How much worse the other side is at least (the CI end nearest to 'no change'), in % of the baseline."""
-    low, high = comp.get("ratio_ci_low"), comp.get("ratio_ci_high")
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
-        return None
-    return 100.0 * (low - 1.0) if comp.get("better") == "lower" else 100.0 * (1.0 - high)
-
-
-def classify(comp: dict[str, Any] | None, fdr_significant: bool, threshold_pct: float) -> str:
-    if comp is None:
+def classify(v: Verdict | None, threshold_pct: float) -> str:
+    """What the gate makes of a verdict (verdict.rule: the one rule of run, check and bisect)."""
+    if v is None:
         return UNJUDGED
-    if not (fdr_significant and comp.get("significant")):
-        return UNCHANGED
-    if comp.get("change") == "better":
+    if rule.proven_better(v):
         return IMPROVEMENT
-    bound = worse_bound_pct(comp)
-    return REGRESSION if bound is not None and bound > threshold_pct else POSSIBLE
+    if rule.regression_proven(v, threshold_pct):
+        return REGRESSION
+    return POSSIBLE if rule.proven_worse(v) else UNCHANGED
 
 
 def check(store: Any, run_ref: str, opts: CheckOptions) -> CheckResult:
     """The run's cells against the baseline, every comparison judged together; nothing is written."""
-    report = load_report(store, run_ref)
+    judged = run_verdicts(store, run_ref)
     if opts.against.kind == "variant":
-        return _against_variant(report, opts)
-    base_ids = _baseline_ids(store, report, opts)
-    return _against_runs(report, [load_report(store, r) for r in base_ids], opts)
+        return _against_variant(judged, opts)
+    base_ids = _baseline_ids(store, judged.run, opts)
+    return _against_runs(judged, base_ids, [load_cells(store, store.get_run(r)) for r in base_ids], opts)
 
 
-def _baseline_ids(store: Any, report: RunReport, opts: CheckOptions) -> list[str]:
-    run, a = report.run, opts.against
+def _baseline_ids(store: Any, run: RunRecord, opts: CheckOptions) -> list[str]:
+    a = opts.against
     if a.kind == "tag":
         ids = store.baseline_runs(
             a.tags, host_id=None if opts.any_host else run.host_id, last=opts.last, exclude=run.id
@@ -177,108 +190,79 @@ def _baseline_ids(store: Any, report: RunReport, opts: CheckOptions) -> list[str
     return ids
 
 
-def _against_variant(report: RunReport, opts: CheckOptions) -> CheckResult:
-    name = opts.against.variant
-    if name and name != report.baseline:
+def _against_variant(judged: RunVerdicts, opts: CheckOptions) -> CheckResult:
+    name, baseline, run = opts.against.variant, judged.design.baseline, judged.run
+    if name and name != baseline:
         raise InputError(
-            f"--against variant:{name}: the run's baseline variant is {report.baseline!r}; the run's own "
+            f"--against variant:{name}: the run's baseline variant is {baseline!r}; the run's own "
             "verdicts compare every variant with it",
-            hint=f"--against variant (or variant:{report.baseline})",
+            hint=f"--against variant (or variant:{baseline})",
         )
-    verdicts = [v for v in report.verdicts if not v.variant.endswith(AA_SUFFIX)]
     cases = tuple(
-        _case(
-            v.workload,
-            f"{v.group}/{v.variant}",
-            v.metric,
-            v.comparison,
-            v.fdr_significant,
-            opts.threshold_pct,
-        )
-        for v in verdicts
+        _case(v.workload, f"{v.group}/{v.variant}", v.metric, v, opts.threshold_pct)
+        for v in judged.verdicts
+        if not v.variant.endswith(AA_SUFFIX)
     )
     if not cases:  # a gate that checked nothing must not pass silently
         raise InputError(
-            f"run {report.run.id[:8]} has no variant besides its baseline {report.baseline!r} to check",
+            f"run {run.id[:8]} has no variant besides its baseline {baseline!r} to check",
             hint="check it against other runs: --against tag:branch=main (or run:ID)",
         )
-    return CheckResult(report.run.id, report.run.hostname, f"variant:{report.baseline}", (),
-                       "interleaved in one run, paired by round", opts.threshold_pct, report.confidence, cases)  # fmt: skip
-
-
-def _case(
-    workload: str, cell: str, metric: str, comp: dict[str, Any] | None, fdr: bool, threshold: float
-) -> Case:
-    status = classify(comp, fdr, threshold)
-    unit = (comp or {}).get("unit", "")
-    better = (comp or {}).get("better", "")
-    sentence = comp["sentence"] if comp else "fewer than 3 measured values on a side: not judged"
-    if status == POSSIBLE:
-        sentence += f" (not proven worse by more than the {threshold:g}% threshold)"
-    return Case(workload, cell, metric, unit, better, status, sentence, comp,
-                worse_bound_pct(comp) if comp else None)  # fmt: skip
-
-
-def _cell_key(c: CellReport, with_variant: bool) -> tuple[str, str, str]:
-    return (
-        c.workload,
-        c.variant if with_variant else "",
-        json.dumps([list(p) for p in c.point], default=str),
+    design = "interleaved in one run, paired by round"
+    confidence = judged.design.confidence
+    return CheckResult(
+        run.id, run.hostname, f"variant:{baseline}", (), design, opts.threshold_pct, confidence, cases
     )
 
 
-def _against_runs(report: RunReport, baselines: list[RunReport], opts: CheckOptions) -> CheckResult:
+def _case(workload: str, cell: str, metric: str, v: Verdict | None, threshold: float) -> Case:
+    status = classify(v, threshold)
+    c = v.comparison if v else None
+    sentence = c.sentence if c else "fewer than 3 measured values on a side: not judged"
+    if status == POSSIBLE:
+        sentence += f" (not proven worse by more than the {threshold:g}% threshold)"
+    return Case(workload, cell, metric, c.unit if c else "", c.better if c else "", status, sentence, v)
+
+
+def _against_runs(
+    judged: RunVerdicts, base_ids: list[str], baselines: list[tuple[MeasuredCell, ...]], opts: CheckOptions
+) -> CheckResult:
     """Each cell's primary metric: the baseline runs' values against the run's, each run one unit."""
-    mine = [c for c in report.cells if not c.variant.endswith(AA_SUFFIX)]
-    single = len({c.variant for c in mine}) == 1
-    pairs, unmatched = [], []
-    for cell in mine:
-        metric, spec = cell.primary_metric, cell.spec(cell.primary_metric)
-        base_vals, base_units, base_boots = [], [], []
-        for b in baselines:
-            same = _matching(cell, b, single)
-            vals = same.values.get(metric, []) if same else []
-            base_vals += vals
-            base_units += [b.run.id] * len(vals)
-            base_boots += same.boots.get(metric, [None] * len(vals)) if same else []
-        if not base_vals:
-            unmatched.append(f"{cell.group}/{cell.variant}")
-            continue
-        vals = cell.values.get(metric, [])
-        pairs.append(
-            Pair(base_vals, vals, better=spec["better"], unit=spec["unit"], name_baseline="baseline",
-                 name_other=report.run.id[:8], tag=(cell, metric),
-                 labels={"run": (base_units, [report.run.id] * len(vals)),
-                         "boot": (base_boots, cell.boots.get(metric, [None] * len(vals)))})
-        )  # fmt: skip
-    if not pairs:
+    run = judged.run
+    mine = [c for c in judged.cells if not c.cell.variant.endswith(AA_SUFFIX)]
+    checks, unmatched = against_runs(mine, baselines, name=run.id[:8], confidence=judged.design.confidence)
+    if not checks:
         raise InputError(
-            f"no cell of run {report.run.id[:8]} was measured in the baseline run(s) "
-            f"{', '.join(b.run.id[:8] for b in baselines)}: nothing to check",
+            f"no cell of run {run.id[:8]} was measured in the baseline run(s) "
+            f"{', '.join(r[:8] for r in base_ids)}: nothing to check",
             hint="a baseline is runs of the same plan (same workloads, variants and sweep points)",
         )
-    judged = {id(j.pair): j for j in judge(pairs, confidence=report.confidence)}
-    cases = []
-    for p in pairs:
-        cell, metric = p.tag  # type: ignore[misc]
-        j = judged.get(id(p))
-        cases.append(_case(cell.workload, f"{cell.group}/{cell.variant}", metric,
-                           j.to_dict() if j else None, bool(j and j.fdr_significant), opts.threshold_pct))  # fmt: skip
-    notes = [f"not in any baseline run (not checked): {', '.join(unmatched)}"] if unmatched else []
+    cases = tuple(
+        _case(
+            k.cell.cell.workload,
+            f"{k.cell.cell.group}/{k.cell.cell.variant}",
+            k.metric,
+            k.verdict,
+            opts.threshold_pct,
+        )
+        for k in checks
+    )
+    not_checked = ", ".join(f"{c.cell.group}/{c.cell.variant}" for c in unmatched)
+    notes = [f"not in any baseline run (not checked): {not_checked}"] if unmatched else []
     if len(baselines) < 2:
-        notes.append("one baseline run: its run-to-run variance is unknown, so no verdict can be proven; "
-                     "a baseline of several runs (--last) can")  # fmt: skip
-    return CheckResult(report.run.id, report.run.hostname, opts.against.text, tuple(b.run.id for b in baselines),
-                       f"{len(baselines)} baseline run(s) against this run, runs as the unit", opts.threshold_pct,
-                       report.confidence, tuple(cases), tuple(notes))  # fmt: skip
-
-
-def _matching(cell: CellReport, baseline: RunReport, single: bool) -> CellReport | None:
-    """The baseline run's cell measuring the same thing (same workload, variant and sweep point; runs of one
-    variant each match on workload and point, whatever their variants are called)."""
-    key = _cell_key(cell, True)
-    found = next((c for c in baseline.cells if _cell_key(c, True) == key), None)
-    if found is None and single and len({c.variant for c in baseline.cells}) == 1:
-        key = _cell_key(cell, False)
-        found = next((c for c in baseline.cells if _cell_key(c, False) == key), None)
-    return found
+        notes.append(
+            "one baseline run: its run-to-run variance is unknown, so no verdict can be proven; "
+            "a baseline of several runs (--last) can"
+        )
+    design = f"{len(baselines)} baseline run(s) against this run, runs as the unit"
+    return CheckResult(
+        run.id,
+        run.hostname,
+        opts.against.text,
+        tuple(base_ids),
+        design,
+        opts.threshold_pct,
+        judged.design.confidence,
+        cases,
+        tuple(notes),
+    )

@@ -9,6 +9,7 @@ import math
 import xml.etree.ElementTree as ET
 
 from fairmark.report.check import POSSIBLE, REGRESSION, UNJUDGED, Case, CheckResult
+from fairmark.stats.compare import Comparison
 from fairmark.stats.digits import format_pair, format_value
 
 
@@ -17,17 +18,12 @@ def _pct(value: float) -> str:
     return f"{value:+.2g}%" if abs(value) < 1 else f"{value:+.1f}%"
 
 
-def fmt_change(comp: dict | None) -> str:
+def change_text(change: float | None, low: float | None, high: float | None) -> str:
     """'+9.7% [+9.2%, +10.3%]': the change and the interval of the test that decided (the ratio's, in %), all
     three rounded to the digits that interval supports; the change is the ratio's (of geometric means on the log
     scale), so it always lies inside its interval."""
-    if not comp:
-        return "–"
-    ratio = comp.get("ratio")
-    change = 100 * (ratio - 1) if ratio is not None else comp.get("percent")
     if change is None:
         return "–"
-    low, high = comp.get("ratio_ci_low"), comp.get("ratio_ci_high")
     if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
         return _pct(change)
     ends = (100 * (low - 1), 100 * (high - 1))
@@ -40,13 +36,26 @@ def _signed(text: str) -> str:
     return text if text.startswith("-") or text == "0" else "+" + text
 
 
-def _means(comp: dict | None) -> tuple[str, str]:
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def fmt_change(c: Comparison | None) -> str:
+    """A verdict's change and its interval (see change_text)."""
+    if c is None:
+        return "–"
+    change = c.change_percent if math.isfinite(c.ratio) else c.percent
+    return change_text(_finite(change), _finite(c.ratio_ci_low), _finite(c.ratio_ci_high))
+
+
+def _means(c: Comparison | None) -> tuple[str, str]:
     """Each side's mean ± its CI half-width, rounded to the digits the CI supports."""
-    if not comp:
+    if c is None:
         return "–", "–"
-    unit = comp.get("unit") or ""
-    return tuple(format_value(comp[side]["mean"], comp[side].get("ci_half_width"), unit)  # type: ignore[return-value]
-                 for side in ("baseline", "other"))  # fmt: skip
+    return (
+        format_value(c.baseline.mean, c.baseline.ci_half_width, c.unit),
+        format_value(c.other.mean, c.other.ci_half_width, c.unit),
+    )
 
 
 def _title(r: CheckResult) -> str:
@@ -78,11 +87,11 @@ def junit_xml(r: CheckResult, *, elapsed_s: float = 0.0) -> str:
 
 
 def _testcase(suite: ET.Element, c: Case, r: CheckResult) -> None:
-    case = ET.SubElement(suite, "testcase", {"classname": f"fairmark.{c.workload}", "name": f"{c.cell} {c.metric}",
-                                             "time": "0"})  # fmt: skip
+    attrs = {"classname": f"fairmark.{c.workload}", "name": f"{c.cell} {c.metric}", "time": "0"}
+    case = ET.SubElement(suite, "testcase", attrs)
     if c.status == REGRESSION:
-        fail = ET.SubElement(case, "failure", {
-            "message": f"regression beyond {r.threshold_pct:g}%: {fmt_change(c.comparison)}", "type": "regression"})  # fmt: skip
+        message = f"regression beyond {r.threshold_pct:g}%: {fmt_change(c.comparison)}"
+        fail = ET.SubElement(case, "failure", {"message": message, "type": "regression"})
         fail.text = c.sentence
     elif c.status == UNJUDGED:
         ET.SubElement(case, "skipped", {"message": c.sentence})

@@ -10,93 +10,115 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairmark.plan.model import AA_SUFFIX, BUILTIN_METRICS, aa_twin_name
+from fairmark.plan.metric import MetricSpec
 from fairmark.report.failures import FailureRate, errors_start, failed_cells, failure_rates, run_failure
 from fairmark.stats import describe, sample_warnings
-from fairmark.stats.judge import MIN_VALUES, Pair, aa_spread, enough, judge
+from fairmark.stats.judge import MIN_VALUES, enough
 from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
 from fairmark.store.db import RunRecord, Store, jsonable_row
+from fairmark.store.records import CellRecord, JSONValue, Point, TrialRecord
+from fairmark.verdict.record import Verdict as Verdict
+from fairmark.verdict.run import RunVerdicts, run_verdicts
+from fairmark.verdict.values import MeasuredCell
 
 
 @dataclass(frozen=True)
 class CellReport:
-    id: int
-    key: str
-    group: str
-    workload: str
-    variant: str
-    point: tuple[tuple[str, Any], ...]
-    status: str
-    stop_reason: str | None
-    primary_metric: str
-    metrics: tuple[dict[str, str], ...]  # [{name, unit, better}], primary first
-    command: list[str] | None
-    params: dict[str, Any] | None
-    labels: dict[str, str] | None
-    trials: tuple[dict[str, Any], ...]
+    """A stored cell with its trials and what they measured, as every report reads it."""
+
+    measured: MeasuredCell
     values: dict[str, list[float]]  # metric → values of ok, measured (non-warm-up) trials, in trial order
     rounds: dict[str, list[int]]  # metric → the round of each of those values (pairs cells by round)
     summaries: dict[str, dict[str, Any]]
     warnings: tuple[str, ...]
-    boots: dict[str, list[Any]] = field(default_factory=dict)  # metric → the boot id of each of those values
+    boots: dict[str, list[str | None]] = field(
+        default_factory=dict
+    )  # metric → the boot of each of those values
+
+    @property
+    def record(self) -> CellRecord:
+        return self.measured.cell
+
+    @property
+    def trials(self) -> tuple[TrialRecord, ...]:
+        return self.measured.trials
+
+    @property
+    def samples(self) -> Mapping[str, Mapping[str, float]]:
+        """trial id → metric → value, for every trial of the cell."""
+        return self.measured.samples
+
+    @property
+    def id(self) -> int:
+        return self.record.id
+
+    @property
+    def key(self) -> str:
+        return self.record.key
+
+    @property
+    def group(self) -> str:
+        return self.record.group
+
+    @property
+    def workload(self) -> str:
+        return self.record.workload
+
+    @property
+    def variant(self) -> str:
+        return self.record.variant
+
+    @property
+    def point(self) -> Point:
+        return self.record.point
+
+    @property
+    def status(self) -> str:
+        return self.record.status
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self.record.stop_reason
+
+    @property
+    def primary_metric(self) -> str:
+        return self.record.primary_metric
+
+    @property
+    def metrics(self) -> tuple[MetricSpec, ...]:
+        return self.record.metrics
+
+    @property
+    def command(self) -> tuple[str, ...] | None:
+        return self.record.command
+
+    @property
+    def params(self) -> Mapping[str, JSONValue] | None:
+        return self.record.params
+
+    @property
+    def labels(self) -> Mapping[str, str] | None:
+        return self.record.labels
 
     @property
     def n_ok(self) -> int:
-        return sum(1 for t in self.trials if t["status"] == "ok" and not t["warmup"])
+        return sum(1 for t in self.trials if t.measured)
 
     @property
     def n_failed(self) -> int:
-        return sum(1 for t in self.trials if t["status"] != "ok")
+        return sum(1 for t in self.trials if t.status != "ok")
 
-    def spec(self, metric: str) -> dict[str, str]:
-        return next(
-            (m for m in self.metrics if m["name"] == metric), {"name": metric, "unit": "", "better": "lower"}
-        )
+    def spec(self, metric: str) -> MetricSpec:
+        return self.record.spec(metric)
 
     @property
-    def verdict_metrics(self) -> list[str]:
+    def verdict_metrics(self) -> tuple[str, ...]:
         """Declared metrics get verdicts; the executor's built-ins (always recorded) only when declared."""
-        return [
-            m["name"]
-            for m in self.metrics
-            if m.get("verdict", m["name"] == self.primary_metric or m["name"] not in BUILTIN_METRICS)
-        ]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    group: str
-    workload: str
-    point: tuple[tuple[str, Any], ...]
-    metric: str
-    unit: str
-    baseline: str
-    variant: str
-    comparison: dict[str, Any]
-    fdr_significant: bool
-
-    @property
-    def significant(self) -> bool:
-        return bool(self.comparison["significant"])
-
-    @property
-    def sentence(self) -> str:
-        return str(self.comparison["sentence"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "workload": self.workload,
-            "point": [list(p) for p in self.point],
-            "metric": self.metric,
-            "unit": self.unit,
-            "baseline": self.baseline,
-            "variant": self.variant,
-            "fdr_significant": self.fdr_significant,
-        } | self.comparison
+        return self.record.verdict_metrics
 
 
 @dataclass(frozen=True)
@@ -179,7 +201,7 @@ class RunReport:
     @property
     def profiled_note(self) -> str | None:
         """Which trials are which, when the run had profilers attached."""
-        n = sum(bool(t.get("profiled")) for c in self.cells for t in c.trials)
+        n = sum(t.profiled for c in self.cells for t in c.trials)
         if not n:
             return None
         measured = sum(c.n_ok for c in self.cells)
@@ -267,7 +289,7 @@ class RunArtifacts:
     profiled trials (extra trials kept apart from the measured ones)."""
 
     def __init__(self, report: RunReport):
-        measured = {t["id"] for c in report.cells for t in c.trials if not t["warmup"] or t.get("profiled")}
+        measured = {t.id for c in report.cells for t in c.trials if not t.warmup or t.profiled}
         self.by_cell: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
         for a in report.artifacts():
             if a["trial_id"] in measured:
@@ -291,8 +313,8 @@ def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
         "status": c.status,
         "stop_reason": c.stop_reason,
         "primary_metric": c.primary_metric,
-        "metrics": list(c.metrics),
-        "command": c.command,
+        "metrics": [m.row() for m in c.metrics],
+        "command": list(c.command) if c.command is not None else None,
         "params": c.params,
         "labels": c.labels,
         "n_ok": c.n_ok,
@@ -302,7 +324,7 @@ def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
         "values": c.values,
     }
     if trials:
-        d["trials"] = [_trial_dict(t) for t in c.trials]
+        d["trials"] = [trial_dict(t, c.samples.get(t.id, {})) for t in c.trials]
     return d
 
 
@@ -313,44 +335,31 @@ TRIAL_FIELDS = (
 )  # fmt: skip
 
 
-def _trial_dict(t: dict[str, Any]) -> dict[str, Any]:
-    keep = ("id", "started_at", *TRIAL_FIELDS, "profiled", "argv", "samples", "stdout_tail", "stderr_tail")
-    return jsonable_row({k: t.get(k) for k in keep})
+def trial_dict(t: TrialRecord, samples: Mapping[str, float]) -> dict[str, Any]:
+    """A trial as `--json` shows it: its measurement, argv, samples and output tails."""
+    out: dict[str, Any] = {"id": t.id, "started_at": t.started_at.isoformat()}
+    out |= {k: getattr(t, k) for k in TRIAL_FIELDS}
+    out |= {"profiled": t.profiled, "argv": list(t.argv) if t.argv is not None else None}
+    return out | {"samples": dict(samples), "stdout_tail": t.stdout_tail, "stderr_tail": t.stderr_tail}
 
 
-def _group(workload: str, point: list[list[Any]]) -> str:
-    return workload + (f"[{','.join(f'{k}={v}' for k, v in point)}]" if point else "")
-
-
-def load_report(store: Store, run_ref: str) -> RunReport:
-    run = store.get_run(run_ref)
+def load_report(store: Store, run_ref: str, judged: RunVerdicts | None = None) -> RunReport:
+    """The run's read model; `judged`: its cells and verdicts when the caller has them already (the runner)."""
+    judged = judged or run_verdicts(store, run_ref)
+    run, design = judged.run, judged.design
+    cells = tuple(_cell(c, design.confidence) for c in judged.cells)
     policy = (run.options or {}).get("policy", {})
-    confidence = float(policy.get("confidence", 95.0))
-    baseline = policy.get("baseline") or run.baseline
-    samples_by_trial: dict[str, dict[str, float]] = defaultdict(dict)
-    for s in store.samples(run.id):
-        samples_by_trial[s["trial_id"]][s["metric"]] = s["value"]
-    trials_by_cell: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for t in store.trials(run.id):
-        t["samples"] = samples_by_trial.get(t["id"], {})
-        trials_by_cell[t["cell_id"]].append(t)
-    cells = tuple(_cell(c, trials_by_cell.get(c["id"], []), confidence) for c in store.cells(run.id))
-    calibrations = {key: row["data"] for key, row in store.calibrations(run.host_id).items()}
-    # A plan with boot variants measured each variant in its own boots: the boot is the verdict's unit.
-    by_boot = any((v or {}).get("boot") for v in ((run.options or {}).get("variants") or {}).values())
-    verdicts = _verdicts(cells, baseline, confidence, None, calibrations, by_boot)
-    verdicts = _with_wrap_costs(verdicts, (run.options or {}).get("wrap_costs") or {})
     return RunReport(
         run=run,
         cells=cells,
-        verdicts=verdicts,
+        verdicts=judged.verdicts,
         findings=tuple(store.findings(run.id)),
-        scaling=_scaling(cells, confidence),
-        confidence=confidence,
-        baseline=baseline,
+        scaling=_scaling(cells, design.confidence),
+        confidence=design.confidence,
+        baseline=design.baseline,
         store=store,
-        failures=failure_rates(cells, confidence),
-        spreads=_spreads(cells, baseline, confidence) if policy.get("spread") else (),
+        failures=failure_rates(cells, design.confidence),
+        spreads=_spreads(cells, design.baseline, design.confidence) if policy.get("spread") else (),
     )
 
 
@@ -390,139 +399,30 @@ def _summary(values: list[float], unit: str, confidence: float) -> dict[str, Any
     return s
 
 
-def _cell(c: dict[str, Any], trials: list[dict[str, Any]], confidence: float) -> CellReport:
-    metrics = tuple(c["metrics"] or [])
-    values: dict[str, list[float]] = {m["name"]: [] for m in metrics}
-    rounds: dict[str, list[int]] = {m["name"]: [] for m in metrics}
-    boots: dict[str, list[Any]] = {m["name"]: [] for m in metrics}
-    for t in trials:
-        if t["status"] == "ok" and not t["warmup"]:
-            for name, v in t["samples"].items():
-                values.setdefault(name, []).append(v)
-                rounds.setdefault(name, []).append(t["round"])
-                boots.setdefault(name, []).append(t.get("boot_id"))
-    units = {m["name"]: m.get("unit", "") for m in metrics}
-    summaries = {m: _summary(v, units.get(m, ""), confidence) for m, v in values.items() if len(v) >= 1}
-    primary = values.get(c["primary_metric"], [])
-    unit = next((m.get("unit") or "" for m in metrics if m["name"] == c["primary_metric"]), "")
-    warnings = tuple(sample_warnings(primary, unit=unit)) if enough(primary) else ()
+def _cell(m: MeasuredCell, confidence: float) -> CellReport:
+    values = {name: list(lv.values) for name, lv in m.metrics.items()}
+    units = {spec.name: spec.unit for spec in m.cell.metrics}
+    summaries = {
+        name: _summary(v, units.get(name, ""), confidence) for name, v in values.items() if len(v) >= 1
+    }
+    primary = values.get(m.cell.primary_metric, [])
+    warnings = (
+        tuple(sample_warnings(primary, unit=m.cell.spec(m.cell.primary_metric).unit))
+        if enough(primary)
+        else ()
+    )
     if not enough(primary):
         warnings = (f"only {len(primary)} measured trial(s): no statistics (ministat needs ≥ {MIN_VALUES})",)
     elif len(primary) < 6:
         warnings += (f"only {len(primary)} measured trials: the CI is wide; 6 or more are advised",)
-    point = tuple((k, v) for k, v in c["point"])
     return CellReport(
-        id=c["id"],
-        key=c["key"],
-        group=_group(c["workload"], c["point"]),
-        workload=c["workload"],
-        variant=c["variant"],
-        point=point,
-        status=c["status"],
-        stop_reason=c["stop_reason"],
-        primary_metric=c["primary_metric"],
-        metrics=metrics,
-        command=c["command"],
-        params=c.get("params"),
-        labels=c.get("labels"),
-        trials=tuple(trials),
+        measured=m,
         values=values,
-        rounds=rounds,
+        rounds={name: list(lv.rounds) for name, lv in m.metrics.items()},
         summaries=summaries,
         warnings=warnings,
-        boots=boots,
+        boots={name: list(lv.boots) for name, lv in m.metrics.items()},
     )
-
-
-def _verdicts(
-    cells: tuple[CellReport, ...],
-    baseline: str,
-    confidence: float,
-    first_stage: int | None = None,
-    calibrations: dict[tuple[str, str], dict[str, Any]] | None = None,
-    by_boot: bool = False,
-) -> tuple[Verdict, ...]:
-    """Each group's variants against its baseline cell on the declared metrics, judged together (FDR across
-    the run) by `fairmark.stats.judge`, paired by round (the run's length was set by its first `first_stage`
-    rounds), with what `fairmark calibrate` measured on this host; an A/A twin is judged first, as the
-    calibration of the others."""
-    by_group: dict[str, list[CellReport]] = defaultdict(list)
-    for c in cells:
-        by_group[c.group].append(c)
-    context = (baseline, confidence, first_stage, calibrations or {}, by_boot)
-    pairs = [p for members in by_group.values() for p in _group_pairs(members, *context)]
-    return tuple(
-        Verdict(group=a.group, workload=a.workload, point=a.point, metric=m, unit=a.spec(m)["unit"],
-                baseline=a.variant, variant=b.variant, comparison=j.to_dict(), fdr_significant=j.fdr_significant)
-        for j in judge(pairs, confidence=confidence)
-        for a, b, m in [j.pair.tag]
-    )  # fmt: skip
-
-
-def _with_wrap_costs(verdicts: tuple[Verdict, ...], costs: dict[str, dict[str, Any]]) -> tuple[Verdict, ...]:
-    """Beside each time verdict of a variant with its own `wrap`: what the wrapper costs on this machine (measured
-    around a no-op before the run), flagged when the difference lies within it (issue 11 item 1)."""
-    if not costs:
-        return verdicts
-    from dataclasses import replace
-
-    from fairmark.report.wrapcost import note
-
-    out = []
-    for v in verdicts:
-        cost = costs.get(v.variant)
-        text = note(cost, v.variant, v.baseline, v.comparison, v.metric) if cost else None
-        out.append(replace(v, comparison=v.comparison | {"wrap_cost": cost | {"note": text}}) if text else v)
-    return tuple(out)
-
-
-def _group_pairs(
-    members: list[CellReport],
-    baseline: str,
-    confidence: float,
-    first_stage: int | None,
-    calibrations: dict[tuple[str, str], dict[str, Any]],
-    by_boot: bool = False,
-) -> list[Pair]:
-    base = next((c for c in members if c.variant == baseline), members[0])
-    twin = next((c for c in members if c.variant == aa_twin_name(base.variant)), None)
-    others = ([twin] if twin else []) + [c for c in members if c is not base and c is not twin]
-    pairs, seen = [], set()
-    for metric in base.verdict_metrics:
-        # An adapter may declare the same numbers twice (compress_mb_s is compress_mb_s_L1 when one level is
-        # run): judge them once, so the FDR count is not inflated by copies.
-        fingerprint = tuple(tuple(c.values.get(metric, [])) for c in members)
-        if fingerprint in seen:
-            continue
-        seen.add(fingerprint)
-        spec = base.spec(metric)
-        aa = (
-            aa_spread(base.values.get(metric, []), twin.values.get(metric, []), confidence=confidence,
-                      better=spec["better"])
-            if twin else None
-        )  # fmt: skip
-        for other in others:
-            pairs.append(
-                Pair(base.values.get(metric, []), other.values.get(metric, []), better=spec["better"],
-                     unit=spec["unit"], name_baseline=base.variant, name_other=other.variant,
-                     aa_percent_half_width=None if other is twin else aa,
-                     calibration=other.variant.endswith(AA_SUFFIX), tag=(base, other, metric),
-                     rounds=(base.rounds.get(metric, []), other.rounds.get(metric, [])),
-                     first_stage=first_stage if first_stage is not None else _first_stage(base, other),
-                     host_calibration=None if other is twin else calibrations.get((base.group, metric)),
-                     units=(base.boots.get(metric, []), other.boots.get(metric, [])) if by_boot else None)
-            )  # fmt: skip
-    return pairs
-
-
-def _first_stage(*cells: CellReport) -> int | None:
-    """The first stage the compared cells' length was planned from (their stop reason says so); None when it was
-    not chosen from the data (a fixed budget, failures = "measure", boot blocks): then all rounds' spread alone
-    decides, without the two-stage rule's cost in power (issue 23 item 12)."""
-    from fairmark.stats.stopping import first_stage_of
-
-    stages = {first_stage_of(c.stop_reason) for c in cells}
-    return stages.pop() if len(stages) == 1 else None
 
 
 def _scaling(cells: tuple[CellReport, ...], confidence: float) -> tuple[Scaling, ...]:
@@ -539,7 +439,7 @@ def _scaling(cells: tuple[CellReport, ...], confidence: float) -> tuple[Scaling,
         beyond = ", ".join(str(c.point[0][1]) for c in after)
         metric = members[0].primary_metric
         spec = members[0].spec(metric)
-        higher = spec["better"] == "higher"
+        higher = spec.better == "higher"
         first = describe(members[0].values[metric], confidence)
         x0 = members[0].point[0][1]
         pts = [_scaling_point(c, metric, confidence, first.mean, x0, higher) for c in members]
@@ -552,7 +452,7 @@ def _scaling(cells: tuple[CellReport, ...], confidence: float) -> tuple[Scaling,
                 variant=variant,
                 parameter=param,
                 metric=metric,
-                unit=spec["unit"],
+                unit=spec.unit,
                 points=tuple(pts),
                 peak=peak,
                 declines_after_peak=shape.declines_after_peak,
@@ -574,24 +474,3 @@ def _scaling_point(c: CellReport, metric: str, confidence: float, first: float, 
     numeric = isinstance(x, int | float) and isinstance(x0, int | float) and x0
     eff = speedup / (x / x0) if numeric and efficiency_applies(c.point[0][0]) else None
     return ScalingPoint(x, s.n, s.mean, s.ci_half_width, speedup, eff)
-
-
-def store_verdicts(store: Store, run_id: str) -> RunReport:
-    """Compute the run's verdicts, keep them in the store, and return the report they came from."""
-    report = load_report(store, run_id)
-    store.replace_verdicts(
-        run_id,
-        [
-            {
-                "group": v.group,
-                "metric": v.metric,
-                "baseline": v.baseline,
-                "variant": v.variant,
-                "significant": v.significant,
-                "sentence": v.sentence,
-                "data": v.to_dict(),
-            }
-            for v in report.verdicts
-        ],
-    )
-    return report

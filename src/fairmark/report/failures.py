@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fairmark.store.records import TrialRecord
+
 
 @dataclass(frozen=True)
 class FailureRate:
@@ -63,8 +65,8 @@ def failure_rates(cells: Iterable[Any], confidence: float) -> tuple[FailureRate,
     cells = list(cells)
     counts = []
     for c in cells:
-        measured = [t for t in c.trials if not t["warmup"]]
-        counts.append((c, sum(t["status"] != "ok" for t in measured), len(measured)))
+        measured = [t for t in c.trials if not t.warmup]
+        counts.append((c, sum(t.status != "ok" for t in measured), len(measured)))
     failing = {c.workload for c, failed, _ in counts if failed}
     return tuple(
         FailureRate(c.workload, c.variant, c.point, failed, n, *wilson(failed, n, confidence))
@@ -152,11 +154,11 @@ class FailedCell:
         }
 
 
-def error_lines(trial: dict[str, Any], limit: int = ERROR_LINES) -> tuple[str, ...]:
+def error_lines(trial: TrialRecord, limit: int = ERROR_LINES) -> tuple[str, ...]:
     """The first lines of a failed trial's output that say what went wrong: from the first line that reads like
     an error (else from the first line) of stderr, or of stdout when stderr is empty."""
-    for stream in ("stderr_tail", "stdout_tail"):
-        found = [line.rstrip() for line in str(trial.get(stream) or "").splitlines() if line.strip()]
+    for text in (trial.stderr_tail, trial.stdout_tail):
+        found = [line.rstrip() for line in (text or "").splitlines() if line.strip()]
         if found:
             start = next((i for i, line in enumerate(found) if _ERRORISH.search(line)), 0)
             return tuple(_cut(line) for line in found[start : start + limit])
@@ -171,13 +173,14 @@ def failed_cells(cells: Iterable[Any]) -> tuple[FailedCell, ...]:
     """The cells that ran and have no successful measured trial (a cell not reached yet is not failed)."""
     out = []
     for c in cells:
-        bad = [t for t in c.trials if t["status"] != "ok" and not t.get("profiled")]
+        bad = [t for t in c.trials if t.status != "ok" and not t.profiled]
         if c.n_ok or not (bad or c.status == "abandoned"):
             continue
-        first = min(bad, key=lambda t: t["seq"]) if bad else {}
-        error = str(first.get("error") or c.stop_reason or "failed")
-        seq = int(first.get("seq") or 0)
-        out.append(FailedCell(c.key, len(bad), c.status, c.stop_reason, seq, error, error_lines(first)))
+        first = min(bad, key=lambda t: t.seq) if bad else None
+        error = str((first.error if first else None) or c.stop_reason or "failed")
+        seq = first.seq if first else 0
+        lines = error_lines(first) if first else ()
+        out.append(FailedCell(c.key, len(bad), c.status, c.stop_reason, seq, error, lines))
     return tuple(out)
 
 

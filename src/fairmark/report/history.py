@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairmark.stats.changepoints import e_divisive, serial_warning
-from fairmark.stats.judge import Pair, judge
+from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.tdist import t_quantile
 from fairmark.store.db import jsonable_row
 from fairmark.store.history import Series, order_by_tag, query_history
+from fairmark.verdict.pairs import judge_shifts
 
 
 @dataclass(frozen=True)
@@ -44,27 +45,17 @@ def change_points(series: Series, opts: HistoryOptions) -> list[dict[str, Any]]:
     means = [p.mean for p in series.points[start:]]
     found = e_divisive(means, alpha=opts.alpha, permutations=opts.permutations)
     bounds = [0, *(c.index for c in found), len(means)]
-    pairs = [
-        Pair(
-            means[bounds[k] : c.index],
-            means[c.index : bounds[k + 2]],
-            better=series.better,  # type: ignore[arg-type]
-            unit=series.unit,
-            name_baseline="before",
-            name_other="after",
-            tag=k,
-        )
-        for k, c in enumerate(found)
-    ]
-    judged = {j.pair.tag: j.comparison for j in judge(pairs, confidence=opts.confidence)}
+    segments = [(means[bounds[k] : c.index], means[c.index : bounds[k + 2]]) for k, c in enumerate(found)]
+    better: Better = "higher" if series.better == "higher" else "lower"
+    judged = judge_shifts(segments, better=better, unit=series.unit, confidence=opts.confidence)
     return [
-        _change_point(series, start + c.index, c.p_value, judged.get(k), opts) | {"phi_allowed": c.phi}
-        for k, c in enumerate(found)
+        _change_point(series, start + c.index, c.p_value, comp, opts) | {"phi_allowed": c.phi}
+        for c, comp in zip(found, judged, strict=True)
     ]
 
 
 def _change_point(
-    series: Series, index: int, p_value: float, comp: Any, opts: HistoryOptions
+    series: Series, index: int, p_value: float, comp: Comparison | None, opts: HistoryOptions
 ) -> dict[str, Any]:
     return {
         "index": index,

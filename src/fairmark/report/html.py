@@ -31,8 +31,8 @@ from fairmark.report.data import CellReport, RunArtifacts, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.report.profiles import cpu_line, cpu_view, scope_of
 from fairmark.stats import format_median, format_value
-from fairmark.stats.compare import interval_text
 from fairmark.stats.digits import format_cv, shared_scale
+from fairmark.store.records import TrialRecord
 
 ENV_VALUE_MAX = 200  # characters of one environment value shown; the store keeps it whole
 TOP_LOCKS = 15
@@ -129,13 +129,13 @@ def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dic
                 "variant": v.variant,
                 # the point difference of the means, and the change with the interval of the design that decided
                 # (paired by round, Welch, units): never ministat's unpaired ± beside a paired verdict
-                "difference": format_value(c["difference"], None, unit),
-                "percent": interval_text(c),
+                "difference": format_value(c.difference, None, unit),
+                "percent": c.interval,
                 "significant": v.significant,
                 "fdr_significant": v.fdr_significant,
-                "change": c.get("change", "none"),
+                "change": c.change,
                 "sentence": v.sentence,
-                "warnings": list(c.get("warnings") or []),
+                "warnings": list(v.warnings),
                 "caveat": caveat,
                 "levels": levels_lines(c, unit),  # boots as the unit: per-boot means, sd at each level
             }
@@ -147,7 +147,7 @@ def cell_row(c: CellReport, scale: float | None = None, *, divisor: float | None
     """A variant's row of a table; `scale`: the magnitude that picks the unit prefix the table shares. With
     `divisor`, values divided by it and shown without their unit (the table's heading says it)."""
     s = c.summaries.get(c.primary_metric)
-    unit = "" if divisor else c.spec(c.primary_metric)["unit"]
+    unit = "" if divisor else c.spec(c.primary_metric).unit
     d = divisor or 1.0
     row = {"variant": c.variant, "n": c.n_ok, "failed": c.n_failed, "stop": c.stop_reason or c.status}
     if s and s["n"] >= 2:
@@ -268,7 +268,7 @@ def group_view(
     spec = first.spec(metric)
     datasets = [(c.variant, c.values.get(metric, [])) for c in cells if c.values.get(metric)]
     plot = (
-        figs.add("strip_plot", (datasets, metric, spec["unit"], spec["better"]), f"{name}-{metric}")
+        figs.add("strip_plot", (datasets, metric, spec.unit, spec.better), f"{name}-{metric}")
         if datasets
         else None
     )
@@ -295,15 +295,15 @@ def group_view(
                 "monitor_rows": attr.monitor_summary(series),
                 "kernel_events": cell_kernel_events(c),
                 "warnings": list(c.warnings),
-                "failures": [t for t in c.trials if t["status"] != "ok"][:3],
+                "failures": [t for t in c.trials if t.status != "ok"][:3],
                 "profiles": cell_profiles(c, arts, base_folded if c is not base else None),
             }
         )
     return {
         "name": name,
         "metric": metric,
-        "unit": spec["unit"],
-        "better": spec["better"],
+        "unit": spec.unit,
+        "better": spec.better,
         "rows": [cell_row(c, table_scale(cells)) for c in cells],
         "plot_svg": plot,
         "ministat": ministat_text(cells, metric),
@@ -313,13 +313,13 @@ def group_view(
 
 def cell_kernel_events(c: CellReport) -> list[dict[str, Any]]:
     """The kernel events the stability watch reported in this cell's measured trials, in order."""
-    return [{"trial": t["seq"]} | e for t in c.trials for e in cell_kernel_events_of(t)]
+    return [{"trial": t.seq} | e for t in c.trials for e in cell_kernel_events_of(t)]
 
 
 def kernel_marks(c: CellReport, arts: RunArtifacts) -> list[tuple[float, str]]:
     """Kernel events placed on the monitor plot's axis: the trials' series are drawn end to end, so an event
     t_s seconds into a trial sits at the durations of the trials before it plus t_s."""
-    by_trial = {t["id"]: events for t in c.trials if (events := cell_kernel_events_of(t))}
+    by_trial = {t.id: events for t in c.trials if (events := cell_kernel_events_of(t))}
     if not by_trial:
         return []
     marks, offset = [], 0.0
@@ -334,10 +334,10 @@ def kernel_marks(c: CellReport, arts: RunArtifacts) -> list[tuple[float, str]]:
     return marks
 
 
-def cell_kernel_events_of(trial: Mapping[str, Any]) -> list[dict[str, Any]]:
+def cell_kernel_events_of(trial: TrialRecord) -> list[dict[str, Any]]:
     from fairmark.store.events import events_in
 
-    return [] if trial["warmup"] else events_in(trial.get("stderr_tail") or "")
+    return [] if trial.warmup else events_in(trial.stderr_tail or "")
 
 
 def scaling_views(report: RunReport, figs: Figures) -> list[dict[str, Any]]:

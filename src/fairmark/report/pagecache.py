@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from fairmark.store.records import TrialRecord
 from fairmark.store.schema import CLAIMED_IO
 
 RATE_MARGIN = 1.2  # the baseline is one 3 s measurement on a shared machine: 20% above it is beyond its noise
@@ -38,8 +39,8 @@ def flags(report: Any) -> list[dict[str, Any]]:
         base = baselines.get(c.workload)
         if not base or _in_memory(base):  # a memory file system has no disk: its bytes are never "seen" there
             continue
-        trials = [t for t in c.trials if t["status"] == "ok" and not t["warmup"] and not t.get("profiled")]
-        claims = [(t, claimed[t["id"]]) for t in trials if t["id"] in claimed]
+        trials = [t for t in c.trials if t.measured and not t.profiled]
+        claims = [(t, claimed[t.id]) for t in trials if t.id in claimed]
         reasons = _beyond_device(claims, base) + _not_on_disk(claims, monitor)
         if reasons:
             out.append({
@@ -58,7 +59,7 @@ def lines(report: Any) -> list[str]:
     return [f["sentence"] for f in flags(report)]
 
 
-def _beyond_device(claims: list[tuple[dict, dict]], base: Mapping[str, Any]) -> list[str]:
+def _beyond_device(claims: list[tuple[TrialRecord, dict]], base: Mapping[str, Any]) -> list[str]:
     out = []
     for d in ("read", "write", "io"):
         rates = [cl[f"{d}_mib_s"] for _, cl in claims if f"{d}_mib_s" in cl]
@@ -76,19 +77,26 @@ def _beyond_device(claims: list[tuple[dict, dict]], base: Mapping[str, Any]) -> 
     return out
 
 
-def _not_on_disk(claims: list[tuple[dict, dict]], monitor: Mapping[str, dict[str, float]]) -> list[str]:
+def _not_on_disk(
+    claims: list[tuple[TrialRecord, dict]], monitor: Mapping[str, dict[str, float]]
+) -> list[str]:
     out = []
     for d, keys in DISK_KEYS.items():
-        seen = [(cl[f"{d}_bytes"], sum(m.get(k, 0.0) for k in keys)) for t, cl in claims
-                if f"{d}_bytes" in cl and cl[f"{d}_bytes"] > 0 and (m := monitor.get(t["id"])) and keys[0] in m]  # fmt: skip
+        seen = [
+            (cl[f"{d}_bytes"], sum(m.get(k, 0.0) for k in keys))
+            for t, cl in claims
+            if f"{d}_bytes" in cl and cl[f"{d}_bytes"] > 0 and (m := monitor.get(t.id)) and keys[0] in m
+        ]
         if not seen:
             continue  # no disk counters (a container without /proc/diskstats): nothing to compare
         # per trial, then the median: one trial during another process's burst of I/O does not hide the rest
         share = statistics.median(saw / claimed for claimed, saw in seen)
         if share < SEEN_FRACTION:
             claimed, saw = sum(c for c, _ in seen), sum(s for _, s in seen)
-            out.append(f"it claims {_mib(claimed)} {VERBS[d]} over {len(seen)} trial(s), the disks saw {_mib(saw)} "
-                       f"during them (median {100 * share:.0f}% per trial)")  # fmt: skip
+            out.append(
+                f"it claims {_mib(claimed)} {VERBS[d]} over {len(seen)} trial(s), the disks saw {_mib(saw)} "
+                f"during them (median {100 * share:.0f}% per trial)"
+            )
     return out
 
 

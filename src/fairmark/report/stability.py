@@ -15,23 +15,23 @@ from fairmark.store.events import events_in
 def kernel_events(r: RunReport) -> list[dict[str, Any]]:
     """Every kernel event a watch reported, with where it happened (`kernel_events` in `run --json`)."""
     return [
-        {"workload": c.workload, "variant": c.variant, "trial": t["seq"]} | e
+        {"workload": c.workload, "variant": c.variant, "trial": t.seq} | e
         for c in r.cells
         for t in c.trials
-        if not t["warmup"]
-        for e in events_in(t.get("stderr_tail") or "")
+        if not t.warmup
+        for e in events_in(t.stderr_tail or "")
     ]
 
 
 def _verdict(c: CellReport) -> dict[str, Any]:
-    events = [e for t in c.trials if not t["warmup"] for e in events_in(t.get("stderr_tail") or "")]
+    events = [e for t in c.trials if not t.warmup for e in events_in(t.stderr_tail or "")]
     events = [e for e in events if e["kind"] != "oom_kill_bounded"]
-    measured = [t for t in c.trials if not t["warmup"]]
+    measured = [t for t in c.trials if not t.warmup]
     return {
         "workload": c.workload,
         "variant": c.variant,
         "trials": len(measured),
-        "failed": sum(t["status"] != "ok" for t in measured),
+        "failed": sum(t.status != "ok" for t in measured),
         "minutes_survived": sum(c.values.get("survived_min", [])),
         "kernel_events": int(sum(c.values.get("kernel_events", []))),
         # Counted from the per-kind metrics: the stored stderr tail carries only the last events of a flood.

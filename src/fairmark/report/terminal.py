@@ -14,7 +14,7 @@ from fairmark.report.boots import levels_lines
 from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
 from fairmark.stats import format_median, format_value
-from fairmark.stats.compare import interval_text
+from fairmark.stats.compare import Comparison
 from fairmark.stats.digits import column_unit, format_cv, format_interval
 from fairmark.stats.judge import enough
 
@@ -44,7 +44,7 @@ def _cell_row(
     """variant, n, median, mean ± CI, CV, failed, vs baseline. With `divisor`, the values are shown divided by
     it and without their unit (the table's title has it); `median_interval`: the median's own interval shown."""
     s = c.summaries.get(c.primary_metric)
-    unit = "" if divisor else c.spec(c.primary_metric)["unit"]
+    unit = "" if divisor else c.spec(c.primary_metric).unit
     d = divisor or 1.0
     if not s or s["n"] < 2:
         return [escape(c.variant), str(c.n_ok), "—", "—", "—", str(c.n_failed), escape(verdict or c.status)]
@@ -70,15 +70,15 @@ def _short(v: Verdict | None) -> str:
         return "—"
     c = v.comparison
     text = short_verdict(c)
-    return f"A/A calibration: {text}" if c.get("calibration") else text
+    return f"A/A calibration: {text}" if v.calibration else text
 
 
-def short_verdict(c: dict[str, Any]) -> str:
+def short_verdict(c: Comparison) -> str:
     """'+394% (+381% to +408%) worse', '-0.3% (-2.9% to +2.3%), not proven': a table cell — the change and the
     interval of the design that decided (paired, Welch, units; not ministat's); the sentence goes below."""
-    interval = interval_text(c)
-    if c["significant"]:
-        return f"{interval} {c['change']}"
+    interval = c.interval
+    if c.significant:
+        return f"{interval} {c.change}"
     return interval if interval.startswith(("no ", "unbounded")) else f"{interval}, not proven"
 
 
@@ -91,7 +91,7 @@ def _table(r: RunReport, group: str, cells: list[CellReport]) -> None:
     verdicts = {v.variant: v for v in r.verdicts if v.group == group and v.metric == primary}
     failed = any(c.n_failed for c in cells)
     cols = ["variant", "n", "median", f"mean ± {r.confidence:g}% CI", "CV", "fail", "vs baseline"]
-    divisor, unit = column_unit(((c.summaries.get(primary) or {}).get("mean") for c in cells), spec["unit"])
+    divisor, unit = column_unit(((c.summaries.get(primary) or {}).get("mean") for c in cells), spec.unit)
     texts = {
         c.variant: "baseline" if c.variant == r.baseline else _short(verdicts.get(c.variant)) for c in cells
     }
@@ -106,7 +106,7 @@ def _table(r: RunReport, group: str, cells: list[CellReport]) -> None:
     t = console.table(*shown, wrap=("vs baseline",), right=("n", "CV", "fail"))
     for row in rows:
         t.add_row(*row)
-    console.print_table(t, f"{group} — {primary}{in_unit(unit)} ({spec['better']} is better)")
+    console.print_table(t, f"{group} — {primary}{in_unit(unit)} ({spec.better} is better)")
 
 
 def in_unit(unit: str) -> str:
@@ -162,8 +162,8 @@ def _cell_notes(cells: list[CellReport]) -> None:
         if c.status == "abandoned":
             line("abandoned", "red", f"{c.key}: {c.stop_reason or ''}")
         for t_ in c.trials:
-            if t_["status"] != "ok":
-                line(t_["status"], "red", f"{c.key} trial {t_['seq']}: {t_['error'] or ''}")
+            if t_.status != "ok":
+                line(t_.status, "red", f"{c.key} trial {t_.seq}: {t_.error or ''}")
 
 
 def _params(cells: list[CellReport]) -> None:
@@ -194,10 +194,10 @@ def _other_metrics(cells: list[CellReport]) -> None:
     and a workload such as pbuild reports its percentiles, tail and rates there."""
     for c in cells:
         parts = [
-            f"{m['name']} {_summary_text(s, m['unit'])}"
+            f"{m.name} {_summary_text(s, m.unit)}"
             for m in c.metrics[1:]
-            if m["name"] not in BUILTIN_METRICS  # the runner's wall/CPU/RSS: the attribution line has them
-            and (s := c.summaries.get(m["name"]))
+            if m.name not in BUILTIN_METRICS  # the runner's wall/CPU/RSS: the attribution line has them
+            and (s := c.summaries.get(m.name))
             and s.get("n")
             and s.get("mean") is not None
         ]

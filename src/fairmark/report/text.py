@@ -296,12 +296,8 @@ def _run(w: Writer, report: RunReport) -> None:
     for group, cells in report.groups().items():
         metric = cells[0].primary_metric
         spec = cells[0].spec(metric)
-        divisor, unit = column_unit(
-            ((c.summaries.get(metric) or {}).get("mean") for c in cells), spec["unit"]
-        )
-        w.heading(
-            f"{group} — {metric}" + (f" in {unit}" if unit else "") + f", {spec['better']} is better", 3
-        )
+        divisor, unit = column_unit(((c.summaries.get(metric) or {}).get("mean") for c in cells), spec.unit)
+        w.heading(f"{group} — {metric}" + (f" in {unit}" if unit else "") + f", {spec.better} is better", 3)
         w.block(_table(cells, divisor))
         plot = ministat_text(cells, metric)
         if plot:

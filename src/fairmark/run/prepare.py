@@ -15,6 +15,7 @@ from fairmark.plan.schedule import Cell, cells_of, expand_sweep_values
 from fairmark.run.variants.basic import command_for
 from fairmark.run.workloads import adapter_for, data_set_info
 from fairmark.run.workloads.base import Adapter
+from fairmark.store.records import CellRecord
 
 
 @dataclass
@@ -151,28 +152,28 @@ def cell_params_of(
 
 def cell_rows(
     plan: Plan, rt: WorkloadRuntime, scrub: Callable[[str], str], remote: Any = None
-) -> list[dict[str, Any]]:
+) -> list[CellRecord]:
     """What the store keeps about each cell of `rt`: its metrics (which get verdicts), the scrubbed command,
     the resolved parameters and the labels a report must state beside the numbers."""
     rows = []
     for cs in rt.cells:
-        metrics = [m.row(verdict=n in rt.declared) for n, m in rt.metric_specs.items()]
+        metrics = tuple(m.judged(n in rt.declared) for n, m in rt.metric_specs.items())
         command = command_for(rt.workload, plan.variant_named(cs.cell.variant)) or []
         labels = (_labels(rt.adapter, cs.params) or {}) | (
             remote.labels(cs.cell.variant, rt.workload.name) if remote else {}
         )
         rows.append(
-            {
-                "key": cs.cell.key,
-                "workload": cs.cell.workload,
-                "variant": cs.cell.variant,
-                "point": [list(p) for p in cs.cell.point],
-                "primary_metric": rt.primary,
-                "metrics": metrics,
-                "command": [scrub(a) for a in command] or None,
-                "params": cs.params or None,
-                "labels": labels or None,
-            }
+            CellRecord(
+                key=cs.cell.key,
+                workload=cs.cell.workload,
+                variant=cs.cell.variant,
+                point=tuple(cs.cell.point),
+                primary_metric=rt.primary,
+                metrics=metrics,
+                command=tuple(scrub(a) for a in command) or None,
+                params=cs.params or None,
+                labels=labels or None,
+            )
         )
     return rows
 

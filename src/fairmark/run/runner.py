@@ -12,7 +12,7 @@ continues from what the store holds, re-running the interrupted trial.
 from __future__ import annotations
 
 import gc
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairmark import __version__
 from fairmark.errors import FairmarkError
@@ -30,6 +30,9 @@ from fairmark.run.variants.system import SystemState
 from fairmark.stats import RunningMean
 from fairmark.stats.stopping import group_stop
 from fairmark.store.db import Store, now
+
+if TYPE_CHECKING:
+    from fairmark.verdict.run import RunVerdicts
 
 PROFILED_TRIALS = 2  # extra trials per cell and profiler (--profile), after the measured rounds
 
@@ -65,7 +68,7 @@ class Runner:
         self.watch = VolatileWatch(enabled=self.options.probe)
         self._trial_path: TrialPath | None = None
         self._running: dict[str, RunningMean] = {}  # each cell's mean ± CI for the progress line
-        self.report: Any = None  # the finished run's RunReport, so the caller need not compute it again
+        self.verdicts: RunVerdicts | None = None  # the finished run's cells and verdicts (verdict.run)
         self._completed = False  # every round ran (the run is done, or failed with no successful trial)
 
     # -- entry points ------------------------------------------------------------------------------------
@@ -138,12 +141,12 @@ class Runner:
             raise FairmarkError(f"run {run.id} is already complete; nothing to resume")
         self.run_id = run.id
         cells = self.store.cells(run.id)
-        if run.status == "failed" and not any(c["status"] == "active" for c in cells):
+        if run.status == "failed" and not any(c.status == "active" for c in cells):
             raise FairmarkError(
                 f"run {run.id} failed: none of its trials succeeded and every cell has stopped; nothing to resume",
                 hint=f"`fairmark show {run.id[:8]}` shows the first error lines; fix the cause and run the plan again",
             )
-        stored = {c["key"]: c["id"] for c in cells}
+        stored = {c.key: c.id for c in cells}
         runtimes = self._runtimes(stored)
         self._load_progress(runtimes)
         if self.remote:
@@ -154,19 +157,19 @@ class Runner:
 
     def _load_progress(self, runtimes: list[WorkloadRuntime]) -> None:
         by_id = {cs.id: (rt, cs) for rt in runtimes for cs in rt.cells}
-        values = {(s["trial_id"], s["metric"]): s["value"] for s in self.store.samples(self.run_id)}
+        values = {(s.trial_id, s.metric): s.value for s in self.store.samples(self.run_id)}
         for t in self.store.trials(self.run_id):
-            rt, cs = by_id[t["cell_id"]]
-            cs.rounds_done.add(t["round"])
-            self.seq = max(self.seq, t["seq"])
-            if t["status"] != "ok":
+            rt, cs = by_id[t.cell_id]
+            cs.rounds_done.add(t.round)
+            self.seq = max(self.seq, t.seq)
+            if t.status != "ok":
                 cs.failures += 1
-            elif not t["warmup"] and (t["id"], rt.primary) in values:
-                cs.values.append(values[(t["id"], rt.primary)])
+            elif not t.warmup and (t.id, rt.primary) in values:
+                cs.values.append(values[(t.id, rt.primary)])
         for c in self.store.cells(self.run_id):
-            if c["status"] != "active":
-                _, cs = by_id[c["id"]]
-                cs.status, cs.reason = c["status"], c["stop_reason"]
+            if c.status != "active":
+                _, cs = by_id[c.id]
+                cs.status, cs.reason = c.status, c.stop_reason
 
     # -- the loop ----------------------------------------------------------------------------------------
     def _execute(self, runtimes: list[WorkloadRuntime], seed: int) -> str:
@@ -213,9 +216,9 @@ class Runner:
         env_after = self.gate.after(status)
         self.store.update_run(self.run_id, status=status, ended_at=now(), env_after=env_after)
         if self._completed:
-            from fairmark.report.data import store_verdicts
+            from fairmark.verdict.run import run_verdicts
 
-            self.report = store_verdicts(self.store, self.run_id)
+            self.verdicts = run_verdicts(self.store, self.run_id)
         self.progress.finished()
 
     def _workload(self, rt: WorkloadRuntime, order: Order) -> None:

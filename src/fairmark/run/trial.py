@@ -14,16 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fairmark.plan.model import Plan, RunPolicy
+from fairmark.plan.model import Plan, RunPolicy, Variant, Workload
 from fairmark.run import metrics as M
 from fairmark.run.build import before_trial_spec, trial_spec
 from fairmark.run.executor import forks_to_place, read_text
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
+from fairmark.run.prepare import CellState, WorkloadRuntime
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, TrialSpec
 from fairmark.run.variants.basic import command_for
 from fairmark.run.variants.system import SystemState
 from fairmark.run.workloads.base import ParseError, RawOutput, TrialContext, WorkloadContext
 from fairmark.store.db import Store, now
+from fairmark.store.records import Sample, TrialRecord
 from fairmark.store.schema import CLAIMED_IO
 
 
@@ -39,7 +41,9 @@ def local_boot_id() -> str | None:
 Executor = Callable[[TrialSpec], Measured]
 
 
-def _claimed_io(rt: Any, tctx: TrialContext, status: str, values: dict[str, float]) -> list[Artifact]:
+def _claimed_io(
+    rt: WorkloadRuntime, tctx: TrialContext, status: str, values: dict[str, float]
+) -> list[Artifact]:
     """What a file-system tool's trial claims it read or wrote (Adapter.claimed_io), stored with the trial:
     the report holds it against what reached the disks and what the device can do (report.pagecache) without
     asking the adapter again."""
@@ -88,7 +92,13 @@ class TrialPath:
     _shared_dirs: set[Path] = field(default_factory=set)  # the plain commands' trial-output dirs made so far
 
     def run(
-        self, rt: Any, contexts: Contexts, cs: Any, r: int, seq: int, profiler: TrialHook | None = None
+        self,
+        rt: WorkloadRuntime,
+        contexts: Contexts,
+        cs: CellState,
+        r: int,
+        seq: int,
+        profiler: TrialHook | None = None,
     ) -> Outcome:
         """Trial number `seq` of cell `cs` (a runner CellState of workload runtime `rt`) in round `r`. A
         measured trial runs without profilers (they change the numbers they are attached to); a profiled one
@@ -141,13 +151,13 @@ class TrialPath:
 
     def _trial_context(
         self,
-        rt: Any,
-        cs: Any,
+        rt: WorkloadRuntime,
+        cs: CellState,
         wctx: WorkloadContext,
         trial_dir: Path,
         extra: dict[str, Any],
         r: int,
-        variant: Any,
+        variant: Variant,
     ) -> tuple[TrialContext, list[str]]:
         """The adapter's view of the trial (the cell's parameters, with where its data really is) and its
         command, after the adapter's untimed before-trial step."""
@@ -216,7 +226,7 @@ class TrialPath:
         return forks_to_place(any(c.use_cgroup for c in cpusets), cpus)
 
     def _adapter_context(
-        self, rt: Any, contexts: Contexts, variant: str, workdir: str | None
+        self, rt: WorkloadRuntime, contexts: Contexts, variant: str, workdir: str | None
     ) -> tuple[WorkloadContext, dict[str, Any]]:
         """The adapter's context for a trial of `variant`, set up on first use (after the variant's system
         changes are active). A variant with its own scratch file system gets its own context whose data
@@ -246,7 +256,7 @@ class TrialPath:
         extra = {"directory": str(workdir)} if own else {}
         return contexts.by_key[key], extra
 
-    def _before_trial(self, w: Any, spec: TrialSpec, execute: Executor) -> tuple[Measured, str] | None:
+    def _before_trial(self, w: Workload, spec: TrialSpec, execute: Executor) -> tuple[Measured, str] | None:
         """Run the workload's untimed before_trial command; (its result, why) when it failed."""
         before = before_trial_spec(w, spec)
         if before is None:
@@ -258,7 +268,7 @@ class TrialPath:
         return done, f"before_trial failed ({done.error}): {tail}"
 
     def _measure(
-        self, rt: Any, tctx: TrialContext, result: Measured
+        self, rt: WorkloadRuntime, tctx: TrialContext, result: Measured
     ) -> tuple[str, str | None, dict[str, float]]:
         if result.status != "ok":
             return result.status, result.error, {}
@@ -280,8 +290,8 @@ class TrialPath:
 
     def _record(
         self,
-        rt: Any,
-        cs: Any,
+        rt: WorkloadRuntime,
+        cs: CellState,
         r: int,
         seq: int,
         started: dt.datetime,
@@ -295,36 +305,36 @@ class TrialPath:
         keep = TAIL_BYTES if status == "ok" else RAW_BYTES  # a failure keeps its raw output as evidence
         if result.leftovers_killed and status == "ok":
             error = "background processes outlived the trial and were killed"
-        trial = {
-            "run_id": self.run_id,
-            "cell_id": cs.id,
-            "seq": seq,
-            "round": r,
-            "warmup": r < 0 or profiled,
-            "profiled": profiled,
-            "status": status,
-            "started_at": started,
-            "wall_s": result.wall_s,
-            "user_s": result.user_s,
-            "sys_s": result.sys_s,
-            "max_rss_kib": result.max_rss_kib,
-            "exit_code": result.exit_code,
-            "signal": result.signal,
-            "error": self.scrub(error) if error else None,
-            "stdout_tail": self.scrub(read_text(result.stdout_path, keep)),
-            "stderr_tail": self.scrub(read_text(result.stderr_path, keep)),
-            "argv": [self.scrub(a) for a in spec.argv],
-            "host": self.remote.host_of(cs.cell.variant) if self.remote else None,
-            "boot_id": self.remote.boot_id(cs.cell.variant) if self.remote else local_boot_id(),
-        }
+        trial = TrialRecord(
+            run_id=self.run_id,
+            cell_id=cs.id,
+            seq=seq,
+            round=r,
+            warmup=r < 0 or profiled,
+            profiled=profiled,
+            status=status,
+            started_at=started,
+            wall_s=result.wall_s,
+            user_s=result.user_s,
+            sys_s=result.sys_s,
+            max_rss_kib=result.max_rss_kib,
+            exit_code=result.exit_code,
+            signal=result.signal,
+            error=self.scrub(error) if error else None,
+            stdout_tail=self.scrub(read_text(result.stdout_path, keep)),
+            stderr_tail=self.scrub(read_text(result.stderr_path, keep)),
+            argv=tuple(self.scrub(a) for a in spec.argv),
+            host=self.remote.host_of(cs.cell.variant) if self.remote else None,
+            boot_id=self.remote.boot_id(cs.cell.variant) if self.remote else local_boot_id(),
+        )
         specs = rt.metric_specs
         samples = [
-            {"metric": k, "value": float(v), "unit": specs[k].unit, "better": specs[k].better}
+            Sample(trial.id, cs.id, k, float(v), specs[k].unit, specs[k].better)
             for k, v in values.items()
             if k in specs
         ]
         self.store.add_trial(trial, samples, [self._artifact(cs.cell.key, a) for a in artifacts])
-        return Outcome(status, trial["error"], values)
+        return Outcome(status, trial.error, values)
 
     def _artifact(self, cell_key: str, a: Artifact) -> dict[str, Any]:
         json_data = a.content_type == "application/json"

@@ -80,6 +80,16 @@ class Comparison:
     def change_percent(self) -> float:
         return 100.0 * (self.ratio - 1.0) if math.isfinite(self.ratio) else math.nan
 
+    @property
+    def interval(self) -> str:
+        """The change and the interval of the design that decided, as the tables show it (interval_text of the
+        comparison as JSON has it: an unknown bound is None)."""
+        fields = {k: getattr(self, k) for k in ("constant", "claim", "design", "significant")}
+        for k in ("ratio", "ratio_ci_low", "ratio_ci_high"):
+            x = getattr(self, k)
+            fields[k] = x if math.isfinite(x) else None
+        return interval_text(fields)
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["baseline"], out["other"] = self.baseline.to_dict(), self.other.to_dict()

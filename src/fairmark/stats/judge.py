@@ -1,8 +1,8 @@
 """The judge: the one place where numbers become verdicts.
 
 pairs (baseline values, other values, how to read them) → the minimum-n rule → compare → false discovery rate
-across every comparison judged together → `Judgement`s. Used by `run` (verdicts stored with the run), `show`
-and `report` (through the report's read model), `compare` (files) and `compare-runs` (two runs). Numbers only:
+across every comparison judged together → `Judgement`s. Called by fairmark.verdict.pairs alone, which builds the
+pairs of every command (run, show, report, check, bisect, history, compare, compare-runs). Numbers only:
 it knows nothing of plans, cells, stores or terminals, so the verdict rule is changed here and nowhere else.
 """
 

@@ -21,6 +21,7 @@ from fairmark.errors import InputError, StoreError, StoreFailed
 from fairmark.store import schema as S
 from fairmark.store.base import normalize_url as normalize_url  # where callers have imported it from
 from fairmark.store.definitions import legacy_definitions, legacy_tuning
+from fairmark.store.records import CellRecord, Sample, TrialRecord
 
 if TYPE_CHECKING:
     from fairmark.store.lean import SqliteInserts
@@ -255,13 +256,16 @@ class Store:
         # loser's CREATE TABLE fails with "already exists" once the winner committed; it then opens the store
         # the winner made (PostgreSQL takes an advisory lock instead).
         # The same race can end at the version row instead: both saw none, the winner inserted it, and the
-        # loser's insert breaks its unique key (a fresh-clone test run hit it once in six).
+        # loser's insert breaks its unique key (a fresh-clone test run hit it once in six). Or the loser's read
+        # transaction cannot become a write while the winner writes: SQLite answers "database is locked" at once,
+        # without waiting out the busy timeout (tests/test_store_concurrency.py hit it once in four).
+        races = ("already exists", "UNIQUE constraint failed: fairmark_meta", "database is locked")
         for attempt in range(5):
             try:
                 return self._migrate_once()
             except (sa.exc.OperationalError, sa.exc.IntegrityError) as exc:
                 why = str(exc.orig)
-                lost = "already exists" in why or "UNIQUE constraint failed: fairmark_meta" in why
+                lost = any(r in why for r in races)
                 if not lost or attempt == 4:
                     raise StoreError(f"cannot open store {self.url}: {exc.orig}") from None
                 time.sleep(0.1 * (attempt + 1))
@@ -392,7 +396,7 @@ class Store:
         return [r for r in rows if host is None or host in r["hosts"]][:limit]
 
     # -- cells ------------------------------------------------------------------------------------------
-    def ensure_cells(self, run_id: str, cells: Iterable[dict[str, Any]]) -> dict[str, int]:
+    def ensure_cells(self, run_id: str, cells: Iterable[CellRecord]) -> dict[str, int]:
         """Insert cells not yet stored; return key → cell id (also for resume)."""
         with self._begin() as conn:
             existing = {
@@ -402,87 +406,68 @@ class Store:
                 )
             }
             for cell in cells:
-                if cell["key"] not in existing:
-                    res = conn.execute(sa.insert(S.cells).values(run_id=run_id, **cell))
-                    existing[cell["key"]] = res.inserted_primary_key[0]
+                if cell.key not in existing:
+                    res = conn.execute(sa.insert(S.cells).values(run_id=run_id, **cell.row()))
+                    existing[cell.key] = res.inserted_primary_key[0]
         return existing
 
     def update_cell(self, cell_id: int, **values: Any) -> None:
         with self._begin() as conn:
             conn.execute(sa.update(S.cells).where(S.cells.c.id == cell_id).values(**values))
 
-    def cells(self, run_id: str) -> list[dict[str, Any]]:
-        return self.table_rows(S.cells, run_id)
+    def cells(self, run_id: str) -> list[CellRecord]:
+        return [CellRecord.from_row(r) for r in self.table_rows(S.cells, run_id)]
 
     # -- trials and samples -----------------------------------------------------------------------------
     def add_trial(
         self,
-        trial: dict[str, Any],
-        samples: Sequence[dict[str, Any]] = (),
+        trial: TrialRecord,
+        samples: Sequence[Sample] = (),
         artifacts: Sequence[dict[str, Any]] = (),
     ) -> str:
         """One transaction per finished trial: the trial, its samples and artifacts, or nothing."""
-        trial_id = trial.get("id") or str(uuid.uuid4())
-        rows = [
-            (S.trials, [trial | {"id": trial_id}]),
-            (S.samples, [s | {"run_id": trial["run_id"], "cell_id": trial["cell_id"], "trial_id": trial_id}
-                         for s in samples]),
-            (S.artifacts, [a | {"run_id": trial["run_id"], "trial_id": trial_id} for a in artifacts]),
-        ]  # fmt: skip
+        rows: list[tuple[sa.Table, list[dict[str, Any]]]] = [
+            (S.trials, [trial.row()]),
+            (S.samples, [s.row(trial.run_id) for s in samples]),
+            (S.artifacts, [a | {"run_id": trial.run_id, "trial_id": trial.id} for a in artifacts]),
+        ]
         if (
             self._lean is not None
         ):  # SQLite: the same rows without SQLAlchemy's per-statement cost (store/lean.py)
             self._lean.insert(rows)
-            return trial_id
+            return trial.id
         with self._begin() as conn:
             # Values as parameters, not baked into the statement: one compiled INSERT serves every trial.
             for table, table_rows in rows:
                 if table_rows:
                     conn.execute(sa.insert(table), table_rows)
-        return trial_id
+        return trial.id
 
-    def trials(self, run_id: str) -> list[dict[str, Any]]:
-        q = (
-            sa.select(
-                S.trials,
-                S.cells.c.key.label("cell_key"),
-                S.cells.c.workload,
-                S.cells.c.variant,
-                S.cells.c.point,
-            )
-            .join(S.cells, S.cells.c.id == S.trials.c.cell_id)
-            .where(S.trials.c.run_id == run_id)
-            .order_by(S.trials.c.seq)
-        )
+    def trials(self, run_id: str) -> list[TrialRecord]:
+        """The run's trials in the order they ran."""
+        q = sa.select(S.trials).where(S.trials.c.run_id == run_id).order_by(S.trials.c.seq)
         with self.engine.connect() as conn:
-            return _dicts(conn.execute(q))
+            return [TrialRecord.from_row(r) for r in _dicts(conn.execute(q))]
 
-    def samples(self, run_id: str) -> list[dict[str, Any]]:
+    def samples(self, run_id: str) -> list[Sample]:
+        """The run's samples in the order their trials ran."""
         q = (
             sa.select(
+                S.samples.c.trial_id,
+                S.samples.c.cell_id,
                 S.samples.c.metric,
                 S.samples.c.value,
                 S.samples.c.unit,
                 S.samples.c.better,
-                S.samples.c.trial_id,
-                S.cells.c.key.label("cell_key"),
-                S.cells.c.workload,
-                S.cells.c.variant,
-                S.cells.c.point,
-                S.trials.c.warmup,
-                S.trials.c.status,
-                S.trials.c.seq,
-                S.trials.c.boot_id,
             )
-            .join(S.cells, S.cells.c.id == S.samples.c.cell_id)
             .join(S.trials, S.trials.c.id == S.samples.c.trial_id)
             .where(S.samples.c.run_id == run_id)
             .order_by(S.trials.c.seq, S.samples.c.id)
         )
         with self.engine.connect() as conn:
-            return _dicts(conn.execute(q))
+            return [Sample(*row) for row in conn.execute(q)]
 
-    # -- findings, verdicts, artifacts ------------------------------------------------------------------
+    # -- findings and artifacts ------------------------------------------------------------------------
     def add_findings(self, run_id: str, phase: str, items: Iterable[dict[str, Any]]) -> None:
         rows = [
             {
@@ -503,15 +488,6 @@ class Store:
 
     def findings(self, run_id: str) -> list[dict[str, Any]]:
         return self.table_rows(S.findings, run_id)
-
-    def replace_verdicts(self, run_id: str, rows: Sequence[dict[str, Any]]) -> None:
-        with self._begin() as conn:
-            conn.execute(sa.delete(S.verdicts).where(S.verdicts.c.run_id == run_id))
-            if rows:
-                conn.execute(sa.insert(S.verdicts), [r | {"run_id": run_id} for r in rows])
-
-    def verdicts(self, run_id: str) -> list[dict[str, Any]]:
-        return self.table_rows(S.verdicts, run_id)
 
     def add_artifact(
         self,
@@ -580,6 +556,6 @@ class Store:
 
     def delete_run(self, run_id: str) -> None:
         with self._begin() as conn:
-            for table in (S.artifacts, S.verdicts, S.findings, S.samples, S.trials, S.cells, S.run_tags):
+            for table in (S.artifacts, S.findings, S.samples, S.trials, S.cells, S.run_tags):
                 conn.execute(sa.delete(table).where(table.c.run_id == run_id))
             conn.execute(sa.delete(S.runs).where(S.runs.c.id == run_id))

@@ -120,18 +120,15 @@ findings = sa.Table(
     sa.Index("ix_findings_run", "run_id"),
 )
 
-verdicts = sa.Table(
+# Verdicts were stored with each run until schema 8 (issue 22): written by every run and read by no product code,
+# and a stale copy once the verdict rule changes. They are computed from the stored samples (fairmark.verdict);
+# the table exists only for the migrations that knew it (v7 indexed it, v8 drops it).
+_legacy = sa.MetaData()
+_verdicts_v7 = sa.Table(
     "verdicts",
-    metadata,
+    _legacy,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
-    sa.Column("group", sa.Text, nullable=False),  # workload[sweep point]
-    sa.Column("metric", sa.Text, nullable=False),
-    sa.Column("baseline", sa.Text, nullable=False),
-    sa.Column("variant", sa.Text, nullable=False),
-    sa.Column("significant", sa.Boolean, nullable=False),
-    sa.Column("sentence", sa.Text, nullable=False),
-    sa.Column("data", sa.JSON, nullable=False),  # the full comparison (same fields as `compare --json`)
+    sa.Column("run_id", sa.String(36), nullable=False),
     sa.Index("ix_verdicts_run", "run_id"),
 )
 
@@ -231,8 +228,15 @@ def _v6_tags_history(conn: sa.Connection) -> None:
 def _v7_run_indexes(conn: sa.Connection) -> None:
     """v7: a run's findings and verdicts by index (a report of one run read every finding of the store: 7 ms a
     run in a store of 10 000 runs, the larger part of a published site's run pages)."""
-    for table, name in ((findings, "ix_findings_run"), (verdicts, "ix_verdicts_run")):
-        next(i for i in table.indexes if i.name == name).create(conn, checkfirst=True)
+    have = set(sa.inspect(conn).get_table_names())
+    for table, name in ((findings, "ix_findings_run"), (_verdicts_v7, "ix_verdicts_run")):
+        if table.name in have:  # (a store made after v8 never had the verdicts table)
+            next(i for i in table.indexes if i.name == name).create(conn, checkfirst=True)
+
+
+def _v8_no_stored_verdicts(conn: sa.Connection) -> None:
+    """v8: verdicts are not stored: every reader computes them from the samples with the rule of its fairmark."""
+    conn.execute(sa.text("DROP TABLE IF EXISTS verdicts"))
 
 
 # version → function(connection) that upgrades from version-1 to version
@@ -243,4 +247,5 @@ MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     5: _v5_trial_profiled,
     6: _v6_tags_history,
     7: _v7_run_indexes,
+    8: _v8_no_stored_verdicts,
 }

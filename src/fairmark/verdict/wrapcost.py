@@ -1,11 +1,16 @@
-"""The line a report prints under a time verdict of a variant with its own `wrap`: what the wrapper cost on this
+"""The line a verdict carries on a time metric of a variant with its own `wrap`: what the wrapper cost on this
 machine (measured by run/wrapcost.py before the first trial, stored in the run's options as wrap_costs), and
-whether the verdict's difference lies within it."""
+whether the verdict's difference lies within it (then the difference may be the wrapper, not the change)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
+
+from fairmark.stats.compare import Comparison
+from fairmark.verdict.record import Verdict
 
 # The metrics a wrapper's process enters: fairmark's own clock and rusage of the trial's tree. A tool's own
 # figures (MB/s, tps) are measured inside the tool and do not include the wrapper's start.
@@ -13,7 +18,7 @@ TIME_METRICS = ("wall_s", "cpu_s", "user_s", "sys_s")
 
 
 def note(
-    cost: dict[str, Any], variant: str, baseline: str, comparison: dict[str, Any], metric: str
+    cost: dict[str, Any], variant: str, baseline: str, comparison: Comparison, metric: str
 ) -> str | None:
     """The line a report prints under a verdict of `variant` (vs `baseline`) on a time metric: the wrapper's
     cost here, and whether the verdict's difference lies within it."""
@@ -36,7 +41,20 @@ def note(
     return f"{head}; the difference ({1e3 * diff:+.2f} ms) is beyond it"
 
 
-def _difference_s(comparison: dict[str, Any]) -> float | None:
-    """other − baseline in seconds, from a stored comparison."""
-    value = comparison.get("difference")
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+def _difference_s(comparison: Comparison) -> float | None:
+    """other − baseline in seconds."""
+    value = comparison.difference
+    return float(value) if math.isfinite(value) else None
+
+
+def with_wrap_costs(
+    verdicts: tuple[Verdict, ...], costs: Mapping[str, dict[str, Any]]
+) -> tuple[Verdict, ...]:
+    """Beside each time verdict of a variant with its own `wrap`: what the wrapper costs on this machine (measured
+    around a no-op before the run), flagged when the difference lies within it (issue 11 item 1)."""
+    out = []
+    for v in verdicts:
+        cost = costs.get(v.variant)
+        text = note(cost, v.variant, v.baseline, v.comparison, v.metric) if cost else None
+        out.append(replace(v, wrap_cost=cost | {"note": text}) if cost and text else v)
+    return tuple(out)

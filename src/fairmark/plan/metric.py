@@ -1,0 +1,57 @@
+"""A metric's specification, the same record from the plan to the report (kept light: the store and the report
+read it without loading the plan's validation)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+Better = Literal["higher", "lower"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric, the same from plan to report: a plan's [[workload.metrics]] (`Metric.spec`), an adapter's
+    `metrics`, the built-ins; the store keeps it per cell (`row`) and gives it back (`from_row`)."""
+
+    name: str  # units in names where natural: tps, latency_avg_ms, gbit_s_sent
+    unit: str
+    better: Better
+    description: str = ""
+    # Whether the run gives this metric a verdict, as stored with the cell (None: not recorded, a store older
+    # than the flag: `CellRecord.verdict_metrics` applies the rule of that time).
+    verdict: bool | None = None
+
+    def row(self, verdict: bool | None = None) -> dict[str, str | bool]:
+        """As a cell row of the store keeps it (`verdict`: the run gives this metric a verdict)."""
+        out: dict[str, str | bool] = {"name": self.name, "unit": self.unit, "better": self.better}
+        flag = self.verdict if verdict is None else verdict
+        if flag is not None:
+            out["verdict"] = flag
+        return out
+
+    def judged(self, verdict: bool) -> MetricSpec:
+        return replace(self, verdict=verdict)
+
+    @classmethod
+    def from_row(cls, row: dict[str, object]) -> MetricSpec:
+        """A stored cell's metric (validated on import: cli/bundle.py)."""
+        better = row.get("better")
+        verdict = row.get("verdict")
+        return cls(
+            name=str(row["name"]),
+            unit=str(row.get("unit") or ""),
+            better="higher" if better == "higher" else "lower",
+            verdict=verdict if isinstance(verdict, bool) else None,
+        )
+
+
+# measured by the executor for every trial
+BUILTIN_METRIC_SPECS = (
+    MetricSpec("wall_s", "s", "lower"),
+    MetricSpec("user_s", "s", "lower"),
+    MetricSpec("sys_s", "s", "lower"),
+    MetricSpec("cpu_s", "s", "lower"),
+    MetricSpec("max_rss_kib", "KiB", "lower"),
+)
+BUILTIN_METRICS = {m.name: (m.unit, m.better) for m in BUILTIN_METRIC_SPECS}  # name: (unit, better)

@@ -1,0 +1,184 @@
+"""The store's records: one frozen type per kind of row it writes and gives back (cells, trials, samples).
+
+The trial path builds a `TrialRecord` and its `Sample`s once and the store writes exactly those; every reader
+gets the same records back, so a field has one name and one type from the trial to the report. Units are in the
+names (`wall_s`, `max_rss_kib`). JSON columns come back as tuples where they are sequences (a sweep point, an
+argv), so a record is not changed by its reader.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import TypeAlias
+
+from fairmark.plan.metric import Better, MetricSpec
+
+Scalar: TypeAlias = str | int | float | bool | None
+JSONValue: TypeAlias = Scalar | list["JSONValue"] | dict[str, "JSONValue"]
+Point: TypeAlias = tuple[tuple[str, Scalar], ...]  # a cell's sweep point: (parameter, value) pairs, in order
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def group_name(workload: str, point: Point) -> str:
+    """The cells compared with each other: a workload at one sweep point, e.g. "net[parallel=4]"."""
+    return workload + (f"[{','.join(f'{k}={v}' for k, v in point)}]" if point else "")
+
+
+@dataclass(frozen=True, slots=True)
+class CellRecord:
+    """A cell of a run as stored: workload × variant × sweep point, its metrics (primary first) and how it ended.
+    `id` is the store's (0 before it is stored: `Store.ensure_cells` gives the ids)."""
+
+    key: str
+    workload: str
+    variant: str
+    point: Point
+    primary_metric: str
+    metrics: tuple[MetricSpec, ...]
+    command: tuple[str, ...] | None = None  # argv as run (the report's "how to reproduce")
+    params: Mapping[str, JSONValue] | None = None  # a tool cell's resolved parameters
+    labels: Mapping[str, str] | None = None  # what a report must state beside the numbers (e.g. fsync)
+    status: str = "active"  # active, done, abandoned
+    stop_reason: str | None = None
+    id: int = 0
+    run_id: str = ""
+
+    @property
+    def group(self) -> str:
+        return group_name(self.workload, self.point)
+
+    def spec(self, metric: str) -> MetricSpec:
+        """The metric's specification (an undeclared one: no unit, lower is better)."""
+        return next((m for m in self.metrics if m.name == metric), MetricSpec(metric, "", "lower"))
+
+    @property
+    def verdict_metrics(self) -> tuple[str, ...]:
+        """The metrics that get verdicts: as the run recorded it; in a store older than that flag, the primary
+        metric and every one that is not an executor built-in (always recorded)."""
+        from fairmark.plan.metric import BUILTIN_METRICS
+
+        return tuple(
+            m.name
+            for m in self.metrics
+            if (
+                m.verdict
+                if m.verdict is not None
+                else m.name == self.primary_metric or m.name not in BUILTIN_METRICS
+            )
+        )
+
+    def row(self) -> dict[str, JSONValue]:
+        """The columns the store writes for a new cell (its id is the store's, its run the one it is added to)."""
+        return {
+            "key": self.key,
+            "workload": self.workload,
+            "variant": self.variant,
+            "point": [[k, v] for k, v in self.point],
+            "primary_metric": self.primary_metric,
+            "metrics": [dict(m.row()) for m in self.metrics],
+            "command": list(self.command) if self.command is not None else None,
+            "params": dict(self.params) if self.params is not None else None,
+            "labels": dict(self.labels) if self.labels is not None else None,
+            "status": self.status,
+            "stop_reason": self.stop_reason,
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, object]) -> CellRecord:
+        point = row.get("point") or []
+        metrics = row.get("metrics") or []
+        command = row.get("command")
+        assert isinstance(point, list) and isinstance(metrics, list)
+        return cls(
+            key=str(row["key"]),
+            workload=str(row["workload"]),
+            variant=str(row["variant"]),
+            point=tuple((str(p[0]), p[1]) for p in point),
+            primary_metric=str(row["primary_metric"]),
+            metrics=tuple(MetricSpec.from_row(m) for m in metrics),
+            command=tuple(command) if isinstance(command, list) else None,
+            params=row.get("params"),  # type: ignore[arg-type]  # a JSON object, as written
+            labels=row.get("labels"),  # type: ignore[arg-type]
+            status=str(row["status"]),
+            stop_reason=row.get("stop_reason"),  # type: ignore[arg-type]
+            id=int(row["id"]),  # type: ignore[call-overload]
+            run_id=str(row["run_id"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRecord:
+    """One trial as stored: what ran (argv, where), how it ended, and what it cost. Failed and timed-out trials
+    keep their raw output (the tails) as evidence; warm-up and profiled trials never enter a statistic."""
+
+    run_id: str
+    cell_id: int
+    seq: int  # the trial's place in the whole run
+    round: int  # warm-up rounds are negative
+    warmup: bool  # also true for a profiled trial: never in statistics
+    status: str  # ok, failed, timeout
+    started_at: dt.datetime
+    wall_s: float | None = None
+    user_s: float | None = None
+    sys_s: float | None = None
+    max_rss_kib: int | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    error: str | None = None
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    argv: tuple[str, ...] | None = None
+    host: str | None = None  # the [hosts.NAME] the trial ran on; None: the controller itself
+    boot_id: str | None = None  # that host's boot (Linux boot_id, FreeBSD kern.boottime)
+    profiled: bool = False  # an extra trial with profilers attached (--profile), kept apart
+    id: str = field(default_factory=new_id)
+
+    @property
+    def measured(self) -> bool:
+        """A trial whose values count: it succeeded and is neither warm-up nor profiled."""
+        return self.status == "ok" and not self.warmup
+
+    def row(self) -> dict[str, object]:
+        out = {name: getattr(self, name) for name in TRIAL_COLUMNS}
+        out["argv"] = list(self.argv) if self.argv is not None else None
+        return out
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, object]) -> TrialRecord:
+        values = dict(row)
+        argv = values.get("argv")
+        values["argv"] = tuple(argv) if isinstance(argv, list) else None
+        values["profiled"] = bool(values.get("profiled"))
+        return cls(**values)  # type: ignore[arg-type]
+
+
+TRIAL_COLUMNS = tuple(f.name for f in fields(TrialRecord))
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One metric value of one trial."""
+
+    trial_id: str
+    cell_id: int
+    metric: str
+    value: float
+    unit: str
+    better: Better
+
+    def row(self, run_id: str) -> dict[str, object]:
+        return {
+            "run_id": run_id,
+            "cell_id": self.cell_id,
+            "trial_id": self.trial_id,
+            "metric": self.metric,
+            "value": self.value,
+            "unit": self.unit,
+            "better": self.better,
+        }

@@ -1,0 +1,76 @@
+"""A verdict as every command gives it: which cells were compared on which metric, and the judgement (the
+comparison, its Benjamini-Hochberg decision) — a frozen record from the judge to the report and the gates."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fairmark.stats.compare import Comparison
+from fairmark.stats.judge import Judgement
+from fairmark.store.records import Point
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """`variant`'s cell against the `baseline` variant's cell of one group (workload × sweep point) on `metric`."""
+
+    group: str
+    workload: str
+    point: Point
+    metric: str
+    unit: str
+    baseline: str
+    variant: str
+    judgement: Judgement
+    # What the variant's own `wrap` costs on this machine (measured before the run; report/wrapcost.py words it),
+    # with its "note"; None for a variant without one or a metric it cannot reach.
+    wrap_cost: Mapping[str, Any] | None = None
+
+    @property
+    def comparison(self) -> Comparison:
+        return self.judgement.comparison
+
+    @property
+    def fdr_significant(self) -> bool:
+        return self.judgement.fdr_significant
+
+    @property
+    def q_value(self) -> float:
+        return self.judgement.q_value
+
+    @property
+    def significant(self) -> bool:
+        return self.comparison.significant
+
+    @property
+    def sentence(self) -> str:
+        return self.comparison.sentence
+
+    @property
+    def calibration(self) -> bool:
+        """This verdict is the A/A twin's against its baseline (`run --calibrate`)."""
+        return self.judgement.pair.calibration
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The comparison's warnings, and the A/A twin's when it came out different."""
+        return tuple(self.judgement.to_dict().get("warnings") or ())
+
+    def comparison_dict(self) -> dict[str, Any]:
+        """The judgement as JSON shows it (the fields of `compare --json`, the A/A flag, the wrapper's cost)."""
+        out = self.judgement.to_dict()
+        return out | {"wrap_cost": dict(self.wrap_cost)} if self.wrap_cost is not None else out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "workload": self.workload,
+            "point": [list(p) for p in self.point],
+            "metric": self.metric,
+            "unit": self.unit,
+            "baseline": self.baseline,
+            "variant": self.variant,
+            "fdr_significant": self.fdr_significant,
+        } | self.comparison_dict()

@@ -1,0 +1,99 @@
+"""A cell's measured values, each labelled with where it was measured — its round, run, boot and host — read from
+the store's records once. Every verdict is built from these: the labels say which values pair up (a round of one
+run) and at which level the sides differ (runs ⊂ boots ⊂ hosts), so the design follows from the data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fairmark.store.records import CellRecord, TrialRecord
+
+if TYPE_CHECKING:
+    from fairmark.store.db import RunRecord, Store
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """One metric's values of one cell, in trial order, each with its unit labels (same order)."""
+
+    values: tuple[float, ...] = ()
+    rounds: tuple[int, ...] = ()
+    runs: tuple[str, ...] = ()
+    boots: tuple[str | None, ...] = ()  # the measuring host's boot (None: not recorded)
+    hosts: tuple[
+        str | None, ...
+    ] = ()  # the machine the run recorded (its host_id; the trial's [hosts.NAME] is
+    # in its TrialRecord)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __add__(self, other: Labelled) -> Labelled:
+        """Pooled: the values of several runs, each keeping its labels."""
+        return Labelled(
+            self.values + other.values,
+            self.rounds + other.rounds,
+            self.runs + other.runs,
+            self.boots + other.boots,
+            self.hosts + other.hosts,
+        )
+
+    def level(self, name: str) -> tuple[str | None, ...]:
+        """The units of each value at a level: "run", "boot" or "host"."""
+        return {"run": self.runs, "boot": self.boots, "host": self.hosts}[name]
+
+
+@dataclass(frozen=True)
+class MeasuredCell:
+    """A stored cell, its trials (all of them, failed and warm-up included), each trial's samples, and each
+    metric's values of its measured trials (ok, neither warm-up nor profiled), labelled."""
+
+    cell: CellRecord
+    trials: tuple[TrialRecord, ...]
+    samples: Mapping[str, Mapping[str, float]]  # trial id → metric → value
+    metrics: Mapping[str, Labelled] = field(default_factory=dict)
+
+    def labelled(self, metric: str) -> Labelled:
+        return self.metrics.get(metric) or Labelled()
+
+    def values(self, metric: str) -> tuple[float, ...]:
+        return self.labelled(metric).values
+
+
+def measure(
+    cell: CellRecord,
+    trials: Sequence[TrialRecord],
+    samples: Mapping[str, Mapping[str, float]],
+    host_id: str | None = None,
+) -> MeasuredCell:
+    """The cell's values per metric: its declared metrics first (empty when nothing was measured), then any other
+    metric a trial yielded, in the order the trials ran; `host_id`: the run's machine."""
+    columns: dict[str, tuple[list[float], list[int], list[str], list[str | None], list[str | None]]] = {
+        m.name: ([], [], [], [], []) for m in cell.metrics
+    }
+    for t in trials:
+        if not t.measured:
+            continue
+        for name, value in samples.get(t.id, {}).items():
+            vals, rounds, runs, boots, hosts = columns.setdefault(name, ([], [], [], [], []))
+            vals.append(value)
+            rounds.append(t.round)
+            runs.append(t.run_id)
+            boots.append(t.boot_id)
+            hosts.append(host_id)
+    metrics = {name: Labelled(*(tuple(col) for col in cols)) for name, cols in columns.items()}
+    own = {t.id: samples.get(t.id, {}) for t in trials}
+    return MeasuredCell(cell, tuple(trials), own, metrics)
+
+
+def load_cells(store: Store, run: RunRecord) -> tuple[MeasuredCell, ...]:
+    """Every cell of a stored run with its trials and labelled values: three reads of the store."""
+    samples: dict[str, dict[str, float]] = {}
+    for s in store.samples(run.id):
+        samples.setdefault(s.trial_id, {})[s.metric] = s.value
+    trials: dict[int, list[TrialRecord]] = {}
+    for t in store.trials(run.id):
+        trials.setdefault(t.cell_id, []).append(t)
+    return tuple(measure(c, trials.get(c.id, []), samples, run.host_id) for c in store.cells(run.id))
