@@ -47,7 +47,7 @@ def clone(
     """A copy of run `src` in the store: values × factor (wall_s replaced by the given values, in trial order,
     for verdicts that do not depend on this machine's noise), cells renamed to `variant`, env_before patched."""
     store, new = Store.open(url), str(uuid.uuid4())
-    run = store.table_rows(S.runs, src)[0] | {"id": new} | (run_patch or {})
+    run = store.export_rows(S.runs, src)[0] | {"id": new} | (run_patch or {})
     if env_patch:
         run["env_before"] = copy.deepcopy(run["env_before"])
         env_patch(run["env_before"])
@@ -192,7 +192,7 @@ def test_every_trial_records_this_machines_boot(real_run):
     url, a = real_run
     with open("/proc/sys/kernel/random/boot_id") as fh:
         boot = fh.read().strip()
-    assert {t["boot_id"] for t in Store.open(url).table_rows(S.trials, a)} == {boot}
+    assert {t["boot_id"] for t in Store.open(url).export_rows(S.trials, a)} == {boot}
 
 
 def boots(url, src, means, kernel):

@@ -144,6 +144,32 @@ def test_v1_store_is_migrated_forward(tmp_path: Path) -> None:
     assert {"params", "labels"} <= columns
 
 
+def test_verdicts_are_not_stored_and_an_older_stores_table_goes(tmp_path: Path) -> None:
+    """Schema 8 (issue 22): verdicts are computed from the samples by every reader, never stored; a store made
+    before keeps opening, its verdicts table dropped, its runs intact."""
+    import sqlalchemy as sa
+
+    from fairmark.store import schema
+
+    assert "verdicts" not in schema.metadata.tables and not hasattr(Store, "verdicts")
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    store = Store.open(url)
+    run_id = _run(store)
+    with store.engine.begin() as conn:  # a version 7 store, with the table every run wrote then
+        conn.execute(sa.text("CREATE TABLE verdicts (id INTEGER PRIMARY KEY, run_id VARCHAR(36) NOT NULL)"))
+        conn.execute(sa.text("CREATE INDEX ix_verdicts_run ON verdicts (run_id)"))
+        conn.execute(sa.text(f"INSERT INTO verdicts (run_id) VALUES ('{run_id}')"))
+        conn.execute(sa.text("UPDATE fairmark_meta SET value = '7' WHERE key = 'schema_version'"))
+    store.engine.dispose()
+    migrated = Store.open(url)
+    with migrated.engine.connect() as conn:
+        assert "verdicts" not in sa.inspect(conn).get_table_names()
+        version = conn.execute(
+            sa.text("SELECT value FROM fairmark_meta WHERE key = 'schema_version'")
+        ).scalar()
+    assert int(version) == schema.SCHEMA_VERSION == 8 and migrated.get_run(run_id).id == run_id
+
+
 def test_newer_store_is_refused(tmp_path: Path) -> None:
     import sqlalchemy as sa
 

@@ -43,7 +43,7 @@ def _safe(name: str) -> str:
 def bundle_of(store: Store, run_id: str) -> dict[str, Any]:
     tables = {}
     for table in TABLES:
-        rows = store.table_rows(table, run_id)
+        rows = store.export_rows(table, run_id)
         tables[table.name] = [jsonable_row(r) for r in rows]
     return {
         "format": BUNDLE_FORMAT,

@@ -10,7 +10,7 @@ import math
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from fairmark.errors import InputError, StoreError, StoreFailed
 from fairmark.store import schema as S
 from fairmark.store.base import normalize_url as normalize_url  # where callers have imported it from
 from fairmark.store.definitions import legacy_definitions, legacy_tuning
-from fairmark.store.records import CellRecord, Sample, TrialRecord
+from fairmark.store.records import CellRecord, JSONValue, Sample, TrialRecord
 
 if TYPE_CHECKING:
     from fairmark.store.lean import SqliteInserts
@@ -411,12 +411,27 @@ class Store:
                     existing[cell.key] = res.inserted_primary_key[0]
         return existing
 
-    def update_cell(self, cell_id: int, **values: Any) -> None:
-        with self._begin() as conn:
-            conn.execute(sa.update(S.cells).where(S.cells.c.id == cell_id).values(**values))
+    def update_cell(
+        self,
+        cell_id: int,
+        *,
+        status: str | None = None,
+        stop_reason: str | None = None,
+        params: Mapping[str, JSONValue] | None = None,
+    ) -> None:
+        """A stored cell's end (status and why) or its parameters as they really were; None: left as it is."""
+        given = {
+            "status": status,
+            "stop_reason": stop_reason,
+            "params": dict(params) if params is not None else None,
+        }
+        values = {k: v for k, v in given.items() if v is not None}
+        if values:
+            with self._begin() as conn:
+                conn.execute(sa.update(S.cells).where(S.cells.c.id == cell_id).values(**values))
 
     def cells(self, run_id: str) -> list[CellRecord]:
-        return [CellRecord.from_row(r) for r in self.table_rows(S.cells, run_id)]
+        return [CellRecord.from_row(r) for r in self._rows(S.cells, run_id)]
 
     # -- trials and samples -----------------------------------------------------------------------------
     def add_trial(
@@ -487,7 +502,7 @@ class Store:
                 conn.execute(sa.insert(S.findings), rows)
 
     def findings(self, run_id: str) -> list[dict[str, Any]]:
-        return self.table_rows(S.findings, run_id)
+        return self._rows(S.findings, run_id)
 
     def add_artifact(
         self,
@@ -523,8 +538,13 @@ class Store:
             return _dicts(conn.execute(q.order_by(S.artifacts.c.id)))
 
     # -- bundles ----------------------------------------------------------------------------------------
-    def table_rows(self, table: sa.Table, run_id: str) -> list[dict[str, Any]]:
-        """Every row of `table` that belongs to the run, in insertion order where the table has one."""
+    def export_rows(self, table: sa.Table, run_id: str) -> list[dict[str, Any]]:
+        """Every row of `table` that belongs to the run, as the database holds it, in insertion order where the
+        table has one: the raw rows a bundle carries (cli/bundle.py). Readers of cells, trials and samples get
+        their records from `cells`, `trials` and `samples`."""
+        return self._rows(table, run_id)
+
+    def _rows(self, table: sa.Table, run_id: str) -> list[dict[str, Any]]:
         col = table.c.id if table is S.runs else table.c.run_id
         q = sa.select(table).where(col == run_id)
         if table is not S.runs and isinstance(table.c.id.type, sa.Integer):

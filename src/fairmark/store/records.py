@@ -18,6 +18,7 @@ from fairmark.plan.metric import Better, MetricSpec
 
 Scalar: TypeAlias = str | int | float | bool | None
 JSONValue: TypeAlias = Scalar | list["JSONValue"] | dict[str, "JSONValue"]
+JSONObject: TypeAlias = dict[str, JSONValue]  # a JSON document as stored (a run's options, a calibration, …)
 Point: TypeAlias = tuple[tuple[str, Scalar], ...]  # a cell's sweep point: (parameter, value) pairs, in order
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from fairmark.plan.model import AA_SUFFIX, aa_twin_name
 from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.judge import Judgement, Pair, aa_spread, judge
 from fairmark.stats.stopping import first_stage_of
+from fairmark.store.records import JSONObject
 from fairmark.verdict.match import match_cells
 from fairmark.verdict.record import Verdict
 from fairmark.verdict.values import Labelled, MeasuredCell
@@ -36,7 +36,7 @@ class RunDesign:
     baseline: str
     confidence: float = 95.0
     # what `fairmark calibrate` measured on the run's host: (group, metric) → its data (stats.calibration)
-    calibrations: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    calibrations: Mapping[tuple[str, str], JSONObject] = field(default_factory=dict)
     by_boot: bool = False  # boot variants: each variant in boots of its own, the boot is the unit
 
 

@@ -3,13 +3,11 @@ comparison, its Benjamini-Hochberg decision) — a frozen record from the judge 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from fairmark.stats.compare import Comparison
 from fairmark.stats.judge import Judgement
-from fairmark.store.records import Point
+from fairmark.store.records import JSONObject, Point
 
 
 @dataclass(frozen=True)
@@ -26,7 +24,7 @@ class Verdict:
     judgement: Judgement
     # What the variant's own `wrap` costs on this machine (measured before the run; report/wrapcost.py words it),
     # with its "note"; None for a variant without one or a metric it cannot reach.
-    wrap_cost: Mapping[str, Any] | None = None
+    wrap_cost: JSONObject | None = None
 
     @property
     def comparison(self) -> Comparison:
@@ -58,12 +56,12 @@ class Verdict:
         """The comparison's warnings, and the A/A twin's when it came out different."""
         return tuple(self.judgement.to_dict().get("warnings") or ())
 
-    def comparison_dict(self) -> dict[str, Any]:
+    def comparison_dict(self) -> dict[str, object]:
         """The judgement as JSON shows it (the fields of `compare --json`, the A/A flag, the wrapper's cost)."""
         out = self.judgement.to_dict()
         return out | {"wrap_cost": dict(self.wrap_cost)} if self.wrap_cost is not None else out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "group": self.group,
             "workload": self.workload,
