@@ -252,7 +252,7 @@ def r_calibrate(t: Tour, line: str) -> list[Step]:
 
 
 def r_restore(t: Tour, line: str) -> list[Step]:
-    return [Step(line)]
+    return [Step("fairmark restore --dry-run"), Step("fairmark restore")]
 
 
 def r_tag(t: Tour, line: str) -> list[Step]:
@@ -315,7 +315,7 @@ RECIPES: dict[str, Callable[[Tour, str], list[Step]]] = {
     "fairmark compare-runs A1 A2 --vs B1 B2": r_compare_runs_vs,
     "fairmark run plans/kernels.toml --host root@ADDR": r_kernels,
     "fairmark calibrate PLAN --runs K": r_calibrate,
-    "fairmark restore": r_restore,
+    "fairmark restore [--dry-run]": r_restore,
     "fairmark run PLAN --tag branch=main --tag commit=$(git rev-parse HEAD)": r_tag,
     "fairmark runs --tag branch=main": r_runs_tag,
     "fairmark history WORKLOAD[:METRIC]": r_history,
