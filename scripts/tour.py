@@ -125,6 +125,11 @@ def _quick_runs(t: Tour) -> list[dict]:
     return [r for r in t.runs if r["plan_path"].endswith("quick.toml")]
 
 
+def _tagged(t: Tour) -> list[dict]:
+    """The runs the tour tagged branch=main (calibration runs carry tags of their own)."""
+    return [r for r in t.runs if r["tags"].get("branch") == "main"]
+
+
 def r_run_quick(t: Tour, line: str) -> list[Step]:
     return [Step(line)]
 
@@ -214,7 +219,7 @@ def r_setup(t: Tour, line: str) -> list[Step]:
 
 
 def r_compare_runs(t: Tour, line: str) -> list[Step]:
-    tagged = [r for r in _quick_runs(t) if r["tags"]]
+    tagged = _tagged(t)
     a, b = _id(tagged[0]), _id(tagged[1])
     return [
         Step(
@@ -224,7 +229,7 @@ def r_compare_runs(t: Tour, line: str) -> list[Step]:
 
 
 def r_compare_runs_vs(t: Tour, line: str) -> list[Step]:
-    tagged = [_id(r) for r in _quick_runs(t) if r["tags"]][:4]
+    tagged = [_id(r) for r in _tagged(t)][:4]
     note = "four --quick runs of the default plan, all made in this machine's one boot: one boot per side"
     return [Step(f"fairmark compare-runs {tagged[0]} {tagged[1]} --vs {tagged[2]} {tagged[3]}", note=note)]
 

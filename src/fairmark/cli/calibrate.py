@@ -51,18 +51,25 @@ def _rows(found: dict[tuple[str, str, str], list[dict[str, Any]]], run_ids, host
 
 
 def _line(row: dict[str, Any]) -> str:
+    """A workload's false-positive rate with its CI and the change it detects: sizes and rates in two
+    significant digits, never in exponent notation ('±140%', was '±1.4e+02%')."""
+    from fairmark.stats.digits import format_spread
+
     d = row["data"]
     low, high = d["false_positive_ci"]
     mde = d["mde_percent"]
+    head = f"{row['group']} {row['metric']}: "
     if mde == 0:
-        return f"{row['group']} {row['metric']}: the same value in every trial (nothing to calibrate)"
+        return head + "the same value in every trial (nothing to calibrate)"
+    said = f"{d['false_positives']} of {d['runs']} A/A runs called different"
+    if mde is None:
+        return head + said
+    pct = (format_spread(100 * x, "%") for x in (d["false_positive_rate"], low, high))
+    rate, lo, hi = pct
     return (
-        f"{row['group']} {row['metric']}: {d['false_positives']} of {d['runs']} A/A runs called different "
-        f"({100 * d['false_positive_rate']:.3g}%, 95% CI {100 * low:.2g}–{100 * high:.2g}%; "
-        f"α = {100 * d['alpha']:g}%); detects ±{mde:.2g}% with 80% power at "
-        f"{d['trials_per_side'][0]}–{d['trials_per_side'][1]} trials per side"
-        if mde is not None
-        else f"{row['group']} {row['metric']}: {d['false_positives']} of {d['runs']} A/A runs called different"
+        f"{head}{said} ({rate}, 95% CI {lo[:-1]}–{hi}; α = {100 * d['alpha']:g}%); detects "
+        f"±{format_spread(mde, '%')} with 80% power at {d['trials_per_side'][0]}–{d['trials_per_side'][1]} "
+        "trials per side"
     )
 
 

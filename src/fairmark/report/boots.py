@@ -57,8 +57,8 @@ def levels_lines(comparison: Comparison, unit: str) -> list[str]:
             format_pair(x / divisor, sd_t / 2 / divisor if sd_t else None)[0] + suffix for x in xs
         )
 
-    def sd(x: float | None) -> str:
-        return "unknown" if x is None else format_spread(x, unit)
+    def sd(x: float | None) -> str:  # a zero spread in the means' prefix ("0 ms"), not the base unit's
+        return "unknown" if x is None else f"0{suffix}" if x == 0 else format_spread(x, unit)
 
     names = (comparison.name_baseline, comparison.name_other)
     return [
