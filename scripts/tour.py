@@ -14,7 +14,7 @@ columns, or on an exit code the recipe did not expect; it writes docs/tour.md on
 
 Commands that need more than one machine get what they need here, or are shown refused: `bisect` gets a small git
 repository made by the script (a C program whose fourth commit doubles its work); `compare-runs A1 A2 --vs B1 B2`
-gets four runs of this boot (one boot per side: it says what that cannot prove); `run plans/kernels.toml --host
+gets four runs made in this one boot (with no boot to tell them apart, each run is the verdict's unit); `run plans/kernels.toml --host
 root@ADDR` is shown refused, pointed at 127.0.0.2 (loopback, checked to have no SSH server first: it would
 reboot that host).
 """
@@ -230,7 +230,10 @@ def r_compare_runs(t: Tour, line: str) -> list[Step]:
 
 def r_compare_runs_vs(t: Tour, line: str) -> list[Step]:
     tagged = [_id(r) for r in _tagged(t)][:4]
-    note = "four --quick runs of the default plan, all made in this machine's one boot: one boot per side"
+    note = (
+        "four --quick runs of the default plan, tagged branch=main, all made in this machine's one boot: with "
+        "no boot to tell them apart, each run is the verdict's unit"
+    )
     return [Step(f"fairmark compare-runs {tagged[0]} {tagged[1]} --vs {tagged[2]} {tagged[3]}", note=note)]
 
 
