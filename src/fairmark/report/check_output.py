@@ -7,6 +7,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from typing import Any
 
 from fairmark.report.check import POSSIBLE, REGRESSION, UNJUDGED, Case, CheckResult
 from fairmark.stats.compare import Comparison
@@ -36,14 +38,20 @@ def _signed(text: str) -> str:
     return text if text.startswith("-") or text == "0" else "+" + text
 
 
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
 
 
-def fmt_change(c: Comparison | None) -> str:
-    """A verdict's change and its interval (see change_text)."""
+def fmt_change(c: Comparison | Mapping[str, Any] | None) -> str:
+    """A verdict's change and its interval (see change_text); from a Comparison, or from one as stored (a
+    bisect's outcome, a history change point: publish reads those back as dicts, JSON's null for nan)."""
     if c is None:
         return "–"
+    if isinstance(c, Mapping):
+        ratio, percent = c.get("ratio"), c.get("percent")
+        low, high = c.get("ratio_ci_low"), c.get("ratio_ci_high")
+        change = 100 * (ratio - 1) if ratio is not None and math.isfinite(ratio) else percent
+        return change_text(_finite(change), _finite(low), _finite(high))
     change = c.change_percent if math.isfinite(c.ratio) else c.percent
     return change_text(_finite(change), _finite(c.ratio_ci_low), _finite(c.ratio_ci_high))
 

@@ -145,10 +145,19 @@ class Site:
             rows.append(row)
         return rows
 
+    def _verdicts(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's verdicts (group, metric, sentence, …), computed from its samples: the store keeps none."""
+        from fairmark.report.data import load_report
+
+        return [
+            {"group": v.group, "metric": v.metric, "sentence": v.sentence}
+            for v in load_report(self.store, run_id).verdicts
+        ]
+
     def bisect_pages(self, found: list[source.BisectSource], links: views.Links) -> list[dict[str, Any]]:
         rows = []
         for b in found:
-            page = views.bisect_page(b, links, self.store.verdicts)
+            page = views.bisect_page(b, links, self._verdicts)
             parts = ([run_key(r) for r in b.runs], b.result, self.opts.repo_url)
             self._page("bisects", f"bisects/{b.id}.html", parts, "publish_bisect.html.j2", page)
             rows.append(views.bisect_row(page))
