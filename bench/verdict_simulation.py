@@ -191,20 +191,29 @@ def case_run(shape: RunShape, ratio: float = 1.0):
     return one
 
 
-def case_compare(n_a: int, n_b: int, *, noise="normal", cv_a=CV, cv_b=CV, ratio=1.0, integer=None):
+def case_compare(
+    n_a: int, n_b: int, *, noise="normal", cv_a=CV, cv_b=CV, ratio=1.0, integer=None, outlier=False
+):
     def one(rng):
         a = (integer or 100.0) * (1 + NOISE[noise](rng, n_a, cv_a))
         b = (integer or 100.0) * ratio * (1 + NOISE[noise](rng, n_b, cv_b))
         if integer:
             a, b = np.round(a), np.round(b)
+        if outlier:  # one value of one file 20% off
+            (a if rng.random() < 0.5 else b)[0] *= 1.2
         (j,) = _files(list(a), list(b), unit="s")
         return j.comparison.significant
 
     return one
 
 
-def _run_values(rng, n, offset_sd, trial_cv, factor=1.0):
-    return list(100.0 * factor * (1 + rng.normal(0, offset_sd)) * (1 + rng.normal(0, trial_cv, n)))
+def _run_values(rng, n, offset_sd, trial_cv, factor=1.0, noise="normal", outlier=False):
+    """One run's values: its own offset (σ offset_sd) times trial noise of the given shape; with `outlier` one
+    of its trials 20% slow."""
+    values = 100.0 * factor * (1 + rng.normal(0, offset_sd)) * (1 + NOISE[noise](rng, n, trial_cv))
+    if outlier:
+        values[int(rng.integers(0, n))] *= 1.2
+    return list(values)
 
 
 def compare_runs_verdict(side_a, side_b) -> Any:
@@ -229,7 +238,17 @@ def compare_runs_verdict(side_a, side_b) -> Any:
 
 
 def case_runs(
-    runs_a: int, runs_b: int, *, run_sd, trial_cv=CV, trials=15, trials_b=None, one_boot=True, ratio=1.0
+    runs_a: int,
+    runs_b: int,
+    *,
+    run_sd,
+    trial_cv=CV,
+    trials=15,
+    trials_b=None,
+    one_boot=True,
+    ratio=1.0,
+    noise="normal",
+    outlier=False,
 ):
     """Runs made apart: each run has its own offset (σ run_sd); all in one boot, or each run in its own boot."""
 
@@ -239,7 +258,7 @@ def case_runs(
             sides.append(
                 [
                     (
-                        _run_values(rng, n, run_sd, trial_cv, factor),
+                        _run_values(rng, n, run_sd, trial_cv, factor, noise, outlier),
                         "boot0" if one_boot else f"boot-{tag}{i}",
                         f"run-{tag}{i}",
                     )
@@ -251,7 +270,9 @@ def case_runs(
     return one
 
 
-def case_check(baseline_runs: int, *, run_sd, trial_cv=CV, trials=15, ratio=1.0):
+def case_check(
+    baseline_runs: int, *, run_sd, trial_cv=CV, trials=15, ratio=1.0, noise="normal", outlier=False
+):
     """`fairmark check RUN --against tag:…` with `baseline_runs` runs on the same host (verdict.pairs.against_runs,
     what report.check judges with)."""
     from fairmark.verdict.pairs import against_runs
@@ -261,9 +282,10 @@ def case_check(baseline_runs: int, *, run_sd, trial_cv=CV, trials=15, ratio=1.0)
 
     def one(rng):
         base = [
-            [run_cell(f"base{i}", _run_values(rng, trials, run_sd, trial_cv))] for i in range(baseline_runs)
+            [run_cell(f"base{i}", _run_values(rng, trials, run_sd, trial_cv, 1.0, noise, outlier))]
+            for i in range(baseline_runs)
         ]
-        mine = run_cell("mine", _run_values(rng, trials, run_sd, trial_cv, ratio))
+        mine = run_cell("mine", _run_values(rng, trials, run_sd, trial_cv, ratio, noise, outlier))
         (checked,), _ = against_runs([mine], base, name="mine", confidence=95.0)
         return bool(checked.verdict and checked.verdict.comparison.significant)
 
@@ -315,7 +337,21 @@ def case_bisect_verdict(shape: RunShape, runs: int, ratio: float = 1.0):
     return one
 
 
-def case_history(*, phi=0.0, points=20, sd=0.03, step=0.0, at=12, alpha=0.01, permutations=199):
+def case_coverage(shape: RunShape, ratio: float):
+    """Does the run verdict's interval (the sentence's) contain the true ratio?"""
+
+    def one(rng):
+        a, b, n = interleaved(rng, shape, ratio)
+        c = run_verdict(a, b, n, shape)
+        low, high = c["ratio_ci_low"], c["ratio_ci_high"]
+        return low is not None and high is not None and low <= ratio <= high
+
+    return one
+
+
+def case_history(
+    *, phi=0.0, points=20, sd=0.03, step=0.0, at=12, alpha=0.01, permutations=199, noise="normal"
+):
     from fairmark.report.history import HistoryOptions, change_points
     from fairmark.store.history import Point, Series
 
@@ -323,7 +359,7 @@ def case_history(*, phi=0.0, points=20, sd=0.03, step=0.0, at=12, alpha=0.01, pe
     t0 = dt.datetime(2026, 1, 1)
 
     def one(rng):
-        e = rng.standard_normal(points + 50)
+        e = NOISE[noise](rng, points + 50, 1.0)
         z = np.zeros(points + 50)
         for i in range(1, points + 50):
             z[i] = phi * z[i - 1] + math.sqrt(1 - phi**2) * e[i]
@@ -383,6 +419,7 @@ def case_mde_units(units: int, *, run_sd=0.02, trial_cv=CV, trials=10):
 
 
 QUICK = RunShape(min_trials=QUICK_MIN, max_trials=QUICK_MAX)
+QUICK_INT = RunShape(cv=0.03, integer=10.4, min_trials=QUICK_MIN, max_trials=QUICK_MAX)
 CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     # (path, kind, description, factory)
     ("run", "A/A", "normal, CV 2%", lambda: case_run(RunShape())),
@@ -395,12 +432,7 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     ("run", "A/A", "+15% step in both cells mid-run", lambda: case_run(RunShape(event="step"))),
     ("run", "A/A", "unequal CVs: A 0.5%, B 5%", lambda: case_run(RunShape(cv=0.005, cv_b=0.05))),
     ("run", "A/A", "--quick (3 to 6 trials), normal CV 2%", lambda: case_run(QUICK)),
-    (
-        "run",
-        "A/A",
-        "--quick, integers (mean 10.4, CV 3%)",
-        lambda: case_run(RunShape(cv=0.03, integer=10.4, min_trials=QUICK_MIN, max_trials=QUICK_MAX)),
-    ),
+    ("run", "A/A", "--quick, integers (mean 10.4, CV 3%)", lambda: case_run(QUICK_INT)),
     (
         "run",
         "A/A",
@@ -415,9 +447,19 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     ),
     ("run", "MDE", "at the stated MDE, normal CV 2%", lambda: case_mde_run(RunShape())),
     ("run", "MDE", "at the stated MDE, --quick", lambda: case_mde_run(QUICK)),
+    ("run", "coverage", "interval covers the ratio 1.0, CV 2%", lambda: case_coverage(RunShape(), 1.0)),
+    ("run", "coverage", "interval covers the ratio 1.2, CV 2%", lambda: case_coverage(RunShape(), 1.2)),
+    ("run", "coverage", "interval covers the ratio 2.0, CV 2%", lambda: case_coverage(RunShape(), 2.0)),
     ("compare", "A/A", "10 vs 10, normal CV 2%", lambda: case_compare(10, 10)),
     ("compare", "A/A", "10 vs 10, lognormal", lambda: case_compare(10, 10, noise="lognormal")),
     ("compare", "A/A", "10 vs 10, t(3)", lambda: case_compare(10, 10, noise="t3")),
+    ("compare", "A/A", "10 vs 10, one value +20%", lambda: case_compare(10, 10, outlier=True)),
+    (
+        "compare",
+        "A/A",
+        "10 vs 10, hiccups (3% of values +20%)",
+        lambda: case_compare(10, 10, noise="hiccups"),
+    ),
     (
         "compare",
         "A/A",
@@ -430,7 +472,7 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
         "5 values CV 5% vs 20 values CV 0.5%",
         lambda: case_compare(5, 20, cv_a=0.05, cv_b=0.005),
     ),
-    ("compare", "A/A", "3 vs 3, normal CV 2%", lambda: case_compare(3, 3)),
+    ("compare", "A/A", "3 vs 3 (--quick), normal CV 2%", lambda: case_compare(3, 3)),
     (
         "compare",
         "A/A",
@@ -446,8 +488,44 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     ("compare", "MDE", "at the stated MDE, 10 vs 10", lambda: case_mde_compare(10, 10)),
     ("compare-runs", "A/A", "1 vs 1 run, one boot, run offset 2%", lambda: case_runs(1, 1, run_sd=0.02)),
     ("compare-runs", "A/A", "1 vs 1 run, one boot, no run offset", lambda: case_runs(1, 1, run_sd=0.0)),
+    (
+        "compare-runs",
+        "A/A",
+        "1 vs 1 run, lognormal trials, run offset 2%",
+        lambda: case_runs(1, 1, run_sd=0.02, noise="lognormal"),
+    ),
+    (
+        "compare-runs",
+        "A/A",
+        "1 vs 1 run of 3 trials (--quick), run offset 2%",
+        lambda: case_runs(1, 1, run_sd=0.02, trials=3),
+    ),
     ("--vs", "A/A", "2 vs 2 runs, one boot, run offset 3%", lambda: case_runs(2, 2, run_sd=0.03)),
     ("--vs", "A/A", "4 vs 4 runs, one boot, run offset 3%", lambda: case_runs(4, 4, run_sd=0.03)),
+    (
+        "--vs",
+        "A/A",
+        "4 vs 4 runs, one boot, t(3) trials, offset 3%",
+        lambda: case_runs(4, 4, run_sd=0.03, noise="t3"),
+    ),
+    (
+        "--vs",
+        "A/A",
+        "4 vs 4 runs, one boot, lognormal trials, offset 3%",
+        lambda: case_runs(4, 4, run_sd=0.03, noise="lognormal"),
+    ),
+    (
+        "--vs",
+        "A/A",
+        "4 vs 4 runs, one +20% outlier per run, offset 1%",
+        lambda: case_runs(4, 4, run_sd=0.01, outlier=True),
+    ),
+    (
+        "--vs",
+        "A/A",
+        "3 vs 3 runs of 3 trials (--quick), offset 2%",
+        lambda: case_runs(3, 3, run_sd=0.02, trials=3),
+    ),
     ("--vs", "A/A", "2 vs 2 boots, boot offset 3%", lambda: case_runs(2, 2, run_sd=0.03, one_boot=False)),
     (
         "--vs",
@@ -470,7 +548,31 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     ("--vs", "MDE", "at the stated MDE, 3 vs 3 boots", lambda: case_mde_units(3)),
     ("check", "A/A", "10 baseline runs, run offset 2%", lambda: case_check(10, run_sd=0.02)),
     ("check", "A/A", "1 baseline run, run offset 2%", lambda: case_check(1, run_sd=0.02)),
-    ("check", "A/A", "10 baseline runs, lognormal-free run offset 0", lambda: case_check(10, run_sd=0.0)),
+    ("check", "A/A", "10 baseline runs, no run offset", lambda: case_check(10, run_sd=0.0)),
+    (
+        "check",
+        "A/A",
+        "10 baseline runs, t(3) trials, offset 2%",
+        lambda: case_check(10, run_sd=0.02, noise="t3"),
+    ),
+    (
+        "check",
+        "A/A",
+        "10 baseline runs, lognormal trials, offset 2%",
+        lambda: case_check(10, run_sd=0.02, noise="lognormal"),
+    ),
+    (
+        "check",
+        "A/A",
+        "10 baseline runs, one +20% outlier per run, offset 1%",
+        lambda: case_check(10, run_sd=0.01, outlier=True),
+    ),
+    (
+        "check",
+        "A/A",
+        "3 baseline runs of 3 trials (--quick), offset 2%",
+        lambda: case_check(3, run_sd=0.02, trials=3),
+    ),
     (
         "check",
         "power",
@@ -489,10 +591,40 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     (
         "bisect",
         "A/A",
+        "candidate vs good pooled over 2 runs, t(3)",
+        lambda: case_bisect_verdict(RunShape("t3"), 2),
+    ),
+    (
+        "bisect",
+        "A/A",
+        "candidate vs good pooled over 2 runs, lognormal",
+        lambda: case_bisect_verdict(RunShape("lognormal"), 2),
+    ),
+    (
+        "bisect",
+        "A/A",
         "candidate vs good pooled over 2 runs, one +20% outlier per run",
         lambda: case_bisect_verdict(RunShape(event="outlier"), 2),
     ),
+    (
+        "bisect",
+        "A/A",
+        "candidate vs good pooled over 2 runs, +15% step mid-run",
+        lambda: case_bisect_verdict(RunShape(event="step"), 2),
+    ),
+    (
+        "bisect",
+        "A/A",
+        "candidate vs good pooled over 2 runs, unequal CVs 0.5% / 5%",
+        lambda: case_bisect_verdict(RunShape(cv=0.005, cv_b=0.05), 2),
+    ),
     ("bisect", "A/A", "candidate vs good pooled over 2 runs, --quick", lambda: case_bisect_verdict(QUICK, 2)),
+    (
+        "bisect",
+        "A/A",
+        "candidate vs good pooled over 2 runs, --quick integers",
+        lambda: case_bisect_verdict(QUICK_INT, 2),
+    ),
     (
         "bisect",
         "power",
@@ -500,6 +632,8 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
         lambda: case_bisect_verdict(RunShape(cv=0.015, max_trials=20), 1, 1.03),
     ),
     ("history", "A/A", "20 independent points, α 0.01", lambda: case_history()),
+    ("history", "A/A", "20 lognormal points, α 0.01", lambda: case_history(noise="lognormal")),
+    ("history", "A/A", "20 t(3) points, α 0.01", lambda: case_history(noise="t3")),
     ("history", "A/A", "20 points AR(1) φ 0.3, α 0.01", lambda: case_history(phi=0.3)),
     ("history", "A/A", "20 points AR(1) φ 0.6, α 0.01", lambda: case_history(phi=0.6)),
     (

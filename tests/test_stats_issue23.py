@@ -315,3 +315,41 @@ def test_change_points_hold_their_level_on_drifting_runs():
             z[t] = 0.6 * z[t - 1] + 0.8 * e[t]
         alarms += bool(e_divisive(100 * (1 + 0.03 * z[50:]), alpha=0.01, seed=i))
     assert alarms / 150 <= 0.05  # plain permutations: 22%
+
+
+def test_show_prints_each_verdicts_warnings_and_the_deciding_interval(tmp_path, capsys):
+    """Item 11: the warnings of a verdict (rank test disagreeing, an A/A twin that differed) are in `run`/`show`,
+    not only in --text and --json; item 6: the table's change is the verdict's interval, not ministat's ±."""
+    from dataclasses import replace
+
+    from fairmark.report import terminal
+    from fairmark.report.data import load_report
+    from test_report_fixture import open_store, synthetic_run
+
+    store = open_store(tmp_path / "s.db")
+    report = load_report(store, synthetic_run(store, workloads=1, trials=8, seed=3))
+    v = report.verdicts[0]
+    flagged = replace(
+        v, comparison=v.comparison | {"warnings": ["Student's t (paired) and Wilcoxon disagree (x)"]}
+    )
+    terminal.render(replace(report, verdicts=(flagged, *report.verdicts[1:])))
+    out = capsys.readouterr().out
+    assert "warning Student's t (paired) and Wilcoxon disagree (x)" in " ".join(out.split())
+    from fairmark.stats.compare import interval_text
+
+    assert interval_text(v.comparison).split(" (")[0] in out
+
+
+def test_hosts_are_a_level_only_when_a_side_has_several():
+    from fairmark.stats.levels import unit_level
+
+    one_each = {
+        "host": (["x"] * 3, ["y"] * 3),
+        "boot": (["b1"] * 3, ["b1"] * 3),
+        "run": (["r"] * 3, ["r"] * 3),
+    }
+    assert (
+        unit_level(one_each) is None
+    )  # this machine against that one, interleaved in one run: what is compared
+    assert unit_level({"host": (["x", "z"], ["y", "y"])}) == "host"  # the hosts of a side are replicates
+    assert unit_level({"host": (["x"] * 2, ["y"] * 2), "run": (["r1"] * 2, ["r2"] * 2)}) == "run"

@@ -73,11 +73,16 @@ def known(labels: Sequence[Hashable | None] | None) -> bool:
 def unit_level(labels: Labels | None) -> str | None:
     """The highest level (host, boot, run) whose units differ between the sides, i.e. the sides were not both
     measured in exactly the same units there; None when they share every known unit (one run: the trial level).
-    A level with an unknown unit (None) on either side is skipped: it cannot be told."""
+    A level with an unknown unit (None) on either side is skipped: it cannot be told. Hosts are a level only when
+    a side has several: one host per side is what is being compared (this machine against that one), while runs
+    and boots are never the thing compared, only what it was measured in."""
     for level in LEVELS:
         pair = (labels or {}).get(level)
-        if pair and known(pair[0]) and known(pair[1]) and set(pair[0]) != set(pair[1]):
-            return level
+        if not (pair and known(pair[0]) and known(pair[1]) and set(pair[0]) != set(pair[1])):
+            continue
+        if level == "host" and max(len(set(pair[0])), len(set(pair[1]))) < 2:
+            continue
+        return level
     return None
 
 
