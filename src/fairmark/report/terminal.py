@@ -133,7 +133,7 @@ def _group(
             console.text(f"  {v.metric}: {v.sentence}{fdr}")
             for line in levels_lines(v.comparison, v.unit):
                 console.text(f"    {line}")
-            for w in v.comparison.get("warnings") or []:  # rank tests that disagree, an A/A twin… (issue 23)
+            for w in v.comparison.warnings:  # rank tests that disagree, an A/A twin… (issue 23)
                 if " has only " in w:  # the cells' own warnings below say how few trials they have
                     continue
                 console.print(f"    [yellow]warning[/] {escape(w)}")
