@@ -70,16 +70,22 @@ def main() -> None:
             print(
                 f"{boots} vs {boots} boots ({TRIALS} trials each, boot sd 3%, trial sd 0.5%, {args.sims} sims):"
             )
-            print(f"  false positives: boots as the unit {ci(null['boots_as_unit'], args.sims)}; "
-                  f"trials pooled (old compare-runs) {ci(null['pooled_trials'], args.sims)}")  # fmt: skip
-            print(f"  power at a true 5% effect: boots as the unit {ci(power['boots_as_unit'], args.sims)}; "
-                  f"trials pooled {ci(power['pooled_trials'], args.sims)}")  # fmt: skip
+            print(
+                f"  false positives: boots as the unit {ci(null['boots_as_unit'], args.sims)}; "
+                f"trials pooled (old compare-runs) {ci(null['pooled_trials'], args.sims)}"
+            )
+            print(
+                f"  power at a true 5% effect: boots as the unit {ci(power['boots_as_unit'], args.sims)}; "
+                f"trials pooled {ci(power['pooled_trials'], args.sims)}"
+            )
     for boots in (2, 4):
         k = rule_only(boots, 20 * args.sims, seed=1000 + boots)
         out[f"{boots}v{boots}"]["null_rule_only"] = {"sims": 20 * args.sims, "false_positives": k}
         if not args.json:
-            print(f"{boots} vs {boots} boots, the unit-level decision alone, {20 * args.sims} sims: "
-                  f"false positives {ci(k, 20 * args.sims)}")  # fmt: skip
+            print(
+                f"{boots} vs {boots} boots, the unit-level decision alone, {20 * args.sims} sims: "
+                f"false positives {ci(k, 20 * args.sims)}"
+            )
     if args.json:
         print(json.dumps(out))
 

@@ -101,13 +101,17 @@ def main() -> int:
             k = sum(bool(detect(noise(i, kind), level, i)) for i in range(args.noise))
             per = (time.process_time() - t) / args.noise
             lo, hi = binom_ci(k, args.noise)
-            print(f"{args.method} {at}: false alarms on {args.noise} noise-only series ({kind}, n = 20): {k} = "
-                  f"{100 * k / args.noise:.1f}% [{lo:.1f}, {hi:.1f}]; {1000 * per:.1f} ms CPU per series")  # fmt: skip
+            print(
+                f"{args.method} {at}: false alarms on {args.noise} noise-only series ({kind}, n = 20): {k} = "
+                f"{100 * k / args.noise:.1f}% [{lo:.1f}, {hi:.1f}]; {1000 * per:.1f} ms CPU per series"
+            )
         found = [detect(step(i), level, i) for i in range(args.steps)]
         hit = sum(len(f) == 1 and abs(f[0] - 11) <= 1 for f in found)
         lo, hi = binom_ci(hit, args.steps)
-        print(f"{args.method} {at}: +10% step at point 12 of 22 (noise sd 3%): found alone within ±1 in {hit} of "
-              f"{args.steps} = {100 * hit / args.steps:.1f}% [{lo:.1f}, {hi:.1f}]")  # fmt: skip
+        print(
+            f"{args.method} {at}: +10% step at point 12 of 22 (noise sd 3%): found alone within ±1 in {hit} of "
+            f"{args.steps} = {100 * hit / args.steps:.1f}% [{lo:.1f}, {hi:.1f}]"
+        )
     return 0
 
 

@@ -39,8 +39,13 @@ from fairmark.store.db import Store
 from fairmark.store.history import query_history
 
 GOAL_S = 1.0
-METRICS = (("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower"), ("cpu_s", "s", "lower"),
-           ("max_rss_kib", "KiB", "lower"))  # fmt: skip
+METRICS = (
+    ("wall_s", "s", "lower"),
+    ("user_s", "s", "lower"),
+    ("sys_s", "s", "lower"),
+    ("cpu_s", "s", "lower"),
+    ("max_rss_kib", "KiB", "lower"),
+)
 
 
 def fill(store: Store, runs: int, workloads: int, trials: int) -> int:
@@ -52,26 +57,80 @@ def fill(store: Store, runs: int, workloads: int, trials: int) -> int:
         run_id, started = str(uuid.uuid4()), t0 + dt.timedelta(hours=r)
         step = 1.10 if r >= runs // 2 else 1.0  # a +10% step half way, for the change points to find
         with store.engine.begin() as conn:
-            conn.execute(sa.insert(S.runs), [{
-                "id": run_id, "plan_path": "bench.toml", "plan_text": "", "plan_sha256": "0" * 64, "title": "bench",
-                "seed": r, "host_id": "bench-host", "hostname": "bench", "started_at": started, "ended_at": started,
-                "status": "done", "command_line": "", "fairmark_version": "bench", "accept_risk": False,
-                "options": {}, "notes": []}])  # fmt: skip
-            conn.execute(sa.insert(S.run_tags), [{"run_id": run_id, "key": "branch", "value": "main"},
-                                                  {"run_id": run_id, "key": "commit", "value": str(r)}])  # fmt: skip
+            conn.execute(
+                sa.insert(S.runs),
+                [
+                    {
+                        "id": run_id,
+                        "plan_path": "bench.toml",
+                        "plan_text": "",
+                        "plan_sha256": "0" * 64,
+                        "title": "bench",
+                        "seed": r,
+                        "host_id": "bench-host",
+                        "hostname": "bench",
+                        "started_at": started,
+                        "ended_at": started,
+                        "status": "done",
+                        "command_line": "",
+                        "fairmark_version": "bench",
+                        "accept_risk": False,
+                        "options": {},
+                        "notes": [],
+                    }
+                ],
+            )
+            conn.execute(
+                sa.insert(S.run_tags),
+                [
+                    {"run_id": run_id, "key": "branch", "value": "main"},
+                    {"run_id": run_id, "key": "commit", "value": str(r)},
+                ],
+            )
             for w in range(workloads):
                 for v in ("A", "B"):
-                    cell_id = conn.execute(sa.insert(S.cells).values(
-                        run_id=run_id, key=f"w{w}/{v}", workload=f"w{w}", variant=v, point=[], primary_metric="wall_s",
-                        metrics=[{"name": m, "unit": u, "better": b} for m, u, b in METRICS], status="done",
-                    )).inserted_primary_key[0]  # fmt: skip
-                    tr = [{"id": str(uuid.uuid4()), "run_id": run_id, "cell_id": cell_id, "seq": i, "round": i,
-                           "warmup": False, "status": "ok", "started_at": started, "stdout_tail": "", "stderr_tail": "",
-                           "profiled": False} for i in range(trials)]  # fmt: skip
+                    cell_id = conn.execute(
+                        sa.insert(S.cells).values(
+                            run_id=run_id,
+                            key=f"w{w}/{v}",
+                            workload=f"w{w}",
+                            variant=v,
+                            point=[],
+                            primary_metric="wall_s",
+                            metrics=[{"name": m, "unit": u, "better": b} for m, u, b in METRICS],
+                            status="done",
+                        )
+                    ).inserted_primary_key[0]
+                    tr = [
+                        {
+                            "id": str(uuid.uuid4()),
+                            "run_id": run_id,
+                            "cell_id": cell_id,
+                            "seq": i,
+                            "round": i,
+                            "warmup": False,
+                            "status": "ok",
+                            "started_at": started,
+                            "stdout_tail": "",
+                            "stderr_tail": "",
+                            "profiled": False,
+                        }
+                        for i in range(trials)
+                    ]
                     conn.execute(sa.insert(S.trials), tr)
-                    samples = [{"run_id": run_id, "cell_id": cell_id, "trial_id": t["id"], "metric": m, "unit": u,
-                                "better": b, "value": rng.gauss(1.0 * step, 0.02)}
-                               for t in tr for m, u, b in METRICS]  # fmt: skip
+                    samples = [
+                        {
+                            "run_id": run_id,
+                            "cell_id": cell_id,
+                            "trial_id": t["id"],
+                            "metric": m,
+                            "unit": u,
+                            "better": b,
+                            "value": rng.gauss(1.0 * step, 0.02),
+                        }
+                        for t in tr
+                        for m, u, b in METRICS
+                    ]
                     conn.execute(sa.insert(S.samples), samples)
                     n += len(samples)
     return n
@@ -131,13 +190,20 @@ def measure(name: str, url: str, args: argparse.Namespace, server: Callable[[], 
     c = timed(cli, args.reps, children_cpu)
     points = sum(len(s.points) for s in series)
     verdict = f"wall {'PASS' if q[0] < GOAL_S else 'FAIL'} (ratio {q[0] / GOAL_S:.2f}), CPU " + (
-        f"{'PASS' if q[1] < GOAL_S else 'FAIL'} (ratio {q[1] / GOAL_S:.2f})")  # fmt: skip
-    print(f"{name}: history query ({len(series)} series, {points} points): {q[0]:.3f} s wall, {q[1]:.3f} s CPU "
-          f"at load {os.getloadavg()[0]:.1f} — goal < {GOAL_S:g} s: {verdict}")  # fmt: skip
-    print(f"{name}: with change points (e-divisive, 199 permutations; found {found} per series, planted 1): "
-          f"{h[0]:.3f} s wall, {h[1]:.3f} s CPU")  # fmt: skip
-    print(f"{name}: `fairmark history w0:wall_s --tag branch=main --json` (new process, imports included): "
-          f"{c[0]:.3f} s wall, {c[1]:.3f} s CPU")  # fmt: skip
+        f"{'PASS' if q[1] < GOAL_S else 'FAIL'} (ratio {q[1] / GOAL_S:.2f})"
+    )
+    print(
+        f"{name}: history query ({len(series)} series, {points} points): {q[0]:.3f} s wall, {q[1]:.3f} s CPU "
+        f"at load {os.getloadavg()[0]:.1f} — goal < {GOAL_S:g} s: {verdict}"
+    )
+    print(
+        f"{name}: with change points (e-divisive, 199 permutations; found {found} per series, planted 1): "
+        f"{h[0]:.3f} s wall, {h[1]:.3f} s CPU"
+    )
+    print(
+        f"{name}: `fairmark history w0:wall_s --tag branch=main --json` (new process, imports included): "
+        f"{c[0]:.3f} s wall, {c[1]:.3f} s CPU"
+    )
     store.engine.dispose()
 
 

@@ -91,10 +91,27 @@ host = "b1"
 def one_run(net: nethosts.NetHosts, out: Path) -> None:
     plan = out / "plan.toml"
     plan.write_text(PLAN + net.hosts_toml())
-    env = {"FAIRMARK_STORE": f"sqlite:///{out / 'store.db'}", "FAIRMARK_LOCK_PATH": str(out / "lock"),
-           "FAIRMARK_STATE_DIR": str(out / "state")}  # fmt: skip
-    argv = ["ip", "netns", "exec", net.hosts["b1"].netns, "env", *(f"{k}={v}" for k, v in env.items()),
-            sys.executable, "-m", "fairmark", "run", str(plan), "--json", "--accept-risk", "--no-monitors"]  # fmt: skip
+    env = {
+        "FAIRMARK_STORE": f"sqlite:///{out / 'store.db'}",
+        "FAIRMARK_LOCK_PATH": str(out / "lock"),
+        "FAIRMARK_STATE_DIR": str(out / "state"),
+    }
+    argv = [
+        "ip",
+        "netns",
+        "exec",
+        net.hosts["b1"].netns,
+        "env",
+        *(f"{k}={v}" for k, v in env.items()),
+        sys.executable,
+        "-m",
+        "fairmark",
+        "run",
+        str(plan),
+        "--json",
+        "--accept-risk",
+        "--no-monitors",
+    ]
     res = subprocess.run(argv, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         print(f"fairmark run failed ({res.returncode}): {res.stderr.strip()[-500:]}")
@@ -103,9 +120,11 @@ def one_run(net: nethosts.NetHosts, out: Path) -> None:
     print("fairmark run inside the host, variant agent (via SSH) vs local, interleaved:")
     for v in doc["verdicts"]:
         w = v.get("welch") or v
-        print(f"  {v['group']}: ratio {w.get('ratio', float('nan')):.4f} "
-              f"[{w.get('ratio_ci_low', float('nan')):.4f}, {w.get('ratio_ci_high', float('nan')):.4f}] — "
-              f"{v['sentence']}")  # fmt: skip
+        print(
+            f"  {v['group']}: ratio {w.get('ratio', float('nan')):.4f} "
+            f"[{w.get('ratio_ci_low', float('nan')):.4f}, {w.get('ratio_ci_high', float('nan')):.4f}] — "
+            f"{v['sentence']}"
+        )
 
 
 SAME_PLAN = """title = "the same plan local in the host and through the agent"
@@ -131,26 +150,53 @@ name = "x"
 def same_plan_both_ways(net: nethosts.NetHosts, out: Path) -> None:
     plan = out / "same.toml"
     plan.write_text(SAME_PLAN + net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"]))
-    env = {"FAIRMARK_STORE": f"sqlite:///{out / 'same.db'}", "FAIRMARK_LOCK_PATH": str(out / "lock2"),
-           "FAIRMARK_STATE_DIR": str(out / "state2")}  # fmt: skip
+    env = {
+        "FAIRMARK_STORE": f"sqlite:///{out / 'same.db'}",
+        "FAIRMARK_LOCK_PATH": str(out / "lock2"),
+        "FAIRMARK_STATE_DIR": str(out / "state2"),
+    }
     fm = [sys.executable, "-m", "fairmark"]
     inside = ["ip", "netns", "exec", net.hosts["b1"].netns, "env", *(f"{k}={v}" for k, v in env.items())]
     outside = ["env", *(f"{k}={v}" for k, v in env.items())]
     ids = {}
     for side in ("local1", "agent1", "agent2", "local2"):  # ABBA: a drift of the machine hits both alike
-        argv = [*(inside if side.startswith("local") else outside), *fm, "run", str(plan), "--json",
-                "--accept-risk", "--no-monitors", *([] if side.startswith("local") else ["--host", "b1"])]  # fmt: skip
+        argv = [
+            *(inside if side.startswith("local") else outside),
+            *fm,
+            "run",
+            str(plan),
+            "--json",
+            "--accept-risk",
+            "--no-monitors",
+            *([] if side.startswith("local") else ["--host", "b1"]),
+        ]
         res = subprocess.run(argv, capture_output=True, text=True, check=False)
         if res.returncode != 0:
             print(f"fairmark run ({side}) failed ({res.returncode}): {res.stderr.strip()[-500:]}")
             return
         ids[side] = json.loads(res.stdout)["run"]["id"]
-    print("the same plan run by fairmark inside the host (local) and with --host b1 (agent), runs "
-          + ", ".join(f"{k} {v[:8]}" for k, v in ids.items()) + ":")  # fmt: skip
+    print(
+        "the same plan run by fairmark inside the host (local) and with --host b1 (agent), runs "
+        + ", ".join(f"{k} {v[:8]}" for k, v in ids.items())
+        + ":"
+    )
     for a, b in (("local1", "agent1"), ("local2", "agent2")):
-        cmp = subprocess.run([*outside, *fm, "compare-runs", ids[a], ids[b], "--all-metrics", "--json",
-                              "--because", "local vs through the agent"],
-                             capture_output=True, text=True, check=False)  # fmt: skip
+        cmp = subprocess.run(
+            [
+                *outside,
+                *fm,
+                "compare-runs",
+                ids[a],
+                ids[b],
+                "--all-metrics",
+                "--json",
+                "--because",
+                "local vs through the agent",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if cmp.returncode != 0:
             print(f"  compare-runs {a} {b} failed ({cmp.returncode}): {cmp.stderr.strip()[-500:]}")
             continue
@@ -159,20 +205,26 @@ def same_plan_both_ways(net: nethosts.NetHosts, out: Path) -> None:
             if c["metric"] not in ("wall_s", "gbit_s_sent", "gbit_s_received"):
                 continue
             scale, unit = (1e3, "ms") if c["metric"] == "wall_s" else (1.0, c["unit"])
-            print(f"    {c['workload']:<5} {c['metric']:<16} ratio {c['ratio']:.4f} "
-                  f"[{c['ratio_ci_low']:.4f}, {c['ratio_ci_high']:.4f}]  difference "
-                  f"{c['difference'] * scale:+.3f} ± {c['half_width'] * scale:.3f} {unit} per trial  "
-                  f"(local {c['mean_baseline'] * scale:.4g}, agent {c['mean_other'] * scale:.4g} {unit})")  # fmt: skip
+            print(
+                f"    {c['workload']:<5} {c['metric']:<16} ratio {c['ratio']:.4f} "
+                f"[{c['ratio_ci_low']:.4f}, {c['ratio_ci_high']:.4f}]  difference "
+                f"{c['difference'] * scale:+.3f} ± {c['half_width'] * scale:.3f} {unit} per trial  "
+                f"(local {c['mean_baseline'] * scale:.4g}, agent {c['mean_other'] * scale:.4g} {unit})"
+            )
 
 
 def report(name: str, got: dict[str, list[tuple[float, float]]]) -> None:
     med = {s: (statistics.median(v[0] for v in got[s]), statistics.median(v[1] for v in got[s])) for s in got}
     (lw, lc), (rw, rc) = med["local"], med["remote"]
     print(f"{name}: {N} trials each, alternating")
-    print(f"  measured wall_s     local {lw * 1e3:.3f} ms  remote {rw * 1e3:.3f} ms  ratio {rw / lw:.3f}  "
-          f"difference {(rw - lw) * 1e3:+.3f} ms")  # fmt: skip
-    print(f"  executor call       local {lc * 1e3:.3f} ms  remote {rc * 1e3:.3f} ms  ratio {rc / lc:.2f}  "
-          f"overhead {(rc - lc) * 1e3:+.3f} ms per trial")  # fmt: skip
+    print(
+        f"  measured wall_s     local {lw * 1e3:.3f} ms  remote {rw * 1e3:.3f} ms  ratio {rw / lw:.3f}  "
+        f"difference {(rw - lw) * 1e3:+.3f} ms"
+    )
+    print(
+        f"  executor call       local {lc * 1e3:.3f} ms  remote {rc * 1e3:.3f} ms  ratio {rc / lc:.2f}  "
+        f"overhead {(rc - lc) * 1e3:+.3f} ms per trial"
+    )
 
 
 if __name__ == "__main__":

@@ -70,12 +70,21 @@ def final_rule(a, b, *, min_trials, max_trials, target):
     the function stats.compare decides with when rounds are known (called directly: compare's cross-checks and
     summaries would make the simulation minutes instead of seconds). group_stop fixes the length after the first
     stage and nothing later moves it, so it is asked once, at the end of the first stage."""
-    first = group_stop([a[:min_trials], b[:min_trials]], confidence=95, target_ci_pct=target,
-                       min_trials=min_trials, max_trials=max_trials)  # fmt: skip
+    first = group_stop(
+        [a[:min_trials], b[:min_trials]],
+        confidence=95,
+        target_ci_pct=target,
+        min_trials=min_trials,
+        max_trials=max_trials,
+    )
     n = first.target_n if not first.stop else min_trials
     r = range(n)
-    test = paired_by_round(dict(zip(r, a[:n], strict=True)), dict(zip(r, b[:n], strict=True)), confidence=95,
-                           first_stage=min_trials)  # fmt: skip
+    test = paired_by_round(
+        dict(zip(r, a[:n], strict=True)),
+        dict(zip(r, b[:n], strict=True)),
+        confidence=95,
+        first_stage=min_trials,
+    )
     return test.significant, (test.ratio_ci_low, test.ratio_ci_high), n
 
 
@@ -139,8 +148,10 @@ def main() -> None:
     ):
         fp, _, n = simulate(noise, runs)
         old_fp, _, old_n = simulate(noise, runs, rule=old_rule)
-        print(f"  {name:<34} {100 * fp:>11.2f}% {wilson(fp, runs):>13} {n:>7.1f}   {100 * old_fp:>6.2f}% "
-              f"{old_n:>7.1f}")  # fmt: skip
+        print(
+            f"  {name:<34} {100 * fp:>11.2f}% {wilson(fp, runs):>13} {n:>7.1f}   {100 * old_fp:>6.2f}% "
+            f"{old_n:>7.1f}"
+        )
     power, _, n = simulate(normal(0.015), runs, ratio=1.03, max_trials=20, seed=2)
     print(
         f"power at a 3% effect, CV 1.5%, ≤ 20 trials per side: {100 * power:.1f}% {wilson(power, runs)}, "

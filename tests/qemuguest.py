@@ -157,8 +157,9 @@ def build_initramfs(dest: Path, authorized_key: str, host_key: Path) -> Path:
     for d in ("proc", "sys", "dev", "tmp", "run", "root", "etc/dropbear", "var/lib", "mnt/share", "hostpy"):
         c.dir(d)
     c.copy(_which("busybox"), "bin/busybox")
-    for applet in subprocess.run([_which("busybox"), "--list-full"], capture_output=True, text=True,
-                                 check=True).stdout.split():  # fmt: skip
+    for applet in subprocess.run(
+        [_which("busybox"), "--list-full"], capture_output=True, text=True, check=True
+    ).stdout.split():
         if os.path.basename(applet) != "busybox":  # a busybox -> busybox link: "error -40" at /init
             c.link(applet, "/bin/busybox")
     binaries = [_which("dropbear"), *([k_] if (k_ := shutil.which("kexec") or "") else [])]
@@ -170,8 +171,9 @@ def build_initramfs(dest: Path, authorized_key: str, host_key: Path) -> Path:
         c.copy(lib)
     insmod = []
     for mod in MODULES:
-        deps = subprocess.run(["modprobe", "-S", rel, "--show-depends", mod], capture_output=True, text=True,
-                              check=True).stdout.splitlines()  # fmt: skip
+        deps = subprocess.run(
+            ["modprobe", "-S", rel, "--show-depends", mod], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
         for line in deps:
             words = line.split()
             if (
@@ -185,8 +187,13 @@ def build_initramfs(dest: Path, authorized_key: str, host_key: Path) -> Path:
     c.file("init", INIT.format(insmod="\n".join(insmod)).encode(), 0o755)
     # -S: no site-packages (the agent needs the standard library only); it also halves Python's start under TCG
     libdir = os.path.join("/hostpy", os.path.dirname(os.path.dirname(exe)), "lib")
-    c.file("bin/hostpython", (f"#!/bin/sh\nexport PYTHONHOME=/hostpy LD_LIBRARY_PATH={libdir}\n"
-                              f"exec /hostpy/{exe} -S \"$@\"\n").encode(), 0o755)  # fmt: skip
+    c.file(
+        "bin/hostpython",
+        (
+            f'#!/bin/sh\nexport PYTHONHOME=/hostpy LD_LIBRARY_PATH={libdir}\nexec /hostpy/{exe} -S "$@"\n'
+        ).encode(),
+        0o755,
+    )
     # fairmark's agent as a file: dropbear caps a command line at 9000 bytes, the shipped (inline) agent is longer
     from fairmark.remote.connection import agent_source
 
@@ -236,25 +243,42 @@ class Guest:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key)], check=True)
         host_key = self.dir / "host_key"
         subprocess.run(["dropbearkey", "-t", "ed25519", "-f", str(host_key)], check=True, capture_output=True)
-        public = subprocess.run(["dropbearkey", "-y", "-f", str(host_key)], check=True, capture_output=True,
-                                text=True).stdout  # fmt: skip
+        public = subprocess.run(
+            ["dropbearkey", "-y", "-f", str(host_key)], check=True, capture_output=True, text=True
+        ).stdout
         line = next(x for x in public.splitlines() if x.startswith("ssh-ed25519 "))
         # the guest's host key is known: ssh checks it as it would any host's (no StrictHostKeyChecking=no)
         (self.dir / "known_hosts").write_text(f"[127.0.0.1]:{self.port} {' '.join(line.split()[:2])}\n")
-        self.initrd = build_initramfs(self.dir / "initrd.gz", (self.dir / "id_ed25519.pub").read_text(),
-                                      host_key)  # fmt: skip
+        self.initrd = build_initramfs(
+            self.dir / "initrd.gz", (self.dir / "id_ed25519.pub").read_text(), host_key
+        )
         # kexec inside the guest loads its next kernel from the share (the same kernel and initramfs)
         shutil.copyfile(str(kernel()), self.share / "vmlinuz")
         shutil.copyfile(self.initrd, self.share / "initrd.gz")
 
     def ssh_options(self) -> list[str]:
         known = f"UserKnownHostsFile={self.dir / 'known_hosts'}"
-        return ["-p", str(self.port), "-i", str(self.key), "-o", known, "-o", "LogLevel=ERROR",
-                "-o", "ConnectTimeout=5"]  # fmt: skip
+        return [
+            "-p",
+            str(self.port),
+            "-i",
+            str(self.key),
+            "-o",
+            known,
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            "ConnectTimeout=5",
+        ]
 
     def ssh(self, command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["ssh", "-o", "BatchMode=yes", *self.ssh_options(), "root@127.0.0.1", command],
-                              capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
+        return subprocess.run(
+            ["ssh", "-o", "BatchMode=yes", *self.ssh_options(), "root@127.0.0.1", command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def hosts_toml(self, name: str = "guest") -> str:
         opts = ", ".join(f'"{o}"' for o in self.ssh_options())
@@ -267,16 +291,38 @@ class Guest:
     def _argv(self, cmdline: str) -> list[str]:
         prefix, _ = python_prefix()
         return [
-            "qemu-system-x86_64", "-machine", "q35,accel=tcg", "-cpu", "max", "-m", str(self.memory_mb),
-            "-smp", "1", "-nographic", "-no-reboot", "-kernel", str(kernel()), "-initrd", str(self.initrd),
-            "-append", cmdline,
-            "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22", "-device", "virtio-net-pci,netdev=n0",
-            "-device", "virtio-rng-pci",
-            "-fsdev", f"local,id=fs0,path={self.share},security_model=none",
-            "-device", "virtio-9p-pci,fsdev=fs0,mount_tag=share",
-            "-fsdev", f"local,id=fs1,path={prefix},security_model=none,readonly=on",
-            "-device", "virtio-9p-pci,fsdev=fs1,mount_tag=hostpy",
-        ]  # fmt: skip
+            "qemu-system-x86_64",
+            "-machine",
+            "q35,accel=tcg",
+            "-cpu",
+            "max",
+            "-m",
+            str(self.memory_mb),
+            "-smp",
+            "1",
+            "-nographic",
+            "-no-reboot",
+            "-kernel",
+            str(kernel()),
+            "-initrd",
+            str(self.initrd),
+            "-append",
+            cmdline,
+            "-netdev",
+            f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
+            "-device",
+            "virtio-net-pci,netdev=n0",
+            "-device",
+            "virtio-rng-pci",
+            "-fsdev",
+            f"local,id=fs0,path={self.share},security_model=none",
+            "-device",
+            "virtio-9p-pci,fsdev=fs0,mount_tag=share",
+            "-fsdev",
+            f"local,id=fs1,path={prefix},security_model=none,readonly=on",
+            "-device",
+            "virtio-9p-pci,fsdev=fs1,mount_tag=hostpy",
+        ]
 
     def _loop(self) -> None:
         with open(self.console, "ab") as log:
@@ -290,8 +336,13 @@ class Guest:
                 self.boots.append(cmdline)
                 log.write(f"\n=== boot {len(self.boots)}: {cmdline}\n".encode())
                 log.flush()
-                self._proc = subprocess.Popen(self._argv(cmdline), stdin=subprocess.DEVNULL, stdout=log,
-                                              stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)  # fmt: skip
+                self._proc = subprocess.Popen(
+                    self._argv(cmdline),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=_die_with_parent,
+                )
                 self._proc.wait()
 
     def start(self, timeout_s: float = 240.0) -> None:

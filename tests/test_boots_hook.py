@@ -55,16 +55,21 @@ def test_freebsd_rcd_hook_on_a_sysroot(tmp_path):
 def test_a_killed_run_leaves_no_hook_after_the_next_fairmark_command(tmp_path):
     state, root = tmp_path / "state", tmp_path / "root"
     child = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys, time
             from fairmark.run.variants.boothook import install
             from fairmark.run.variants.journal import Journal
             install(Journal.for_this_process({str(state)!r}), {ARGV!r}, kind="systemd", root={str(root)!r})
             print("installed", flush=True)
             time.sleep(600)
-        """)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout.readline().strip() == "installed"
     unit = root / "etc/systemd/system/fairmark-resume.service"
     assert unit.exists()

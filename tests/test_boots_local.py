@@ -22,8 +22,10 @@ def cmdline() -> str:
 
 
 def plan(tmp_path: Path, timeout_s: float) -> str:
-    boot = (f'boot = {{ command = "true", reboot = ["true"], timeout_s = {timeout_s}, '
-            f'expect = {{ "os.cmdline" = "{cmdline()}" }} }}')  # fmt: skip
+    boot = (
+        f'boot = {{ command = "true", reboot = ["true"], timeout_s = {timeout_s}, '
+        f'expect = {{ "os.cmdline" = "{cmdline()}" }} }}'
+    )
     text = (
         '[run]\nboots = 1\nmin_trials = 3\nmax_trials = 3\n[[workload]]\nname = "w"\ncommand = ["true"]\n'
         f'[[variant]]\nname = "a"\n{boot}\n[[variant]]\nname = "b"\n{boot}\n'
@@ -39,8 +41,9 @@ def env(root: Path) -> dict[str, str]:
 
 def start(tmp_path: Path, root: Path, timeout_s: float) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "fairmark", "run", plan(tmp_path, timeout_s), "--accept-risk"]
-    return subprocess.Popen(argv, cwd=REPO, env=env(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    return subprocess.Popen(
+        argv, cwd=REPO, env=env(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def test_without_systemd_a_local_boot_run_is_refused(tmp_path: Path) -> None:
@@ -79,8 +82,14 @@ def test_a_killed_local_run_leaves_no_hook_after_the_next_fairmark_command(tmp_p
     p.send_signal(signal.SIGKILL)  # as the shutdown of a reboot would end it, or a user's kill -9
     p.communicate(timeout=60)
     assert (root / UNIT).exists()  # still there: it resumes the run in the next boot …
-    res = subprocess.run([sys.executable, "-m", "fairmark", "runs"], cwd=REPO, env=env(root),
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "fairmark", "runs"],
+        cwd=REPO,
+        env=env(root),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert "removed boot hook (systemd)" in res.stderr  # … and the first fairmark command there removes it
     assert not (root / UNIT).exists()

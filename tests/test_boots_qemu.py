@@ -33,8 +33,10 @@ SPIN = '["sh", "-c", "i=0; while [ $i -lt 4000 ]; do i=$((i+1)); done"]'
 
 
 def boot(command: str, cmdline: str) -> str:
-    return (f'boot = {{ command = "{command}", reboot = ["reboot", "-f"], timeout_s = 300, '
-            f'expect = {{ "os.cmdline" = "{cmdline}" }} }}')  # fmt: skip
+    return (
+        f'boot = {{ command = "{command}", reboot = ["reboot", "-f"], timeout_s = 300, '
+        f'expect = {{ "os.cmdline" = "{cmdline}" }} }}'
+    )
 
 
 def plan(tmp_path: Path, guest: qemuguest.Guest, variants: str, boots: int = 2) -> str:
@@ -159,11 +161,15 @@ def test_kexec_variants_verified_by_their_command_lines(
     # fairmark's own kexec switch (kexec -l …, then kexec -e): a new kernel without firmware, QEMU keeps running.
     # Each boot is told from the other by the words of its own append and the absence of the other's.
     def kexec(append: str) -> str:
-        return (f'boot = {{ kexec = {{ kernel = "/mnt/share/vmlinuz", initrd = "/mnt/share/initrd.gz", '
-                f'append = "{append}" }}, timeout_s = 300 }}')  # fmt: skip
+        return (
+            f'boot = {{ kexec = {{ kernel = "/mnt/share/vmlinuz", initrd = "/mnt/share/initrd.gz", '
+            f'append = "{append}" }}, timeout_s = 300 }}'
+        )
 
-    variants = (f'[[variant]]\nname = "on"\nhost = "guest"\n{kexec(BASE)}\n'
-                f'[[variant]]\nname = "off"\nhost = "guest"\n{kexec(OFF)}\n')  # fmt: skip
+    variants = (
+        f'[[variant]]\nname = "on"\nhost = "guest"\n{kexec(BASE)}\n'
+        f'[[variant]]\nname = "off"\nhost = "guest"\n{kexec(OFF)}\n'
+    )
     first = len(guest.boots)
     code, out, err = fairmark_cli("run", plan(tmp_path, guest, variants, boots=1), "--json", "--accept-risk")
     assert code == 0, err + "\n--- guest console ---\n" + guest.console_tail(2000)

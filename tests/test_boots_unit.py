@@ -98,8 +98,13 @@ def test_verify_freebsd_kernel_ident_on_a_captured_sysroot():
     assert not wrong.ok and "os.ident: wanted 'GENERIC-NODEBUG', found 'GENERIC'" in wrong.evidence[0]
     with pytest.raises(EnvironmentRefused, match="other than variant 'nodebug'"):
         refuse(wrong)
-    assert verify("debug", Boot(bectl="debug", expect={"os.ident": "GENERIC"}), snap, boot_id="b2",
-                  previous_boot_id="b1").ok  # fmt: skip
+    assert verify(
+        "debug",
+        Boot(bectl="debug", expect={"os.ident": "GENERIC"}),
+        snap,
+        boot_id="b2",
+        previous_boot_id="b1",
+    ).ok
 
 
 def test_verify_nextboot_kernel_by_bootfile():
@@ -154,8 +159,14 @@ def test_the_other_variants_words_mark_a_wrong_boot():
     }  # 'quiet' is there, but so is the other variant's word
     check = verify("on", on, snap, boot_id="b2", previous_boot_id="b1", absent={"mitigations=off"})
     assert not check.ok and "other variants' words" in check.evidence[0]
-    assert verify("on", on, {"os": {"cmdline": "quiet"}}, boot_id="b2", previous_boot_id="b1",
-                  absent={"mitigations=off"}).ok  # fmt: skip
+    assert verify(
+        "on",
+        on,
+        {"os": {"cmdline": "quiet"}},
+        boot_id="b2",
+        previous_boot_id="b1",
+        absent={"mitigations=off"},
+    ).ok
 
 
 def test_dry_run_lists_the_boots(tmp_path, fairmark_cli):

@@ -66,8 +66,12 @@ def test_json_document(capsys):
     doc = json.loads(out)  # stdout is exactly one JSON document
     iguana, chameleon = doc["datasets"]
     assert {k: iguana[k] for k in ("n", "min", "max", "median", "mean")} == {
-        "n": 7, "min": 50, "max": 750, "median": 200, "mean": 300,
-    }  # fmt: skip
+        "n": 7,
+        "min": 50,
+        "max": 750,
+        "median": 200,
+        "mean": 300,
+    }
     assert round(chameleon["stddev"], 5) == 299.08193
     (c,) = doc["comparisons"]
     assert c["significant"] is True and c["ministat_significant"] is True and c["confidence"] == 80

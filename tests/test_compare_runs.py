@@ -34,9 +34,16 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     (d / "plan.toml").write_text(PLAN)
     url = f"sqlite:///{d / 'x.db'}"
     res = fairmark_subprocess(
-        "run", str(d / "plan.toml"), "--store", url, "--json", "--no-monitors", "--accept-risk", "--allow-concurrent",
+        "run",
+        str(d / "plan.toml"),
+        "--store",
+        url,
+        "--json",
+        "--no-monitors",
+        "--accept-risk",
+        "--allow-concurrent",
         env={"FAIRMARK_LOCK_PATH": str(d / "lock")},
-    )  # fmt: skip
+    )
     assert res.returncode == 0, res.stderr
     return url, json.loads(res.stdout)["run"]["id"]
 
@@ -198,10 +205,15 @@ def test_every_trial_records_this_machines_boot(real_run):
 def boots(url, src, means, kernel):
     """One run per boot: wall_s of 3 trials around each mean (±0.1%), its own boot_id, `kernel` in its env."""
     return [
-        clone(url, src, wall_s=[m * 0.999, m, m * 1.001], boot_id=f"boot-{kernel}-{i}",
-              env_patch=lambda env: env["os"].__setitem__("kernel", kernel))
+        clone(
+            url,
+            src,
+            wall_s=[m * 0.999, m, m * 1.001],
+            boot_id=f"boot-{kernel}-{i}",
+            env_patch=lambda env: env["os"].__setitem__("kernel", kernel),
+        )
         for i, m in enumerate(means)
-    ]  # fmt: skip
+    ]
 
 
 def test_vs_takes_the_boot_as_the_unit_and_reports_each_level(real_run, compare_runs):

@@ -76,8 +76,22 @@ def repo_state(repo: Path) -> dict[str, str]:
 def bisect(fairmark_cli, tmp_path: Path, repo: Path, *extra: str) -> tuple[int, str, str]:
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)
-    return fairmark_cli("bisect", "--good", "main~11", "--bad", "main", "--plan", str(plan), "--repo", str(repo),
-                        "--build", "cc -O2 -o prog prog.c", "--accept-risk", "--allow-concurrent", *extra)  # fmt: skip
+    return fairmark_cli(
+        "bisect",
+        "--good",
+        "main~11",
+        "--bad",
+        "main",
+        "--plan",
+        str(plan),
+        "--repo",
+        str(repo),
+        "--build",
+        "cc -O2 -o prog prog.c",
+        "--accept-risk",
+        "--allow-concurrent",
+        *extra,
+    )
 
 
 @pytest.fixture
@@ -133,18 +147,63 @@ def test_bisect_refuses_bad_input_and_leaves_nothing(fairmark_cli, tmp_path: Pat
     before = repo_state(repo)
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN + '[[variant]]\nname = "x"\n')
-    code, _, err = fairmark_cli("bisect", "--good", "main~3", "--bad", "main", "--plan", str(plan), "--repo",
-                                str(repo), "--build", "true")  # fmt: skip
+    code, _, err = fairmark_cli(
+        "bisect",
+        "--good",
+        "main~3",
+        "--bad",
+        "main",
+        "--plan",
+        str(plan),
+        "--repo",
+        str(repo),
+        "--build",
+        "true",
+    )
     assert code == 2 and "[[variant]]" in err and "plan.toml" in err
     plan.write_text(PLAN)
-    code, _, err = fairmark_cli("bisect", "--good", "main", "--bad", "main~3", "--plan", str(plan), "--repo",
-                                str(repo), "--build", "true")  # fmt: skip
+    code, _, err = fairmark_cli(
+        "bisect",
+        "--good",
+        "main",
+        "--bad",
+        "main~3",
+        "--plan",
+        str(plan),
+        "--repo",
+        str(repo),
+        "--build",
+        "true",
+    )
     assert code == 2 and "ancestor" in err
-    code, _, err = fairmark_cli("bisect", "--good", "main~3", "--bad", "main", "--plan", str(plan), "--repo",
-                                str(repo), "--build", "exit 7", "--accept-risk")  # fmt: skip
+    code, _, err = fairmark_cli(
+        "bisect",
+        "--good",
+        "main~3",
+        "--bad",
+        "main",
+        "--plan",
+        str(plan),
+        "--repo",
+        str(repo),
+        "--build",
+        "exit 7",
+        "--accept-risk",
+    )
     assert code == 2 and "--build failed at the good commit" in err
-    code, _, err = fairmark_cli("bisect", "--good", "nosuch", "--bad", "main", "--plan", str(plan), "--repo",
-                                str(repo), "--build", "true")  # fmt: skip
+    code, _, err = fairmark_cli(
+        "bisect",
+        "--good",
+        "nosuch",
+        "--bad",
+        "main",
+        "--plan",
+        str(plan),
+        "--repo",
+        str(repo),
+        "--build",
+        "true",
+    )
     assert code == 2 and "'nosuch' is not a commit" in err
     assert repo_state(repo) == before
     assert not list(own_tmp.glob("fairmark-bisect-*"))

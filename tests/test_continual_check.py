@@ -80,8 +80,9 @@ def test_tag_baseline_runs_as_the_unit(fairmark_cli, tmp_path: Path) -> None:
     assert code == 2 and "--against tag:" in err
     slower = run(fairmark_cli, sleep_plan(tmp_path, "pr", {"A": 1.10}, trials=5), "branch=pr")
 
-    code, out, err = fairmark_cli("check", same, "--against", "tag:branch=main", "--json", "--junit",
-                                  str(tmp_path / "same.xml"))  # fmt: skip
+    code, out, err = fairmark_cli(
+        "check", same, "--against", "tag:branch=main", "--json", "--junit", str(tmp_path / "same.xml")
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert len(doc["baseline_runs"]) == 4 and "runs as the unit" in doc["design"]
@@ -113,16 +114,35 @@ def test_schema_is_a_real_check(tmp_path: Path) -> None:
     """The schema refuses what CI systems cannot read (a failure count that is no number, a case without a
     name), and accepts what pytest itself writes."""
     bad = tmp_path / "bad.xml"
-    bad.write_text('<testsuites><testsuite name="x" tests="1" failures="many" errors="0"><testcase classname="c"/>'
-                   "</testsuite></testsuites>")  # fmt: skip
+    bad.write_text(
+        '<testsuites><testsuite name="x" tests="1" failures="many" errors="0"><testcase classname="c"/>'
+        "</testsuite></testsuites>"
+    )
     schema = xmlschema.XMLSchema(FIXTURES / "junit" / "junit.xsd")
     assert not schema.is_valid(str(bad))
     errors = list(schema.iter_errors(str(bad)))
     assert len(errors) >= 2
     sample = tmp_path / "test_sample.py"
-    sample.write_text("import pytest\ndef test_ok():\n    pass\ndef test_bad():\n    assert 0\n"
-                      "def test_skip():\n    pytest.skip('no')\n")  # fmt: skip
+    sample.write_text(
+        "import pytest\ndef test_ok():\n    pass\ndef test_bad():\n    assert 0\n"
+        "def test_skip():\n    pytest.skip('no')\n"
+    )
     out = tmp_path / "pytest.xml"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(sample), f"--junitxml={out}",
-                    "--rootdir", str(tmp_path)], capture_output=True, cwd=tmp_path, timeout=120)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(sample),
+            f"--junitxml={out}",
+            "--rootdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     schema.validate(str(out))

@@ -48,8 +48,10 @@ def test_step_at_run_12_and_a_noise_only_history(fairmark_cli, tmp_path: Path) -
     base, slow = nap_plan(tmp_path, 1.0), nap_plan(tmp_path, 1.10)
     # 20 runs at the base speed (the noise-only history, nidx 1-20); the first 11 of them are also points 1-11 of
     # the step history, whose points 12-22 are 11 runs 10% slower.
-    todo = [(base, {"noise": "1", "nidx": str(i)} | ({"step": "1", "idx": str(i)} if i <= 11 else {}))
-            for i in range(1, 21)]  # fmt: skip
+    todo = [
+        (base, {"noise": "1", "nidx": str(i)} | ({"step": "1", "idx": str(i)} if i <= 11 else {}))
+        for i in range(1, 21)
+    ]
     todo += [(slow, {"step": "1", "idx": str(i)}) for i in range(12, 23)]
     random.Random(15).shuffle(todo)
     for plan, tags in todo:
@@ -76,8 +78,18 @@ def test_step_at_run_12_and_a_noise_only_history(fairmark_cli, tmp_path: Path) -
     assert noise["change_points"] == []
 
     # the terminal table and the plots say the same
-    code, out, _ = fairmark_cli("history", "nap", "--tag", "step=1", "--by-tag", "idx", "--html",
-                                str(tmp_path / "h.html"), "--png", str(tmp_path / "h.png"))  # fmt: skip
+    code, out, _ = fairmark_cli(
+        "history",
+        "nap",
+        "--tag",
+        "step=1",
+        "--by-tag",
+        "idx",
+        "--html",
+        str(tmp_path / "h.html"),
+        "--png",
+        str(tmp_path / "h.png"),
+    )
     assert code == 0 and "change point before point" in out
     assert "(idx=" in (tmp_path / "h.html").read_text() and (tmp_path / "h.png").stat().st_size > 1000
 
@@ -110,14 +122,26 @@ def test_two_hosts_write_one_postgresql_store_at_once(fairmark_cli, tmp_path: Pa
     runs = 3
     procs = []
     for host in ("builder-a", "builder-b"):
-        env = os.environ | {"FAIRMARK_STORE": postgres, "FAIRMARK_LOCK_PATH": str(tmp_path / f"{host}.lock"),
-                            "FAIRMARK_STATE_DIR": str(tmp_path / f"{host}-state"), "NO_COLOR": "1"}  # fmt: skip
+        env = os.environ | {
+            "FAIRMARK_STORE": postgres,
+            "FAIRMARK_LOCK_PATH": str(tmp_path / f"{host}.lock"),
+            "FAIRMARK_STATE_DIR": str(tmp_path / f"{host}-state"),
+            "NO_COLOR": "1",
+        }
         loop = " && ".join(
             f"{sys.executable} -m fairmark run {plan} --no-monitors --accept-risk --allow-concurrent --tag "
-            f"branch=main --tag n={i}" for i in range(runs)
-        )  # fmt: skip
-        procs.append(subprocess.Popen(["unshare", "--uts", "sh", "-c", f"hostname {host} && {loop}"], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))  # fmt: skip
+            f"branch=main --tag n={i}"
+            for i in range(runs)
+        )
+        procs.append(
+            subprocess.Popen(
+                ["unshare", "--uts", "sh", "-c", f"hostname {host} && {loop}"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     for p in procs:
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err[-3000:]

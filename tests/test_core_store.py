@@ -186,8 +186,15 @@ def test_non_finite_floats_round_trip_on_postgresql(postgres_url: str) -> None:
     import math
 
     store = Store.open(postgres_url)
-    run_id = store.create_run(plan_path="p.toml", plan_text="x", plan_sha256="0" * 64, seed=1, status="running",
-                              fairmark_version="test", options={"x": float("nan"), "y": [float("-inf"), 1.5]})  # fmt: skip
+    run_id = store.create_run(
+        plan_path="p.toml",
+        plan_text="x",
+        plan_sha256="0" * 64,
+        seed=1,
+        status="running",
+        fairmark_version="test",
+        options={"x": float("nan"), "y": [float("-inf"), 1.5]},
+    )
     got = store.get_run(run_id).options
     assert math.isnan(got["x"]) and got["y"] == [float("-inf"), 1.5]
 
@@ -217,11 +224,25 @@ def test_the_lean_sqlite_trial_write_stores_what_sqlalchemy_stores(tmp_path: Pat
         store.add_trial(
             trial,
             [Sample(trial.id, ids["w/A"], m, v, "s", "lower") for m, v in (("wall_s", 0.25), ("x", 2.0))],
-            [{"cell_key": "w/A", "kind": "monitor", "name": "vm", "content_type": "application/json",
-              "data": {"cpu": [1.5, None]}, "text": None},
-             {"cell_key": "w/A", "kind": "profile", "name": "p", "content_type": "text/plain", "data": None,
-              "text": "x;y 3"}],
-        )  # fmt: skip
+            [
+                {
+                    "cell_key": "w/A",
+                    "kind": "monitor",
+                    "name": "vm",
+                    "content_type": "application/json",
+                    "data": {"cpu": [1.5, None]},
+                    "text": None,
+                },
+                {
+                    "cell_key": "w/A",
+                    "kind": "profile",
+                    "name": "p",
+                    "content_type": "text/plain",
+                    "data": None,
+                    "text": "x;y 3",
+                },
+            ],
+        )
         drop = {"id", "run_id", "cell_id", "trial_id"}
         rows[lean] = (
             [replace(t, id="", run_id="", cell_id=0) for t in store.trials(run_id)],
@@ -251,19 +272,34 @@ def test_the_quick_runs_listing_gives_the_full_stores_rows(tmp_path: Path) -> No
     base = dt.datetime(2026, 11, 23, 12, 0, 0, 123456, tzinfo=dt.UTC)
     for i in range(4):
         run_id = store.create_run(
-            plan_path=f"p{i}.toml", plan_text="x", plan_sha256="0" * 64, seed=1, status="done", fairmark_version="t",
-            started_at=base + dt.timedelta(minutes=i), title="" if i % 2 else f"run {i}", accept_risk=i == 3,
+            plan_path=f"p{i}.toml",
+            plan_text="x",
+            plan_sha256="0" * 64,
+            seed=1,
+            status="done",
+            fairmark_version="t",
+            started_at=base + dt.timedelta(minutes=i),
+            title="" if i % 2 else f"run {i}",
+            accept_risk=i == 3,
             options={"hosts": {"b": {}, "a": {}}} if i in (1, 2) else {},
             tags={"ci": "yes", "branch": f"b{i % 2}"} if i else {},
-        )  # fmt: skip
+        )
         ids = store.ensure_cells(run_id, [CellRecord("w/A", "w", "A", (), "wall_s", ())])
         for seq in range(i):
             store.add_trial(
                 TrialRecord(run_id, ids["w/A"], seq, seq, False, "ok" if seq % 2 == 0 else "failed", base)
             )
     store.update_run(run_id, ended_at=base + dt.timedelta(hours=1))
-    cases = [(50, None, None), (2, None, None), (50, "a", None), (1, "b", None), (50, "z", None),
-             (50, None, {"ci": "yes"}), (50, None, {"ci": "yes", "branch": "b1"}), (50, "a", {"branch": "b0"})]  # fmt: skip
+    cases = [
+        (50, None, None),
+        (2, None, None),
+        (50, "a", None),
+        (1, "b", None),
+        (50, "z", None),
+        (50, None, {"ci": "yes"}),
+        (50, None, {"ci": "yes", "branch": "b1"}),
+        (50, "a", {"branch": "b0"}),
+    ]
     for limit, host, tags in cases:
         assert quick.list_runs(url, limit, host=host, tags=tags) == store.list_runs(
             limit, host=host, tags=tags

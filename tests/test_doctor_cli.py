@@ -43,8 +43,21 @@ def test_env_json_is_the_snapshot_and_redacted(fairmark_cli, monkeypatch) -> Non
     snap = json.loads(out)
     assert snap["env"]["FAIRMARK_TEST_TOKEN"] == "<redacted>"
     assert snap["tools"]["zstd"]["version"]
-    assert {"host", "cpu", "memory", "os", "kernel_config", "cpufreq", "mitigations", "fs", "load", "toolchain",
-            "tools", "env", "identity"} <= set(snap)  # fmt: skip
+    assert {
+        "host",
+        "cpu",
+        "memory",
+        "os",
+        "kernel_config",
+        "cpufreq",
+        "mitigations",
+        "fs",
+        "load",
+        "toolchain",
+        "tools",
+        "env",
+        "identity",
+    } <= set(snap)
 
 
 def test_env_human_output_lists_sections(fairmark_cli) -> None:
@@ -53,8 +66,17 @@ def test_env_human_output_lists_sections(fairmark_cli) -> None:
 
 
 def _store_run(store, snap: dict) -> str:
-    return store.create_run(plan_path="p.toml", plan_text="", plan_sha256="0" * 64, seed=1, status="done",
-                            fairmark_version="test", env_before=snap, options={}, notes=[])  # fmt: skip
+    return store.create_run(
+        plan_path="p.toml",
+        plan_text="",
+        plan_sha256="0" * 64,
+        seed=1,
+        status="done",
+        fairmark_version="test",
+        env_before=snap,
+        options={},
+        notes=[],
+    )
 
 
 def test_env_diff_shows_exactly_the_planted_differences(fairmark_cli) -> None:

@@ -62,9 +62,14 @@ def test_malloc_env_from_sysroot_environ_is_an_error() -> None:
 
 @pytest.mark.parametrize(
     "env",
-    [{"GLIBC_TUNABLES": "glibc.malloc.check=3"}, {"MALLOC_PERTURB_": "85"}, {"MALLOC_CHECK_": "3"},
-     {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"}, {"LD_PRELOAD": "libasan.so.8"}],
-)  # fmt: skip
+    [
+        {"GLIBC_TUNABLES": "glibc.malloc.check=3"},
+        {"MALLOC_PERTURB_": "85"},
+        {"MALLOC_CHECK_": "3"},
+        {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"},
+        {"LD_PRELOAD": "libasan.so.8"},
+    ],
+)
 def test_planted_malloc_debugging_in_the_environment(env: dict[str, str]) -> None:
     snap = take_snapshot(str(SYSROOTS / "linux-debian12-vm"), env={"PATH": "/usr/bin", **env})
     assert "malloc-debug" in errors({f.id: f for f in diagnose(snap)})

@@ -124,9 +124,12 @@ def kill_and_resume(
             assert after.returncode == 0, after.stderr[-3000:]
             break
         proc = subprocess.Popen(
-            [sys.executable, "-m", "fairmark", *args], env=env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, start_new_session=True,
-        )  # fmt: skip
+            [sys.executable, "-m", "fairmark", *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         pids.append(proc.pid)
         if rng.random() < 0.3:  # anywhere, start-up and the recovery of a killed predecessor included
             time.sleep(rng.uniform(*span_s))

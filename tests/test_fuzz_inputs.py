@@ -78,10 +78,21 @@ def _bundle() -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="fairmark-fz-"))
     store = Store.open(str(tmp / "src.db"))
     run = store.create_run(
-        plan_path="p.toml", plan_text="", plan_sha256="", title="t", seed=1, host_id="h", hostname="h",
-        status="done", command_line="", fairmark_version="0", accept_risk=False, options={}, env_before=None,
+        plan_path="p.toml",
+        plan_text="",
+        plan_sha256="",
+        title="t",
+        seed=1,
+        host_id="h",
+        hostname="h",
+        status="done",
+        command_line="",
+        fairmark_version="0",
+        accept_risk=False,
+        options={},
+        env_before=None,
         notes=[],
-    )  # fmt: skip
+    )
     spec = MetricSpec("wall_s", "s", "lower", verdict=True)
     cells = store.ensure_cells(run, [CellRecord(f"w/{v}", "w", v, (), "wall_s", (spec,)) for v in ("A", "B")])
     for i in range(6):

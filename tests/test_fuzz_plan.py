@@ -28,12 +28,50 @@ NAME = "fz.toml"
 ERROR = re.compile(rf"^{re.escape(NAME)}:\d+: ")
 
 KEYS = (
-    "title", "description", "run", "quick", "tuning", "workload", "variant", "name", "command", "tool",
-    "params", "sweep", "env", "metrics", "regex", "json", "unit", "better", "warmup", "min_trials",
-    "max_trials", "target_ci_pct", "confidence", "max_failures", "timeout_s", "shell", "setup", "prime",
-    "teardown", "wrap", "sysctl", "mount", "cpus", "thp", "governor", "aslr", "malloc_debug", "seed",
-    "baseline", "cwd", "stream", "parallel", "duration",
-)  # fmt: skip
+    "title",
+    "description",
+    "run",
+    "quick",
+    "tuning",
+    "workload",
+    "variant",
+    "name",
+    "command",
+    "tool",
+    "params",
+    "sweep",
+    "env",
+    "metrics",
+    "regex",
+    "json",
+    "unit",
+    "better",
+    "warmup",
+    "min_trials",
+    "max_trials",
+    "target_ci_pct",
+    "confidence",
+    "max_failures",
+    "timeout_s",
+    "shell",
+    "setup",
+    "prime",
+    "teardown",
+    "wrap",
+    "sysctl",
+    "mount",
+    "cpus",
+    "thp",
+    "governor",
+    "aslr",
+    "malloc_debug",
+    "seed",
+    "baseline",
+    "cwd",
+    "stream",
+    "parallel",
+    "duration",
+)
 
 
 def _key(k: str) -> str:
@@ -60,9 +98,19 @@ def _value(v: object) -> str:
 
 
 SWEEPS = (
-    "1..99999999999", "pow2:1..99999999999x", "1..0", "0..4", "pow2:0..2x", "1..8x", "x..y", "", [], [1] * 5000,
-    list(range(2000)), "1..2000",
-)  # fmt: skip
+    "1..99999999999",
+    "pow2:1..99999999999x",
+    "1..0",
+    "0..4",
+    "pow2:0..2x",
+    "1..8x",
+    "x..y",
+    "",
+    [],
+    [1] * 5000,
+    list(range(2000)),
+    "1..2000",
+)
 keys = st.sampled_from(KEYS) | st.text(min_size=1, max_size=12)
 scalars = (
     st.integers(min_value=-(2**70), max_value=2**70)

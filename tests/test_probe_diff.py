@@ -46,8 +46,14 @@ def test_planted_differences_are_listed_with_categories() -> None:
         "category": "environment",
     }
     assert d["host.hostname"]["category"] == "info"
-    assert set(d) == {"os.release", "memory.thp", "env.MALLOC_ARENA_MAX", "host.hostname", "toolchain.gcc.path",
-                      "toolchain.gcc.version"}  # fmt: skip
+    assert set(d) == {
+        "os.release",
+        "memory.thp",
+        "env.MALLOC_ARENA_MAX",
+        "host.hostname",
+        "toolchain.gcc.path",
+        "toolchain.gcc.version",
+    }
     cats = [x["category"] for x in diff_snapshots(a, b)]
     assert cats == sorted(cats, key=["validity", "environment", "info"].index)
 

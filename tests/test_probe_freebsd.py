@@ -75,6 +75,10 @@ def test_dmesg_only_root_still_names_cpu_and_memory() -> None:
 
 def test_mount_output_formats() -> None:
     m = parse_mount("/dev/mirror/gm0s1d on / (ufs, local, soft-updates)\ntmpfs on /tmp (tmpfs, local)\n")
-    assert m[0] == {"device": "/dev/mirror/gm0s1d", "mount_point": "/", "fstype": "ufs",
-                    "options": ["local", "soft-updates"]}  # fmt: skip
+    assert m[0] == {
+        "device": "/dev/mirror/gm0s1d",
+        "mount_point": "/",
+        "fstype": "ufs",
+        "options": ["local", "soft-updates"],
+    }
     assert m[1]["fstype"] == "tmpfs"

@@ -42,8 +42,14 @@ def test_debug_config_from_boot_and_cpufreq_per_cpu() -> None:
         assert opt in kc["debug_options"], opt
     cf = s["cpufreq"]
     assert cf["governors"] == ["powersave"] and len(cf["per_cpu"]) == 8 and cf["boost"] is True
-    assert cf["per_cpu"][7] == {"cpu": 7, "driver": "intel_pstate", "governor": "powersave", "min_khz": 800000,
-                                "max_khz": 3700000, "epp": "balance_performance"}  # fmt: skip
+    assert cf["per_cpu"][7] == {
+        "cpu": 7,
+        "driver": "intel_pstate",
+        "governor": "powersave",
+        "min_khz": 800000,
+        "max_khz": 3700000,
+        "epp": "balance_performance",
+    }
     assert s["cpu"]["cores"] == 4 and s["cpu"]["threads"] == 8 and s["cpu"]["smt"]["active"] is True
     assert s["thermal"]["throttled"] is True
 

@@ -15,8 +15,12 @@ def test_live_snapshot_reads_this_host(tmp_path) -> None:
     assert snap["cpu"]["threads"] == os.cpu_count()
     assert snap["fs"]["workdir"] == os.path.realpath(tmp_path)
     assert snap["load"]["sample_s"] and snap["load"]["steal_pct_sample"] is not None
-    assert snap["tools"]["no-such-tool-xyz"] == {"path": None, "version": None, "raw": None,
-                                                 "error": "not found on PATH"}  # fmt: skip
+    assert snap["tools"]["no-such-tool-xyz"] == {
+        "path": None,
+        "version": None,
+        "raw": None,
+        "error": "not found on PATH",
+    }
     assert snap["toolchain"]["python"] and snap["toolchain"]["libc"]
     assert len(snap["identity"]["host_id"]) == 16
 

@@ -12,9 +12,20 @@ from fairmark.probe.redact import REDACTED, looks_like_key
 
 @pytest.mark.parametrize(
     "name",
-    ["FAIRMARK_TEST_TOKEN", "DB_PASSWORD", "db_passwd", "MY_PASS", "AWS_SECRET_ACCESS_KEY", "apikey",
-     "X_CREDENTIALS", "GH_AUTH", "cookie_jar", "SessionId", "github_token"],
-)  # fmt: skip
+    [
+        "FAIRMARK_TEST_TOKEN",
+        "DB_PASSWORD",
+        "db_passwd",
+        "MY_PASS",
+        "AWS_SECRET_ACCESS_KEY",
+        "apikey",
+        "X_CREDENTIALS",
+        "GH_AUTH",
+        "cookie_jar",
+        "SessionId",
+        "github_token",
+    ],
+)
 def test_secret_names_are_redacted_in_any_case_and_position(name: str) -> None:
     assert redact_env({name: "harmless-looking"})[name] == REDACTED
 

@@ -194,10 +194,15 @@ def _wait(predicate, timeout_s: float = 60.0) -> None:
 def _start_sysctl_run(tmp_path: Path, net: nethosts.NetHosts, name: str) -> tuple[subprocess.Popen, str, str]:
     before = _sysctl(net, "h1")
     flipped = "0" if before == "1" else "1"
-    body = (f'[[workload]]\nname = "wait"\ncommand = ["sleep", "30"]\n[[variant]]\nname = "a"\nhost = "h1"\n'
-            f'sysctl = {{ "{SYSCTL}" = {flipped} }}\n[[variant]]\nname = "b"\nhost = "h1"\n')  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "fairmark", "run", plan(tmp_path, net, body, name), "--accept-risk"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    body = (
+        f'[[workload]]\nname = "wait"\ncommand = ["sleep", "30"]\n[[variant]]\nname = "a"\nhost = "h1"\n'
+        f'sysctl = {{ "{SYSCTL}" = {flipped} }}\n[[variant]]\nname = "b"\nhost = "h1"\n'
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fairmark", "run", plan(tmp_path, net, body, name), "--accept-risk"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _wait(lambda: _sysctl(net, "h1") == flipped)
     return proc, before, flipped
 
@@ -246,11 +251,17 @@ def test_a_dead_agents_journal_is_undone_at_the_next_contact(tmp_path, net) -> N
 
 
 def test_connection_lost_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_path, net) -> None:
-    body = ('[[workload]]\nname = "nap"\ncommand = ["sleep", "0.7"]\n'
-            '[[variant]]\nname = "a"\nhost = "h1"\n[[variant]]\nname = "b"\nhost = "h1"\n')  # fmt: skip
+    body = (
+        '[[workload]]\nname = "nap"\ncommand = ["sleep", "0.7"]\n'
+        '[[variant]]\nname = "a"\nhost = "h1"\n[[variant]]\nname = "b"\nhost = "h1"\n'
+    )
     path = plan(tmp_path, net, body, top="[quick]\nmax_trials = 3\n")
-    proc = subprocess.Popen([sys.executable, "-m", "fairmark", "run", path, "--quick", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fairmark", "run", path, "--quick", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait(lambda: net.hosts["h1"].count("sleep 0.7") > 0)
     for pid in net.hosts["h1"].sshd_children():  # the host's side of the SSH connection dies mid-trial
         os.kill(pid, signal.SIGKILL)
@@ -272,12 +283,16 @@ def test_a_fleet_runs_concurrently_into_one_postgresql_store(tmp_path: Path, pos
         # runs must be concurrent (a sequential fleet would fail it after 120 s).
         barrier = tmp_path / "barrier"
         barrier.mkdir()
-        setup = (f'touch {barrier}/$(echo $SSH_CONNECTION | cut -d" " -f3); i=0; '
-                 f'while [ $(ls {barrier} | wc -l) -lt 3 ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done; '
-                 f'[ $(ls {barrier} | wc -l) -eq 3 ]')  # fmt: skip
-        body = ('[[workload]]\nname = "spin"\ncommand = ["python3", "-c", "sum(range(100000))"]\n'
-                f"setup = '{setup}'\n"
-                '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n')  # fmt: skip
+        setup = (
+            f'touch {barrier}/$(echo $SSH_CONNECTION | cut -d" " -f3); i=0; '
+            f"while [ $(ls {barrier} | wc -l) -lt 3 ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done; "
+            f"[ $(ls {barrier} | wc -l) -eq 3 ]"
+        )
+        body = (
+            '[[workload]]\nname = "spin"\ncommand = ["python3", "-c", "sum(range(100000))"]\n'
+            f"setup = '{setup}'\n"
+            '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n'
+        )
         path = plan(tmp_path, fleet, body, top="[quick]\nmax_trials = 3\n")
         res = fairmark_subprocess("run", path, "--hosts", "f1,f2,f3", "--quick", "--store", postgres_url)
         assert res.returncode == 0, res.stdout + res.stderr
@@ -290,12 +305,17 @@ def test_a_fleet_runs_concurrently_into_one_postgresql_store(tmp_path: Path, pos
 
 def test_a_command_and_a_tool_workload_run_on_a_host(tmp_path, net, fairmark_cli) -> None:
     """iperf3's server and client run in namespace h1 (the adapter runs there, inside `fairmark agent`)."""
-    body = ('[[workload]]\nname = "spin"\ncommand = ["python3", "-c", "sum(range(100000))"]\n'
-            '[[workload]]\nname = "net"\ntool = "iperf3"\nparams = { duration_s = 1, omit_s = 0 }\n'
-            '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n')  # fmt: skip
+    body = (
+        '[[workload]]\nname = "spin"\ncommand = ["python3", "-c", "sum(range(100000))"]\n'
+        '[[workload]]\nname = "net"\ntool = "iperf3"\nparams = { duration_s = 1, omit_s = 0 }\n'
+        '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n'
+    )
     path = tmp_path / "plan.toml"
-    path.write_text("[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body
-                    + net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"]))  # fmt: skip
+    path.write_text(
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n"
+        + body
+        + net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"])
+    )
     code, out, err = fairmark_cli("run", str(path), "--host", "h1", "--json")
     assert code == 0, err
     report = json.loads(out)
@@ -314,13 +334,18 @@ def test_pgbench_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
 
     if not (PG_BIN / "initdb").exists():
         pytest.skip(f"PostgreSQL server binaries not installed ({PG_BIN})")
-    body = ('[[workload]]\nname = "pg"\ntool = "pgbench"\n'
-            'params = { scale = 1, clients = 2, duration_s = 1, fsync = false, mode = "select-only" }\n'
-            '[[variant]]\nname = "client-on-server"\nhost = "h1"\n'
-            '[[variant]]\nname = "client-on-h2"\nhost = "h1"\nclient_host = "h2"\n')  # fmt: skip
+    body = (
+        '[[workload]]\nname = "pg"\ntool = "pgbench"\n'
+        'params = { scale = 1, clients = 2, duration_s = 1, fsync = false, mode = "select-only" }\n'
+        '[[variant]]\nname = "client-on-server"\nhost = "h1"\n'
+        '[[variant]]\nname = "client-on-h2"\nhost = "h1"\nclient_host = "h2"\n'
+    )
     path = tmp_path / "plan.toml"
-    path.write_text("[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body
-                    + net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"]))  # fmt: skip
+    path.write_text(
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n"
+        + body
+        + net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"])
+    )
     code, out, err = fairmark_cli("run", str(path), "--json")
     assert code == 0, err
     report = json.loads(out)
@@ -359,11 +384,17 @@ def test_pgbench_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
 def test_a_host_that_stays_away_interrupts_the_run_for_resume(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("FAIRMARK_RECONNECT_BACKOFF_S", "0.2,0.2")
     with nethosts.NetHosts(["r1"]) as net:
-        body = ('[[workload]]\nname = "nap"\ncommand = ["sleep", "0.5"]\n'
-                '[[variant]]\nname = "a"\nhost = "r1"\n[[variant]]\nname = "b"\nhost = "r1"\n')  # fmt: skip
+        body = (
+            '[[workload]]\nname = "nap"\ncommand = ["sleep", "0.5"]\n'
+            '[[variant]]\nname = "a"\nhost = "r1"\n[[variant]]\nname = "b"\nhost = "r1"\n'
+        )
         path = plan(tmp_path, net, body, top="[quick]\nmax_trials = 3\n")
-        proc = subprocess.Popen([sys.executable, "-m", "fairmark", "run", path, "--quick"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fairmark", "run", path, "--quick"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         _wait(lambda: net.hosts["r1"].count("sleep 0.5") > 0)
         net.stop_sshd("r1")
         _, err = proc.communicate(timeout=120)
@@ -400,17 +431,41 @@ class _FakeFreeBSD:
             assert kw["commands"] and "sysctl.txt" in kw["commands"]  # FreeBSD: commands, not /proc files
             texts = {n: (self.root / n).read_text() for n in ("sysctl.txt", "uname.txt", "mount.txt")}
             dmesg = base64.b64encode((self.root / "dmesg.boot").read_bytes()).decode()
-            return {"os": "freebsd", "files": {"var/run/dmesg.boot": dmesg}, "dirs": [], "commands": texts,
-                    "links": {}, "environ": {"PATH": "/sbin:/bin", "API_TOKEN": "planted-secret-1234"},
-                    "hostname": "bsd-box"}  # fmt: skip
+            return {
+                "os": "freebsd",
+                "files": {"var/run/dmesg.boot": dmesg},
+                "dirs": [],
+                "commands": texts,
+                "links": {},
+                "environ": {"PATH": "/sbin:/bin", "API_TOKEN": "planted-secret-1234"},
+                "hostname": "bsd-box",
+            }
         assert op == "exec"
         fix = Path(__file__).parent / "fixtures" / "h4"
-        samples = [{"t_s": t, "texts": {"command": (fix / f"freebsd_sysctl_{n}.txt").read_text()}}
-                   for t, n in ((0.0, "a"), (1.0, "b"))]  # fmt: skip
-        measured = {"argv": ["true"], "status": "ok", "exit_code": 0, "signal": None, "wall_s": 1.0,
-                    "user_s": 0.1, "sys_s": 0.2, "max_rss_kib": 1000, "error": None, "version": 1}  # fmt: skip
-        return {"measured": measured, "stdout_b64": "", "stderr_b64": "", "files": {},
-                "boot_id": self.hello["boot_id"], "monitor": {"samples": samples, "errors": []}}  # fmt: skip
+        samples = [
+            {"t_s": t, "texts": {"command": (fix / f"freebsd_sysctl_{n}.txt").read_text()}}
+            for t, n in ((0.0, "a"), (1.0, "b"))
+        ]
+        measured = {
+            "argv": ["true"],
+            "status": "ok",
+            "exit_code": 0,
+            "signal": None,
+            "wall_s": 1.0,
+            "user_s": 0.1,
+            "sys_s": 0.2,
+            "max_rss_kib": 1000,
+            "error": None,
+            "version": 1,
+        }
+        return {
+            "measured": measured,
+            "stdout_b64": "",
+            "stderr_b64": "",
+            "files": {},
+            "boot_id": self.hello["boot_id"],
+            "monitor": {"samples": samples, "errors": []},
+        }
 
 
 def test_a_freebsd_host_is_probed_and_monitored_with_the_freebsd_parsers(tmp_path: Path) -> None:
@@ -464,12 +519,14 @@ def test_iperf3_redis_and_sysbench_oltp_clients_on_another_host(tmp_path, net, f
 
     if not shutil.which("redis-server") or not shutil.which("sysbench") or not (PG_BIN / "initdb").exists():
         pytest.skip("redis-server, sysbench or PostgreSQL not installed (packages/debian-test.txt)")
-    body = ('[[workload]]\nname = "net"\ntool = "iperf3"\nparams = { duration_s = 1, omit_s = 0 }\n'
-            '[[workload]]\nname = "kv"\ntool = "redis"\nparams = { requests = 10000, clients = 4 }\n'
-            '[[workload]]\nname = "oltp"\ntool = "sysbench-oltp"\n'
-            'params = { tables = 1, table_size = 1000, time_s = 1, threads = 2, fsync = false }\n'
-            '[[variant]]\nname = "same-host"\nhost = "h1"\n'
-            '[[variant]]\nname = "from-h2"\nhost = "h1"\nclient_host = "h2"\n')  # fmt: skip
+    body = (
+        '[[workload]]\nname = "net"\ntool = "iperf3"\nparams = { duration_s = 1, omit_s = 0 }\n'
+        '[[workload]]\nname = "kv"\ntool = "redis"\nparams = { requests = 10000, clients = 4 }\n'
+        '[[workload]]\nname = "oltp"\ntool = "sysbench-oltp"\n'
+        "params = { tables = 1, table_size = 1000, time_s = 1, threads = 2, fsync = false }\n"
+        '[[variant]]\nname = "same-host"\nhost = "h1"\n'
+        '[[variant]]\nname = "from-h2"\nhost = "h1"\nclient_host = "h2"\n'
+    )
     path = tmp_path / "plan.toml"
     hosts = net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"])
     path.write_text("[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body + hosts)
@@ -494,8 +551,10 @@ def test_iperf3_redis_and_sysbench_oltp_clients_on_another_host(tmp_path, net, f
     assert net.hosts["h1"].count("redis-server") == 0
     assert not [p for p in net.hosts["h1"].processes() if "postgres" in p]
     # what cannot cross hosts is refused before anything runs
-    for old, new, why in (("clients = 4 }", "clients = 4, transport = 'unix' }", "transport = 'tcp'"),
-                          ("fsync = false }", "fsync = false, db = 'mysql' }", "db = 'pgsql'")):  # fmt: skip
+    for old, new, why in (
+        ("clients = 4 }", "clients = 4, transport = 'unix' }", "transport = 'tcp'"),
+        ("fsync = false }", "fsync = false, db = 'mysql' }", "db = 'pgsql'"),
+    ):
         path.write_text(
             "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body.replace(old, new) + hosts
         )
@@ -505,8 +564,10 @@ def test_iperf3_redis_and_sysbench_oltp_clients_on_another_host(tmp_path, net, f
 
 def test_dry_run_names_each_variants_host_and_leaves_its_sysctls_to_it(tmp_path: Path, fairmark_cli) -> None:
     path = tmp_path / "plan.toml"
-    path.write_text('[hosts.bsd]\nssh = "root@bsd-box"\n[[workload]]\nname = "t"\ncommand = ["true"]\n'
-                    '[[variant]]\nname = "a"\nhost = "bsd"\nsysctl = { "kern.sched.slice" = 3 }\n')  # fmt: skip
+    path.write_text(
+        '[hosts.bsd]\nssh = "root@bsd-box"\n[[workload]]\nname = "t"\ncommand = ["true"]\n'
+        '[[variant]]\nname = "a"\nhost = "bsd"\nsysctl = { "kern.sched.slice" = 3 }\n'
+    )
     code, out, err = fairmark_cli("run", str(path), "--dry-run")  # a FreeBSD name: not checked on this Linux
     assert code == 0, err
     assert "variant a runs on host bsd (ssh root@bsd-box), setting sysctl kern.sched.slice=3 there" in out

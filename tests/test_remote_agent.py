@@ -62,8 +62,11 @@ def freebsd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     bin_dir.mkdir()
     fake = bin_dir / "sysctl"
     state = tmp_path / "sysctl-state.json"
-    fake.write_text(FAKE.replace("PYTHON", sys.executable).replace("STATE", str(state))
-                    .replace("FIXTURES", str(FIXTURES / "variants")))  # fmt: skip
+    fake.write_text(
+        FAKE.replace("PYTHON", sys.executable)
+        .replace("STATE", str(state))
+        .replace("FIXTURES", str(FIXTURES / "variants"))
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     values = captured_tree() | {"kern.hostuuid": HOSTUUID}
     state.write_text(json.dumps({"values": values, "read_only_tunables": ["vm.pmap.pg_ps_enabled"]}))
@@ -101,8 +104,11 @@ def test_a_freebsd_sysctl_is_journaled_set_and_restored(freebsd: Path) -> None:
     )
     (journal,) = (Path(agent.state_dir()) / "journal").glob("*.json")
     assert json.loads(journal.read_text())["entries"][0] | {} == {
-        "type": "sysctl", "name": "hw.ibrs_disable", "original": original, "want": want
-    }  # fmt: skip
+        "type": "sysctl",
+        "name": "hw.ibrs_disable",
+        "original": original,
+        "want": want,
+    }
     # a loader tunable cannot be set at run time: FreeBSD's message, and nothing left changed or journaled
     with pytest.raises(OSError, match="read only tunable"):
         tunables.set_active({"hw.ibrs_disable": want, "vm.pmap.pg_ps_enabled": "0"})
@@ -148,8 +154,15 @@ def test_the_agent_accepts_only_its_protocol_and_acts_on_nothing_else(tmp_path: 
         json.dumps({"v": agent.PROTOCOL, "id": 5, "op": "hello", "recover": False}),
     ]
     env = {"PATH": os.environ["PATH"], "FAIRMARK_AGENT_STATE": str(tmp_path / "state")}
-    res = subprocess.run(["sh", "-c", shipped_agent_command(sys.executable)], input="\n".join(lines) + "\n",
-                         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)  # fmt: skip
+    res = subprocess.run(
+        ["sh", "-c", shipped_agent_command(sys.executable)],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr
     answers = [json.loads(a) for a in res.stdout.splitlines()]
     assert len(answers) == len(lines) and not planted.exists()

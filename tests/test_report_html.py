@@ -31,10 +31,19 @@ def hostile_report(tmp_path_factory):
 def _chromium(html: Path, tmp: Path) -> tuple[str, str, Path]:
     shot = tmp / "shot.png"
     argv = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--no-first-run", f"--user-data-dir={tmp / 'profile'}", "--enable-logging=stderr",
-        "--window-size=1200,2400", f"--screenshot={shot}", "--dump-dom", html.as_uri(),
-    ]  # fmt: skip
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+        f"--user-data-dir={tmp / 'profile'}",
+        "--enable-logging=stderr",
+        "--window-size=1200,2400",
+        f"--screenshot={shot}",
+        "--dump-dom",
+        html.as_uri(),
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=90, check=False)
     return proc.stdout, proc.stderr, shot
 

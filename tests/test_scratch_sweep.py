@@ -165,8 +165,13 @@ def test_a_fairmark_in_another_pid_namespace_keeps_its_scratch_while_another_swe
     inner = f"echo {free - 1} > /proc/sys/kernel/ns_last_pid && {' '.join(map(repr, argv))}; exit $?"
     a = subprocess.Popen(
         ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", inner],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert wait_until(lambda: any(tmp.glob("fairmark-*writer*")) or a.poll() is not None, timeout_s=240)
         assert a.poll() is None, a.communicate()

@@ -17,26 +17,74 @@ SSH_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gt
 # name → (where it is planted, the secret text that must not appear, the line that carries it)
 SECRETS = {
     "aws_key_id": ("env", "AKIAQ3EGUJ7XKZ4M2LPA", "AWS_ACCESS_KEY_ID=AKIAQ3EGUJ7XKZ4M2LPA"),
-    "aws_secret": ("env", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9PLANTED1", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9PLANTED1"),
-    "gcp_api_key": ("output", "AIzaSyD3xQ9planted7Kk2mN4vB8tR1wL6pY0cH5", "key: AIzaSyD3xQ9planted7Kk2mN4vB8tR1wL6pY0cH5"),
-    "azure_conn": ("output", "q8W3e5R7t9Y1u3I5o7P9a1S3d5F7g9H1j3K5l7Z9x1C3v5B7n9M1q3W5e7R9t1Y3u5I7o9P1a3S5d7F9g1H3j5K7l9Zz==", "DefaultEndpointsProtocol=https;AccountName=bench;AccountKey=q8W3e5R7t9Y1u3I5o7P9a1S3d5F7g9H1j3K5l7Z9x1C3v5B7n9M1q3W5e7R9t1Y3u5I7o9P1a3S5d7F9g1H3j5K7l9Zz==;EndpointSuffix=core.windows.net"),
-    "azure_client_secret": ("output", "Xy8Q~planted3kL9mN2vB5tR8wL1pY4cH7zQ0sD", "client secret Xy8Q~planted3kL9mN2vB5tR8wL1pY4cH7zQ0sD"),
-    "github_classic": ("command", "ghp_R3planted9tokenQ2mN7vB4tR9wL3pY6cH1z", "ghp_R3planted9tokenQ2mN7vB4tR9wL3pY6cH1z"),
-    "github_fine": ("env", "github_pat_11ABCDEFG0planted_Q2mN7vB4tR9wL3pY6cH1zX8k", "GH_FINE=github_pat_11ABCDEFG0planted_Q2mN7vB4tR9wL3pY6cH1zX8k"),
-    "github_app": ("output", "ghs_Z9planted2appTokenQ2mN7vB4tR9wL3pY6c", "installation ghs_Z9planted2appTokenQ2mN7vB4tR9wL3pY6c"),
+    "aws_secret": (
+        "env",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9PLANTED1",
+        "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9PLANTED1",
+    ),
+    "gcp_api_key": (
+        "output",
+        "AIzaSyD3xQ9planted7Kk2mN4vB8tR1wL6pY0cH5",
+        "key: AIzaSyD3xQ9planted7Kk2mN4vB8tR1wL6pY0cH5",
+    ),
+    "azure_conn": (
+        "output",
+        "q8W3e5R7t9Y1u3I5o7P9a1S3d5F7g9H1j3K5l7Z9x1C3v5B7n9M1q3W5e7R9t1Y3u5I7o9P1a3S5d7F9g1H3j5K7l9Zz==",
+        "DefaultEndpointsProtocol=https;AccountName=bench;AccountKey=q8W3e5R7t9Y1u3I5o7P9a1S3d5F7g9H1j3K5l7Z9x1C3v5B7n9M1q3W5e7R9t1Y3u5I7o9P1a3S5d7F9g1H3j5K7l9Zz==;EndpointSuffix=core.windows.net",
+    ),
+    "azure_client_secret": (
+        "output",
+        "Xy8Q~planted3kL9mN2vB5tR8wL1pY4cH7zQ0sD",
+        "client secret Xy8Q~planted3kL9mN2vB5tR8wL1pY4cH7zQ0sD",
+    ),
+    "github_classic": (
+        "command",
+        "ghp_R3planted9tokenQ2mN7vB4tR9wL3pY6cH1z",
+        "ghp_R3planted9tokenQ2mN7vB4tR9wL3pY6cH1z",
+    ),
+    "github_fine": (
+        "env",
+        "github_pat_11ABCDEFG0planted_Q2mN7vB4tR9wL3pY6cH1zX8k",
+        "GH_FINE=github_pat_11ABCDEFG0planted_Q2mN7vB4tR9wL3pY6cH1zX8k",
+    ),
+    "github_app": (
+        "output",
+        "ghs_Z9planted2appTokenQ2mN7vB4tR9wL3pY6c",
+        "installation ghs_Z9planted2appTokenQ2mN7vB4tR9wL3pY6c",
+    ),
     "gitlab": ("output", "glpat-planted9Q2mN7vB4tR9w", "glpat-planted9Q2mN7vB4tR9w"),
-    "slack": ("env", "xoxb-123456789012-planted-Q2mN7vB4tR9w", "SLACK_HOOK_VALUE=xoxb-123456789012-planted-Q2mN7vB4tR9w"),
-    "openai": ("output", "sk-proj-planted3Q2mN7vB4tR9wL3pY6cH1zX8k", "using sk-proj-planted3Q2mN7vB4tR9wL3pY6cH1zX8k"),
-    "rsa_pem": ("output", RSA_BODY, f"-----BEGIN RSA PRIVATE KEY-----\\n{RSA_BODY}\\n-----END RSA PRIVATE KEY-----"),
-    "openssh_pem": ("output", SSH_BODY, f"-----BEGIN OPENSSH PRIVATE KEY-----\\n{SSH_BODY}\\n-----END OPENSSH PRIVATE KEY-----"),
+    "slack": (
+        "env",
+        "xoxb-123456789012-planted-Q2mN7vB4tR9w",
+        "SLACK_HOOK_VALUE=xoxb-123456789012-planted-Q2mN7vB4tR9w",
+    ),
+    "openai": (
+        "output",
+        "sk-proj-planted3Q2mN7vB4tR9wL3pY6cH1zX8k",
+        "using sk-proj-planted3Q2mN7vB4tR9wL3pY6cH1zX8k",
+    ),
+    "rsa_pem": (
+        "output",
+        RSA_BODY,
+        f"-----BEGIN RSA PRIVATE KEY-----\\n{RSA_BODY}\\n-----END RSA PRIVATE KEY-----",
+    ),
+    "openssh_pem": (
+        "output",
+        SSH_BODY,
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\\n{SSH_BODY}\\n-----END OPENSSH PRIVATE KEY-----",
+    ),
     "pg_url": ("env", "pgPlantedPw77", "DATABASE_URL=postgresql://bench:pgPlantedPw77@127.0.0.1:5432/bench"),
     "https_url": ("command", "httpPlantedPw88", "https://deploy:httpPlantedPw88@127.0.0.1/repo.git"),
     "argv_password": ("command", "argvPlantedPw99", "--password=argvPlantedPw99"),
     "pgpassword": ("env", "pgpassPlanted42", "PGPASSWORD=pgpassPlanted42"),
-    "jwt": ("output", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJlcGxhbnRlZDEyMw", "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJlcGxhbnRlZDEyMw"),
+    "jwt": (
+        "output",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJlcGxhbnRlZDEyMw",
+        "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJlcGxhbnRlZDEyMw",
+    ),
     "bearer": ("output", "bearerPlantedTok3n5", "Authorization: Bearer bearerPlantedTok3n5"),
     "mysql_pwd": ("env", "mysqlPlanted61", "MYSQL_PWD=mysqlPlanted61"),
-}  # fmt: skip
+}
 
 
 def test_twenty_secret_shapes_are_planted() -> None:

@@ -130,8 +130,9 @@ def _pts(means_sds, n=6):
 
 
 def test_no_peak_for_overlapping_neighbours():
-    shape = curve_shape(_pts([(30, 2), (41.3, 2.6 * 2.449 / 2.571), (43.4, 2.0 * 2.449 / 2.571), (42, 2)]),
-                        higher=True)  # fmt: skip
+    shape = curve_shape(
+        _pts([(30, 2), (41.3, 2.6 * 2.449 / 2.571), (43.4, 2.0 * 2.449 / 2.571), (42, 2)]), higher=True
+    )
     assert shape.peak is None and not shape.declines_after_peak and shape.best == 2
 
 
@@ -152,9 +153,11 @@ def test_mann_whitney_p_is_exact_with_ties():
 
     a, b = [1, 2, 2, 3, 3], [3, 4, 4, 5, 5]
     exact = stats.permutation_test(
-        (a, b), lambda x, y: np.sum(stats.rankdata(np.r_[x, y])[len(x) :]), permutation_type="independent",
+        (a, b),
+        lambda x, y: np.sum(stats.rankdata(np.r_[x, y])[len(x) :]),
+        permutation_type="independent",
         n_resamples=np.inf,
-    ).pvalue  # fmt: skip
+    ).pvalue
     c = compare(a, b)
     assert c.mann_whitney["p_value"] == pytest.approx(exact)  # 0.0238; the normal approximation said 0.019
 
@@ -203,8 +206,13 @@ def test_group_stops_together_at_the_first_stage_target():
     assert ideal_n(noisy, confidence=95, target_ci_pct=1) > 30  # the noisy cell's need, capped at max_trials
     assert not first.stop and first.target_n == 30
     more = [*noisy, *([100.0] * 30)]  # later values do not move the target: only the first stage does
-    later = group_stop([precise + [100] * (first.target_n - 6), more[: first.target_n]], confidence=95,
-                       target_ci_pct=1, min_trials=6, max_trials=30)  # fmt: skip
+    later = group_stop(
+        [precise + [100] * (first.target_n - 6), more[: first.target_n]],
+        confidence=95,
+        target_ci_pct=1,
+        min_trials=6,
+        max_trials=30,
+    )
     assert later.stop and later.target_n == 30 and "stopped together" in later.reason
     precise_too = group_stop([precise, precise], confidence=95, target_ci_pct=1, min_trials=6, max_trials=30)
     assert precise_too.stop and precise_too.reason.startswith(

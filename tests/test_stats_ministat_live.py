@@ -123,8 +123,15 @@ def test_compat_view_is_byte_identical_to_live_ministat(tmp_path, capsys, monkey
     plot, Student's t blocks), on seeded data sets neither has seen: varied n, scale, ties and options."""
     monkeypatch.chdir(tmp_path)  # both print the file names as given
     rng = np.random.default_rng(20261123)
-    options = ([], ["-s"], ["-c", "90"], ["-A"], ["-w", "50"], ["-c", "99.5"],
-               ["-s", "-w", "100", "-c", "80"])  # fmt: skip
+    options = (
+        [],
+        ["-s"],
+        ["-c", "90"],
+        ["-A"],
+        ["-w", "50"],
+        ["-c", "99.5"],
+        ["-s", "-w", "100", "-c", "80"],
+    )
     compared = 0
     for k in range(8):
         files = []

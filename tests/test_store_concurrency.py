@@ -40,10 +40,21 @@ def start(tmp: Path, store: str, plan_path: Path) -> subprocess.Popen[str]:
         "NO_COLOR": "1",
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "fairmark", "run", str(plan_path), "--no-monitors", "--accept-risk",
-         "--allow-concurrent"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fairmark",
+            "run",
+            str(plan_path),
+            "--no-monitors",
+            "--accept-risk",
+            "--allow-concurrent",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def check_runs(url: str, titles: set[str]) -> None:
@@ -83,8 +94,12 @@ def test_processes_opening_one_fresh_sqlite_store_at_once_all_open_it(tmp_path: 
     code = "import sys; from fairmark.store.db import Store; Store.open(sys.argv[1]).list_runs(); print('ok')"
     for round_ in range(5):
         url = f"sqlite:///{tmp_path / f'fresh{round_}.db'}"
-        procs = [subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(6)]  # fmt: skip
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for _ in range(6)
+        ]
         results = [p.communicate(timeout=120) for p in procs]
         assert [out.strip() for out, _ in results] == ["ok"] * 6, [err[-500:] for _, err in results]
 
@@ -134,12 +149,19 @@ def test_postgresql_restarted_mid_run_loses_nothing(tmp_path: Path, postgres: ob
     print(f"PostgreSQL restarted after {before} trials: the run exited {proc.returncode}")
     if proc.returncode == 3:  # stopped cleanly: the error names the store; resume continues
         assert "the connection to the database server was lost" in err and "Traceback" not in err, err
-        env = os.environ | {"FAIRMARK_STORE": url, "FAIRMARK_LOCK_PATH": str(tmp_path / "lock"),
-                            "FAIRMARK_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}  # fmt: skip
+        env = os.environ | {
+            "FAIRMARK_STORE": url,
+            "FAIRMARK_LOCK_PATH": str(tmp_path / "lock"),
+            "FAIRMARK_STATE_DIR": str(tmp_path / "state"),
+            "NO_COLOR": "1",
+        }
         res = subprocess.run(
-            [sys.executable, "-m", "fairmark", "resume", runs[0]["id"]], env=env, capture_output=True,
-            text=True, timeout=600,
-        )  # fmt: skip
+            [sys.executable, "-m", "fairmark", "resume", runs[0]["id"]],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert res.returncode == 0, res.stderr[-3000:]
     else:
         assert proc.returncode == 0, err[-3000:]  # waited for the server and went on

@@ -125,9 +125,15 @@ def test_stress_ng_through_fairmark_run(tmp_path):
     plan.write_text(RUN_PLAN)
     before = _leftover_dirs()
     proc = fairmark_subprocess(
-        "run", str(plan), "--store", f"sqlite:///{tmp_path / 'x.db'}", "--json", "--no-monitors", "--accept-risk",
+        "run",
+        str(plan),
+        "--store",
+        f"sqlite:///{tmp_path / 'x.db'}",
+        "--json",
+        "--no-monitors",
+        "--accept-risk",
         timeout=60,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     cell = json_out(proc.stdout)["cells"][0]
     assert cell["primary_metric"] == "bogo_ops_s_real" and cell["n_ok"] == 3 and cell["n_failed"] == 0
@@ -163,10 +169,21 @@ def test_ctrl_c_mid_trial_leaves_no_directory_or_process(tmp_path):
     )
     before_dirs, before_pids = _leftover_dirs(), _stress_ng_pids()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fairmark", "run", str(plan), "--store", f"sqlite:///{tmp_path / 'x.db'}",
-         "--no-monitors", "--accept-risk"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fairmark",
+            "run",
+            str(plan),
+            "--store",
+            f"sqlite:///{tmp_path / 'x.db'}",
+            "--no-monitors",
+            "--accept-risk",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120  # a wait for the trial to start, not a speed limit
     while (
         not (_leftover_dirs() - before_dirs and _stress_ng_pids() - before_pids)

@@ -90,8 +90,14 @@ def test_sysbench_memory_end_to_end(tmp_path):
 
 @needs_sysbench
 def test_sysbench_fileio_prepare_run_cleanup(tmp_path):
-    params = {"test": "fileio", "file_total_size": "16M", "file_num": 2, "time_s": 1,
-              "directory": str(tmp_path), "small_size_reason": "test suite"}  # fmt: skip
+    params = {
+        "test": "fileio",
+        "file_total_size": "16M",
+        "file_num": 2,
+        "time_s": 1,
+        "directory": str(tmp_path),
+        "small_size_reason": "test suite",
+    }
     m = tools.run_once(adapter_for("sysbench"), params, tmp_path / "w")
     assert m["reads_s"] > 10 and m["writes_s"] > 10 and m["events_s"] > 10
     assert not list(tmp_path.glob("fairmark-sysbench-*"))  # files removed at teardown

@@ -70,8 +70,12 @@ class Repo:
         return (self.top / start).exists() if not Path(start).is_absolute() else Path(start).exists()
 
     def is_ancestor(self, a: str, b: str) -> bool:
-        return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=self.top, check=False,
-                              capture_output=True).returncode == 0  # fmt: skip
+        return (
+            subprocess.run(
+                ["git", "merge-base", "--is-ancestor", a, b], cwd=self.top, check=False, capture_output=True
+            ).returncode
+            == 0
+        )
 
     def commits_between(self, good: str, bad: str) -> list[str]:
         """Commits after `good` up to `bad`, oldest first."""

@@ -128,8 +128,10 @@ def bisect_plan_text(path: str) -> str:
     if "variant" in data:
         raise PlanError(
             "a bisect plan has no [[variant]]: its two sides are the good commit and each candidate, and a "
-            "workload finds its side's checkout in $FAIRMARK_CHECKOUT", path=path, key="variant",
-        )  # fmt: skip
+            "workload finds its side's checkout in $FAIRMARK_CHECKOUT",
+            path=path,
+            key="variant",
+        )
     parse_plan(text, path)  # every other error now, before anything is built
     return text
 
@@ -152,8 +154,14 @@ def _toml_str(p: Path) -> str:
 
 
 class Bisect:
-    def __init__(self, opts: BisectOptions, store: Any, *, progress: Callable[[], Progress] = Progress,
-                 note: Callable[[str], None] = lambda s: None):  # fmt: skip
+    def __init__(
+        self,
+        opts: BisectOptions,
+        store: Any,
+        *,
+        progress: Callable[[], Progress] = Progress,
+        note: Callable[[str], None] = lambda s: None,
+    ):
         self.opts, self.store, self.progress, self.note = opts, store, progress, note
         self.text = bisect_plan_text(opts.plan_path)
         self.repo = Repo(opts.repo)
@@ -237,8 +245,16 @@ class Bisect:
     def _build(self, where: Path) -> tuple[bool, str]:
         env = os.environ | {"FAIRMARK_CHECKOUT": str(where)}
         try:
-            proc = subprocess.run(self.opts.build, shell=True, cwd=where, env=env, capture_output=True, text=True,
-                                  timeout=self.opts.build_timeout_s, check=False)  # fmt: skip
+            proc = subprocess.run(
+                self.opts.build,
+                shell=True,
+                cwd=where,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=self.opts.build_timeout_s,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             return False, f"timed out after {self.opts.build_timeout_s:g} s"
         tail = (proc.stdout + proc.stderr)[-2000:].strip()

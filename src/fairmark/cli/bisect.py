@@ -22,8 +22,14 @@ if TYPE_CHECKING:
 @click.command()
 @click.option("--good", required=True, metavar="G", help="A commit without the regression.")
 @click.option("--bad", required=True, metavar="B", help="A later commit with it.")
-@click.option("--plan", "plan_path", required=True, type=click.Path(dir_okay=False), help="Plan whose "
-              "workloads run on both sides (no [[variant]]; a workload finds its checkout in $FAIRMARK_CHECKOUT).")  # fmt: skip
+@click.option(
+    "--plan",
+    "plan_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Plan whose "
+    "workloads run on both sides (no [[variant]]; a workload finds its checkout in $FAIRMARK_CHECKOUT).",
+)
 @click.option(
     "--build", required=True, metavar="CMD", help="Shell command that builds a checkout (run in it)."
 )
@@ -31,11 +37,21 @@ if TYPE_CHECKING:
     "--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="The git repository."
 )
 @click.option(
-    "--threshold", "threshold_pct", default="3%", show_default=True, callback=_threshold, metavar="PCT",
+    "--threshold",
+    "threshold_pct",
+    default="3%",
+    show_default=True,
+    callback=_threshold,
+    metavar="PCT",
     help="Bisect only a regression between G and B proven larger than this.",
-)  # fmt: skip
-@click.option("--attempts", type=click.IntRange(1, 20), default=3, show_default=True,
-              help="Runs of the plan per commit at most (pooled) before a not-proven commit is skipped.")  # fmt: skip
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(1, 20),
+    default=3,
+    show_default=True,
+    help="Runs of the plan per commit at most (pooled) before a not-proven commit is skipped.",
+)
 @click.option("--quick", is_flag=True, help="The plan's [quick] parameters for every run.")
 @click.option("--accept-risk", is_flag=True, help="Run despite doctor errors; every run records it.")
 @click.option(
@@ -44,18 +60,37 @@ if TYPE_CHECKING:
 @tag_option("Also tag every step's run with this (repeatable); each is tagged commit=SHA anyway.")
 @common_options
 def bisect(
-    good: str, bad: str, plan_path: str, build: str, repo: str, threshold_pct: float, attempts: int, quick: bool,
-    accept_risk: bool, allow_concurrent: bool, tag_items: tuple[str, ...],
-) -> None:  # fmt: skip
+    good: str,
+    bad: str,
+    plan_path: str,
+    build: str,
+    repo: str,
+    threshold_pct: float,
+    attempts: int,
+    quick: bool,
+    accept_risk: bool,
+    allow_concurrent: bool,
+    tag_items: tuple[str, ...],
+) -> None:
     """Drive `git bisect` with proven verdicts: each candidate built in its own checkout and measured
     interleaved against the good commit; good/bad only when proven, else more runs, then skip."""
     from fairmark.bisect.search import Bisect, BisectOptions
     from fairmark.cli._progress import TerminalProgress
     from fairmark.run.lock import HostLock
 
-    opts = BisectOptions(good=good, bad=bad, plan_path=plan_path, build=build, repo=repo,
-                         threshold_pct=threshold_pct, attempts=attempts, quick=quick, accept_risk=accept_risk,
-                         tags=parse_tags(tag_items), command_line=shlex.join(["fairmark", *sys.argv[1:]]))  # fmt: skip
+    opts = BisectOptions(
+        good=good,
+        bad=bad,
+        plan_path=plan_path,
+        build=build,
+        repo=repo,
+        threshold_pct=threshold_pct,
+        attempts=attempts,
+        quick=quick,
+        accept_risk=accept_risk,
+        tags=parse_tags(tag_items),
+        command_line=shlex.join(["fairmark", *sys.argv[1:]]),
+    )
     search = Bisect(opts, open_store(), progress=TerminalProgress, note=console.note)
     with HostLock({"plan": plan_path, "run_id": "bisect"}, allow_concurrent=allow_concurrent) as lock:
         for line in lock.notes:

@@ -39,14 +39,25 @@ def _rows(found: dict[tuple[str, str, str], list[dict[str, Any]]], run_ids, host
     rows = []
     for (workload, group, metric), comps in found.items():
         data = summarize(comps, confidence=confidence) | {
-            "run_ids": run_ids, "min_trials": policy.min_trials, "max_trials": policy.max_trials,
+            "run_ids": run_ids,
+            "min_trials": policy.min_trials,
+            "max_trials": policy.max_trials,
             "target_ci_pct": policy.target_ci_pct,
-        }  # fmt: skip
-        rows.append({
-            "host_id": host[0], "hostname": host[1], "workload": workload, "group": group, "metric": metric,
-            "plan_path": loaded.path, "confidence": confidence, "runs": data["runs"],
-            "false_positives": data["false_positives"], "data": data,
-        })  # fmt: skip
+        }
+        rows.append(
+            {
+                "host_id": host[0],
+                "hostname": host[1],
+                "workload": workload,
+                "group": group,
+                "metric": metric,
+                "plan_path": loaded.path,
+                "confidence": confidence,
+                "runs": data["runs"],
+                "false_positives": data["false_positives"],
+                "data": data,
+            }
+        )
     return rows
 
 
@@ -75,8 +86,15 @@ def _line(row: dict[str, Any]) -> str:
 
 @click.command()
 @click.argument("plan", type=click.Path(dir_okay=False))
-@click.option("--runs", "runs", type=click.IntRange(min=2), default=20, show_default=True, metavar="K",
-              help="A/A runs of each workload.")  # fmt: skip
+@click.option(
+    "--runs",
+    "runs",
+    type=click.IntRange(min=2),
+    default=20,
+    show_default=True,
+    metavar="K",
+    help="A/A runs of each workload.",
+)
 @click.option("--quick", is_flag=True, help="The plan's [quick] trial counts.")
 @click.option("--accept-risk", is_flag=True, help="Run despite doctor errors; every report will say so.")
 @click.option(
@@ -118,8 +136,13 @@ def calibrate(plan: str, runs: int, quick: bool, accept_risk: bool, allow_concur
     rows = _rows(found, run_ids, host, loaded, policy.confidence, policy)
     store.add_calibrations(rows)
     if console.json_mode:
-        console.emit_json({"host_id": host[0], "hostname": host[1], "calibrations": [r | {"created_at": None}
-                                                                                     for r in rows]})  # fmt: skip
+        console.emit_json(
+            {
+                "host_id": host[0],
+                "hostname": host[1],
+                "calibrations": [r | {"created_at": None} for r in rows],
+            }
+        )
         return
     show(rows, host)
 

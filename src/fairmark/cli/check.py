@@ -28,14 +28,23 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.command()
 @click.argument("run_ref", metavar="RUN")
 @click.option(
-    "--against", "against_text", default="variant", show_default=True, metavar="BASELINE",
+    "--against",
+    "against_text",
+    default="variant",
+    show_default=True,
+    metavar="BASELINE",
     help="variant (the run's own interleaved baseline variant), tag:KEY=VALUE[,KEY=VALUE] (the last --last "
     "finished runs with these tags on this host) or run:ID[,ID].",
-)  # fmt: skip
+)
 @click.option(
-    "--threshold", "threshold_pct", default="3%", show_default=True, callback=_threshold, metavar="PCT",
+    "--threshold",
+    "threshold_pct",
+    default="3%",
+    show_default=True,
+    callback=_threshold,
+    metavar="PCT",
     help="Fail only on a regression proven larger than this (the whole CI beyond it).",
-)  # fmt: skip
+)
 @click.option(
     "--last", type=click.IntRange(1, 1000), default=10, show_default=True, help="Runs in a tag baseline."
 )
@@ -46,9 +55,14 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
 )
 @common_options
 def check(
-    run_ref: str, against_text: str, threshold_pct: float, last: int, any_host: bool, junit_path: str | None,
+    run_ref: str,
+    against_text: str,
+    threshold_pct: float,
+    last: int,
+    any_host: bool,
+    junit_path: str | None,
     markdown_path: str | None,
-) -> None:  # fmt: skip
+) -> None:
     """Check RUN against a baseline with the verdicts of a run; exit 1 on a proven regression beyond the
     threshold (significant after the false-discovery-rate correction, its whole CI beyond --threshold)."""
     from fairmark.report.check import CheckOptions, parse_against

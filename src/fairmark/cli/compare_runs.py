@@ -58,9 +58,13 @@ from fairmark.verdict.values import MeasuredCell, load_cells
 )
 @common_options
 def compare_runs(
-    run_args: tuple[str, ...], because: str | None, declared: tuple[str, ...], metrics: tuple[str, ...],
-    all_metrics: bool, confidence: str,
-) -> None:  # fmt: skip
+    run_args: tuple[str, ...],
+    because: str | None,
+    declared: tuple[str, ...],
+    metrics: tuple[str, ...],
+    all_metrics: bool,
+    confidence: str,
+) -> None:
     """Compare matching cells of stored runs (the first side is the baseline), environment differences first.
 
     `RUN_A RUN_B`: two runs. `A1 A2 … --vs B1 B2 …`: several runs per side, each made in its own boot (a kernel
@@ -163,8 +167,14 @@ def _finding(rule: str, evidence: str) -> dict[str, str]:
         "comparison-plan": "different plans or scales measure different work under the same cell names",
         "comparison-unknown-environment": "without a snapshot, what else differed between the runs is unknown",
     }[rule]
-    return {"id": rule, "severity": "error", "title": why, "evidence": evidence, "why": why,
-            "fix": 'state the intended difference with --because "…" (or --declare KEY)'}  # fmt: skip
+    return {
+        "id": rule,
+        "severity": "error",
+        "title": why,
+        "evidence": evidence,
+        "why": why,
+        "fix": 'state the intended difference with --because "…" (or --declare KEY)',
+    }
 
 
 # -- cells ---------------------------------------------------------------------------------------------------

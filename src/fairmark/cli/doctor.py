@@ -28,11 +28,20 @@ def check_sysroot(sysroot: str | None) -> str:
 @click.option(
     "--sysroot", metavar="DIR", help="Read a saved tree (proc/, sys/ or sysctl.txt …), not this host."
 )
-@click.option("--workdir", metavar="DIR", default=".", show_default=True,
-              help="Directory whose file system and disk are checked.")  # fmt: skip
+@click.option(
+    "--workdir",
+    metavar="DIR",
+    default=".",
+    show_default=True,
+    help="Directory whose file system and disk are checked.",
+)
 @click.option("--tool", "tools", multiple=True, metavar="NAME", help="Also record this tool's version.")
-@click.option("--host", metavar="DEST", help="Judge this host over SSH (an ssh destination or alias); "
-              "also undoes system changes a dead fairmark agent left there.")  # fmt: skip
+@click.option(
+    "--host",
+    metavar="DEST",
+    help="Judge this host over SSH (an ssh destination or alias); "
+    "also undoes system changes a dead fairmark agent left there.",
+)
 @click.option("--ssh-option", "ssh_options", multiple=True, metavar="OPT", help="Passed to ssh (repeat).")
 @common_options
 def doctor(

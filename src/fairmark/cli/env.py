@@ -25,13 +25,26 @@ CATEGORY_STYLE = {"validity": "bold red", "environment": "yellow", "info": "dim"
     help="Directory whose file system is described.",
 )
 @click.option("--tool", "tools", multiple=True, metavar="NAME", help="Also record this tool's version.")
-@click.option("--diff", "diff_runs", nargs=2, metavar="RUN_A RUN_B",
-              help="Compare the environments stored with two runs (ids, prefixes or 'last').")  # fmt: skip
-@click.option("--declare", "declared", multiple=True, metavar="KEY",
-              help="With --diff: a key (prefix) that is the intended difference, e.g. os.release.")  # fmt: skip
+@click.option(
+    "--diff",
+    "diff_runs",
+    nargs=2,
+    metavar="RUN_A RUN_B",
+    help="Compare the environments stored with two runs (ids, prefixes or 'last').",
+)
+@click.option(
+    "--declare",
+    "declared",
+    multiple=True,
+    metavar="KEY",
+    help="With --diff: a key (prefix) that is the intended difference, e.g. os.release.",
+)
 @click.option("--after", is_flag=True, help="With --diff: use the snapshots taken after the runs.")
-@click.option("--save-sysroot", metavar="DIR", help="Save this host's probe inputs as a sysroot tree in DIR "
-              "(for `doctor --sysroot` elsewhere).")  # fmt: skip
+@click.option(
+    "--save-sysroot",
+    metavar="DIR",
+    help="Save this host's probe inputs as a sysroot tree in DIR (for `doctor --sysroot` elsewhere).",
+)
 @common_options
 def env(
     sysroot: str | None,

@@ -50,9 +50,11 @@ def history(
     if not data:
         raise InputError(
             f"no stored samples of workload {workload!r}"
-            + (f" metric {metric!r}" if metric else "") + (f" on host {host!r}" if host else "")
-            + (" with those tags" if opts.tags else "") + f" in {store.safe_url}"
-        )  # fmt: skip
+            + (f" metric {metric!r}" if metric else "")
+            + (f" on host {host!r}" if host else "")
+            + (" with those tags" if opts.tags else "")
+            + f" in {store.safe_url}"
+        )
     if html_path or png_path:
         from fairmark.report.history_plot import write_html, write_png
 

@@ -172,11 +172,14 @@ class Workload(Strict):
                 "params are for tool workloads; a command workload takes its arguments in command"
             )
         if self.tool is not None and (self.data_size is not None or self.small_size_reason):
-            raise ValueError("data_size and small_size_reason are for command workloads; a tool workload's "
-                             "data set is in its params (e.g. fio size, bonnie size_mib)")  # fmt: skip
+            raise ValueError(
+                "data_size and small_size_reason are for command workloads; a tool workload's "
+                "data set is in its params (e.g. fio size, bonnie size_mib)"
+            )
         if self.data_size is not None and not _DATA_SIZE_RE.match(str(self.data_size)):
-            raise ValueError(f"data_size: expected a size such as 8G, 512M, 2xRAM or a byte count, got "
-                             f"{self.data_size!r}")  # fmt: skip
+            raise ValueError(
+                f"data_size: expected a size such as 8G, 512M, 2xRAM or a byte count, got {self.data_size!r}"
+            )
         names = [m.name for m in self.metrics]
         if len(set(names)) != len(names):
             raise ValueError(f"metric names must be unique, got {names}")
@@ -401,8 +404,10 @@ class Plan(Strict):
         for w in [*self.workload, *self.variant]:
             if w.client_host is not None and w.client_host not in self.hosts:
                 kind = "variant" if isinstance(w, Variant) else "workload"
-                raise ValueError(f"{kind} {w.name!r}: client_host {w.client_host!r} is not a [hosts.NAME] "
-                                 f"(defined: {known})")  # fmt: skip
+                raise ValueError(
+                    f"{kind} {w.name!r}: client_host {w.client_host!r} is not a [hosts.NAME] "
+                    f"(defined: {known})"
+                )
         return self
 
     def with_host(self, host: str) -> Plan:

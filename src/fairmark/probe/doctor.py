@@ -254,8 +254,11 @@ def _load(snap: Mapping[str, Any]) -> list[Finding]:
                 severity=None if big else "info",
             )
         )
-    stalled = {k.removesuffix("_some_avg10"): v for k, v in (load.get("pressure") or {}).items()
-               if k.endswith("_some_avg10") and v is not None and v >= R.PRESSURE_SOME_AVG10_WARN}  # fmt: skip
+    stalled = {
+        k.removesuffix("_some_avg10"): v
+        for k, v in (load.get("pressure") or {}).items()
+        if k.endswith("_some_avg10") and v is not None and v >= R.PRESSURE_SOME_AVG10_WARN
+    }
     if stalled:
         ev = ", ".join(f"{k} some avg10={v:.1f}%" for k, v in stalled.items())
         out.append(_finding("pressure", f"/proc/pressure: {ev}"))
@@ -348,8 +351,10 @@ def _test_size(w: Mapping[str, Any], snap: Mapping[str, Any]) -> list[Finding]:
     wfs = _fs_of(str(directory), snap) if directory and directory != fs.get("workdir") else fs
     if wfs.get("memory_fs"):
         return []
-    evidence = (f"workload {w.get('name', '?')}: data set {_gib(size)} vs RAM {_gib(ram)} on "
-                f"{wfs.get('fstype') or 'a disk file system'} (needs >= {R.TEST_SIZE_RAM_FACTOR:g}x RAM)")  # fmt: skip
+    evidence = (
+        f"workload {w.get('name', '?')}: data set {_gib(size)} vs RAM {_gib(ram)} on "
+        f"{wfs.get('fstype') or 'a disk file system'} (needs >= {R.TEST_SIZE_RAM_FACTOR:g}x RAM)"
+    )
     if w.get("cache_reason"):
         return [_finding("test-size", f"{evidence}; allowed because: {w['cache_reason']}", severity="info")]
     return [_finding("test-size", evidence, severity="error")]
@@ -447,8 +452,11 @@ def diagnose(
 def diagnose_volatile(current: Mapping[str, Any], baseline: Mapping[str, Any] | None = None) -> list[Finding]:
     """Findings from a volatile_snapshot() taken between rounds: noise now, and drift since `baseline` (the
     volatile part of the snapshot before the run, or the previous volatile snapshot)."""
-    pseudo = {"load": current.get("load") or {}, "thermal": current.get("thermal") or {},
-              "cpu": {"threads": current.get("threads")}}  # fmt: skip
+    pseudo = {
+        "load": current.get("load") or {},
+        "thermal": current.get("thermal") or {},
+        "cpu": {"threads": current.get("threads")},
+    }
     findings = _load(pseudo) + [f for f in _thermal_clock(pseudo) if f.id == "thermal"]
     if baseline:
         for key in ("governors", "boost", "thp", "smt_active"):

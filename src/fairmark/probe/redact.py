@@ -14,8 +14,17 @@ from typing import Any
 
 REDACTED = "<redacted>"
 SECRET_WORDS = (
-    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION",
-)  # fmt: skip
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "KEY",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "SESSION",
+)
 # PWD is a password in MYSQL_PWD or DB_PWD, but the working directory in PWD and OLDPWD
 _NAME_RE = re.compile("|".join(SECRET_WORDS) + r"|(?<!^)(?<!^OLD)PWD", re.IGNORECASE)
 _URL_PASSWORD_RE = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<pw>[^@\s/]+)(?P<tail>@)", re.I)

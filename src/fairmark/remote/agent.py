@@ -69,11 +69,41 @@ def boot_id() -> str:
 
 def _run(argv: list[str], timeout_s: float = 10.0) -> str:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
-                              env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin:/sbin:/usr/sbin")})  # fmt: skip
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin:/sbin:/usr/sbin")},
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return proc.stdout if proc.returncode == 0 else ""
+
+
+def _settle(m: dict, status: int, ru, wall: float, timed_out_after: float | None) -> None:
+    """The trial's measured fields from its wait4 status and rusage (`timed_out_after`: the timeout it hit)."""
+    code = os.waitstatus_to_exitcode(status)
+    m.update(
+        wall_s=wall,
+        user_s=ru.ru_utime,
+        sys_s=ru.ru_stime,
+        max_rss_kib=int(ru.ru_maxrss),
+        minor_faults=int(ru.ru_minflt),
+        major_faults=int(ru.ru_majflt),
+        voluntary_switches=int(ru.ru_nvcsw),
+        involuntary_switches=int(ru.ru_nivcsw),
+    )
+    m["exit_code"], m["signal"] = (code, None) if code >= 0 else (None, -code)
+    if timed_out_after is not None:
+        m["status"], m["error"] = "timeout", f"timed out after {timed_out_after:g} s; process group killed"
+    elif m["signal"] is not None:
+        m["error"] = f"killed by signal {signal.Signals(m['signal']).name}"
+    elif code != 0:
+        m["error"] = f"exit status {code}"
+    else:
+        m["status"] = "ok"
 
 
 def _b64(data: bytes) -> str:
@@ -113,8 +143,10 @@ class Journal:
     @classmethod
     def mine(cls) -> Journal:
         d = os.path.join(state_dir(), "journal")
-        return cls(os.path.join(d, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"),
-                   {"format": 1, "pid": os.getpid(), "started": time.time(), "entries": []})  # fmt: skip
+        return cls(
+            os.path.join(d, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"),
+            {"format": 1, "pid": os.getpid(), "started": time.time(), "entries": []},
+        )
 
     def save(self) -> None:
         if not self.data["entries"]:
@@ -270,8 +302,11 @@ class Tunables:
         self.active: dict[str, dict] = {}
 
     def set_active(self, wanted: dict[str, str]) -> dict:
-        reverted = [self._revert(n) for n in list(self.active) if n not in wanted or
-                    self.active[n]["want"] != wanted[n]]  # fmt: skip
+        reverted = [
+            self._revert(n)
+            for n in list(self.active)
+            if n not in wanted or self.active[n]["want"] != wanted[n]
+        ]
         applied = []
         for name, value in wanted.items():
             if name in self.active:
@@ -468,7 +503,9 @@ class Session:
             try:
                 result = handler(req)
             except Exception as exc:  # an answer, never a dead agent: the controller decides
-                self.send({"v": PROTOCOL, "id": req.get("id"), "ok": False, "error": f"{type(exc).__name__}: {exc}"})  # fmt: skip
+                self.send(
+                    {"v": PROTOCOL, "id": req.get("id"), "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+                )
                 continue
             self.send({"v": PROTOCOL, "id": req.get("id"), "ok": True, "result": result})
             if op == "bye" or self.eof:
@@ -536,8 +573,19 @@ class Session:
         timeout_s, grace_s = spec.get("timeout_s"), float(spec.get("grace_s", 2.0))
         limit = int(spec.get("tail_bytes", 1 << 20))
         so, se = os.path.join(out_dir, "stdout"), os.path.join(out_dir, "stderr")
-        m = {"argv": argv, "status": "failed", "exit_code": None, "signal": None, "wall_s": 0.0, "user_s": 0.0,
-             "sys_s": 0.0, "max_rss_kib": 0, "error": None, "leftovers_killed": 0, "version": SPEC_VERSION}  # fmt: skip
+        m = {
+            "argv": argv,
+            "status": "failed",
+            "exit_code": None,
+            "signal": None,
+            "wall_s": 0.0,
+            "user_s": 0.0,
+            "sys_s": 0.0,
+            "max_rss_kib": 0,
+            "error": None,
+            "leftovers_killed": 0,
+            "version": SPEC_VERSION,
+        }
         res = {"measured": m, "stdout_b64": "", "stderr_b64": "", "files": {}, "boot_id": boot_id()}
         monitor = Monitor(req["monitor"]) if req.get("monitor") else None
         if monitor:
@@ -545,8 +593,16 @@ class Session:
         with open(so, "wb") as fo, open(se, "wb") as fe:
             t0 = time.monotonic()
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=_env(req),
-                                        cwd=spec.get("cwd") or None, start_new_session=True, close_fds=True)  # fmt: skip
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=fo,
+                    stderr=fe,
+                    env=_env(req),
+                    cwd=spec.get("cwd") or None,
+                    start_new_session=True,
+                    close_fds=True,
+                )
             except OSError as exc:
                 m["error"] = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
                 return res
@@ -565,19 +621,7 @@ class Session:
         if not timed_out and _group_alive(proc.pid):
             m["leftovers_killed"] = 1  # background children outliving the trial would perturb the next
             kill_group(proc.pid, grace_s)
-        code = os.waitstatus_to_exitcode(status)
-        m.update(wall_s=wall, user_s=ru.ru_utime, sys_s=ru.ru_stime, max_rss_kib=int(ru.ru_maxrss),
-                 minor_faults=int(ru.ru_minflt), major_faults=int(ru.ru_majflt),
-                 voluntary_switches=int(ru.ru_nvcsw), involuntary_switches=int(ru.ru_nivcsw))  # fmt: skip
-        m["exit_code"], m["signal"] = (code, None) if code >= 0 else (None, -code)
-        if timed_out:
-            m["status"], m["error"] = "timeout", f"timed out after {timeout_s:g} s; process group killed"
-        elif m["signal"] is not None:
-            m["error"] = f"killed by signal {signal.Signals(m['signal']).name}"
-        elif code != 0:
-            m["error"] = f"exit status {code}"
-        else:
-            m["status"] = "ok"
+        _settle(m, status, ru, wall, timeout_s if timed_out else None)
         res["stdout_b64"], res["stderr_b64"] = _b64(_tail(so, limit)), _b64(_tail(se, limit))
         res["files"] = {p: _b64(_tail(p, limit)) for p in spec.get("files") or () if os.path.isfile(p)}
         return res
@@ -636,8 +680,15 @@ class Session:
             except OSError:
                 pass
         env = {k: v for k, v in os.environ.items() if k != "FAIRMARK_AGENT_STATE"}
-        return {"os": platform.system().lower(), "files": files, "dirs": dirs, "commands": commands,
-                "links": links, "environ": env, "hostname": socket.gethostname()}  # fmt: skip
+        return {
+            "os": platform.system().lower(),
+            "files": files,
+            "dirs": dirs,
+            "commands": commands,
+            "links": links,
+            "environ": env,
+            "hostname": socket.gethostname(),
+        }
 
     def op_read(self, req: dict) -> dict:
         out = {}

@@ -215,8 +215,11 @@ class HostConnection:
         self.generation += 1
         self.hello = self.call("hello")
         if self.hello.get("protocol") != PROTOCOL:
-            raise AgentError(f"host {self.spec.name}: agent speaks protocol {self.hello.get('protocol')}, "
-                             f"this fairmark speaks {PROTOCOL}", hint="update fairmark on the host")  # fmt: skip
+            raise AgentError(
+                f"host {self.spec.name}: agent speaks protocol {self.hello.get('protocol')}, "
+                f"this fairmark speaks {PROTOCOL}",
+                hint="update fairmark on the host",
+            )
         return self.hello
 
     def call(self, op: str, **args: Any) -> dict[str, Any]:
@@ -258,8 +261,10 @@ class HostConnection:
                 return self.connect()
             except (ConnectionLost, AgentError) as exc:
                 last = exc
-        raise ConnectionLost(f"host {self.spec.name}: could not reconnect: {last}",
-                             hint="when the host is back, `fairmark resume RUN` continues the run")  # fmt: skip
+        raise ConnectionLost(
+            f"host {self.spec.name}: could not reconnect: {last}",
+            hint="when the host is back, `fairmark resume RUN` continues the run",
+        )
 
     def _drop_agent(self) -> None:
         if self._agent is None:
@@ -282,8 +287,14 @@ class HostConnection:
         if not self._master_alive():
             self._stop_master()
             self._start_master()
-        return subprocess.run(self.ssh_argv(shlex.join(argv)), capture_output=True, text=True,
-                              timeout=timeout_s, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+        return subprocess.run(
+            self.ssh_argv(shlex.join(argv)),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
 
     def boot_id(self) -> str:
         return str(self.call("hello", recover=False)["boot_id"])

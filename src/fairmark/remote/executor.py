@@ -70,8 +70,10 @@ class RemoteExecutor:
         else:
             from fairmark.run.monitors.linux import snapshot_from
 
-            snaps = [snapshot_from({k.removeprefix("/proc/"): v for k, v in s["texts"].items()}, s["t_s"])
-                     for s in got["samples"]]  # fmt: skip
+            snaps = [
+                snapshot_from({k.removeprefix("/proc/"): v for k, v in s["texts"].items()}, s["t_s"])
+                for s in got["samples"]
+            ]
         series = build_series(snaps, os_name=os_name, interval_s=float(self.monitor_interval_s or 1.0))
         series["host"] = self.conn.spec.name
         if got.get("errors"):
@@ -91,8 +93,14 @@ class RemoteExecutor:
         # The spec travels without its env: the host keeps its own environment plus what the plan changes.
         wire = spec.to_dict() | {"env": None}
         try:
-            res = self.conn.call("exec", spec=wire, env_set=env_set, env_unset=env_unset, mkdirs=mkdirs,
-                                 monitor=self._monitor_request())  # fmt: skip
+            res = self.conn.call(
+                "exec",
+                spec=wire,
+                env_set=env_set,
+                env_unset=env_unset,
+                mkdirs=mkdirs,
+                monitor=self._monitor_request(),
+            )
         except ConnectionLost as exc:
             so.write_bytes(b"")
             se.write_bytes(str(exc).encode())
@@ -102,10 +110,13 @@ class RemoteExecutor:
                 ConnectionLost
             ) as gone:  # this trial is recorded as failed; the next one interrupts the run
                 self.down = gone
-                return Measured.not_started(spec, f"connection lost to host {self.conn.spec.name} during the trial; "
-                               "could not reconnect")  # fmt: skip
-            return Measured.not_started(spec, f"connection lost to host {self.conn.spec.name} during the trial; "
-                           "reconnected")  # fmt: skip
+                return Measured.not_started(
+                    spec,
+                    f"connection lost to host {self.conn.spec.name} during the trial; could not reconnect",
+                )
+            return Measured.not_started(
+                spec, f"connection lost to host {self.conn.spec.name} during the trial; reconnected"
+            )
         so.write_bytes(base64.b64decode(res.pop("stdout_b64")))
         se.write_bytes(base64.b64decode(res.pop("stderr_b64")))
         for path, b64 in res.pop("files", {}).items():

@@ -41,8 +41,16 @@ def run_fleet(plan: str, hosts: list[str], argv: list[str], store_url: str | Non
     env = dict(os.environ)
     if store_url:
         env["FAIRMARK_STORE"] = store_url
-    procs = {h: subprocess.Popen(_child_argv(plan, h, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, env=env) for h in hosts}  # fmt: skip
+    procs = {
+        h: subprocess.Popen(
+            _child_argv(plan, h, argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        for h in hosts
+    }
     outputs: dict[str, bytes] = {}
 
     def collect(h: str) -> None:
@@ -62,7 +70,13 @@ def run_fleet(plan: str, hosts: list[str], argv: list[str], store_url: str | Non
         if code != 0:
             failed.append(f"{h} (exit {code})")
     if console.json_mode:
-        console.emit_json({"hosts": {h: {"exit": procs[h].returncode,
-                                         "output": outputs[h].decode(errors="replace")} for h in hosts}})  # fmt: skip
+        console.emit_json(
+            {
+                "hosts": {
+                    h: {"exit": procs[h].returncode, "output": outputs[h].decode(errors="replace")}
+                    for h in hosts
+                }
+            }
+        )
     if failed:
         raise FairmarkError(f"fleet run: {len(failed)} of {len(hosts)} host(s) failed: {', '.join(failed)}")

@@ -17,8 +17,13 @@ if TYPE_CHECKING:
 
 
 def host_spec(name: str, entry: Any) -> HostSpec:
-    return HostSpec(name, ssh=entry.ssh, ssh_options=tuple(entry.ssh_options),
-                    agent=tuple(entry.agent or ()), python=entry.python)  # fmt: skip
+    return HostSpec(
+        name,
+        ssh=entry.ssh,
+        ssh_options=tuple(entry.ssh_options),
+        agent=tuple(entry.agent or ()),
+        python=entry.python,
+    )
 
 
 class RemoteHosts:
@@ -37,15 +42,25 @@ class RemoteHosts:
                 if k not in REMOTE_KEYS and v.host and getattr(v, k) not in (None, False, {})
             ]
             if other or (v.host and v.tuning):
-                raise PlanError(f"variant {v.name!r}: on host {v.host!r} only sysctl changes are supported so far "
-                                f"(not {', '.join(other) or 'tuning sets'})", path=path)  # fmt: skip
+                raise PlanError(
+                    f"variant {v.name!r}: on host {v.host!r} only sysctl changes are supported so far "
+                    f"(not {', '.join(other) or 'tuning sets'})",
+                    path=path,
+                )
         # (variant, workload) → the host running the client, where it is not the variant's host
-        self.client_host = {(v.name, w.name): v.client_host or w.client_host for v in plan.variant
-                            for w in plan.workload if (v.client_host or w.client_host)}  # fmt: skip
+        self.client_host = {
+            (v.name, w.name): v.client_host or w.client_host
+            for v in plan.variant
+            for w in plan.workload
+            if (v.client_host or w.client_host)
+        }
         for (v, _w), c in self.client_host.items():
             if not self.variant_host[v]:
-                raise PlanError(f"variant {v!r}: a client on host {c!r} needs the server on a host too: give the "
-                                "variant a host", path=path)  # fmt: skip
+                raise PlanError(
+                    f"variant {v!r}: a client on host {c!r} needs the server on a host too: give the "
+                    "variant a host",
+                    path=path,
+                )
         used = sorted({h for h in [*self.variant_host.values(), *self.client_host.values()] if h})
         self.specs = {n: host_spec(n, plan.hosts[n]) for n in used}
         self.conns: dict[str, HostConnection] = {}
@@ -72,8 +87,9 @@ class RemoteHosts:
             hello = conn.connect()
             self.recovered += [f"host {name}: {line}" for line in hello.get("recovered", [])]
             self._lock(name, conn)
-            self.executors[name] = RemoteExecutor(conn, on_reconnect=lambda n=name: self._reapply(n),
-                                                  monitor_interval_s=self.monitor_interval_s)  # fmt: skip
+            self.executors[name] = RemoteExecutor(
+                conn, on_reconnect=lambda n=name: self._reapply(n), monitor_interval_s=self.monitor_interval_s
+            )
 
     def _lock(self, name: str, conn: HostConnection) -> None:
         """The host's own lock (held by its agent for the session): one run measures a host at a time."""
@@ -108,8 +124,10 @@ class RemoteHosts:
         entry = self.plan.hosts[host]
         addr = entry.address or self.conns[host].hello.get("address")
         if not addr:
-            raise EnvironmentRefused(f"host {host}: its address for clients on other hosts is unknown",
-                                     hint=f"set address = \"…\" in [hosts.{host}]")  # fmt: skip
+            raise EnvironmentRefused(
+                f"host {host}: its address for clients on other hosts is unknown",
+                hint=f'set address = "…" in [hosts.{host}]',
+            )
         return str(addr)
 
     def labels(self, variant: str, workload: str) -> dict[str, str]:
@@ -162,9 +180,14 @@ class RemoteHosts:
     def describe(self) -> dict[str, dict[str, Any]]:
         """What the run records about its hosts (`fairmark runs --host NAME` filters on these names)."""
         snaps = getattr(self, "snaps", {})
-        return {n: {"ssh": s.ssh, "boot_id": self.conns[n].hello.get("boot_id") if n in self.conns else None,
-                    "host_id": (snaps.get(n) or {}).get("identity", {}).get("host_id")}
-                for n, s in self.specs.items()}  # fmt: skip
+        return {
+            n: {
+                "ssh": s.ssh,
+                "boot_id": self.conns[n].hello.get("boot_id") if n in self.conns else None,
+                "host_id": (snaps.get(n) or {}).get("identity", {}).get("host_id"),
+            }
+            for n, s in self.specs.items()
+        }
 
     def store_snapshots(self, store: Any, run_id: str) -> None:
         for name, snap in getattr(self, "snaps", {}).items():
@@ -211,8 +234,10 @@ def gate_hosts(runner: Any, runtimes: list[Any]) -> tuple[dict[str, Any], list[d
     errors = [f for f in found if f["severity"] == "error"]
     if errors and not runner.options.accept_risk:
         lines = "; ".join(f"{f['title']} ({f['evidence']})" for f in errors)
-        raise EnvironmentRefused(f"the environment would invalidate this benchmark: {lines}",
-                                 hint="fix it (see `fairmark doctor --host NAME`), or pass --accept-risk")  # fmt: skip
+        raise EnvironmentRefused(
+            f"the environment would invalidate this benchmark: {lines}",
+            hint="fix it (see `fairmark doctor --host NAME`), or pass --accept-risk",
+        )
     env_before = next(iter(snaps.values()))
     return env_before, found
 
@@ -221,7 +246,14 @@ def _software_findings(hosts: dict[str, dict[str, Any]], declared: list[str]) ->
     """A warning for each undeclared OS or kernel difference between the hosts: the verdict would be about it."""
     from fairmark.remote.probe import software_differences
 
-    return [{"id": "hosts-differ", "severity": "warn", "title": "the hosts run different software",
-             "evidence": d, "why": "a verdict between these hosts measures this difference too",
-             "fix": f'declare = ["{d.split(":")[0]}"] in the plan if it is the point of the comparison'}
-            for d in software_differences(hosts, declared)]  # fmt: skip
+    return [
+        {
+            "id": "hosts-differ",
+            "severity": "warn",
+            "title": "the hosts run different software",
+            "evidence": d,
+            "why": "a verdict between these hosts measures this difference too",
+            "fix": f'declare = ["{d.split(":")[0]}"] in the plan if it is the point of the comparison',
+        }
+        for d in software_differences(hosts, declared)
+    ]

@@ -19,9 +19,14 @@ BOOT_FILES = ("boot/config-{release}", "var/run/dmesg.boot")
 
 def capture_sysroot(conn: HostConnection, dest: str) -> list[str]:
     """Write the host's probe inputs under `dest`; secrets are redacted here, before anything is stored."""
-    got = conn.call("capture", files=list(LINUX_FILES), dirs=list(LINUX_DIRS), boot_files=list(BOOT_FILES),
-                    commands=FREEBSD_COMMANDS if conn.hello.get("os") == "freebsd" else {},
-                    links=["etc/malloc.conf"])  # fmt: skip
+    got = conn.call(
+        "capture",
+        files=list(LINUX_FILES),
+        dirs=list(LINUX_DIRS),
+        boot_files=list(BOOT_FILES),
+        commands=FREEBSD_COMMANDS if conn.hello.get("os") == "freebsd" else {},
+        links=["etc/malloc.conf"],
+    )
     written = []
     for rel, b64 in got["files"].items():
         data = base64.b64decode(b64)
@@ -64,8 +69,12 @@ def remote_snapshot(conn: HostConnection, *, workdir: str = "/tmp") -> dict[str,
     finally:
         shutil.rmtree(dest, ignore_errors=True)
     snap["source"] = {"root": f"ssh:{conn.spec.name}", "live": True, "os_family": snap["source"]["os_family"]}
-    snap["remote"] = {"host": conn.spec.name, "ssh": conn.spec.ssh, "address": conn.hello.get("address"),
-                      "agent_python": conn.hello.get("python")}  # fmt: skip
+    snap["remote"] = {
+        "host": conn.spec.name,
+        "ssh": conn.spec.ssh,
+        "address": conn.hello.get("address"),
+        "agent_python": conn.hello.get("python"),
+    }
     return snap
 
 
@@ -113,8 +122,18 @@ def software_differences(snaps: dict[str, dict[str, Any]], declared: list[str]) 
 
 def declare_word(key: str) -> str | None:
     """The `declare` word that covers an environment-diff key (None: no word does)."""
-    prefixes = (("os.kernel", "os"), ("os.distribution", "os"), ("os.release", "kernel"), ("os.version", "kernel"),
-                ("os.cmdline", "kernel"), ("kernel_config", "kernel"), ("cpu.model", "cpu_model"),
-                ("cpu.cores", "cores"), ("cpu.threads", "cores"), ("memory.total_kib", "memory"),
-                ("host.disks", "disk"), ("fs.fstype", "fs"))  # fmt: skip
+    prefixes = (
+        ("os.kernel", "os"),
+        ("os.distribution", "os"),
+        ("os.release", "kernel"),
+        ("os.version", "kernel"),
+        ("os.cmdline", "kernel"),
+        ("kernel_config", "kernel"),
+        ("cpu.model", "cpu_model"),
+        ("cpu.cores", "cores"),
+        ("cpu.threads", "cores"),
+        ("memory.total_kib", "memory"),
+        ("host.disks", "disk"),
+        ("fs.fstype", "fs"),
+    )
     return next((w for p, w in prefixes if key == p or key.startswith(p + ".")), None)

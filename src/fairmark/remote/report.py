@@ -43,8 +43,10 @@ def print_host_diff(store: Any, run_id: str) -> None:
     snaps = store.artifacts(run_id, kind="env.host")
     if len(snaps) < 2:
         return
-    console.print(f"[bold]hosts' environments[/bold] ({', '.join(a['name'] for a in snaps)}): "
-                  f"{len(diffs)} difference(s)")  # fmt: skip
+    console.print(
+        f"[bold]hosts' environments[/bold] ({', '.join(a['name'] for a in snaps)}): "
+        f"{len(diffs)} difference(s)"
+    )
     for d in diff_lines(diffs):
         console.text("  " + d)
 
@@ -71,8 +73,11 @@ def where_ran(report: RunReport) -> list[str]:
         if "host" not in labels:
             continue
         client = labels.get("client host")
-        where = (f"server on {labels['host']}, client on {client}" if client and client != labels["host"]
-                 else f"on {labels['host']}")  # fmt: skip
+        where = (
+            f"server on {labels['host']}, client on {client}"
+            if client and client != labels["host"]
+            else f"on {labels['host']}"
+        )
         out.append(f"{c.group} / {c.variant}: {where}")
     return out
 
@@ -82,8 +87,11 @@ def hosts_json(report: RunReport) -> dict[str, Any]:
     hosts = hosts_of(report)
     if not hosts:
         return {}
-    return {"hosts": hosts, "where_ran": where_ran(report),
-            "host_differences": host_diff(report.store, report.run.id)}  # fmt: skip
+    return {
+        "hosts": hosts,
+        "where_ran": where_ran(report),
+        "host_differences": host_diff(report.store, report.run.id),
+    }
 
 
 def host_lines(report: RunReport) -> list[str]:

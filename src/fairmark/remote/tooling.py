@@ -25,10 +25,16 @@ def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
         c = req["ctx"]
         scratch = Path(c["scratch"])
         scratch.mkdir(parents=True, exist_ok=True)
-        ctx = WorkloadContext(name=c["name"], params=c["params"], scratch=scratch,
-                              cache=cache_dir() / req["tool"], is_root=c["is_root"], env=dict(c["env"]),
-                              listen_address=c.get("listen_address"),
-                              client_addresses=tuple(c.get("client_addresses") or ()))  # fmt: skip
+        ctx = WorkloadContext(
+            name=c["name"],
+            params=c["params"],
+            scratch=scratch,
+            cache=cache_dir() / req["tool"],
+            is_root=c["is_root"],
+            env=dict(c["env"]),
+            listen_address=c.get("listen_address"),
+            client_addresses=tuple(c.get("client_addresses") or ()),
+        )
         ctx.cache.mkdir(parents=True, exist_ok=True)
         adapter = adapter_for(req["tool"])
         missing = adapter.missing_executables()
@@ -45,8 +51,14 @@ def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
         return {}
     t = req["tctx"]
     Path(t["trial_dir"]).mkdir(parents=True, exist_ok=True)
-    tctx = TrialContext(workload=ctx, params=t["params"], trial_dir=Path(t["trial_dir"]), variant=t["variant"],
-                        warmup=t["warmup"], client_remote=bool(t.get("client_remote")))  # fmt: skip
+    tctx = TrialContext(
+        workload=ctx,
+        params=t["params"],
+        trial_dir=Path(t["trial_dir"]),
+        variant=t["variant"],
+        warmup=t["warmup"],
+        client_remote=bool(t.get("client_remote")),
+    )
     if method == "before_trial":
         adapter.before_trial(tctx)
         return {"argv": adapter.command(tctx), "env": ctx.env}
@@ -67,11 +79,17 @@ def remote_adapter(adapter: Adapter, hosts: RemoteHosts, workload: str, path: st
     from fairmark.errors import PlanError
 
     if any(not h for h in hosts.variant_host.values()):
-        raise PlanError(f"workload {workload!r}: a tool workload runs either on hosts or here, not both (yet); "
-                        "give every variant a host", path=path)  # fmt: skip
+        raise PlanError(
+            f"workload {workload!r}: a tool workload runs either on hosts or here, not both (yet); "
+            "give every variant a host",
+            path=path,
+        )
     if not adapter.remote_client and any(w == workload for _, w in hosts.client_host):
-        raise PlanError(f"workload {workload!r}: tool {adapter.name!r} cannot put its client on another host "
-                        "(client_host) yet; pgbench, sysbench-oltp, iperf3 and redis can", path=path)  # fmt: skip
+        raise PlanError(
+            f"workload {workload!r}: tool {adapter.name!r} cannot put its client on another host "
+            "(client_host) yet; pgbench, sysbench-oltp, iperf3 and redis can",
+            path=path,
+        )
     refuse = getattr(adapter, "client_host_refusal", None)  # a parameter that cannot cross hosts
     params = next((w.params for w in hosts.plan.workload if w.name == workload), {})
     for v, w in hosts.client_host:
@@ -107,9 +125,13 @@ class RemoteAdapter:
         return self._hosts.conns[host].call("adapter", tool=self._real.name, key=key, method=method, **extra)
 
     def _tctx(self, tctx: TrialContext) -> dict[str, Any]:
-        return {"params": tctx.params, "trial_dir": str(tctx.trial_dir), "variant": tctx.variant,
-                "warmup": tctx.warmup,
-                "client_remote": bool(self._hosts.client_of(tctx.variant, self._workload))}  # fmt: skip
+        return {
+            "params": tctx.params,
+            "trial_dir": str(tctx.trial_dir),
+            "variant": tctx.variant,
+            "warmup": tctx.warmup,
+            "client_remote": bool(self._hosts.client_of(tctx.variant, self._workload)),
+        }
 
     def _ensure(self, host: str) -> None:
         generation = self._hosts.conns[host].generation
@@ -118,13 +140,31 @@ class RemoteAdapter:
         if host in self._ready or self._ctx is None:
             return
         c, hosts = self._ctx, self._hosts
-        clients = sorted({cl for (v, w), cl in hosts.client_host.items()
-                          if w == self._workload and hosts.host_of(v) == host and cl != host})  # fmt: skip
-        remote = {"listen_address": hosts.address(host),
-                  "client_addresses": [hosts.address(cl) for cl in clients]} if clients else {}  # fmt: skip
+        clients = sorted(
+            {
+                cl
+                for (v, w), cl in hosts.client_host.items()
+                if w == self._workload and hosts.host_of(v) == host and cl != host
+            }
+        )
+        remote = (
+            {"listen_address": hosts.address(host), "client_addresses": [hosts.address(cl) for cl in clients]}
+            if clients
+            else {}
+        )
         self._ready[host] = (f"{c.name}:{c.scratch}", generation)
-        got = self._call(host, "setup", ctx={"name": c.name, "params": c.params, "scratch": str(c.scratch),
-                                             "is_root": c.is_root, "env": c.env, **remote})  # fmt: skip
+        got = self._call(
+            host,
+            "setup",
+            ctx={
+                "name": c.name,
+                "params": c.params,
+                "scratch": str(c.scratch),
+                "is_root": c.is_root,
+                "env": c.env,
+                **remote,
+            },
+        )
         c.env.update(got["env"])
 
     def before_trial(self, tctx: TrialContext) -> None:

@@ -33,8 +33,12 @@ from fairmark.verdict.run import RunVerdicts, run_verdicts
 from fairmark.verdict.values import MeasuredCell, load_cells
 
 REGRESSION, POSSIBLE, IMPROVEMENT, UNCHANGED, UNJUDGED = (
-    "regression", "possible regression", "improvement", "no change proven", "not judged",
-)  # fmt: skip
+    "regression",
+    "possible regression",
+    "improvement",
+    "no change proven",
+    "not judged",
+)
 
 
 @dataclass(frozen=True)
@@ -139,10 +143,18 @@ class CheckResult:
         return bool(self.regressions)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run": self.run_id, "hostname": self.hostname, "against": self.against,
-                "baseline_runs": list(self.baseline_runs), "design": self.design,
-                "threshold_pct": self.threshold_pct, "confidence": self.confidence, "failed": self.failed,
-                "cases": [c.to_dict() for c in self.cases], "notes": list(self.notes)}  # fmt: skip
+        return {
+            "run": self.run_id,
+            "hostname": self.hostname,
+            "against": self.against,
+            "baseline_runs": list(self.baseline_runs),
+            "design": self.design,
+            "threshold_pct": self.threshold_pct,
+            "confidence": self.confidence,
+            "failed": self.failed,
+            "cases": [c.to_dict() for c in self.cases],
+            "notes": list(self.notes),
+        }
 
 
 def classify(v: Verdict | None, threshold_pct: float) -> str:

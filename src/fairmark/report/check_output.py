@@ -76,15 +76,27 @@ def junit_xml(r: CheckResult, *, elapsed_s: float = 0.0) -> str:
     skipped = sum(c.status == UNJUDGED for c in r.cases)
     counts = {"tests": str(len(r.cases)), "failures": str(failures), "errors": "0"}
     root = ET.Element("testsuites", {"name": "fairmark check", **counts, "time": f"{elapsed_s:.3f}"})
-    suite = ET.SubElement(root, "testsuite", {
-        "name": _title(r), **counts, "skipped": str(skipped), "time": f"{elapsed_s:.3f}",
-        "timestamp": dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None).isoformat(),
-        "hostname": r.hostname or "localhost",
-    })  # fmt: skip
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": _title(r),
+            **counts,
+            "skipped": str(skipped),
+            "time": f"{elapsed_s:.3f}",
+            "timestamp": dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None).isoformat(),
+            "hostname": r.hostname or "localhost",
+        },
+    )
     props = ET.SubElement(suite, "properties")
-    for name, value in (("run", r.run_id), ("against", r.against), ("design", r.design),
-                        ("threshold_pct", f"{r.threshold_pct:g}"), ("confidence", f"{r.confidence:g}"),
-                        ("baseline_runs", ",".join(r.baseline_runs))):  # fmt: skip
+    for name, value in (
+        ("run", r.run_id),
+        ("against", r.against),
+        ("design", r.design),
+        ("threshold_pct", f"{r.threshold_pct:g}"),
+        ("confidence", f"{r.confidence:g}"),
+        ("baseline_runs", ",".join(r.baseline_runs)),
+    ):
         ET.SubElement(props, "property", {"name": name, "value": value})
     for c in r.cases:
         _testcase(suite, c, r)

@@ -330,9 +330,20 @@ def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
 
 # A trial's measurement as reports and exports show it (the CSV export writes exactly these columns).
 TRIAL_FIELDS = (
-    "seq", "round", "warmup", "status", "wall_s", "user_s", "sys_s", "max_rss_kib", "exit_code", "signal", "error",
-    "host", "boot_id",
-)  # fmt: skip
+    "seq",
+    "round",
+    "warmup",
+    "status",
+    "wall_s",
+    "user_s",
+    "sys_s",
+    "max_rss_kib",
+    "exit_code",
+    "signal",
+    "error",
+    "host",
+    "boot_id",
+)
 
 
 def trial_dict(t: TrialRecord, samples: Mapping[str, float]) -> dict[str, Any]:
@@ -375,11 +386,17 @@ def _spreads(cells: tuple[CellReport, ...], baseline: str, confidence: float) ->
         base = next((c for c in members if c.variant == baseline), members[0])
         metric = base.primary_metric
         for other in (c for c in members if c is not base):
-            v = compare_spread(base.values.get(metric, []), other.values.get(metric, []),
-                               confidence=confidence, names=(base.variant, other.variant))  # fmt: skip
+            v = compare_spread(
+                base.values.get(metric, []),
+                other.values.get(metric, []),
+                confidence=confidence,
+                names=(base.variant, other.variant),
+            )
             if v is not None:
-                out.append({"group": group, "metric": metric, "baseline": base.variant,
-                            "variant": other.variant} | v.to_dict())  # fmt: skip
+                out.append(
+                    {"group": group, "metric": metric, "baseline": base.variant, "variant": other.variant}
+                    | v.to_dict()
+                )
     return tuple(out)
 
 

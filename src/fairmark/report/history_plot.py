@@ -20,14 +20,27 @@ def figure(history: list[dict[str, Any]], workload: str) -> Figure:
         x = list(range(len(s["points"])))
         mean = [p["mean"] for p in s["points"]]
         hw = [p["ci_half_width"] if math.isfinite(p["ci_half_width"]) else 0.0 for p in s["points"]]
-        ax.fill_between(x, [m - h for m, h in zip(mean, hw, strict=True)], [m + h for m, h in zip(mean, hw, strict=True)],
-                        color=PALETTE[0], alpha=0.25, linewidth=0, label="95% CI of the run's mean")  # fmt: skip
+        ax.fill_between(
+            x,
+            [m - h for m, h in zip(mean, hw, strict=True)],
+            [m + h for m, h in zip(mean, hw, strict=True)],
+            color=PALETTE[0],
+            alpha=0.25,
+            linewidth=0,
+            label="95% CI of the run's mean",
+        )
         ax.plot(x, mean, marker="o", markersize=3, color=PALETTE[0], label="mean")
         for cp in s["change_points"]:
             ax.axvline(cp["index"] - 0.5, color=PALETTE[3], linestyle="--", linewidth=1)
             pct = f"{cp['percent']:+.1f}%" if cp.get("percent") is not None else ""
-            ax.annotate(label(f"{pct} p={cp['p_value']:.3g}"), (cp["index"] - 0.5, max(mean)), color=PALETTE[3],
-                        fontsize=7, ha="left", va="top")  # fmt: skip
+            ax.annotate(
+                label(f"{pct} p={cp['p_value']:.3g}"),
+                (cp["index"] - 0.5, max(mean)),
+                color=PALETTE[3],
+                fontsize=7,
+                ha="left",
+                va="top",
+            )
         unit = f" ({s['unit']})" if s["unit"] else ""
         ax.set_title(label(f"{workload} {s['cell']} {s['metric']}{unit} on {s['host']}"), loc="left")
         ax.set_xlabel("run (oldest → newest)")

@@ -383,9 +383,12 @@ def failure_points(report: RunReport, workload: str, param: str) -> list[tuple[s
     return [
         (c.variant, c.point[0][1])
         for c in report.cells
-        if c.workload == workload and len(c.point) == 1 and c.point[0][0] == param
-        and c.n_ok == 0 and (c.n_failed > 0 or c.status == "abandoned")
-    ]  # fmt: skip
+        if c.workload == workload
+        and len(c.point) == 1
+        and c.point[0][0] == param
+        and c.n_ok == 0
+        and (c.n_failed > 0 or c.status == "abandoned")
+    ]
 
 
 def variant_table(report: RunReport) -> dict[str, Any]:

@@ -21,8 +21,11 @@ from fairmark.store.schema import CLAIMED_IO
 
 RATE_MARGIN = 1.2  # the baseline is one 3 s measurement on a shared machine: 20% above it is beyond its noise
 SEEN_FRACTION = 0.5  # the disks saw less than half the claimed bytes
-DISK_KEYS = {"read": ("disk_read_bytes",), "write": ("disk_write_bytes",),
-             "io": ("disk_read_bytes", "disk_write_bytes")}  # fmt: skip
+DISK_KEYS = {
+    "read": ("disk_read_bytes",),
+    "write": ("disk_write_bytes",),
+    "io": ("disk_read_bytes", "disk_write_bytes"),
+}
 NOUNS = {"read": "reads", "write": "writes", "io": "reads and writes"}
 VERBS = {"read": "read", "write": "written", "io": "read and written"}
 
@@ -43,10 +46,15 @@ def flags(report: Any) -> list[dict[str, Any]]:
         claims = [(t, claimed[t.id]) for t in trials if t.id in claimed]
         reasons = _beyond_device(claims, base) + _not_on_disk(claims, monitor)
         if reasons:
-            out.append({
-                "cell": c.key, "workload": c.workload, "variant": c.variant, "reasons": reasons,
-                "sentence": f"{c.key}: measured the page cache, not the disk — {'; '.join(reasons)}",
-            })  # fmt: skip
+            out.append(
+                {
+                    "cell": c.key,
+                    "workload": c.workload,
+                    "variant": c.variant,
+                    "reasons": reasons,
+                    "sentence": f"{c.key}: measured the page cache, not the disk — {'; '.join(reasons)}",
+                }
+            )
     return out
 
 
@@ -72,8 +80,10 @@ def _beyond_device(claims: list[tuple[TrialRecord, dict]], base: Mapping[str, An
             continue
         median = statistics.median(rates)
         if median > RATE_MARGIN * device:
-            out.append(f"it claims {NOUNS[d]} at {median:.0f} MiB/s (median of {len(rates)} trials), above the "
-                       f"{device:.0f} MiB/s its device did with O_DIRECT on the same file system")  # fmt: skip
+            out.append(
+                f"it claims {NOUNS[d]} at {median:.0f} MiB/s (median of {len(rates)} trials), above the "
+                f"{device:.0f} MiB/s its device did with O_DIRECT on the same file system"
+            )
     return out
 
 

@@ -63,10 +63,15 @@ def stability(r: RunReport) -> list[dict[str, Any]]:
         b = base.get(v["workload"])
         if b is None or v is b or not (v["minutes_survived"] and b["minutes_survived"]):
             continue
-        cmp = compare_rates(v["kernel_events"], v["minutes_survived"], b["kernel_events"], b["minutes_survived"],
-                            r.confidence)  # fmt: skip
-        v["vs_baseline"] = {"ratio": cmp.ratio, "ci": [cmp.ci_low, cmp.ci_high], "p_value": cmp.p_value,
-                            "sentence": cmp.sentence()}  # fmt: skip
+        cmp = compare_rates(
+            v["kernel_events"], v["minutes_survived"], b["kernel_events"], b["minutes_survived"], r.confidence
+        )
+        v["vs_baseline"] = {
+            "ratio": cmp.ratio,
+            "ci": [cmp.ci_low, cmp.ci_high],
+            "p_value": cmp.p_value,
+            "sentence": cmp.sentence(),
+        }
     return out
 
 

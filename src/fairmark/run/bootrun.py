@@ -134,8 +134,10 @@ class RemoteMachine:
             res = self.conn.run(argv, timeout_s=60)
             # 255: ssh's own status when the host closed the connection while going down
             if res.returncode not in (0, 255) and res.returncode > 0:
-                raise HostDidNotReturn(f"host {self.name}: the reboot command `{' '.join(argv)}` failed "
-                                       f"(exit {res.returncode}): {(res.stderr or res.stdout).strip()[-400:]}")  # fmt: skip
+                raise HostDidNotReturn(
+                    f"host {self.name}: the reboot command `{' '.join(argv)}` failed "
+                    f"(exit {res.returncode}): {(res.stderr or res.stdout).strip()[-400:]}"
+                )
         except subprocess.TimeoutExpired:
             pass  # the connection hung while the host went down
         try:
@@ -165,8 +167,11 @@ class RemoteMachine:
         def check() -> None:
             now_id = self.conn.hello.get("boot_id")
             if verified() and now_id != verified():
-                raise WrongBoot(f"host {self.name} rebooted during a boot block (boot {verified()} → {now_id}): "
-                                "the run stops", hint="`fairmark resume RUN` reboots into the variant again")  # fmt: skip
+                raise WrongBoot(
+                    f"host {self.name} rebooted during a boot block (boot {verified()} → {now_id}): "
+                    "the run stops",
+                    hint="`fairmark resume RUN` reboots into the variant again",
+                )
             self.remote._reapply(self.name)
 
         ex.on_reconnect = check
@@ -196,21 +201,32 @@ class LocalMachine:
         return local_boot_id() or ""
 
     def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False,
-                              stdin=subprocess.DEVNULL)  # fmt: skip
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout_s, check=False, stdin=subprocess.DEVNULL
+        )
 
     def reboot(self, boot: Boot, previous: str) -> str:
         from fairmark.run.variants.boothook import install
 
         kind, root = hook_kind()
-        argv = [sys.executable, "-m", "fairmark", "resume", self.runner.run_id, "--accept-risk",
-                "--store", self.runner.store.url]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "fairmark",
+            "resume",
+            self.runner.run_id,
+            "--accept-risk",
+            "--store",
+            self.runner.store.url,
+        ]
         install(self.runner.system.journal, argv, kind=kind, root=root)
         reboot = reboot_command(boot)
         res = self.run(reboot, timeout_s=60)
         if res.returncode != 0:
-            raise HostDidNotReturn(f"this machine's reboot command `{' '.join(reboot)}` failed (exit "
-                                   f"{res.returncode}): {(res.stderr or res.stdout).strip()[-400:]}")  # fmt: skip
+            raise HostDidNotReturn(
+                f"this machine's reboot command `{' '.join(reboot)}` failed (exit "
+                f"{res.returncode}): {(res.stderr or res.stdout).strip()[-400:]}"
+            )
         _await_shutdown(boot.timeout_s)
         raise HostDidNotReturn(
             f"this machine did not go down within {boot.timeout_s:g} s after `{' '.join(reboot)}`",
@@ -265,8 +281,12 @@ class BootRun:
         if len(hosts) != 1:
             from fairmark.errors import PlanError
 
-            raise PlanError("boot variants must all run on the same machine (one host, or all local): "
-                            f"found {sorted(str(h) for h in hosts)}", path=runner.loaded.path, key="variant.host")  # fmt: skip
+            raise PlanError(
+                "boot variants must all run on the same machine (one host, or all local): "
+                f"found {sorted(str(h) for h in hosts)}",
+                path=runner.loaded.path,
+                key="variant.host",
+            )
         host = next(iter(hosts))
         self.machine: Any = RemoteMachine(runner, host) if host else LocalMachine(runner)
         self.policy = runner.policy
@@ -284,10 +304,17 @@ class BootRun:
         return latest
 
     def _record(self, block: Block, **data: Any) -> dict[str, Any]:
-        rec = {"block": block.index, "variant": block.variant, "k": block.k, "host": self.machine.name,
-               "at": now().isoformat(), **data}  # fmt: skip
-        self.runner.store.add_artifact(self.runner.run_id, kind="boot", name=str(block.index),
-                                       content_type="application/json", data=rec)  # fmt: skip
+        rec = {
+            "block": block.index,
+            "variant": block.variant,
+            "k": block.k,
+            "host": self.machine.name,
+            "at": now().isoformat(),
+            **data,
+        }
+        self.runner.store.add_artifact(
+            self.runner.run_id, kind="boot", name=str(block.index), content_type="application/json", data=rec
+        )
         return rec
 
     # -- the loop
@@ -329,12 +356,20 @@ class BootRun:
         boot = self.runner.plan.variant_named(block.variant).boot
         assert boot is not None
         where = f"host {self.machine.name}" if self.machine.name else "this machine"
-        note(f"boot {block.index + 1}/{len(self.blocks)}: switching {where} to variant {block.variant} "
-             f"({describe(boot)}) and rebooting")  # fmt: skip
+        note(
+            f"boot {block.index + 1}/{len(self.blocks)}: switching {where} to variant {block.variant} "
+            f"({describe(boot)}) and rebooting"
+        )
         self._switch(block, boot)
         started = time.time()
-        self._record(block, phase="rebooting", previous_boot_id=current, boot_id=None, switch=describe(boot),
-                     started=started)  # fmt: skip
+        self._record(
+            block,
+            phase="rebooting",
+            previous_boot_id=current,
+            boot_id=None,
+            switch=describe(boot),
+            started=started,
+        )
         new = self.machine.reboot(boot, current)
         self._verify(block, new, current, started)
 
@@ -353,13 +388,32 @@ class BootRun:
         boot = self.runner.plan.variant_named(block.variant).boot
         assert boot is not None
         snap = self.machine.snapshot()
-        check = verify(block.variant, boot, snap, boot_id=boot_id, previous_boot_id=previous,
-                       bootfile=self.machine.bootfile(), absent=distinguishing_words(self.runner.plan, block.variant))  # fmt: skip
-        self.runner.store.add_artifact(self.runner.run_id, kind="env.boot", name=str(block.index),
-                                       content_type="application/json", data=snap)  # fmt: skip
+        check = verify(
+            block.variant,
+            boot,
+            snap,
+            boot_id=boot_id,
+            previous_boot_id=previous,
+            bootfile=self.machine.bootfile(),
+            absent=distinguishing_words(self.runner.plan, block.variant),
+        )
+        self.runner.store.add_artifact(
+            self.runner.run_id,
+            kind="env.boot",
+            name=str(block.index),
+            content_type="application/json",
+            data=snap,
+        )
         seconds = round(time.time() - started, 1)
-        self._record(block, phase="verified" if check.ok else "wrong", previous_boot_id=previous,
-                     boot_id=boot_id, check=check.to_dict(), switch=describe(boot), seconds=seconds)  # fmt: skip
+        self._record(
+            block,
+            phase="verified" if check.ok else "wrong",
+            previous_boot_id=previous,
+            boot_id=boot_id,
+            check=check.to_dict(),
+            switch=describe(boot),
+            seconds=seconds,
+        )
         self._refuse(check, block)
         self.runner.progress.note(
             f"boot {block.index + 1}/{len(self.blocks)} ({block.variant}) verified after {seconds:g} s: "

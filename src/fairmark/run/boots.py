@@ -97,9 +97,15 @@ def dotted(snapshot: Mapping[str, Any], key: str) -> Any:
 
 
 def verify(
-    variant: str, boot: Boot, snapshot: Mapping[str, Any], *, boot_id: str | None,
-    previous_boot_id: str | None, bootfile: str | None = None, absent: set[str] | frozenset[str] = frozenset(),
-) -> BootCheck:  # fmt: skip
+    variant: str,
+    boot: Boot,
+    snapshot: Mapping[str, Any],
+    *,
+    boot_id: str | None,
+    previous_boot_id: str | None,
+    bootfile: str | None = None,
+    absent: set[str] | frozenset[str] = frozenset(),
+) -> BootCheck:
     """Whether the machine's boot (its snapshot, boot id, FreeBSD kern.bootfile) is `variant`'s. `absent`: kernel
     command-line words that mark another variant (a boot showing one is that variant's, not this one's)."""
     bad, good = [], []
@@ -107,8 +113,10 @@ def verify(
     def check(ok: bool, text: str) -> None:
         (good if ok else bad).append(text)
 
-    check(bool(boot_id) and boot_id != previous_boot_id,
-          f"boot id: wanted a new boot, found {boot_id or 'none'} (before: {previous_boot_id or 'none'})")  # fmt: skip
+    check(
+        bool(boot_id) and boot_id != previous_boot_id,
+        f"boot id: wanted a new boot, found {boot_id or 'none'} (before: {previous_boot_id or 'none'})",
+    )
     cmdline = str(dotted(snapshot, "os.cmdline") or "")
     if boot.kexec is not None and boot.kexec.append:
         words = cmdline.split()

@@ -56,8 +56,15 @@ def _fio(directory: str) -> dict[str, Any]:
     }
     with tempfile.TemporaryDirectory(prefix="fairmark-device-", dir=directory) as tmp:
         for rw in ("write", "read"):  # write first: the read needs the file, and fio lays it out untimed
-            argv = ["fio", "--name=device", f"--directory={tmp}", f"--rw={rw}", f"--ioengine={engine}", *FIO_JOB,
-                    "--output-format=json"]  # fmt: skip
+            argv = [
+                "fio",
+                "--name=device",
+                f"--directory={tmp}",
+                f"--rw={rw}",
+                f"--ioengine={engine}",
+                *FIO_JOB,
+                "--output-format=json",
+            ]
             try:
                 proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
             except (OSError, subprocess.TimeoutExpired) as exc:

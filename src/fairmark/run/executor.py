@@ -243,9 +243,14 @@ def _spawn(spec: TrialSpec, fo: Any, fe: Any, joined: bool = False) -> subproces
     placement that needs a step in the child (`fork_places`; a cgroup the thread cannot join) takes the fork
     path, and `fork_places` makes every trial of the run take it (see `forks_to_place`)."""
     kw: dict[str, Any] = dict(
-        stdin=_devnull() if spec.stdin_devnull else None, stdout=fo, stderr=fe, env=spec.env,
-        cwd=spec.cwd, start_new_session=True, close_fds=True,
-    )  # fmt: skip
+        stdin=_devnull() if spec.stdin_devnull else None,
+        stdout=fo,
+        stderr=fe,
+        env=spec.env,
+        cwd=spec.cwd,
+        start_new_session=True,
+        close_fds=True,
+    )
     if not joined and (spec.fork_places or spec.place_cgroup or forks_to_place(False, bool(spec.place_cpus))):
         return subprocess.Popen(spec.argv, preexec_fn=_placer(spec.place_cgroup, spec.place_cpus), **kw)
     if not spec.place_cpus:

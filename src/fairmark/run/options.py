@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairmark.plan.model import RunPolicy
 from fairmark.run.hooks import TrialHook
+from fairmark.stats import RunningMean
+
+if TYPE_CHECKING:
+    from fairmark.run.prepare import CellState, WorkloadRuntime
+    from fairmark.run.trial import Outcome
 
 
 @dataclass
@@ -34,3 +39,36 @@ class Progress:
     def cell_stopped(self, key: str, status: str, reason: str) -> None: ...
     def note(self, message: str) -> None: ...
     def finished(self) -> None: ...
+
+
+def trial_event(
+    seq: int,
+    running: dict[str, RunningMean],
+    policy: RunPolicy,
+    rt: WorkloadRuntime,
+    cs: CellState,
+    r: int,
+    out: Outcome,
+) -> dict[str, Any]:
+    """What Progress.trial gets for one finished trial: its value, the cell's count and its running mean and CI,
+    updated in O(1) per trial (describe() would sort and search order statistics)."""
+    est = running.setdefault(cs.cell.key, RunningMean()).update(cs.values)
+    mean, half = (est.mean, est.ci_half_width(policy.confidence)) if est.n >= 2 else (None, None)
+    return {
+        "seq": seq,
+        "cell": cs.cell.key,
+        "round": r,
+        "warmup": r < 0,
+        "status": out.status,
+        "error": out.error,
+        "metric": rt.primary,
+        "unit": rt.metric_specs[rt.primary].unit,
+        "value": out.values.get(rt.primary),
+        "n": len(cs.values),
+        "max_trials": policy.max_trials,
+        "failures": cs.failures,
+        "max_failures": policy.max_failures,
+        "mean": mean,
+        "ci_half_width": half,
+        "wall_s": out.values.get("wall_s"),
+    }

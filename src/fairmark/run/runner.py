@@ -12,7 +12,7 @@ continues from what the store holds, re-running the interrupted trial.
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fairmark import __version__
 from fairmark.errors import FairmarkError
@@ -20,18 +20,18 @@ from fairmark.plan.load import LoadedPlan
 from fairmark.plan.schedule import Order, new_seed
 from fairmark.run.executor import execute_spec
 from fairmark.run.gate import Gate, VolatileWatch, host_id, hostname
-from fairmark.run.options import Progress, RunOptions
+from fairmark.run.options import Progress, RunOptions, trial_event
 from fairmark.run.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
 from fairmark.run.secrets import Scrubber
 from fairmark.run.stage import sweep_stale_scratch, workload_stage
-from fairmark.run.trial import Contexts, Executor, Outcome, TrialPath, is_profiler
+from fairmark.run.trial import Contexts, Executor, TrialPath, is_profiler
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState
-from fairmark.stats import RunningMean
 from fairmark.stats.stopping import group_stop
 from fairmark.store.db import Store, now
 
 if TYPE_CHECKING:
+    from fairmark.stats import RunningMean
     from fairmark.verdict.run import RunVerdicts
 
 PROFILED_TRIALS = 2  # extra trials per cell and profiler (--profile), after the measured rounds
@@ -57,8 +57,12 @@ class Runner:
         if self.plan.remote:  # variants on other hosts: their trials and system changes happen there
             from fairmark.remote.hosts import RemoteHosts, local_part
 
-            self.remote = RemoteHosts(self.plan, loaded.path, hooks=self.options.hooks,
-                                      allow_concurrent=self.options.allow_concurrent)  # fmt: skip
+            self.remote = RemoteHosts(
+                self.plan,
+                loaded.path,
+                hooks=self.options.hooks,
+                allow_concurrent=self.options.allow_concurrent,
+            )
         local = local_part(self.plan) if self.remote else self.plan
         self.system = SystemState(local, state_dir=default_state_dir())
         self.run_id = ""
@@ -273,7 +277,10 @@ class Runner:
                         self.seq += 1
                         out = self._path().run(rt, contexts, cs, r, self.seq, profiler=profiler)
                         cs.rounds_done.add(r)
-                        self.progress.trial(self._event(rt, cs, r, out) | {"profiled": True})
+                        self.progress.trial(
+                            trial_event(self.seq, self._running, self.policy, rt, cs, r, out)
+                            | {"profiled": True}
+                        )
 
     def _trial(self, rt: WorkloadRuntime, contexts: Contexts, cs: CellState, r: int) -> None:
         self.seq += 1
@@ -285,39 +292,24 @@ class Runner:
                 self._stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")
         elif r >= 0:
             cs.values.append(out.values[rt.primary])
-        self.progress.trial(self._event(rt, cs, r, out))
+        self.progress.trial(trial_event(self.seq, self._running, self.policy, rt, cs, r, out))
 
     def _path(self) -> TrialPath:
         if self._trial_path is None or self._trial_path.run_id != self.run_id:
             self._trial_path = TrialPath(
-                plan=self.plan, policy=self.policy, store=self.store, run_id=self.run_id, system=self.system,
-                execute=self.execute, scrub=self._scrub, note=self.progress.note,
-                hooks=tuple(self.options.hooks), remote=self.remote, keep_trial_dirs=self.options.keep_scratch,
-            )  # fmt: skip
+                plan=self.plan,
+                policy=self.policy,
+                store=self.store,
+                run_id=self.run_id,
+                system=self.system,
+                execute=self.execute,
+                scrub=self._scrub,
+                note=self.progress.note,
+                hooks=tuple(self.options.hooks),
+                remote=self.remote,
+                keep_trial_dirs=self.options.keep_scratch,
+            )
         return self._trial_path
-
-    def _event(self, rt: WorkloadRuntime, cs: CellState, r: int, out: Outcome) -> dict[str, Any]:
-        # the mean and its CI, updated in O(1) per trial (describe() would sort and search order statistics)
-        est = self._running.setdefault(cs.cell.key, RunningMean()).update(cs.values)
-        mean, half = (est.mean, est.ci_half_width(self.policy.confidence)) if est.n >= 2 else (None, None)
-        return {
-            "seq": self.seq,
-            "cell": cs.cell.key,
-            "round": r,
-            "warmup": r < 0,
-            "status": out.status,
-            "error": out.error,
-            "metric": rt.primary,
-            "unit": rt.metric_specs[rt.primary].unit,
-            "value": out.values.get(rt.primary),
-            "n": len(cs.values),
-            "max_trials": self.policy.max_trials,
-            "failures": cs.failures,
-            "max_failures": self.policy.max_failures,
-            "mean": mean,
-            "ci_half_width": half,
-            "wall_s": out.values.get("wall_s"),
-        }
 
     def _stop_rule(self, rt: WorkloadRuntime) -> None:
         """The cells compared with each other (one group) stop together, at a length set by their first stage
@@ -336,9 +328,12 @@ class Runner:
             if not any(cs.status == "active" for cs in members):
                 continue
             decision = group_stop(
-                [cs.values for cs in members], confidence=p.confidence, target_ci_pct=p.target_ci_pct,
-                min_trials=p.min_trials, max_trials=p.max_trials,
-            )  # fmt: skip
+                [cs.values for cs in members],
+                confidence=p.confidence,
+                target_ci_pct=p.target_ci_pct,
+                min_trials=p.min_trials,
+                max_trials=p.max_trials,
+            )
             if decision.stop:
                 for cs in members:
                     if cs.status == "active":

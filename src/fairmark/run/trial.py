@@ -243,9 +243,14 @@ class TrialPath:
             base = contexts.base
             ctx = base
             if own:
-                ctx = WorkloadContext(name=base.name, params=base.params | {"directory": str(workdir)},
-                                      scratch=base.scratch / f"variant-{variant}", cache=base.cache,
-                                      is_root=base.is_root, env=dict(base.env))  # fmt: skip
+                ctx = WorkloadContext(
+                    name=base.name,
+                    params=base.params | {"directory": str(workdir)},
+                    scratch=base.scratch / f"variant-{variant}",
+                    cache=base.cache,
+                    is_root=base.is_root,
+                    env=dict(base.env),
+                )
                 ctx.scratch.mkdir()
                 self.note(f"workload {base.name}: preparing its data for variant {variant} on {workdir}")
             if adapter:

@@ -46,10 +46,14 @@ def measure(variants: Iterable[Any], pairs: int = PAIRS) -> dict[str, dict[str, 
                 bare.append(plain.wall_s)
         low, high = median_ci(diffs, CONFIDENCE)
         out[v.name] = {
-            "wrap": list(v.wrap), "pairs": len(diffs), "confidence": CONFIDENCE,
-            "median_s": statistics.median(diffs), "ci_low_s": low, "ci_high_s": high,
+            "wrap": list(v.wrap),
+            "pairs": len(diffs),
+            "confidence": CONFIDENCE,
+            "median_s": statistics.median(diffs),
+            "ci_low_s": low,
+            "ci_high_s": high,
             "noop_median_s": statistics.median(bare),
-        }  # fmt: skip
+        }
     return out
 
 

@@ -36,8 +36,10 @@ class RateComparison:
         if self.ratio is None:
             return f"{head}: no events in either, the rates cannot be told apart (p = 1)"
         high = "∞" if math.isinf(self.ci_high) else f"{self.ci_high:.3g}"
-        return (f"{head}: rate ratio A/B {self.ratio:.3g}, {self.confidence:g}% CI [{self.ci_low:.3g}, {high}], "
-                f"p = {self.p_value:.3g}")  # fmt: skip
+        return (
+            f"{head}: rate ratio A/B {self.ratio:.3g}, {self.confidence:g}% CI [{self.ci_low:.3g}, {high}], "
+            f"p = {self.p_value:.3g}"
+        )
 
 
 def compare_rates(

@@ -51,15 +51,24 @@ def query_history(
     host_col = sa.func.coalesce(t.c.host, r.c.hostname).label("host")
     q = (
         sa.select(
-            r.c.id, r.c.started_at, host_col, c.c.key, s.c.metric, s.c.unit, s.c.better,
-            sa.func.count().label("n"), sa.func.avg(s.c.value).label("mean"),
+            r.c.id,
+            r.c.started_at,
+            host_col,
+            c.c.key,
+            s.c.metric,
+            s.c.unit,
+            s.c.better,
+            sa.func.count().label("n"),
+            sa.func.avg(s.c.value).label("mean"),
             sa.func.avg(s.c.value * s.c.value).label("mean_sq"),
         )
-        .select_from(s.join(c, s.c.cell_id == c.c.id).join(r, c.c.run_id == r.c.id).join(t, s.c.trial_id == t.c.id))
+        .select_from(
+            s.join(c, s.c.cell_id == c.c.id).join(r, c.c.run_id == r.c.id).join(t, s.c.trial_id == t.c.id)
+        )
         .where(c.c.workload == workload, t.c.warmup.is_(False), t.c.profiled.is_(False), t.c.status == "ok")
         .group_by(r.c.id, r.c.started_at, host_col, c.c.key, s.c.metric, s.c.unit, s.c.better)
         .order_by(r.c.started_at)
-    )  # fmt: skip
+    )
     if metric:
         q = q.where(s.c.metric == metric)
     if host:

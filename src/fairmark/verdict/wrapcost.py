@@ -29,15 +29,19 @@ def note(
         return f"{variant}'s wrap `{wrap}`: its own cost could not be measured ({cost['error']})"
     med, low, high = cost["median_s"], cost["ci_low_s"], cost["ci_high_s"]
     ci = "" if math.isnan(low) else f" [{1e3 * low:.2f}, {1e3 * high:.2f}]"
-    head = (f"{variant}'s wrap `{wrap}` costs {1e3 * med:.2f} ms{ci} per trial on this machine (around a no-op, "
-            f"{cost['pairs']} pairs; {baseline} has no such process)")  # fmt: skip
+    head = (
+        f"{variant}'s wrap `{wrap}` costs {1e3 * med:.2f} ms{ci} per trial on this machine (around a no-op, "
+        f"{cost['pairs']} pairs; {baseline} has no such process)"
+    )
     diff = _difference_s(comparison)
     reach = max(abs(med), abs(high) if not math.isnan(high) else 0.0)
     if diff is None or metric != "wall_s":
         return head
     if abs(diff) <= reach:
-        return (f"{head} — the difference ({1e3 * diff:+.2f} ms) is within the wrapper's own cost: "
-                "it may be the wrapper, not the change")  # fmt: skip
+        return (
+            f"{head} — the difference ({1e3 * diff:+.2f} ms) is within the wrapper's own cost: "
+            "it may be the wrapper, not the change"
+        )
     return f"{head}; the difference ({1e3 * diff:+.2f} ms) is beyond it"
 
 

@@ -177,8 +177,17 @@ class LinuxReader:
 
 
 # The /proc files one sample reads (relative to /proc); a remote host's agent reads them and sends the texts.
-SAMPLE_FILES = ("stat", "vmstat", "diskstats", "net/dev", "meminfo", "loadavg",
-                "pressure/cpu", "pressure/io", "pressure/memory")  # fmt: skip
+SAMPLE_FILES = (
+    "stat",
+    "vmstat",
+    "diskstats",
+    "net/dev",
+    "meminfo",
+    "loadavg",
+    "pressure/cpu",
+    "pressure/io",
+    "pressure/memory",
+)
 
 
 def snapshot_from(texts: Mapping[str, str], t_s: float) -> Snapshot:

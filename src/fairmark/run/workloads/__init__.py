@@ -52,8 +52,32 @@ _SYSTEM_PROGRAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # a bare name, loo
 _SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/")  # Debian's pgbench is /usr/share/postgresql-common/pg_wrapper
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Shell words that are not a program whose version means anything.
-_NOT_PROGRAMS = frozenset({"cd", "exec", "env", "time", "nice", "sh", "bash", ".", "source", "set", "export",
-                           "if", "for", "while", "case", "{", "(", "!", "true", "false", "test", "["})  # fmt: skip
+_NOT_PROGRAMS = frozenset(
+    {
+        "cd",
+        "exec",
+        "env",
+        "time",
+        "nice",
+        "sh",
+        "bash",
+        ".",
+        "source",
+        "set",
+        "export",
+        "if",
+        "for",
+        "while",
+        "case",
+        "{",
+        "(",
+        "!",
+        "true",
+        "false",
+        "test",
+        "[",
+    }
+)
 
 
 def programs_of(

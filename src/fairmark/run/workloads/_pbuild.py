@@ -58,8 +58,26 @@ FREEBSD = "MAKE=gmake\n" + BUILD + 'echo "result status=$?"\n'
 
 def linux_argv(root: str, args: Sequence[str]) -> list[str]:
     """One package's builder on Linux (`args`: the BUILD script's arguments after the root)."""
-    return ["unshare", "--mount", "--pid", "--net", "--uts", "--ipc", "--fork", "--kill-child", "--mount-proc",
-            "--propagation", "private", "--", "/bin/sh", "-c", LINUX, "sh", root, *args]  # fmt: skip
+    return [
+        "unshare",
+        "--mount",
+        "--pid",
+        "--net",
+        "--uts",
+        "--ipc",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        LINUX,
+        "sh",
+        root,
+        *args,
+    ]
 
 
 def freebsd_steps(jail: str, root: str, tmpfs: str, args: Sequence[str]) -> dict[str, list[str]]:
@@ -123,8 +141,10 @@ class Builders:
             out, ru = _run(linux_argv(root, args), {"FAIRMARK_TMPFS": cfg["tmpfs"]})
         end = time.monotonic() - self.t0
         result = _last_result(out)
-        self.say(f"pkg seq={seq} name={pkg} builder={builder} start_s={start:.3f} end_s={end:.3f} {result} "
-                 f"user_s={ru[0]:.3f} sys_s={ru[1]:.3f}")  # fmt: skip
+        self.say(
+            f"pkg seq={seq} name={pkg} builder={builder} start_s={start:.3f} end_s={end:.3f} {result} "
+            f"user_s={ru[0]:.3f} sys_s={ru[1]:.3f}"
+        )
         if "status=0 " not in result + " ":
             tail = Path(log).read_text(errors="replace").splitlines()[-20:] if Path(log).exists() else []
             self.say("\n".join(f"  | {pkg}: {line}" for line in [*out.splitlines()[-5:], *tail]))
@@ -173,8 +193,10 @@ def main(argv: Sequence[str]) -> int:
         raise Terminated(signum)  # unwinds like Ctrl-C: the finally below removes jails and tmpfs
 
     signal.signal(signal.SIGTERM, stop)
-    pool.say(f"# pbuild builders={cfg['builders']} packages={len(cfg['queue'])} jobs={cfg['jobs']} "
-             f"isolation={'jail' if pool.freebsd else 'unshare'} tree={shlex.quote(cfg['tree'])}")  # fmt: skip
+    pool.say(
+        f"# pbuild builders={cfg['builders']} packages={len(cfg['queue'])} jobs={cfg['jobs']} "
+        f"isolation={'jail' if pool.freebsd else 'unshare'} tree={shlex.quote(cfg['tree'])}"
+    )
     threads = [threading.Thread(target=pool.run, args=(b,), daemon=True) for b in range(cfg["builders"])]
     try:
         for t in threads:

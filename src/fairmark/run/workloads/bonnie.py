@@ -28,13 +28,49 @@ from fairmark.run.workloads.base import (
 
 # Column names in bonnie++'s CSV order, counted from the end of the line (2.00a inserts extra fields after
 # the file size, 1.9x does not; the tail is the same in both).
-IO_FIELDS = ("putc", "putc_cpu", "put_block", "put_block_cpu", "rewrite", "rewrite_cpu",
-             "getc", "getc_cpu", "get_block", "get_block_cpu", "seeks", "seeks_cpu")  # fmt: skip
+IO_FIELDS = (
+    "putc",
+    "putc_cpu",
+    "put_block",
+    "put_block_cpu",
+    "rewrite",
+    "rewrite_cpu",
+    "getc",
+    "getc_cpu",
+    "get_block",
+    "get_block_cpu",
+    "seeks",
+    "seeks_cpu",
+)
 FILE_PARAMS = ("num_files", "max_size", "min_size", "num_dirs", "file_chunk_size")
-FILE_FIELDS = ("seq_create", "seq_create_cpu", "seq_stat", "seq_stat_cpu", "seq_del", "seq_del_cpu", "ran_create",
-               "ran_create_cpu", "ran_stat", "ran_stat_cpu", "ran_del", "ran_del_cpu")  # fmt: skip
-LATENCIES = ("putc", "put_block", "rewrite", "getc", "get_block", "seeks",
-             "seq_create", "seq_stat", "seq_del", "ran_create", "ran_stat", "ran_del")  # fmt: skip
+FILE_FIELDS = (
+    "seq_create",
+    "seq_create_cpu",
+    "seq_stat",
+    "seq_stat_cpu",
+    "seq_del",
+    "seq_del_cpu",
+    "ran_create",
+    "ran_create_cpu",
+    "ran_stat",
+    "ran_stat_cpu",
+    "ran_del",
+    "ran_del_cpu",
+)
+LATENCIES = (
+    "putc",
+    "put_block",
+    "rewrite",
+    "getc",
+    "get_block",
+    "seeks",
+    "seq_create",
+    "seq_stat",
+    "seq_del",
+    "ran_create",
+    "ran_stat",
+    "ran_del",
+)
 TAIL = IO_FIELDS + FILE_PARAMS + FILE_FIELDS + tuple(f"{n}_latency" for n in LATENCIES)
 UNMEASURABLE = re.compile(r"^\++$")  # '+++++' (rate) and '+++' (CPU %): finished too fast to time
 RATES = {  # CSV column → (metric, unit)

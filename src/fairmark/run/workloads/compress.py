@@ -101,9 +101,14 @@ class Compress(Adapter):
         p = ctx.params
         ultra = ["--ultra"] if p["level_max"] > 19 else []
         return [
-            "zstd", "-q", *ultra, f"-b{p['level_min']}", f"-e{p['level_max']}", f"-i{p['iterations']}",
+            "zstd",
+            "-q",
+            *ultra,
+            f"-b{p['level_min']}",
+            f"-e{p['level_max']}",
+            f"-i{p['iterations']}",
             str(ctx.state["input"]),
-        ]  # fmt: skip
+        ]
 
     def parse(self, raw: RawOutput) -> dict[str, float]:
         return parse_zstd(raw.stdout + "\n" + raw.stderr)

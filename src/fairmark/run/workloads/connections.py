@@ -97,9 +97,19 @@ class Connections(Adapter):
     def command(self, ctx: TrialContext) -> list[str]:
         p = ctx.params
         return [
-            "wrk", "-c", str(p["connections"]), "-t", str(p["threads"]), "-d", f"{p['duration_s']}s",
-            "--timeout", f"{p['timeout_s']}s", "-s", str(ctx.state["lua"]), ctx.state["server"].url,
-        ]  # fmt: skip
+            "wrk",
+            "-c",
+            str(p["connections"]),
+            "-t",
+            str(p["threads"]),
+            "-d",
+            f"{p['duration_s']}s",
+            "--timeout",
+            f"{p['timeout_s']}s",
+            "-s",
+            str(ctx.state["lua"]),
+            ctx.state["server"].url,
+        ]
 
     def parse(self, raw: RawOutput) -> dict[str, float]:
         line = next((ln for ln in raw.stdout.splitlines() if ln.startswith(MARK)), None)

@@ -103,11 +103,18 @@ class Fio(Adapter):
     def _job(self, params: dict[str, Any], directory: Path) -> list[str]:
         size = tools.parse_size(params["size"], "size")
         return [
-            "fio", "--name=fairmark", f"--directory={directory}", f"--rw={params['rw']}",
-            f"--bs={params['bs']}", f"--size={size}", f"--iodepth={params['iodepth']}",
-            f"--ioengine={params['ioengine']}", f"--direct={int(params['direct'])}",
-            f"--numjobs={params['numjobs']}", "--group_reporting",
-        ]  # fmt: skip
+            "fio",
+            "--name=fairmark",
+            f"--directory={directory}",
+            f"--rw={params['rw']}",
+            f"--bs={params['bs']}",
+            f"--size={size}",
+            f"--iodepth={params['iodepth']}",
+            f"--ioengine={params['ioengine']}",
+            f"--direct={int(params['direct'])}",
+            f"--numjobs={params['numjobs']}",
+            "--group_reporting",
+        ]
 
     def prime(self, ctx: WorkloadContext) -> None:
         # Lay the files out untimed, so trials measure I/O and not file creation.

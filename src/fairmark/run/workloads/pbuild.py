@@ -40,8 +40,13 @@ from fairmark.run.workloads.base import (
 
 TARBALLS = "/usr/src/binutils/binutils-*.tar.xz"
 # binutils' subprojects that configure and build on their own, with the sibling directories they read.
-BINUTILS = {"zlib": ("zlib",), "intl": ("intl",), "libiberty": ("libiberty",),
-            "libsframe": ("libsframe", "libctf"), "bfd": ("bfd",)}  # fmt: skip
+BINUTILS = {
+    "zlib": ("zlib",),
+    "intl": ("intl",),
+    "libiberty": ("libiberty",),
+    "libsframe": ("libsframe", "libctf"),
+    "bfd": ("bfd",),
+}
 SHARED = ("config", "include")  # and every file at the top of the tree (config.sub, install-sh, ltmain.sh …)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 _PKG = re.compile(
@@ -65,12 +70,16 @@ class Pbuild(Adapter):
     executables = ("make", "cc", "tar")
     params = (
         ParamSpec("builders", 1, "builders", "isolated builders working at once (sweep it: 1, 2, 4 …)"),
-        ParamSpec("queue", ["zlib", "intl", "libsframe", "libiberty", "zlib", "intl", "libsframe", "libiberty"],
-                  "", f"packages to build, in order (repeats allowed); binutils: {', '.join(BINUTILS)}"),
+        ParamSpec(
+            "queue",
+            ["zlib", "intl", "libsframe", "libiberty", "zlib", "intl", "libsframe", "libiberty"],
+            "",
+            f"packages to build, in order (repeats allowed); binutils: {', '.join(BINUTILS)}",
+        ),
         ParamSpec("jobs", 1, "jobs", "make -j inside each builder"),
         ParamSpec("tmpfs_size", "1G", "bytes", "size limit of each builder's tmpfs"),
         ParamSpec("source", "", "", f"a directory of packages (default: binutils, {TARBALLS})"),
-    )  # fmt: skip
+    )
     metrics = (
         MetricSpec("packages_per_hour", "pkg/h", "higher", "packages built per hour of wall time"),
         MetricSpec("build_p50_s", "s", "lower", "median time to build one package in its builder"),
@@ -103,8 +112,10 @@ class Pbuild(Adapter):
         ):
             raise PlanError(f"pbuild: queue must be a list of package names, got {queue!r}", key="queue")
         if not source and (unknown := sorted(set(queue) - set(BINUTILS))):
-            raise PlanError(f"pbuild: no package {', '.join(unknown)} in binutils; it has {', '.join(BINUTILS)}",
-                            key="queue")  # fmt: skip
+            raise PlanError(
+                f"pbuild: no package {', '.join(unknown)} in binutils; it has {', '.join(BINUTILS)}",
+                key="queue",
+            )
         if source and not Path(source).is_dir():
             raise PlanError(f"pbuild: source {source!r} is not a directory of packages", key="source")
 
@@ -121,9 +132,17 @@ class Pbuild(Adapter):
         s, p = ctx.state, ctx.params
         for b in range(p["builders"]):  # each builder's tmpfs is mounted on its own empty directory
             (Path(s["builders_dir"]) / f"b{b}").mkdir(parents=True, exist_ok=True)
-        cfg = {"builders": p["builders"], "queue": p["queue"], "jobs": p["jobs"], "tmpfs": p["tmpfs_size"],
-               "tree": s["tree"], "items": s["items"], "builders_dir": s["builders_dir"],
-               "logs_dir": str(logs), "repo_dir": str(repo)}  # fmt: skip
+        cfg = {
+            "builders": p["builders"],
+            "queue": p["queue"],
+            "jobs": p["jobs"],
+            "tmpfs": p["tmpfs_size"],
+            "tree": s["tree"],
+            "items": s["items"],
+            "builders_dir": s["builders_dir"],
+            "logs_dir": str(logs),
+            "repo_dir": str(repo),
+        }
         (path := ctx.trial_dir / "pbuild.json").write_text(json.dumps(cfg))
         return [sys.executable, "-m", "fairmark.run.workloads._pbuild", str(path)]
 
@@ -153,8 +172,10 @@ def parse_pbuild(out: str) -> dict[str, float]:
     end = _END.search(out)
     if end is None:
         raise ParseError("pbuild: the build run did not finish (no '# end' line)")
-    pkgs = [(m[2], int(m[3]), float(m[4]), float(m[5]), dict(kv.split("=", 1) for kv in m[6].split()))
-            for m in _PKG.finditer(out)]  # fmt: skip
+    pkgs = [
+        (m[2], int(m[3]), float(m[4]), float(m[5]), dict(kv.split("=", 1) for kv in m[6].split()))
+        for m in _PKG.finditer(out)
+    ]
     header = re.search(r"^# pbuild builders=(\d+) packages=(\d+)", out, re.MULTILINE)
     if header is None or not pkgs or len(pkgs) != int(header[2]):
         raise ParseError(f"pbuild: {len(pkgs)} package result(s), expected {header[2] if header else '?'}")

@@ -25,9 +25,26 @@ from fairmark.run.workloads.base import (
 
 # redis-benchmark 7's test names (-t takes them in lower case; --csv prints them in upper case).
 TESTS = (
-    "ping_inline", "ping_mbulk", "set", "get", "incr", "lpush", "rpush", "lpop", "rpop", "sadd", "hset",
-    "spop", "zadd", "zpopmin", "lrange_100", "lrange_300", "lrange_500", "lrange_600", "mset",
-)  # fmt: skip
+    "ping_inline",
+    "ping_mbulk",
+    "set",
+    "get",
+    "incr",
+    "lpush",
+    "rpush",
+    "lpop",
+    "rpop",
+    "sadd",
+    "hset",
+    "spop",
+    "zadd",
+    "zpopmin",
+    "lrange_100",
+    "lrange_300",
+    "lrange_500",
+    "lrange_600",
+    "mset",
+)
 TRANSPORTS = ("tcp", "unix")
 
 

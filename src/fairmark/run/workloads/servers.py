@@ -195,8 +195,10 @@ class ManagedServer:
         (redis-benchmark spins forever against a closed port)."""
         if not self.running:
             code = self.proc.returncode if self.proc else None
-            raise SetupError(f"{self.kind} (port {self.port}) is no longer running (status {code}); log tail:\n"
-                             f"{log_tail(self.log)}")  # fmt: skip
+            raise SetupError(
+                f"{self.kind} (port {self.port}) is no longer running (status {code}); log tail:\n"
+                f"{log_tail(self.log)}"
+            )
 
     def initialise(self) -> None:
         """Create the data set as the server's user (once, after prepare), e.g. initdb."""
@@ -394,11 +396,26 @@ class RedisServer(ManagedServer):
         bind = [LOOPBACK] if self.address == LOOPBACK else [LOOPBACK, self.address]
         protected = "yes" if self.address == LOOPBACK else "no"
         return [
-            "redis-server", "--port", str(self.port), "--bind", *bind,
-            "--unixsocket", str(self.socket), "--unixsocketperm", "700",
-            "--save", "", "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
-            "--protected-mode", protected,
-        ]  # fmt: skip
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            *bind,
+            "--unixsocket",
+            str(self.socket),
+            "--unixsocketperm",
+            "700",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.dir),
+            "--daemonize",
+            "no",
+            "--protected-mode",
+            protected,
+        ]
 
     def ready(self) -> bool:
         return self.socket.exists() and tcp_answers(self.port, b"PING\r\n", b"+PONG")
@@ -451,11 +468,16 @@ class NginxServer(ManagedServer):
         conf = self.dir / "nginx.conf"
         conf.write_text(
             NGINX_CONF.format(
-                dir=self.dir, host=LOOPBACK, port=self.port, workers=self.workers, nofile=nofile_for(self.nofile),
-                connections=self.connections, backlog=4096,
+                dir=self.dir,
+                host=LOOPBACK,
+                port=self.port,
+                workers=self.workers,
+                nofile=nofile_for(self.nofile),
+                connections=self.connections,
+                backlog=4096,
                 user=self._user_directive(),
             )
-        )  # fmt: skip
+        )
         return ["nginx", "-p", str(self.dir), "-c", str(conf), "-e", str(self.log)]
 
     def ready(self) -> bool:
@@ -519,24 +541,40 @@ class MariadbServer(ManagedServer):
             grant(self._short_dir, self.user)
 
     def initialise(self) -> None:
-        argv = ["mariadb-install-db", "--no-defaults", f"--datadir={self.data}", "--skip-test-db",
-                "--auth-root-authentication-method=normal"]  # fmt: skip
+        argv = [
+            "mariadb-install-db",
+            "--no-defaults",
+            f"--datadir={self.data}",
+            "--skip-test-db",
+            "--auth-root-authentication-method=normal",
+        ]
         if self.user:
             argv.append(f"--user={self.user}")
         res = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=self.dir)
         if res.returncode != 0:
             shutil.rmtree(self.dir, ignore_errors=True)
-            raise SetupError(f"mariadb-install-db failed (status {res.returncode}):\n"
-                             f"{(res.stdout + res.stderr)[-2000:]}")  # fmt: skip
+            raise SetupError(
+                f"mariadb-install-db failed (status {res.returncode}):\n{(res.stdout + res.stderr)[-2000:]}"
+            )
 
     def argv(self) -> list[str]:
         # fsync off = InnoDB neither flushes its log at commit nor syncs binlogs: a CPU/lock-scaling test.
         flush = "1" if self.fsync else "0"
-        return ["mariadbd", "--no-defaults", f"--datadir={self.data}", f"--socket={self.socket}",
-                f"--port={self.port}", f"--bind-address={LOOPBACK}", "--skip-grant-tables",
-                "--skip-name-resolve", f"--pid-file={self.dir / 'mariadbd.pid'}", "--max-connections=1000",
-                f"--innodb-flush-log-at-trx-commit={flush}", f"--innodb-doublewrite={flush}",
-                *([f"--user={self.user}"] if self.user else [])]  # fmt: skip
+        return [
+            "mariadbd",
+            "--no-defaults",
+            f"--datadir={self.data}",
+            f"--socket={self.socket}",
+            f"--port={self.port}",
+            f"--bind-address={LOOPBACK}",
+            "--skip-grant-tables",
+            "--skip-name-resolve",
+            f"--pid-file={self.dir / 'mariadbd.pid'}",
+            "--max-connections=1000",
+            f"--innodb-flush-log-at-trx-commit={flush}",
+            f"--innodb-doublewrite={flush}",
+            *([f"--user={self.user}"] if self.user else []),
+        ]
 
     def ready(self) -> bool:
         return self.sql("CREATE DATABASE IF NOT EXISTS sbtest", check=False) is not None

@@ -42,8 +42,14 @@ from fairmark.run.workloads.base import (
 OVERLOAD_MARK = (
     "fairmark-overload-duration_s"  # a line the trial prints: how long the overload was asked to last
 )
-MIXES = {"fork": "--fork", "exec": "--exec", "memory": "--bigheap", "fs": "--dir", "dentry": "--dentry",
-         "socket": "--sock"}  # fmt: skip
+MIXES = {
+    "fork": "--fork",
+    "exec": "--exec",
+    "memory": "--bigheap",
+    "fs": "--dir",
+    "dentry": "--dentry",
+    "socket": "--sock",
+}
 EVENT_KINDS = tuple(dict.fromkeys(kind for kind, _ in kernel_log.KINDS if kind not in kernel_log.EXPECTED))
 CGROUP_V1 = Path("/sys/fs/cgroup")
 
@@ -59,20 +65,28 @@ class Stability(Adapter):
     executables = ("stress-ng", "setpriv")
     params = (
         ParamSpec("duration_s", 120, "s", "how long the overload lasts (stress-ng --timeout)"),
-        ParamSpec("mix", ["fork", "exec", "memory", "fs", "dentry", "socket"], "", f"classes: {', '.join(MIXES)}"),
+        ParamSpec(
+            "mix", ["fork", "exec", "memory", "fs", "dentry", "socket"], "", f"classes: {', '.join(MIXES)}"
+        ),
         ParamSpec("instances", 2, "workers", "workers per class"),
         ParamSpec("memory_limit", "512M", "bytes", "memory limit of the cgroup the mix runs in"),
         ParamSpec("max_pids", 4000, "tasks", "task limit of that cgroup"),
         ParamSpec("user", "nobody", "", "unprivileged user stress-ng runs as"),
-    )  # fmt: skip
+    )
     metrics = (
-        MetricSpec("survived_min", "min", "higher", "minutes the overload ran before it ended or the host failed"),
-        MetricSpec("kernel_events", "events", "lower", "kernel messages of trouble (not the provoked OOM kills)"),
+        MetricSpec(
+            "survived_min", "min", "higher", "minutes the overload ran before it ended or the host failed"
+        ),
+        MetricSpec(
+            "kernel_events", "events", "lower", "kernel messages of trouble (not the provoked OOM kills)"
+        ),
         MetricSpec("events_per_min", "events/min", "lower"),
         MetricSpec("oom_kills_bounded", "kills", "lower", "OOM kills inside the run's own cgroup (provoked)"),
-        MetricSpec("host_reachable", "bool", "higher", "1 if the host completed a loopback TCP connection after"),
+        MetricSpec(
+            "host_reachable", "bool", "higher", "1 if the host completed a loopback TCP connection after"
+        ),
         *(_count(kind) for kind in EVENT_KINDS),
-    )  # fmt: skip
+    )
     measures = ("kernel", "memory")
 
     def check(self, params: dict[str, Any]) -> None:

@@ -161,9 +161,11 @@ class Sysbench(Adapter):
         if test == "memory":
             # A total size no run reaches, so --time bounds the run (sysbench stops at 100G by default).
             return [
-                f"--memory-block-size={p['memory_block_size']}", "--memory-total-size=1000T",
-                f"--memory-oper={p['memory_oper']}", f"--memory-access-mode={p['memory_access_mode']}",
-            ]  # fmt: skip
+                f"--memory-block-size={p['memory_block_size']}",
+                "--memory-total-size=1000T",
+                f"--memory-oper={p['memory_oper']}",
+                f"--memory-access-mode={p['memory_access_mode']}",
+            ]
         if test == "mutex":
             return [f"--mutex-locks={p['mutex_locks']}"]
         if test == "fileio":

@@ -102,8 +102,10 @@ class SysbenchOltp(Adapter):
     def client_host_refusal(self, params: dict[str, Any], variant: str) -> str | None:
         """Why this variant's client cannot run on another host (None: it can)."""
         if params.get("db", "pgsql") == "mysql":
-            return ("sysbench-oltp: a client on another host (client_host) needs db = 'pgsql'; the managed MariaDB "
-                    "runs without grant tables, so it listens on loopback only")  # fmt: skip
+            return (
+                "sysbench-oltp: a client on another host (client_host) needs db = 'pgsql'; the managed MariaDB "
+                "runs without grant tables, so it listens on loopback only"
+            )
         return None
 
     def _base(
@@ -113,10 +115,16 @@ class SysbenchOltp(Adapter):
             ("mysql", "root", "sbtest") if p["db"] == "mysql" else ("pgsql", "postgres", "postgres")
         )
         return [
-            "sysbench", p["test"], f"--db-driver={driver}", f"--{driver}-host={host}",
-            f"--{driver}-port={server.port}", f"--{driver}-user={user}", f"--{driver}-db={db}",
-            f"--tables={p['tables']}", f"--table-size={p['table_size']}",
-        ]  # fmt: skip
+            "sysbench",
+            p["test"],
+            f"--db-driver={driver}",
+            f"--{driver}-host={host}",
+            f"--{driver}-port={server.port}",
+            f"--{driver}-user={user}",
+            f"--{driver}-db={db}",
+            f"--tables={p['tables']}",
+            f"--table-size={p['table_size']}",
+        ]
 
     def setup(self, ctx: WorkloadContext) -> None:
         if ctx.params["db"] == "mysql":
