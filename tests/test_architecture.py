@@ -5,6 +5,7 @@ an exit status; the runner holds rounds, stopping and resume only; no function i
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "fairmark"
@@ -15,6 +16,7 @@ MAX_RUNNER_LINES = 350
 KNOWN_ARROWS: set[tuple[str, str]] = set()
 
 
+@functools.cache  # parsed once per session, not once per test
 def _modules() -> list[tuple[str, ast.Module]]:
     return [(p.relative_to(SRC).as_posix(), ast.parse(p.read_text())) for p in sorted(SRC.rglob("*.py"))]
 
@@ -108,3 +110,16 @@ def test_runner_and_functions_stay_small() -> None:
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert long == []
+
+
+def test_no_line_is_kept_from_the_formatter() -> None:
+    """Functions stay short as ruff lays them out (issue 22 item 5): no `# fmt: skip` packing lines past it."""
+    root = SRC.parents[1]
+    found = [
+        f"{p.relative_to(root)}:{n}"
+        for d in ("src", "tests", "bench", "scripts")
+        for p in sorted((root / d).rglob("*.py"))
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if "fmt: " + "skip" in line or "fmt: " + "off" in line
+    ]
+    assert found == []
