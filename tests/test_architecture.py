@@ -113,7 +113,7 @@ def test_runner_and_functions_stay_small() -> None:
 
 
 def test_no_line_is_kept_from_the_formatter() -> None:
-    """Functions stay short as ruff lays them out (issue 22 item 5): no `# fmt: skip` packing lines past it."""
+    """Functions stay short as ruff lays them out (issue 22 item 5): no formatter escape packing lines past it."""
     root = SRC.parents[1]
     found = [
         f"{p.relative_to(root)}:{n}"
