@@ -101,7 +101,9 @@ def _table(workload: str, s: dict, alpha: float) -> None:
     better = f", {s['better']} is better" if s.get("better") else ""
     unit_text = f" in {unit}" if unit else ""
     console.print_table(t, f"{workload} {s['cell']} {s['metric']}{unit_text} on {s['host']}{better}")
-    if not s["change_points"]:
+    if s.get("too_short"):
+        console.text(s["too_short"])
+    elif not s["change_points"]:
         console.text(
             f"no change point at α = {alpha:g} ({len(s['points'])} runs; change points assume independent runs "
             "and are also tested against autocorrelated noise)"

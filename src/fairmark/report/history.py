@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fairmark.stats.changepoints import e_divisive, serial_warning
+from fairmark.stats.changepoints import e_divisive, min_p_value, serial_warning, shortest_for
 from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.tdist import t_quantile
 from fairmark.store.db import jsonable_row
@@ -41,7 +41,7 @@ def _label(series: Series, i: int, order_tag: str | None) -> str:
 
 
 def change_points(series: Series, opts: HistoryOptions) -> list[dict[str, Any]]:
-    start = max(0, len(series.points) - opts.window) if opts.window else 0
+    start = _start(series, opts)
     means = [p.mean for p in series.points[start:]]
     found = e_divisive(means, alpha=opts.alpha, permutations=opts.permutations)
     bounds = [0, *(c.index for c in found), len(means)]
@@ -95,14 +95,31 @@ def series_view(series: Series, opts: HistoryOptions) -> dict[str, Any]:
         "points": points,
         "change_points": cps,
         "warnings": [w for w in [_serial(series, cps, opts)] if w],
+        "too_short": too_short(len(series.points[_start(series, opts) :]), opts),
     }
+
+
+def too_short(n: int, opts: HistoryOptions) -> str | None:
+    """A sentence when no series of n runs can show a change point at α (None when one can)."""
+    smallest = min_p_value(n, opts.permutations)
+    if smallest <= opts.alpha:
+        return None
+    need = shortest_for(opts.alpha, opts.permutations)
+    reach = f"the smallest p-value {n} runs can reach is {smallest:.2g}" if n >= 2 else "no split is tested"
+    enough = f"{need} runs can" if need else "no series can"
+    return f"{n} runs are too few to show any change point at α = {opts.alpha:g} ({reach}; {enough})"
+
+
+def _start(series: Series, opts: HistoryOptions) -> int:
+    """The first point change points are looked for from (opts.window: among the last points only)."""
+    return max(0, len(series.points) - opts.window) if opts.window else 0
 
 
 def _serial(series: Series, cps: list[dict[str, Any]], opts: HistoryOptions) -> str | None:
     """Change points assume independent runs: say so when the runs around the segments' means are correlated."""
     from fairmark.stats.changepoints import ChangePoint
 
-    start = max(0, len(series.points) - opts.window) if opts.window else 0
+    start = _start(series, opts)
     found = [ChangePoint(c["index"] - start, c["p_value"], 0.0) for c in cps]
     return serial_warning([p.mean for p in series.points[start:]], found)
 
