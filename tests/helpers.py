@@ -103,3 +103,49 @@ def nap_workload(name: str = "nap", seconds: str = '"$NAP_S"') -> str:
         "\"$FAIRMARK_SCRATCH/nap.c\"\n'''\n"
         f"command = 'exec {realtime_prefix()}\"$FAIRMARK_SCRATCH/nap\" {seconds}'\nmetrics = [{NAP_METRIC}]\n"
     )
+
+
+def api_runs(
+    levels: list[float], tags: dict[str, str], *, start_h: float = 0.0, host: str = "h1", seed: int = 0
+) -> list[str]:
+    """Runs of workload "nap" (one variant "A", metric elapsed_s) written with the store's API — what the runner
+    calls — into $FAIRMARK_STORE: one run per level, started an hour apart from `start_h` hours after a fixed
+    date, 5 values each with 1% noise, tagged `tags` and idx=I. A history made in no time, at any load."""
+    import datetime as dt
+    import random
+
+    from fairmark.plan.metric import MetricSpec
+    from fairmark.store.db import Store
+    from fairmark.store.records import CellRecord, Sample, TrialRecord
+
+    st, rng = Store.open(os.environ["FAIRMARK_STORE"]), random.Random(seed * 1000 + len(levels))
+    t0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC) + dt.timedelta(hours=start_h)
+    metric, ids = MetricSpec("elapsed_s", "s", "lower"), []
+    for i, level in enumerate(levels):
+        started = t0 + dt.timedelta(hours=i)
+        run_id = st.create_run(
+            plan_path="h.toml",
+            plan_text="title = 'h'\n",
+            plan_sha256="0" * 64,
+            title="h",
+            seed=1,
+            host_id=host,
+            hostname=host,
+            started_at=started,
+            status="running",
+            command_line="fairmark run h.toml",
+            fairmark_version="test",
+            options={"baseline": "A", "variants": {"A": {"name": "A"}}},
+            notes=[],
+            tags=tags | {"idx": str(i)},
+        )
+        cells = st.ensure_cells(
+            run_id, [CellRecord("nap/A", "nap", "A", (), "elapsed_s", (metric,), status="done")]
+        )
+        for k in range(5):
+            trial = TrialRecord(run_id, cells["nap/A"], k, k, False, "ok", started, wall_s=1.0)
+            value = level * (1 + rng.gauss(0, 0.01))
+            st.add_trial(trial, [Sample(trial.id, trial.cell_id, "elapsed_s", value, "s", "lower")])
+        st.update_run(run_id, status="done", ended_at=started + dt.timedelta(minutes=1))
+        ids.append(run_id)
+    return ids

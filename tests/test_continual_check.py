@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from helpers import FIXTURES, nap_workload
+from helpers import FIXTURES, REPO, api_runs, nap_workload
 
 # The planted slowdown is in a program that times its own sleep (helpers.NAP_C, under SCHED_FIFO): on this shared
 # 2-CPU VM the CPU time of one fixed loop varied 0.16-0.28 s between consecutive runs (load 9.6), and the wall
@@ -108,6 +108,75 @@ def test_bad_against_and_missing_baseline_are_usage_errors(fairmark_cli, tmp_pat
     assert code == 2 and "KEY=VALUE" in err
     code, _, err = fairmark_cli("check", "last", "--threshold", "lots")
     assert code == 2 and "percentage" in err
+
+
+def test_a_check_is_the_same_before_and_after_later_runs_land(fairmark_cli, tmp_path: Path) -> None:
+    """Issue 26 item 6: a tag baseline holds only runs that started before the run checked — runs made since (here
+    twice as slow) change nothing, so a re-run of a red CI job cannot come back green."""
+    api_runs([0.1] * 4, {"branch": "main"})
+    (pr,) = api_runs([0.12], {"branch": "pr", "commit": "c0ffee"}, start_h=10)
+    check = ("check", pr, "--against", "tag:branch=main", "--json")
+    code, before, _ = fairmark_cli(*check, "--junit", str(tmp_path / "pr.xml"))
+    assert code == 1 and json.loads(before)["cases"][0]["status"] == "regression"
+    api_runs([0.2] * 5, {"branch": "main"}, start_h=20, seed=1)
+    code, after, _ = fairmark_cli(*check)
+    assert code == 1 and json.loads(after) == json.loads(before)
+    assert len(json.loads(after)["baseline_runs"]) == 4
+    # the JUnit properties name the run's commit and each of its tags
+    validate_junit(tmp_path / "pr.xml")
+    text = (tmp_path / "pr.xml").read_text()
+    assert '<property name="commit" value="c0ffee" />' in text
+    assert '<property name="tag.branch" value="pr" />' in text
+
+
+def test_no_baseline_yet_is_a_skipped_check_that_passes(fairmark_cli, tmp_path: Path) -> None:
+    """The first day of a CI history: no run of the baseline started before the run checked. The gate passes
+    (exit 0), says why, and the JUnit holds one skipped test case with the reason."""
+    (first,) = api_runs([0.1], {"branch": "main", "commit": "feed"})
+    api_runs([0.1] * 3, {"branch": "main"}, start_h=1)  # later runs are no baseline of the first
+    junit, md = tmp_path / "first.xml", tmp_path / "first.md"
+    code, out, err = fairmark_cli(
+        "check", first, "--against", "tag:branch=main", "--junit", str(junit), "--markdown", str(md)
+    )
+    assert code == 0, err
+    assert (
+        f"skipped — no baseline yet: no finished run tagged branch=main on this run's host (h1) started before run {first[:8]}"
+        in out
+    )
+    validate_junit(junit)
+    text = junit.read_text()
+    assert 'tests="1" failures="0" errors="0" skipped="1"' in text
+    assert '<skipped message="no baseline yet: ' in text and '<property name="commit" value="feed" />' in text
+    assert "**skipped**: no baseline yet" in md.read_text()
+    code, out, _ = fairmark_cli("check", first, "--against", "tag:branch=main", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["skipped"].startswith("no baseline yet") and doc["cases"] == []
+
+
+def test_a_reader_that_goes_away_does_not_change_the_exit_status(tmp_path: Path) -> None:
+    """`fairmark check … | head -1` under `pipefail`: the reader closes the pipe, a write fails with EPIPE, and
+    the exit status is still the one the check decided — 0 for a passing check, 1 for a tripped gate — with
+    no traceback. Here the pipe's read end is closed before fairmark starts, so every write to it fails."""
+    import os
+
+    api_runs([0.1] * 4, {"branch": "main"})
+    (same,) = api_runs([0.1], {"branch": "pr"}, start_h=10, seed=2)
+    (slower,) = api_runs([0.12], {"branch": "pr"}, start_h=11)
+    for run_id, expected in ((same, 0), (slower, 1)):
+        for fmt in ((), ("--json",)):
+            read, write = os.pipe()
+            os.close(read)
+            proc = subprocess.run(
+                [sys.executable, "-m", "fairmark", "check", run_id, "--against", "tag:branch=main", *fmt],
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=REPO,
+                timeout=300,
+            )
+            os.close(write)
+            assert proc.returncode == expected, proc.stderr
+            assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
 def test_schema_is_a_real_check(tmp_path: Path) -> None:

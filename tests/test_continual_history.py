@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import nap_workload
+from helpers import api_runs, nap_workload
 
 # a program that times its own sleep (helpers.NAP_C): what it measures does not depend on the machine's load
 NAP_S = 0.1
@@ -155,50 +155,11 @@ def test_two_hosts_write_one_postgresql_store_at_once(fairmark_cli, tmp_path: Pa
     assert len(ids) == 2 * runs  # no run counted twice, none lost
 
 
-def _api_history(store_url: str, levels: list[float], tag: str) -> None:
-    """Runs written with the store's API (what the runner calls), one per level, an hour apart, 5 values each
-    with 1% noise: a history made in no time, at any load."""
-    import datetime as dt
-
-    from fairmark.plan.metric import MetricSpec
-    from fairmark.store.db import Store
-    from fairmark.store.records import CellRecord, Sample, TrialRecord
-
-    st, rng, t0 = Store.open(store_url), random.Random(len(levels)), dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
-    metric = MetricSpec("elapsed_s", "s", "lower")
-    for i, level in enumerate(levels):
-        started = t0 + dt.timedelta(hours=i)
-        run_id = st.create_run(
-            plan_path="h.toml",
-            plan_text="title = 'h'\n",
-            plan_sha256="0" * 64,
-            title="h",
-            seed=1,
-            host_id="h1",
-            hostname="h1",
-            started_at=started,
-            status="running",
-            command_line="fairmark run h.toml",
-            fairmark_version="test",
-            options={"baseline": "A", "variants": {"A": {"name": "A"}}},
-            notes=[],
-            tags={"series": tag, "idx": str(i)},
-        )
-        cells = st.ensure_cells(
-            run_id, [CellRecord("nap/A", "nap", "A", (), "elapsed_s", (metric,), status="done")]
-        )
-        for k in range(5):
-            trial = TrialRecord(run_id, cells["nap/A"], k, k, False, "ok", started, wall_s=1.0)
-            value = level * (1 + rng.gauss(0, 0.01))
-            st.add_trial(trial, [Sample(trial.id, trial.cell_id, "elapsed_s", value, "s", "lower")])
-        st.update_run(run_id, status="done", ended_at=started + dt.timedelta(minutes=1))
-
-
 def test_ten_runs_with_a_16pct_step_show_it_and_eight_are_too_few(fairmark_cli) -> None:
     """Issue 26 item 6: a clean +16% step in 10 runs is a change point at the default α 0.01 (the exact
     permutation p, 2/C(10,5) = 0.0079); 8 runs cannot show any change at 0.01, and history says so."""
-    _api_history(os.environ["FAIRMARK_STORE"], [0.1] * 5 + [0.116] * 5, "ten")
-    _api_history(os.environ["FAIRMARK_STORE"], [0.1] * 4 + [0.116] * 4, "eight")
+    api_runs([0.1] * 5 + [0.116] * 5, {"series": "ten"})
+    api_runs([0.1] * 4 + [0.116] * 4, {"series": "eight"})
     (ten,) = history(fairmark_cli, "--tag", "series=ten")
     (cp,) = ten["change_points"]
     assert cp["index"] == 5 and cp["p_value"] < 0.01 and cp["change"] == "worse", cp

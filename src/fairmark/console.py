@@ -39,6 +39,23 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
+def _to_devnull(stream: Any) -> None:
+    """The reader of `stream` went away (`fairmark check … | head -1`): what is left to write goes to /dev/null,
+    so that neither this write nor the interpreter's last flush fails again, and the command ends with the exit
+    status it decided (a passing gate must not read as a tripped one under `pipefail`)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # a stream without a descriptor (tests)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
+class _Rich(RichConsole):
+    def on_broken_pipe(self) -> None:
+        # rich's own handler exits with status 1; fairmark goes on, silently, to its own status
+        self.quiet = True
+        _to_devnull(self.file)
+
+
 def _null(_constant: str) -> None:
     return None
 
@@ -67,8 +84,8 @@ class Console:
             no_color = key[2]
             # soft_wrap: rich never breaks a line itself (it would break paths and plots); prose is wrapped
             # here, at word boundaries, and tables fit themselves to the width.
-            self._out = RichConsole(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
-            self._err = RichConsole(
+            self._out = _Rich(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
+            self._err = _Rich(
                 file=sys.stderr, no_color=no_color, highlight=False, stderr=True, soft_wrap=True
             )
             self._streams = key
@@ -191,9 +208,7 @@ class Console:
         width = self._line_width
         if width and len(text) > width:
             text = self.wrap(text, indent=indent, width=width)
-        stream = err.file
-        stream.write(text + "\n")
-        stream.flush()
+        self._write(err.file, text + "\n")
 
     def _prefixed(self, prefix: str, style: str, message: str, indent: str = "  ") -> None:
         wrapped = self.wrap(message, first=len(prefix) + 1, indent=indent, width=self._wrap_width(self.err))
@@ -213,8 +228,15 @@ class Console:
             self.err.print(f"  [dim]hint:[/dim] {escape(hint)}")
 
     def emit_json(self, obj: Any) -> None:
-        sys.stdout.write(dumps(obj) + "\n")
-        sys.stdout.flush()
+        self._write(sys.stdout, dumps(obj) + "\n")
+
+    @staticmethod
+    def _write(stream: Any, text: str) -> None:
+        try:
+            stream.write(text)
+            stream.flush()
+        except BrokenPipeError:
+            _to_devnull(stream)
 
     @contextlib.contextmanager
     def status(self, message: str) -> Iterator[None]:

@@ -34,7 +34,7 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
     show_default=True,
     metavar="BASELINE",
     help="variant (the run's own interleaved baseline variant), tag:KEY=VALUE[,KEY=VALUE] (the last --last "
-    "finished runs with these tags on this host) or run:ID[,ID].",
+    "finished runs with these tags on this host started before RUN; none yet: skipped, exit 0) or run:ID[,ID].",
 )
 @click.option(
     "--threshold",
@@ -104,6 +104,9 @@ def _show(r) -> None:  # r: fairmark.report.check.CheckResult
     """One line per checked cell (its metric too when a cell has several), then each verdict's sentence."""
     from fairmark.report.check_output import fmt_change
 
+    if r.skipped:
+        console.text(f"run {r.run_id[:8]} against {r.against}: skipped — {r.skipped}")
+        return
     cells = [c.cell for c in r.cases]
     several = len(set(cells)) < len(cells)
     cols = ("cell", "metric", "change [CI]", "status") if several else ("cell", "change [CI]", "status")

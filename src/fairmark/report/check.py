@@ -5,10 +5,13 @@ Two kinds of baseline:
 * `variant` (or `variant:NAME`, NAME the run's baseline): the run's own interleaved comparison — the verdicts a
   run stores, paired by round. The strongest evidence there is: both sides saw the same machine at the same
   moments.
-* `tag:k=v[,k=v]` (the last `last` finished runs with these tags on the run's host) or `run:ID[,ID…]`: other
-  runs. The run is then the unit of the verdict (stats.levels): each run's mean is one observation, so the
+* `tag:k=v[,k=v]` (the last `last` finished runs with these tags on the run's host that started before the run
+  checked — so a check gives the same answer before and after later runs land, and a re-run of a red CI job
+  cannot come back green on runs made since) or `run:ID[,ID…]`: other runs. The run is then the unit of the verdict (stats.levels): each run's mean is one observation, so the
   run-to-run variance of the baseline — load, boot, layout — is in the verdict, as it must be when the two
-  sides were measured at different times. One baseline run claims nothing (no run-to-run variance is known).
+  sides were measured at different times. One baseline run claims nothing (no run-to-run variance is known). A
+  tag baseline with no run yet (the first day of a CI history) is not an error: the check is *skipped*, says
+  why, and passes (its JUnit holds one skipped test case).
 
 A cell is a regression that trips the gate only when it is *proven* worse beyond the threshold: significant
 after the Benjamini-Hochberg correction across all the cells checked, and the whole CI of the change beyond
@@ -18,7 +21,7 @@ whose CI reaches inside the threshold is shown as a possible regression and does
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fairmark.errors import InputError
@@ -133,6 +136,8 @@ class CheckResult:
     confidence: float
     cases: tuple[Case, ...]
     notes: tuple[str, ...] = ()
+    tags: dict[str, str] = field(default_factory=dict)  # the checked run's (its commit among them)
+    skipped: str = ""  # why nothing was checked (no baseline yet); "" when checked
 
     @property
     def regressions(self) -> list[Case]:
@@ -154,6 +159,8 @@ class CheckResult:
             "failed": self.failed,
             "cases": [c.to_dict() for c in self.cases],
             "notes": list(self.notes),
+            "tags": self.tags,
+            "skipped": self.skipped,
         }
 
 
@@ -171,25 +178,45 @@ def classify(v: Verdict | None, threshold_pct: float) -> str:
 def check(store: Any, run_ref: str, opts: CheckOptions) -> CheckResult:
     """The run's cells against the baseline, every comparison judged together; nothing is written."""
     judged = run_verdicts(store, run_ref)
+    tags = store.tags([judged.run.id])[judged.run.id]
     if opts.against.kind == "variant":
-        return _against_variant(judged, opts)
+        return replace(_against_variant(judged, opts), tags=tags)
     base_ids = _baseline_ids(store, judged.run, opts)
-    return _against_runs(judged, base_ids, [load_cells(store, store.get_run(r)) for r in base_ids], opts)
+    if not base_ids:
+        return _no_baseline(judged, opts, tags)
+    cells = [load_cells(store, store.get_run(r)) for r in base_ids]
+    return replace(_against_runs(judged, base_ids, cells, opts), tags=tags)
+
+
+def _no_baseline(judged: RunVerdicts, opts: CheckOptions, tags: dict[str, str]) -> CheckResult:
+    """A tag baseline without a run yet: nothing to check against, which is not a failure of the run."""
+    run = judged.run
+    where = "" if opts.any_host else f" on this run's host ({run.hostname or run.host_id[:12]})"
+    reason = (
+        f"no baseline yet: no finished run tagged {opts.against.text[4:]}{where} started before run "
+        f"{run.id[:8]} (`fairmark runs --tag KEY=VALUE` lists them); this run can be the next check's baseline"
+    )
+    return CheckResult(
+        run.id,
+        run.hostname,
+        opts.against.text,
+        (),
+        "no baseline",
+        opts.threshold_pct,
+        judged.design.confidence,
+        (),
+        tags=tags,
+        skipped=reason,
+    )
 
 
 def _baseline_ids(store: Any, run: RunRecord, opts: CheckOptions) -> list[str]:
     a = opts.against
     if a.kind == "tag":
-        ids = store.baseline_runs(
-            a.tags, host_id=None if opts.any_host else run.host_id, last=opts.last, exclude=run.id
+        host = None if opts.any_host else run.host_id
+        return store.baseline_runs(
+            a.tags, host_id=host, last=opts.last, exclude=run.id, before=run.started_at
         )
-        if not ids:
-            where = "" if opts.any_host else f" on this run's host ({run.hostname or run.host_id[:12]})"
-            raise InputError(
-                f"no finished run tagged {a.text[4:]}{where} besides {run.id[:8]}: no baseline to check against",
-                hint="`fairmark runs --tag KEY=VALUE` lists them; tag baseline runs with `fairmark run --tag`",
-            )
-        return ids
     ids = [store.get_run(r).id for r in a.runs]
     if run.id in ids:
         raise InputError(f"run {run.id[:8]} is both the run checked and its baseline")

@@ -73,8 +73,8 @@ def _title(r: CheckResult) -> str:
 def junit_xml(r: CheckResult, *, elapsed_s: float = 0.0) -> str:
     """JUnit XML as Jenkins, GitLab and GitHub test reporters read it (testsuites > testsuite > testcase)."""
     failures = sum(c.status == REGRESSION for c in r.cases)
-    skipped = sum(c.status == UNJUDGED for c in r.cases)
-    counts = {"tests": str(len(r.cases)), "failures": str(failures), "errors": "0"}
+    skipped = sum(c.status == UNJUDGED for c in r.cases) + bool(r.skipped)
+    counts = {"tests": str(len(r.cases) + bool(r.skipped)), "failures": str(failures), "errors": "0"}
     root = ET.Element("testsuites", {"name": "fairmark check", **counts, "time": f"{elapsed_s:.3f}"})
     suite = ET.SubElement(
         root,
@@ -91,6 +91,7 @@ def junit_xml(r: CheckResult, *, elapsed_s: float = 0.0) -> str:
     props = ET.SubElement(suite, "properties")
     for name, value in (
         ("run", r.run_id),
+        ("commit", r.tags.get("commit", "")),
         ("against", r.against),
         ("design", r.design),
         ("threshold_pct", f"{r.threshold_pct:g}"),
@@ -98,8 +99,15 @@ def junit_xml(r: CheckResult, *, elapsed_s: float = 0.0) -> str:
         ("baseline_runs", ",".join(r.baseline_runs)),
     ):
         ET.SubElement(props, "property", {"name": name, "value": value})
+    for key, value in sorted(r.tags.items()):  # every tag of the run, as `fairmark runs --tag` takes it
+        ET.SubElement(props, "property", {"name": f"tag.{key}", "value": value})
     for c in r.cases:
         _testcase(suite, c, r)
+    if r.skipped:  # no baseline yet: one skipped case says why (a suite of no case reads as "no tests ran")
+        case = ET.SubElement(
+            suite, "testcase", {"classname": "fairmark.check", "name": "baseline", "time": "0"}
+        )
+        ET.SubElement(case, "skipped", {"message": r.skipped})
     if r.notes:
         ET.SubElement(suite, "system-out").text = "\n".join(r.notes)
     ET.indent(root)
@@ -120,6 +128,8 @@ def _testcase(suite: ET.Element, c: Case, r: CheckResult) -> None:
 
 
 def markdown(r: CheckResult) -> str:
+    if r.skipped:
+        return f"## {_title(r)}\n\n**skipped**: {_md_escape(r.skipped)}\n"
     verdict = (
         f"**FAILED**: {len(r.regressions)} proven regression(s) beyond {r.threshold_pct:g}%"
         if r.failed

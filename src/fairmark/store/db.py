@@ -325,14 +325,24 @@ class Store:
         return q
 
     def baseline_runs(
-        self, tags: dict[str, str], *, host_id: str | None, last: int, exclude: str | None = None
+        self,
+        tags: dict[str, str],
+        *,
+        host_id: str | None,
+        last: int,
+        exclude: str | None = None,
+        before: dt.datetime | None = None,
     ) -> list[str]:
-        """A baseline is a query: the last `last` finished runs with these tags on this host, newest first."""
+        """A baseline is a query: the last `last` finished runs with these tags on this host, newest first;
+        `before`: only runs started before then (a checked run's baseline is what existed when it started, so a
+        re-run of the check gives the same answer after later runs land)."""
         q = sa.select(S.runs.c.id).where(S.runs.c.id.in_(self.tagged(tags)), S.runs.c.status == "done")
         if host_id is not None:
             q = q.where(S.runs.c.host_id == host_id)
         if exclude:
             q = q.where(S.runs.c.id != exclude)
+        if before is not None:
+            q = q.where(S.runs.c.started_at < before)
         with self.engine.connect() as conn:
             return list(conn.scalars(q.order_by(S.runs.c.started_at.desc()).limit(last)))
 
