@@ -149,3 +149,49 @@ def api_runs(
         st.update_run(run_id, status="done", ended_at=started + dt.timedelta(minutes=1))
         ids.append(run_id)
     return ids
+
+
+# A program of known peak RSS: `alloc MIB` allocates MIB mebibytes and writes every byte (every page resident).
+ALLOC_C = r"""
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    size_t n = (size_t)atol(argc > 1 ? argv[1] : "0") << 20;
+    volatile char *p = malloc(n ? n : 1);
+    if (!p) return 1;
+    memset((char *)p, 1, n);
+    return n && p[n - 1] != 1;
+}
+"""
+
+
+def build_alloc(dest_dir: Path) -> Path:
+    """ALLOC_C compiled into dest_dir (skips the test without gcc)."""
+    import shutil
+
+    import pytest
+
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is not installed (packages/debian-test.txt)")
+    src, exe = dest_dir / "alloc.c", dest_dir / "alloc"
+    src.write_text(ALLOC_C)
+    subprocess.run(["gcc", "-O0", "-o", str(exe), str(src)], check=True)
+    return exe
+
+
+def time_max_rss_kib(argv: list[str], tmp: Path, runs: int = 3) -> int:
+    """GNU time's `%M` (the command's peak resident set, KiB) for argv: the median of `runs` runs — the
+    independent reference a recorded max_rss_kib is held against."""
+    import statistics
+
+    import pytest
+
+    if not Path("/usr/bin/time").exists():
+        pytest.skip("/usr/bin/time is not installed (packages/debian-test.txt: time)")
+    out = tmp / "time.out"
+    values = []
+    for _ in range(runs):
+        subprocess.run(["/usr/bin/time", "-f", "%M", "-o", str(out), *argv], check=True)
+        values.append(int(out.read_text().split()[-1]))
+    out.unlink()
+    return int(statistics.median(values))

@@ -58,6 +58,7 @@ class FakeExecutor:
             str(out / f"{name}.stdout"),
             str(out / f"{name}.stderr"),
             err,
+            max_rss_method="launcher",
         )
 
 

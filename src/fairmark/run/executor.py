@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fairmark.remote.agent import launcher, read_launch_report
 from fairmark.run import thread_cgroup
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, Status, TrialSpec
 
@@ -194,24 +195,45 @@ def execute_spec(spec: TrialSpec) -> Measured:
         try:
             with contextlib.ExitStack() as placed:
                 joined = _join_cgroup(spec, placed)
+                argv, pipe = _launched(spec, placed)
                 t0 = time.monotonic()
                 try:
-                    proc = _spawn(spec, fo, fe, joined)
+                    proc = _spawn(spec, fo, fe, joined, argv, pipe[1:])
                 except (OSError, subprocess.SubprocessError) as exc:
                     why = getattr(exc, "strerror", None) or exc
                     return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {why}")
+                finally:
+                    for fd in pipe[1:]:
+                        os.close(fd)  # the launcher's end: ours reads EOF once the launcher exited
                 status, ru = _wait(proc, spec, timed_out)
                 wall = time.monotonic() - t0
+                report = read_launch_report(pipe[0]) if pipe else None
         finally:
             os.close(fe)
     finally:
         os.close(fo)
+    if report and report["exec_errno"]:
+        return Measured.not_started(
+            spec, f"cannot start {spec.argv[0]!r}: {os.strerror(report['exec_errno'])}"
+        )
     leftovers = 0
     if not timed_out.is_set() and _group_alive(proc.pid):
         # Background children outliving the trial would perturb the next one: end them, and say so.
         leftovers = 1
         kill_group(proc.pid, spec.grace_s)
-    return _measured(spec, status, ru, wall, timed_out.is_set(), leftovers)
+    return _measured(spec, status, ru, wall, timed_out.is_set(), leftovers, report)
+
+
+def _launched(spec: TrialSpec, stack: contextlib.ExitStack) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The argv that starts the trial through the launcher (`fairmark.remote.agent.launcher`: the workload's
+    own peak RSS, not fairmark's) and the pipe for its report (the read end closed with `stack`); the bare
+    argv and no pipe where no launcher could be built (no peak RSS is recorded then)."""
+    path, _ = launcher()
+    if path is None:
+        return spec.argv, ()
+    r, w = os.pipe()
+    stack.callback(os.close, r)
+    return (path, str(w), *spec.argv), (r, w)
 
 
 @functools.cache
@@ -233,7 +255,14 @@ def _join_cgroup(spec: TrialSpec, stack: contextlib.ExitStack) -> bool:
     return True
 
 
-def _spawn(spec: TrialSpec, fo: Any, fe: Any, joined: bool = False) -> subprocess.Popen[bytes]:
+def _spawn(
+    spec: TrialSpec,
+    fo: Any,
+    fe: Any,
+    joined: bool = False,
+    argv: tuple[str, ...] | None = None,
+    pass_fds: tuple[int, ...] = (),
+) -> subprocess.Popen[bytes]:
     """Start the trial's process in its own session and process group (the timeout kills the whole tree).
 
     Without a preexec function subprocess starts the child by vfork: it borrows the controller's memory until
@@ -241,7 +270,8 @@ def _spawn(spec: TrialSpec, fo: Any, fe: Any, joined: bool = False) -> subproces
     code — the fork path cost ~4 ms more per measured trial here (bench/harness_cost.py). On Linux every
     placement is handed down by the launching thread (an affinity; a v1 cpuset it `joined` for the trial); a
     placement that needs a step in the child (`fork_places`; a cgroup the thread cannot join) takes the fork
-    path, and `fork_places` makes every trial of the run take it (see `forks_to_place`)."""
+    path, and `fork_places` makes every trial of the run take it (see `forks_to_place`). `argv` is the
+    launcher's (`_launched`), which starts the command by vfork itself: what is placed here is inherited."""
     kw: dict[str, Any] = dict(
         stdin=_devnull() if spec.stdin_devnull else None,
         stdout=fo,
@@ -250,15 +280,17 @@ def _spawn(spec: TrialSpec, fo: Any, fe: Any, joined: bool = False) -> subproces
         cwd=spec.cwd,
         start_new_session=True,
         close_fds=True,
+        pass_fds=pass_fds,  # the launcher's report descriptor
     )
+    argv = argv or spec.argv
     if not joined and (spec.fork_places or spec.place_cgroup or forks_to_place(False, bool(spec.place_cpus))):
-        return subprocess.Popen(spec.argv, preexec_fn=_placer(spec.place_cgroup, spec.place_cpus), **kw)
+        return subprocess.Popen(argv, preexec_fn=_placer(spec.place_cgroup, spec.place_cpus), **kw)
     if not spec.place_cpus:
-        return subprocess.Popen(spec.argv, **kw)
+        return subprocess.Popen(argv, **kw)
     mine = os.sched_getaffinity(0)
     os.sched_setaffinity(0, spec.place_cpus)  # this thread's mask: the child inherits it
     try:
-        return subprocess.Popen(spec.argv, **kw)
+        return subprocess.Popen(argv, **kw)
     finally:
         os.sched_setaffinity(0, mine)  # the controller never runs on the trial's CPUs during the trial
 
@@ -292,8 +324,31 @@ def _wait(proc: subprocess.Popen[bytes], spec: TrialSpec, timed_out: threading.E
 
 
 def _measured(
-    spec: TrialSpec, status: int, ru: Any, wall: float, timed_out: bool, leftovers: int
+    spec: TrialSpec,
+    status: int,
+    ru: Any,
+    wall: float,
+    timed_out: bool,
+    leftovers: int,
+    report: dict[str, Any] | None = None,
 ) -> Measured:
+    """The trial's record: the command's own status, clock and rusage from the launcher's report; without one
+    (no launcher on this host, or it was killed at a timeout) the waited tree's, with no peak RSS (the leader's
+    mark started at fairmark's own memory)."""
+    if report:
+        status = report["status"]
+        fields = {k: report[k] for k in _REPORTED}
+    else:
+        fields = dict(
+            wall_s=wall,
+            user_s=ru.ru_utime,
+            sys_s=ru.ru_stime,
+            max_rss_kib=None,
+            minor_faults=int(ru.ru_minflt),
+            major_faults=int(ru.ru_majflt),
+            voluntary_switches=int(ru.ru_nvcsw),
+            involuntary_switches=int(ru.ru_nivcsw),
+        )
     code = os.waitstatus_to_exitcode(status)
     exit_code, sig = (code, None) if code >= 0 else (None, -code)
     if timed_out:
@@ -309,16 +364,23 @@ def _measured(
         status=st,
         exit_code=exit_code,
         signal=sig,
-        wall_s=wall,
-        user_s=ru.ru_utime,
-        sys_s=ru.ru_stime,
-        max_rss_kib=int(ru.ru_maxrss),  # Linux and FreeBSD report KiB
         stdout_path=spec.stdout_path,
         stderr_path=spec.stderr_path,
         error=err,
         leftovers_killed=leftovers,
-        minor_faults=int(ru.ru_minflt),
-        major_faults=int(ru.ru_majflt),
-        voluntary_switches=int(ru.ru_nvcsw),
-        involuntary_switches=int(ru.ru_nivcsw),
+        **fields,
     )
+
+
+# What the launcher measured of the command itself (Linux and FreeBSD report ru_maxrss in KiB).
+_REPORTED = (
+    "wall_s",
+    "user_s",
+    "sys_s",
+    "max_rss_kib",
+    "max_rss_method",
+    "minor_faults",
+    "major_faults",
+    "voluntary_switches",
+    "involuntary_switches",
+)

@@ -322,7 +322,8 @@ class TrialPath:
             wall_s=result.wall_s,
             user_s=result.user_s,
             sys_s=result.sys_s,
-            max_rss_kib=result.max_rss_kib,
+            max_rss_kib=result.max_rss_kib if result.max_rss_method else None,  # else fairmark's own memory
+            max_rss_method=result.max_rss_method,
             exit_code=result.exit_code,
             signal=result.signal,
             error=self.scrub(error) if error else None,

@@ -129,6 +129,9 @@ class TrialRecord:
     user_s: float | None = None
     sys_s: float | None = None
     max_rss_kib: int | None = None
+    # "launcher": the workload's own peak (fairmark.remote.agent.launcher); None on a trial stored before schema 9,
+    # whose max_rss_kib included fairmark's own memory (`legacy_rss`), or with no peak measured
+    max_rss_method: str | None = None
     exit_code: int | None = None
     signal: int | None = None
     error: str | None = None
@@ -139,6 +142,11 @@ class TrialRecord:
     boot_id: str | None = None  # that host's boot (Linux boot_id, FreeBSD kern.boottime)
     profiled: bool = False  # an extra trial with profilers attached (--profile), kept apart
     id: str = field(default_factory=new_id)
+
+    @property
+    def legacy_rss(self) -> bool:
+        """A peak RSS stored before fairmark measured the workload's own: fairmark's memory, not the workload's."""
+        return self.max_rss_kib is not None and self.max_rss_method is None
 
     @property
     def measured(self) -> bool:

@@ -78,6 +78,9 @@ trials = sa.Table(
     sa.Column("user_s", sa.Float),
     sa.Column("sys_s", sa.Float),
     sa.Column("max_rss_kib", sa.BigInteger),
+    # how max_rss_kib was measured ("launcher": the workload's own peak); NULL on trials stored before v9, whose
+    # peak was fairmark's own memory (records.TrialRecord.legacy_rss): history leaves them out, exports say so
+    sa.Column("max_rss_method", sa.String(16)),
     sa.Column("exit_code", sa.Integer),
     sa.Column("signal", sa.Integer),
     sa.Column("error", sa.Text),
@@ -239,6 +242,14 @@ def _v8_no_stored_verdicts(conn: sa.Connection) -> None:
     conn.execute(sa.text("DROP TABLE IF EXISTS verdicts"))
 
 
+def _v9_trial_rss_method(conn: sa.Connection) -> None:
+    """v9: a trial says how its peak RSS was measured. Every trial stored before has none: its max_rss_kib was
+    the high-water mark fairmark's own process handed to the trial's (issue 25), and stays marked by that."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("trials")}
+    if "max_rss_method" not in have:
+        conn.execute(sa.text("ALTER TABLE trials ADD COLUMN max_rss_method VARCHAR(16)"))
+
+
 # version → function(connection) that upgrades from version-1 to version
 MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     2: _v2_cell_params,
@@ -248,4 +259,5 @@ MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     6: _v6_tags_history,
     7: _v7_run_indexes,
     8: _v8_no_stored_verdicts,
+    9: _v9_trial_rss_method,
 }
