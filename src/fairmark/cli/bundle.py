@@ -26,8 +26,8 @@ BUNDLE_FORMAT = "fairmark-bundle"
 BUNDLE_VERSION = 1
 # Tables in insertion order; cells get new ids in the importing store, so rows pointing at cells are remapped. A
 # bundle of a store before schema 8 also holds its verdicts as they were computed then: they are not imported
-# (verdicts are computed from the samples).
-TABLES = (S.runs, S.cells, S.trials, S.samples, S.findings, S.artifacts)
+# (verdicts are computed from the samples). A bundle before tags were exported has no run_tags: none imported.
+TABLES = (S.runs, S.cells, S.trials, S.samples, S.findings, S.artifacts, S.run_tags)
 DATETIME_COLUMNS = {"started_at", "ended_at"}
 
 
@@ -161,7 +161,7 @@ def export(run_ref: str, fmt: str, out_dir: str) -> None:
             console.text(str(f))
 
 
-def _load_bundle(path: Path) -> dict[str, Any]:
+def load_bundle(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -289,12 +289,26 @@ def _insert(conn: sa.Connection, doc: dict[str, Any]) -> str:
 @common_options
 def import_(bundle: str) -> None:
     """Import a run exported elsewhere (with its raw samples) into the store."""
-    doc = _load_bundle(Path(bundle))
+    doc = load_bundle(Path(bundle))
     store = open_store()
     run_id = doc["tables"]["runs"][0]["id"]
+    if store_has(store, run_id):
+        raise InputError(f"run {run_id} is already in {store.url}")
+    import_bundle(store, doc, bundle)
+    if console.json_mode:
+        console.emit_json({"imported": run_id, "store": store.url})
+    else:
+        console.text(f"imported run {run_id} into {store.url}")
+
+
+def store_has(store: Store, run_id: str) -> bool:
     with store.engine.connect() as conn:
-        if conn.execute(sa.select(S.runs.c.id).where(S.runs.c.id == run_id)).first():
-            raise InputError(f"run {run_id} is already in {store.url}")
+        return conn.execute(sa.select(S.runs.c.id).where(S.runs.c.id == run_id)).first() is not None
+
+
+def import_bundle(store: Store, doc: dict[str, Any], bundle: str) -> str:
+    """All of a checked bundle (load_bundle) into the store, or nothing (InputError naming the file)."""
+    run_id: str = doc["tables"]["runs"][0]["id"]
     try:
         with store.engine.begin() as conn:  # one transaction: all of the bundle or nothing
             _insert(conn, doc)
@@ -315,10 +329,7 @@ def import_(bundle: str) -> None:
         raise InputError(
             f"{bundle}: malformed bundle: its run cannot be read back ({type(exc).__name__}: {str(exc)[:300]})"
         ) from None
-    if console.json_mode:
-        console.emit_json({"imported": run_id, "store": store.url})
-    else:
-        console.text(f"imported run {run_id} into {store.url}")
+    return run_id
 
 
 commands = [export, import_]

@@ -209,12 +209,15 @@ def show(
                 "runs_a": [r.id for r in sides[0]],
                 "runs_b": [r.id for r in sides[1]],
                 "environment": env,
+                "rerun": rerun_line(runs),
                 "only_in": only,
                 "comparisons": [_json(v) for v in verdicts],
             }
         )
         return
     show_differences(runs[0], runs[1], env)
+    if rerun_line(runs):
+        console.text(rerun_line(runs))
     if because:
         console.text(f"intended difference (--because): {because}")
     for f in env["accepted"]:
@@ -231,6 +234,22 @@ def show(
         if keys:
             run = runs[0] if side == "a" else runs[1]
             console.text(f"only in {run.id[:8]} (not compared): {', '.join(keys)}")
+
+
+def rerun_line(runs: list[RunRecord]) -> str | None:
+    """When one run re-ran the other from its bundle (`fairmark run BUNDLE.json`): said, with whether it ran on
+    the same machine — the comparison is then a reproduction, not a change."""
+    for a, b in (runs, runs[::-1]):
+        r = (b.options or {}).get("rerun_of")
+        if isinstance(r, dict) and r.get("run_id") == a.id:
+            where = "the same machine" if b.host_id and b.host_id == a.host_id else "another machine"
+            what = (
+                "its plan text, seed and scale"
+                if b.seed == a.seed
+                else f"its plan text and scale, seed {b.seed}"
+            )
+            return f"{b.id[:8]} re-ran {a.id[:8]} from its bundle ({what}) on {where}"
+    return None
 
 
 def _table(verdicts: list[Verdict], title: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shlex
 import sys
 from typing import Any
@@ -11,7 +12,7 @@ import click
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console
-from fairmark.errors import GateTripped, RunFailed
+from fairmark.errors import GateTripped, RunFailed, UsageError
 from fairmark.plan.load import LoadedPlan, load_plan, parse_plan
 from fairmark.report.data import RunReport, load_report
 from fairmark.report.failures import run_failure
@@ -75,12 +76,13 @@ def _execute(
     resume: str | None,
     allow_concurrent: bool,
     fail_on_regression: float | None,
+    progress: Any = None,
 ) -> None:
     from fairmark.cli._progress import TerminalProgress
 
     store = open_store()
     options.allow_concurrent = allow_concurrent  # also for the hosts' own locks
-    runner = Runner(loaded, store, options, progress=TerminalProgress())
+    runner = Runner(loaded, store, options, progress=progress or TerminalProgress())
     # The lock guards the measured machine: a plan whose every trial runs on other hosts leaves this one free
     # (a fleet runs one controller process per host at once).
     remote_only = all(v.host for v in runner.plan.variant)
@@ -150,6 +152,13 @@ def _with(options: list[Any]):
     help="Also run an A/A twin of the baseline: measures false positives and the smallest change "
     "this machine can show, and warns about verdicts within it.",
 )
+@click.option(
+    "--map-host",
+    "map_hosts",
+    multiple=True,
+    metavar="NAME=DEST",
+    help="PLAN a bundle: run its [hosts.NAME] variants on ssh destination DEST here (repeatable).",
+)
 @tag_option("Tag the run (repeatable), e.g. --tag commit=$(git rev-parse HEAD) --tag branch=main.")
 @_with(_run_options)
 @common_options
@@ -162,6 +171,7 @@ def run(
     dry_run: bool,
     keep_scratch: bool,
     calibrate: bool,
+    map_hosts: tuple[str, ...],
     allow_concurrent: bool,
     fail_on_regression: float | None,
     no_monitors: bool,
@@ -170,18 +180,21 @@ def run(
     host: str | None,
     hosts: str | None,
 ) -> None:
-    """Run PLAN: interleaved trials of every cell, stored as they finish, then the verdicts."""
-    tags = parse_tags(tag_items)
-    loaded = load_plan(plan)
-    if hosts:
-        from fairmark.remote.fleet import run_fleet
+    """Run PLAN: interleaved trials of every cell, stored as they finish, then the verdicts.
 
-        run_fleet(plan, [h.strip() for h in hosts.split(",") if h.strip()], sys.argv[1:], state["store"])
+    PLAN may be a bundle (`fairmark export RUN`): its run is run again here — its plan text, seed and scale —
+    and recorded as a re-run of it; `fairmark compare-runs ORIGINAL RERUN` then holds the two side by side."""
+    tags = parse_tags(tag_items)
+    fleet = [h.strip() for h in hosts.split(",") if h.strip()] if hosts else []
+    loaded, rerun = _load(plan, map_hosts, host or (fleet[0] if fleet else None))
+    if hosts:
+        _fleet(plan, fleet, rerun)
         return
-    if host:
-        loaded = LoadedPlan(plan=loaded.plan.with_host(host), path=loaded.path, text=loaded.text)
+    if rerun:
+        quick, calibrate = quick or rerun.quick, calibrate or rerun.calibrate
+        seed = rerun.seed if seed is None else seed
     if dry_run:
-        _dry_run(loaded, quick)
+        _dry_run(loaded, quick, rerun.warnings if rerun else ())
         return
     options = RunOptions(
         quick=quick,
@@ -192,12 +205,51 @@ def run(
         command_line=shlex.join(["fairmark", *sys.argv[1:]]),
         hooks=_hooks(not no_monitors, monitor_interval, profile),
         tags=tags,
+        rerun_of=rerun.record if rerun else None,
     )
     if loaded.plan.remote and profile:
         console.note("profiles are taken only of trials on this machine, not of those on hosts")
-    _execute(
-        loaded, options, resume=None, allow_concurrent=allow_concurrent, fail_on_regression=fail_on_regression
-    )
+    _start(loaded, options, rerun, allow_concurrent=allow_concurrent, fail_on_regression=fail_on_regression)
+
+
+def _start(loaded: LoadedPlan, options: RunOptions, rerun: Any, **kw: Any) -> None:
+    run_one = functools.partial(_execute, loaded, options, resume=None, **kw)
+    if rerun is None:
+        run_one()
+        return
+    from fairmark.cli._rerun import execute_rerun
+
+    execute_rerun(rerun, run_one)
+
+
+def _fleet(plan: str, fleet: list[str], rerun: Any) -> None:
+    from fairmark.remote.fleet import run_fleet
+
+    if rerun:  # once here, not by each host's controller at once
+        from fairmark.cli._rerun import bring_in
+
+        bring_in(rerun, open_store())
+    run_fleet(plan, fleet, sys.argv[1:], state["store"])
+
+
+def _load(plan: str, map_hosts: tuple[str, ...], host: str | None) -> tuple[LoadedPlan, Any]:
+    """PLAN as a plan file, or as a bundle whose run is run again (cli/_rerun.py); `host`: --host (or the first
+    of --hosts, to check the bundle before the fleet starts)."""
+    from fairmark.cli._rerun import is_bundle
+
+    if is_bundle(plan):
+        from fairmark.cli._rerun import load_rerun, parse_map_hosts
+
+        rerun = load_rerun(plan, host=host, map_hosts=parse_map_hosts(map_hosts))
+        return rerun.loaded, rerun
+    if map_hosts:
+        raise UsageError(
+            "--map-host names the hosts of a bundle's plan; PLAN is a plan file (edit its [hosts])"
+        )
+    loaded = load_plan(plan)
+    if host:
+        loaded = LoadedPlan(plan=loaded.plan.with_host(host), path=loaded.path, text=loaded.text)
+    return loaded, None
 
 
 @click.command()
@@ -242,7 +294,9 @@ def resume(
     )
 
 
-def _dry_run(loaded: LoadedPlan, quick: bool) -> None:
+def _dry_run(loaded: LoadedPlan, quick: bool, warnings: tuple[str, ...] = ()) -> None:
+    for line in warnings:  # what in a bundle does not fit together
+        console.warn(line)
     from fairmark.plan.schedule import cells_of
     from fairmark.run.prepare import build_runtimes
     from fairmark.run.variants.basic import command_for

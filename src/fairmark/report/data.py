@@ -199,6 +199,29 @@ class RunReport:
         return "RUN WITH --accept-risk: the doctor found no errors before this run (its warnings are below)"
 
     @property
+    def rerun_note(self) -> str | None:
+        """Which run this one re-ran from its bundle (`fairmark run BUNDLE.json`), and how to hold them side by
+        side."""
+        r = (self.run.options or {}).get("rerun_of")
+        if not isinstance(r, dict) or not r.get("run_id"):
+            return None
+        about = [
+            f"commit {r['commit']}" if r.get("commit") else "",
+            f"host {r['hostname']}" if r.get("hostname") else "",
+        ]
+        about += [
+            f"fairmark {r['fairmark_version']}" if r.get("fairmark_version") else "",
+            str(r.get("started_at") or "")[:19],
+        ]
+        facts = ", ".join(a for a in about if a)
+        return (
+            f"re-run of run {r['run_id']}"
+            + (f" ({facts})" if facts else "")
+            + f" from its bundle {r.get('bundle')}; "
+            f"`fairmark compare-runs {str(r['run_id'])[:8]} {self.run.id[:8]}` holds the two side by side"
+        )
+
+    @property
     def profiled_note(self) -> str | None:
         """Which trials are which, when the run had profilers attached."""
         n = sum(t.profiled for c in self.cells for t in c.trials)
@@ -229,6 +252,7 @@ class RunReport:
                 "verdicts": [v.to_dict() for v in self.verdicts],
                 "scaling": [s.to_dict() for s in self.scaling],
                 "profiled_note": self.profiled_note,
+                "rerun_note": self.rerun_note,
                 "failures": [f.to_dict() for f in self.failures],
                 "failed_cells": [f.to_dict() for f in failed_cells(self.cells)],
                 "run_failure": run_failure(self),

@@ -434,6 +434,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "baseline": report.baseline,
         "hooks": (run.options or {}).get("hooks", []),
         "profiled_note": report.profiled_note,
+        "rerun_note": report.rerun_note,
         "profilers": [h for h in (run.options or {}).get("hooks", []) if h.startswith("profile.")],
         "verdicts": verdict_rows(report, attrs),
         "groups": groups,

@@ -31,6 +31,8 @@ def _header(r: RunReport) -> None:
         console.print(
             f"[yellow]{console.wrap('quick run: few trials and short parameters — a first look, not a result to quote')}[/]"
         )
+    if r.rerun_note:
+        console.text(r.rerun_note)
     if r.profiled_note:
         console.print(f"[yellow]{escape(console.wrap(r.profiled_note))}[/]")
     if r.risk_note:

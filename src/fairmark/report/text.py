@@ -284,6 +284,8 @@ def _run(w: Writer, report: RunReport) -> None:
         w.para(f"!!! {report.risk_note} !!!")
     if (run.options or {}).get("quick"):
         w.para("quick run: few trials and short parameters — a first look, not a result to quote")
+    if report.rerun_note:
+        w.para(report.rerun_note)
     if report.profiled_note:
         w.para(report.profiled_note)
     _failed(w, report)

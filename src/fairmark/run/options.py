@@ -28,6 +28,8 @@ class RunOptions:
     calibrate: bool = False  # add an A/A twin of the baseline variant (see Plan.with_aa_twin)
     allow_concurrent: bool = False  # another run may use the same host (a host's lock, as the local HostLock)
     tags: dict[str, str] = field(default_factory=dict)  # `run --tag k=v`: stored with the run, queried later
+    # `run BUNDLE.json`: the exported run this one re-runs (its id, host, commit, bundle), stored as options.rerun_of
+    rerun_of: dict[str, Any] | None = None
 
 
 class Progress:

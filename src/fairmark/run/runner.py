@@ -128,6 +128,7 @@ class Runner:
                 "hooks": [h.name for h in self.options.hooks],
                 **self.gate.baselines(runtimes),  # wrap_costs, device_baselines
                 **({"hosts": self.remote.describe()} if self.remote else {}),
+                **({"rerun_of": self.options.rerun_of} if self.options.rerun_of else {}),
             },
             notes=[],
             tags=self.options.tags,

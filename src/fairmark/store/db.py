@@ -557,7 +557,9 @@ class Store:
     def _rows(self, table: sa.Table, run_id: str) -> list[dict[str, Any]]:
         col = table.c.id if table is S.runs else table.c.run_id
         q = sa.select(table).where(col == run_id)
-        if table is not S.runs and isinstance(table.c.id.type, sa.Integer):
+        if table is S.run_tags:
+            q = q.order_by(table.c.key)
+        elif table is not S.runs and isinstance(table.c.id.type, sa.Integer):
             q = q.order_by(table.c.id)
         with self.engine.connect() as conn:
             return _dicts(conn.execute(q))
