@@ -163,7 +163,10 @@ def _place(
             f"--map-host {unknown[0]}: the bundle's plan has no [hosts.{unknown[0]}] (it has: {have})"
         )
     if map_hosts:
-        changed = {"ssh_options": [], "address": None}  # the author's port and address go with their machine
+        changed: dict[str, object] = {
+            "ssh_options": [],
+            "address": None,
+        }  # the author's port and address go with their machine
         hosts = {
             n: h.model_copy(update={"ssh": map_hosts[n], **changed}) if n in map_hosts else h
             for n, h in plan.hosts.items()

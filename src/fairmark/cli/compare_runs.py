@@ -216,8 +216,9 @@ def show(
         )
         return
     show_differences(runs[0], runs[1], env)
-    if rerun_line(runs):
-        console.text(rerun_line(runs))
+    rerun = rerun_line(runs)
+    if rerun:
+        console.text(rerun)
     if because:
         console.text(f"intended difference (--because): {because}")
     for f in env["accepted"]:

@@ -10,15 +10,21 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from fairmark.errors import PlanError
 from fairmark.plan.model import Plan
 from fairmark.plan.schedule import cells_of, expand_sweep_values
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+# A key's place in the TOML document: table and key names, and an element's index in an array of tables.
+KeyPath: TypeAlias = tuple[str | int, ...]
+# A TOML document as tomllib gives it (tables, arrays and scalars, dates among them).
+TomlTable: TypeAlias = dict[str, object]
+
 _KEY = re.compile(
     r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*="""
 )
@@ -47,9 +53,9 @@ class Locator:
     inline table maps to the line of its enclosing key (the longest known prefix)."""
 
     def __init__(self, text: str):
-        self.lines: dict[tuple, int] = {}
-        counters: dict[tuple, int] = {}
-        table: tuple = ()
+        self.lines: dict[KeyPath, int] = {}
+        counters: dict[KeyPath, int] = {}
+        table: KeyPath = ()
         for no, line in enumerate(text.splitlines(), start=1):
             header = _HEADER.match(line)
             if header:
@@ -61,8 +67,8 @@ class Locator:
             if key:
                 self.lines.setdefault(table + tuple(_split_key(key.group(1))), no)
 
-    def _table_path(self, keys: list[str], is_array: bool, counters: dict[tuple, int]) -> tuple:
-        path: tuple = ()
+    def _table_path(self, keys: list[str], is_array: bool, counters: dict[KeyPath, int]) -> KeyPath:
+        path: KeyPath = ()
         for i, k in enumerate(keys):
             path = (*path, k)
             last = i == len(keys) - 1
@@ -73,16 +79,17 @@ class Locator:
                 path = (*path, counters[path])
         return path
 
-    def line(self, loc: tuple) -> int:
+    def line(self, loc: KeyPath) -> int:
         for end in range(len(loc), 0, -1):
             if loc[:end] in self.lines:
                 return self.lines[loc[:end]]
         return 1  # a key missing at the top, or a rule over the whole plan: the error is about the file
 
 
-def _dotted(loc: tuple, data: dict[str, Any]) -> str:
+def _dotted(loc: KeyPath, data: TomlTable) -> str:
     """("workload", 1, "timeout_s") → 'workload[1] "net".timeout_s' — index and name, to find it either way."""
-    out, node = "", data
+    out = ""
+    node: object = data  # where the path has got to in the document
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
@@ -95,8 +102,8 @@ def _dotted(loc: tuple, data: dict[str, Any]) -> str:
     return out
 
 
-def _pydantic_message(err: dict[str, Any]) -> str:
-    kind, msg = err.get("type", ""), err.get("msg", "")
+def _pydantic_message(err: ErrorDetails) -> str:
+    kind, msg = err["type"], err["msg"]
     if kind == "extra_forbidden":
         return "unknown key (check the spelling; see docs/plan.md for the keys a plan takes)"
     if kind == "missing":
@@ -132,7 +139,7 @@ def parse_plan(text: str, path: str = "<plan>") -> Plan:
     return plan
 
 
-def _check_cells(plan: Plan, text: str, path: str, data: dict[str, Any]) -> None:
+def _check_cells(plan: Plan, text: str, path: str, data: TomlTable) -> None:
     """Sweeps expand here, at load time, so an unreadable or absurd one ("1..99999999999") is an error with
     its line, not a memory exhaustion once the run has started."""
     for i, w in enumerate(plan.workload):
@@ -150,14 +157,14 @@ def _check_cells(plan: Plan, text: str, path: str, data: dict[str, Any]) -> None
         raise PlanError(exc.detail, path=path, line=Locator(text).line(("workload",)), key="sweep") from None
 
 
-def _is_union_branch(part: Any) -> bool:
+def _is_union_branch(part: str | int) -> bool:
     # pydantic inserts the union member's type name into loc ("list[str]", "str", "literal[False]")
     return isinstance(part, str) and (
         "[" in part or part in ("str", "int", "float", "bool", "function-after", "list")
     )
 
 
-def _most_specific(errors: list[dict[str, Any]]) -> dict[str, Any]:
+def _most_specific(errors: list[ErrorDetails]) -> ErrorDetails:
     # Report the error that goes deepest; for unions, pydantic lists one error per branch.
     return max(errors, key=lambda e: len([p for p in e["loc"] if not _is_union_branch(p)]))
 
@@ -234,7 +241,7 @@ def command_programs(plan: Plan) -> list[str]:
 def check_commands(plan: Plan, text: str, path: str) -> None:
     """Every executable a plan names must exist before the first trial starts."""
     loc, data = Locator(text), tomllib.loads(text)
-    checks: list[tuple[tuple, list[str] | str, bool, str | None]] = []
+    checks: list[tuple[KeyPath, list[str] | str, bool, str | None]] = []
     for i, w in enumerate(plan.workload):
         for key in ("command", "setup", "teardown", "prime", "before_trial"):
             cmd = getattr(w, key)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from fairmark.jsonvalue import JSONValue, Scalar
 from fairmark.plan.metric import BUILTIN_METRIC_SPECS as BUILTIN_METRIC_SPECS
 from fairmark.plan.metric import BUILTIN_METRICS as BUILTIN_METRICS
 from fairmark.plan.metric import MetricSpec as MetricSpec
@@ -136,8 +137,8 @@ class Workload(Strict):
     command: Command | None = None
     shell: bool = False
     tool: str | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
-    sweep: dict[str, list[Any] | str] = Field(default_factory=dict)
+    params: dict[str, JSONValue] = Field(default_factory=dict)
+    sweep: dict[str, list[Scalar] | str] = Field(default_factory=dict)
     setup: Command | None = None
     teardown: Command | None = None
     prime: Command | None = None
@@ -195,7 +196,7 @@ _CPU_LIST_RE = re.compile(r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$")
 SysctlValue = int | str
 
 
-def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+def _flatten(prefix: str, value: object, out: dict[str, object]) -> None:
     # An unquoted dotted key (net.ipv4.x = 1) is a nested table in TOML; the user meant one sysctl name.
     if isinstance(value, dict):
         for key, sub in value.items():
@@ -265,9 +266,9 @@ class SystemChanges(Strict):
 
     @field_validator("sysctl", mode="before")
     @classmethod
-    def _sysctl(cls, v: Any) -> Any:
+    def _sysctl(cls, v: object) -> object:
         if isinstance(v, dict):
-            out: dict[str, Any] = {}
+            out: dict[str, object] = {}
             _flatten("", v, out)
             return out
         return v
@@ -357,7 +358,7 @@ class Variant(SystemChanges):
     shell: bool | None = None
     # Tool parameters this variant changes, per tool workload name: { redis = { transport = "unix" } }.
     # They apply per trial (the command); a workload's setup (e.g. its server) uses the workload's own params.
-    params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    params: dict[str, dict[str, JSONValue]] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod
@@ -373,7 +374,7 @@ class QuickPolicy(Strict):
     min_trials: int = Field(3, ge=3)
     max_trials: int = Field(6, ge=3)
     target_ci_pct: float | None = Field(None, gt=0)
-    params: dict[str, dict[str, Any]] = Field(default_factory=dict)  # workload name → params overrides
+    params: dict[str, dict[str, JSONValue]] = Field(default_factory=dict)  # workload name → params overrides
 
 
 class Plan(Strict):
@@ -401,7 +402,8 @@ class Plan(Strict):
                 f"variants {', '.join(booted)} have boot = …, the others not: every variant of a plan with boot "
                 "variants needs its own boot (which kernel would the others run on?)"
             )
-        for w in [*self.workload, *self.variant]:
+        users: list[Workload | Variant] = [*self.workload, *self.variant]
+        for w in users:
             if w.client_host is not None and w.client_host not in self.hosts:
                 kind = "variant" if isinstance(w, Variant) else "workload"
                 raise ValueError(

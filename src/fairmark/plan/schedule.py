@@ -7,11 +7,15 @@ import math
 import os
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 from fairmark.errors import PlanError
+from fairmark.jsonvalue import Scalar
 from fairmark.plan.model import Plan
+
+Point: TypeAlias = tuple[tuple[str, Scalar], ...]  # a cell's sweep point: (parameter, value) pairs, in order
 
 _POW2 = re.compile(r"^pow2:(\d+)\.\.(\d+)(x?)$")
 _RANGE = re.compile(r"^(\d+)\.\.(\d+)(x?)$")
@@ -21,7 +25,7 @@ MAX_SWEEP_POINTS = 1024  # per sweep key: more is a typo ("1..10000000"), not a 
 MAX_CELLS = 10_000  # per plan: each cell needs several trials; more would never finish
 
 
-def expand_sweep_values(key: str, values: list[Any] | str, ncpu: int | None = None) -> list[Any]:
+def expand_sweep_values(key: str, values: list[Scalar] | str, ncpu: int | None = None) -> Sequence[Scalar]:
     """A sweep is a list, or a range relative to the machine: "pow2:1..4x" = 1, 2, 4 … up to 4 × CPUs,
     "1..8" = every integer from 1 to 8 ("1..2x" = 1 up to 2 × CPUs)."""
     if isinstance(values, list):
@@ -68,7 +72,7 @@ class Cell:
 
     workload: str
     variant: str
-    point: tuple[tuple[str, Any], ...] = ()
+    point: Point = ()
 
     @property
     def point_label(self) -> str:
@@ -84,7 +88,7 @@ class Cell:
         return f"{self.group}/{self.variant}"
 
     @property
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, Scalar]:
         return dict(self.point)
 
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairmark.stats.arrays import Floats
+
 CHUNK_FLOATS = 4_000_000  # per batch of permutations (32 MB of float64)
 BATCH = 20  # permutations per batch at most, so that a hopeless split stops early
 MIN_SIZE = 3  # each side of a split has at least this many points (a mean of 2 says little)
@@ -54,7 +56,7 @@ class ChangePoint:
     phi: float = 0.0  # the lag-1 autocorrelation the robust test allowed for
 
 
-def _q_stats(x: np.ndarray) -> np.ndarray:
+def _q_stats(x: Floats) -> Floats:
     """The energy statistic Q(τ) for every split τ of each row of x (shape (R, n)) → (R, n - 2·MIN_SIZE + 1).
 
     From the distance matrix's row sums below and above the diagonal: the within-sum of the first τ points is a
@@ -75,10 +77,11 @@ def _q_stats(x: np.ndarray) -> np.ndarray:
     between = within_first[:, n : n + 1] - left - right
     m, k = tau, n - tau
     e = 2 * between / (m * k) - left / (m * (m - 1) / 2) - right / (k * (k - 1) / 2)
-    return (m * k / n) * e
+    q: Floats = (m * k / n) * e
+    return q
 
 
-def _best_split(x: np.ndarray) -> tuple[int, float] | None:
+def _best_split(x: Floats) -> tuple[int, float] | None:
     if len(x) < 2 * MIN_SIZE:
         return None
     q = _q_stats(x[None, :])[0]
@@ -86,9 +89,7 @@ def _best_split(x: np.ndarray) -> tuple[int, float] | None:
     return MIN_SIZE + i, float(q[i])
 
 
-def _p_value(
-    x: np.ndarray, observed: float, permutations: int, rng: np.random.Generator, alpha: float
-) -> float:
+def _p_value(x: Floats, observed: float, permutations: int, rng: np.random.Generator, alpha: float) -> float:
     """The permutation p-value (1 + #exceeding) / (permutations + 1). In batches: the distance matrices of all
     permutations at once are permutations·n² floats (1.6 GB for a history of 1000 runs). It stops early once
     the split can no longer be significant at `alpha` (Besag & Clifford's sequential p-value, then returned as
@@ -105,7 +106,7 @@ def _p_value(
     return float((1 + exceed) / (permutations + 1))
 
 
-def _exact_p_value(x: np.ndarray, observed: float) -> float:
+def _exact_p_value(x: Floats, observed: float) -> float:
     """The share of all n! orderings of x whose best split reaches `observed` (the observed one among them).
 
     Q(τ) of an ordering depends only on the set S of its first τ points: from the within-sums W(S), W(S̄) and the
@@ -151,27 +152,27 @@ def shortest_for(alpha: float, permutations: int = 199) -> int | None:
     return next((n for n in range(2 * MIN_SIZE, 1001) if min_p_value(n, permutations) <= alpha), None)
 
 
-def residuals(x: np.ndarray, split: int) -> np.ndarray:
+def residuals(x: Floats, split: int) -> Floats:
     """The points around the means of the two segments a split makes."""
     return np.concatenate([x[:split] - x[:split].mean(), x[split:] - x[split:].mean()])
 
 
-def lag1(r: np.ndarray) -> float:
+def lag1(r: Floats) -> float:
     c = r - r.mean()
     denom = float(c @ c)
     return float(c[1:] @ c[:-1]) / denom if denom > 0 else 0.0
 
 
-def phi_allowed(x: np.ndarray, split: int) -> float:
+def phi_allowed(x: Floats, split: int) -> float:
     """The lag-1 autocorrelation the robust test draws its null with: the residuals' r₁, corrected for its bias
     (−(1 + 3φ)/n for a mean, about −2/n more for two fitted means), plus PHI_MARGIN standard errors."""
     n = x.size
     r1 = lag1(residuals(x, split))
     phi = r1 + (1 + 3 * r1) / n + 2.0 / n
-    return min(max(phi + PHI_MARGIN * np.sqrt(max(1 - phi * phi, 0.05) / n), 0.0), PHI_MAX)
+    return float(min(max(phi + PHI_MARGIN * np.sqrt(max(1 - phi * phi, 0.05) / n), 0.0), PHI_MAX))
 
 
-def _pivots(x: np.ndarray) -> np.ndarray:
+def _pivots(x: Floats) -> Floats:
     """Each row's best-split statistic divided by the rms of its points around the two segments' means."""
     r, n = x.shape
     q = _q_stats(x)
@@ -184,12 +185,11 @@ def _pivots(x: np.ndarray) -> np.ndarray:
     t1, t2 = c1[:, n] - s1, c2[:, n] - s2
     ss = s2 - s1 * s1 / tau + t2 - t1 * t1 / (n - tau)
     rms = np.sqrt(np.maximum(ss, 0.0) / n)
-    return q[rows, best] / np.maximum(rms, 1e-300)
+    pivots: Floats = q[rows, best] / np.maximum(rms, 1e-300)
+    return pivots
 
 
-def _ar_p_value(
-    x: np.ndarray, split: int, permutations: int, rng: np.random.Generator
-) -> tuple[float, float]:
+def _ar_p_value(x: Floats, split: int, permutations: int, rng: np.random.Generator) -> tuple[float, float]:
     """The split's pivot against that of stationary AR(1) series with φ = phi_allowed (no change in them);
     returns (p, φ)."""
     phi = phi_allowed(x, split)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import as_array
 from fairmark.stats.digits import format_value
 
@@ -29,7 +30,7 @@ BIMODAL_MIN_N = 8
 BIMODAL_GAP = 4.0  # a gap this many within-cluster stddevs wide splits the sample in two
 
 
-def modified_z(values: Sequence[float]) -> np.ndarray:
+def modified_z(values: Values) -> Floats:
     """0.6745·(x − median)/MAD. When MAD is 0 (over half the values equal) the mean absolute deviation
     stands in (scaled by 0.7979 so both estimate σ for normal data); all zeros when both are 0."""
     x = as_array(values)
@@ -41,13 +42,13 @@ def modified_z(values: Sequence[float]) -> np.ndarray:
     return dev / (1.253314 * mean_ad) if mean_ad > 0 else np.zeros_like(x)
 
 
-def _tick(x: np.ndarray) -> float:
+def _tick(x: Floats) -> float:
     """The data's resolution as seen: the smallest gap between distinct values (a clock tick, a count)."""
     gaps = np.diff(np.unique(x))
     return float(gaps.min()) if gaps.size else 0.0
 
 
-def _unusual_vs_rest(x: np.ndarray, i: int) -> bool:
+def _unusual_vs_rest(x: Floats, i: int) -> bool:
     """x[i] lies outside the (1 − α/n) prediction interval of the other values (normal theory): under normal
     data this flags a cell at most α of the time, whatever n (the MAD z alone flags 29% of normal cells at n = 3)."""
     from scipy import special
@@ -55,7 +56,7 @@ def _unusual_vs_rest(x: np.ndarray, i: int) -> bool:
     rest = np.delete(x, i)
     sd = float(np.std(rest, ddof=1))
     bound = special.stdtrit(rest.size - 1, 1.0 - OUTLIER_ALPHA / x.size / 2.0)
-    return abs(x[i] - rest.mean()) > bound * sd * np.sqrt(1.0 + 1.0 / rest.size)
+    return bool(abs(x[i] - rest.mean()) > bound * sd * np.sqrt(1.0 + 1.0 / rest.size))
 
 
 def outlier_indices(values: Sequence[float]) -> list[int]:
@@ -74,7 +75,7 @@ def outlier_indices(values: Sequence[float]) -> list[int]:
     ]
 
 
-def _lag1(r: np.ndarray) -> tuple[float, float]:
+def _lag1(r: Floats) -> tuple[float, float]:
     """Lag-1 autocorrelation of `r` and its one-sided p against independence (normal approximation with the
     exact mean −1/n and variance of the iid case)."""
     from scipy import special
@@ -125,7 +126,7 @@ def serial_correlation(values: Sequence[float]) -> tuple[float, float] | None:
     return (r1, p) if p < SERIAL_P else None
 
 
-def bimodal_split(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | None:
+def bimodal_split(values: Sequence[float]) -> tuple[Floats, Floats] | None:
     """The two clusters when the widest gap in the sorted sample is ≥ 4 pooled within-cluster stddevs and
     each side holds at least max(3, n/5) values; None otherwise. A gap heuristic: cheap, explainable in a
     line."""

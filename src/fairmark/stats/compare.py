@@ -13,16 +13,17 @@ for ministat's lines and never decide fairmark's sentence.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from fairmark.errors import InputError, UsageError
+from fairmark.stats.arrays import Floats
 from fairmark.stats.describe import Summary, as_array, describe, sample_sd
 from fairmark.stats.digits import format_pair
-from fairmark.stats.paired import RatioTest, paired_by_round, two_sided_p, welch
+from fairmark.stats.paired import RatioTest, RoundKey, paired_by_round, two_sided_p, welch
 from fairmark.stats.ranks import can_reach, exact_mann_whitney, signed_rank
 from fairmark.stats.tdist import differs_from_ministat, exact_t, t_quantile
 
@@ -30,6 +31,7 @@ Better = Literal["lower", "higher"]
 TIME_UNITS = frozenset({"s", "sec", "seconds", "ms", "us", "µs", "ns", "min", "wall_s"})
 FEW_TRIALS = 6  # below this a verdict rests on very little (ministat's floor is 3)
 POWER_PCT = 80
+Rounds = tuple[Sequence[RoundKey], Sequence[RoundKey]]  # each side's round of each value (same order)
 
 __all__ = ["Better", "Comparison", "compare", "two_sided_p", "verdict_sentence", "welch_ratio"]
 
@@ -129,7 +131,7 @@ def compare(
     unit: str = "",
     ministat_compat: bool = False,
     aa_percent_half_width: float | None = None,
-    rounds: tuple[Sequence[Hashable], Sequence[Hashable]] | None = None,
+    rounds: Rounds | None = None,
     first_stage: int | None = None,
     calibration: dict[str, Any] | None = None,
 ) -> Comparison:
@@ -203,7 +205,7 @@ def mde_percent(test: RatioTest, mean_baseline: float) -> float:
 
 def _checked(
     baseline: Sequence[float], other: Sequence[float], better: str, names: tuple[str, str]
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[Floats, Floats]:
     if better not in ("lower", "higher"):
         raise UsageError(f"better must be 'lower' or 'higher', got {better!r}")
     a, b = as_array(baseline), as_array(other)
@@ -214,7 +216,7 @@ def _checked(
 
 
 def _ministat(
-    a: np.ndarray, b: np.ndarray, sa: Summary, sb: Summary, confidence: float, ministat_compat: bool
+    a: Floats, b: Floats, sa: Summary, sb: Summary, confidence: float, ministat_compat: bool
 ) -> dict[str, Any]:
     """ministat's block: Student's t with the pooled s, the difference d and its half-width e (|d| > e is
     ministat's verdict), in units and in percent of the baseline's mean."""
@@ -235,7 +237,7 @@ def _ministat(
     }
 
 
-def _pooled_sd(a: np.ndarray, b: np.ndarray, df: int) -> float:
+def _pooled_sd(a: Floats, b: Floats, df: int) -> float:
     """√(((n_a − 1)·s_a² + (n_b − 1)·s_b²)/df), scaled so that tiny (1e-300) and huge values stay in range."""
     scale = max(float(np.max(np.abs(a - a.mean()))), float(np.max(np.abs(b - b.mean()))))
     if scale == 0:
@@ -244,7 +246,9 @@ def _pooled_sd(a: np.ndarray, b: np.ndarray, df: int) -> float:
     return scale * math.sqrt(((a.size - 1) * sa * sa + (b.size - 1) * sb * sb) / df)
 
 
-def _design_test(a, b, confidence, rounds, first_stage) -> RatioTest:
+def _design_test(
+    a: Floats, b: Floats, confidence: float, rounds: Rounds | None, first_stage: int | None
+) -> RatioTest:
     """Paired by round when rounds are known and at least 3 pairs complete, Welch else."""
     if rounds is not None:
         ra, rb = rounds
@@ -261,7 +265,9 @@ def _design_test(a, b, confidence, rounds, first_stage) -> RatioTest:
     return welch(a, b, confidence=confidence)
 
 
-def _cross_check(a, b, test: RatioTest, rounds, confidence: float) -> dict[str, Any]:
+def _cross_check(
+    a: Floats, b: Floats, test: RatioTest, rounds: Rounds | None, confidence: float
+) -> dict[str, Any]:
     """The rank test matching the design: Wilcoxon signed rank on the pairs, exact Mann-Whitney U else."""
     alpha = 1.0 - confidence / 100.0
     if np.ptp(np.concatenate([a, b])) == 0:  # all values equal: nothing to rank
@@ -413,7 +419,15 @@ def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
     return "no size (too few values)"
 
 
-def _constant_sentence(names, test: RatioTest, mean_baseline, significant, better, unit, confidence) -> str:
+def _constant_sentence(
+    names: tuple[str, str],
+    test: RatioTest,
+    mean_baseline: float,
+    significant: bool,
+    better: Better,
+    unit: str,
+    confidence: float,
+) -> str:
     """No spread: say so, with the rank test that decided, and no interval."""
     base, other = names
     if test.scale == "log":
@@ -466,7 +480,14 @@ def _calibration_warning(test: RatioTest, aa_pct: float | None) -> list[str]:
     ]
 
 
-def _warnings(sa, sb, names, test: RatioTest, cross, confidence: float) -> list[str]:
+def _warnings(
+    sa: Summary,
+    sb: Summary,
+    names: tuple[str, str],
+    test: RatioTest,
+    cross: dict[str, Any],
+    confidence: float,
+) -> list[str]:
     out = []
     for name, s in zip(names, (sa, sb), strict=True):
         if s.n < FEW_TRIALS:

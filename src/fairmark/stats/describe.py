@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from fairmark.errors import InputError
+from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.tdist import t_quantile
 
 
@@ -51,7 +52,7 @@ MAX_ABS = 1e300
 MAX_ABS_TEXT = "1e300"
 
 
-def as_array(values: Sequence[float]) -> np.ndarray:
+def as_array(values: Values) -> Floats:
     """Values as a float array; a NaN or infinity is refused: it is never a measurement."""
     arr = np.asarray(values, dtype=float).ravel()
     if not np.all(np.isfinite(arr)):
@@ -65,7 +66,7 @@ def as_array(values: Sequence[float]) -> np.ndarray:
     return arr
 
 
-def sample_sd(x: np.ndarray) -> float:
+def sample_sd(x: Floats) -> float:
     """Sample standard deviation (n − 1) computed on deviations scaled to at most 1: values near 1e-300 do not
     underflow to zero spread, values near 1e300 do not overflow (nan for n < 2)."""
     if x.size < 2:
@@ -81,7 +82,7 @@ def sample_sd(x: np.ndarray) -> float:
     return scale * math.sqrt(float(np.sum(np.square(dev / scale))) / (x.size - 1))
 
 
-def mean_ci(values: Sequence[float], confidence: float = 95.0) -> tuple[float, float, float]:
+def mean_ci(values: Values, confidence: float = 95.0) -> tuple[float, float, float]:
     """(mean, sample standard deviation, half-width of the mean's CI) as `describe` gives them (nan for n < 2),
     without the order statistics: cheap enough for the progress line of every trial."""
     arr = as_array(values)
@@ -116,7 +117,7 @@ class RunningMean:
         return t_quantile(confidence, self.n - 1) * math.sqrt(self._m2 / (self.n - 1)) / math.sqrt(self.n)
 
 
-def describe(values: Sequence[float], confidence: float = 95.0) -> Summary:
+def describe(values: Values, confidence: float = 95.0) -> Summary:
     arr = as_array(values)
     mean, sd, half = mean_ci(arr, confidence)
     n = arr.size
@@ -138,7 +139,7 @@ def describe(values: Sequence[float], confidence: float = 95.0) -> Summary:
     )
 
 
-def median_ci(values: Sequence[float], confidence: float) -> tuple[float, float]:
+def median_ci(values: Values, confidence: float) -> tuple[float, float]:
     """Distribution-free CI of the median: [x₍ⱼ₎, x₍ₙ₋ⱼ₊₁₎] with the largest j whose coverage
     1 − 2·P(Binomial(n, ½) < j) is still ≥ the level. (nan, nan) when even [min, max] covers less (n ≤ 5 at 95%)."""
     x = np.sort(as_array(values))

@@ -123,7 +123,7 @@ def format_pair(value: float, half_width: float | None) -> tuple[str, str | None
     if half_width is not None and 0 < abs(half_width) < FLOAT_NOISE * max(abs(value), 1.0):
         # A half-width at floating-point noise level (identical values in every trial): no interval to round to.
         return (_plain(value), "0")
-    if exp is None:
+    if exp is None or half_width is None:
         return (_plain(value), None if half_width is None or math.isnan(half_width) else _plain(half_width))
     return (_clean(round_to(value, exp)), round_to(abs(half_width), exp))
 
@@ -189,8 +189,11 @@ def format_change(percent: float, half_width: float | None, *, floor: float | No
     low, high = (
         format_pair(v, half_width)[0] for v in (max(floor, percent - half_width), percent + half_width)
     )
-    sign = lambda t: t if t.startswith("-") or t == "0" else "+" + t  # noqa: E731
-    return f"{sign(text)}% ({sign(low)}% to {sign(high)}%)"
+    return f"{_signed(text)}% ({_signed(low)}% to {_signed(high)}%)"
+
+
+def _signed(text: str) -> str:
+    return text if text.startswith("-") or text == "0" else "+" + text
 
 
 def _clean(text: str) -> str:
@@ -213,17 +216,18 @@ def format_median(
     (the mean's CI) puts the last digit — the median is no better known than the mean — but never to nothing:
     at least its first digit. `scale` as in format_value; `interval=False`: the median alone, its digits still
     as its interval supports (a narrow table)."""
-    bounded = low is not None and high is not None and math.isfinite(low) and math.isfinite(high)
-    hw = (high - low) / 2 if bounded else fallback_half_width  # type: ignore[operator]
+    ends: tuple[float, ...] = ()
+    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+        ends = (low, high)
+    hw = (ends[1] - ends[0]) / 2 if ends else fallback_half_width
     if hw is None or not math.isfinite(median) or not math.isfinite(hw):
         return format_value(median, None, unit, scale=scale)
-    ends = (low, high) if bounded else ()
-    ref = scale if scale is not None else max(abs(v) for v in (median, hw, *ends))  # type: ignore[arg-type]
+    ref = scale if scale is not None else max(abs(v) for v in (median, hw, *ends))
     divisor, shown = scale_unit(ref, unit)
     suffix = "%" if shown == "%" else f" {shown}" if shown else ""
-    if not bounded:
+    if not ends:
         return _at_least_one_digit(median / divisor, hw / divisor) + suffix
-    texts = [format_pair(v / divisor, hw / divisor or None)[0] for v in (median, *ends)]  # type: ignore[operator]
+    texts = [format_pair(v / divisor, hw / divisor or None)[0] for v in (median, *ends)]
     return (f"{texts[0]} [{texts[1]}, {texts[2]}]" if interval else texts[0]) + suffix
 
 

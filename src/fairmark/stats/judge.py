@@ -9,13 +9,14 @@ it knows nothing of plans, cells, stores or terminals, so the verdict rule is ch
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fairmark.stats.compare import Better, Comparison, compare
+from fairmark.stats.compare import Better, Comparison, Rounds, compare
 from fairmark.stats.fdr import bh_adjust
-from fairmark.stats.levels import compare_levels, known, unit_level
+from fairmark.stats.levels import Labels, Unit, compare_levels, known, unit_level
+from fairmark.stats.paired import RoundKey
 
 MIN_VALUES = 3  # ministat's floor: fewer values give no statistics (the one definition; use enough())
 
@@ -62,12 +63,12 @@ class Pair:
     # Each value's unit at the levels above the trial, same order: {"host": (a, b), "boot": (a, b), "run": (a,
     # b)}, whatever is known (None for an unknown unit). stats.levels decides the level of the verdict: the
     # highest at which the sides were not measured in the same units (runs ⊂ boots ⊂ hosts).
-    labels: Mapping[str, tuple[Sequence[Hashable | None], Sequence[Hashable | None]]] | None = None
+    labels: Labels | None = None
     # The older spelling of one level: `units` at `unit_level` ("boot" | "host" | "run").
-    units: tuple[Sequence[Hashable], Sequence[Hashable]] | None = None
+    units: tuple[Sequence[Unit], Sequence[Unit]] | None = None
     unit_level: str = "boot"
 
-    def all_labels(self) -> dict[str, tuple[Sequence[Hashable | None], Sequence[Hashable | None]]]:
+    def all_labels(self) -> dict[str, tuple[Sequence[Unit], Sequence[Unit]]]:
         out = dict(self.labels or {})
         if self.units is not None:
             out.setdefault(self.unit_level, self.units)
@@ -134,18 +135,18 @@ def judge_one(p: Pair, *, confidence: float = 95.0, ministat_compat: bool = Fals
     return compare_levels(p.baseline, ua, p.other, ub, level=level, confidence=confidence, within=within)
 
 
-def _rounds(p: Pair, labels: dict) -> tuple[tuple[Sequence[Hashable], Sequence[Hashable]] | None, int | None]:
+def _rounds(p: Pair, labels: Labels) -> tuple[Rounds | None, int | None]:
     """The round of each value as the pairing key: (run, round) when the values come from several runs, so that
     pairs never cross runs; the first stage only means something inside one run."""
     if p.rounds is None:
         return None, None
-    runs = labels.get("run")
-    if not runs or not known(runs[0]) or not known(runs[1]) or len(set(runs[0]) | set(runs[1])) == 1:
+    runs_a, runs_b = labels.get("run") or ((), ())
+    if not known(runs_a) or not known(runs_b) or len(set(runs_a) | set(runs_b)) == 1:
         return p.rounds, p.first_stage
-    keyed = tuple(
-        [(u, r) for u, r in zip(units, rs, strict=True)] for units, rs in zip(runs, p.rounds, strict=True)
-    )
-    return (keyed[0], keyed[1]), None
+    rounds_a, rounds_b = p.rounds
+    keyed_a: list[RoundKey] = [(u, r) for u, r in zip(runs_a, rounds_a, strict=True)]
+    keyed_b: list[RoundKey] = [(u, r) for u, r in zip(runs_b, rounds_b, strict=True)]
+    return (keyed_a, keyed_b), None
 
 
 def aa_spread(

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
 import numpy as np
 
+from fairmark.stats.arrays import Floats
 from fairmark.stats.paired import (
     Part,
     RatioTest,
@@ -50,7 +51,10 @@ if TYPE_CHECKING:
     from fairmark.stats.compare import Comparison
 
 LEVELS = ("host", "boot", "run")  # outermost first; below them: rounds (paired) and trials
-Labels = Mapping[str, tuple[Sequence[Hashable | None], Sequence[Hashable | None]]]
+Unit: TypeAlias = str | None  # a value's run, boot or host (None: not recorded)
+Labels: TypeAlias = Mapping[
+    str, tuple[Sequence[Unit], Sequence[Unit]]
+]  # level → each side's unit of each value
 
 NO_CLAIM = (
     "one {unit} per side: the {unit}-to-{unit} variance is unknown, so no difference can be claimed (a {unit} "
@@ -66,8 +70,9 @@ WHY_LEVEL = {
 UNKNOWN_BOOT_VARIANCE = NO_CLAIM
 
 
-def known(labels: Sequence[Hashable | None] | None) -> bool:
-    return bool(labels) and None not in labels  # type: ignore[operator]
+def known(labels: Sequence[Unit] | None) -> TypeGuard[Sequence[str]]:
+    """Every value's unit is recorded (and there are values)."""
+    return labels is not None and len(labels) > 0 and None not in labels
 
 
 def unit_level(labels: Labels | None) -> str | None:
@@ -100,8 +105,8 @@ class Levels:
     sd_trial: float  # within-unit, pooled over units with ≥ 2 trials (nan: none has)
     sd_unit: float  # the unit component (method of moments, ≥ 0; nan: fewer than 2 units on every side)
     sd_unit_means: float  # pooled sd of the unit means within the sides (nan when unknown)
-    groups_baseline: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)  # values per unit
-    groups_other: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
+    groups_baseline: tuple[Floats, ...] = field(default=(), repr=False, compare=False)  # values per unit
+    groups_other: tuple[Floats, ...] = field(default=(), repr=False, compare=False)
 
     def to_dict(self, *, advice: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
@@ -128,17 +133,17 @@ class Levels:
         }
 
 
-def group(values: Sequence[float], units: Sequence[Hashable]) -> list[np.ndarray]:
+def group(values: Sequence[float], units: Sequence[Unit]) -> list[Floats]:
     """The values of each unit, in order of first appearance."""
     if len(values) != len(units):
         raise ValueError(f"{len(values)} values but {len(units)} unit labels")
-    by: dict[Hashable, list[float]] = defaultdict(list)
+    by: dict[Unit, list[float]] = defaultdict(list)
     for v, u in zip(values, units, strict=True):
         by[u].append(float(v))
     return [np.asarray(v, dtype=float) for v in by.values()]
 
 
-def _pooled_var(groups: Sequence[np.ndarray]) -> tuple[float, int]:
+def _pooled_var(groups: Sequence[Floats]) -> tuple[float, int]:
     """Pooled variance of groups with ≥ 2 members, and its df; (nan, 0) when none has."""
     ss = sum(float(((g - g.mean()) ** 2).sum()) for g in groups if g.size >= 2)
     df = sum(g.size - 1 for g in groups if g.size >= 2)
@@ -147,9 +152,9 @@ def _pooled_var(groups: Sequence[np.ndarray]) -> tuple[float, int]:
 
 def levels(
     a: Sequence[float],
-    units_a: Sequence[Hashable],
+    units_a: Sequence[Unit],
     b: Sequence[float],
-    units_b: Sequence[Hashable],
+    units_b: Sequence[Unit],
     unit: str = "boot",
 ) -> Levels:
     ga, gb = group(a, units_a), group(b, units_b)
@@ -230,9 +235,7 @@ def unit_test(lv: Levels, *, confidence: float) -> RatioTest | None:
     )
 
 
-def _nested_part(
-    ga: list[np.ndarray], gb: list[np.ndarray], log: bool, c: float, confidence: float
-) -> Part | None:
+def _nested_part(ga: list[Floats], gb: list[Floats], log: bool, c: float, confidence: float) -> Part | None:
     """The nested model's test of the difference of the (unweighted) unit means; None without a within-unit
     spread (units of one trial each) or any spread at all."""
     within = [g for g in (*ga, *gb) if g.size > 1]
@@ -307,9 +310,9 @@ def advice_sentence(lv: Levels, adv: dict[str, Any] | None, mean_baseline: float
 
 def compare_levels(
     a: Sequence[float],
-    units_a: Sequence[Hashable],
+    units_a: Sequence[Unit],
     b: Sequence[float],
-    units_b: Sequence[Hashable],
+    units_b: Sequence[Unit],
     *,
     level: str = "boot",
     confidence: float = 95.0,
@@ -393,6 +396,6 @@ def _num(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def differ_by_unit(units_a: Sequence[Hashable] | None, units_b: Sequence[Hashable] | None) -> bool:
+def differ_by_unit(units_a: Sequence[Unit] | None, units_b: Sequence[Unit] | None) -> bool:
     """Whether two sides were measured in different units at one level (their unit sets differ)."""
     return unit_level({"boot": (units_a or (), units_b or ())}) is not None

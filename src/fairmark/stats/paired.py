@@ -26,16 +26,21 @@ samples), said so, with no interval.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TypeAlias, TypeVar
 
 import numpy as np
 
+from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import sample_sd as _sd
 from fairmark.stats.power import mde_factor
 from fairmark.stats.tdist import exact_t
 
 STEIN = "the first stage's spread and all rounds' spread"
+# What pairs two values: their round, or (run, round) when the values come from several runs.
+RoundKey: TypeAlias = int | tuple[str, int]
+K = TypeVar("K", bound=RoundKey)
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,7 @@ def two_sided_p(t: float, df: float) -> float:
     return float(2.0 * special.stdtr(df, -abs(t)))
 
 
-def positive(*samples: Sequence[float] | np.ndarray) -> bool:
+def positive(*samples: Values) -> bool:
     """Whether the log scale applies: every value of every sample is > 0."""
     return all(np.size(s) and float(np.min(s)) > 0 for s in samples)
 
@@ -112,7 +117,7 @@ def _log_part(est: float, se: float, df: float, confidence: float) -> Part:
     return Part(est, se, df, t, two_sided_p(est / se, df), math.exp(est - t * se), math.exp(est + t * se))
 
 
-def _raw_part(ma, mb, va, vb, cov, df, confidence) -> Part:
+def _raw_part(ma: float, mb: float, va: float, vb: float, cov: float, df: float, confidence: float) -> Part:
     t = exact_t(confidence, df)
     se = math.sqrt(max(va + vb - 2 * cov, 0.0))
     low, high = fieller(ma, mb, va, vb, cov, t)
@@ -120,7 +125,13 @@ def _raw_part(ma, mb, va, vb, cov, df, confidence) -> Part:
 
 
 def combine(
-    design: str, scale: str, n_pairs, parts: list[Part], ratio: float, confidence: float, label: str = ""
+    design: str,
+    scale: str,
+    n_pairs: int | None,
+    parts: list[Part],
+    ratio: float,
+    confidence: float,
+    label: str = "",
 ) -> RatioTest:
     """Significant only when every part rejects; the interval is the union of theirs (it excludes 1 exactly
     then); p the largest; the MDE that of the part that needs the largest change."""
@@ -169,8 +180,8 @@ def _sign_test(design: str, scale: str, n: int, diff: float, ratio: float, confi
 
 
 def paired_by_round(
-    a: Mapping[int, float] | Mapping[object, float],
-    b: Mapping[int, float] | Mapping[object, float],
+    a: Mapping[K, float],
+    b: Mapping[K, float],
     *,
     confidence: float,
     first_stage: int | None = None,
@@ -185,8 +196,8 @@ def paired_by_round(
     if n < 3:
         return None
     keys.sort(key=_round_order)
-    xa = np.array([a[r] for r in keys], dtype=float)  # type: ignore[index]
-    xb = np.array([b[r] for r in keys], dtype=float)  # type: ignore[index]
+    xa = np.array([a[r] for r in keys], dtype=np.float64)
+    xb = np.array([b[r] for r in keys], dtype=np.float64)
     use_log = positive(xa, xb) if log is None else log
     k = first_stage if first_stage is not None and 3 <= first_stage < n else n
     if use_log:
@@ -194,12 +205,12 @@ def paired_by_round(
     return _paired_raw(xa, xb, k, confidence)
 
 
-def _round_order(key: object) -> tuple:
+def _round_order(key: RoundKey) -> tuple[int] | tuple[str, int]:
     """Rounds in the order they ran: an int, or (run, round) when the pairs come from several runs."""
     return key if isinstance(key, tuple) else (key,)
 
 
-def _paired_log(d: np.ndarray, k: int, confidence: float) -> RatioTest:
+def _paired_log(d: Floats, k: int, confidence: float) -> RatioTest:
     n = d.size
     mean = float(d.mean())
     ratio = math.exp(mean)
@@ -213,7 +224,7 @@ def _paired_log(d: np.ndarray, k: int, confidence: float) -> RatioTest:
     return combine("paired by round", "log", n, parts, ratio, confidence, STEIN if len(parts) == 2 else "")
 
 
-def _paired_raw(xa: np.ndarray, xb: np.ndarray, k: int, confidence: float) -> RatioTest:
+def _paired_raw(xa: Floats, xb: Floats, k: int, confidence: float) -> RatioTest:
     n = xa.size
     ma, mb = float(xa.mean()), float(xb.mean())
     ratio = mb / ma if ma != 0 else math.nan
@@ -232,7 +243,7 @@ def _paired_raw(xa: np.ndarray, xb: np.ndarray, k: int, confidence: float) -> Ra
 
 
 def welch(
-    a: np.ndarray, b: np.ndarray, *, confidence: float, design: str = "Welch", log: bool | None = None
+    a: Floats, b: Floats, *, confidence: float, design: str = "Welch", log: bool | None = None
 ) -> RatioTest:
     """Two independent samples (each ≥ 2 values, or one of a single value against ≥ 2: see below): Welch's t
     on the logarithms (or Fieller with Welch's df on the values). One side of a single value takes its variance
@@ -249,7 +260,7 @@ def welch(
     return combine(design, "log" if use_log else "raw", None, [part], ratio, confidence)
 
 
-def on_scale(a, b, log: bool) -> tuple[np.ndarray, np.ndarray, float]:
+def on_scale(a: Values, b: Values, log: bool) -> tuple[Floats, Floats, float]:
     """Both samples on the test's scale: logarithms, or the values divided by one constant c (the ratio and t
     do not change, and squares of 1e300 or 1e-300 stay in range)."""
     if log:
@@ -262,7 +273,7 @@ def ratio_of(ma: float, mb: float, log: bool) -> float:
     return math.exp(mb - ma) if log else (mb / ma if ma != 0 else math.nan)
 
 
-def welch_part(xa: np.ndarray, xb: np.ndarray, log: bool, c: float, confidence: float) -> Part | None:
+def welch_part(xa: Floats, xb: Floats, log: bool, c: float, confidence: float) -> Part | None:
     """Welch's t of two samples already on the test's scale; None without any spread."""
     na, nb = xa.size, xb.size
     sa, sb = (_sd(xa) if na > 1 else math.nan), (_sd(xb) if nb > 1 else math.nan)
@@ -288,7 +299,9 @@ def means_part(
     return replace(part, est=part.est * c, se=part.se * c)
 
 
-def _constant_samples(design, scale, xa, xb, diff, ratio, confidence) -> RatioTest:
+def _constant_samples(
+    design: str, scale: str, xa: Floats, xb: Floats, diff: float, ratio: float, confidence: float
+) -> RatioTest:
     """Both samples without spread: no t; the exact Mann-Whitney U decides (3 + 3 values can never reach 5%)."""
     from fairmark.stats.ranks import exact_mann_whitney
 

@@ -17,11 +17,13 @@ import math
 
 import numpy as np
 
+from fairmark.stats.arrays import Floats
+
 POWER = 0.80
 _BINS = 96  # equal-probability bins of the χ² distribution of s²/σ² (the expectation's quadrature)
 
 
-def _mean_power(c: float, df: float, t_crit: float, u: np.ndarray) -> float:
+def _mean_power(c: float, df: float, t_crit: float, u: Floats) -> float:
     from scipy import special
 
     nc = c * np.sqrt(u)
@@ -37,7 +39,7 @@ def _factor(df: float, confidence: float, power: float) -> float:
 
     t_crit = float(special.stdtrit(df, 1.0 - (1.0 - confidence / 100.0) / 2.0))
     p = (np.arange(_BINS) + 0.5) / _BINS
-    u = special.chdtri(df, p) / df  # s²/σ² at the bins' midpoints
+    u = np.asarray(special.chdtri(df, p) / df, dtype=np.float64)  # s²/σ² at the bins' midpoints
     low, high = 0.0, t_crit + 1.0
     while _mean_power(high, df, t_crit, u) < power:
         low, high = high, high * 2.0

@@ -15,11 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from fairmark.stats.arrays import Floats
+
 EXACT_MAX_N = 80  # Mann-Whitney: values in all
 EXACT_MAX_PAIRS = 200  # signed rank: non-zero differences
 
 
-def midranks(x: np.ndarray) -> np.ndarray:
+def midranks(x: Floats) -> Floats:
     """Ranks 1…n, ties sharing their mean rank (scipy.stats.rankdata's 'average')."""
     order = np.argsort(x, kind="mergesort")
     _, inverse, counts = np.unique(x[order], return_inverse=True, return_counts=True)
@@ -30,7 +32,7 @@ def midranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def _tie_term(x: np.ndarray) -> float:
+def _tie_term(x: Floats) -> float:
     _, counts = np.unique(x, return_counts=True)
     return float(np.sum(counts**3 - counts))
 
@@ -41,17 +43,18 @@ def _normal_p(z: float) -> float:
     return float(min(1.0, 2.0 * special.ndtr(-abs(z))))
 
 
-def _rank_sum_distribution(doubled_ranks: np.ndarray, k: int) -> np.ndarray:
+def _rank_sum_distribution(doubled_ranks: Floats, k: int) -> Floats:
     """counts[s] = number of k-subsets of the (doubled, integer) ranks whose sum is s."""
     total = int(doubled_ranks.sum())
     counts = np.zeros((k + 1, total + 1))
     counts[0, 0] = 1.0
     for r in doubled_ranks.astype(int):
         counts[1:, r:] += counts[:-1, : total + 1 - r].copy()
-    return counts[k]
+    row: Floats = counts[k]
+    return row
 
 
-def exact_mann_whitney(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+def exact_mann_whitney(a: Floats, b: Floats) -> dict[str, Any]:
     """Two-sided test of the rank sum of `b` (U counts pairs where b > a, ties half): exact permutation p up to
     EXACT_MAX_N values, the normal approximation with the tie correction above. Returns u, p_value and min_p
     (the smallest p any arrangement of these values could give)."""
@@ -83,7 +86,7 @@ def can_reach(result: dict[str, Any], alpha: float) -> bool:
     return bool(result.get("min_p", 0.0) < alpha) and not math.isnan(alpha)
 
 
-def signed_rank(d: np.ndarray) -> dict[str, Any]:
+def signed_rank(d: Floats) -> dict[str, Any]:
     """Wilcoxon's signed-rank test of paired differences (zeros dropped, ties at their mid-ranks): exact up
     to EXACT_MAX_PAIRS non-zero differences, normal with the tie correction above; and the smallest p the
     number of non-zero differences can reach (2/2^m)."""

@@ -97,11 +97,11 @@ def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
 
 def _proven_worse(
     points: Sequence[Sequence[float]], means: list[float], higher: bool, alpha: float
-) -> set[int]:
+) -> set[tuple[int, int]]:
     """Pairs (i, j) with i proven worse than j, Holm across all pairs (the best is chosen from the same data)."""
     pairs = [(i, j) for i in range(len(points)) for j in range(i + 1, len(points))]
     rejected = holm([welch_p(points[i], points[j]) for i, j in pairs], alpha)
-    worse = set()
+    worse: set[tuple[int, int]] = set()
     for (i, j), r in zip(pairs, rejected, strict=True):
         if r:
             lower, upper = (i, j) if means[i] < means[j] else (j, i)

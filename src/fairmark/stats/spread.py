@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from fairmark.stats.arrays import Floats
+
 RESAMPLES = 4000
 SEED = 20031  # fixed: a report read twice shows the same interval
 
@@ -36,8 +38,9 @@ class SpreadVerdict:
         return asdict(self)
 
 
-def _cv(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.std(x, ddof=1, axis=axis) / np.abs(np.mean(x, axis=axis))
+def _cv(x: Floats, axis: int = -1) -> Floats:
+    cv: Floats = np.std(x, ddof=1, axis=axis) / np.abs(np.mean(x, axis=axis))
+    return cv
 
 
 def compare_spread(

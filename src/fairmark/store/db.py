@@ -316,7 +316,7 @@ class Store:
                     out[row.run_id][row.key] = row.value
         return out
 
-    def tagged(self, tags: dict[str, str]) -> sa.Select:
+    def tagged(self, tags: dict[str, str]) -> sa.Select[str]:
         """The ids of the runs carrying every one of `tags` (a subquery for other queries)."""
         q = sa.select(S.runs.c.id)
         for i, (k, v) in enumerate(tags.items()):
@@ -418,6 +418,7 @@ class Store:
             for cell in cells:
                 if cell.key not in existing:
                     res = conn.execute(sa.insert(S.cells).values(run_id=run_id, **cell.row()))
+                    assert res.inserted_primary_key is not None  # a single-row INSERT has one
                     existing[cell.key] = res.inserted_primary_key[0]
         return existing
 

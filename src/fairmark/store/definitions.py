@@ -26,6 +26,7 @@ def legacy_tuning(plan_text: str) -> dict[str, dict[str, Any]]:
     import tomllib
 
     try:
-        return tomllib.loads(plan_text).get("tuning", {})
+        sets = tomllib.loads(plan_text).get("tuning", {})
     except tomllib.TOMLDecodeError:
         return {}
+    return {name: keys for name, keys in sets.items() if isinstance(keys, dict)}

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TypeAlias
 
 import sqlalchemy as sa
+from sqlalchemy.sql.schema import ScalarElementColumnDefault
 
 from fairmark.errors import StoreFailed
 
-_Insert = tuple[str, list[tuple[str, Callable[[Any], Any] | None]]]
+Row: TypeAlias = Mapping[str, object]  # column → value, as SQLAlchemy takes it
+_Bind: TypeAlias = Callable[[object], object]  # SQLAlchemy's conversion of a value for its column type
+_Insert: TypeAlias = tuple[str, list[tuple[str, _Bind | None]]]
 
 
 class SqliteInserts:
@@ -46,19 +49,21 @@ class SqliteInserts:
                 f"INSERT INTO {quote(table.name)} ({', '.join(quote(table.c[k].name) for k in names)}) "
                 f"VALUES ({', '.join('?' * len(names))})"
             )
-            procs = [(k, table.c[k].type.dialect_impl(dialect).bind_processor(dialect)) for k in names]
+            procs: list[tuple[str, _Bind | None]] = [
+                (k, table.c[k].type.dialect_impl(dialect).bind_processor(dialect)) for k in names
+            ]
             found = self._statements[(table.name, keys)] = (sql, procs)
         return found
 
-    def _params(self, table: sa.Table, row: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
+    def _params(self, table: sa.Table, row: Row) -> tuple[str, tuple[object, ...]]:
         sql, procs = self._statement(table, tuple(row))
         values = []
         for key, proc in procs:
-            value = row[key] if key in row else table.c[key].default.arg  # type: ignore[union-attr]
+            value = row[key] if key in row else _scalar_default(table.c[key])
             values.append(proc(value) if proc is not None else value)
         return sql, tuple(values)
 
-    def insert(self, rows_by_table: Sequence[tuple[sa.Table, Sequence[Mapping[str, Any]]]]) -> None:
+    def insert(self, rows_by_table: Sequence[tuple[sa.Table, Sequence[Row]]]) -> None:
         """All rows in one transaction: committed together, or none of them."""
         raw = self.engine.raw_connection()
         try:
@@ -66,7 +71,7 @@ class SqliteInserts:
             assert isinstance(conn, sqlite3.Connection)
             try:
                 for table, rows in rows_by_table:
-                    batches: dict[str, list[tuple[Any, ...]]] = {}
+                    batches: dict[str, list[tuple[object, ...]]] = {}
                     for row in rows:
                         sql, values = self._params(table, row)
                         batches.setdefault(sql, []).append(values)
@@ -81,3 +86,9 @@ class SqliteInserts:
                 raise failure from exc
         finally:
             raw.close()  # back to the pool
+
+
+def _scalar_default(column: sa.Column[object]) -> object:
+    """The value of a column's scalar default (`_statement` adds only columns that have one)."""
+    assert isinstance(column.default, ScalarElementColumnDefault)
+    return column.default.arg

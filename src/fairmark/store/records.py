@@ -12,14 +12,12 @@ import datetime as dt
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import TypeAlias
 
+from fairmark.jsonvalue import JSONObject as JSONObject
+from fairmark.jsonvalue import JSONValue as JSONValue
+from fairmark.jsonvalue import Scalar as Scalar
 from fairmark.plan.metric import Better, MetricSpec
-
-Scalar: TypeAlias = str | int | float | bool | None
-JSONValue: TypeAlias = Scalar | list["JSONValue"] | dict[str, "JSONValue"]
-JSONObject: TypeAlias = dict[str, JSONValue]  # a JSON document as stored (a run's options, a calibration, …)
-Point: TypeAlias = tuple[tuple[str, Scalar], ...]  # a cell's sweep point: (parameter, value) pairs, in order
+from fairmark.plan.schedule import Point as Point
 
 
 def new_id() -> str:

@@ -109,7 +109,7 @@ def _run_pair(
         tag=(base, other, metric),
         rounds=(a.rounds, b.rounds),
         first_stage=_first_stage(base, other),
-        host_calibration=None if twin else design.calibrations.get((base.cell.group, metric)),  # type: ignore[arg-type]
+        host_calibration=None if twin else design.calibrations.get((base.cell.group, metric)),
         units=(a.boots, b.boots) if design.by_boot else None,
     )
 

@@ -83,7 +83,10 @@ def measure(
             runs.append(t.run_id)
             boots.append(t.boot_id)
             hosts.append(host_id)
-    metrics = {name: Labelled(*(tuple(col) for col in cols)) for name, cols in columns.items()}
+    metrics = {
+        name: Labelled(tuple(vals), tuple(rounds), tuple(runs), tuple(boots), tuple(hosts))
+        for name, (vals, rounds, runs, boots, hosts) in columns.items()
+    }
     own = {t.id: samples.get(t.id, {}) for t in trials}
     return MeasuredCell(cell, tuple(trials), own, metrics)
 
