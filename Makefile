@@ -37,7 +37,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 
 # mypy as pyproject.toml configures it: strict and without Any on the core path (plan, store, verdict, stats);
-# its cache is .mypy_cache/ at the top of the checkout (a warm run takes a second or two).
+# its cache is .mypy_cache/ at the top of the checkout (a warm run re-checks only what changed).
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

@@ -94,7 +94,7 @@ def test_two_runs_of_one_boot_make_no_claim():
     assert not c.significant and not c.claim and c.design == "one run per side" and math.isnan(c.p_value)
     assert "no difference claimed: the sides are different runs" in c.sentence
     assert "Within the run (a lower bound on the uncertainty, not a verdict)" in c.sentence
-    assert c.levels["within_lower_bound"]["significant"]  # the trials alone would have "proven" it
+    assert c.levels.within_lower_bound.significant  # the trials alone would have "proven" it
 
 
 def test_runs_as_the_unit_with_several_runs_per_side():

@@ -33,7 +33,8 @@ def test_variance_components_are_the_method_of_moments():
     la, lb = np.log([10.0, 14.0]), np.log([12.0, 16.0])
     assert test.se >= math.sqrt(la.var(ddof=1) / 2 + lb.var(ddof=1) / 2) - 1e-12  # at least Welch's
     adv = advice(lv)
-    assert adv["next"] == "more boots" and adv["se_twice_the_boots"] < adv["se_twice_the_trials_per_unit"]
+    assert adv.next == "more boots" and adv.se_more_units < adv.se_more_trials
+    assert adv.to_dict()["se_twice_the_boots"] == adv.se_more_units  # the JSON's names
 
 
 def test_trials_noisy_boots_alike_advise_more_trials_per_boot():
@@ -41,7 +42,7 @@ def test_trials_noisy_boots_alike_advise_more_trials_per_boot():
     b, ub = nested([10.0, 10.0], trials=(-5.0, 5.0), tag="b")
     lv = levels(a, ua, b, ub)
     assert lv.sd_unit == 0.0
-    assert advice(lv)["next"] == "more trials per boot"
+    assert advice(lv).next == "more trials per boot"
     assert advice(lv, cost_unit_s=20, cost_trial_s=1) is not None
 
 

@@ -4,6 +4,7 @@ each level (between boots, within a boot) that the verdict rests on."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from fairmark.stats.digits import column_unit, format_pair, format_spread
@@ -42,27 +43,26 @@ def boot_lines(report: RunReport) -> list[str]:
 
 def levels_lines(comparison: Comparison, unit: str) -> list[str]:
     """Per-unit means and the sd at each level of a verdict judged with boots (or hosts) as the unit."""
-    lv = comparison.levels
-    if not lv:
+    if comparison.levels is None:
         return []
-    top, trial = lv["levels"]
-    level = lv["unit"]
-    sd_t = trial.get("sd") or 0.0
+    lv = comparison.levels.levels
+    level = lv.unit
+    sd_t = lv.sd_trial if math.isfinite(lv.sd_trial) else 0.0
     # one prefix for every mean of the line, digits as far as the within-boot spread supports
-    divisor, shown = column_unit([*top["means_baseline"], *top["means_other"]], unit)
+    divisor, shown = column_unit([*lv.unit_means_baseline, *lv.unit_means_other], unit)
     suffix = "%" if shown == "%" else f" {shown}" if shown else ""
 
-    def means(xs: list[float]) -> str:
+    def means(xs: tuple[float, ...]) -> str:
         return ", ".join(
             format_pair(x / divisor, sd_t / 2 / divisor if sd_t else None)[0] + suffix for x in xs
         )
 
-    def sd(x: float | None) -> str:  # a zero spread in the means' prefix ("0 ms"), not the base unit's
-        return "unknown" if x is None else f"0{suffix}" if x == 0 else format_spread(x, unit)
+    def sd(x: float) -> str:  # a zero spread in the means' prefix ("0 ms"), not the base unit's
+        return "unknown" if not math.isfinite(x) else f"0{suffix}" if x == 0 else format_spread(x, unit)
 
     names = (comparison.name_baseline, comparison.name_other)
     return [
-        f"{level} means — {names[0]}: {means(top['means_baseline'])}; {names[1]}: {means(top['means_other'])}",
-        f"between-{level} sd {sd(top['sd'])} ({top['n_baseline']} vs {top['n_other']} {level}s); within-{level} "
-        f"sd {sd(trial['sd'])} ({trial['n']} trials, {trial['per_unit']:.3g} per {level})",
+        f"{level} means — {names[0]}: {means(lv.unit_means_baseline)}; {names[1]}: {means(lv.unit_means_other)}",
+        f"between-{level} sd {sd(lv.sd_unit)} ({lv.units_baseline} vs {lv.units_other} {level}s); within-{level} "
+        f"sd {sd(lv.sd_trial)} ({lv.trials} trials, {lv.trials_per_unit:.3g} per {level})",
     ]

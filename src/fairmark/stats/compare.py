@@ -13,18 +13,20 @@ for ministat's lines and never decide fairmark's sentence.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Literal, TypedDict
 
 import numpy as np
 
 from fairmark.errors import InputError, UsageError
+from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats
 from fairmark.stats.describe import Summary, as_array, describe, sample_sd
 from fairmark.stats.digits import format_pair
+from fairmark.stats.levels import LevelsReport
 from fairmark.stats.paired import RatioTest, RoundKey, paired_by_round, two_sided_p, welch
-from fairmark.stats.ranks import can_reach, exact_mann_whitney, signed_rank
+from fairmark.stats.ranks import RankCheck, can_reach, exact_mann_whitney, signed_rank
 from fairmark.stats.tdist import differs_from_ministat, exact_t, t_quantile
 
 Better = Literal["lower", "higher"]
@@ -66,14 +68,14 @@ class Comparison:
     ratio_ci_high: float
     mde_percent: float  # the change (in % of the baseline) this design detects with 80% power
     welch: dict[str, float]
-    mann_whitney: dict[str, Any]
+    mann_whitney: RankCheck
     change: Literal["better", "worse", "none"]
     sentence: str
     warnings: tuple[str, ...]
     ministat_note: str | None  # where fairmark's numbers differ from ministat's at this level
     baseline: Summary = field(repr=False)
     other: Summary = field(repr=False)
-    levels: dict[str, Any] | None = None  # runs/boots/hosts as a level (stats.levels): per level n and sd
+    levels: LevelsReport | None = None  # runs/boots/hosts as a level (stats.levels): per level n and sd
     scale: str = "raw"  # "log": tested on the logarithms (ratio of geometric means); "raw": on the values
     constant: bool = False  # no spread: decided by a rank test, no interval
     claim: bool = True  # False: the data cannot support a claim (one unit per side), whatever they show
@@ -86,16 +88,19 @@ class Comparison:
     def interval(self) -> str:
         """The change and the interval of the design that decided, as the tables show it (interval_text of the
         comparison as JSON has it: an unknown bound is None)."""
-        fields = {k: getattr(self, k) for k in ("constant", "claim", "design", "significant")}
+        fields: dict[str, object] = {
+            k: getattr(self, k) for k in ("constant", "claim", "design", "significant")
+        }
         for k in ("ratio", "ratio_ci_low", "ratio_ci_high"):
             x = getattr(self, k)
             fields[k] = x if math.isfinite(x) else None
         return interval_text(fields)
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = asdict(replace(self, levels=None))
         out["baseline"], out["other"] = self.baseline.to_dict(), self.other.to_dict()
         out["warnings"] = list(self.warnings)
+        out["levels"] = self.levels.to_dict() if self.levels is not None else None
         out["change_percent"] = self.change_percent
         out["interval"] = interval_text(out)
         # JSON has no NaN (PostgreSQL refuses it): an unknown number is null
@@ -111,11 +116,14 @@ class Comparison:
             "df",
             "change_percent",
         ):
-            if isinstance(out[key], float) and not math.isfinite(out[key]):
+            value = out[key]
+            if isinstance(value, float) and not math.isfinite(value):
                 out[key] = None
         for key in ("welch", "mann_whitney"):
+            test = out[key]
+            assert isinstance(test, dict)  # asdict's copy of a dict field
             out[key] = {
-                k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in out[key].items()
+                k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in test.items()
             }
         return out
 
@@ -133,7 +141,7 @@ def compare(
     aa_percent_half_width: float | None = None,
     rounds: Rounds | None = None,
     first_stage: int | None = None,
-    calibration: dict[str, Any] | None = None,
+    calibration: Mapping[str, object] | None = None,
 ) -> Comparison:
     """Compare `other` with `baseline`. `rounds`: the round of each value (same order; an int, or (run, round)
     when the values come from several runs), for the paired design; `first_stage`: the rounds from which the
@@ -173,8 +181,37 @@ def compare(
     )
 
 
-def verdict_fields(test: RatioTest, mean_baseline: float) -> dict[str, Any]:
+class MinistatFields(TypedDict):
+    """The fields of a Comparison that ministat's block sets."""
+
+    difference: float
+    half_width: float
+    percent: float
+    percent_half_width: float
+    pooled_stddev: float
+    ministat_significant: bool
+    student_p: float
+    ministat_note: str | None
+
+
+class VerdictFields(TypedDict):
     """The fields of a Comparison that the deciding test sets."""
+
+    df: float
+    t_quantile: float
+    significant: bool
+    p_value: float
+    design: str
+    n_pairs: int | None
+    ratio: float
+    ratio_ci_low: float
+    ratio_ci_high: float
+    mde_percent: float
+    scale: str
+    constant: bool
+
+
+def verdict_fields(test: RatioTest, mean_baseline: float) -> VerdictFields:
     return {
         "df": test.df,
         "t_quantile": test.t_quantile,
@@ -217,7 +254,7 @@ def _checked(
 
 def _ministat(
     a: Floats, b: Floats, sa: Summary, sb: Summary, confidence: float, ministat_compat: bool
-) -> dict[str, Any]:
+) -> MinistatFields:
     """ministat's block: Student's t with the pooled s, the difference d and its half-width e (|d| > e is
     ministat's verdict), in units and in percent of the baseline's mean."""
     df = a.size + b.size - 2
@@ -267,7 +304,7 @@ def _design_test(
 
 def _cross_check(
     a: Floats, b: Floats, test: RatioTest, rounds: Rounds | None, confidence: float
-) -> dict[str, Any]:
+) -> RankCheck:
     """The rank test matching the design: Wilcoxon signed rank on the pairs, exact Mann-Whitney U else."""
     alpha = 1.0 - confidence / 100.0
     if np.ptp(np.concatenate([a, b])) == 0:  # all values equal: nothing to rank
@@ -283,10 +320,23 @@ def _cross_check(
         pairs = [(by_a[r], v) for r, v in zip(rounds[1], b.tolist(), strict=True) if r in by_a]
         pa, pb = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
         d = np.log(pb) - np.log(pa) if test.scale == "log" else pb - pa
-        out = {"test": "Wilcoxon signed rank", "u": None, **signed_rank(d)}
-    else:
-        out = {"test": "Mann-Whitney U", **exact_mann_whitney(a, b)}
-    return out | {"significant": bool(out["p_value"] < alpha)}
+        sr = signed_rank(d)
+        return RankCheck(
+            test="Wilcoxon signed rank",
+            u=None,
+            p_value=sr["p_value"],
+            min_p=sr["min_p"],
+            significant=bool(sr["p_value"] < alpha),
+        )
+    mw = exact_mann_whitney(a, b)
+    return RankCheck(
+        test="Mann-Whitney U",
+        u=mw["u"],
+        p_value=mw["p_value"],
+        min_p=mw["min_p"],
+        exact=mw["exact"],
+        significant=bool(mw["p_value"] < alpha),
+    )
 
 
 def _pct(x: float, base: float) -> float:
@@ -359,15 +409,21 @@ def _pct_value(text: str) -> float:
     return float(text)
 
 
-def interval_text(d: dict[str, Any]) -> str:
+def _number(d: Mapping[str, object], key: str) -> float | None:
+    """A number of a comparison or calibration as JSON holds it (None: absent, null or not a number)."""
+    value = d.get(key)
+    return value if isinstance(value, int | float) else None
+
+
+def interval_text(d: Mapping[str, object]) -> str:
     """The verdict's change and interval as the tables show it: '+1.8% (+0.4% to +3.3%)'; 'no interval' when the
     design gave none (no spread; one unit per side), 'unbounded' when the baseline is not clearly away from 0.
     From a comparison's dict (as stored), so every table shows the interval of the design that decided."""
     if d.get("constant"):
         return "no interval (no spread)"
-    low, high, ratio = d.get("ratio_ci_low"), d.get("ratio_ci_high"), d.get("ratio")
+    low, high, ratio = _number(d, "ratio_ci_low"), _number(d, "ratio_ci_high"), _number(d, "ratio")
     if not d.get("claim", True):
-        return "no claim (" + (d.get("design") or "one unit per side") + ")"
+        return "no claim (" + (str(d.get("design") or "") or "one unit per side") + ")"
     if ratio is None or low is None or high is None:
         return "unbounded interval"
     texts = percent_texts(ratio, low, high, bool(d.get("significant")))
@@ -382,7 +438,7 @@ def verdict_sentence(
     better: Better,
     unit: str,
     confidence: float,
-    calibration: dict[str, Any] | None = None,
+    calibration: Mapping[str, object] | None = None,
 ) -> str:
     """The line a human reads: the change with the ratio's interval (asymmetric where it is), or, without
     proof, what this design detects with 80% power. Never 'identical'."""
@@ -449,15 +505,16 @@ def _constant_sentence(
     return f"{other} vs {base}: no difference proven at {confidence:g}% confidence: {head}"
 
 
-def _calibration_clause(calibration: dict[str, Any] | None) -> str:
+def _calibration_clause(calibration: Mapping[str, object] | None) -> str:
     if not calibration:
         return ""
-    mde, fp = calibration.get("mde_percent"), calibration.get("false_positive_rate")
+    mde, fp = _number(calibration, "mde_percent"), _number(calibration, "false_positive_rate")
     parts = []
     if mde is not None and math.isfinite(mde) and mde > 0:
         parts.append(f"this machine shows changes beyond ±{format_pair(mde, mde)[0]}% for this workload")
     if fp is not None:
-        low, high = calibration.get("false_positive_ci", (math.nan, math.nan))
+        ci = calibration.get("false_positive_ci")
+        low, high = (ci[0], ci[1]) if isinstance(ci, list | tuple) and len(ci) == 2 else (math.nan, math.nan)
         parts.append(
             f"{100 * fp:.3g}% false positives in {calibration.get('runs')} A/A runs "
             f"(95% CI {100 * low:.2g}–{100 * high:.2g}%)"
@@ -485,7 +542,7 @@ def _warnings(
     sb: Summary,
     names: tuple[str, str],
     test: RatioTest,
-    cross: dict[str, Any],
+    cross: RankCheck,
     confidence: float,
 ) -> list[str]:
     out = []

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from fairmark.errors import InputError
+from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.tdist import t_quantile
 
@@ -35,8 +36,8 @@ class Summary:
         """Half-width of the CI in percent of |mean| (nan when undefined)."""
         return _ratio(100.0 * self.ci_half_width, abs(self.mean))
 
-    def to_dict(self) -> dict[str, float | int | None]:
-        out: dict[str, float | int | None] = {**asdict(self), "ci_pct": self.ci_pct}
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {**asdict(self), "ci_pct": self.ci_pct}
         for key in (
             "median_ci_low",
             "median_ci_high",

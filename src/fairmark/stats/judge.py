@@ -9,14 +9,20 @@ it knows nothing of plans, cells, stores or terminals, so the verdict rule is ch
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Generic
 
+from typing_extensions import TypeVar
+
+from fairmark.jsonvalue import JSONObject
 from fairmark.stats.compare import Better, Comparison, Rounds, compare
 from fairmark.stats.fdr import bh_adjust
 from fairmark.stats.levels import Labels, Unit, compare_levels, known, unit_level
 from fairmark.stats.paired import RoundKey
+
+# The caller's tag of a pair, returned with its judgement (an untagged Pair is a Pair[None]).
+T = TypeVar("T", covariant=True, default=None)
 
 MIN_VALUES = 3  # ministat's floor: fewer values give no statistics (the one definition; use enough())
 
@@ -41,7 +47,7 @@ def enough(values: Sequence[float]) -> bool:
 
 
 @dataclass(frozen=True)
-class Pair:
+class Pair(Generic[T]):
     """Two samples to judge: `other` against `baseline`. `tag` is the caller's, returned untouched."""
 
     baseline: Sequence[float]
@@ -52,12 +58,12 @@ class Pair:
     name_other: str = "B"
     aa_percent_half_width: float | None = None  # the ±% an A/A twin showed (see aa_spread)
     calibration: bool = False  # this pair IS the A/A twin against its baseline
-    tag: Hashable = None
+    tag: T = None  # type: ignore[assignment]  # the default of the untagged Pair[None] (T's default, PEP 696)
     # The round of each value (same order), when the two cells were interleaved round by round: the verdict is
     # then paired by round (stats.paired); `first_stage`: the rounds from which the run fixed its length.
     rounds: tuple[Sequence[int], Sequence[int]] | None = None
     first_stage: int | None = None
-    host_calibration: dict[str, Any] | None = (
+    host_calibration: Mapping[str, object] | None = (
         None  # what `fairmark calibrate` measured here (stats.calibration)
     )
     # Each value's unit at the levels above the trial, same order: {"host": (a, b), "boot": (a, b), "run": (a,
@@ -76,8 +82,8 @@ class Pair:
 
 
 @dataclass(frozen=True)
-class Judgement:
-    pair: Pair
+class Judgement(Generic[T]):
+    pair: Pair[T]
     comparison: Comparison
     q_value: float  # Benjamini-Hochberg adjusted p-value across everything judged together
     fdr_significant: bool  # q ≤ 1 − confidence
@@ -86,19 +92,25 @@ class Judgement:
     def significant(self) -> bool:
         return self.comparison.significant
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The comparison's warnings, and the A/A twin's when it came out different."""
+        if self.pair.calibration and self.comparison.significant:
+            return (*self.comparison.warnings, aa_biased(self.comparison.confidence))
+        return self.comparison.warnings
+
+    def to_dict(self) -> JSONObject:
         """The comparison's fields, plus the calibration flag and its warning when the A/A twin differed."""
         d = self.comparison.to_dict()
         if self.pair.calibration:
             d["calibration"] = True
-            if self.comparison.significant:
-                d["warnings"] = [*d.get("warnings", []), aa_biased(self.comparison.confidence)]
+            d["warnings"] = list(self.warnings)
         return d
 
 
 def judge(
-    pairs: Sequence[Pair], *, confidence: float = 95.0, ministat_compat: bool = False
-) -> list[Judgement]:
+    pairs: Sequence[Pair[T]], *, confidence: float = 95.0, ministat_compat: bool = False
+) -> list[Judgement[T]]:
     """Judge every pair with enough values on both sides (the others are left out: no statistics), with the
     false discovery rate controlled across all of them."""
     kept = [p for p in pairs if enough(p.baseline) and enough(p.other)]
@@ -109,7 +121,7 @@ def judge(
     return [Judgement(p, c, q, bool(q <= alpha)) for p, c, q in zip(kept, comps, qs, strict=True)]
 
 
-def judge_one(p: Pair, *, confidence: float = 95.0, ministat_compat: bool = False) -> Comparison:
+def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = False) -> Comparison:
     """One pair's verdict at the level its labels call for (stats.levels.unit_level): paired by round or Welch
     inside the units both sides share, the unit as the observation above them."""
     labels = p.all_labels()
@@ -135,7 +147,7 @@ def judge_one(p: Pair, *, confidence: float = 95.0, ministat_compat: bool = Fals
     return compare_levels(p.baseline, ua, p.other, ub, level=level, confidence=confidence, within=within)
 
 
-def _rounds(p: Pair, labels: Labels) -> tuple[Rounds | None, int | None]:
+def _rounds(p: Pair[T], labels: Labels) -> tuple[Rounds | None, int | None]:
     """The round of each value as the pairing key: (run, round) when the values come from several runs, so that
     pairs never cross runs; the first stage only means something inside one run."""
     if p.rounds is None:

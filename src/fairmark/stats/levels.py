@@ -30,10 +30,11 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 
 import numpy as np
 
+from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats
 from fairmark.stats.paired import (
     Part,
@@ -108,7 +109,7 @@ class Levels:
     groups_baseline: tuple[Floats, ...] = field(default=(), repr=False, compare=False)  # values per unit
     groups_other: tuple[Floats, ...] = field(default=(), repr=False, compare=False)
 
-    def to_dict(self, *, advice: dict[str, Any] | None = None) -> dict[str, Any]:
+    def to_dict(self, *, advice: Advice | None = None) -> JSONObject:
         return {
             "unit": self.unit,
             "levels": [
@@ -129,8 +130,79 @@ class Levels:
                     "sd": _num(self.sd_trial),
                 },
             ],
-            "advice": advice,
+            "advice": advice.to_dict() if advice is not None else None,
         }
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Where the next repetitions buy most precision: the standard error of the difference now, with twice the
+    units, and with twice the trials per unit; the optimal trials per unit when the costs are known."""
+
+    unit: str  # "run" | "boot" | "host"
+    se_now: float
+    se_more_units: float
+    se_more_trials: float
+    unit_share: float  # the unit level's share of a unit mean's variance (nan: none at all)
+    optimal_trials_per_unit: int | None = None
+
+    @property
+    def next(self) -> str:
+        return (
+            f"more {self.unit}s"
+            if self.se_more_units < self.se_more_trials
+            else f"more trials per {self.unit}"
+        )
+
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {
+            "se_now": self.se_now,
+            f"se_twice_the_{self.unit}s": self.se_more_units,
+            "se_twice_the_trials_per_unit": self.se_more_trials,
+            "next": self.next,
+            f"share_of_variance_from_{self.unit}s": self.unit_share,
+        }
+        if self.optimal_trials_per_unit is not None:
+            out["optimal_trials_per_unit"] = self.optimal_trials_per_unit
+        return out
+
+
+@dataclass(frozen=True)
+class WithinBound:
+    """One unit per side: the comparison at the level below, shown as a lower bound on the uncertainty."""
+
+    design: str
+    ratio: float
+    ratio_ci_low: float
+    ratio_ci_high: float
+    p_value: float
+    significant: bool
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "design": self.design,
+            "ratio": _num(self.ratio),
+            "ratio_ci_low": _num(self.ratio_ci_low),
+            "ratio_ci_high": _num(self.ratio_ci_high),
+            "p_value": _num(self.p_value),
+            "significant": self.significant,
+        }
+
+
+@dataclass(frozen=True)
+class LevelsReport:
+    """What a verdict with a unit above the trial rests on (Comparison.levels): the levels, the advice, and with
+    one unit per side the comparison within it."""
+
+    levels: Levels
+    advice: Advice | None = None
+    within_lower_bound: WithinBound | None = None
+
+    def to_dict(self) -> JSONObject:
+        out = self.levels.to_dict(advice=self.advice)
+        if self.within_lower_bound is not None:
+            out["within_lower_bound"] = self.within_lower_bound.to_dict()
+        return out
 
 
 def group(values: Sequence[float], units: Sequence[Unit]) -> list[Floats]:
@@ -270,7 +342,7 @@ def _nested_part(ga: list[Floats], gb: list[Floats], log: bool, c: float, confid
 
 def advice(
     lv: Levels, *, cost_unit_s: float | None = None, cost_trial_s: float | None = None
-) -> dict[str, Any] | None:
+) -> Advice | None:
     """Where the next repetitions buy most precision: the standard error of the difference now, with twice the
     units, and with twice the trials per unit (same design otherwise); the optimal trials per unit when costs
     are known. None while a level's variance is unknown."""
@@ -282,29 +354,22 @@ def advice(
     def se(units_factor: float, trials_factor: float) -> float:
         return math.sqrt((vu + vt / (m * trials_factor)) * inv / units_factor)
 
-    now, more_units, more_trials = se(1, 1), se(2, 1), se(1, 2)
-    out: dict[str, Any] = {
-        "se_now": now,
-        f"se_twice_the_{lv.unit}s": more_units,
-        "se_twice_the_trials_per_unit": more_trials,
-        "next": f"more {lv.unit}s" if more_units < more_trials else f"more trials per {lv.unit}",
-        "share_of_variance_from_" + lv.unit + "s": vu / (vu + vt / m) if vu + vt / m > 0 else math.nan,
-    }
+    optimal = None
     if cost_unit_s and cost_trial_s and vu > 0:
-        out["optimal_trials_per_unit"] = max(1, math.ceil(math.sqrt(cost_unit_s * vt / (cost_trial_s * vu))))
-    return out
+        optimal = max(1, math.ceil(math.sqrt(cost_unit_s * vt / (cost_trial_s * vu))))
+    share = vu / (vu + vt / m) if vu + vt / m > 0 else math.nan
+    return Advice(lv.unit, se(1, 1), se(2, 1), se(1, 2), share, optimal)
 
 
-def advice_sentence(lv: Levels, adv: dict[str, Any] | None, mean_baseline: float) -> str:
+def advice_sentence(lv: Levels, adv: Advice | None, mean_baseline: float) -> str:
     if adv is None:
         return f"where more repetitions help most: unknown until each side has ≥ 2 {lv.unit}s"
     pct = 100.0 / abs(mean_baseline) if mean_baseline else math.nan
-    share = adv["share_of_variance_from_" + lv.unit + "s"]
     return (
-        f"{100 * share:.0f}% of a {lv.unit} mean's variance is {lv.unit}-to-{lv.unit}; the next repetitions buy "
-        f"most as {adv['next']} (standard error {adv['se_now'] * pct:.2g}% now, "
-        f"{adv[f'se_twice_the_{lv.unit}s'] * pct:.2g}% with twice the {lv.unit}s, "
-        f"{adv['se_twice_the_trials_per_unit'] * pct:.2g}% with twice the trials per {lv.unit})"
+        f"{100 * adv.unit_share:.0f}% of a {lv.unit} mean's variance is {lv.unit}-to-{lv.unit}; the next repetitions "
+        f"buy most as {adv.next} (standard error {adv.se_now * pct:.2g}% now, "
+        f"{adv.se_more_units * pct:.2g}% with twice the {lv.unit}s, "
+        f"{adv.se_more_trials * pct:.2g}% with twice the trials per {lv.unit})"
     )
 
 
@@ -317,17 +382,16 @@ def compare_levels(
     level: str = "boot",
     confidence: float = 95.0,
     within: Comparison | None = None,
-    **kwargs: Any,
 ) -> Comparison:
     """The verdict of two sides measured in different units (runs, boots, hosts): the unit is the observation.
     The returned Comparison keeps the trial-level summaries and ministat lines; its verdict fields (significant,
     p_value, design, ratio and its CI, mde, change, sentence) are the unit-level test's, and `levels` holds the
     per-level n and sd with the advice. `within`: the comparison at the level below (e.g. paired by round
     inside the runs both sides share), shown when no claim can be made; by default the trials as independent
-    samples. `kwargs` go to stats.compare (better, names, unit of the metric)."""
+    samples."""
     from fairmark.stats.compare import change_of, compare, verdict_fields, verdict_sentence
 
-    below = within or compare(a, b, confidence=confidence, **kwargs)
+    below = within or compare(a, b, confidence=confidence)
     lv = levels(a, units_a, b, units_b, level)
     test = unit_test(lv, confidence=confidence)
     ma = float(np.mean(lv.unit_means_baseline))
@@ -344,7 +408,7 @@ def compare_levels(
         **verdict_fields(test, ma),
         change=change_of(test, below.better),
         sentence=f"{sentence} ({counts}); {advice_sentence(lv, adv, ma)}",
-        levels=lv.to_dict(advice=adv),
+        levels=LevelsReport(lv, adv),
         claim=True,
         warnings=tuple(w for w in below.warnings if "disagree" not in w),
     )
@@ -368,17 +432,17 @@ def _no_claim(below: Comparison, lv: Levels, level: str, names: tuple[str, str])
         sentence=f"{names[1]} vs {names[0]}: no difference claimed: {WHY_LEVEL.get(level, '')}, and {why}. "
         f"Within the {level} (a lower bound on the uncertainty, not a verdict): {within}",
         warnings=(*(w for w in below.warnings if "disagree" not in w), why),
-        levels=lv.to_dict(advice=None)
-        | {
-            "within_lower_bound": {
-                "design": below.design,
-                "ratio": _num(below.ratio),
-                "ratio_ci_low": _num(below.ratio_ci_low),
-                "ratio_ci_high": _num(below.ratio_ci_high),
-                "p_value": _num(below.p_value),
-                "significant": below.significant,
-            }
-        },
+        levels=LevelsReport(
+            lv,
+            within_lower_bound=WithinBound(
+                below.design,
+                below.ratio,
+                below.ratio_ci_low,
+                below.ratio_ci_high,
+                below.p_value,
+                below.significant,
+            ),
+        ),
     )
 
 

@@ -11,11 +11,36 @@ the tie correction is used. Only numpy and scipy.special (no scipy.stats import)
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
 from fairmark.stats.arrays import Floats
+
+
+class RankTest(TypedDict):
+    """A rank test's outcome: its p and the smallest p any arrangement of these values could give."""
+
+    p_value: float
+    min_p: float
+
+
+class MannWhitney(RankTest):
+    u: float  # pairs where b > a, ties half
+    exact: bool  # the exact permutation p (else the normal approximation)
+
+
+class RankCheck(TypedDict):
+    """The rank test that cross-checks a verdict (Comparison.mann_whitney): Mann-Whitney U, or Wilcoxon's signed
+    rank on the pairs (no U), and whether it finds a difference at the comparison's level."""
+
+    test: str
+    u: float | None
+    p_value: float
+    min_p: float
+    exact: NotRequired[bool]
+    significant: bool
+
 
 EXACT_MAX_N = 80  # Mann-Whitney: values in all
 EXACT_MAX_PAIRS = 200  # signed rank: non-zero differences
@@ -54,7 +79,7 @@ def _rank_sum_distribution(doubled_ranks: Floats, k: int) -> Floats:
     return row
 
 
-def exact_mann_whitney(a: Floats, b: Floats) -> dict[str, Any]:
+def exact_mann_whitney(a: Floats, b: Floats) -> MannWhitney:
     """Two-sided test of the rank sum of `b` (U counts pairs where b > a, ties half): exact permutation p up to
     EXACT_MAX_N values, the normal approximation with the tie correction above. Returns u, p_value and min_p
     (the smallest p any arrangement of these values could give)."""
@@ -81,12 +106,12 @@ def exact_mann_whitney(a: Floats, b: Floats) -> dict[str, Any]:
     return {"u": u, "p_value": min(1.0, p), "min_p": min(1.0, min_p), "exact": True}
 
 
-def can_reach(result: dict[str, Any], alpha: float) -> bool:
+def can_reach(result: RankTest | RankCheck, alpha: float) -> bool:
     """Whether the rank test could have found a difference at `alpha` with these sample sizes and ties."""
-    return bool(result.get("min_p", 0.0) < alpha) and not math.isnan(alpha)
+    return bool(result["min_p"] < alpha) and not math.isnan(alpha)
 
 
-def signed_rank(d: Floats) -> dict[str, Any]:
+def signed_rank(d: Floats) -> RankTest:
     """Wilcoxon's signed-rank test of paired differences (zeros dropped, ties at their mid-ranks): exact up
     to EXACT_MAX_PAIRS non-zero differences, normal with the tie correction above; and the smallest p the
     number of non-zero differences can reach (2/2^m)."""

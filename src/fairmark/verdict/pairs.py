@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from fairmark.plan.model import AA_SUFFIX, aa_twin_name
 from fairmark.stats.compare import Better, Comparison
@@ -26,6 +27,10 @@ from fairmark.verdict.match import match_cells
 from fairmark.verdict.record import Verdict
 from fairmark.verdict.values import Labelled, MeasuredCell
 
+RunTag: TypeAlias = tuple[
+    MeasuredCell, MeasuredCell, str
+]  # a pair of a run: baseline cell, other cell, metric
+CellTag: TypeAlias = tuple[MeasuredCell, str]  # a pair across runs: the cell (side A's) and the metric
 ROUND_OFFSET = 1_000_000  # pooled runs: each later run's rounds are renumbered past the earlier ones'
 
 
@@ -47,7 +52,7 @@ def _groups(cells: Sequence[MeasuredCell]) -> dict[str, list[MeasuredCell]]:
     return out
 
 
-def _verdict(j: Judgement, base: MeasuredCell, other: MeasuredCell, metric: str) -> Verdict:
+def _verdict(j: Judgement[object], base: MeasuredCell, other: MeasuredCell, metric: str) -> Verdict:
     b = base.cell
     return Verdict(
         group=b.group,
@@ -64,14 +69,15 @@ def _verdict(j: Judgement, base: MeasuredCell, other: MeasuredCell, metric: str)
 def within_run(cells: Sequence[MeasuredCell], design: RunDesign) -> tuple[Verdict, ...]:
     """A run's verdicts: each group's variants against its baseline cell, judged together."""
     pairs = [p for members in _groups(cells).values() for p in _group_pairs(members, design)]
-    return tuple(_verdict(j, *j.pair.tag) for j in judge(pairs, confidence=design.confidence))  # type: ignore[misc]
+    return tuple(_verdict(j, *j.pair.tag) for j in judge(pairs, confidence=design.confidence))
 
 
-def _group_pairs(members: list[MeasuredCell], design: RunDesign) -> list[Pair]:
+def _group_pairs(members: list[MeasuredCell], design: RunDesign) -> list[Pair[RunTag]]:
     base = next((c for c in members if c.cell.variant == design.baseline), members[0])
     twin = next((c for c in members if c.cell.variant == aa_twin_name(base.cell.variant)), None)
     others = ([twin] if twin else []) + [c for c in members if c is not base and c is not twin]
-    pairs, seen = [], set()
+    pairs: list[Pair[RunTag]] = []
+    seen: set[tuple[tuple[float, ...], ...]] = set()
     for metric in base.cell.verdict_metrics:
         # An adapter may declare the same numbers twice (compress_mb_s is compress_mb_s_L1 when one level is
         # run): judge them once, so the FDR count is not inflated by copies.
@@ -92,7 +98,7 @@ def _group_pairs(members: list[MeasuredCell], design: RunDesign) -> list[Pair]:
 
 def _run_pair(
     base: MeasuredCell, other: MeasuredCell, metric: str, design: RunDesign, aa: float | None
-) -> Pair:
+) -> Pair[RunTag]:
     """One pair of a run: paired by round, with the A/A twin's spread and the host's calibration."""
     spec = base.cell.spec(metric)
     a, b = base.labelled(metric), other.labelled(metric)
@@ -129,6 +135,7 @@ def pooled_runs(
     primary metric of `other` against `baseline` over all the runs, keyed "group metric{suffix}". Values are
     pooled with each run's rounds renumbered past the earlier runs', so that pairs never cross runs."""
     pooled: dict[str, tuple[MeasuredCell, MeasuredCell, str, Labelled, Labelled]] = {}
+    pairs: list[Pair[tuple[str, MeasuredCell, MeasuredCell, str]]] = []
     for i, cells in enumerate(runs):
         for group, members in _groups(cells).items():
             by_variant = {c.cell.variant: c for c in members}
@@ -141,7 +148,6 @@ def pooled_runs(
                 first = pooled.get(key, (base, other, metric, Labelled(), Labelled()))
                 a, b = _renumbered(base.labelled(metric), i), _renumbered(other.labelled(metric), i)
                 pooled[key] = (first[0], first[1], metric, first[3] + a, first[4] + b)
-    pairs = []
     for key, (base, other, metric, a, b) in pooled.items():
         spec = other.cell.spec(metric)
         pairs.append(
@@ -156,7 +162,7 @@ def pooled_runs(
                 tag=(key, base, other, metric),
             )
         )
-    return {j.pair.tag[0]: _verdict(j, *j.pair.tag[1:]) for j in judge(pairs, confidence=confidence)}  # type: ignore[index]
+    return {j.pair.tag[0]: _verdict(j, *j.pair.tag[1:]) for j in judge(pairs, confidence=confidence)}
 
 
 def _renumbered(values: Labelled, run_index: int) -> Labelled:
@@ -184,7 +190,8 @@ def against_runs(
     """Each cell's primary metric against the same cell in the baseline runs, each run one unit (its mean one
     observation: the run-to-run variance is in the verdict). Also the cells no baseline run measured."""
     matched = [{id(a): b for a, b in match_cells(mine, runs)} for runs in baselines]
-    pairs, unmatched = [], []
+    pairs: list[Pair[CellTag]] = []
+    unmatched: list[MeasuredCell] = []
     for cell in mine:
         metric, spec = cell.cell.primary_metric, cell.cell.spec(cell.cell.primary_metric)
         base = Labelled()
@@ -209,7 +216,7 @@ def against_runs(
     judged = {id(j.pair): j for j in judge(pairs, confidence=confidence)}
     checks = []
     for p in pairs:
-        cell, metric = p.tag  # type: ignore[misc]
+        cell, metric = p.tag
         j = judged.get(id(p))
         checks.append(CellCheck(cell, metric, _verdict(j, cell, cell, metric) if j else None))
     return checks, unmatched
@@ -250,7 +257,7 @@ def across_runs(
     highest level at which the sides differ); judged together."""
     values_a = sides[0].values([a for a, _ in pairs])
     values_b = sides[1].values([b for _, b in pairs])
-    todo = []
+    todo: list[Pair[CellTag]] = []
     for ca, cb in pairs:
         va, vb = values_a[id(ca)], values_b[id(cb)]
         names = sorted(set(va) & set(vb)) if all_metrics else sorted(metrics) or [ca.cell.primary_metric]
@@ -269,7 +276,7 @@ def across_runs(
             )
             todo.append(pair)
     judged = judge(todo, confidence=confidence)
-    return [_verdict(j, j.pair.tag[0], j.pair.tag[0], j.pair.tag[1]) for j in judged]  # type: ignore[index]
+    return [_verdict(j, j.pair.tag[0], j.pair.tag[0], j.pair.tag[1]) for j in judged]
 
 
 def judge_shifts(

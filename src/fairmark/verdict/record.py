@@ -21,7 +21,7 @@ class Verdict:
     unit: str
     baseline: str
     variant: str
-    judgement: Judgement
+    judgement: Judgement[object]  # tagged as the pairs were (verdict.pairs): the tag is not read here
     # What the variant's own `wrap` costs on this machine (measured before the run; report/wrapcost.py words it),
     # with its "note"; None for a variant without one or a metric it cannot reach.
     wrap_cost: JSONObject | None = None
@@ -54,21 +54,24 @@ class Verdict:
     @property
     def warnings(self) -> tuple[str, ...]:
         """The comparison's warnings, and the A/A twin's when it came out different."""
-        return tuple(self.judgement.to_dict().get("warnings") or ())
+        return self.judgement.warnings
 
-    def comparison_dict(self) -> dict[str, object]:
+    def comparison_dict(self) -> JSONObject:
         """The judgement as JSON shows it (the fields of `compare --json`, the A/A flag, the wrapper's cost)."""
         out = self.judgement.to_dict()
-        return out | {"wrap_cost": dict(self.wrap_cost)} if self.wrap_cost is not None else out
+        if self.wrap_cost is not None:
+            out["wrap_cost"] = dict(self.wrap_cost)
+        return out
 
-    def to_dict(self) -> dict[str, object]:
-        return {
+    def to_dict(self) -> JSONObject:
+        head: JSONObject = {
             "group": self.group,
             "workload": self.workload,
-            "point": [list(p) for p in self.point],
+            "point": [[k, v] for k, v in self.point],
             "metric": self.metric,
             "unit": self.unit,
             "baseline": self.baseline,
             "variant": self.variant,
             "fdr_significant": self.fdr_significant,
-        } | self.comparison_dict()
+        }
+        return head | self.comparison_dict()
