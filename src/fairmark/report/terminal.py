@@ -138,7 +138,7 @@ def _group(
             for w in v.comparison.warnings:  # rank tests that disagree, an A/A twin… (issue 23)
                 if " has only " in w:  # the cells' own warnings below say how few trials they have
                     continue
-                console.print(f"    [yellow]warning[/] {escape(w)}")
+                console.print(f"    [yellow]warning[/] {escape(console.wrap(w, first=12, indent='      '))}")
             caveat = caveats.get((v.group, v.variant, v.metric))
             if caveat:
                 console.print(f"[yellow]{escape(console.wrap('    ' + caveat))}[/]")
