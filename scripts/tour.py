@@ -195,6 +195,18 @@ def r_import(t: Tour, line: str) -> list[Step]:
     ]
 
 
+def r_rerun(t: Tour, line: str) -> list[Step]:
+    bundle = next((t.clone / "exported").glob("*.json")).relative_to(t.clone)
+    note = (
+        "the bundle exported above, run again in the second store, which holds its run since `import`; "
+        "then the two side by side (`last`: the re-run)"
+    )
+    return [
+        Step(f"fairmark run {bundle} --store elsewhere.db", note=note),
+        Step(f"fairmark compare-runs {_id(t.runs[0])} last --store elsewhere.db"),
+    ]
+
+
 def r_env(t: Tour, line: str) -> list[Step]:
     a, b = _id(t.runs[0]), _id(_quick_runs(t)[-1])
     return [Step("fairmark env"), Step(f"fairmark env --diff {a} {b}")]
@@ -314,6 +326,7 @@ RECIPES: dict[str, Callable[[Tour, str], list[Step]]] = {
     "fairmark compare a.txt b.txt": r_compare_files,
     "fairmark export RUN --format json|csv|ministat --out DIR": r_export,
     "fairmark import BUNDLE.json": r_import,
+    "fairmark run BUNDLE.json": r_rerun,
     "fairmark doctor": lambda t, line: [Step(line)],
     "fairmark env [--diff RUN_A RUN_B]": r_env,
     "fairmark report RUN --html FILE": r_report,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import nethosts
 from fairmark.run.lock import HostLock
 from fairmark.store.db import Store
 
@@ -288,3 +289,28 @@ def test_dry_run_of_a_bundle_writes_nothing(exported, tmp_path: Path, fairmark_c
     assert code == 0, err
     assert "w/sleep: sleep 0.01" in out and "w/true: true" in out
     assert not store.exists() or Store.open(str(store)).list_runs() == []
+
+
+@pytest.mark.skipif(nethosts.available() is not None, reason=str(nethosts.available()))
+def test_the_authors_host_mapped_to_one_here_runs_there(exported, tmp_path: Path, fairmark_cli) -> None:
+    """A plan that ran on the author's [hosts.far]: --map-host far='-F CONFIG h1' runs it on a real sshd here
+    (a network namespace), with ssh options that replace the author's."""
+    _, bundle = exported
+
+    def on_far(doc: dict) -> None:
+        run = doc["tables"]["runs"][0]
+        text = run["plan_text"].replace('name = "true"', 'name = "true"\nhost = "far"')
+        run["plan_text"] = text.replace('name = "sleep"', 'name = "sleep"\nhost = "far"') + HOSTS
+        run["plan_text"] += 'ssh_options = ["-p", "2222"]\n'
+
+    path = _damaged(bundle, tmp_path, on_far)
+    with nethosts.NetHosts(["h1"]) as net:
+        dest = f"far=-F {net.ssh_config} h1"
+        code, out, err = fairmark_cli(
+            "run", str(path), *RUN, "--store", str(tmp_path / "s.db"), "--map-host", dest, "--json"
+        )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert {t["host"] for c in doc["cells"] for t in c["trials"]} == {"far"}
+    assert doc["run"]["options"]["hosts"]["far"]["ssh"] == "h1"
+    assert doc["run"]["options"]["rerun_of"]["run_id"] == json.loads(bundle.read_text())["run_id"]

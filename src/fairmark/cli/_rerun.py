@@ -10,6 +10,7 @@ bundle's run was made on (kernel, CPU, tool versions …) is listed as warnings 
 from __future__ import annotations
 
 import hashlib
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,11 @@ def _field(run: dict[str, Any], key: str, kind: type, bundle: str, what: str) ->
 
 
 def load_rerun(
-    bundle: str, *, host: str | None, map_hosts: dict[str, str], check_executables: bool = True
+    bundle: str,
+    *,
+    host: str | None,
+    map_hosts: dict[str, tuple[str, list[str]]],
+    check_executables: bool = True,
 ) -> Rerun:
     """The bundle's run, ready to run again; InputError/PlanError/UsageError (exit 2) before anything runs."""
     doc = load_bundle(Path(bundle))
@@ -151,7 +156,12 @@ def _variant_differences(plan: Plan, options: dict[str, Any], calibrate: bool) -
 
 
 def _place(
-    plan: Plan, options: dict[str, Any], bundle: str, *, host: str | None, map_hosts: dict[str, str]
+    plan: Plan,
+    options: dict[str, Any],
+    bundle: str,
+    *,
+    host: str | None,
+    map_hosts: dict[str, tuple[str, list[str]]],
 ) -> tuple[Plan, list[str]]:
     """Where the re-run's variants run. The plan's [hosts] are the bundle author's machines: they are used only
     when named here (--map-host NAME=DEST, or --host DEST for every variant); boot variants reboot the machine
@@ -162,13 +172,11 @@ def _place(
         raise UsageError(
             f"--map-host {unknown[0]}: the bundle's plan has no [hosts.{unknown[0]}] (it has: {have})"
         )
-    if map_hosts:
-        changed: dict[str, object] = {
-            "ssh_options": [],
-            "address": None,
-        }  # the author's port and address go with their machine
+    if map_hosts:  # the author's ssh options and address went with their machine
         hosts = {
-            n: h.model_copy(update={"ssh": map_hosts[n], **changed}) if n in map_hosts else h
+            n: h.model_copy(update={"ssh": map_hosts[n][0], "ssh_options": map_hosts[n][1], "address": None})
+            if n in map_hosts
+            else h
             for n, h in plan.hosts.items()
         }
         plan = plan.model_copy(update={"hosts": hosts})
@@ -203,17 +211,25 @@ def _place(
     return plan, []
 
 
-def parse_map_hosts(items: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
+def parse_map_hosts(items: tuple[str, ...]) -> dict[str, tuple[str, list[str]]]:
+    """--map-host NAME=[SSH-OPTIONS] DEST → {NAME: (DEST, SSH-OPTIONS)}: the options, e.g. `-p 2222` or
+    `-F FILE`, replace the author's (their port, their config file) as DEST replaces their destination."""
+    out: dict[str, tuple[str, list[str]]] = {}
     for item in items:
         name, sep, dest = item.partition("=")
-        if not sep or not name.strip() or not dest.strip():
+        name = name.strip()
+        try:
+            words = shlex.split(dest)
+        except ValueError as exc:
+            raise UsageError(f"--map-host {item!r}: {exc}") from None
+        if not sep or not name or not words or words[-1].startswith("-"):
             raise UsageError(
-                f"--map-host {item!r}: expected NAME=DEST (a [hosts.NAME] of the plan = ssh destination)"
+                f"--map-host {item!r}: expected NAME=DEST or NAME='SSH-OPTIONS DEST' (NAME a [hosts.NAME] of "
+                "the bundle's plan, DEST an ssh destination)"
             )
-        if name.strip() in out:
-            raise UsageError(f"--map-host {name.strip()}: given twice")
-        out[name.strip()] = dest.strip()
+        if name in out:
+            raise UsageError(f"--map-host {name}: given twice")
+        out[name] = (words[-1], words[:-1])
     return out
 
 

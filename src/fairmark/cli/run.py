@@ -157,7 +157,8 @@ def _with(options: list[Any]):
     "map_hosts",
     multiple=True,
     metavar="NAME=DEST",
-    help="PLAN a bundle: run its [hosts.NAME] variants on ssh destination DEST here (repeatable).",
+    help="PLAN a bundle: run what its plan runs on [hosts.NAME] on ssh destination DEST here (repeatable; "
+    "NAME='-p 2222 DEST': with ssh options, which replace the plan's).",
 )
 @tag_option("Tag the run (repeatable), e.g. --tag commit=$(git rev-parse HEAD) --tag branch=main.")
 @_with(_run_options)
