@@ -66,6 +66,9 @@ def _cli(args: list[str]) -> tuple[int, str, str]:
 
 
 def _call(render: Callable[[], None]) -> tuple[int, str, str]:
+    from fairmark.console import console
+
+    console.configure()  # as a command without --json: an earlier test's `--json` in this process must not linger
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         render()
