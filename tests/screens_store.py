@@ -243,6 +243,7 @@ def _trial(cell: dict, index: int, rnd: int, rng: random.Random) -> tuple[dict, 
         "user_s": wall * 0.93,
         "sys_s": wall * 0.05,
         "max_rss_kib": int(values["max_rss_kib"]),
+        "max_rss_method": "launcher",  # measured as fairmark does since schema 9 (the workload's own peak)
         "exit_code": 1 if failed else 0,
         "error": FAILED_ERROR if failed else None,
         "stdout_tail": "",

@@ -4,6 +4,7 @@ was fairmark's own memory, are marked so that history and exports never mix the 
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import statistics
@@ -20,8 +21,8 @@ from fairmark.store.db import Store
 from helpers import build_alloc, time_max_rss_kib
 
 TOLERANCE = 0.10  # the issue's ±10% against /usr/bin/time
-# /bin/true alone spreads over 964–1112 KiB from run to run under either (where its pages fall): medians of 5
-RUNS = 5
+# /bin/true alone spreads over 964–1112 KiB from run to run under either (where its pages fall): medians of 11
+RUNS = 11
 
 
 def _programs(tmp_path: Path) -> dict[str, list[str]]:
@@ -103,3 +104,59 @@ def test_without_a_launcher_no_peak_rss_is_recorded(tmp_path: Path, monkeypatch:
     res = executor.execute(["/bin/true"], out_dir=tmp_path)
     assert res.status == "ok" and res.max_rss_kib is None and res.max_rss_method is None
     assert "max_rss_kib" not in builtin_values(res) and res.wall_s > 0
+
+
+def test_runs_stored_before_are_marked_and_history_and_exports_keep_them_apart(
+    tmp_path: Path, fairmark_cli
+) -> None:
+    """A store made before schema 9 (its run's max_rss_kib was fairmark's own ~88 MB, as issue 25 found) is
+    migrated; a run made after beside it. History shows only the new run's peak and says what it left out;
+    `show`, the CSV and the ministat exports say it beside the old run's values."""
+    import sqlalchemy as sa
+
+    from fairmark.store import schema
+    from fairmark.store.records import LEGACY_RSS
+
+    alloc = build_alloc(tmp_path)
+    text = "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\nseed = 1\n[[workload]]\nname = 'alloc'\n"
+    text += f"command = ['{alloc}', '50']\n"
+    loaded = LoadedPlan(parse_plan(text), "plan.toml", text)
+    url = os.environ["FAIRMARK_STORE"]
+    store = Store.open(url)
+    old = Runner(loaded, store, RunOptions(probe=False)).start()
+    with store.engine.begin() as conn:  # the shape a v8 store stored it in: fairmark's peak, and no method
+        conn.execute(sa.text("UPDATE trials SET max_rss_kib = 88024"))
+        conn.execute(sa.text("UPDATE samples SET value = 88024 WHERE metric = 'max_rss_kib'"))
+        conn.execute(sa.text("ALTER TABLE trials DROP COLUMN max_rss_method"))
+        conn.execute(sa.text("UPDATE fairmark_meta SET value = '8' WHERE key = 'schema_version'"))
+    store.engine.dispose()
+    store = Store.open(url)  # migrated to the current schema
+    assert schema.SCHEMA_VERSION >= 9 and all(t.legacy_rss for t in store.trials(old))
+
+    code, out, err = fairmark_cli("history", "alloc:max_rss_kib")
+    assert code == 2 and "1 run(s) left out" in err and "fairmark's own memory" in err  # nothing else to show
+    new = Runner(loaded, store, RunOptions(probe=False)).start()
+    assert not any(t.legacy_rss for t in store.trials(new))
+    code, out, err = fairmark_cli("history", "alloc:max_rss_kib", "--json")
+    (series,) = json.loads(out)["series"]
+    assert [p["run_id"] for p in series["points"]] == [new] and series["left_out"] == [old]
+    assert series["points"][0]["mean"] < 60 << 10  # the workload's 50 MiB, not 88 024 KiB
+    code, out, err = fairmark_cli("history", "alloc:max_rss_kib")
+    assert code == 0 and "1 run(s) left out" in " ".join((out + err).split()), (out, err)
+    code, out, err = fairmark_cli("history", "alloc:wall_s", "--json")  # other metrics keep every run
+    assert [p["run_id"] for p in json.loads(out)["series"][0]["points"]] == [old, new]
+
+    code, out, err = fairmark_cli("show", old)
+    assert code == 0 and "fairmark's own memory" in " ".join((out + err).split())
+    code, out, err = fairmark_cli("show", new)
+    assert code == 0 and "fairmark's own memory" not in " ".join((out + err).split())
+    for run_id in (old, new):
+        dest = tmp_path / run_id
+        assert fairmark_cli("export", run_id, "--format", "csv", "--out", str(dest))[0] == 0
+        with (dest / "samples.csv").open(newline="") as f:
+            rss = [r for r in csv.DictReader(f) if r["metric"] == "max_rss_kib"]
+        assert rss and all(r["note"] == (LEGACY_RSS if run_id == old else "") for r in rss), rss
+        assert "max_rss_method" in (dest / "trials.csv").read_text().splitlines()[0]
+        assert fairmark_cli("export", run_id, "--format", "ministat", "--out", str(dest / "m"))[0] == 0
+        (ministat_file,) = (dest / "m").glob("*max_rss_kib.txt")
+        assert ("# NOTE: " + LEGACY_RSS in ministat_file.read_text()) == (run_id == old)

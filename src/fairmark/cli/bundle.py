@@ -21,6 +21,7 @@ from fairmark.errors import InputError
 from fairmark.report.data import TRIAL_FIELDS, load_report
 from fairmark.store import schema as S
 from fairmark.store.db import Store, jsonable_row
+from fairmark.store.records import LEGACY_RSS
 
 BUNDLE_FORMAT = "fairmark-bundle"
 BUNDLE_VERSION = 1
@@ -72,12 +73,14 @@ def _write_csv(report: Any, out: Path) -> list[Path]:
                 "value",
                 "unit",
                 "better",
+                "note",
             ]
         )
         for c in report.cells:
             for t in c.trials:
                 for metric, value in c.samples.get(t.id, {}).items():
                     spec = c.spec(metric)
+                    legacy = metric == "max_rss_kib" and t.legacy_rss
                     w.writerow(
                         [
                             report.run.id,
@@ -91,6 +94,7 @@ def _write_csv(report: Any, out: Path) -> list[Path]:
                             repr(value),
                             spec.unit,
                             spec.better,
+                            LEGACY_RSS if legacy else "",
                         ]
                     )
     with trials.open("w", newline="") as f:
@@ -114,8 +118,10 @@ def _write_ministat(report: Any, out: Path) -> list[Path]:
                 empty += 1
                 continue
             path = out / f"{_safe(c.group)}__{_safe(c.variant)}__{_safe(metric)}.txt"
+            legacy = metric == "max_rss_kib" and any(t.measured and t.legacy_rss for t in c.trials)
             path.write_text(
                 f"# run {report.run.id} cell {c.key} metric {metric} ({c.spec(metric).unit})\n"
+                + (f"# NOTE: {LEGACY_RSS}\n" if legacy else "")
                 + "".join(f"{v!r}\n" for v in values)
             )
             files.append(path)
@@ -144,6 +150,8 @@ def export(run_ref: str, fmt: str, out_dir: str) -> None:
     report = load_report(store, run_ref)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if report.rss_note and fmt != "json":  # the bundle keeps each trial's max_rss_method: the mark itself
+        console.warn(report.rss_note)
     if fmt == "json":
         path = out / f"fairmark-{_safe(report.run.id)}.json"
         tmp = path.with_suffix(".json.tmp")  # nothing half-written: write aside, then rename

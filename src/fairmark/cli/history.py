@@ -54,6 +54,7 @@ def history(
             + (f" on host {host!r}" if host else "")
             + (" with those tags" if opts.tags else "")
             + f" in {store.safe_url}"
+            + _all_left_out(store, workload, metric, host, opts.tags)
         )
     if html_path or png_path:
         from fairmark.report.history_plot import write_html, write_png
@@ -76,6 +77,17 @@ def history(
             f"{metric} is {workload}'s primary metric; also stored: {', '.join(others)} "
             f"(`fairmark history {workload}:METRIC`)"
         )
+
+
+def _all_left_out(store: object, workload: str, metric: str, host: str | None, tags: dict | None) -> str:
+    """Why a max_rss_kib history is empty when every stored run of it recorded fairmark's own memory."""
+    from fairmark.store.history import RSS_METRIC, legacy_rss_runs
+    from fairmark.store.records import LEGACY_RSS
+
+    if metric != RSS_METRIC:
+        return ""
+    runs = {r for ids in legacy_rss_runs(store, workload, host=host, tags=tags).values() for r in ids}
+    return f"; {len(runs)} run(s) left out: their {LEGACY_RSS}" if runs else ""
 
 
 def _table(workload: str, s: dict, alpha: float) -> None:

@@ -20,7 +20,7 @@ from fairmark.stats import describe, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, enough
 from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
 from fairmark.store.db import RunRecord, Store, jsonable_row
-from fairmark.store.records import CellRecord, JSONValue, Point, TrialRecord
+from fairmark.store.records import LEGACY_RSS, CellRecord, JSONValue, Point, TrialRecord
 from fairmark.verdict.record import Verdict as Verdict
 from fairmark.verdict.run import RunVerdicts, run_verdicts
 from fairmark.verdict.values import MeasuredCell
@@ -234,6 +234,15 @@ class RunReport:
             "the only ones in the tables, verdicts and the regression gate"
         )
 
+    @property
+    def rss_note(self) -> str | None:
+        """Said wherever this run's max_rss_kib is shown or exported when its trials stored fairmark's own memory
+        there (before schema 9: `TrialRecord.legacy_rss`); `fairmark history` leaves those values out."""
+        n = sum(1 for c in self.cells for t in c.trials if t.measured and t.legacy_rss)
+        if not n or not any(c.values.get("max_rss_kib") for c in self.cells):
+            return None
+        return f"this run's {LEGACY_RSS} ({n} measured trial(s); `fairmark history` leaves them out)"
+
     def groups(self) -> dict[str, list[CellReport]]:
         out: dict[str, list[CellReport]] = defaultdict(list)
         for c in self.cells:
@@ -253,6 +262,7 @@ class RunReport:
                 "scaling": [s.to_dict() for s in self.scaling],
                 "profiled_note": self.profiled_note,
                 "rerun_note": self.rerun_note,
+                "rss_note": self.rss_note,
                 "failures": [f.to_dict() for f in self.failures],
                 "failed_cells": [f.to_dict() for f in failed_cells(self.cells)],
                 "run_failure": run_failure(self),
@@ -362,6 +372,7 @@ TRIAL_FIELDS = (
     "user_s",
     "sys_s",
     "max_rss_kib",
+    "max_rss_method",  # None with a max_rss_kib: fairmark's own memory (records.LEGACY_RSS)
     "exit_code",
     "signal",
     "error",

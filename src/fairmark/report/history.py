@@ -12,6 +12,7 @@ from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.tdist import t_quantile
 from fairmark.store.db import jsonable_row
 from fairmark.store.history import Series, order_by_tag, query_history
+from fairmark.store.records import LEGACY_RSS
 from fairmark.verdict.pairs import judge_shifts
 
 
@@ -94,9 +95,17 @@ def series_view(series: Series, opts: HistoryOptions) -> dict[str, Any]:
         "better": series.better,
         "points": points,
         "change_points": cps,
-        "warnings": [w for w in [_serial(series, cps, opts)] if w],
+        "warnings": [w for w in [_serial(series, cps, opts), _left_out(series)] if w],
+        "left_out": list(series.left_out),
         "too_short": too_short(len(series.points[_start(series, opts) :]), opts),
     }
+
+
+def _left_out(series: Series) -> str | None:
+    if not series.left_out:
+        return None
+    runs = ", ".join(r[:8] for r in series.left_out[:5]) + (" …" if len(series.left_out) > 5 else "")
+    return f"{len(series.left_out)} run(s) left out ({runs}): their {LEGACY_RSS}"
 
 
 def too_short(n: int, opts: HistoryOptions) -> str | None:

@@ -435,6 +435,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "hooks": (run.options or {}).get("hooks", []),
         "profiled_note": report.profiled_note,
         "rerun_note": report.rerun_note,
+        "rss_note": report.rss_note,
         "profilers": [h for h in (run.options or {}).get("hooks", []) if h.startswith("profile.")],
         "verdicts": verdict_rows(report, attrs),
         "groups": groups,

@@ -35,6 +35,8 @@ def _header(r: RunReport) -> None:
         console.text(r.rerun_note)
     if r.profiled_note:
         console.print(f"[yellow]{escape(console.wrap(r.profiled_note))}[/]")
+    if r.rss_note:
+        console.print(f"[yellow]{escape(console.wrap(r.rss_note))}[/]")
     if r.risk_note:
         colour = "bold red" if "found errors" in r.risk_note else "yellow"
         console.print(f"[{colour}]{escape(console.wrap(r.risk_note))}[/]")

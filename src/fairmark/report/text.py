@@ -288,6 +288,8 @@ def _run(w: Writer, report: RunReport) -> None:
         w.para(report.rerun_note)
     if report.profiled_note:
         w.para(report.profiled_note)
+    if report.rss_note:
+        w.para(report.rss_note)
     _failed(w, report)
     arts = RunArtifacts(report)
     attrs = attr.attribute_cells(report, arts)

@@ -32,6 +32,9 @@ class Series:
     unit: str
     better: str
     points: list[Point] = field(default_factory=list)
+    # runs whose samples of this metric are left out: max_rss_kib stored before fairmark measured the workload's
+    # own peak (schema 9), which was fairmark's own memory (records.LEGACY_RSS) — never a point beside the workload's
+    left_out: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -66,6 +69,7 @@ def query_history(
             s.join(c, s.c.cell_id == c.c.id).join(r, c.c.run_id == r.c.id).join(t, s.c.trial_id == t.c.id)
         )
         .where(c.c.workload == workload, t.c.warmup.is_(False), t.c.profiled.is_(False), t.c.status == "ok")
+        .where(sa.or_(s.c.metric != RSS_METRIC, t.c.max_rss_method.is_not(None)))
         .group_by(r.c.id, r.c.started_at, host_col, c.c.key, s.c.metric, s.c.unit, s.c.better)
         .order_by(r.c.started_at)
     )
@@ -86,7 +90,42 @@ def query_history(
         n = int(row.n)
         var = max(float(row.mean_sq) - float(row.mean) ** 2, 0.0) * n / (n - 1) if n > 1 else float("nan")
         one.points.append(Point(row.id, row.started_at, n, float(row.mean), var**0.5, run_tags[row.id]))
+    if metric in (None, RSS_METRIC):
+        for (host_name, cell), runs in legacy_rss_runs(store, workload, host=host, tags=tags).items():
+            if (host_name, cell, RSS_METRIC) in series:
+                series[(host_name, cell, RSS_METRIC)].left_out.extend(runs)
     return list(series.values())
+
+
+RSS_METRIC = "max_rss_kib"
+
+
+def legacy_rss_runs(
+    store: Any, workload: str, *, host: str | None = None, tags: dict[str, str] | None = None
+) -> dict[tuple[str, str], list[str]]:
+    """(host, cell) → the runs, oldest first, whose measured max_rss_kib samples of `workload` are fairmark's own
+    memory (their trials have no max_rss_method: `records.LEGACY_RSS`): what `query_history` leaves out."""
+    s, c, r, t = S.samples, S.cells, S.runs, S.trials
+    host_col = sa.func.coalesce(t.c.host, r.c.hostname).label("host")
+    q = (
+        sa.select(r.c.id, r.c.started_at, host_col, c.c.key)
+        .distinct()
+        .select_from(
+            s.join(c, s.c.cell_id == c.c.id).join(r, c.c.run_id == r.c.id).join(t, s.c.trial_id == t.c.id)
+        )
+        .where(c.c.workload == workload, s.c.metric == RSS_METRIC, t.c.max_rss_method.is_(None))
+        .where(t.c.warmup.is_(False), t.c.profiled.is_(False), t.c.status == "ok")
+        .order_by(r.c.started_at)
+    )
+    if host:
+        q = q.where(host_col == host)
+    if tags:
+        q = q.where(r.c.id.in_(store.tagged(tags)))
+    out: dict[tuple[str, str], list[str]] = {}
+    with store.engine.connect() as conn:
+        for row in conn.execute(q):
+            out.setdefault((row.host, row.key), []).append(row.id)
+    return out
 
 
 def metrics_of(store: Any, workload: str) -> tuple[str | None, list[str]]:

@@ -111,6 +111,13 @@ class CellRecord:
         )
 
 
+# What a max_rss_kib stored before schema 9 is (TrialRecord.legacy_rss): said by history, reports and exports.
+LEGACY_RSS = (
+    "max_rss_kib was stored before fairmark measured the workload's own peak RSS: it is fairmark's own memory "
+    "(the high-water mark fairmark's process handed to each trial), not the workload's"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class TrialRecord:
     """One trial as stored: what ran (argv, where), how it ended, and what it cost. Failed and timed-out trials
