@@ -207,3 +207,72 @@ def test_bisect_refuses_bad_input_and_leaves_nothing(fairmark_cli, tmp_path: Pat
     assert code == 2 and "'nosuch' is not a commit" in err
     assert repo_state(repo) == before
     assert not list(own_tmp.glob("fairmark-bisect-*"))
+
+
+def test_one_plan_for_run_and_bisect(fairmark_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26 item 6: the plan a bisect runs — its program named "$FAIRMARK_CHECKOUT/prog" — is a plan `fairmark
+    run` takes too: the check of its executables expands the variables a shell would, from the environment the
+    command gets (`--checkout DIR` sets $FAIRMARK_CHECKOUT as bisect does for each side). An unset variable, a
+    program not in the checkout, and a list command (no shell expands it) are refused, each saying why."""
+    monkeypatch.delenv("FAIRMARK_CHECKOUT", raising=False)  # --checkout sets it in this process: undone after
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "prog").write_text("#!/bin/sh\necho elapsed 0.1\n")
+    (checkout / "prog").chmod(0o755)
+    plan = tmp_path / "plan.toml"
+    metric = '{ name = "elapsed_s", regex = "elapsed ([0-9.]+)", unit = "s", better = "lower" }'
+    body = f'title = "one plan"\n[[workload]]\nname = "prog"\nmetrics = [{metric}]\n'
+    plan.write_text(body + "shell = true\ncommand = '\"$FAIRMARK_CHECKOUT/prog\" 1'\n")
+    code, _, err = fairmark_cli("run", str(plan), "--dry-run")
+    assert code == 2 and "$FAIRMARK_CHECKOUT not set" in err and "--checkout DIR" in " ".join(err.split())
+    code, _, err = fairmark_cli("run", str(plan), "--dry-run", "--checkout", str(checkout))
+    assert code == 0, err
+    code, _, err = fairmark_cli("run", str(plan), "--dry-run", "--checkout", str(tmp_path))
+    assert code == 2 and f"'$FAIRMARK_CHECKOUT/prog' ({tmp_path}/prog) not found" in " ".join(err.split())
+    plan.write_text(body + 'command = ["$FAIRMARK_CHECKOUT/prog", "1"]\n')
+    code, _, err = fairmark_cli("run", str(plan), "--dry-run", "--checkout", str(checkout))
+    assert code == 2 and "runs without a shell" in err
+
+
+BROKEN = "prog.c:3:1: error: expected declaration specifiers before 'numbers_are_long_tokens_here'"
+
+
+@pytest.mark.slow
+def test_what_a_bisect_prints_is_what_show_says_once(
+    fairmark_cli, tmp_path: Path, own_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26 item 6: a step of one run shows the interval `fairmark show` gives that run (the ends' check
+    names the bad end "bad", not "candidate"); a candidate whose build fails is skipped with the build's error
+    printed once and whole; the environment's warnings (here malloc debugging on) reach the bisect's console,
+    once each although every step's run has them."""
+    monkeypatch.setenv("MALLOC_PERTURB_", "1")
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 1.15)
+    plan = tmp_path / "plan.toml"
+    # cells that run past their first stage (a target no spread meets: max_trials), where the two-stage rule
+    # makes a run's interval differ from one of all its rounds alike
+    plan.write_text(PLAN.replace("target_ci_pct = 2.0", "target_ci_pct = 0.0001").replace("= 12", "= 9"))
+    build = f'if grep -q "VERSION 9$" delay.h; then echo "{BROKEN}" >&2; exit 1; fi; cc -O2 -o prog prog.c'
+    args = ["--good", "main~11", "--bad", "main", "--plan", str(plan), "--repo", str(repo), "--build", build]
+    code, out, err = fairmark_cli("bisect", *args, "--accept-risk", "--allow-concurrent", "--json")
+    assert code == 0, err[-4000:]
+    result = json.loads(out)
+    assert result["first_bad"] == shas[SLOWER_AT - 1]
+    flat = " ".join(err.split())
+    assert err.count(BROKEN) == 1 and f"    {BROKEN}" in err  # once, whole, under its step
+    assert "skip (build failed (exit 1))" in flat
+    assert flat.count("malloc debugging is on (environment: MALLOC_PERTURB_=1)") == 1
+    ends, *steps = result["steps"]
+    assert "regression — bad is slower than good" in flat and ends["comparison"]["name_other"] == "bad"
+    for step in [ends, *steps]:
+        if len(step["runs"]) != 1:
+            continue
+        code, shown, _ = fairmark_cli("show", step["runs"][0], "--json")
+        side = "bad" if step is ends else "candidate"
+        (v,) = [v for v in json.loads(shown)["verdicts"] if v["variant"] == side]
+        mine = step["comparison"]
+        assert (mine["ratio_ci_low"], mine["ratio_ci_high"], mine["design"]) == (
+            v["ratio_ci_low"],
+            v["ratio_ci_high"],
+            v["design"],
+        )

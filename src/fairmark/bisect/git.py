@@ -1,9 +1,19 @@
 """The git side of `fairmark bisect`: `git bisect` in --no-checkout mode (the user's working tree and HEAD are
 never touched: the candidate is named by BISECT_HEAD), each commit built in its own `git worktree` under a
-temporary directory, and everything undone at the end — no bisect state, no worktrees, the same HEAD."""
+temporary directory, and everything undone at the end — no bisect state, no worktrees, the same HEAD.
+
+Each change to the repository (a worktree added or removed, a bisect answer, the clean-up) is a section no
+SIGTERM/SIGHUP cuts (run.signals.held): the signal is acted on when git has finished writing. A bisect killed
+outright (kill -9, a machine that lost power) cannot clean up, so it leaves a note in the git directory first
+(OWNER_FILE: its PID, when that process started, its temporary directory); the next bisect of the repository
+finds the note of a process that is gone and undoes what it left — the bisect state, the worktrees, the
+temporary directory — instead of refusing. Temporary directories are named with the PID
+(`fairmark-bisect-PID-…`), so one left by a killed bisect of any repository is removed by the next bisect."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -12,9 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fairmark.errors import UsageError
+from fairmark.run.lock import owner_alive, process_start
+from fairmark.run.signals import held
 
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
 _ONLY_SKIPPED = "only 'skip'ped commits left"
+OWNER_FILE = "fairmark-bisect.json"  # in the git directory while a fairmark bisect has the repository
+TMP_PREFIX = "fairmark-bisect-"
+_TMP_NAME = re.compile(re.escape(TMP_PREFIX) + r"(\d+)-")
 
 
 class GitError(UsageError):
@@ -65,9 +80,68 @@ class Repo:
         ref = self._git("symbolic-ref", "-q", "HEAD", check=False).strip()
         return ref, self._git("rev-parse", "HEAD").strip()
 
+    def git_path(self, name: str) -> Path:
+        """A file of the repository's git directory (`git rev-parse --git-path`)."""
+        path = Path(self._git("rev-parse", "--git-path", name).strip())
+        return path if path.is_absolute() else self.top / path
+
     def bisect_in_progress(self) -> bool:
-        start = self._git("rev-parse", "--git-path", "BISECT_START").strip()
-        return (self.top / start).exists() if not Path(start).is_absolute() else Path(start).exists()
+        return self.git_path("BISECT_START").exists()
+
+    # -- ownership: what a killed bisect left, found and undone by the next ---------------------------------
+    def claim(self) -> list[str]:
+        """Take the repository for this bisect: undo what a bisect that is gone left (saying what), refuse while
+        another fairmark bisect runs in it or the user's own `git bisect` is in progress, then write the note."""
+        with held():
+            done = self._recover()
+            if self.bisect_in_progress():
+                raise GitError(
+                    f"a git bisect is already in progress in {self.top}", hint="`git bisect reset` ends it"
+                )
+            self._tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
+            owner = {"pid": os.getpid(), "start": process_start(os.getpid()), "tmp": str(self._tmp)}
+            self.git_path(OWNER_FILE).write_text(json.dumps(owner))
+        return done
+
+    def _recover(self) -> list[str]:
+        note = self.git_path(OWNER_FILE)
+        try:
+            owner = json.loads(note.read_text())
+        except FileNotFoundError:
+            owner = None
+        except (OSError, ValueError):
+            owner = {}  # a note cut short by the kill: its process is gone
+        if owner and owner_alive(int(owner.get("pid", 0)), owner.get("start")):
+            raise GitError(
+                f"another fairmark bisect (PID {owner['pid']}) is running in {self.top}",
+                hint="wait for it to end; a bisect runs one at a time in a repository",
+            )
+        done = []
+        if owner is not None and self.bisect_in_progress():
+            self._git("bisect", "reset", check=False)
+            done.append("ended its git bisect")
+        removed = self._remove_orphans()
+        if removed:
+            done.append(f"removed {removed} worktree(s)")
+        swept = sweep_temporary()
+        if swept:
+            done.append(f"removed {swept} temporary director{'y' if swept == 1 else 'ies'}")
+        note.unlink(missing_ok=True)
+        if not done:
+            return []
+        who = f" (PID {owner['pid']})" if owner else ""
+        return [f"a fairmark bisect{who} that was killed left {self.top} changed: " + ", ".join(done)]
+
+    def _remove_orphans(self) -> int:
+        """Remove the worktrees of bisects that are gone (under a `fairmark-bisect-PID-…` directory)."""
+        out = self._git("worktree", "list", "--porcelain", check=False)
+        paths = [Path(line[9:]) for line in out.splitlines() if line.startswith("worktree ")]
+        orphans = [p for p in paths if (pid := _tmp_pid(p)) is not None and not owner_alive(pid, None)]
+        for path in orphans:
+            self._git("worktree", "remove", "--force", "--force", str(path), check=False)
+            shutil.rmtree(path, ignore_errors=True)
+        self._git("worktree", "prune", check=False)
+        return len(orphans)
 
     def is_ancestor(self, a: str, b: str) -> bool:
         return (
@@ -83,31 +157,36 @@ class Repo:
 
     # -- worktrees ------------------------------------------------------------------------------------------
     def checkout(self, sha: str, name: str) -> Path:
-        """A separate checkout of `sha` (detached) in a temporary directory, removed by close()."""
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="fairmark-bisect-"))
+        """A separate checkout of `sha` (detached) in the temporary directory claim() made, removed by close()."""
+        assert self._tmp is not None, "claim() first"
         path = self._tmp / name
-        self._git("worktree", "add", "--detach", "--force", str(path), sha)
-        self._worktrees.append(path)
+        with held():
+            self._worktrees.append(path)  # before git registers it: close() removes it whatever git got to
+            self._git("worktree", "add", "--detach", "--force", str(path), sha)
         return path
 
     def drop_checkout(self, path: Path) -> None:
-        self._git("worktree", "remove", "--force", str(path), check=False)
-        shutil.rmtree(path, ignore_errors=True)
-        if path in self._worktrees:
-            self._worktrees.remove(path)
+        with held():
+            self._git("worktree", "remove", "--force", "--force", str(path), check=False)
+            shutil.rmtree(path, ignore_errors=True)
+            if path in self._worktrees:
+                self._worktrees.remove(path)
 
     # -- git bisect -----------------------------------------------------------------------------------------
     def bisect_start(self, bad: str, good: str) -> BisectAnswer:
-        self._bisecting = True
-        return self._parse(self._git("bisect", "start", "--no-checkout", bad, good))
+        with held():
+            self._bisecting = True
+            out = self._git("bisect", "start", "--no-checkout", bad, good)
+        return self._parse(out)
 
     def bisect_head(self) -> str:
         return self.rev("BISECT_HEAD")
 
     def answer(self, word: str, sha: str) -> BisectAnswer:
         """`git bisect good|bad|skip SHA` and what git says next."""
-        return self._parse(self._git("bisect", word, sha, check=False))
+        with held():
+            out = self._git("bisect", word, sha, check=False)
+        return self._parse(out)
 
     def _parse(self, out: str) -> BisectAnswer:
         m = _FIRST_BAD.search(out)
@@ -122,7 +201,12 @@ class Repo:
         return BisectAnswer()
 
     def close(self) -> list[str]:
-        """Undo everything: bisect state, worktrees, the temporary directory. Returns what could not be undone."""
+        """Undo everything: bisect state, worktrees, the temporary directory, the note of claim(). Returns what
+        could not be undone. No signal cuts it (one arriving meanwhile is raised at its end)."""
+        with held():
+            return self._close()
+
+    def _close(self) -> list[str]:
         problems = []
         if self._bisecting:
             out = self._git("bisect", "reset", check=False)
@@ -135,4 +219,25 @@ class Repo:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+            self.git_path(OWNER_FILE).unlink(missing_ok=True)
         return problems
+
+
+def _tmp_pid(path: Path) -> int | None:
+    """The PID in the name of the `fairmark-bisect-PID-…` directory `path` is in (None: not in one)."""
+    for part in path.parts:
+        m = _TMP_NAME.match(part)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def sweep_temporary() -> int:
+    """Remove the temporary directories of fairmark bisects that are gone (any repository's); how many."""
+    n = 0
+    for path in Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*-*"):
+        pid = _tmp_pid(path)
+        if pid is not None and path.is_dir() and not owner_alive(pid, None):
+            shutil.rmtree(path, ignore_errors=True)
+            n += not path.exists()
+    return n

@@ -9,8 +9,13 @@ bad). C is *bad* when proven slower than G, *good* when proven faster than B —
 size decides (a first G→B run on a loaded machine can be off by half), only proofs; when both are proven (the
 regression is spread over several commits, or one proof is a false positive) the nearer end decides, and says
 so. Neither proven: another run of the plan, its rounds pooled with the earlier ones (pairs stay within a run,
-so the pairing holds), up to `attempts` runs; then `skip`. Every run is stored, tagged with the commit. The
-repository is left as found (bisect reset, worktrees gone, HEAD unchanged).
+so the pairing holds), up to `attempts` runs; then `skip`. Every run is stored, tagged with the commit. A step of
+one run shows the interval `fairmark show` gives that run (verdict.pairs.pooled_runs judges as within_run does).
+The repository is left as found (bisect reset, worktrees gone, HEAD unchanged) — also when SIGTERM or SIGHUP
+ends the bisect (run.signals: a CI cancel; the build's process group is killed, the run stored as
+interrupted, exit 128 + the signal), and what a bisect killed outright left is undone by the next one
+(bisect.git.Repo.claim). The environment's warnings of each step's run (a loaded machine, a governor) are
+printed as the bisect goes, once each.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ from typing import Any
 from fairmark.bisect.git import Repo, UsageError
 from fairmark.errors import PlanError
 from fairmark.plan.load import LoadedPlan, parse_plan
+from fairmark.run.executor import kill_group
 from fairmark.run.runner import Progress, Runner, RunOptions
+from fairmark.run.signals import unwinding
 from fairmark.stats.compare import Comparison
 from fairmark.store.schema import BISECT_RESULT
 from fairmark.verdict import rule
@@ -35,13 +42,11 @@ from fairmark.verdict.pairs import pooled_runs
 from fairmark.verdict.record import Verdict
 from fairmark.verdict.run import RunVerdicts, run_verdicts
 
-GOOD, CANDIDATE, BAD = (
-    "good",
-    "candidate",
-    "bad",
-)  # the variants of a step's run (bad: not in the ends' check)
+GOOD, CANDIDATE, BAD = "good", "candidate", "bad"  # the variants of a step's run (the ends' check: good, bad)
 # What a step judges: the candidate against G ("group metric") and against B ("group metric vs bad").
 SIDES = ((GOOD, CANDIDATE, ""), (BAD, CANDIDATE, " vs bad"))
+ENDS = ((GOOD, BAD, ""),)  # what the ends' check judges: B against G ("group metric")
+BUILD_TAIL_LINES, BUILD_TAIL_CHARS = 20, 2000  # the end of a failed build's output that is kept and shown
 
 
 class BuildFailed(UsageError):
@@ -72,6 +77,7 @@ class Step:
     runs: tuple[str, ...]
     comparison: Comparison | None  # the pooled verdict of the target cell against G
     note: str = ""
+    build_output: str = ""  # a failed build's last lines (whole lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +87,7 @@ class Step:
             "runs": list(self.runs),
             "comparison": self.comparison.to_dict() if self.comparison else None,
             "note": self.note,
+            "build_output": self.build_output,
         }
 
 
@@ -161,8 +168,9 @@ class Bisect:
         *,
         progress: Callable[[], Progress] = Progress,
         note: Callable[[str], None] = lambda s: None,
+        warn: Callable[[str], None] = lambda s: None,
     ):
-        self.opts, self.store, self.progress, self.note = opts, store, progress, note
+        self.opts, self.store, self.progress, self.note, self.warn = opts, store, progress, note, warn
         self.text = bisect_plan_text(opts.plan_path)
         self.repo = Repo(opts.repo)
         self.id = str(uuid.uuid4())  # every step's run is tagged bisect.id=ID
@@ -172,19 +180,23 @@ class Bisect:
         self._target = ""  # "group metric" of the cell bisected, once G→B proved its regression
         self._good = ""
         self._last_verdicts: dict[str, Verdict] = {}
+        self._warned: set[str] = set()  # the environment findings already printed
 
     def run(self) -> BisectResult:
+        """The whole bisect; SIGTERM/SIGHUP unwind it (run.signals), the repository put back either way."""
+        with unwinding():
+            return self._run()
+
+    def _run(self) -> BisectResult:
         repo = self.repo
-        if repo.bisect_in_progress():
-            raise UsageError(
-                f"a git bisect is already in progress in {repo.top}", hint="`git bisect reset` ends it"
-            )
         good, bad = repo.rev(self.opts.good), repo.rev(self.opts.bad)
         if good == bad or not repo.is_ancestor(good, bad):
             raise UsageError(
                 f"--good {self.opts.good} must be an ancestor of --bad {self.opts.bad} (and not it)"
             )
         before = repo.head_state()
+        for line in repo.claim():
+            self.warn(line)
         try:
             result = self._search(good, bad)
         finally:
@@ -206,7 +218,10 @@ class Bisect:
             return
         scrub = Scrubber()
         data = result.to_dict()
-        data["steps"] = [step | {"note": scrub(step["note"])} for step in data["steps"]]
+        data["steps"] = [
+            step | {"note": scrub(step["note"]), "build_output": scrub(step["build_output"])}
+            for step in data["steps"]
+        ]
         self.store.add_artifact(
             first,
             kind=BISECT_RESULT,
@@ -236,29 +251,37 @@ class Bisect:
 
     def _built(self, sha: str, end: str) -> Path:
         path = self.repo.checkout(sha, end)
-        ok, out = self._build(path)
-        if not ok:
-            raise BuildFailed(f"--build failed at the {end} commit {sha[:12]}: {out}")
+        failed, tail = self._build(path)
+        if failed:
+            raise BuildFailed(f"--build failed at the {end} commit {sha[:12]} ({failed})" + _quoted(tail))
         self.note(f"{end} end {sha[:12]} built in {path}")
         return path
 
-    def _build(self, where: Path) -> tuple[bool, str]:
+    def _build(self, where: Path) -> tuple[str, str]:
+        """Run --build in a checkout: (what failed, "" when it built; the last whole lines of its output). The
+        build has a process group of its own, killed whole on a timeout, Ctrl-C or SIGTERM: a `make -j` must not
+        outlive the bisect."""
         env = os.environ | {"FAIRMARK_CHECKOUT": str(where)}
+        proc = subprocess.Popen(
+            self.opts.build,
+            shell=True,
+            cwd=where,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,  # interleaved as the build printed them
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
         try:
-            proc = subprocess.run(
-                self.opts.build,
-                shell=True,
-                cwd=where,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=self.opts.build_timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return False, f"timed out after {self.opts.build_timeout_s:g} s"
-        tail = (proc.stdout + proc.stderr)[-2000:].strip()
-        return proc.returncode == 0, f"exit {proc.returncode}: {tail}" if proc.returncode else tail
+            out, _ = proc.communicate(timeout=self.opts.build_timeout_s)
+        except BaseException as exc:
+            kill_group(proc.pid, 5.0)
+            out, _ = proc.communicate()
+            if not isinstance(exc, subprocess.TimeoutExpired):
+                raise
+            return f"timed out after {self.opts.build_timeout_s:g} s", build_tail(out)
+        return (f"exit {proc.returncode}" if proc.returncode else ""), build_tail(out)
 
     # -- measuring ------------------------------------------------------------------------------------------
     def _measure(self, sha: str, step_no: int, decide: Callable[[dict[str, Verdict]], str | None]) -> Step:
@@ -269,14 +292,14 @@ class Bisect:
         path = self.bad_dir if ends_check else self.repo.checkout(sha, f"c-{sha[:12]}")
         assert path is not None
         try:
-            ok, out = (True, "") if ends_check else self._build(path)
-            if not ok:
-                self.note(f"{sha[:12]} {subject}: build failed, skipped ({out[-300:]})")
-                return self._record(Step(sha, subject, "skip", (), None, f"build failed: {out}"))
+            failed, tail = ("", "") if ends_check else self._build(path)
+            if failed:
+                return self._record(Step(sha, subject, "skip", (), None, f"build failed ({failed})", tail))
             judged: list[RunVerdicts] = []
             for attempt in range(1, self.opts.attempts + 1):
                 judged.append(self._run_once(sha, path, step_no, attempt))
-                verdicts = self._last_verdicts = pooled_verdicts(judged)
+                self._warn_environment(judged[-1].run.id)
+                verdicts = self._last_verdicts = pooled_verdicts(judged, ENDS if ends_check else SIDES)
                 answer = decide(verdicts)
                 if answer:
                     break
@@ -295,8 +318,18 @@ class Bisect:
         self.steps.append(step)
         c = step.comparison
         said = (f" — {c.sentence}" if c else "") + (f" ({step.note})" if step.note else "")
-        self.note(f"{step.commit[:12]} {step.subject}: {step.answer}{said}")
+        self.note(f"{step.commit[:12]} {step.subject}: {step.answer}{said}" + _quoted(step.build_output))
         return step
+
+    def _warn_environment(self, run_id: str) -> None:
+        """The warnings `fairmark show` gives the run's environment (before the run and between its rounds),
+        each printed the first time a step's run has it: a bisect shows no run's report."""
+        for f in self.store.findings(run_id):
+            if f.get("severity") == "info" or f.get("finding_id") in self._warned:
+                continue
+            self._warned.add(f.get("finding_id"))
+            evidence = f" ({f['evidence']})" if f.get("evidence") else ""
+            self.warn(f"run {run_id[:8]}: {f.get('title') or f.get('finding_id')}{evidence}")
 
     def _shown(self, verdicts: dict[str, Verdict]) -> Comparison | None:
         if self._target:
@@ -307,8 +340,9 @@ class Bisect:
 
     def _run_once(self, sha: str, path: Path, step_no: int, attempt: int) -> RunVerdicts:
         assert self.good_dir is not None and self.bad_dir is not None
-        sides = {GOOD: self.good_dir, CANDIDATE: path}
-        if path != self.bad_dir:
+        # the ends' check measures the bad end as itself, "bad"; a step, its candidate between the two ends
+        sides = {GOOD: self.good_dir, BAD: path} if step_no == 0 else {GOOD: self.good_dir, CANDIDATE: path}
+        if step_no:
             sides[BAD] = self.bad_dir
         loaded = step_plan(self.text, self.opts.plan_path, sides)
         tags = {
@@ -363,9 +397,29 @@ class Bisect:
         return self._measure(sha, step_no, decide)
 
 
-def pooled_verdicts(judged: list[RunVerdicts]) -> dict[str, Verdict]:
+def pooled_verdicts(
+    judged: list[RunVerdicts], sides: tuple[tuple[str, str, str], ...] = SIDES
+) -> dict[str, Verdict]:
     """Each cell group's primary metric over all the step's runs — the candidate against G ("group metric") and
-    against B ("group metric vs bad") — values pooled, pairs never crossing runs; judged together
-    (Benjamini-Hochberg)."""
-    confidence = judged[0].design.confidence if judged else 95.0
-    return pooled_runs([j.cells for j in judged], SIDES, confidence=confidence)
+    against B ("group metric vs bad"), or in the ends' check B against G — values pooled, pairs never crossing
+    runs; judged together (Benjamini-Hochberg), each pair as the run's own verdicts judge it."""
+    design = judged[0].design if judged else None
+    return pooled_runs(
+        [j.cells for j in judged],
+        sides,
+        confidence=design.confidence if design else 95.0,
+        calibrations=getattr(design, "calibrations", None),
+    )
+
+
+def build_tail(output: str) -> str:
+    """The end of a build's output, in whole lines (the last BUILD_TAIL_LINES, fewer when they are longer than
+    BUILD_TAIL_CHARS): the error a compiler prints last, never a line cut mid-word."""
+    lines = output.strip().splitlines()[-BUILD_TAIL_LINES:]
+    while len(lines) > 1 and sum(len(line) + 1 for line in lines) > BUILD_TAIL_CHARS:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _quoted(tail: str) -> str:
+    return ":\n" + "\n".join(f"    {line}" for line in tail.splitlines()) if tail else ""

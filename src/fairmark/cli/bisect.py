@@ -77,6 +77,7 @@ def bisect(
     from fairmark.bisect.search import Bisect, BisectOptions
     from fairmark.cli._progress import TerminalProgress
     from fairmark.run.lock import HostLock
+    from fairmark.run.signals import unwinding
 
     opts = BisectOptions(
         good=good,
@@ -91,11 +92,13 @@ def bisect(
         tags=parse_tags(tag_items),
         command_line=shlex.join(["fairmark", *sys.argv[1:]]),
     )
-    search = Bisect(opts, open_store(), progress=TerminalProgress, note=console.note)
-    with HostLock({"plan": plan_path, "run_id": "bisect"}, allow_concurrent=allow_concurrent) as lock:
-        for line in lock.notes:
-            console.warn(line)
-        result = search.run()
+    # SIGTERM/SIGHUP (a CI cancel) from here on unwind: the lock released, the repository put back, exit 128+N
+    with unwinding():
+        search = Bisect(opts, open_store(), progress=TerminalProgress, note=console.note, warn=console.warn)
+        with HostLock({"plan": plan_path, "run_id": "bisect"}, allow_concurrent=allow_concurrent) as lock:
+            for line in lock.notes:
+                console.warn(line)
+            result = search.run()
     for problem in result.cleanup_problems:
         console.warn(f"the repository is not as it was: {problem}")
     if console.json_mode:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import os
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -153,6 +155,12 @@ def _with(options: list[Any]):
     "this machine can show, and warns about verdicts within it.",
 )
 @click.option(
+    "--checkout",
+    type=click.Path(file_okay=False, exists=True),
+    metavar="DIR",
+    help="Set $FAIRMARK_CHECKOUT to DIR, as `fairmark bisect` does for each side: one plan for both.",
+)
+@click.option(
     "--map-host",
     "map_hosts",
     multiple=True,
@@ -165,6 +173,7 @@ def _with(options: list[Any]):
 @common_options
 def run(
     plan: str,
+    checkout: str | None,
     tag_items: tuple[str, ...],
     quick: bool,
     seed: int | None,
@@ -186,6 +195,8 @@ def run(
     PLAN may be a bundle (`fairmark export RUN`): its run is run again here — its plan text, seed and scale —
     and recorded as a re-run of it; `fairmark compare-runs ORIGINAL RERUN` then holds the two side by side."""
     tags = parse_tags(tag_items)
+    if checkout:  # before the plan is checked: its commands' "$FAIRMARK_CHECKOUT/…" name programs there
+        os.environ["FAIRMARK_CHECKOUT"] = str(Path(checkout).resolve())
     fleet = [h.strip() for h in hosts.split(",") if h.strip()] if hosts else []
     loaded, rerun = _load(plan, map_hosts, host or (fleet[0] if fleet else None))
     if hosts:

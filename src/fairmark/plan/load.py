@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shlex
 import shutil
@@ -217,12 +218,62 @@ def _argv0(cmd: list[str] | str, shell: bool) -> str | None:
     return words[0]
 
 
-def _missing(exe: str | None, cwd: str | None) -> bool:
+_VAR = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+
+
+def expand_vars(word: str, env: dict[str, str]) -> tuple[str | None, list[str]]:
+    """`word` with its $VAR and ${VAR} replaced as sh would from `env`, and the variables not set there. The
+    word is None when sh alone can tell: a variable fairmark sets only when the command runs ($FAIRMARK_SCRATCH,
+    $FAIRMARK_WORKDIR…), a ${VAR:-…} form."""
+    unset: list[str] = []
+
+    def value(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        if name not in env:
+            unset.append(name)
+        return env.get(name, "")
+
+    out = _VAR.sub(value, word)
+    runtime = any(n.startswith("FAIRMARK_") and n != "FAIRMARK_CHECKOUT" for n in unset)
+    return (None if runtime or "$" in out else out), [] if runtime else unset
+
+
+def _env(*layers: dict[str, Any]) -> dict[str, str]:
+    """fairmark's environment with the plan's layers (a workload's env, a variant's): what a command gets
+    (run.variants.basic.apply_env, which this module cannot import); False unsets."""
+    env = dict(os.environ)
+    for layer in layers:
+        for key, value in layer.items():
+            if value is False:
+                env.pop(key, None)
+            else:
+                env[key] = str(value)
+    return env
+
+
+def _missing(exe: str | None, cwd: str | None, env: dict[str, str] | None) -> str:
+    """Why the program `exe` cannot be there ("" when it can). `env`: the command runs in a shell, which expands
+    the variables in it — `"$FAIRMARK_CHECKOUT/lz4"`, as one plan for `run` and `bisect` names its program — from
+    this environment; None: it is run as written, and a `$` in it is a character of its name."""
     if exe is None:
-        return False
-    if "/" in exe:
-        return not (Path(cwd or ".") / exe).exists()
-    return shutil.which(exe) is None
+        return ""
+    shown = exe
+    if env is not None:
+        expanded, unset = expand_vars(exe, env)
+        if unset:
+            names = ", ".join(f"${n}" for n in unset)
+            return f"executable {exe!r}: {names} not set" + (
+                " (`fairmark run --checkout DIR` sets $FAIRMARK_CHECKOUT, as bisect does for each side)"
+                if "FAIRMARK_CHECKOUT" in unset
+                else ""
+            )
+        if expanded is None:
+            return ""
+        shown, exe = (f"{exe!r} ({expanded})" if expanded != exe else repr(exe)), expanded
+    else:
+        shown = repr(exe)
+    found = (Path(cwd or ".") / exe).exists() if "/" in exe else shutil.which(exe) is not None
+    return "" if found else f"executable {shown} not found (not on PATH and not a file)"
 
 
 def command_programs(plan: Plan) -> list[str]:
@@ -238,27 +289,41 @@ def command_programs(plan: Plan) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _unexpanded(exe: str | None, in_shell: bool) -> str:
+    if exe and "$" in exe and not in_shell:
+        return (
+            "; a command given as a list runs without a shell, and only a shell expands its variables: "
+            "write it as a string"
+        )
+    return ""
+
+
 def check_commands(plan: Plan, text: str, path: str) -> None:
     """Every executable a plan names must exist before the first trial starts."""
     loc, data = Locator(text), tomllib.loads(text)
-    checks: list[tuple[KeyPath, list[str] | str, bool, str | None]] = []
+    # (where, command, shell, cwd, the environments it runs in: the trial command under each variant's)
+    checks: list[tuple[KeyPath, list[str] | str, bool, str | None, list[dict[str, str]]]] = []
     for i, w in enumerate(plan.workload):
         for key in ("command", "setup", "teardown", "prime", "before_trial"):
             cmd = getattr(w, key)
+            under = [v.env for v in plan.variant] if key == "command" and plan.variant else [{}]
             if cmd is not None:
-                checks.append((("workload", i, key), cmd, w.shell, w.cwd))
+                envs = [_env(w.env, e) for e in under]
+                checks.append((("workload", i, key), cmd, w.shell, w.cwd, envs))
     for i, v in enumerate(plan.variant):
         if v.wrap:
-            checks.append((("variant", i, "wrap"), v.wrap, False, None))
+            checks.append((("variant", i, "wrap"), v.wrap, False, None, [_env(v.env)]))
         if v.command is not None:
-            checks.append((("variant", i, "command"), v.command, bool(v.shell), None))
+            checks.append((("variant", i, "command"), v.command, bool(v.shell), None, [_env(v.env)]))
         for name, cmd in v.commands.items():
-            checks.append((("variant", i, "commands", name), cmd, bool(v.shell), None))
-    for where, cmd, shell, cwd in checks:
+            checks.append((("variant", i, "commands", name), cmd, bool(v.shell), None, [_env(v.env)]))
+    for where, cmd, shell, cwd, envs in checks:
         exe = _argv0(cmd, shell)
-        if _missing(exe, cwd):
+        in_shell = shell or isinstance(cmd, str)
+        why = next(filter(None, (_missing(exe, cwd, env if in_shell else None) for env in envs)), "")
+        if why:
             raise PlanError(
-                f"executable {exe!r} not found (not on PATH and not a file)",
+                why + _unexpanded(exe, in_shell),
                 path=path,
                 line=loc.line(where),
                 key=_dotted(where, data),

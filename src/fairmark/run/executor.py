@@ -313,7 +313,7 @@ def _wait(proc: subprocess.Popen[bytes], spec: TrialSpec, timed_out: threading.E
             timer.daemon = True
             timer.start()
         _, status, ru = os.wait4(proc.pid, 0)
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, SIGTERM/SIGHUP (errors.Terminated): the trial's group goes with the run
         kill_group(proc.pid, grace_s)
         os.wait4(proc.pid, 0)
         raise

@@ -28,6 +28,23 @@ def proc_state(pid: int) -> str | None:
     return text.rsplit(")", 1)[1].split()[0]
 
 
+def process_start(pid: int) -> str | None:
+    """When `pid` started (clock ticks since boot, /proc/PID/stat field 22): with the PID it names one process,
+    not whichever reuses the number later (None without /proc or when it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return text.rsplit(")", 1)[1].split()[19]
+
+
+def owner_alive(pid: int, start: str | None) -> bool:
+    """True while the process that recorded (pid, start) runs: the PID alive and, where known, started then."""
+    if not pid_alive(pid):
+        return False
+    return start is None or process_start(pid) in (None, start)
+
+
 def pid_alive(pid: int) -> bool:
     """True while `pid` runs. A zombie does not count (PID 1 here reaps orphans late, and kill -0 says
     "alive" for one); without /proc (FreeBSD) kill -0 is all there is."""
@@ -93,8 +110,11 @@ class HostLock:
             os.pwrite(self.fd, json.dumps(self.info | {"pid": os.getpid()}).encode(), 0)
 
     def __exit__(self, *exc: object) -> None:
-        if self.fd is not None:
-            os.ftruncate(self.fd, 0)  # a clean exit leaves no PID to look stale
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-            self.fd = None
+        from fairmark.run.signals import held
+
+        with held():  # a SIGTERM arriving now waits: the lock is released whole, never left half-written
+            if self.fd is not None:
+                os.ftruncate(self.fd, 0)  # a clean exit leaves no PID to look stale
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+                os.close(self.fd)
+                self.fd = None

@@ -129,11 +129,18 @@ def _first_stage(*cells: MeasuredCell) -> int | None:
 
 
 def pooled_runs(
-    runs: Sequence[Sequence[MeasuredCell]], sides: Sequence[tuple[str, str, str]], *, confidence: float
+    runs: Sequence[Sequence[MeasuredCell]],
+    sides: Sequence[tuple[str, str, str]],
+    *,
+    confidence: float,
+    calibrations: Mapping[tuple[str, str], JSONObject] | None = None,
 ) -> dict[str, Verdict]:
     """Several runs of one design judged as one: in each group, for each (baseline, other, suffix) of `sides`, the
     primary metric of `other` against `baseline` over all the runs, keyed "group metric{suffix}". Values are
-    pooled with each run's rounds renumbered past the earlier runs', so that pairs never cross runs."""
+    pooled with each run's rounds renumbered past the earlier runs', so that pairs never cross runs. Each pair is
+    judged as within_run judges it (the first stage its cells' length was planned from, the host's calibration
+    from `calibrations`), so that the verdict of one run is the interval `fairmark show` gives that run; over
+    several runs the judge pairs by (run, round) and drops the first stage, which means nothing across runs."""
     pooled: dict[str, tuple[MeasuredCell, MeasuredCell, str, Labelled, Labelled]] = {}
     pairs: list[Pair[tuple[str, MeasuredCell, MeasuredCell, str]]] = []
     for i, cells in enumerate(runs):
@@ -160,6 +167,8 @@ def pooled_runs(
                 name_other=other.cell.variant,
                 rounds=(a.rounds, b.rounds),
                 tag=(key, base, other, metric),
+                first_stage=_first_stage(base, other),
+                host_calibration=(calibrations or {}).get((base.cell.group, metric)),  # type: ignore[arg-type]
             )
         )
     return {j.pair.tag[0]: _verdict(j, *j.pair.tag[1:]) for j in judge(pairs, confidence=confidence)}
