@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from fairmark.errors import PlanError
-from fairmark.plan.model import Plan
+from fairmark.plan.model import EnvValue, Plan
 from fairmark.plan.schedule import cells_of, expand_sweep_values
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
@@ -238,7 +238,7 @@ def expand_vars(word: str, env: dict[str, str]) -> tuple[str | None, list[str]]:
     return (None if runtime or "$" in out else out), [] if runtime else unset
 
 
-def _env(*layers: dict[str, Any]) -> dict[str, str]:
+def _env(*layers: dict[str, EnvValue]) -> dict[str, str]:
     """fairmark's environment with the plan's layers (a workload's env, a variant's): what a command gets
     (run.variants.basic.apply_env, which this module cannot import); False unsets."""
     env = dict(os.environ)

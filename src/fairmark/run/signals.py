@@ -65,8 +65,8 @@ def unwinding() -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, old in installed.items():
-            signal.signal(sig, old)
+        for signum, old in installed.items():
+            signal.signal(signum, old)
         if installed:
             _State.ending, _State.pending = False, None
 

@@ -168,7 +168,7 @@ def pooled_runs(
                 rounds=(a.rounds, b.rounds),
                 tag=(key, base, other, metric),
                 first_stage=_first_stage(base, other),
-                host_calibration=(calibrations or {}).get((base.cell.group, metric)),  # type: ignore[arg-type]
+                host_calibration=(calibrations or {}).get((base.cell.group, metric)),
             )
         )
     return {j.pair.tag[0]: _verdict(j, *j.pair.tag[1:]) for j in judge(pairs, confidence=confidence)}
