@@ -85,3 +85,50 @@ def test_kill_9_then_show_then_resume(tmp_path: Path) -> None:
     assert all_seqs == list(range(1, 31))
     # The scratch directory the killed process left behind (in its own TMPDIR) is gone after the resume.
     assert not list(tmp.glob("fairmark-scratch-*"))
+
+
+INTERRUPTING = """
+[run]
+warmup = 0
+min_trials = 4
+max_trials = 4
+seed = 3
+
+[[workload]]
+name = "tick"
+# The fourth trial interrupts fairmark (Ctrl-C, as a user would): three trials are stored, the fourth is not.
+command = ["python3", "-c", '''
+import os, pathlib, signal
+p = pathlib.Path("{count}")
+n = int(p.read_text()) + 1 if p.exists() else 1
+p.write_text(str(n))
+if n == 4:
+    os.kill(os.getppid(), signal.SIGINT)
+''']
+
+[[variant]]
+name = "A"
+
+[[variant]]
+name = "B"
+"""
+
+
+def _counters(out: str) -> list[int]:
+    """The counters of the per-trial lines (not a terminal: one plain line per trial, '[   4] cell …')."""
+    return [int(line[1 : line.index("]")]) for line in out.splitlines() if line.startswith("[")]
+
+
+def test_resume_counts_on_from_the_trials_already_stored(tmp_path: Path) -> None:
+    """The per-trial lines of a resumed run go on from the trials the store already has ([4] after three),
+    not from [1] again: the counter is the trial's number in the run."""
+    plan = tmp_path / "tick.toml"
+    plan.write_text(INTERRUPTING.replace("{count}", str(tmp_path / "count")))
+    first = fairmark_subprocess("run", str(plan), "--no-monitors", "--accept-risk")
+    assert first.returncode != 0, first.stderr  # interrupted
+    assert _counters(first.stderr) == [1, 2, 3], first.stderr
+    shown = json.loads(fairmark_subprocess("show", "last", "--json").stdout)
+    assert shown["run"]["status"] == "interrupted"
+    res = fairmark_subprocess("resume", shown["run"]["id"][:8], "--no-monitors")
+    assert res.returncode == 0, res.stderr
+    assert _counters(res.stderr) == [4, 5, 6, 7, 8], res.stderr

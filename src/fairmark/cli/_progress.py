@@ -50,8 +50,8 @@ class TerminalProgress(RunnerProgress):
         self.policy: RunPolicy | None = None
         self.done = 0
 
-    def started(self, run_id: str, cells: int, policy: RunPolicy) -> None:
-        self.cells, self.policy = cells, policy
+    def started(self, run_id: str, cells: int, policy: RunPolicy, done: int = 0) -> None:
+        self.cells, self.policy, self.done = cells, policy, done  # a resumed run counts on from its trials
         console.note(
             f"run {run_id}: {cells} cell(s), {policy.min_trials}–{policy.max_trials} trials each, "
             f"target CI ±{policy.target_ci_pct:g}% at {policy.confidence:g}%"
@@ -68,8 +68,8 @@ class TerminalProgress(RunnerProgress):
                 transient=True,
             )
             self.bar.start()
-            total = cells * (policy.min_trials + policy.warmup)
-            self.task = self.bar.add_task("starting", total=total)
+            total = max(cells * (policy.min_trials + policy.warmup), done + 1)
+            self.task = self.bar.add_task("starting", total=total, completed=done)
 
     def workload(self, name: str, phase: str) -> None:
         if phase == "setup":

@@ -185,7 +185,7 @@ class Runner:
         for rt in runtimes:
             for cs in rt.cells:
                 cs.id = ids[cs.cell.key]
-        self.progress.started(self.run_id, sum(len(rt.cells) for rt in runtimes), self.policy)
+        self.progress.started(self.run_id, sum(len(rt.cells) for rt in runtimes), self.policy, done=self.seq)
         # What fairmark built so far (plan, modules, snapshot) lives for the whole run: frozen, the collector's
         # full passes between trials no longer walk it again (~5% of a short trial's harness CPU).
         gc.freeze()
