@@ -112,3 +112,53 @@ def test_history_of_a_workload_shows_its_primary_metric_and_names_the_others(
     assert "rate is w's primary metric; also stored: " in out and "`fairmark history w:METRIC`" in out
     code, out, _ = fairmark_cli("history", "w:wall_s", "--json")
     assert {s["metric"] for s in json.loads(out)["series"]} == {"wall_s"}
+
+
+CONSTANT = """title = "constants"
+[run]
+warmup = 0
+min_trials = 6
+max_trials = 6
+[[workload]]
+name = "w"
+command = 'echo "t 0.1"; echo "r 3.3"'
+shell = true
+metrics = [
+  { name = "t", regex = 't ([0-9.]+)', better = "lower", unit = "s" },
+  { name = "r", regex = 'r ([0-9.]+)', better = "higher", unit = "" },
+]
+[[variant]]
+name = "A"
+[[variant]]
+name = "B"
+"""
+
+
+def test_a_constant_metric_is_said_constant_in_every_view(tmp_path: Path, fairmark_cli) -> None:
+    """A metric whose every value is 0.1 (a summed mean of it is 0.10000000000000002): '100 ± 0 ms', no plot
+    over a span of rounding noise and no 'CI achieved ±1.6e-14%' in the terminal, text, Markdown and HTML."""
+    plan = tmp_path / "constant.toml"
+    plan.write_text(CONSTANT)
+    code, run_out, err = fairmark_cli("run", str(plan), "--no-monitors", "--accept-risk")
+    assert code == 0, err
+    html = tmp_path / "r.html"
+    views = {"run": run_out + err, "show": "".join(fairmark_cli("show", "last")[1:])}
+    for kind in ("--text", "--markdown"):
+        views[kind] = fairmark_cli("report", "last", kind)[1]
+    assert fairmark_cli("report", "last", "--html", str(html))[0] == 0
+    views["html"] = html.read_text()
+    for name, text in views.items():
+        assert "100 ± 0" in text, name
+        assert "span is zero width" in text and "|*" not in text and "*|" not in text, name
+        assert "CI achieved ±0%" in text or name in ("show", "--text", "--markdown"), name
+        assert "e-1" not in text and "0.0000" not in text, name
+        assert "the same value in every trial (no variation to test)" in text, name
+
+
+def test_the_mean_of_equal_values_is_that_value() -> None:
+    from fairmark.report.ministat import ascii_plot
+    from fairmark.stats.describe import describe
+
+    s = describe([0.1, 0.1, 0.1])
+    assert (s.mean, s.stddev, s.ci_half_width, s.cv) == (0.1, 0.0, 0.0, 0.0)
+    assert ascii_plot([("a", [0.1] * 3), ("b", [0.1] * 3)]) == ["[no plot, span is zero width]"]

@@ -300,6 +300,15 @@ def test_stop_reason_is_a_planned_length_with_the_interval_achieved():
     assert "CI achieved ±" in s.reason
 
 
+def test_stop_reason_says_a_wide_interval_without_an_exponent():
+    """'CI achieved ±120%', not '±1.2e+02%' (a 4-trial run of a noisy command, seen in a resumed run's lines)."""
+    from fairmark.stats.stopping import group_stop
+
+    values = [0.55, 0.82, 2.0, 0.4]
+    s = group_stop([values, values], confidence=95, target_ci_pct=1.0, min_trials=4, max_trials=4)
+    assert "e+" not in s.reason and "CI achieved ±120%" in s.reason, s.reason
+
+
 # ---- item 8: change points and autocorrelated runs -------------------------------------------------------------------
 
 

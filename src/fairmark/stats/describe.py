@@ -83,6 +83,14 @@ def sample_sd(x: Floats) -> float:
     return scale * math.sqrt(float(np.sum(np.square(dev / scale))) / (x.size - 1))
 
 
+def exact_mean(x: Floats) -> float:
+    """The mean; of equal values exactly that value (a summed mean of 0.1 three times is 0.10000000000000002,
+    which drew a plot and an interval around a constant)."""
+    if x.size and x.min() == x.max():
+        return float(x[0])
+    return float(np.mean(x))
+
+
 def mean_ci(values: Values, confidence: float = 95.0) -> tuple[float, float, float]:
     """(mean, sample standard deviation, half-width of the mean's CI) as `describe` gives them (nan for n < 2),
     without the order statistics: cheap enough for the progress line of every trial."""
@@ -90,7 +98,7 @@ def mean_ci(values: Values, confidence: float = 95.0) -> tuple[float, float, flo
     n = arr.size
     if n == 0:
         raise InputError("no values to describe")
-    mean = float(np.mean(arr))
+    mean = exact_mean(arr)
     sd = sample_sd(arr)
     half = t_quantile(confidence, n - 1) * sd / math.sqrt(n) if n > 1 else math.nan
     return mean, sd, half

@@ -17,7 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairmark.stats.describe import as_array
+from fairmark.stats.describe import as_array, exact_mean, sample_sd
+from fairmark.stats.digits import format_spread
 from fairmark.stats.tdist import t_quantile
 
 MIN_TRIALS = 3  # ministat's floor: no CI is trusted below it
@@ -27,7 +28,7 @@ MAX_IDEAL_N = 100_000
 def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
     """Mean and stddev (n − 1) without a full summary: the stopping rule runs after every round."""
     x = as_array(values)
-    return float(x.mean()), float(x.std(ddof=1))
+    return exact_mean(x), sample_sd(x)  # equal values: exactly their value and no spread
 
 
 def precision_reached(values: Sequence[float], *, confidence: float, target_ci_pct: float) -> bool:
@@ -129,7 +130,9 @@ def _achieved(values: Sequence[Sequence[float]], confidence: float) -> str:
         if mean == 0:
             continue
         widest = max(widest, 100.0 * t_quantile(confidence, len(v) - 1) * sd / math.sqrt(len(v)) / abs(mean))
-    return f"CI achieved ±{widest:.2g}%" if widest >= 0 else "CI achieved: unknown (a mean of 0)"
+    if widest < 0:
+        return "CI achieved: unknown (a mean of 0)"
+    return f"CI achieved ±{format_spread(widest, '%')}"  # two digits, no exponent ('±120%', not '±1.2e+02%')
 
 
 FIRST_STAGE = re.compile(r"from the first (\d+) trials")
