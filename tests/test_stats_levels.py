@@ -73,3 +73,41 @@ def test_a_real_kernel_effect_beyond_the_boot_spread_is_found():
     (j,) = judge([Pair(a, b, units=(ua, ub))])
     assert j.significant and j.comparison.change == "worse" and j.comparison.design == "boots as the unit"
     assert 1.15 < j.comparison.ratio_ci_low < j.comparison.ratio < j.comparison.ratio_ci_high < 1.25
+
+
+def test_one_unit_against_several_with_equal_trials_is_the_exact_pooled_t_on_the_unit_means():
+    """3 runs × 3 trials against one run: the nested model is the pooled t on the 4 unit means (df 2), exact under
+    its model, also when the units happen to agree more than their trials explain (σ_unit² estimated < 0). The
+    estimate cut at 0 with the trials' df gave 6.0% false positives in that design."""
+    from scipy import stats
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        means = 100 * np.exp(0.005 * rng.standard_normal(4))
+        # trials vary more than the units; the single run's no more than the others' (else its own spread counts)
+        spread = np.exp(np.array([[0.03], [0.03], [0.03], [0.01]]) * rng.standard_normal((4, 3)))
+        groups = [m * s for m, s in zip(means, spread, strict=True)]
+        a, ua = [v for g in groups[:3] for v in g], [f"a{i}" for i in range(3) for _ in range(3)]
+        b, ub = list(groups[3]), ["b"] * 3
+        test = unit_test(levels(a, ua, b, ub, "run"), confidence=95)
+        la = np.array([np.log(g).mean() for g in groups[:3]])
+        lb = float(np.log(groups[3]).mean())
+        t = (lb - la.mean()) / (la.std(ddof=1) * math.sqrt(1 + 1 / 3))
+        assert test.p_value == pytest.approx(2 * stats.t.sf(abs(t), 2), rel=1e-6)
+
+
+def test_a_single_unit_with_noisier_trials_is_judged_by_its_own_spread():
+    """`check` of one run whose trials vary 10× more (CV 5%) than the 10 baseline runs' (CV 0.5%): the run's mean
+    varies by its own σ_trial²/m. With σ_trial pooled over both sides 15% of such A/A checks were 'different'."""
+    rng = np.random.default_rng(23)
+    claimed = 0
+    for _ in range(300):
+        a = [
+            100 * (1 + 0.01 * rng.standard_normal()) * (1 + 0.005 * rng.standard_normal(15))
+            for _ in range(10)
+        ]
+        b = 100 * (1 + 0.01 * rng.standard_normal()) * (1 + 0.05 * rng.standard_normal(15))
+        ua = [f"a{i}" for i in range(10) for _ in range(15)]
+        test = unit_test(levels(np.concatenate(a), ua, b, ["b"] * 15, "run"), confidence=95)
+        claimed += test.significant
+    assert claimed <= 0.08 * 300, claimed
