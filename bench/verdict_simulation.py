@@ -192,11 +192,24 @@ def case_run(shape: RunShape, ratio: float = 1.0):
 
 
 def case_compare(
-    n_a: int, n_b: int, *, noise="normal", cv_a=CV, cv_b=CV, ratio=1.0, integer=None, outlier=False
+    n_a: int,
+    n_b: int,
+    *,
+    noise="normal",
+    cv_a=CV,
+    cv_b=CV,
+    ratio=1.0,
+    integer=None,
+    outlier=False,
+    step=False,
 ):
     def one(rng):
         a = (integer or 100.0) * (1 + NOISE[noise](rng, n_a, cv_a))
         b = (integer or 100.0) * ratio * (1 + NOISE[noise](rng, n_b, cv_b))
+        if step:  # both files from one run where a neighbour arrived: the later values of both 15% slower
+            at = int(rng.integers(1, min(n_a, n_b)))
+            a[at:] *= 1.15
+            b[at:] *= 1.15
         if integer:
             a, b = np.round(a), np.round(b)
         if outlier:  # one value of one file 20% off
@@ -207,12 +220,21 @@ def case_compare(
     return one
 
 
-def _run_values(rng, n, offset_sd, trial_cv, factor=1.0, noise="normal", outlier=False):
+def _run_values(
+    rng, n, offset_sd, trial_cv, factor=1.0, noise="normal", outlier=False, step=False, integer=None
+):
     """One run's values: its own offset (σ offset_sd) times trial noise of the given shape; with `outlier` one
-    of its trials 20% slow."""
-    values = 100.0 * factor * (1 + rng.normal(0, offset_sd)) * (1 + NOISE[noise](rng, n, trial_cv))
+    of its trials 20% slow; with `step` every trial from a random one on 15% slower (a neighbour arrives mid-run);
+    with `integer` rounded to integers around that mean."""
+    values = (
+        (integer or 100.0) * factor * (1 + rng.normal(0, offset_sd)) * (1 + NOISE[noise](rng, n, trial_cv))
+    )
     if outlier:
         values[int(rng.integers(0, n))] *= 1.2
+    if step:
+        values[int(rng.integers(1, n)) :] *= 1.15
+    if integer:
+        values = np.round(values)
     return list(values)
 
 
@@ -249,16 +271,23 @@ def case_runs(
     ratio=1.0,
     noise="normal",
     outlier=False,
+    cv_b=None,
+    step=False,
+    integer=None,
 ):
-    """Runs made apart: each run has its own offset (σ run_sd); all in one boot, or each run in its own boot."""
+    """Runs made apart: each run has its own offset (σ run_sd); all in one boot, or each run in its own boot.
+    `cv_b`: side B's trial CV (unequal spreads)."""
 
     def one(rng):
         sides = []
-        for tag, count, n, factor in (("a", runs_a, trials, 1.0), ("b", runs_b, trials_b or trials, ratio)):
+        for tag, count, n, factor, cv in (
+            ("a", runs_a, trials, 1.0, trial_cv),
+            ("b", runs_b, trials_b or trials, ratio, cv_b or trial_cv),
+        ):
             sides.append(
                 [
                     (
-                        _run_values(rng, n, run_sd, trial_cv, factor, noise, outlier),
+                        _run_values(rng, n, run_sd, cv, factor, noise, outlier, step, integer),
                         "boot0" if one_boot else f"boot-{tag}{i}",
                         f"run-{tag}{i}",
                     )
@@ -271,21 +300,32 @@ def case_runs(
 
 
 def case_check(
-    baseline_runs: int, *, run_sd, trial_cv=CV, trials=15, ratio=1.0, noise="normal", outlier=False
+    baseline_runs: int,
+    *,
+    run_sd,
+    trial_cv=CV,
+    trials=15,
+    ratio=1.0,
+    noise="normal",
+    outlier=False,
+    cv_mine=None,
+    step=False,
+    integer=None,
 ):
     """`fairmark check RUN --against tag:…` with `baseline_runs` runs on the same host (verdict.pairs.against_runs,
-    what report.check judges with)."""
+    what report.check judges with). `cv_mine`: the checked run's trial CV (unequal spreads)."""
     from fairmark.verdict.pairs import against_runs
 
     def run_cell(rid, values):
         return cell("A", values, range(len(values)), boots=["boot0"] * len(values), run=rid)
 
     def one(rng):
+        shape = (noise, outlier, step, integer)
         base = [
-            [run_cell(f"base{i}", _run_values(rng, trials, run_sd, trial_cv, 1.0, noise, outlier))]
+            [run_cell(f"base{i}", _run_values(rng, trials, run_sd, trial_cv, 1.0, *shape))]
             for i in range(baseline_runs)
         ]
-        mine = run_cell("mine", _run_values(rng, trials, run_sd, trial_cv, ratio, noise, outlier))
+        mine = run_cell("mine", _run_values(rng, trials, run_sd, cv_mine or trial_cv, ratio, *shape))
         (checked,), _ = against_runs([mine], base, name="mine", confidence=95.0)
         return bool(checked.verdict and checked.verdict.comparison.significant)
 
@@ -343,14 +383,23 @@ def case_coverage(shape: RunShape, ratio: float):
     def one(rng):
         a, b, n = interleaved(rng, shape, ratio)
         c = run_verdict(a, b, n, shape)
-        low, high = c["ratio_ci_low"], c["ratio_ci_high"]
-        return low is not None and high is not None and low <= ratio <= high
+        low, high = c.ratio_ci_low, c.ratio_ci_high  # nan: no interval (never covers)
+        return bool(low <= ratio <= high)
 
     return one
 
 
 def case_history(
-    *, phi=0.0, points=20, sd=0.03, step=0.0, at=12, alpha=0.01, permutations=199, noise="normal"
+    *,
+    phi=0.0,
+    points=20,
+    sd=0.03,
+    step=0.0,
+    at=12,
+    alpha=0.01,
+    permutations=199,
+    noise="normal",
+    outlier=False,
 ):
     from fairmark.report.history import HistoryOptions, change_points
     from fairmark.store.history import Point, Series
@@ -364,6 +413,8 @@ def case_history(
         for i in range(1, points + 50):
             z[i] = phi * z[i - 1] + math.sqrt(1 - phi**2) * e[i]
         means = 100 * (1 + sd * z[50:] + step * (np.arange(points) >= at))
+        if outlier:  # one run 20% slower (a run disturbed throughout): not a change of level
+            means[int(rng.integers(0, points))] *= 1.2
         pts = [Point(f"r{i}", t0 + dt.timedelta(hours=i), 10, float(m), 1.0) for i, m in enumerate(means)]
         found = change_points(Series("h", "w", "wall_s", "s", "lower", pts), opts)
         if step:
@@ -472,6 +523,12 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
         "5 values CV 5% vs 20 values CV 0.5%",
         lambda: case_compare(5, 20, cv_a=0.05, cv_b=0.005),
     ),
+    (
+        "compare",
+        "A/A",
+        "10 vs 10, +15% step in both files",
+        lambda: case_compare(10, 10, step=True),
+    ),
     ("compare", "A/A", "3 vs 3 (--quick), normal CV 2%", lambda: case_compare(3, 3)),
     (
         "compare",
@@ -500,7 +557,31 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
         "1 vs 1 run of 3 trials (--quick), run offset 2%",
         lambda: case_runs(1, 1, run_sd=0.02, trials=3),
     ),
+    (
+        "compare-runs",
+        "A/A",
+        "1 vs 1 run, 20 values CV 0.5% vs 5 values CV 5%",
+        lambda: case_runs(1, 1, run_sd=0.0, trial_cv=0.005, trials=20, trials_b=5, cv_b=0.05),
+    ),
     ("--vs", "A/A", "2 vs 2 runs, one boot, run offset 3%", lambda: case_runs(2, 2, run_sd=0.03)),
+    (
+        "--vs",
+        "A/A",
+        "4 vs 4 runs, trials CV 0.5% vs 5%, offset 1%",
+        lambda: case_runs(4, 4, run_sd=0.01, trial_cv=0.005, cv_b=0.05),
+    ),
+    (
+        "--vs",
+        "A/A",
+        "4 vs 4 runs, +15% step mid-run in every run, offset 1%",
+        lambda: case_runs(4, 4, run_sd=0.01, step=True),
+    ),
+    (
+        "--vs",
+        "A/A",
+        "3 vs 3 runs of 3 integers (--quick, mean 10.4, CV 3%)",
+        lambda: case_runs(3, 3, run_sd=0.02, trial_cv=0.03, trials=3, integer=10.4),
+    ),
     ("--vs", "A/A", "4 vs 4 runs, one boot, run offset 3%", lambda: case_runs(4, 4, run_sd=0.03)),
     (
         "--vs",
@@ -575,6 +656,24 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     ),
     (
         "check",
+        "A/A",
+        "10 baseline runs CV 0.5%, the checked run CV 5%, offset 1%",
+        lambda: case_check(10, run_sd=0.01, trial_cv=0.005, cv_mine=0.05),
+    ),
+    (
+        "check",
+        "A/A",
+        "10 baseline runs, +15% step mid-run in every run, offset 1%",
+        lambda: case_check(10, run_sd=0.01, step=True),
+    ),
+    (
+        "check",
+        "A/A",
+        "3 baseline runs of 3 integers (--quick, mean 10.4, CV 3%)",
+        lambda: case_check(3, run_sd=0.02, trial_cv=0.03, trials=3, integer=10.4),
+    ),
+    (
+        "check",
         "power",
         "3% slower, 10 baseline runs, run offset 0.5%, CV 1.5%",
         lambda: case_check(10, run_sd=0.005, trial_cv=0.015, ratio=1.03),
@@ -634,6 +733,7 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     ("history", "A/A", "20 independent points, α 0.01", lambda: case_history()),
     ("history", "A/A", "20 lognormal points, α 0.01", lambda: case_history(noise="lognormal")),
     ("history", "A/A", "20 t(3) points, α 0.01", lambda: case_history(noise="t3")),
+    ("history", "A/A", "20 points, one of them +20%, α 0.01", lambda: case_history(outlier=True)),
     ("history", "A/A", "20 points AR(1) φ 0.3, α 0.01", lambda: case_history(phi=0.3)),
     ("history", "A/A", "20 points AR(1) φ 0.6, α 0.01", lambda: case_history(phi=0.6)),
     (
