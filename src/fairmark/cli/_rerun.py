@@ -293,7 +293,7 @@ class RerunProgress(TerminalProgress):
         super().__init__()
         self.rerun, self.store, self.run_id = rerun, store, ""
 
-    def started(self, run_id: str, cells: int, policy: RunPolicy) -> None:
+    def started(self, run_id: str, cells: int, policy: RunPolicy, done: int = 0) -> None:
         self.run_id = run_id
         here = self.store.get_run(run_id).env_before
         warnings, notes = environment_lines(self.rerun.run.get("env_before"), here, self.rerun.record)
@@ -301,7 +301,7 @@ class RerunProgress(TerminalProgress):
             console.note(line)
         for line in warnings:
             console.warn(line)
-        super().started(run_id, cells, policy)
+        super().started(run_id, cells, policy, done)
 
 
 def bring_in(rerun: Rerun, store: Any) -> bool:

@@ -309,9 +309,7 @@ def unit_test(lv: Levels, *, confidence: float) -> RatioTest | None:
     )
 
 
-def _nested_parts(
-    ga: list[Floats], gb: list[Floats], log: bool, c: float, confidence: float
-) -> list[Part]:
+def _nested_parts(ga: list[Floats], gb: list[Floats], log: bool, c: float, confidence: float) -> list[Part]:
     """The nested model's test of the difference of the (unweighted) unit means, σ_trial pooled over both sides;
     nothing without a within-unit spread (units of one trial each) or any spread at all. A single unit on a side
     (nothing else judges it: Welch needs two units) whose own trials vary more than the other side's adds that
