@@ -102,8 +102,11 @@ import os, pathlib, signal
 p = pathlib.Path("{count}")
 n = int(p.read_text()) + 1 if p.exists() else 1
 p.write_text(str(n))
+pid = os.getppid()  # fairmark (python -m fairmark), or the launcher it starts trials through
+while b"-m\\0fairmark" not in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes():
+    pid = int(pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 if n == 4:
-    os.kill(os.getppid(), signal.SIGINT)
+    os.kill(pid, signal.SIGINT)
 ''']
 
 [[variant]]
