@@ -1,5 +1,5 @@
-"""`fairmark --version`, `runs` and `doctor` import only what they use (issue 9): the heavy libraries are
-loaded by the commands that need them. Checked on the modules actually loaded, not on a start time."""
+"""`fairmark --version`, `runs`, `doctor` and `history` import only what they use (issues 9, 24): the heavy libraries
+are loaded by the commands that need them. Checked on the modules actually loaded, not on a start time."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def loaded_by(args: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
         (["--version"], set()),
         (["runs"], {"sqlalchemy"}),  # the store is read through SQLAlchemy
         (["doctor", "--json"], set()),
+        (["history", "--help"], set()),
     ],
 )
 def test_light_commands_load_no_heavy_library(args, allowed, tmp_path, monkeypatch) -> None:
@@ -47,3 +48,19 @@ def test_light_commands_load_no_heavy_library(args, allowed, tmp_path, monkeypat
     code, loaded = loaded_by(args, env)
     assert code in (0, 3), code  # doctor exits 3 when it finds an error on this host; still a clean run
     assert set(loaded) <= allowed, f"fairmark {' '.join(args)} imported {sorted(set(loaded) - allowed)}"
+
+
+def test_history_of_a_series_without_a_change_point_loads_no_scipy(tmp_path) -> None:
+    """`history` reads the store (SQLAlchemy), finds change points (numpy) and gives each run's CI from ministat's
+    t table (data): scipy and the plan model are loaded only to size a change point that was found. The fixed
+    store of the golden screens has none in alloc's two series at α = 0.01 (tests/golden/history.80.txt)."""
+    import os
+
+    import screens_store
+
+    store = tmp_path / "screens.db"
+    screens_store.build(store)
+    env = os.environ | {"FAIRMARK_STORE": str(store), "FAIRMARK_STATE_DIR": str(tmp_path / "state")}
+    code, loaded = loaded_by(["history", "alloc", "--json"], env | {"NO_COLOR": "1"})
+    assert code == 0
+    assert set(loaded) <= {"numpy", "sqlalchemy"}, f"fairmark history imported {sorted(loaded)}"

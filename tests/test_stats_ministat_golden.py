@@ -79,3 +79,22 @@ def test_default_median_is_the_median(capsys):
     _, out = run_compare(capsys, ["--json", "s1.dat", "s2.dat"])
     doc = json.loads(out)
     assert doc["datasets"][0]["median"] == 1.5  # 1 1 1 2 2 3; ministat prints 2
+
+
+def test_the_t_table_is_the_rounded_quantiles_with_ministats_typos() -> None:
+    """stats/ministat_table.py is data (so a table lookup loads no scipy): every entry is the two-sided quantile
+    rounded to 3 decimals — the "99.5" column's at 99.8 % — except the six typos ministat prints (df 7–12)."""
+    from scipy import special
+
+    from fairmark.stats.ministat_table import COLUMNS, ROWS
+    from fairmark.stats.tdist import MINISTAT_998_TYPOS, MINISTAT_MAX_DF
+
+    assert len(ROWS) == MINISTAT_MAX_DF + 1
+    for i, row in enumerate(ROWS):
+        df = float("inf") if i == MINISTAT_MAX_DF else i + 1
+        for column, value in zip(COLUMNS, row, strict=True):
+            level = 99.8 if column == 99.5 else column
+            expected = round(float(special.stdtrit(df, 1 - (1 - level / 100) / 2)), 3)
+            if column == 99.5 and df in MINISTAT_998_TYPOS:
+                expected = MINISTAT_998_TYPOS[int(df)]
+            assert value == expected, (df, column)

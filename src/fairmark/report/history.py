@@ -13,7 +13,6 @@ from fairmark.stats.tdist import t_quantile
 from fairmark.store.db import jsonable_row
 from fairmark.store.history import Series, order_by_tag, query_history
 from fairmark.store.records import LEGACY_RSS
-from fairmark.verdict.pairs import judge_shifts
 
 
 @dataclass(frozen=True)
@@ -45,9 +44,15 @@ def change_points(series: Series, opts: HistoryOptions) -> list[dict[str, Any]]:
     start = _start(series, opts)
     means = [p.mean for p in series.points[start:]]
     found = e_divisive(means, alpha=opts.alpha, permutations=opts.permutations)
+    if not found:
+        return []
     bounds = [0, *(c.index for c in found), len(means)]
     segments = [(means[bounds[k] : c.index], means[c.index : bounds[k + 2]]) for k, c in enumerate(found)]
     better: Better = "higher" if series.better == "higher" else "lower"
+    from fairmark.verdict.pairs import (
+        judge_shifts,
+    )  # scipy and the plan model: only when a series has a change
+
     judged = judge_shifts(segments, better=better, unit=series.unit, confidence=opts.confidence)
     return [
         _change_point(series, start + c.index, c.p_value, comp, opts) | {"phi_allowed": c.phi}

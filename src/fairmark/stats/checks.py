@@ -78,8 +78,6 @@ def outlier_indices(values: Sequence[float]) -> list[int]:
 def _lag1(r: Floats) -> tuple[float, float]:
     """Lag-1 autocorrelation of `r` and its one-sided p against independence (normal approximation with the
     exact mean −1/n and variance of the iid case)."""
-    from scipy import special
-
     n = r.size
     c = r - r.mean()
     denom = float(c @ c)
@@ -87,7 +85,8 @@ def _lag1(r: Floats) -> tuple[float, float]:
         return 0.0, 1.0
     r1 = float(c[1:] @ c[:-1]) / denom
     var = (n - 2) ** 2 / (n**2 * (n - 1))
-    return r1, float(special.ndtr(-(r1 + 1.0 / n) / np.sqrt(var)))
+    # the normal tail by erfc (what scipy.special.ndtr computes): `history`'s serial warning loads no scipy
+    return r1, 0.5 * math.erfc((r1 + 1.0 / n) / math.sqrt(2.0 * var))
 
 
 def drift(values: Sequence[float]) -> tuple[float, float] | None:

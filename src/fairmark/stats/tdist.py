@@ -16,22 +16,27 @@ with the ∞ row, α at df 101 is 5.28 % and the verdict could disagree with its
 
 from __future__ import annotations
 
-import functools
 import math
 
-from scipy import special
-
 from fairmark.errors import UsageError
+from fairmark.stats.ministat_table import COLUMNS, ROWS
 
-# scipy.special, not scipy.stats: the same quantile (stats.t.ppf calls it) at a fraction of the import time,
-# and every fairmark command imports this module.
-
-MINISTAT_LEVELS = (80.0, 90.0, 95.0, 98.0, 99.0, 99.5)
+MINISTAT_LEVELS = COLUMNS
 MINISTAT_MAX_DF = 100  # above this ministat uses its ∞ row
 
 # Entries of ministat's "99.5" (really 99.8 %) column that are not the rounded quantile, as the program prints
-# them (recovered from its half-widths on constructed data sets; tests/test_stats_ministat_live.py re-checks).
-_MINISTAT_998_TYPOS = {7: 4.782, 8: 4.499, 9: 4.296, 10: 4.143, 11: 4.024, 12: 3.929}
+# them (recovered from its half-widths on constructed data sets; tests/test_stats_ministat_live.py re-checks);
+# the table (stats/ministat_table.py) holds them, and its test recomputes every other entry.
+MINISTAT_998_TYPOS = {7: 4.782, 8: 4.499, 9: 4.296, 10: 4.143, 11: 4.024, 12: 3.929}
+
+
+def _stdtrit(df: float, p: float) -> float:
+    """The one-sided quantile t with P(T ≤ t) = p. scipy.special, not scipy.stats: the same function
+    (stats.t.ppf calls it) at a third of the import time; imported here, where it is used, so that a command
+    that computes no t (`history --help`, `runs`) never loads scipy (tests/test_cli_imports.py)."""
+    from scipy import special
+
+    return float(special.stdtrit(df, p))
 
 
 def exact_t(confidence: float, df: float) -> float:
@@ -39,25 +44,20 @@ def exact_t(confidence: float, df: float) -> float:
     _check_level(confidence)
     if df <= 0 or math.isnan(df):
         return math.nan
-    return float(special.stdtrit(df, 1.0 - (1.0 - confidence / 100.0) / 2.0))
+    return _stdtrit(df, 1.0 - (1.0 - confidence / 100.0) / 2.0)
 
 
 def ministat_t(column: float, df: int) -> float:
     """The value ministat's table holds for `column` (one of its six labels) and `df`."""
-    return _ministat_row(column, math.inf if df > MINISTAT_MAX_DF else df)  # one ∞ row: one cache entry
+    return _ministat_row(column, math.inf if df > MINISTAT_MAX_DF else df)
 
 
-@functools.cache
 def _ministat_row(column: float, row: float) -> float:
     if column not in MINISTAT_LEVELS:
         raise UsageError(f"ministat has no {column}% column (it has {', '.join(map(str, MINISTAT_LEVELS))})")
     if row < 1:
         return math.nan
-    if column == 99.5:
-        if row in _MINISTAT_998_TYPOS:
-            return _MINISTAT_998_TYPOS[int(row)]
-        column = 99.8  # what the column really holds
-    return round(float(special.stdtrit(row, 1.0 - (1.0 - column / 100.0) / 2.0)), 3)
+    return ROWS[MINISTAT_MAX_DF if row == math.inf else int(row) - 1][MINISTAT_LEVELS.index(column)]
 
 
 def t_quantile(confidence: float, df: float, *, ministat_compat: bool = False) -> float:
