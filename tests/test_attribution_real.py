@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fairmark.report.attribution import attribute
+from fairmark.report.attribution import attribute, attribution_view
 from fairmark.run.hooks import HookContext
 from fairmark.run.monitors import SystemMonitor
 from fairmark.store.records import TrialRecord
@@ -63,3 +63,5 @@ def test_stress_ng_is_system_heavy(stressor, tmp_path):
     assert a.system_pct >= 40, a.sentence
     assert not a.user_bound
     assert os.cpu_count() and a.sentence.startswith(f"stress-ng {stressor}: ")
+    # the terminal report keeps only the part of each series the attribution reads (report.data.MonitorSeries)
+    assert attribute(f"stress-ng {stressor}", [trial], [attribution_view(series)]) == a

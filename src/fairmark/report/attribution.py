@@ -18,7 +18,7 @@ from fairmark.plan.kinds import KERNEL_PATH_KEYS, USER_SPEED_KEYS, given_keys
 from fairmark.store.records import TrialRecord
 
 if TYPE_CHECKING:
-    from fairmark.report.data import RunArtifacts, RunReport
+    from fairmark.report.data import MonitorSeries, RunArtifacts, RunReport
 
 USER_BOUND_PCT = 95.0  # at or above: a kernel change can move at most ~5% of the time
 SYSTEM_HEAVY_PCT = 50.0
@@ -320,7 +320,26 @@ def verdict_caveat(attribution: Attribution | None, kernel_path_change: bool) ->
     )
 
 
-def attribute_cells(report: RunReport, arts: RunArtifacts) -> dict[str, Attribution | None]:
+def attribution_view(series: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a monitor series (run/monitors/base.py) that `attribute` reads: the CPU count, the CPU split
+    and wall time, swapping, the run queue and memory pressure."""
+    totals = series.get("totals") or {}
+    counters = totals.get("counters") or {}
+    return {
+        "ncpu": series.get("ncpu"),
+        "totals": {
+            "cpu_pct": totals.get("cpu_pct"),
+            "wall_s": totals.get("wall_s"),
+            "counters": {k: counters[k] for k in ("swap_in_pages", "swap_out_pages") if k in counters},
+        },
+        "gauges": {"runq": (series.get("gauges") or {}).get("runq", [])},
+        "rates_per_s": {
+            "psi_memory_some_pct": (series.get("rates_per_s") or {}).get("psi_memory_some_pct", [])
+        },
+    }
+
+
+def attribute_cells(report: RunReport, arts: RunArtifacts | MonitorSeries) -> dict[str, Attribution | None]:
     """The attribution of every cell of a run, from its trials and its monitor series."""
     return {c.key: attribute(c.workload, c.trials, arts.data(c.key, "monitor/system")) for c in report.cells}
 

@@ -337,6 +337,26 @@ class RunArtifacts:
         return [a["data"] if a["data"] is not None else a["text"] for a in self.by_cell[cell_key][kind_name]]
 
 
+class MonitorSeries:
+    """The measured trials' monitor series of a run by cell, each cut to what the attribution line reads
+    (`attribution.attribution_view`) as it is read: the terminal report of a 1200-trial run of `true` held every
+    series whole (RunArtifacts) and peaked at 111 MB, 20 MB of it these series (bench/start_memory.py)."""
+
+    def __init__(self, report: RunReport):
+        from fairmark.report.attribution import attribution_view
+
+        measured = {t.id for c in report.cells for t in c.trials if not t.warmup or t.profiled}
+        self.by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for a in report.store.iter_artifacts(report.run.id, "monitor"):
+            if a["name"] == "system" and a["trial_id"] in measured and isinstance(a["data"], dict):
+                self.by_cell[a["cell_key"]].append(attribution_view(a["data"]))
+
+    def data(self, cell_key: str, kind_name: str) -> list[Any]:
+        """As RunArtifacts.data, for "monitor/system" (the only kind it reads)."""
+        assert kind_name == "monitor/system", kind_name
+        return list(self.by_cell.get(cell_key, []))
+
+
 def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
     d: dict[str, Any] = {
         "key": c.key,

@@ -288,9 +288,9 @@ def render(r: RunReport, *, plot_width: int = 74) -> None:
     _header(r)
     _failed(r)
     from fairmark.report.attribution import attribute_cells, verdict_caveats
-    from fairmark.report.data import RunArtifacts
+    from fairmark.report.data import MonitorSeries
 
-    attrs = attribute_cells(r, RunArtifacts(r))
+    attrs = attribute_cells(r, MonitorSeries(r))
     caveats = verdict_caveats(r, attrs)
     for group, cells in r.groups().items():
         console.print()

@@ -548,6 +548,15 @@ class Store:
         with self.engine.connect() as conn:
             return _dicts(conn.execute(q.order_by(S.artifacts.c.id)))
 
+    def iter_artifacts(self, run_id: str, kind: str) -> Iterator[dict[str, Any]]:
+        """The run's artifacts of one kind, one row at a time (a reader that keeps a part of each holds no more)."""
+        q = sa.select(S.artifacts).where(S.artifacts.c.run_id == run_id, S.artifacts.c.kind == kind)
+        with self.engine.connect() as conn:
+            result = conn.execute(q.order_by(S.artifacts.c.id))
+            keys = list(result.keys())
+            for row in result:
+                yield dict(zip(keys, row, strict=True))
+
     # -- bundles ----------------------------------------------------------------------------------------
     def export_rows(self, table: sa.Table, run_id: str) -> list[dict[str, Any]]:
         """Every row of `table` that belongs to the run, as the database holds it, in insertion order where the
