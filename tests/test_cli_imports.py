@@ -53,7 +53,7 @@ def test_light_commands_load_no_heavy_library(args, allowed, tmp_path, monkeypat
 def test_history_of_a_series_without_a_change_point_loads_no_scipy(tmp_path) -> None:
     """`history` reads the store (SQLAlchemy), finds change points (numpy) and gives each run's CI from ministat's
     t table (data): scipy and the plan model are loaded only to size a change point that was found. The fixed
-    store of the golden screens has none in alloc's two series at α = 0.01 (tests/golden/history.80.txt)."""
+    store of the golden screens has none in crypto's two series at α = 0.01 (alloc's has its planted step)."""
     import os
 
     import screens_store
@@ -61,6 +61,6 @@ def test_history_of_a_series_without_a_change_point_loads_no_scipy(tmp_path) -> 
     store = tmp_path / "screens.db"
     screens_store.build(store)
     env = os.environ | {"FAIRMARK_STORE": str(store), "FAIRMARK_STATE_DIR": str(tmp_path / "state")}
-    code, loaded = loaded_by(["history", "alloc", "--json"], env | {"NO_COLOR": "1"})
+    code, loaded = loaded_by(["history", "crypto", "--json"], env | {"NO_COLOR": "1"})
     assert code == 0
     assert set(loaded) <= {"numpy", "sqlalchemy"}, f"fairmark history imported {sorted(loaded)}"

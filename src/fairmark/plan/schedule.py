@@ -9,11 +9,15 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from fairmark.errors import PlanError
 from fairmark.jsonvalue import Scalar
-from fairmark.plan.model import Plan
+
+if (
+    TYPE_CHECKING
+):  # the store's records take Point from here: reading a store loads no pydantic (`fairmark runs`)
+    from fairmark.plan.model import Plan
 
 Point: TypeAlias = tuple[tuple[str, Scalar], ...]  # a cell's sweep point: (parameter, value) pairs, in order
 
