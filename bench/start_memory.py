@@ -13,6 +13,8 @@
 The load average is printed at the start and the end: on this shared VM start times swing with the neighbours.
 
 Run: .venv/bin/python bench/start_memory.py   (the README's Performance section quotes its output)
+     .venv/bin/python bench/start_memory.py --against OTHER/src   also measures the fairmark in OTHER/src (e.g. an
+     older commit's, from `git archive`) alternately in the same run: a change as a ratio on a busy machine
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 FAIRMARK = [sys.executable, "-m", "fairmark"]
 HEAVY = ("scipy", "numpy", "sqlalchemy", "pydantic", "matplotlib", "jinja2", "psycopg")
@@ -70,58 +73,95 @@ def loaded(args: list[str], env: dict[str, str]) -> list[str]:
     return json.loads(res.stderr.strip().splitlines()[-1])["loaded"]
 
 
+def measure(tmp: Path, env: dict[str, str], sides: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """Every figure for each side (its environment over `env`), the sides alternating measurement by measurement."""
+    out: dict[str, Any] = {side: {"rss": {}, "start": {}, "loaded": {}} for side in sides}
+    for label, extra in (
+        ("--json, monitors on", ["--json"]),
+        ("--json, monitors off", ["--json", "--no-monitors"]),
+        ("terminal report, monitors on", []),
+    ):
+        for side, senv in sides.items():
+            run = [*FAIRMARK, "run", str(plan(tmp, BIG_RUN)), *extra]
+            out[side]["rss"][label] = timed(run, env | senv | {"FAIRMARK_STORE": store(tmp, side)})[2]
+    for side, senv in sides.items():
+        for _ in range(3):  # with the three above, a series of six runs for history
+            timed(
+                [*FAIRMARK, "run", str(plan(tmp, 10)), "--json", "--no-monitors"],
+                env | senv | {"FAIRMARK_STORE": store(tmp, side)},
+            )
+    cmds = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "fairmark --version": [*FAIRMARK, "--version"],
+        "fairmark runs": [*FAIRMARK, "runs"],
+        "fairmark history --help": [*FAIRMARK, "history", "--help"],
+        "fairmark history w": [*FAIRMARK, "history", "w"],
+    }
+    for label, argv in cmds.items():
+        got: dict[str, list[tuple[float, float, int]]] = {side: [] for side in sides}
+        for _ in range(STARTS):
+            for side, senv in sides.items():
+                got[side].append(timed(argv, env | senv | {"FAIRMARK_STORE": store(tmp, side)}))
+        for side in sides:
+            g = got[side]
+            out[side]["start"][label] = (
+                statistics.median(x[0] for x in g),
+                statistics.median(x[1] for x in g),
+            )
+            if argv[:3] == FAIRMARK:
+                out[side]["loaded"][label] = loaded(
+                    argv[3:], env | sides[side] | {"FAIRMARK_STORE": store(tmp, side)}
+                )
+    return out
+
+
+def store(tmp: Path, side: str) -> str:
+    """Each side its own store (another fairmark may have another schema)."""
+    return f"sqlite:///{tmp / ('this.db' if side == 'this fairmark' else 'against.db')}"
+
+
+def show(side: str, got: dict[str, Any]) -> None:
+    print(f"== {side}")
+    print(f"start (median of {STARTS}: wall, CPU):")
+    base = got["start"]["python -c pass"][0]
+    goals = {"fairmark --version": 0.1, "fairmark runs": 0.15}
+    for label, (wall, cpu) in got["start"].items():
+        goal = f"; goal < {goals[label]} s, ratio {wall / goals[label]:.2f}" if label in goals else ""
+        print(f"  {label:24s} {wall:6.3f} s wall, {cpu:6.3f} s CPU ({wall / base:.1f}× python -c pass{goal})")
+    print("heavy libraries loaded:")
+    for label, names in got["loaded"].items():
+        print(f"  {label:24s} {', '.join(names) or 'none'}")
+    for label, kib in got["rss"].items():
+        print(
+            f"peak RSS of fairmark during a {BIG_RUN}-trial run of `true`, {label}: {kib / 1024:.0f} MB "
+            f"(goal ≤ 100 MB, ratio {kib / 1024 / 100:.2f})"
+        )
+
+
 def main() -> None:
+    sides: dict[str, dict[str, str]] = {"this fairmark": {}}
+    if sys.argv[1:2] == ["--against"] and len(sys.argv) == 3:
+        sides[sys.argv[2]] = {"PYTHONPATH": str(Path(sys.argv[2]).resolve())}
+    elif sys.argv[1:]:
+        sys.exit("usage: start_memory.py [--against OTHER/src]")
     tmp = Path(tempfile.mkdtemp(prefix="fairmark-bench-"))
     env = os.environ | {
-        "FAIRMARK_STORE": f"sqlite:///{tmp / 'b.db'}",
         "FAIRMARK_LOCK_PATH": str(tmp / "lock"),
         "FAIRMARK_STATE_DIR": str(tmp / "state"),
         "NO_COLOR": "1",
     }
     load = [os.getloadavg()[0]]
     try:
-        rss = {}
-        for label, extra in (
-            ("--json, monitors on", ["--json"]),
-            ("--json, monitors off", ["--json", "--no-monitors"]),
-            ("terminal report, monitors on", []),
-        ):
-            rss[label] = timed([*FAIRMARK, "run", str(plan(tmp, BIG_RUN)), *extra], env)[2]
-        for _ in range(3):  # with the three above, a series of six runs for history
-            timed([*FAIRMARK, "run", str(plan(tmp, 10)), "--json", "--no-monitors"], env)
-        cmds = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "fairmark --version": [*FAIRMARK, "--version"],
-            "fairmark runs": [*FAIRMARK, "runs"],
-            "fairmark history --help": [*FAIRMARK, "history", "--help"],
-            "fairmark history w": [*FAIRMARK, "history", "w"],
-        }
-        start = {}
-        for label, argv in cmds.items():
-            got = [timed(argv, env) for _ in range(STARTS)]
-            start[label] = (statistics.median(g[0] for g in got), statistics.median(g[1] for g in got))
-        libs = {label: loaded(argv[3:], env) for label, argv in cmds.items() if argv[:3] == FAIRMARK}
+        got = measure(tmp, env, sides)
         load.append(os.getloadavg()[0])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"load average (1 min) at start {load[0]:.1f}, at the end {load[1]:.1f}, on {os.cpu_count()} CPUs")
-    print(f"start (median of {STARTS}: wall, CPU):")
-    base = start["python -c pass"][0]
-    goals = {"fairmark --version": 0.1, "fairmark runs": 0.15}
-    for label, (wall, cpu) in start.items():
-        goal = f"; goal < {goals[label]} s, ratio {wall / goals[label]:.2f}" if label in goals else ""
-        print(f"  {label:24s} {wall:6.3f} s wall, {cpu:6.3f} s CPU ({wall / base:.1f}× python -c pass{goal})")
-    print("heavy libraries loaded:")
-    for label, names in libs.items():
-        print(f"  {label:24s} {', '.join(names) or 'none'}")
-    for label, kib in rss.items():
-        print(
-            f"peak RSS of fairmark during a {BIG_RUN}-trial run of `true`, {label}: {kib / 1024:.0f} MB "
-            f"(goal ≤ 100 MB, ratio {kib / 1024 / 100:.2f})"
-        )
+    for side, figures in got.items():
+        show(side, figures)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"(this script's own peak RSS: {own / 1024:.0f} MB)")
-    print(json.dumps({"start_s": start, "loaded": libs, "peak_rss_kib": rss, "load": load}), file=sys.stderr)
+    print(json.dumps({"figures": got, "load": load}), file=sys.stderr)
 
 
 if __name__ == "__main__":
