@@ -49,9 +49,8 @@ def change_points(series: Series, opts: HistoryOptions) -> list[dict[str, Any]]:
     bounds = [0, *(c.index for c in found), len(means)]
     segments = [(means[bounds[k] : c.index], means[c.index : bounds[k + 2]]) for k, c in enumerate(found)]
     better: Better = "higher" if series.better == "higher" else "lower"
-    from fairmark.verdict.pairs import (
-        judge_shifts,
-    )  # scipy and the plan model: only when a series has a change
+    # scipy and the plan model: loaded only when a series has a change to size
+    from fairmark.verdict.pairs import judge_shifts
 
     judged = judge_shifts(segments, better=better, unit=series.unit, confidence=opts.confidence)
     return [
