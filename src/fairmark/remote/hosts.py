@@ -86,6 +86,8 @@ class RemoteHosts:
             self.conns[name] = conn
             hello = conn.connect()
             self.recovered += [f"host {name}: {line}" for line in hello.get("recovered", [])]
+            if hello.get("launcher"):  # no launcher there: its trials record no peak RSS (agent.launcher)
+                self.recovered.append(f"host {name}: max_rss_kib is not measured: {hello['launcher']}")
             self._lock(name, conn)
             self.executors[name] = RemoteExecutor(
                 conn, on_reconnect=lambda n=name: self._reapply(n), monitor_interval_s=self.monitor_interval_s

@@ -23,7 +23,7 @@ from fairmark.run.gate import Gate, VolatileWatch, host_id, hostname
 from fairmark.run.options import Progress, RunOptions, trial_event
 from fairmark.run.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
 from fairmark.run.secrets import Scrubber
-from fairmark.run.stage import sweep_stale_scratch, workload_stage
+from fairmark.run.stage import startup_notes, workload_stage
 from fairmark.run.trial import Contexts, Executor, TrialPath, is_profiler
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState
@@ -89,7 +89,7 @@ class Runner:
 
     def start(self) -> str:
         runtimes = self._runtimes()
-        for line in sweep_stale_scratch():
+        for line in startup_notes():
             self.progress.note(line)
         try:
             if self.remote:
@@ -140,7 +140,7 @@ class Runner:
 
     def resume(self, run_id: str) -> str:
         run = self.store.get_run(run_id)
-        for line in sweep_stale_scratch():
+        for line in startup_notes():
             self.progress.note(line)
         if run.status == "done":
             raise FairmarkError(f"run {run.id} is already complete; nothing to resume")

@@ -108,3 +108,15 @@ def shell_step(
 def sweep_stale_scratch(tmp: str | None = None) -> list[str]:
     """Remove the scratch directories killed fairmark processes left, and stop what runs in them."""
     return scratch.sweep(tmp)
+
+
+def startup_notes() -> list[str]:
+    """What a run says before it starts: the scratch directories killed fairmark processes left (removed, what
+    ran in them stopped), then what their profiled trials left (an empty cgroup, perf's FIFOs); and that this host records
+    no peak RSS when no launcher can be built for it (`fairmark.remote.agent.launcher`)."""
+    from fairmark.remote.agent import launcher
+    from fairmark.run.profiles.base import sweep_stale_profiles
+
+    lines = sweep_stale_scratch() + sweep_stale_profiles()
+    why = launcher()[1]
+    return lines + ([f"max_rss_kib is not measured on this host: {why}"] if why else [])

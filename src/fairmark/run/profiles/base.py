@@ -22,10 +22,12 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from fairmark.errors import FairmarkError
 from fairmark.probe.which import find_tool
@@ -104,12 +106,17 @@ def cgroup_problem() -> str | None:
 JOIN = 'echo $$ > "$0" && exec "$@"'
 
 
+CGROUP_PREFIX = "fairmark-profile-"
+
+
 class TrialCgroup:
-    """A cgroup for one profiled trial, holding its process tree and the workload's servers while it runs."""
+    """A cgroup for one profiled trial, holding its process tree and the workload's servers while it runs. Its
+    name carries the controller's PID: a controller killed mid-trial (kill -9) leaves it, and the next run's
+    `sweep_stale_cgroups` removes it once empty and its owner is gone."""
 
     def __init__(self, root: Path):
         self.root = root
-        self.name = f"fairmark-profile-{uuid.uuid4().hex[:12]}"
+        self.name = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.path = root / self.name
         self.path.mkdir()
         self.v2 = (root / "cgroup.controllers").exists()  # only a v2 hierarchy's root has it
@@ -142,6 +149,57 @@ class TrialCgroup:
             self.path.rmdir()
 
 
+# A cgroup named before it carried its owner's PID (fairmark-profile-HEX): left by a fairmark that died, once it
+# is this old — no profiled trial of a live one keeps an empty cgroup for an hour.
+UNOWNED_AGE_S = 3600.0
+
+
+def sweep_stale_profiles(root: Path | None = None, tmp: Path | None = None) -> list[str]:
+    """Remove what a fairmark killed during a profiled trial left: its trial cgroup (`TrialCgroup`) once empty,
+    and its perf control FIFOs' directory; returns what was removed. A cgroup still holding processes stays
+    (rmdir refuses it); so does anything of a fairmark still running."""
+    from fairmark.run.lock import pid_alive
+
+    removed = []
+    for d in sorted((tmp or Path(tempfile.gettempdir())).glob(PERFCTL_PREFIX + "*")):
+        owner = d.name.removeprefix(PERFCTL_PREFIX).partition("-")[0]
+        if owner.isdigit() and not pid_alive(int(owner)) and _mine(d):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(f"removed {d}, left by fairmark pid {owner} that ended during a profiled trial")
+    return removed + _sweep_cgroups(root if root is not None else cgroup_mount())
+
+
+def _mine(path: Path) -> bool:
+    try:
+        return path.stat().st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
+def _sweep_cgroups(root: Path | None) -> list[str]:
+    from fairmark.run.lock import pid_alive
+
+    try:
+        found = sorted(root.glob(CGROUP_PREFIX + "*")) if root is not None else []
+    except OSError:
+        return []
+    removed = []
+    for d in found:
+        owner, _, rest = d.name.removeprefix(CGROUP_PREFIX).partition("-")
+        try:
+            if rest and owner.isdigit():
+                if pid_alive(int(owner)):
+                    continue
+            elif time.time() - d.stat().st_mtime < UNOWNED_AGE_S:
+                continue
+            d.rmdir()
+        except OSError:
+            continue  # not empty, already gone, or not ours to remove
+        whose = f"fairmark pid {owner}" if rest else "a fairmark"
+        removed.append(f"removed the empty cgroup {d}, left by {whose} that ended during a profiled trial")
+    return removed
+
+
 def _join(cgroup: Path, pid: int) -> bool:
     try:
         (cgroup / "cgroup.procs").write_text(str(pid))
@@ -171,19 +229,41 @@ def scratch_of(trial_dir: str) -> Path | None:
     return next((p for p in (path, *path.parents) if p.name.startswith(PREFIX)), None)
 
 
+PERFCTL_PREFIX = "fairmark-perfctl-"
+
+
+def _ends_with(parent: int) -> Any:
+    """Linux: perf gets SIGINT (it writes its file and exits) when the thread that started it ends — a
+    controller killed with kill -9 mid-trial left `perf record -a` sampling every CPU until someone noticed.
+    The thread is the one running the trial, which outlives perf in every other case."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def arm() -> None:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the controller died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
 class PerfRecorder:
     """One `perf <sub> record -a … -o FILE` per trial (its events filtered to the trial's cgroup as `argv`
     says), enabled through a control FIFO, stopped with SIGINT."""
 
     def __init__(self, base_argv: list[str], out: Path):
         self.out = out
-        self._dir = Path(tempfile.mkdtemp(prefix="fairmark-perfctl-"))
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{PERFCTL_PREFIX}{os.getpid()}-"))
         ctl, ack = self._dir / "ctl", self._dir / "ack"
         os.mkfifo(ctl)
         os.mkfifo(ack)
         argv = [*base_argv, "-a", "-D", "-1", "--control", f"fifo:{ctl},{ack}", "-o", str(out), "-q"]
         self.argv = argv
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_ends_with(os.getpid())
+        )
         # O_RDWR opens a FIFO without waiting for the other end (Linux), so a perf that dies at start-up
         # cannot hang the trial; the "enable" waits in the pipe until perf reads it.
         self._ctl = os.open(ctl, os.O_RDWR)

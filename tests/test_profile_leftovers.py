@@ -1,0 +1,115 @@
+"""A controller killed with kill -9 during a profiled trial (issue 25 leftover a): the trial's cgroup, empty once
+the trial ended, and perf's control FIFOs were left behind, and `perf record -a` went on sampling every CPU. perf
+now ends with the controller, and the next run removes what is left of a fairmark that is gone — never what a
+running one uses."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fairmark.run.profiles.base import CGROUP_PREFIX, PERFCTL_PREFIX, UNOWNED_AGE_S, sweep_stale_profiles
+from helpers import REPO, fairmark_subprocess, wait_until
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_the_sweep_removes_only_what_dead_fairmarks_left_empty(tmp_path: Path) -> None:
+    root, tmp = tmp_path / "cgroup", tmp_path / "tmp"
+    root.mkdir()
+    tmp.mkdir()
+    dead, live = _dead_pid(), os.getpid()
+    stale = root / f"{CGROUP_PREFIX}{dead}-0123456789ab"
+    busy = (
+        root / f"{CGROUP_PREFIX}{dead}-ba9876543210"
+    )  # still holds something: rmdir refuses, as for a cgroup
+    running = root / f"{CGROUP_PREFIX}{live}-0123456789ab"
+    unowned_old, unowned_new = root / f"{CGROUP_PREFIX}00112233aabb", root / f"{CGROUP_PREFIX}aabb00112233"
+    fifos, fifos_live = tmp / f"{PERFCTL_PREFIX}{dead}-x1", tmp / f"{PERFCTL_PREFIX}{live}-x2"
+    for d in (stale, busy, running, unowned_old, unowned_new, fifos, fifos_live):
+        d.mkdir()
+    (busy / "cgroup.procs").write_text("1\n")
+    os.mkfifo(fifos / "ctl")
+    hour_ago = time.time() - UNOWNED_AGE_S - 60
+    os.utime(unowned_old, (hour_ago, hour_ago))
+    lines = sweep_stale_profiles(root, tmp)
+    assert not stale.exists() and not unowned_old.exists() and not fifos.exists()
+    assert busy.exists() and running.exists() and unowned_new.exists() and fifos_live.exists()
+    assert len(lines) == 3 and f"fairmark pid {dead}" in lines[0], lines
+    assert sweep_stale_profiles(root, tmp) == []
+
+
+PLAN = """
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+
+[[workload]]
+name = "profiled-nap"
+shell = true
+# only the profiled trial (its process is in the trial's cgroup) lasts: the window to kill the controller in
+command = "grep -q fairmark-profile /proc/self/cgroup && sleep 2; true"
+"""
+
+
+def test_kill_9_during_a_profiled_trial_leaves_nothing_the_next_run_keeps(tmp_path: Path) -> None:
+    from fairmark.run.profiles import hooks_for
+    from fairmark.run.profiles.base import cgroup_mount
+
+    (hook,) = hooks_for(["cpu"])
+    if hook.unavailable:
+        pytest.skip(hook.unavailable)
+    root = cgroup_mount()
+    assert root is not None
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    args = ["run", str(plan), "--accept-risk", "--no-monitors"]
+    with (tmp_path / "out").open("w") as out:
+        controller = subprocess.Popen(
+            [sys.executable, "-m", "fairmark", *args, "--profile", "cpu"], stdout=out, stderr=out, cwd=REPO
+        )
+    try:
+        mine = f"{CGROUP_PREFIX}{controller.pid}-"
+        perf_running = lambda: _perf_of(mine)  # noqa: E731
+        assert wait_until(lambda: bool(perf_running()), 240), (tmp_path / "out").read_text()
+    finally:
+        controller.send_signal(signal.SIGKILL)
+        controller.wait()
+    (cgroup,) = root.glob(mine + "*")
+    assert wait_until(lambda: not perf_running()), perf_running()  # perf ended with its controller
+    assert wait_until(lambda: (cgroup / "cgroup.procs").read_text() == "")  # the trial ended: empty, left
+    assert cgroup.is_dir()
+    res = fairmark_subprocess("run", str(plan), "--accept-risk", "--no-monitors")
+    assert res.returncode == 0, res.stderr
+    assert not cgroup.exists() and f"removed the empty cgroup {cgroup}" in res.stdout + res.stderr
+    assert not list(Path("/tmp").glob(f"{PERFCTL_PREFIX}{controller.pid}-*"))
+
+
+def _perf_of(cgroup_prefix: str) -> list[int]:
+    """PIDs of perf processes recording the cgroup named with this prefix."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if (
+            argv
+            and argv[0].endswith(b"perf")
+            and state != "Z"
+            and any(cgroup_prefix.encode() in a for a in argv)
+        ):
+            found.append(int(entry.name))
+    return found
