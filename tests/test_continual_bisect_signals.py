@@ -186,3 +186,27 @@ def test_what_a_killed_bisect_left_is_undone_by_the_next(fairmark_cli, tmp_path:
     assert repo_state(repo) == before
     assert not list(own_tmp.glob("fairmark-bisect-*"))
     assert lock_holder() == ""
+
+
+def test_a_temporary_directory_is_removed_only_when_no_bisect_holds_it(own_tmp: Path) -> None:
+    """What tells a running bisect's directory from a dead one's is its flock, which the kernel releases when the
+    process ends, not the PID in its name (a bisect in another PID namespace has a PID that means nothing
+    here): a held directory stays whatever its name says, an unheld one goes, as does one that never got its
+    lock file once the PID in its name is gone."""
+    import fcntl
+
+    from fairmark.bisect.git import ALIVE_FILE, sweep_temporary
+
+    dead = 2**22 + 7  # above pid_max's default: no process has it
+    held, free, bare = (own_tmp / f"fairmark-bisect-{dead}-{k}" for k in ("held", "free", "bare"))
+    for d in (held, free, bare):
+        d.mkdir()
+    (free / ALIVE_FILE).touch()
+    fd = os.open(held / ALIVE_FILE, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert sweep_temporary() == 2
+        assert held.exists() and not free.exists() and not bare.exists()
+    finally:
+        os.close(fd)
+    assert sweep_temporary() == 1 and not held.exists()

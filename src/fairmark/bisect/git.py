@@ -7,11 +7,14 @@ SIGTERM/SIGHUP cuts (run.signals.held): the signal is acted on when git has fini
 outright (kill -9, a machine that lost power) cannot clean up, so it leaves a note in the git directory first
 (OWNER_FILE: its PID, when that process started, its temporary directory); the next bisect of the repository
 finds the note of a process that is gone and undoes what it left — the bisect state, the worktrees, the
-temporary directory — instead of refusing. Temporary directories are named with the PID
-(`fairmark-bisect-PID-…`), so one left by a killed bisect of any repository is removed by the next bisect."""
+temporary directory — instead of refusing. A bisect holds an flock on a file in its temporary directory
+(`fairmark-bisect-PID-…`) for its whole life, released by the kernel however it ends: a directory whose lock
+can be taken belongs to no running bisect (in whatever PID namespace), and the next bisect of any repository
+removes it."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -20,6 +23,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fairmark.errors import UsageError
 from fairmark.run.lock import owner_alive, process_start
@@ -28,6 +32,7 @@ from fairmark.run.signals import held
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
 _ONLY_SKIPPED = "only 'skip'ped commits left"
 OWNER_FILE = "fairmark-bisect.json"  # in the git directory while a fairmark bisect has the repository
+ALIVE_FILE = ".alive"  # in the temporary directory, flock()ed by its bisect while it runs
 TMP_PREFIX = "fairmark-bisect-"
 _TMP_NAME = re.compile(re.escape(TMP_PREFIX) + r"(\d+)-")
 
@@ -52,6 +57,7 @@ class Repo:
         self.top = Path(top)
         self._worktrees: list[Path] = []
         self._tmp: Path | None = None
+        self._alive: int | None = None  # the flock()ed file of the temporary directory
         self._bisecting = False
 
     # -- plumbing ---------------------------------------------------------------------------------------------
@@ -99,6 +105,8 @@ class Repo:
                     f"a git bisect is already in progress in {self.top}", hint="`git bisect reset` ends it"
                 )
             self._tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
+            self._alive = os.open(self._tmp / ALIVE_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self._alive, fcntl.LOCK_EX)
             owner = {"pid": os.getpid(), "start": process_start(os.getpid()), "tmp": str(self._tmp)}
             self.git_path(OWNER_FILE).write_text(json.dumps(owner))
         return done
@@ -111,7 +119,7 @@ class Repo:
             owner = None
         except (OSError, ValueError):
             owner = {}  # a note cut short by the kill: its process is gone
-        if owner and owner_alive(int(owner.get("pid", 0)), owner.get("start")):
+        if owner and _running(Path(owner.get("tmp") or "/nonexistent"), owner):
             raise GitError(
                 f"another fairmark bisect (PID {owner['pid']}) is running in {self.top}",
                 hint="wait for it to end; a bisect runs one at a time in a repository",
@@ -136,7 +144,8 @@ class Repo:
         """Remove the worktrees of bisects that are gone (under a `fairmark-bisect-PID-…` directory)."""
         out = self._git("worktree", "list", "--porcelain", check=False)
         paths = [Path(line[9:]) for line in out.splitlines() if line.startswith("worktree ")]
-        orphans = [p for p in paths if (pid := _tmp_pid(p)) is not None and not owner_alive(pid, None)]
+        linked = [p for p in paths if p.resolve() != self.top.resolve()]  # never the repository's own tree
+        orphans = [p for p in linked if (tmp := _tmp_dir(p)) is not None and not _running(tmp)]
         for path in orphans:
             self._git("worktree", "remove", "--force", "--force", str(path), check=False)
             shutil.rmtree(path, ignore_errors=True)
@@ -220,24 +229,47 @@ class Repo:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
             self.git_path(OWNER_FILE).unlink(missing_ok=True)
+        if self._alive is not None:
+            os.close(self._alive)  # the flock goes with it
+            self._alive = None
         return problems
 
 
-def _tmp_pid(path: Path) -> int | None:
-    """The PID in the name of the `fairmark-bisect-PID-…` directory `path` is in (None: not in one)."""
-    for part in path.parts:
-        m = _TMP_NAME.match(part)
-        if m:
-            return int(m.group(1))
+def _tmp_dir(path: Path) -> Path | None:
+    """The `fairmark-bisect-PID-…` directory `path` is in (None: not in one)."""
+    for parent in (path, *path.parents):
+        if _TMP_NAME.match(parent.name):
+            return parent
     return None
+
+
+def _running(tmp: Path, owner: dict[str, Any] | None = None) -> bool:
+    """Whether the bisect of temporary directory `tmp` still runs: it holds the flock of tmp/ALIVE_FILE for its
+    whole life. Without that file (gone, or the bisect was killed before making it) its PID (and start time, from
+    the git directory's note) tells."""
+    try:
+        fd = os.open(tmp / ALIVE_FILE, os.O_RDONLY)
+    except FileNotFoundError:
+        pid = owner.get("pid") if owner else None
+        m = _TMP_NAME.match(tmp.name)
+        pid = pid or (int(m.group(1)) if m else 0)
+        return bool(pid) and owner_alive(int(pid), owner.get("start") if owner else None)
+    except OSError:
+        return True  # cannot tell: leave it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # a lock taken here goes with it
+    return False
 
 
 def sweep_temporary() -> int:
     """Remove the temporary directories of fairmark bisects that are gone (any repository's); how many."""
     n = 0
     for path in Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*-*"):
-        pid = _tmp_pid(path)
-        if pid is not None and path.is_dir() and not owner_alive(pid, None):
+        if _TMP_NAME.match(path.name) and path.is_dir() and not _running(path):
             shutil.rmtree(path, ignore_errors=True)
             n += not path.exists()
     return n
