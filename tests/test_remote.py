@@ -110,7 +110,7 @@ def test_aa_over_two_hosts(tmp_path: Path, net: nethosts.NetHosts, fairmark_cli)
     assert rounds == sorted(rounds) and all(
         {t["host"] for t in by_seq if t["round"] == r} == {"h1", "h2"} for r in set(rounds)
     )
-    from fairmark.remote.report import host_diff
+    from fairmark.report.hosts import host_diff
     from fairmark.store.db import Store
 
     store = Store.open(os.environ["FAIRMARK_STORE"])

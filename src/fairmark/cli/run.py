@@ -95,7 +95,7 @@ def _execute(
         run_id = runner.resume(resume) if resume else runner.start()
     _finish(store, run_id, fail_on_regression, runner.verdicts)
     if runner.remote and not console.json_mode:
-        from fairmark.remote.report import print_host_diff
+        from fairmark.report.hosts import print_host_diff
 
         print_host_diff(store, run_id)
 

@@ -94,7 +94,7 @@ def show(run_ref: str, width: int) -> None:
     if (
         len((report.run.options or {}).get("hosts") or {}) > 1
     ):  # hosts as variants: how their environments differ
-        from fairmark.remote.report import print_host_diff
+        from fairmark.report.hosts import print_host_diff
 
         print_host_diff(open_store(), report.run.id)
 

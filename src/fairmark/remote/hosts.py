@@ -206,7 +206,7 @@ def gate_hosts(runner: Any, runtimes: list[Any]) -> tuple[dict[str, Any], list[d
     """The doctor's gate for a run on hosts: each host's snapshot judged, hardware differences between hosts
     refused unless the plan declares them. Returns (the run's env_before, findings tagged with their host)."""
     from fairmark.probe import diagnose
-    from fairmark.remote.probe import hardware_differences
+    from fairmark.probe.hosts import hardware_differences
     from fairmark.run.variants.basic import intended_env
 
     remote: RemoteHosts = runner.remote
@@ -246,7 +246,7 @@ def gate_hosts(runner: Any, runtimes: list[Any]) -> tuple[dict[str, Any], list[d
 
 def _software_findings(hosts: dict[str, dict[str, Any]], declared: list[str]) -> list[dict[str, Any]]:
     """A warning for each undeclared OS or kernel difference between the hosts: the verdict would be about it."""
-    from fairmark.remote.probe import software_differences
+    from fairmark.probe.hosts import software_differences
 
     return [
         {

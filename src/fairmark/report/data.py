@@ -305,7 +305,7 @@ def _stability(r: RunReport) -> dict[str, Any]:
 
 def _hosts(r: RunReport) -> dict[str, Any]:
     """Runs on hosts: the hosts, where each cell ran, how the hosts' environments differ."""
-    from fairmark.remote.report import hosts_json
+    from fairmark.report.hosts import hosts_json
 
     return hosts_json(r)
 

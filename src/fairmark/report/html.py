@@ -460,7 +460,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
 
 
 def host_lines(report: RunReport) -> list[str]:
-    from fairmark.remote.report import host_lines
+    from fairmark.report.hosts import host_lines
 
     return host_lines(report)
 

@@ -220,7 +220,7 @@ def _failed(w: Writer, report: RunReport) -> None:
 
 
 def _hosts(w: Writer, report: RunReport) -> None:
-    from fairmark.remote.report import host_lines
+    from fairmark.report.hosts import host_lines
 
     lines = host_lines(report)
     if lines:

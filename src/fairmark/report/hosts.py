@@ -16,7 +16,7 @@ def host_diff(store: Any, run_id: str) -> list[dict[str, Any]]:
     """Differences between the environment snapshots of the run's hosts (the first host against each other),
     each with `declared`: whether the plan's `declare` names it as the point of the comparison."""
     from fairmark.probe.diff import diff_snapshots
-    from fairmark.remote.probe import declare_word
+    from fairmark.probe.hosts import declare_word
 
     snaps = {a["name"]: a["data"] for a in store.artifacts(run_id, kind="env.host")}
     names = list(snaps)
