@@ -357,10 +357,14 @@ class Tunables:
 # a small one. So every trial starts through this launcher, a small static C program: it vforks the command
 # (nothing runs between vfork and exec; the command's mark starts at the launcher's ~0.5 MB, not at
 # fairmark's), waits for it and writes the command's own wait status, clock and rusage to a descriptor
-# fairmark reads. FreeBSD samples ru_maxrss at statclock ticks from the running process's resident count and
-# keeps it across execve as well; a trial started from the launcher is measured there as /usr/bin/time -l
-# measures it. A host where the launcher cannot be built (no C compiler) records no peak RSS at all: a
-# number known to include fairmark's own memory is not recorded (`launcher()` says why).
+# fairmark reads. FreeBSD (not testable here: no FreeBSD host) keeps ru_maxrss across execve too, but samples it:
+# statclock() raises the running thread's ru_maxrss to its vmspace's resident count at each stat tick (stathz,
+# ~128 Hz), and wait4 gives the largest over the reaped tree (ruadd). A vfork child shares its parent's vmspace
+# until exec, so one tick there would record the parent's memory: started from the launcher it is the launcher's
+# few hundred KiB, and the command is measured as `/usr/bin/time -l` measures it — including a peak missed, or a
+# 0 recorded, for a command shorter than a tick. The same C source builds with FreeBSD's base cc (clang). A host
+# where the launcher cannot be built (no C compiler) records no peak RSS at all: a number known to include
+# fairmark's own memory is not recorded (`launcher()` says why, and a run says so at its start).
 RSS_METHOD = "launcher"  # Measured.max_rss_method of a peak measured this way; None: fairmark's own included
 LAUNCHER_C = r"""
 /* fairmark's trial launcher (fairmark.remote.agent.LAUNCHER_C): launcher REPORT_FD COMMAND [ARG...]
