@@ -211,7 +211,7 @@ class RunReport:
         ]
         about += [
             f"fairmark {r['fairmark_version']}" if r.get("fairmark_version") else "",
-            str(r.get("started_at") or "")[:19],
+            f"started {str(r['started_at'])[:19].replace('T', ' ')}" if r.get("started_at") else "",
         ]
         facts = ", ".join(a for a in about if a)
         return (

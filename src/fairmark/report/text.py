@@ -266,6 +266,10 @@ def _reproduce(w: Writer, report: RunReport) -> None:
     w.para("command line:")
     w.block(_fold(["  " + run.command_line], w.md))
     w.para(
+        f"elsewhere, from its bundle: `fairmark export {run.id[:8]}`, then `fairmark run fairmark-{run.id}.json` "
+        f"(this plan text, seed and scale), then `fairmark compare-runs {run.id[:8]} last`"
+    )
+    w.para(
         "plan:"
         if w.md
         else f"plan (a line longer than {WIDTH} columns goes on after {FOLD.strip()} on the next):"
