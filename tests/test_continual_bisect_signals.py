@@ -78,7 +78,11 @@ def start_bisect(tmp_path: Path, repo: Path, own: Path, *extra: str, env: dict[s
     argv += ["--repo", str(repo), "--build", BUILD, "--accept-risk", *extra]
     log = (tmp_path / "bisect.log").open("w")
     env = os.environ | {"TMPDIR": str(own), "MARKS": str(tmp_path / "marks"), "NO_COLOR": "1"} | (env or {})
-    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env), log
+    # a session of its own: a signal to its process group reaches it and its children, never this test
+    proc = subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
+    )
+    return proc, log
 
 
 def marker(tmp_path: Path, prefix: str) -> bool:
@@ -108,19 +112,26 @@ PHASES = {  # phase → (the marker it is found by, the bisect's extra environme
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize(
-    ("phase", "sig"),
+    ("phase", "sig", "group"),
     [
-        pytest.param(phase, sig, id=f"{phase.replace(' ', '-')}-{sig.name}")
-        for phase, sig in [
-            ("build", signal.SIGTERM),
-            ("trials", signal.SIGTERM),
-            ("between steps", signal.SIGTERM),
-            ("trials", signal.SIGHUP),
+        pytest.param(
+            phase, sig, group, id=f"{phase.replace(' ', '-')}-{sig.name}" + ("-group" if group else "")
+        )
+        for phase, sig, group in [
+            ("build", signal.SIGTERM, False),
+            ("trials", signal.SIGTERM, False),
+            ("between steps", signal.SIGTERM, False),
+            ("trials", signal.SIGHUP, False),
+            (
+                "between steps",
+                signal.SIGTERM,
+                True,
+            ),  # to the process group, as some CI runners send it: git too
         ]
     ],
 )
 def test_a_signal_at_any_phase_leaves_the_repository_as_it_was(
-    tmp_path: Path, own_tmp: Path, phase: str, sig: signal.Signals
+    tmp_path: Path, own_tmp: Path, phase: str, sig: signal.Signals, group: bool
 ) -> None:
     repo = tmp_path / "repo"
     make_repo(repo, 1.15)
@@ -134,7 +145,10 @@ def test_a_signal_at_any_phase_leaves_the_repository_as_it_was(
         state = repo_state(repo)
         if phase != "between steps":  # mid-step: the bisect is in progress with the ends' and the candidate's
             assert state["bisect"] and len(state["worktrees"].split("\n\n")) == 4, state
-        proc.send_signal(sig)
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
         code = proc.wait(timeout=300)
     finally:
         if proc.poll() is None:

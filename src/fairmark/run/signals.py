@@ -9,8 +9,9 @@ ignored on purpose, as `nohup` ignores SIGHUP, stays ignored). The first signal 
 that the process is ending, so that a second SIGTERM cannot cut the clean-up the first one started.
 
 `held()` marks a section that must not be cut half-way — git writing its bisect state, a worktree being
-registered, a clean-up: a signal arriving inside is raised when the section ends (dropped when the section ends
-with an exception already on its way out).
+registered, a clean-up: a signal arriving inside is raised when the section ends, also in place of an exception
+the section ends with (a signal sent to the whole process group ends the git inside too, and its failure is the
+signal's doing); a clean-up already under way for an earlier signal just goes on.
 """
 
 from __future__ import annotations
@@ -82,5 +83,5 @@ class held:  # lower case: used as `with held():`, like contextlib's context man
         if _State.depth or _State.pending is None:
             return
         signum, _State.pending = _State.pending, None
-        if exc_type is None and not _State.ending:
+        if not _State.ending:
             _raise(signum)
