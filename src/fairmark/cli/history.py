@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -11,6 +12,9 @@ from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
 from fairmark.errors import InputError
+
+if TYPE_CHECKING:
+    from fairmark.store.db import Store
 
 
 @click.command()
@@ -79,7 +83,7 @@ def history(
         )
 
 
-def _all_left_out(store: object, workload: str, metric: str, host: str | None, tags: dict | None) -> str:
+def _all_left_out(store: Store, workload: str, metric: str, host: str | None, tags: dict | None) -> str:
     """Why a max_rss_kib history is empty when every stored run of it recorded fairmark's own memory."""
     from fairmark.store.history import RSS_METRIC, legacy_rss_runs
     from fairmark.store.records import LEGACY_RSS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -10,6 +10,9 @@ from rich.markup import escape
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console
+
+if TYPE_CHECKING:
+    from fairmark.store.records import RunListing
 
 
 @click.command()
@@ -37,7 +40,7 @@ def runs(limit: int, host: str | None, tag_items: tuple[str, ...]) -> None:
             console.text(f"{indent}tags: {tags}")
 
 
-def _run_line(r: dict[str, Any], status_w: int) -> str:
+def _run_line(r: RunListing, status_w: int) -> str:
     """id, start, status, trials, cells, and where it ran: one line of fixed columns per run."""
     trials = f"{r['trials_ok']}/{r['trials']} trials ok"
     where = f"hosts {','.join(r['hosts'])}" if r["hosts"] else ""
@@ -60,7 +63,7 @@ def short_tag(value: str) -> str:
     return value[:12] if len(value) == 40 and all(ch in "0123456789abcdef" for ch in value) else value
 
 
-def _runs(limit: int, host: str | None, tags: dict[str, str]) -> tuple[str, list[dict[str, Any]]]:
+def _runs(limit: int, host: str | None, tags: dict[str, str]) -> tuple[str, list[RunListing]]:
     """The store's URL and its runs: an SQLite store of this schema without SQLAlchemy (store/quick.py, a
     quarter of a second less), anything else through the full store."""
     from fairmark.store.base import normalize_url

@@ -7,7 +7,6 @@ instead of keeping their own lists of keys."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from fairmark.plan.model import SystemChanges, VariantKind
 
@@ -28,16 +27,13 @@ REMOTE_KEYS = tuple(k for k, kind in VARIANT_KINDS.items() if kind.remote)
 
 
 def given_keys(
-    definition: Mapping[str, Any], tuning: Mapping[str, Mapping[str, Any]] | None = None
+    definition: Mapping[str, object], tuning: Mapping[str, Mapping[str, object]] | None = None
 ) -> set[str]:
     """The kinds a stored variant definition changes, its [tuning.NAME] set's included (a value such as
     None, {}, "" or False changes nothing)."""
     keys = {k for k, v in definition.items() if v not in (None, {}, [], "", False)}
-    if "tuning" in keys:
-        keys |= {
-            k
-            for k, v in (tuning or {}).get(definition["tuning"], {}).items()
-            if v not in (None, {}, [], "", False)
-        }
+    name = definition.get("tuning")
+    if "tuning" in keys and isinstance(name, str):
+        keys |= {k for k, v in (tuning or {}).get(name, {}).items() if v not in (None, {}, [], "", False)}
         keys.discard("tuning")
     return keys & set(VARIANT_KINDS)

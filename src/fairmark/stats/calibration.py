@@ -5,8 +5,20 @@ plan detects with 80% power here (the median of the runs' minimum detectable eff
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypedDict
+
+
+class Calibration(TypedDict):
+    """What K A/A runs of a workload say about this machine (stored per host, group and metric)."""
+
+    runs: int
+    false_positives: int
+    false_positive_rate: float  # nan without runs
+    false_positive_ci: list[float]  # Clopper-Pearson, [low, high]
+    alpha: float
+    mde_percent: float | None  # the median of the runs' minimum detectable effects
+    trials_per_side: list[int] | None  # the fewest and the most
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -19,14 +31,14 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return low, high
 
 
-def summarize(aa: Sequence[dict[str, Any]], *, confidence: float) -> dict[str, Any]:
+def summarize(aa: Sequence[Mapping[str, object]], *, confidence: float) -> Calibration:
     """`aa`: one A/A comparison per run (`Comparison.to_dict()` or the stored verdict data). A false positive is
     a run whose verdict called the identical twin different."""
     k = sum(1 for c in aa if c["significant"])
     n = len(aa)
     low, high = clopper_pearson(k, n) if n else (math.nan, math.nan)
-    mdes = sorted(c["mde_percent"] for c in aa if c.get("mde_percent") is not None)
-    trials = sorted(min(c["n_baseline"], c["n_other"]) for c in aa)
+    mdes = sorted(m for c in aa if isinstance(m := c.get("mde_percent"), int | float))
+    trials = sorted(min(_count(c, "n_baseline"), _count(c, "n_other")) for c in aa)
     return {
         "runs": n,
         "false_positives": k,
@@ -36,3 +48,9 @@ def summarize(aa: Sequence[dict[str, Any]], *, confidence: float) -> dict[str, A
         "mde_percent": mdes[len(mdes) // 2] if mdes else None,
         "trials_per_side": [trials[0], trials[-1]] if trials else None,
     }
+
+
+def _count(comparison: Mapping[str, object], key: str) -> int:
+    value = comparison[key]
+    assert isinstance(value, int), f"{key}: {value!r}"  # a comparison's sample size
+    return value

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 
+from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats
 
 RESAMPLES = 4000
@@ -34,8 +34,9 @@ class SpreadVerdict:
         f"Brown–Forsythe (Levene, median-centred); CV ratio CI: percentile bootstrap, {RESAMPLES} resamples"
     )
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = asdict(self)
+        return out
 
 
 def _cv(x: Floats, axis: int = -1) -> Floats:

@@ -13,24 +13,37 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
 from fairmark.errors import InputError, StoreError, StoreFailed
 from fairmark.store import schema as S
 from fairmark.store.base import normalize_url as normalize_url  # where callers have imported it from
-from fairmark.store.definitions import legacy_definitions, legacy_tuning
-from fairmark.store.records import CellRecord, JSONValue, Sample, TrialRecord
+from fairmark.store.definitions import Definitions, legacy_definitions, legacy_tuning
+from fairmark.store.records import (
+    ArtifactRow,
+    CellRecord,
+    FindingRow,
+    JSONObject,
+    JSONValue,
+    RunListing,
+    RunOptions,
+    Sample,
+    TrialRecord,
+)
 
 if TYPE_CHECKING:
-    from fairmark.store.lean import SqliteInserts
+    from sqlalchemy.engine.interfaces import DBAPIConnection, ExceptionContext
+    from sqlalchemy.pool import ConnectionPoolEntry
+
+    from fairmark.store.lean import Row, SqliteInserts
 
 
 _FLOAT = "__float__"  # {"__float__": "nan"}: a non-finite float inside a PostgreSQL JSON value
 
 
-def _encode_floats(obj: Any) -> Any:
+def _encode_floats(obj: object) -> object:
     if isinstance(obj, float) and not math.isfinite(obj):
         return {_FLOAT: repr(obj)}
     if isinstance(obj, dict):
@@ -40,14 +53,19 @@ def _encode_floats(obj: Any) -> Any:
     return obj
 
 
-def pg_json_dumps(obj: Any) -> str:
+def pg_json_dumps(obj: object) -> str:
     """PostgreSQL's json type refuses NaN and Infinity (a verdict's undefined CI bound is NaN): they are stored
     as {"__float__": "nan"} and read back as floats, so both stores give readers the same values."""
     return json.dumps(_encode_floats(obj), allow_nan=False)
 
 
-def pg_json_loads(text: str | bytes) -> Any:
-    return json.loads(text, object_hook=lambda d: float(d[_FLOAT]) if d.keys() == {_FLOAT} else d)
+def pg_json_loads(text: str | bytes) -> JSONValue:
+    value: JSONValue = json.loads(text, object_hook=_decode_float)
+    return value
+
+
+def _decode_float(d: dict[str, JSONValue]) -> JSONValue:
+    return float(str(d[_FLOAT])) if d.keys() == {_FLOAT} else d
 
 
 SYNC_MODES = ("normal", "full")
@@ -102,14 +120,14 @@ def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _dicts(result: sa.CursorResult[Any]) -> list[dict[str, Any]]:
+def _dicts(result: sa.CursorResult[*tuple[object, ...]]) -> list[dict[str, object]]:
     """The rows as dicts: the column names once, zipped with each row (a third faster than `.mappings()`, which
     builds a mapping object per row; a report reads every sample of a run)."""
     keys = list(result.keys())
     return [dict(zip(keys, row, strict=True)) for row in result]
 
 
-def jsonable_row(row: dict[str, Any]) -> dict[str, Any]:
+def jsonable_row(row: Mapping[str, object]) -> dict[str, object]:
     """A store row with its timestamps as ISO 8601 text (JSON has no datetime), everything else as is."""
     return {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in row.items()}
 
@@ -130,36 +148,36 @@ class RunRecord:
     command_line: str
     fairmark_version: str
     accept_risk: bool
-    options: dict[str, Any]
-    env_before: dict[str, Any] | None
-    env_after: dict[str, Any] | None
-    notes: list[Any]
+    options: RunOptions
+    env_before: JSONObject | None  # the environment snapshot (probe/) before the first trial
+    env_after: JSONObject | None
+    notes: list[JSONValue]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return jsonable_row(vars(self))
 
     @property
     def baseline(self) -> str:
         """The baseline variant the run resolved ("" when unknown: the first variant of each group)."""
-        return str(self._definitions().get("baseline") or "")
+        return self._definitions().get("baseline") or ""
 
     @property
-    def variant_definitions(self) -> dict[str, dict[str, Any]]:
+    def variant_definitions(self) -> dict[str, JSONObject]:
         """Each variant's definition as the run resolved it (name → the plan model's fields)."""
         return dict(self._definitions().get("variants") or {})
 
     @property
-    def tuning_sets(self) -> dict[str, dict[str, Any]]:
+    def tuning_sets(self) -> dict[str, JSONObject]:
         """The plan's [tuning.NAME] sets as the run stored them (a variant's definition names its set)."""
-        opts = self.options or {}
+        opts: RunOptions = self.options or {}
         if "tuning" in opts:
             return dict(opts["tuning"] or {})
         return legacy_tuning(self.plan_text)
 
-    def _definitions(self) -> dict[str, Any]:
-        opts = self.options or {}
+    def _definitions(self) -> Definitions:
+        opts: RunOptions = self.options or {}
         if "baseline" in opts and "variants" in opts:
-            return opts
+            return {"baseline": opts["baseline"], "variants": opts["variants"]}
         return legacy_definitions(self.plan_text, self.plan_path)
 
 
@@ -175,7 +193,7 @@ class Store:
     @classmethod
     def open(cls, url: str | None = None) -> Store:
         url = normalize_url(url)
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, object] = {}
         if url.startswith("sqlite"):
             path = url.split("///", 1)[1] if "///" in url else ""
             if path and path != ":memory:":
@@ -192,7 +210,7 @@ class Store:
             sync = sqlite_sync()
 
             @sa.event.listens_for(engine, "connect")
-            def _pragmas(dbapi_conn: Any, _: Any) -> None:
+            def _pragmas(dbapi_conn: DBAPIConnection, _: ConnectionPoolEntry) -> None:
                 cur = dbapi_conn.cursor()
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute(f"PRAGMA synchronous={sync}")
@@ -201,7 +219,7 @@ class Store:
                 cur.close()
 
             @sa.event.listens_for(engine, "handle_error")
-            def _failed(ctx: Any) -> None:
+            def _failed(ctx: ExceptionContext) -> None:
                 failure = sqlite_failure(url, ctx.original_exception)
                 if failure is not None:
                     raise failure
@@ -209,7 +227,7 @@ class Store:
         else:
 
             @sa.event.listens_for(engine, "handle_error")
-            def _lost(ctx: Any) -> None:
+            def _lost(ctx: ExceptionContext) -> None:
                 # a pre-ping failing, or a connect refused, is retried by _connect; this is a connection
                 # lost in the middle of a statement or commit
                 if ctx.is_disconnect and not ctx.is_pre_ping and ctx.connection is not None:
@@ -293,13 +311,19 @@ class Store:
             )
 
     # -- runs -------------------------------------------------------------------------------------------
-    def create_run(self, **values: Any) -> str:
-        run_id = values.pop("id", None) or str(uuid.uuid4())
-        tags: dict[str, str] = values.pop("tags", None) or {}
+    def create_run(
+        self,
+        *,
+        id: str | None = None,
+        started_at: dt.datetime | None = None,
+        tags: Mapping[str, str] | None = None,
+        **values: object,
+    ) -> str:
+        """A new run; `values`: the runs table's other columns (store/schema.py), its defaults for those left out."""
+        run_id = id or str(uuid.uuid4())
+        tags = tags or {}
         with self._begin() as conn:
-            conn.execute(
-                sa.insert(S.runs).values(id=run_id, started_at=values.pop("started_at", now()), **values)
-            )
+            conn.execute(sa.insert(S.runs).values(id=run_id, started_at=started_at or now(), **values))
             if tags:  # in the same transaction: a run is never seen without its tags
                 conn.execute(
                     sa.insert(S.run_tags), [{"run_id": run_id, "key": k, "value": v} for k, v in tags.items()]
@@ -346,7 +370,7 @@ class Store:
         with self.engine.connect() as conn:
             return list(conn.scalars(q.order_by(S.runs.c.started_at.desc()).limit(last)))
 
-    def update_run(self, run_id: str, **values: Any) -> None:
+    def update_run(self, run_id: str, **values: object) -> None:
         with self._begin() as conn:
             conn.execute(sa.update(S.runs).where(S.runs.c.id == run_id).values(**values))
 
@@ -368,7 +392,7 @@ class Store:
 
     def list_runs(
         self, limit: int = 50, *, host: str | None = None, tags: dict[str, str] | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[RunListing]:
         """Newest first; `host`: only runs that ran trials on that [hosts.NAME] (options.hosts); `tags`: only
         runs carrying all of them."""
         t, c = S.trials, S.cells
@@ -398,11 +422,26 @@ class Store:
         if tags:
             q = q.where(S.runs.c.id.in_(self.tagged(tags)))
         with self.engine.connect() as conn:
-            rows = _dicts(conn.execute(q))
-        all_tags = self.tags([r["id"] for r in rows])
-        for r in rows:
-            r["hosts"] = sorted((r.pop("options") or {}).get("hosts") or {})
-            r["tags"] = all_tags[r["id"]]
+            found = conn.execute(q).all()
+        all_tags = self.tags([r.id for r in found])
+        rows = [
+            RunListing(
+                id=r.id,
+                title=r.title,
+                plan_path=r.plan_path,
+                started_at=r.started_at,
+                ended_at=r.ended_at,
+                status=r.status,
+                hostname=r.hostname,
+                accept_risk=r.accept_risk,
+                cells=r.cells,
+                trials=r.trials,
+                trials_ok=r.trials_ok,
+                hosts=sorted((r.options or {}).get("hosts") or {}),
+                tags=all_tags[r.id],
+            )
+            for r in found
+        ]
         return [r for r in rows if host is None or host in r["hosts"]][:limit]
 
     # -- cells ------------------------------------------------------------------------------------------
@@ -442,20 +481,22 @@ class Store:
                 conn.execute(sa.update(S.cells).where(S.cells.c.id == cell_id).values(**values))
 
     def cells(self, run_id: str) -> list[CellRecord]:
-        return [CellRecord.from_row(r) for r in self._rows(S.cells, run_id)]
+        q = sa.select(S.cells).where(S.cells.c.run_id == run_id).order_by(S.cells.c.id)
+        with self.engine.connect() as conn:
+            return [CellRecord.from_row(r) for r in conn.execute(q).mappings()]
 
     # -- trials and samples -----------------------------------------------------------------------------
     def add_trial(
         self,
         trial: TrialRecord,
         samples: Sequence[Sample] = (),
-        artifacts: Sequence[dict[str, Any]] = (),
+        artifacts: Sequence[Mapping[str, object]] = (),
     ) -> str:
         """One transaction per finished trial: the trial, its samples and artifacts, or nothing."""
-        rows: list[tuple[sa.Table, list[dict[str, Any]]]] = [
+        rows: list[tuple[sa.Table, list[Row]]] = [
             (S.trials, [trial.row()]),
             (S.samples, [s.row(trial.run_id) for s in samples]),
-            (S.artifacts, [a | {"run_id": trial.run_id, "trial_id": trial.id} for a in artifacts]),
+            (S.artifacts, [{**a, "run_id": trial.run_id, "trial_id": trial.id} for a in artifacts]),
         ]
         if (
             self._lean is not None
@@ -473,7 +514,7 @@ class Store:
         """The run's trials in the order they ran."""
         q = sa.select(S.trials).where(S.trials.c.run_id == run_id).order_by(S.trials.c.seq)
         with self.engine.connect() as conn:
-            return [TrialRecord.from_row(r) for r in _dicts(conn.execute(q))]
+            return [TrialRecord.from_row(r) for r in conn.execute(q).mappings()]
 
     def samples(self, run_id: str) -> list[Sample]:
         """The run's samples in the order their trials ran."""
@@ -494,7 +535,7 @@ class Store:
             return [Sample(*row) for row in conn.execute(q)]
 
     # -- findings and artifacts ------------------------------------------------------------------------
-    def add_findings(self, run_id: str, phase: str, items: Iterable[dict[str, Any]]) -> None:
+    def add_findings(self, run_id: str, phase: str, items: Iterable[Mapping[str, object]]) -> None:
         rows = [
             {
                 "run_id": run_id,
@@ -512,8 +553,23 @@ class Store:
             with self._begin() as conn:
                 conn.execute(sa.insert(S.findings), rows)
 
-    def findings(self, run_id: str) -> list[dict[str, Any]]:
-        return self._rows(S.findings, run_id)
+    def findings(self, run_id: str) -> list[FindingRow]:
+        q = sa.select(S.findings).where(S.findings.c.run_id == run_id).order_by(S.findings.c.id)
+        with self.engine.connect() as conn:
+            return [
+                FindingRow(
+                    id=r.id,
+                    run_id=r.run_id,
+                    phase=r.phase,
+                    finding_id=r.finding_id,
+                    severity=r.severity,
+                    title=r.title,
+                    evidence=r.evidence,
+                    why=r.why,
+                    fix=r.fix,
+                )
+                for r in conn.execute(q)
+            ]
 
     def add_artifact(
         self,
@@ -522,7 +578,7 @@ class Store:
         kind: str,
         name: str,
         content_type: str,
-        data: Any = None,
+        data: JSONValue = None,
         text: str | None = None,
         trial_id: str | None = None,
         cell_key: str | None = None,
@@ -541,30 +597,28 @@ class Store:
                 )
             )
 
-    def artifacts(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:
+    def artifacts(self, run_id: str, kind: str | None = None) -> list[ArtifactRow]:
         q = sa.select(S.artifacts).where(S.artifacts.c.run_id == run_id)
         if kind:
             q = q.where(S.artifacts.c.kind == kind)
         with self.engine.connect() as conn:
-            return _dicts(conn.execute(q.order_by(S.artifacts.c.id)))
+            return [_artifact(r) for r in conn.execute(q.order_by(S.artifacts.c.id))]
 
-    def iter_artifacts(self, run_id: str, kind: str) -> Iterator[dict[str, Any]]:
+    def iter_artifacts(self, run_id: str, kind: str) -> Iterator[ArtifactRow]:
         """The run's artifacts of one kind, one row at a time (a reader that keeps a part of each holds no more)."""
         q = sa.select(S.artifacts).where(S.artifacts.c.run_id == run_id, S.artifacts.c.kind == kind)
         with self.engine.connect() as conn:
-            result = conn.execute(q.order_by(S.artifacts.c.id))
-            keys = list(result.keys())
-            for row in result:
-                yield dict(zip(keys, row, strict=True))
+            for row in conn.execute(q.order_by(S.artifacts.c.id)):
+                yield _artifact(row)
 
     # -- bundles ----------------------------------------------------------------------------------------
-    def export_rows(self, table: sa.Table, run_id: str) -> list[dict[str, Any]]:
+    def export_rows(self, table: sa.Table, run_id: str) -> list[dict[str, object]]:
         """Every row of `table` that belongs to the run, as the database holds it, in insertion order where the
         table has one: the raw rows a bundle carries (cli/bundle.py). Readers of cells, trials and samples get
         their records from `cells`, `trials` and `samples`."""
         return self._rows(table, run_id)
 
-    def _rows(self, table: sa.Table, run_id: str) -> list[dict[str, Any]]:
+    def _rows(self, table: sa.Table, run_id: str) -> list[dict[str, object]]:
         col = table.c.id if table is S.runs else table.c.run_id
         q = sa.select(table).where(col == run_id)
         if table is S.run_tags:
@@ -574,30 +628,46 @@ class Store:
         with self.engine.connect() as conn:
             return _dicts(conn.execute(q))
 
-    def insert_rows(self, rows_by_table: dict[sa.Table, list[dict[str, Any]]]) -> None:
+    def insert_rows(self, rows_by_table: Mapping[sa.Table, Sequence[Mapping[str, object]]]) -> None:
         with self._begin() as conn:
             for table, rows in rows_by_table.items():
                 if rows:
                     conn.execute(sa.insert(table), rows)
 
     # -- calibrations (fairmark calibrate) ---------------------------------------------------------------
-    def add_calibrations(self, rows: Sequence[dict[str, Any]]) -> None:
+    def add_calibrations(self, rows: Sequence[Mapping[str, object]]) -> None:
         with self.engine.begin() as conn:
             for row in rows:
                 conn.execute(sa.insert(S.calibrations).values(created_at=now(), **row))
 
-    def calibrations(self, host_id: str) -> dict[tuple[str, str], dict[str, Any]]:
-        """The latest calibration of each (group, metric) on this host."""
+    def calibrations(self, host_id: str) -> dict[tuple[str, str], JSONObject]:
+        """What the latest calibration of each (group, metric) on this host measured (stats.calibration)."""
         with self.engine.connect() as conn:
             rows = conn.execute(
-                sa.select(S.calibrations)
+                sa.select(S.calibrations.c.group, S.calibrations.c.metric, S.calibrations.c.data)
                 .where(S.calibrations.c.host_id == host_id)
                 .order_by(S.calibrations.c.id)
-            ).mappings()
-            return {(r["group"], r["metric"]): dict(r) for r in rows}
+            )
+            return {(r.group, r.metric): r.data for r in rows}
 
     def delete_run(self, run_id: str) -> None:
         with self._begin() as conn:
             for table in (S.artifacts, S.findings, S.samples, S.trials, S.cells, S.run_tags):
                 conn.execute(sa.delete(table).where(table.c.run_id == run_id))
             conn.execute(sa.delete(S.runs).where(S.runs.c.id == run_id))
+
+
+def _artifact(r: sa.Row[*tuple[object, ...]]) -> ArtifactRow:
+    """An artifacts row as its record (the columns of store/schema.py, in their order)."""
+    m = r._mapping
+    return ArtifactRow(
+        id=m["id"],
+        run_id=m["run_id"],
+        trial_id=m["trial_id"],
+        cell_key=m["cell_key"],
+        kind=m["kind"],
+        name=m["name"],
+        content_type=m["content_type"],
+        data=m["data"],
+        text=m["text"],
+    )

@@ -4,10 +4,19 @@ bundles exported from such runs) get them here, once per read, from the plan tex
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
+
+from fairmark.jsonvalue import JSONObject
 
 
-def legacy_definitions(plan_text: str, plan_path: str) -> dict[str, Any]:
+class Definitions(TypedDict, total=False):
+    """A run's resolved baseline and its variants' definitions (name → the plan model's fields)."""
+
+    baseline: str | None
+    variants: dict[str, JSONObject]
+
+
+def legacy_definitions(plan_text: str, plan_path: str) -> Definitions:
     """{"baseline": name, "variants": {name: definition}} of a run stored without them; empty if the plan text
     no longer parses (a plan from another fairmark version: the report then says less, but still works)."""
     # Imported here: only runs from before the definitions were stored need the plan loader (and pydantic).
@@ -20,7 +29,7 @@ def legacy_definitions(plan_text: str, plan_path: str) -> dict[str, Any]:
     return {"baseline": plan.baseline, "variants": {v.name: v.model_dump(mode="json") for v in plan.variant}}
 
 
-def legacy_tuning(plan_text: str) -> dict[str, dict[str, Any]]:
+def legacy_tuning(plan_text: str) -> dict[str, JSONObject]:
     """The [tuning.NAME] sets of a run stored without them, read from the plan text it kept (as TOML: the
     sets' keys are all a report needs, even from a plan another fairmark version wrote)."""
     import tomllib

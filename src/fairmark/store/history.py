@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
 from fairmark.store import schema as S
+
+if TYPE_CHECKING:
+    from fairmark.store.db import Store
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class Series:
 
 
 def query_history(
-    store: Any,
+    store: Store,
     workload: str,
     *,
     metric: str | None = None,
@@ -101,7 +104,7 @@ RSS_METRIC = "max_rss_kib"
 
 
 def legacy_rss_runs(
-    store: Any, workload: str, *, host: str | None = None, tags: dict[str, str] | None = None
+    store: Store, workload: str, *, host: str | None = None, tags: dict[str, str] | None = None
 ) -> dict[tuple[str, str], list[str]]:
     """(host, cell) → the runs, oldest first, whose measured max_rss_kib samples of `workload` are fairmark's own
     memory (their trials have no max_rss_method: `records.LEGACY_RSS`): what `query_history` leaves out."""
@@ -128,7 +131,7 @@ def legacy_rss_runs(
     return out
 
 
-def metrics_of(store: Any, workload: str) -> tuple[str | None, list[str]]:
+def metrics_of(store: Store, workload: str) -> tuple[str | None, list[str]]:
     """The workload's primary metric (that of its newest cell) and every metric its samples have, sorted: what
     `history WORKLOAD` shows, and what it lists beside it."""
     c, s = S.cells, S.samples
@@ -143,7 +146,7 @@ def metrics_of(store: Any, workload: str) -> tuple[str | None, list[str]]:
         return conn.scalar(newest), sorted(conn.scalars(names))
 
 
-def workloads(store: Any, *, tags: dict[str, str] | None = None) -> list[str]:
+def workloads(store: Store, *, tags: dict[str, str] | None = None) -> list[str]:
     """The workloads that have cells in the store (in runs with these tags), sorted: what a history can show."""
     q = sa.select(S.cells.c.workload).distinct()
     if tags:

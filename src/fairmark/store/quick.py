@@ -12,9 +12,9 @@ import datetime as dt
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from fairmark.store.base import SCHEMA_VERSION
+from fairmark.store.records import RunListing
 
 _RUNS = """
 SELECT r.id, r.title, r.plan_path, r.started_at, r.ended_at, r.status, r.hostname, r.accept_risk, r.options,
@@ -28,7 +28,7 @@ _TAGGED = "EXISTS (SELECT 1 FROM run_tags g WHERE g.run_id = r.id AND g.key = ? 
 
 def list_runs(
     url: str, limit: int = 50, *, host: str | None = None, tags: dict[str, str] | None = None
-) -> list[dict[str, Any]] | None:
+) -> list[RunListing] | None:
     """`Store.list_runs` of an SQLite store, or None (open the full store then)."""
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else ""
     if not path or path == ":memory:" or not Path(path).is_file():
@@ -47,17 +47,15 @@ def list_runs(
 
 def _list_runs(
     conn: sqlite3.Connection, limit: int, host: str | None, tags: dict[str, str]
-) -> list[dict[str, Any]] | None:
+) -> list[RunListing] | None:
     version = conn.execute("SELECT value FROM fairmark_meta WHERE key = 'schema_version'").fetchone()
     if version is None or int(version[0]) != SCHEMA_VERSION:
         return None
     where = ("WHERE " + " AND ".join([_TAGGED] * len(tags))) if tags else ""
-    args: list[Any] = [x for kv in tags.items() for x in kv]
+    args: list[str | int] = [x for kv in tags.items() for x in kv]
     sql = _RUNS.format(where=where, limit="" if host else "LIMIT ?")
-    cur = conn.execute(sql, args if host else [*args, limit])
-    keys = [d[0] for d in cur.description]
-    rows = [dict(zip(keys, row, strict=True)) for row in cur]
-    all_tags: dict[str, dict[str, str]] = {r["id"]: {} for r in rows}
+    found = conn.execute(sql, args if host else [*args, limit]).fetchall()
+    all_tags: dict[str, dict[str, str]] = {row[0]: {} for row in found}
     ids = list(all_tags)
     for chunk in (
         ids[i : i + 500] for i in range(0, len(ids), 500)
@@ -67,11 +65,37 @@ def _list_runs(
             f"SELECT run_id, key, value FROM run_tags WHERE run_id IN ({marks})", chunk
         ):
             all_tags[run_id][key] = value
-    for r in rows:
-        r["started_at"], r["ended_at"] = _datetime(r["started_at"]), _datetime(r["ended_at"])
-        r["accept_risk"] = bool(r["accept_risk"])
-        r["hosts"] = sorted((json.loads(r.pop("options") or "null") or {}).get("hosts") or {})
-        r["tags"] = all_tags[r["id"]]
+    rows = [
+        RunListing(
+            id=run_id,
+            title=title,
+            plan_path=plan_path,
+            started_at=dt.datetime.fromisoformat(started_at),  # NOT NULL
+            ended_at=_datetime(ended_at),
+            status=status,
+            hostname=hostname,
+            accept_risk=bool(accept_risk),
+            cells=cells,
+            trials=trials,
+            trials_ok=trials_ok,
+            hosts=sorted((json.loads(options or "null") or {}).get("hosts") or {}),
+            tags=all_tags[run_id],
+        )
+        for (
+            run_id,
+            title,
+            plan_path,
+            started_at,
+            ended_at,
+            status,
+            hostname,
+            accept_risk,
+            options,
+            cells,
+            trials,
+            trials_ok,
+        ) in found
+    ]
     return [r for r in rows if host is None or host in r["hosts"]][:limit]
 
 

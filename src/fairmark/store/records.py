@@ -1,4 +1,5 @@
-"""The store's records: one frozen type per kind of row it writes and gives back (cells, trials, samples).
+"""The store's records: one frozen type per kind of row it writes and gives back (cells, trials, samples), and
+the typed shapes of what else it gives back (a run's options, the runs listing, findings, artifacts).
 
 The trial path builds a `TrialRecord` and its `Sample`s once and the store writes exactly those; every reader
 gets the same records back, so a field has one name and one type from the trial to the report. Units are in the
@@ -12,12 +13,18 @@ import datetime as dt
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, TypedDict
 
 from fairmark.jsonvalue import JSONObject as JSONObject
 from fairmark.jsonvalue import JSONValue as JSONValue
 from fairmark.jsonvalue import Scalar as Scalar
 from fairmark.plan.metric import Better, MetricSpec
 from fairmark.plan.schedule import Point as Point
+
+if TYPE_CHECKING:
+    # A row as SQLAlchemy reads it: a Core table's values are untyped there; the records below are where the
+    # column types (store/schema.py) become field types.
+    from sqlalchemy import RowMapping
 
 
 def new_id() -> str:
@@ -89,7 +96,7 @@ class CellRecord:
         }
 
     @classmethod
-    def from_row(cls, row: Mapping[str, object]) -> CellRecord:
+    def from_row(cls, row: RowMapping) -> CellRecord:
         point = row.get("point") or []
         metrics = row.get("metrics") or []
         command = row.get("command")
@@ -102,11 +109,11 @@ class CellRecord:
             primary_metric=str(row["primary_metric"]),
             metrics=tuple(MetricSpec.from_row(m) for m in metrics),
             command=tuple(command) if isinstance(command, list) else None,
-            params=row.get("params"),  # type: ignore[arg-type]  # a JSON object, as written
-            labels=row.get("labels"),  # type: ignore[arg-type]
+            params=row.get("params"),  # a JSON object, as written
+            labels=row.get("labels"),
             status=str(row["status"]),
-            stop_reason=row.get("stop_reason"),  # type: ignore[arg-type]
-            id=int(row["id"]),  # type: ignore[call-overload]
+            stop_reason=row.get("stop_reason"),
+            id=int(row["id"]),
             run_id=str(row["run_id"]),
         )
 
@@ -164,12 +171,10 @@ class TrialRecord:
         return out
 
     @classmethod
-    def from_row(cls, row: Mapping[str, object]) -> TrialRecord:
-        values = dict(row)
-        argv = values.get("argv")
-        values["argv"] = tuple(argv) if isinstance(argv, list) else None
-        values["profiled"] = bool(values.get("profiled"))
-        return cls(**values)  # type: ignore[arg-type]
+    def from_row(cls, row: RowMapping) -> TrialRecord:
+        argv = row.get("argv")
+        argv = tuple(argv) if isinstance(argv, list) else None
+        return cls(**{**row, "argv": argv, "profiled": bool(row.get("profiled"))})
 
 
 TRIAL_COLUMNS = tuple(f.name for f in fields(TrialRecord))
@@ -196,3 +201,65 @@ class Sample:
             "unit": self.unit,
             "better": self.better,
         }
+
+
+class RunOptions(TypedDict, total=False):
+    """A run's options as the runner stored them (a run stored before a key was added lacks it)."""
+
+    quick: bool
+    calibrate: bool
+    policy: JSONObject  # the run policy as resolved (plan.model.RunPolicy's fields)
+    baseline: str | None
+    variants: dict[str, JSONObject]  # name → the variant's definition (plan.model.Variant's fields)
+    tuning: dict[str, JSONObject]  # the plan's [tuning.NAME] sets
+    hooks: list[str]
+    wrap_costs: dict[str, JSONObject]  # variant → what its own `wrap` costs here (run/wrapcost.py)
+    device_baselines: JSONObject  # what the disks can do (run/devicebase.py)
+    hosts: dict[str, JSONObject]  # [hosts.NAME] → what the run recorded of it
+    rerun_of: JSONObject  # the bundle's run this one re-ran
+
+
+class RunListing(TypedDict):
+    """A run as `fairmark runs` lists it (Store.list_runs, store/quick.py)."""
+
+    id: str
+    title: str
+    plan_path: str
+    started_at: dt.datetime
+    ended_at: dt.datetime | None
+    status: str
+    hostname: str
+    accept_risk: bool
+    cells: int
+    trials: int
+    trials_ok: int
+    hosts: list[str]  # the [hosts.NAME] its trials ran on
+    tags: dict[str, str]
+
+
+class FindingRow(TypedDict):
+    """An environment finding as stored (probe's checks, before, between or after the run)."""
+
+    id: int
+    run_id: str
+    phase: str  # before, between, after
+    finding_id: str
+    severity: str
+    title: str
+    evidence: str
+    why: str
+    fix: str
+
+
+class ArtifactRow(TypedDict):
+    """What a run keeps beside its numbers: a JSON document (`data`) or a text (SVG, folded stacks, tables)."""
+
+    id: int
+    run_id: str
+    trial_id: str | None
+    cell_key: str | None
+    kind: str
+    name: str
+    content_type: str
+    data: JSONValue
+    text: str | None

@@ -31,10 +31,11 @@ def design_of(store: Store, run: RunRecord) -> RunDesign:
     options = run.options or {}
     policy = options.get("policy") or {}
     variants = options.get("variants") or {}
+    baseline, confidence = policy.get("baseline"), policy.get("confidence", 95.0)
     return RunDesign(
-        baseline=policy.get("baseline") or run.baseline,
-        confidence=float(policy.get("confidence", 95.0)),
-        calibrations={key: row["data"] for key, row in store.calibrations(run.host_id).items()},
+        baseline=baseline if isinstance(baseline, str) and baseline else run.baseline,
+        confidence=float(confidence) if isinstance(confidence, int | float) else 95.0,
+        calibrations=store.calibrations(run.host_id),
         # A plan with boot variants measured each variant in its own boots: the boot is the verdict's unit.
         by_boot=any((v or {}).get("boot") for v in variants.values()),
     )

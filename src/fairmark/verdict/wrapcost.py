@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
+from fairmark.jsonvalue import JSONObject
 from fairmark.stats.compare import Comparison
 from fairmark.verdict.record import Verdict
 
@@ -17,17 +17,16 @@ from fairmark.verdict.record import Verdict
 TIME_METRICS = ("wall_s", "cpu_s", "user_s", "sys_s")
 
 
-def note(
-    cost: dict[str, Any], variant: str, baseline: str, comparison: Comparison, metric: str
-) -> str | None:
+def note(cost: JSONObject, variant: str, baseline: str, comparison: Comparison, metric: str) -> str | None:
     """The line a report prints under a verdict of `variant` (vs `baseline`) on a time metric: the wrapper's
     cost here, and whether the verdict's difference lies within it."""
     if metric not in TIME_METRICS:
         return None
-    wrap = " ".join(cost.get("wrap") or [])
+    argv = cost.get("wrap")
+    wrap = " ".join(str(w) for w in argv) if isinstance(argv, list) else ""
     if cost.get("error"):
         return f"{variant}'s wrap `{wrap}`: its own cost could not be measured ({cost['error']})"
-    med, low, high = cost["median_s"], cost["ci_low_s"], cost["ci_high_s"]
+    med, low, high = _seconds(cost, "median_s"), _seconds(cost, "ci_low_s"), _seconds(cost, "ci_high_s")
     ci = "" if math.isnan(low) else f" [{1e3 * low:.2f}, {1e3 * high:.2f}]"
     head = (
         f"{variant}'s wrap `{wrap}` costs {1e3 * med:.2f} ms{ci} per trial on this machine (around a no-op, "
@@ -45,15 +44,19 @@ def note(
     return f"{head}; the difference ({1e3 * diff:+.2f} ms) is beyond it"
 
 
+def _seconds(cost: JSONObject, key: str) -> float:
+    """A time run/wrapcost.py measured (nan: none, e.g. no interval from too few pairs)."""
+    value = cost.get(key)
+    return float(value) if isinstance(value, int | float) else math.nan
+
+
 def _difference_s(comparison: Comparison) -> float | None:
     """other − baseline in seconds."""
     value = comparison.difference
     return float(value) if math.isfinite(value) else None
 
 
-def with_wrap_costs(
-    verdicts: tuple[Verdict, ...], costs: Mapping[str, dict[str, Any]]
-) -> tuple[Verdict, ...]:
+def with_wrap_costs(verdicts: tuple[Verdict, ...], costs: Mapping[str, JSONObject]) -> tuple[Verdict, ...]:
     """Beside each time verdict of a variant with its own `wrap`: what the wrapper costs on this machine (measured
     around a no-op before the run), flagged when the difference lies within it (issue 11 item 1)."""
     out = []
