@@ -123,3 +123,45 @@ def test_no_line_is_kept_from_the_formatter() -> None:
         if "fmt: " + "skip" in line or "fmt: " + "off" in line
     ]
     assert found == []
+
+
+# The core path, type-checked strictly (pyproject.toml's [tool.mypy] override, `make typecheck`): its types say
+# what the values are, so no `Any` is written there (issue 22 item 4).
+TYPED_CORE = ("plan/", "store/", "stats/", "verdict/", "jsonvalue.py", "errors.py")
+
+
+def test_no_any_on_the_core_path() -> None:
+    found = [
+        f"{rel}:{node.lineno}"
+        for rel, tree in _modules()
+        if rel.startswith(TYPED_CORE)
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Name) and node.id == "Any")
+        or (isinstance(node, ast.Attribute) and node.attr == "Any")
+        or (isinstance(node, ast.alias) and node.name == "Any")
+        or (isinstance(node, ast.Constant) and isinstance(node.value, str) and _names_any(node.value))
+    ]
+    assert found == []
+
+
+def _names_any(annotation: str) -> bool:
+    """A string annotation (a forward reference) that spells Any."""
+    import re
+
+    return bool(
+        re.fullmatch(r"(Any|[\w.]+\[[\w\[\], .|]*\bAny\b[\w\[\], .|]*\])( \| [\w.\[\], ]+)*", annotation)
+    )
+
+
+def test_the_core_path_is_type_checked_strictly() -> None:
+    """Every package of the core path is in mypy's strict override, and none is in the list of modules whose
+    errors are still ignored."""
+    import tomllib
+
+    config = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())["tool"]["mypy"]
+    strict = next(o for o in config["overrides"] if o.get("disallow_untyped_defs"))
+    ignored = {m for o in config["overrides"] if o.get("ignore_errors") for m in o["module"]}
+    for part in TYPED_CORE:
+        name = "fairmark." + part.removesuffix("/").removesuffix(".py")
+        assert name in strict["module"] and (part.endswith(".py") or name + ".*" in strict["module"])
+    assert not {m for m in ignored if m.startswith(tuple("fairmark." + p.rstrip("/") for p in TYPED_CORE))}
