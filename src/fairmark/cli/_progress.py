@@ -34,8 +34,7 @@ def _value(ev: dict[str, Any]) -> str:
     if ev["value"] is None:
         return "?"
     hw, mean = ev.get("ci_half_width"), ev.get("mean")
-    ok = hw is not None and mean is not None and math.isfinite(hw) and hw > 0
-    if not ok:
+    if hw is None or mean is None or not math.isfinite(hw) or not hw > 0:
         return format_value(ev["value"], None, ev["unit"])
     divisor, unit = scale_unit(max(abs(mean), hw), ev["unit"])
     text = format_pair(ev["value"] / divisor, hw / divisor)[0]

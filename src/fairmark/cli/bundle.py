@@ -9,7 +9,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import click
 import sqlalchemy as sa
@@ -202,7 +202,7 @@ def load_bundle(path: Path) -> dict[str, Any]:
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -284,7 +284,9 @@ def _insert(conn: sa.Connection, doc: dict[str, Any]) -> str:
         if not _is_int(old) or old in cell_map:
             raise ValueError(f"tables.cells: id {str(old)[:40]!r} is not a unique integer")
         (row,) = _rows(S.cells, [cell], run_id, {})
-        cell_map[old] = conn.execute(sa.insert(S.cells).values(**row)).inserted_primary_key[0]
+        inserted = conn.execute(sa.insert(S.cells).values(**row)).inserted_primary_key
+        assert inserted is not None  # a single-row INSERT has one
+        cell_map[old] = inserted[0]
     for table in TABLES[2:]:
         rows = _rows(table, t.get(table.name, []), run_id, cell_map)
         if rows:

@@ -17,6 +17,7 @@ from fairmark.console import console
 from fairmark.errors import InputError, UsageError
 from fairmark.report import ministat
 from fairmark.stats import describe, sample_warnings
+from fairmark.stats.arrays import Values
 from fairmark.stats.describe import MAX_ABS, MAX_ABS_TEXT
 from fairmark.stats.judge import MIN_VALUES
 from fairmark.verdict.pairs import judge_files
@@ -29,7 +30,7 @@ NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 @dataclass(frozen=True)
 class DataFile:
     name: str
-    values: tuple[float, ...]
+    values: Values  # as read (a tuple), or converted once to an array for the statistics
 
 
 def parse_lines(lines: Iterable[str], name: str, *, column: int = 1, delimiters: str = " \t") -> DataFile:
@@ -231,9 +232,9 @@ def compare(
     paths = list(files) or ["-"]
     if len(paths) > ministat.MAX_DATASETS:
         raise UsageError(f"{len(paths)} files given; at most {ministat.MAX_DATASETS} can be compared at once")
-    files = [read_file(p, column=column, delimiters=delimiters) for p in paths]
+    read = [read_file(p, column=column, delimiters=delimiters) for p in paths]
     # one array per file, converted once (100 000 values: every later step would convert the tuple again)
-    data = [DataFile(f.name, np.asarray(f.values, dtype=float)) for f in files]  # type: ignore[arg-type]
+    data = [DataFile(f.name, np.asarray(f.values, dtype=np.float64)) for f in read]
     labels = _labels([d.name for d in data])
     judged = judge_files(
         [d.values for d in data],

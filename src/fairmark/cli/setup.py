@@ -152,8 +152,9 @@ def setup_command(plan: str, dry_run: bool) -> None:
         console.note("running: " + " ".join(setup.command))
         install(setup)
         console.text(f"installed {len(setup.missing)} package(s): {' '.join(setup.missing)}")
-    if setup.programs_line():
-        console.text(setup.programs_line())
+    programs = setup.programs_line()
+    if programs:
+        console.text(programs)
     _report(setup, dry_run)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -12,6 +12,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from fairmark.jsonvalue import JSONValue, Scalar
 from fairmark.plan.metric import BUILTIN_METRIC_SPECS as BUILTIN_METRIC_SPECS
 from fairmark.plan.metric import BUILTIN_METRICS as BUILTIN_METRICS
+from fairmark.plan.metric import Better
 from fairmark.plan.metric import MetricSpec as MetricSpec
 
 # ministat's table levels; fairmark accepts exactly these so results stay comparable with it.
@@ -116,8 +117,10 @@ class Metric(Strict):
         return self
 
     @property
-    def direction(self) -> str:
-        return self.better or BUILTIN_METRICS.get(self.name, ("", "lower"))[1]
+    def direction(self) -> Better:
+        if self.better is not None:
+            return self.better
+        return BUILTIN_METRICS[self.name][1] if self.name in BUILTIN_METRICS else "lower"
 
     @property
     def unit_name(self) -> str:
@@ -125,7 +128,7 @@ class Metric(Strict):
 
     @property
     def spec(self) -> MetricSpec:
-        return MetricSpec(self.name, self.unit_name, self.direction)  # type: ignore[arg-type]
+        return MetricSpec(self.name, self.unit_name, self.direction)
 
 
 EnvValue = str | Literal[False]  # false unsets the variable
@@ -300,7 +303,8 @@ class HostEntry(Strict):
 
 
 # What a plan may declare as the point of a comparison across hosts (hardware differences are refused else).
-DECLARABLE = ("os", "kernel", "cpu_model", "cores", "memory", "disk", "fs")
+Declarable = Literal["os", "kernel", "cpu_model", "cores", "memory", "disk", "fs"]
+DECLARABLE: tuple[str, ...] = get_args(Declarable)
 
 
 class Kexec(Strict):
@@ -386,7 +390,7 @@ class Plan(Strict):
     workload: list[Workload] = Field(min_length=1)
     variant: list[Variant] = Field(default_factory=lambda: [Variant(name="default")], min_length=1)
     hosts: dict[str, HostEntry] = Field(default_factory=dict)
-    declare: list[Literal[DECLARABLE]] = Field(default_factory=list)  # type: ignore[valid-type]
+    declare: list[Declarable] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _hosts(self) -> Plan:

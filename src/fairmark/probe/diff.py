@@ -50,7 +50,7 @@ def diff_snapshots(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str,
         if va == vb:
             continue
         out.append({"key": key, "a": va, "b": vb, "category": category_of(key)})
-    out.sort(key=lambda d: (CATEGORY_ORDER.get(d["category"], 9), d["key"]))
+    out.sort(key=lambda d: (CATEGORY_ORDER.get(str(d["category"]), 9), str(d["key"])))
     return out
 
 

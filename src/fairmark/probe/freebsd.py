@@ -250,7 +250,8 @@ def _kernel_config(src: Sources, s: dict[str, str]) -> dict[str, Any]:
     debug_features = {f.upper(): "1" for f in features if f.upper() in FREEBSD_DEBUG_OPTIONS}
     conftxt = s.get("kern.conftxt")
     parsed = parse_freebsd_config(conftxt) if conftxt and conftxt.strip() else None
-    options = parsed["options"] if parsed else {}
+    found = parsed.get("options") if parsed else None
+    options: dict[str, str] = found if isinstance(found, dict) else {}
     debug = {k: options[k] for k in FREEBSD_DEBUG_OPTIONS if k in options}
     basis = options or {f"feature:{f}": "1" for f in features}
     return {
@@ -312,7 +313,7 @@ def _fs(src: Sources, workdir: str) -> dict[str, Any]:
 
 def _load(s: dict[str, str], *, live: bool, sample_s: float) -> dict[str, Any]:
     la = re.findall(r"[\d.]+", s.get("vm.loadavg", ""))
-    out = {
+    out: dict[str, Any] = {
         "loadavg": [float(x) for x in la[:3]] if len(la) >= 3 else None,
         "procs_running": None,
         "sample_s": None,
@@ -345,7 +346,7 @@ def busy_processes_psutil(sample_s: float) -> tuple[list[dict[str, Any]], float]
     t0, before = time.monotonic(), times()
     time.sleep(sample_s)
     after, elapsed = times(), time.monotonic() - t0
-    busy = [
+    busy: list[dict[str, Any]] = [
         {"pid": pid, "comm": name, "cpu_pct": round(100.0 * (cpu - before[pid][1]) / elapsed, 1)}
         for pid, (name, cpu) in after.items()
         if pid in before and (cpu - before[pid][1]) / elapsed >= 0.01

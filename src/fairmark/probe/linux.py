@@ -88,7 +88,8 @@ def cpu_section(root: Root) -> dict[str, Any]:
 
 
 def _topology(root: Root) -> tuple[set[str | None], set[tuple[str | None, str | None]]]:
-    packages, cores = set(), set()
+    packages: set[str | None] = set()
+    cores: set[tuple[str | None, str | None]] = set()
     for cpu in _cpu_dirs(root):
         pkg = root.line(f"sys/devices/system/cpu/{cpu}/topology/physical_package_id")
         core = root.line(f"sys/devices/system/cpu/{cpu}/topology/core_id")
@@ -552,7 +553,7 @@ def load_section(root: Root, *, sample_s: float, skip_pids: set[int] | None = No
     procs1 = process_times(root, skip) if sampled else {}
     elapsed = time.monotonic() - t0
     ticks = os.sysconf("SC_CLK_TCK") if sampled else 100
-    busy = []
+    busy: list[dict[str, Any]] = []
     for pid, (comm, t1) in procs1.items():
         if pid in procs0:
             pct = 100.0 * (t1 - procs0[pid][1]) / ticks / elapsed

@@ -78,7 +78,7 @@ def take_snapshot(
             hidden.add(name)  # also inside uname/kern.version text
         snap["host"]["hostname"] = REDACTED
     snap["os"]["cmdline"] = redact_text(snap["os"]["cmdline"]) if snap["os"].get("cmdline") else None
-    head = {
+    head: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "source": {"root": os.path.abspath(root), "live": r.live, "os_family": family},

@@ -43,7 +43,7 @@ def _version_of(name: str, asked: Sequence[str] | None = None) -> dict[str, Any]
     res = run_command([path, *args]) if args else None
     line = res.first_line() if res else None
     m = _VERSION_RE.search(line) if line else None
-    if m:
+    if m and line:
         return {"path": path, "version": m[1], "raw": redact_text(line[:200]), "error": None}
     # The tool prints no version: its distribution package knows it — unless asking it failed, as a wrapper
     # does (Debian's pg_wrapper: "Error: PostgreSQL version 15 is not installed"), whose package is not the tool.
@@ -69,10 +69,10 @@ def _package_version(path: str) -> tuple[str, str] | None:
             if ver.ok and ver.stdout.strip():
                 return pkg, ver.stdout.strip()
     if shutil.which("pkg"):
-        res = run_command(["pkg", "which", "-q", path])
-        if res.ok and res.stdout.strip():
-            name, _, ver = res.stdout.strip().rpartition("-")
-            return name, ver
+        found = run_command(["pkg", "which", "-q", path])
+        if found.ok and found.stdout.strip():
+            name, _, version = found.stdout.strip().rpartition("-")
+            return name, version
     return None
 
 

@@ -363,7 +363,8 @@ def verdict_caveats(
             attributions.get(cells.get((v.group, v.variant), "")),
             is_kernel_path_change(defs.get(v.variant, {}), tuning),
         )
-        wrap = (v.wrap_cost or {}).get("note")  # the variant's own wrapper, measured here
+        note = (v.wrap_cost or {}).get("note")  # the variant's own wrapper, measured here
+        wrap = note if isinstance(note, str) else None
         text = "\n".join(t for t in (caveat, wrap) if t)
         if text:
             out[(v.group, v.variant, v.metric)] = text

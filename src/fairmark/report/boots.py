@@ -18,7 +18,9 @@ def boot_records(report: RunReport) -> list[dict[str, Any]]:
     """The newest record of each boot block, in boot order (run.bootrun writes them)."""
     latest: dict[int, dict[str, Any]] = {}
     for a in report.artifacts("boot"):
-        latest[int(a["data"]["block"])] = a["data"]
+        data = a["data"]
+        if isinstance(data, dict) and isinstance(block := data.get("block"), int):
+            latest[block] = data
     return [latest[i] for i in sorted(latest)]
 
 

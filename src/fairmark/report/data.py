@@ -20,7 +20,16 @@ from fairmark.stats import describe, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, enough
 from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
 from fairmark.store.db import RunRecord, Store, jsonable_row
-from fairmark.store.records import LEGACY_RSS, CellRecord, JSONValue, Point, TrialRecord
+from fairmark.store.records import (
+    LEGACY_RSS,
+    ArtifactRow,
+    CellRecord,
+    FindingRow,
+    JSONObject,
+    JSONValue,
+    Point,
+    TrialRecord,
+)
 from fairmark.verdict.record import Verdict as Verdict
 from fairmark.verdict.run import RunVerdicts, run_verdicts
 from fairmark.verdict.values import MeasuredCell
@@ -173,7 +182,7 @@ class RunReport:
     run: RunRecord
     cells: tuple[CellReport, ...]
     verdicts: tuple[Verdict, ...]
-    findings: tuple[dict[str, Any], ...]
+    findings: tuple[FindingRow, ...]
     scaling: tuple[Scaling, ...]
     confidence: float
     baseline: str
@@ -181,7 +190,7 @@ class RunReport:
     failures: tuple[FailureRate, ...] = ()  # failure rates of the workloads that had failures
     spreads: tuple[dict[str, Any], ...] = ()  # spread verdicts, when the plan asked ([run] spread = true)
 
-    def artifacts(self, kind: str | None = None) -> list[dict[str, Any]]:
+    def artifacts(self, kind: str | None = None) -> list[ArtifactRow]:
         return self.store.artifacts(self.run.id, kind)
 
     @property
@@ -324,12 +333,12 @@ class RunArtifacts:
 
     def __init__(self, report: RunReport):
         measured = {t.id for c in report.cells for t in c.trials if not t.warmup or t.profiled}
-        self.by_cell: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+        self.by_cell: dict[str, dict[str, list[ArtifactRow]]] = defaultdict(lambda: defaultdict(list))
         for a in report.artifacts():
             if a["trial_id"] in measured:
-                self.by_cell[a["cell_key"]][f"{a['kind']}/{a['name']}"].append(a)
+                self.by_cell[a["cell_key"] or ""][f"{a['kind']}/{a['name']}"].append(a)
 
-    def entries(self, cell_key: str, kind_name: str) -> list[dict[str, Any]]:
+    def entries(self, cell_key: str, kind_name: str) -> list[ArtifactRow]:
         """The artifacts themselves (with their trial_id), in the order `data` gives their contents."""
         return list(self.by_cell[cell_key][kind_name])
 
@@ -349,7 +358,7 @@ class MonitorSeries:
         self.by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for a in report.store.iter_artifacts(report.run.id, "monitor"):
             if a["name"] == "system" and a["trial_id"] in measured and isinstance(a["data"], dict):
-                self.by_cell[a["cell_key"]].append(attribution_view(a["data"]))
+                self.by_cell[a["cell_key"] or ""].append(attribution_view(a["data"]))
 
     def data(self, cell_key: str, kind_name: str) -> list[Any]:
         """As RunArtifacts.data, for "monitor/system" (the only kind it reads)."""
@@ -448,10 +457,13 @@ def _spreads(cells: tuple[CellReport, ...], baseline: str, confidence: float) ->
                 names=(base.variant, other.variant),
             )
             if v is not None:
-                out.append(
-                    {"group": group, "metric": metric, "baseline": base.variant, "variant": other.variant}
-                    | v.to_dict()
-                )
+                head: JSONObject = {
+                    "group": group,
+                    "metric": metric,
+                    "baseline": base.variant,
+                    "variant": other.variant,
+                }
+                out.append(head | v.to_dict())
     return tuple(out)
 
 

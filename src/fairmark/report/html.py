@@ -322,15 +322,18 @@ def kernel_marks(c: CellReport, arts: RunArtifacts) -> list[tuple[float, str]]:
     by_trial = {t.id: events for t in c.trials if (events := cell_kernel_events_of(t))}
     if not by_trial:
         return []
-    marks, offset = [], 0.0
+    marks: list[tuple[float, str]] = []
+    offset = 0.0
     for entry in arts.entries(c.key, "monitor/system"):
-        ts = (entry["data"] or {}).get("t_s") or []
+        data = entry["data"]
+        ts = data.get("t_s") if isinstance(data, dict) else None
         marks += [
             (offset + e["t_s"], e["kind"])
-            for e in by_trial.get(entry["trial_id"], [])
+            for e in by_trial.get(entry["trial_id"] or "", [])
             if e["t_s"] is not None
         ]
-        offset += ts[-1] if ts else 0.0
+        last = ts[-1] if isinstance(ts, list) and ts else 0.0
+        offset += last if isinstance(last, int | float) else 0.0
     return marks
 
 
@@ -399,7 +402,7 @@ def variant_table(report: RunReport) -> dict[str, Any]:
         n: flatten({k: v for k, v in defs[n].items() if k not in ("name", "description")}) for n in names
     }
     keys = sorted({k for f in flats.values() for k in f})
-    rows = [{"key": k, "values": [flats[n].get(k, "—") for n in names]} for k in keys]
+    rows: list[dict[str, Any]] = [{"key": k, "values": [flats[n].get(k, "—") for n in names]} for k in keys]
     rows = [r for r in rows if any(v not in ("—", "null", "{}", "[]", "false") for v in r["values"])]
     for r in rows:
         r["differ"] = len(set(r["values"])) > 1
@@ -567,7 +570,7 @@ def render_html(
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "runs": [run_view(r, figs) for r in reports],  # figures are collected here …
         "environment": environment_view(reports),
-        "flame_renderer": (Path(plots.flame_renderer()).name if plots.flame_renderer() else None),
+        "flame_renderer": (Path(renderer).name if (renderer := plots.flame_renderer()) else None),
     }
     figs.render()  # … and drawn here, all at once
     return _env().get_template("report.html.j2").render(**view), figs.png_paths

@@ -137,7 +137,9 @@ def _numeric(curve: Any) -> bool:
 
 def concat_series(series: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
     """Trials' monitor series end to end on one time axis, as `vmstat 1` over the whole cell would show."""
-    t, offset, cols = [], 0.0, {k: [] for k in ("user", "system", "iowait", "steal", "runq")}
+    t: list[float] = []
+    offset = 0.0
+    cols: dict[str, list[float]] = {k: [] for k in ("user", "system", "iowait", "steal", "runq")}
     for s in series:
         ts = s.get("t_s") or []
         t += [offset + x for x in ts]
@@ -255,9 +257,10 @@ def flamegraph_svg(folded: str, title: str, *, diff_of: str | None = None) -> tu
     if tool is None or not folded.strip():
         return None
     if diff_of is not None:
-        folded = _diff_folded(diff_of, folded)
-        if folded is None:
+        diff = _diff_folded(diff_of, folded)
+        if diff is None:
             return None
+        folded = diff
     argv = [tool, "--title", title]
     if tool.endswith("inferno-flamegraph"):
         argv += ["--minwidth", "0.1", "--deterministic"]  # tiny frames out: the report stays small

@@ -176,15 +176,16 @@ def _cell_notes(cells: list[CellReport]) -> None:
 
 def _params(cells: list[CellReport]) -> None:
     """A tool's parameters where the variants differ, and what the report must state (e.g. fsync)."""
-    rows = [c for c in cells if c.params]
+    rows = [(c, c.params) for c in cells if c.params]
     if not rows:
         return
-    keys = sorted({k for c in rows for k in c.params})
-    differ = [k for k in keys if len({repr(c.params.get(k)) for c in rows}) > 1]
-    same = {k: rows[0].params[k] for k in keys if k not in differ and k in rows[0].params}
+    keys = sorted({k for _, params in rows for k in params})
+    differ = [k for k in keys if len({repr(params.get(k)) for _, params in rows}) > 1]
+    first = rows[0][1]
+    same = {k: first[k] for k in keys if k not in differ and k in first}
     console.text("  params: " + ", ".join(f"{k}={v}" for k, v in same.items()))
-    for c in rows:
-        diff = ", ".join(f"{k}={c.params.get(k)}" for k in differ)
+    for c, params in rows:
+        diff = ", ".join(f"{k}={params.get(k)}" for k in differ)
         labels = ", ".join(f"{k}: {v}" for k, v in (c.labels or {}).items())
         if diff or labels:
             console.text(f"  [{c.variant}] " + "; ".join(x for x in (diff, labels) if x))

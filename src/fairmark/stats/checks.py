@@ -8,7 +8,6 @@ only named.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -59,7 +58,7 @@ def _unusual_vs_rest(x: Floats, i: int) -> bool:
     return bool(abs(x[i] - rest.mean()) > bound * sd * np.sqrt(1.0 + 1.0 / rest.size))
 
 
-def outlier_indices(values: Sequence[float]) -> list[int]:
+def outlier_indices(values: Values) -> list[int]:
     """0-based positions (in the order given, i.e. trial order) of values that are outliers by both the MAD
     modified z-score (> 3.5) and a Bonferroni prediction-interval test against the rest, and that lie more than
     one tick (the data's resolution) from the median: [10, 10, 10, 10, 11] has no outlier."""
@@ -89,7 +88,7 @@ def _lag1(r: Floats) -> tuple[float, float]:
     return r1, 0.5 * math.erfc((r1 + 1.0 / n) / math.sqrt(2.0 * var))
 
 
-def drift(values: Sequence[float]) -> tuple[float, float] | None:
+def drift(values: Values) -> tuple[float, float] | None:
     """(slope t, p) of a linear trend over trial order when significant at p < 0.01, else None.
 
     The slope's variance is inflated for serial correlation (at least ×3, i.e. lag-1 r = 0.5, more when the
@@ -115,7 +114,7 @@ def drift(values: Sequence[float]) -> tuple[float, float] | None:
     return (t, p) if p < DRIFT_P else None
 
 
-def serial_correlation(values: Sequence[float]) -> tuple[float, float] | None:
+def serial_correlation(values: Values) -> tuple[float, float] | None:
     """(lag-1 r, p) when consecutive trials are positively correlated at p < 0.01 (a machine that wanders:
     each cell's CI, which assumes independent trials, is then too narrow), else None."""
     x = as_array(values)
@@ -125,7 +124,7 @@ def serial_correlation(values: Sequence[float]) -> tuple[float, float] | None:
     return (r1, p) if p < SERIAL_P else None
 
 
-def bimodal_split(values: Sequence[float]) -> tuple[Floats, Floats] | None:
+def bimodal_split(values: Values) -> tuple[Floats, Floats] | None:
     """The two clusters when the widest gap in the sorted sample is ≥ 4 pooled within-cluster stddevs and
     each side holds at least max(3, n/5) values; None otherwise. A gap heuristic: cheap, explainable in a
     line."""
@@ -145,7 +144,7 @@ def bimodal_split(values: Sequence[float]) -> tuple[Floats, Floats] | None:
     return low, high
 
 
-def sample_warnings(values: Sequence[float], *, unit: str = "") -> list[str]:
+def sample_warnings(values: Values, *, unit: str = "") -> list[str]:
     """Plain sentences about outliers, drift and two modes in `values` (given in trial order)."""
     out = []
     idx = outlier_indices(values)

@@ -21,7 +21,7 @@ import numpy as np
 
 from fairmark.errors import InputError, UsageError
 from fairmark.jsonvalue import JSONObject
-from fairmark.stats.arrays import Floats
+from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import Summary, as_array, describe, sample_sd
 from fairmark.stats.digits import format_pair
 from fairmark.stats.levels import LevelsReport
@@ -129,8 +129,8 @@ class Comparison:
 
 
 def compare(
-    baseline: Sequence[float],
-    other: Sequence[float],
+    baseline: Values,
+    other: Values,
     *,
     confidence: float = 95.0,
     better: Better = "lower",
@@ -240,9 +240,7 @@ def mde_percent(test: RatioTest, mean_baseline: float) -> float:
     return 100.0 * test.mde / abs(mean_baseline) if mean_baseline else math.nan
 
 
-def _checked(
-    baseline: Sequence[float], other: Sequence[float], better: str, names: tuple[str, str]
-) -> tuple[Floats, Floats]:
+def _checked(baseline: Values, other: Values, better: str, names: tuple[str, str]) -> tuple[Floats, Floats]:
     if better not in ("lower", "higher"):
         raise UsageError(f"better must be 'lower' or 'higher', got {better!r}")
     a, b = as_array(baseline), as_array(other)
@@ -402,7 +400,7 @@ def percent_texts(ratio: float, low: float, high: float, significant: bool) -> t
         while hw and _pct_value(texts[1 + pct[1:].index(near)]) * near <= 0 and hw > abs(near) * 1e-6:
             hw /= 10  # one more digit until the near bound shows its sign
             texts = [_signed(v, hw) for v in pct]
-    return tuple(t + "%" for t in texts)  # type: ignore[return-value]
+    return (texts[0] + "%", texts[1] + "%", texts[2] + "%")
 
 
 def _pct_value(text: str) -> float:

@@ -16,6 +16,7 @@ from typing import Generic
 from typing_extensions import TypeVar
 
 from fairmark.jsonvalue import JSONObject
+from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Comparison, Rounds, compare
 from fairmark.stats.fdr import bh_adjust
 from fairmark.stats.levels import Labels, Unit, compare_levels, known, unit_level
@@ -41,7 +42,7 @@ def aa_biased(confidence: float = 95.0) -> str:
 AA_BIASED = aa_biased()
 
 
-def enough(values: Sequence[float]) -> bool:
+def enough(values: Values) -> bool:
     """Whether a sample is large enough to be judged at all."""
     return len(values) >= MIN_VALUES
 
@@ -50,8 +51,8 @@ def enough(values: Sequence[float]) -> bool:
 class Pair(Generic[T]):
     """Two samples to judge: `other` against `baseline`. `tag` is the caller's, returned untouched."""
 
-    baseline: Sequence[float]
-    other: Sequence[float]
+    baseline: Values
+    other: Values
     better: Better = "lower"
     unit: str = ""
     name_baseline: str = "A"
@@ -162,7 +163,7 @@ def _rounds(p: Pair[T], labels: Labels) -> tuple[Rounds | None, int | None]:
 
 
 def aa_spread(
-    baseline: Sequence[float], twin: Sequence[float], *, confidence: float = 95.0, better: Better = "lower"
+    baseline: Values, twin: Values, *, confidence: float = 95.0, better: Better = "lower"
 ) -> float | None:
     """The ±% within which this machine cannot tell the baseline from itself (the A/A CI half-width, or the
     A/A difference actually observed, whichever is larger); None without enough values."""

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 import numpy as np
 
 from fairmark.jsonvalue import JSONObject
-from fairmark.stats.arrays import Floats
+from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.paired import (
     Part,
     RatioTest,
@@ -205,7 +205,7 @@ class LevelsReport:
         return out
 
 
-def group(values: Sequence[float], units: Sequence[Unit]) -> list[Floats]:
+def group(values: Values, units: Sequence[Unit]) -> list[Floats]:
     """The values of each unit, in order of first appearance."""
     if len(values) != len(units):
         raise ValueError(f"{len(values)} values but {len(units)} unit labels")
@@ -223,9 +223,9 @@ def _pooled_var(groups: Sequence[Floats]) -> tuple[float, int]:
 
 
 def levels(
-    a: Sequence[float],
+    a: Values,
     units_a: Sequence[Unit],
-    b: Sequence[float],
+    b: Values,
     units_b: Sequence[Unit],
     unit: str = "boot",
 ) -> Levels:
@@ -409,9 +409,9 @@ def advice_sentence(lv: Levels, adv: Advice | None, mean_baseline: float) -> str
 
 
 def compare_levels(
-    a: Sequence[float],
+    a: Values,
     units_a: Sequence[Unit],
-    b: Sequence[float],
+    b: Values,
     units_b: Sequence[Unit],
     *,
     level: str = "boot",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from fairmark.plan.model import AA_SUFFIX, aa_twin_name
+from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.judge import Judgement, Pair, aa_spread, judge
 from fairmark.stats.stopping import first_stage_of
@@ -306,7 +307,7 @@ def judge_shifts(
 
 
 def judge_files(
-    datasets: Sequence[Sequence[float]],
+    datasets: Sequence[Values],
     names: Sequence[str],
     *,
     better: Better,
