@@ -141,17 +141,19 @@ def compare(
     aa_percent_half_width: float | None = None,
     rounds: Rounds | None = None,
     first_stage: int | None = None,
+    length_planned: bool = False,
     calibration: Mapping[str, object] | None = None,
 ) -> Comparison:
     """Compare `other` with `baseline`. `rounds`: the round of each value (same order; an int, or (run, round)
     when the values come from several runs), for the paired design; `first_stage`: the rounds from which the
-    run chose its length (stats.stopping). `aa_percent_half_width`: the ±% an A/A run of this workload showed on
+    run chose its length (stats.stopping), `length_planned` whether it ran to that length (not cut at max_trials).
+    `aa_percent_half_width`: the ±% an A/A run of this workload showed on
     this machine; a significant change smaller than that gets a warning. `calibration`: what `fairmark
     calibrate` measured for this workload on this host (stats.calibration)."""
     a, b = _checked(baseline, other, better, (name_baseline, name_other))
     sa, sb = describe(a, confidence), describe(b, confidence)
     ministat = _ministat(a, b, sa, sb, confidence, ministat_compat)
-    test = _design_test(a, b, confidence, rounds, first_stage)
+    test = _design_test(a, b, confidence, rounds, (first_stage, length_planned))
     cross = _cross_check(a, b, test, rounds, confidence)
     names = (name_baseline, name_other)
     sentence = verdict_sentence(names, test, sa.mean, test.significant, better, unit, confidence, calibration)
@@ -282,7 +284,7 @@ def _pooled_sd(a: Floats, b: Floats, df: int) -> float:
 
 
 def _design_test(
-    a: Floats, b: Floats, confidence: float, rounds: Rounds | None, first_stage: int | None
+    a: Floats, b: Floats, confidence: float, rounds: Rounds | None, stages: tuple[int | None, bool]
 ) -> RatioTest:
     """Paired by round when rounds are known and at least 3 pairs complete, Welch else."""
     if rounds is not None:
@@ -293,7 +295,8 @@ def _design_test(
             dict(zip(ra, a.tolist(), strict=True)),
             dict(zip(rb, b.tolist(), strict=True)),
             confidence=confidence,
-            first_stage=first_stage,
+            first_stage=stages[0],
+            length_planned=stages[1],
         )
         if test is not None:
             return test

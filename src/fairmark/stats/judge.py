@@ -64,6 +64,7 @@ class Pair(Generic[T]):
     # then paired by round (stats.paired); `first_stage`: the rounds from which the run fixed its length.
     rounds: tuple[Sequence[int], Sequence[int]] | None = None
     first_stage: int | None = None
+    length_planned: bool = False  # the run ran to the length its first stage planned (stats.stopping)
     host_calibration: Mapping[str, object] | None = (
         None  # what `fairmark calibrate` measured here (stats.calibration)
     )
@@ -139,6 +140,7 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
         aa_percent_half_width=p.aa_percent_half_width,
         rounds=rounds,
         first_stage=first_stage,
+        length_planned=p.length_planned and first_stage is not None,
         calibration=p.host_calibration,
     )
     level = unit_level(labels)

@@ -138,6 +138,12 @@ def _achieved(values: Sequence[Sequence[float]], confidence: float) -> str:
 FIRST_STAGE = re.compile(r"from the first (\d+) trials")
 
 
+def length_was_planned(stop_reason: str | None) -> bool:
+    """Whether a cell ran to the length its first stage planned (not cut at max_trials): then that stage's spread
+    set the standard error the run reached, which is what the stated detectable change assumes (stats.paired)."""
+    return (stop_reason or "").startswith("planned length")
+
+
 def first_stage_of(stop_reason: str | None) -> int | None:
     """The first stage from which a cell's length was planned, read from its stored stop reason (this wording
     and the one before it both name it); None when the length was not chosen from the data (a fixed trial
