@@ -254,6 +254,11 @@ def test_tool_data_lives_on_each_variants_scratch_file_system(tmp_path: Path) ->
     doc = json.loads(res.stdout)
     default, sync = ({c["variant"]: c for c in doc["cells"]}[v] for v in ("default", "sync"))
     assert default["n_ok"] == sync["n_ok"] == 3
-    (v,) = [v for v in doc["verdicts"] if v["metric"] == "throughput_mb_s"]
-    assert v["change"] == "worse"  # metadata written synchronously is slower: proof the data was on the mount
+    # The proof is where the data went, not how fast it was written: three trials of a 5-25x effect can end
+    # "not significant after FDR" on a loaded machine (seen at load 14), which says nothing about the mount.
+    dirs = {name: Path(cell["params"]["directory"]) for name, cell in (("default", default), ("sync", sync))}
+    for name, data_dir in dirs.items():
+        assert data_dir.name == "mnt" and data_dir.parent.name.split("-")[1] == name, data_dir
+        assert f"preparing its data for variant {name} on {data_dir}" in " ".join(res.stderr.split())
+    assert dirs["default"] != dirs["sync"]
     assert "fairmark" not in Path("/proc/self/mounts").read_text()
