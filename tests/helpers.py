@@ -195,3 +195,24 @@ def time_max_rss_kib(argv: list[str], tmp: Path, runs: int = 3) -> int:
         values.append(int(out.read_text().split()[-1]))
     out.unlink()
     return int(statistics.median(values))
+
+
+# A trial that prints a value drawn from N(1, 0.02) times $SCALE, seeded by $V (the variant) and the trial's number
+# (counted in a file per variant in the directory given as its argument): a run's verdict is then fixed by the
+# seeds. Measured times of two identical cells are not on this shared VM (issue 24: an A/A ratio of 1.104 under
+# load; whole runs 1-2% apart otherwise); how often a real A/A stays quiet on a machine is what `fairmark
+# calibrate` measures. Tests of what fairmark concludes from values use this; tests of measuring use real work.
+DRAW_PY = (
+    "import os, random, sys; v = os.environ['V']; p = os.path.join(sys.argv[1], v); "
+    "n = os.path.getsize(p) if os.path.exists(p) else 0; open(p, 'a').write('.'); "
+    "print('value', float(os.environ.get('SCALE', '1')) * random.Random(f'{v}-{n}').gauss(1.0, 0.02))"
+)
+DRAW_METRIC = "{ name = 'value', regex = 'value ([0-9.e-]+)', unit = 's', better = 'lower' }"
+
+
+def draw_workload(counts: Path, name: str = "draw") -> str:
+    """A [[workload]] table running DRAW_PY; its variants set V (and SCALE for a known true ratio)."""
+    return (
+        f"[[workload]]\nname = '{name}'\ncommand = {json.dumps(['python3', '-c', DRAW_PY, str(counts)])}\n"
+        f"metrics = [{DRAW_METRIC}]\n"
+    )

@@ -1,4 +1,7 @@
-"""kill -9 in the middle of a 30-trial run: every finished trial is in the store; resume completes the run."""
+"""kill -9 in the middle of a 30-trial run: every finished trial is in the store; resume completes the run.
+
+The kill comes while the 9th trial runs, whatever the machine's speed: that trial waits for the test to let it go
+on (a `hold` file), so exactly 8 trials are stored when fairmark is killed."""
 
 from __future__ import annotations
 
@@ -8,10 +11,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from helpers import REPO, fairmark_subprocess
+from helpers import REPO, fairmark_subprocess, wait_until
 
 PLAN = """
 [run]
@@ -22,7 +24,8 @@ seed = 11
 
 [[workload]]
 name = "nap"
-command = ["python3", "-c", "import time; time.sleep(0.15); print('ok')"]
+shell = true
+command = 'n=$(ls $GATE/started | wc -l); touch $GATE/started/$n; [ $n -lt 8 ] || while [ -e $GATE/hold ] && kill -0 $PPID; do sleep 0.05; done; sleep 0.15; echo ok'
 
 [[variant]]
 name = "A"
@@ -46,22 +49,25 @@ def test_kill_9_then_show_then_resume(tmp_path: Path) -> None:
     db = Path(os.environ["FAIRMARK_STORE"].removeprefix("sqlite:///"))
     tmp = tmp_path / "tmp"  # the run's scratch apart from every other fairmark's
     tmp.mkdir()
+    gate = tmp_path / "gate"
+    (gate / "started").mkdir(parents=True)
+    (gate / "hold").touch()
     proc = subprocess.Popen(
         [sys.executable, "-m", "fairmark", "run", str(plan), "--no-monitors", "--accept-risk"],
-        env=os.environ | {"TMPDIR": str(tmp)},
+        env=os.environ | {"TMPDIR": str(tmp), "GATE": str(gate)},
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 120
-    while _count(db) < 8 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
+    ninth = gate / "started" / "8"
+    wait_until(lambda: (_count(db) == 8 and ninth.exists()) or proc.poll() is not None, timeout_s=300)
     assert proc.poll() is None, "the run ended before it could be killed"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     stored = _count(db)
-    assert 8 <= stored < 30
+    assert stored == 8  # the 9th trial was running: it waits for the hold file to go
+    (gate / "hold").unlink()
 
     shown = fairmark_subprocess("show", "last", "--json")
     assert shown.returncode == 0, shown.stderr
@@ -72,7 +78,7 @@ def test_kill_9_then_show_then_resume(tmp_path: Path) -> None:
 
     assert list(tmp.glob("fairmark-scratch-nap-*"))  # left by the killed run
     res = fairmark_subprocess(
-        "resume", doc["run"]["id"][:8], "--json", "--no-monitors", env={"TMPDIR": str(tmp)}
+        "resume", doc["run"]["id"][:8], "--json", "--no-monitors", env={"TMPDIR": str(tmp), "GATE": str(gate)}
     )
     assert res.returncode == 0, res.stderr
     done = json.loads(res.stdout)

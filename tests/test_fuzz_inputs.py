@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import io
 import json
 from pathlib import Path
@@ -72,10 +73,16 @@ def test_compare_of_any_two_files_is_a_result_or_a_clean_error(a: str, b: str, t
 
 
 # -- import ----------------------------------------------------------------------------------------------
+@functools.cache
 def _bundle() -> dict:
+    """A real export of a small run, made once (when first drawn, not at collection) in a folder removed after."""
     import tempfile
 
-    tmp = Path(tempfile.mkdtemp(prefix="fairmark-fz-"))
+    with tempfile.TemporaryDirectory(prefix="fairmark-fz-") as tmp:
+        return _bundle_in(Path(tmp))
+
+
+def _bundle_in(tmp: Path) -> dict:
     store = Store.open(str(tmp / "src.db"))
     run = store.create_run(
         plan_path="p.toml",
@@ -116,12 +123,9 @@ def _bundle() -> dict:
     return json.loads(json.dumps(bundle_of(store, run), default=str))
 
 
-BUNDLE = _bundle()
-
-
 @st.composite
 def bundles(draw: st.DrawFn) -> str:
-    doc = copy.deepcopy(BUNDLE)
+    doc = copy.deepcopy(_bundle())
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(["version", "name", "value", "drop", "type", "text"]))
         if kind == "version":
@@ -171,7 +175,7 @@ def test_import_of_a_damaged_bundle_is_all_or_nothing_and_clean(text: str, tmp_p
 
 
 def test_a_megabyte_name_and_a_path_as_run_id_are_refused_or_kept_harmlessly(tmp_path) -> None:
-    doc = copy.deepcopy(BUNDLE)
+    doc = copy.deepcopy(_bundle())
     for table in doc["tables"].values():
         for row in table:
             if "run_id" in row:
@@ -200,7 +204,7 @@ def test_values_too_large_for_a_variance_are_a_clean_error(tmp_path) -> None:
 def test_a_cell_metric_without_its_unit_is_refused_at_import(tmp_path) -> None:
     """Found by the 10 000-example run: a cell's metric spec without "unit" was imported, and `export` then
     failed with an internal KeyError. The import refuses it (exit 2), names the key, and keeps nothing."""
-    doc = copy.deepcopy(BUNDLE)
+    doc = copy.deepcopy(_bundle())
     spec = doc["tables"]["cells"][1]["metrics"][0]
     spec["x" + "unit"] = spec.pop("unit")
     (tmp_path / "b.json").write_text(json.dumps(doc))

@@ -1,6 +1,7 @@
 """The monitor hook on the real /proc: a short trial still has totals; a longer one a row per interval."""
 
 import itertools
+import os
 import platform
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 from fairmark.errors import UsageError
 from fairmark.run.hooks import HookContext
 from fairmark.run.monitors import SystemMonitor, default_hooks
+from helpers import wait_until
 
 pytestmark = pytest.mark.skipif(platform.system() != "Linux", reason="reads /proc")
 CTX = HookContext("run", "cell", "w", "A", "t1", "/tmp", False)
@@ -22,7 +24,7 @@ def test_default_hooks_are_available_here():
 
 
 def test_short_trial_has_totals():
-    hook = SystemMonitor(1.0)
+    hook = SystemMonitor(3600.0)  # the trial is shorter than the interval whatever the load
     hook.start(CTX)
     subprocess.run([sys.executable, "-c", "pass"], check=True)
     (art,) = hook.stop(CTX, None)
@@ -34,24 +36,31 @@ def test_short_trial_has_totals():
 
 def test_busy_trial_samples_each_interval_and_sees_user_time():
     # The busy "trial" is a child process, as in a real run: the sampler thread must not compete with it for the
-    # GIL. How many samples a busy machine lets the thread take is not fixed, so the assertions are the ones that
-    # hold at any load: samples are never closer than the interval, at least one falls inside the trial, there
-    # are never more than the elapsed time allows, and the series' last point is the end of the trial.
+    # GIL. It spins until the sampler took two samples inside it (a busy machine may take long to let the thread
+    # run: the test waits for that event instead of hoping a fixed spin is long enough). What holds at any load:
+    # samples are never closer than the interval, never more than the elapsed time allows, the series' last
+    # point is the end of the trial, and the system-wide user share includes at least the spinner's own CPU time.
     interval = 0.1
     hook = SystemMonitor(interval)
     t0 = time.monotonic()
     hook.start(CTX)
-    spin = "import time\nt=time.monotonic()+0.6\nwhile time.monotonic()<t: pass"
-    subprocess.run([sys.executable, "-c", spin], check=True)
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert wait_until(lambda: len(hook._snaps) >= 3, timeout_s=120)
+    finally:
+        spinner.kill()
+    _, _, rusage = os.wait4(spinner.pid, 0)
     (art,) = hook.stop(CTX, None)
     elapsed = time.monotonic() - t0
     s = art.data
     t = s["t_s"]
-    assert 2 <= len(t) <= elapsed / interval + 1
+    assert 3 <= len(t) <= elapsed / interval + 1
     gaps = [b - a for a, b in itertools.pairwise(t)]
     assert all(g >= interval * 0.9 for g in gaps[:-1])  # the last gap ends at stop(), which may come sooner
     assert t[-1] <= elapsed + 0.01
-    assert s["totals"]["cpu_pct"]["user"] > 20  # one of the CPUs was spinning in user space
+    # /proc/stat counts CPU time in ticks (10 ms): a few of them of slack.
+    spun_pct = 100 * (rusage.ru_utime - 0.05) / (s["ncpu"] * elapsed)
+    assert s["totals"]["cpu_pct"]["user"] >= spun_pct, (s["totals"]["cpu_pct"], rusage.ru_utime, elapsed)
     assert set(s["per_cpu_pct"]) >= {"cpu0"}
     hook.close()
 
