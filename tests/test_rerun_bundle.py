@@ -106,8 +106,16 @@ def test_a_bundle_is_run_again_and_compare_runs_holds_both(exported, tmp_path: P
         == f"{rid[:8]} re-ran {oid[:8]} from its bundle (its plan text, seed and scale) on the same machine"
     )
     assert sorted(c["variant"] for c in cmp["comparisons"]) == ["sleep", "true"]
+    # and each run's own verdict, sleep against true within the run: what a reproduction elsewhere reproduces
+    own = [(r["group"], r["variant"], r["baseline"], r["metric"]) for r in cmp["own_verdicts"]]
+    assert ("w", "sleep", "true", "wall_s") in own
+    verdicts = {v["metric"]: v for v in orig["verdicts"] if v["variant"] == "sleep"}
+    row = next(r for r in cmp["own_verdicts"] if r["metric"] == "wall_s")
+    sign = "+" if verdicts["wall_s"]["change_percent"] >= 0 else "-"
+    assert row["a"].startswith(sign), (row, verdicts["wall_s"])  # the original's own verdict, as its run said
     code, out, _ = fairmark_cli("compare-runs", oid, rid, "--store", elsewhere)
     assert code == 0 and f"A = {oid[:8]} (baseline)   B = {rid[:8]}" in out and "re-ran" in out
+    assert "each run's own verdicts" in out and "verdict(s) the same in both runs" in out
 
     # a second re-run into the same store finds the original there
     code, out, err = fairmark_cli("run", str(bundle), *RUN, "--store", elsewhere, "--json")

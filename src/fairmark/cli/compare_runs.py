@@ -90,7 +90,8 @@ def compare_runs(
     verdicts = across_runs(pairs, two, metrics, all_metrics=all_metrics, confidence=float(confidence))
     if metrics and not verdicts:
         raise InputError(f"no metric named {', '.join(metrics)} with ≥ {MIN_VALUES} values in both runs")
-    show(runs, env, verdicts, because, unmatched(pairs, cells[0][0], cells[1][0]), sides)
+    only = unmatched(pairs, cells[0][0], cells[1][0])
+    show(runs, env, verdicts, because, only, sides, own_verdicts(store, runs))
 
 
 def split_sides(args: tuple[str, ...]) -> tuple[list[str], list[str]]:
@@ -199,6 +200,7 @@ def show(
     because: str | None,
     only: dict[str, list[str]],
     sides: list[list[RunRecord]],
+    own: list[dict[str, Any]] | None = None,
 ) -> None:
     if console.json_mode:
         console.emit_json(
@@ -210,6 +212,7 @@ def show(
                 "runs_b": [r.id for r in sides[1]],
                 "environment": env,
                 "rerun": rerun_line(runs),
+                "own_verdicts": own or [],
                 "only_in": only,
                 "comparisons": [_json(v) for v in verdicts],
             }
@@ -235,6 +238,7 @@ def show(
         if keys:
             run = runs[0] if side == "a" else runs[1]
             console.text(f"only in {run.id[:8]} (not compared): {', '.join(keys)}")
+    reproduced(own or [])
 
 
 def rerun_line(runs: list[RunRecord]) -> str | None:
@@ -251,6 +255,47 @@ def rerun_line(runs: list[RunRecord]) -> str | None:
             )
             return f"{b.id[:8]} re-ran {a.id[:8]} from its bundle ({what}) on {where}"
     return None
+
+
+def own_verdicts(store: Any, runs: list[RunRecord]) -> list[dict[str, Any]]:
+    """When one run re-ran the other from its bundle: each run's own verdicts (a variant against its baseline,
+    within the run) side by side. On another machine the times differ; what a reproduction reproduces is the
+    change, and whether it is proven."""
+    if not rerun_line(runs):
+        return []
+    from fairmark.report.data import load_report
+    from fairmark.report.terminal import short_verdict
+
+    own = [
+        {(v.group, v.variant, v.metric): v for v in load_report(store, r.id).verdicts if not v.calibration}
+        for r in runs
+    ]
+    out = []
+    for key, va in own[0].items():
+        vb = own[1].get(key)
+        if vb is not None:
+            a, b = (v.comparison.change if v.significant else "not proven" for v in (va, vb))
+            row = {"group": key[0], "variant": key[1], "metric": key[2], "baseline": va.baseline}
+            out.append(
+                row | {"a": short_verdict(va.comparison), "b": short_verdict(vb.comparison), "same": a == b}
+            )
+    return out
+
+
+def reproduced(rows: list[dict[str, Any]]) -> None:
+    """The table of own_verdicts (none for runs that are not a re-run pair)."""
+    if not rows:
+        return
+    table = console.table(
+        "cell", "metric", "A: vs baseline", "B: vs baseline", "", wrap=("A: vs baseline", "B: vs baseline")
+    )
+    for r in rows:
+        same = "same verdict" if r["same"] else "DIFFERENT verdict"
+        table.add_row(escape(f"{r['group']}/{r['variant']}"), escape(r["metric"]), r["a"], r["b"], same)
+    console.print()
+    console.print_table(table, "each run's own verdicts (a variant against its baseline, within the run)")
+    same = sum(r["same"] for r in rows)
+    console.text(f"{same} of {len(rows)} verdict(s) the same in both runs")
 
 
 def _table(verdicts: list[Verdict], title: str) -> None:
