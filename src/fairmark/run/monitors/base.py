@@ -54,7 +54,7 @@ def _r(x: float) -> float:
     return float(f"{x:.4g}")
 
 
-def _columns(rows: Sequence[Mapping[str, float]]) -> dict[str, list[float]]:
+def _columns(rows: Sequence[Mapping[str, float]]) -> dict[str, list[float | None]]:
     keys = sorted({k for row in rows for k in row})
     return {k: [_r(row[k]) if k in row else None for row in rows] for k in keys}
 
@@ -97,7 +97,7 @@ def _totals(snapshots: Sequence[Snapshot], series: Mapping[str, Any]) -> dict[st
         "wall_s": _r(wall),
         "cpu_pct": {k: _r(v) for k, v in _cpu_pct(first.cpu["total"], last.cpu["total"]).items()},
         "counters": {k: _r(max(v, 0.0)) for k, v in counters.items()},
-        "gauge_mean": {k: _r(_mean(v)) for k, v in gauges.items() if _mean(v) is not None},
+        "gauge_mean": {k: _r(m) for k, v in gauges.items() if (m := _mean(v)) is not None},
         "gauge_peak": {
             k: _r(max(x for x in v if x is not None)) for k, v in gauges.items() if _mean(v) is not None
         },

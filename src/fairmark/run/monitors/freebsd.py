@@ -116,7 +116,7 @@ def _gauges(values: dict[str, str], num: dict[str, float], page_kib: float) -> d
 def psutil_counters() -> dict[str, float]:
     import psutil
 
-    out = {}
+    out: dict[str, float] = {}
     disk = psutil.disk_io_counters()
     if disk is not None:
         out |= {

@@ -132,7 +132,7 @@ class Bonnie(Adapter):
 
     def claimed_io(self, params: Mapping[str, Any], values: Mapping[str, float]) -> dict[str, float]:
         size = (params["size_mib"] or default_size_mib()) * tools.MIB
-        out = {}
+        out: dict[str, float] = {}
         # the block write writes the whole size once, the block read reads it once (rewrite does both again)
         if values.get("put_block_kib_s"):
             out |= {"write_mib_s": values["put_block_kib_s"] / 1024, "write_bytes": float(size)}

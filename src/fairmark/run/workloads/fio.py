@@ -87,7 +87,7 @@ class Fio(Adapter):
 
     def claimed_io(self, params: Mapping[str, Any], values: Mapping[str, float]) -> dict[str, float]:
         bs = tools.parse_size(params["bs"], "bs")
-        out = {}
+        out: dict[str, float] = {}
         for d in ("read", "write"):
             if values.get(f"{d}_iops"):
                 rate = values[f"{d}_iops"] * bs

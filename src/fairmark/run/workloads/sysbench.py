@@ -113,7 +113,7 @@ class Sysbench(Adapter):
     def claimed_io(self, params: Mapping[str, Any], values: Mapping[str, float]) -> dict[str, float]:
         if params["test"] != "fileio":
             return {}
-        out = {}
+        out: dict[str, float] = {}
         for d, metric in (("read", "read_mib_s"), ("write", "written_mib_s")):
             if values.get(metric):
                 out |= {
