@@ -334,6 +334,7 @@ def _dry_run(loaded: LoadedPlan, quick: bool, warnings: tuple[str, ...] = ()) ->
             c.key: command_for(plan.workload_named(c.workload), plan.variant_named(c.variant)) for c in cells
         },
         "tool_params": {cs.cell.key: cs.params for rt in runtimes if rt.adapter for cs in rt.cells},
+        "loops": {w.name: w.loops for w in plan.workload if w.loops is not None},
         "system_changes": _system_changes(plan),
         "hosts": hosts,
         "boots": _boot_plan(plan, policy),
@@ -364,6 +365,13 @@ def _print_dry_run(plan: Any, doc: dict[str, Any]) -> None:
     for key, argv in doc["commands"].items():
         params = " ".join(f"{k}={v}" for k, v in doc["tool_params"].get(key, {}).items())
         console.text(f"  {key}: {shlex.join(argv) if argv else f'tool with {params}'}")
+    for name, loops in doc["loops"].items():
+        how = (
+            "calibrated at each cell's first trial (its loops last ≥ 100 ms and 10× the process start, up to 1 s)"
+            if loops == "auto"
+            else str(loops)
+        )
+        console.text(f"  workload {name}: loops {how}: {{loops}} in argv, $FAIRMARK_LOOPS; times per loop")
     for v in plan.variant:
         env = " ".join(f"{k}={val}" if val is not False else f"-u {k}" for k, val in v.env.items())
         wrap = f", wrapped in {shlex.join(v.wrap)}" if v.wrap else ""

@@ -55,3 +55,20 @@ BUILTIN_METRIC_SPECS = (
     MetricSpec("max_rss_kib", "KiB", "lower"),
 )
 BUILTIN_METRICS = {m.name: (m.unit, m.better) for m in BUILTIN_METRIC_SPECS}  # name: (unit, better)
+
+# A workload with `loops` (issue 24: microbenchmarks) hands each trial a loop count; the command repeats its
+# operation that many times, and these are the built-in times divided by it: the time of one iteration. The
+# unit says so ("s/loop": shown as "312 ns/loop"); the whole trial's built-ins above are kept beside them.
+LOOP_METRIC_SPECS = (
+    MetricSpec("wall_s_per_loop", "s/loop", "lower"),
+    MetricSpec("user_s_per_loop", "s/loop", "lower"),
+    MetricSpec("sys_s_per_loop", "s/loop", "lower"),
+    MetricSpec("cpu_s_per_loop", "s/loop", "lower"),
+)
+LOOP_METRICS = {m.name: (m.unit, m.better) for m in LOOP_METRIC_SPECS}  # name: (unit, better)
+PER_LOOP_SUFFIX = "_per_loop"
+
+
+def per_loop(values: dict[str, float], loops: int) -> dict[str, float]:
+    """The per-iteration metrics of a trial that ran `loops` iterations, from its built-in time metrics."""
+    return {name: values[name.removesuffix(PER_LOOP_SUFFIX)] / loops for name in LOOP_METRICS}

@@ -12,7 +12,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from fairmark.jsonvalue import JSONValue, Scalar
 from fairmark.plan.metric import BUILTIN_METRIC_SPECS as BUILTIN_METRIC_SPECS
 from fairmark.plan.metric import BUILTIN_METRICS as BUILTIN_METRICS
-from fairmark.plan.metric import Better
+from fairmark.plan.metric import LOOP_METRICS, Better
 from fairmark.plan.metric import MetricSpec as MetricSpec
 
 # ministat's table levels; fairmark accepts exactly these so results stay comparable with it.
@@ -75,6 +75,10 @@ class RunPolicy(Strict):
         return self
 
 
+_BUILTINS = BUILTIN_METRICS | LOOP_METRICS  # measured, not read from output (per loop: a workload with loops)
+MAX_LOOPS = 10**12  # 1 ps an iteration would still last a second
+
+
 class Metric(Strict):
     """What one trial yields. Built-ins (wall_s, user_s, sys_s, cpu_s, max_rss_kib) need no source;
     otherwise `regex` (first group, or the whole match) or `json` (a dotted path into stdout parsed as JSON)."""
@@ -107,10 +111,10 @@ class Metric(Strict):
     def _source(self) -> Metric:
         if self.regex and self.json_path:
             raise ValueError("give either regex or json, not both")
-        if not self.regex and not self.json_path and self.name not in BUILTIN_METRICS:
+        if not self.regex and not self.json_path and self.name not in _BUILTINS:
             raise ValueError(
                 f"metric {self.name!r} needs a source: regex = '…' or json = 'a.b.c' "
-                f"(or use a built-in: {', '.join(BUILTIN_METRICS)})"
+                f"(or use a built-in: {', '.join(BUILTIN_METRICS)}; with loops: {', '.join(LOOP_METRICS)})"
             )
         if (self.regex or self.json_path) and self.better is None:
             raise ValueError("a metric taken from output needs better = 'higher' or 'lower'")
@@ -120,11 +124,11 @@ class Metric(Strict):
     def direction(self) -> Better:
         if self.better is not None:
             return self.better
-        return BUILTIN_METRICS[self.name][1] if self.name in BUILTIN_METRICS else "lower"
+        return _BUILTINS[self.name][1] if self.name in _BUILTINS else "lower"
 
     @property
     def unit_name(self) -> str:
-        return self.unit or BUILTIN_METRICS.get(self.name, ("", ""))[0]
+        return self.unit or _BUILTINS.get(self.name, ("", ""))[0]
 
     @property
     def spec(self) -> MetricSpec:
@@ -159,6 +163,19 @@ class Workload(Strict):
     client_host: str | None = (
         None  # a [hosts.NAME] that runs the tool's client; its server runs on the variant's
     )
+    # Microbenchmarks (issue 24): each trial is handed a loop count ({loops} in the command, $FAIRMARK_LOOPS), the
+    # command repeats its operation that many times, and the per-loop metrics divide the trial's times by it;
+    # "auto" calibrates the count at each cell's first trial so that a trial lasts at least 100 ms.
+    loops: int | str | None = None
+
+    @field_validator("loops", mode="before")
+    @classmethod
+    def _loops(cls, v: object) -> object:
+        if v is None or v == "auto" or (type(v) is int and 1 <= v <= MAX_LOOPS):
+            return v
+        raise ValueError(
+            f'expected a loop count (an integer from 1 to {MAX_LOOPS:.0e}) or "auto"; got {type(v).__name__} {v!r}'
+        )
 
     @field_validator("name")
     @classmethod
@@ -174,6 +191,16 @@ class Workload(Strict):
         if self.tool is None and self.params:
             raise ValueError(
                 "params are for tool workloads; a command workload takes its arguments in command"
+            )
+        if self.tool is not None and self.loops is not None:
+            raise ValueError(
+                "loops is for command workloads (the command repeats its operation {loops} times); a tool "
+                "workload's repetitions are its parameters"
+            )
+        per_loop = [m.name for m in self.metrics if m.name in LOOP_METRICS and not (m.regex or m.json_path)]
+        if per_loop and self.loops is None:
+            raise ValueError(
+                f'metric {per_loop[0]!r} is a time per loop: the workload needs loops = N or loops = "auto"'
             )
         if self.tool is not None and (self.data_size is not None or self.small_size_reason):
             raise ValueError(

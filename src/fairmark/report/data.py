@@ -9,6 +9,7 @@ rate across all comparisons of the run.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 
 from fairmark.plan.metric import MetricSpec
 from fairmark.report.failures import FailureRate, errors_start, failed_cells, failure_rates, run_failure
-from fairmark.stats import describe, sample_warnings
+from fairmark.stats import describe, format_value, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, enough
 from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
 from fairmark.store.db import RunRecord, Store, jsonable_row
@@ -29,7 +30,9 @@ from fairmark.store.records import (
     JSONValue,
     Point,
     TrialRecord,
+    loops_text,
 )
+from fairmark.store.schema import LOOPS_CALIBRATION
 from fairmark.verdict.record import Verdict as Verdict
 from fairmark.verdict.run import RunVerdicts, run_verdicts
 from fairmark.verdict.values import MeasuredCell
@@ -47,6 +50,9 @@ class CellReport:
     boots: dict[str, list[str | None]] = field(
         default_factory=dict
     )  # metric → the boot of each of those values
+    loops_note: str | None = (
+        None  # a workload with loops: the count each trial was handed (and its calibration)
+    )
 
     @property
     def record(self) -> CellRecord:
@@ -384,6 +390,8 @@ def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
         "n_failed": c.n_failed,
         "summaries": c.summaries,
         "warnings": list(c.warnings),
+        "loops": c.record.loops,
+        "loops_note": c.loops_note,
         "values": c.values,
     }
     if trials:
@@ -422,7 +430,10 @@ def load_report(store: Store, run_ref: str, judged: RunVerdicts | None = None) -
     """The run's read model; `judged`: its cells and verdicts when the caller has them already (the runner)."""
     judged = judged or run_verdicts(store, run_ref)
     run, design = judged.run, judged.design
-    cells = tuple(_cell(c, design.confidence) for c in judged.cells)
+    calibrations: dict[str, Any] = {}
+    if any(c.cell.loops is not None for c in judged.cells):
+        calibrations = {a["cell_key"]: a["data"] for a in store.artifacts(run.id, LOOPS_CALIBRATION)}
+    cells = tuple(_cell(c, design.confidence, calibrations.get(c.cell.key)) for c in judged.cells)
     policy = (run.options or {}).get("policy", {})
     return RunReport(
         run=run,
@@ -483,7 +494,7 @@ def _summary(values: list[float], unit: str, confidence: float) -> dict[str, Any
     return s
 
 
-def _cell(m: MeasuredCell, confidence: float) -> CellReport:
+def _cell(m: MeasuredCell, confidence: float, calibration: Mapping[str, Any] | None = None) -> CellReport:
     values = {name: list(lv.values) for name, lv in m.metrics.items()}
     units = {spec.name: spec.unit for spec in m.cell.metrics}
     summaries = {
@@ -499,6 +510,8 @@ def _cell(m: MeasuredCell, confidence: float) -> CellReport:
         warnings = (f"only {len(primary)} measured trial(s): no statistics (ministat needs ≥ {MIN_VALUES})",)
     elif len(primary) < 6:
         warnings += (f"only {len(primary)} measured trials: the CI is wide; 6 or more are advised",)
+    warnings += _too_short(m)
+    loops = m.cell.loops
     return CellReport(
         measured=m,
         values=values,
@@ -506,6 +519,26 @@ def _cell(m: MeasuredCell, confidence: float) -> CellReport:
         summaries=summaries,
         warnings=warnings,
         boots={name: list(lv.boots) for name, lv in m.metrics.items()},
+        loops_note=loops_text(loops, calibration) if loops is not None else None,
+    )
+
+
+SHORT_TRIAL_S = 0.010  # below this a trial measures the clock and the process start more than its work
+
+
+def _too_short(m: MeasuredCell) -> tuple[str, ...]:
+    """A command workload without loops whose trials last < SHORT_TRIAL_S (median): the start of its process
+    (milliseconds, CV near 70% on this VM) is most of what was measured, and a verdict on it says little."""
+    walls = [t.wall_s for t in m.trials if t.measured and t.wall_s is not None]
+    if m.cell.loops is not None or m.cell.command is None or not walls:
+        return ()
+    median = statistics.median(walls)
+    if median >= SHORT_TRIAL_S:
+        return ()
+    return (
+        f"its trials last {format_value(median, unit='s')} (median): too short for the clock and the process "
+        "start, which vary by more than such a trial's work — let the command repeat its operation: "
+        'loops = "auto" (docs/plan.md)',
     )
 
 

@@ -295,6 +295,7 @@ def group_view(
                 "monitor_rows": attr.monitor_summary(series),
                 "kernel_events": cell_kernel_events(c),
                 "warnings": list(c.warnings),
+                "loops_note": c.loops_note,
                 "failures": [t for t in c.trials if t.status != "ok"][:3],
                 "profiles": cell_profiles(c, arts, base_folded if c is not base else None),
             }

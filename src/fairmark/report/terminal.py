@@ -165,6 +165,8 @@ def _cell_notes(cells: list[CellReport]) -> None:
         console.print(f"  [{colour}]{word}[/] {escape(wrapped)}")
 
     for c in cells:
+        if c.loops_note:
+            line("loops", "cyan", f"{c.key}: {c.loops_note}")
         for w in c.warnings:
             line("warning", "yellow", f"{c.key}: {w}")
         if c.status == "abandoned":

@@ -123,6 +123,8 @@ def _table(cells: Sequence[CellReport], divisor: float) -> list[str]:
 
 
 def _cell(w: Writer, c: CellReport, arts: RunArtifacts, a: Any) -> None:
+    if c.loops_note:
+        w.para(f"[{c.variant}] {c.loops_note}", "  ")
     if a is not None:
         w.para(f"[{c.variant}] {a.sentence}", "  ")
         for f in a.flags:

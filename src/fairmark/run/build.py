@@ -18,6 +18,7 @@ from fairmark.run.spec import TrialSpec
 from fairmark.run.variants.basic import apply_env
 
 NON_NAME = re.compile(r"\W")
+LOOPS_FIELD = "{loops}"  # where a command workload with loops takes its loop count in its argv
 
 
 def cpuset_of(cell: Cell) -> str | None:
@@ -50,12 +51,16 @@ def trial_spec(
     launcher_places: bool = True,
     fork_places: bool = False,
     base_env: Mapping[str, str] | None = None,
+    loops: int | None = None,
 ) -> TrialSpec:
     """`prepared` is what the variant's system state made ready for this trial (`SystemState.prepare`:
     placement, env, workdir); `wrappers` are the trial hooks' `wrap`, applied in order. The CPU placement
     (the variant's `cpus`, a `cpus` sweep point) is applied by the launcher (`launcher_places`; an agent on
     another host still gets the sweep's taskset wrapper). `base_env` is fairmark's own environment (os.environ,
-    or a run's copy of it taken once)."""
+    or a run's copy of it taken once). `loops` is handed to the command (a workload with loops): `{loops}` in its
+    argv, `$FAIRMARK_LOOPS` in its environment."""
+    if loops is not None:
+        command = [a.replace(LOOPS_FIELD, str(loops)) for a in command]
     placement = dict(prepared.get("placement", {}))
     sweep_cpus = cpuset_of(cell)
     if sweep_cpus is not None and launcher_places:
@@ -72,6 +77,8 @@ def trial_spec(
     env |= {"FAIRMARK_SWEEP_" + NON_NAME.sub("_", k).upper(): str(v) for k, v in cell.point}
     if prepared.get("workdir"):
         env["FAIRMARK_WORKDIR"] = str(prepared["workdir"])
+    if loops is not None:
+        env["FAIRMARK_LOOPS"] = str(loops)
     return TrialSpec(
         argv=tuple(argv),
         out_dir=str(trial_dir),
@@ -84,6 +91,7 @@ def trial_spec(
         place_cgroup=placement.get("cgroup"),
         place_cpus=tuple(placement.get("cpus", ())),
         fork_places=fork_places and launcher_places,
+        loops=loops,
     )
 
 
@@ -94,7 +102,9 @@ def before_trial_spec(workload: Workload, trial: TrialSpec) -> TrialSpec | None:
     if cmd is None:
         return None
     argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-    return dataclasses.replace(trial, argv=tuple(argv), name="before_trial", cpuset=None, files=())
+    return dataclasses.replace(
+        trial, argv=tuple(argv), name="before_trial", cpuset=None, files=(), loops=None
+    )
 
 
 def step_spec(

@@ -7,6 +7,7 @@ import math
 import re
 from typing import Any
 
+from fairmark.plan.metric import LOOP_METRICS, per_loop
 from fairmark.plan.model import BUILTIN_METRICS, Metric
 from fairmark.run.executor import ExecResult
 from fairmark.run.workloads.base import ParseError
@@ -69,9 +70,19 @@ def extract(metric: Metric, stdout: str, stderr: str) -> float:
     return _number(json_lookup(doc, metric.json_path), f"metric {metric.name!r}")
 
 
-def command_metrics(metrics: list[Metric], result: ExecResult, stdout: str, stderr: str) -> dict[str, float]:
+def measured_only(metrics: list[Metric]) -> bool:
+    """Whether every metric is measured by the executor (nothing to read from the output)."""
+    return all(m.name in BUILTIN_METRICS or m.name in LOOP_METRICS for m in metrics)
+
+
+def command_metrics(
+    metrics: list[Metric], result: ExecResult, stdout: str, stderr: str, loops: int | None = None
+) -> dict[str, float]:
+    """The built-ins, the per-loop times when the trial was handed `loops`, and the plan's own metrics."""
     values = builtin_values(result)
+    if loops is not None:
+        values |= per_loop(values, loops)
     for m in metrics:
-        if m.name not in BUILTIN_METRICS:
+        if m.name not in values:  # a built-in's name means the built-in (as it always did)
             values[m.name] = extract(m, stdout, stderr)
     return values

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.errors import EnvironmentRefused, PlanError
+from fairmark.plan.metric import LOOP_METRIC_SPECS
 from fairmark.plan.model import BUILTIN_METRIC_SPECS, MetricSpec, Plan, Workload
 from fairmark.plan.schedule import Cell, cells_of, expand_sweep_values
 from fairmark.run.variants.basic import command_for
@@ -28,6 +29,7 @@ class CellState:
     failures: int = 0
     rounds_done: set[int] = field(default_factory=set)
     params: dict[str, Any] = field(default_factory=dict)  # a tool cell's resolved parameters
+    loops: int | None = None  # the loop count its trials are handed (`loops = "auto"`: None until calibrated)
 
 
 @dataclass
@@ -69,12 +71,17 @@ def build_runtimes(
             specs = {m.name: m for m in adapter.metrics}
         else:
             specs = {m.name: m.spec for m in w.metrics}
-        declared = list(specs) or ["wall_s"]  # verdicts are given for these; built-ins are also kept
-        for m in BUILTIN_METRIC_SPECS:
+        # verdicts are given for these (by default the time: per loop when the trials loop); built-ins are also kept
+        declared = list(specs) or ["wall_s_per_loop" if w.loops is not None else "wall_s"]
+        for m in (*LOOP_METRIC_SPECS, *BUILTIN_METRIC_SPECS) if w.loops is not None else BUILTIN_METRIC_SPECS:
             specs.setdefault(m.name, m)
         own = [c for c in cells if c.workload == w.name]
         cell_params = {c.key: cell_params_of(plan, where, adapter, params, c) for c in own} if adapter else {}
-        states = [CellState(c, (stored or {}).get(c.key, -1), params=cell_params.get(c.key, {})) for c in own]
+        fixed = w.loops if isinstance(w.loops, int) else None  # "auto": calibrated at each cell's first trial
+        states = [
+            CellState(c, (stored or {}).get(c.key, -1), params=cell_params.get(c.key, {}), loops=fixed)
+            for c in own
+        ]
         out.append(WorkloadRuntime(w, adapter, params, specs, states, declared))
     return out
 
@@ -173,6 +180,7 @@ def cell_rows(
                 command=tuple(scrub(a) for a in command) or None,
                 params=cs.params or None,
                 labels=labels or None,
+                loops=cs.loops,
             )
         )
     return rows

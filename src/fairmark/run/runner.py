@@ -172,8 +172,11 @@ class Runner:
             elif not t.warmup and (t.id, rt.primary) in values:
                 cs.values.append(values[(t.id, rt.primary)])
         for c in self.store.cells(self.run_id):
+            _, cs = by_id[c.id]
+            cs.loops = (
+                c.loops if c.loops is not None else cs.loops
+            )  # a calibrated count is the cell's for the run
             if c.status != "active":
-                _, cs = by_id[c.id]
                 cs.status, cs.reason = c.status, c.stop_reason
 
     # -- the loop ----------------------------------------------------------------------------------------

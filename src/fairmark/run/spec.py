@@ -78,6 +78,9 @@ class TrialSpec:
     fork_places: bool = False  # start through fork + a placement step in the child (see the docstring)
     files: tuple[str, ...] = ()  # output files the adapter parses, besides stdout and stderr
     tail_bytes: int = RAW_BYTES  # how much of each output stream must reach the controller at least
+    # the loop count the command was handed (already in argv and env: an executor runs it like any command;
+    # the runner divides the times by it — a workload's `loops`)
+    loops: int | None = None
     version: int = SPEC_VERSION
 
     def __post_init__(self) -> None:

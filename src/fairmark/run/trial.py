@@ -19,14 +19,15 @@ from fairmark.run import metrics as M
 from fairmark.run.build import before_trial_spec, trial_spec
 from fairmark.run.executor import forks_to_place, read_text
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
+from fairmark.run.loops import CalibrationFailed, calibrate
 from fairmark.run.prepare import CellState, WorkloadRuntime
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, TrialSpec
 from fairmark.run.variants.basic import command_for
 from fairmark.run.variants.system import SystemState
 from fairmark.run.workloads.base import ParseError, RawOutput, TrialContext, WorkloadContext
 from fairmark.store.db import Store, now
-from fairmark.store.records import Sample, TrialRecord
-from fairmark.store.schema import CLAIMED_IO
+from fairmark.store.records import Sample, TrialRecord, loops_text
+from fairmark.store.schema import CLAIMED_IO, LOOPS_CALIBRATION
 
 
 @functools.cache
@@ -119,7 +120,8 @@ class TrialPath:
         hctx = HookContext(
             self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{seq}", str(trial_dir), r < 0
         )
-        spec = trial_spec(
+        build = functools.partial(
+            trial_spec,
             workload=w,
             variant=variant,
             cell=cell,
@@ -128,19 +130,26 @@ class TrialPath:
             workload_env=wctx.env,
             trial_dir=trial_dir,
             policy=self.policy,
-            wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks],
             launcher_places=remote_ex is None,
             fork_places=self.fork_places,
             base_env=self.base_env,
         )
+        artifacts: list[Artifact] = []
+        if w.loops == "auto" and cs.loops is None:  # the cell's first trial: its loop count first
+            calibrated = self._calibrate(w, cs, build, remote_ex or self.execute)
+            if not isinstance(calibrated, Artifact):
+                return self._record(rt, cs, r, seq, now(), *calibrated, [])
+            artifacts.append(calibrated)
+        spec = build(wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks], loops=cs.loops)
         failed = self._before_trial(w, spec, remote_ex or self.execute)
         if failed is not None:
             before, why = failed
-            return self._record(rt, cs, r, seq, now(), spec, before, ("failed", why, {}), [])
+            return self._record(rt, cs, r, seq, now(), spec, before, ("failed", why, {}), artifacts)
         started = now()
-        result, artifacts = self._execute_hooked(hooks, hctx, spec, remote_ex)
+        result, hooked = self._execute_hooked(hooks, hctx, spec, remote_ex)
+        artifacts += hooked
         try:
-            status, error, values = self._measure(rt, tctx, result)
+            status, error, values = self._measure(rt, tctx, result, spec.loops)
         finally:
             if rt.adapter:
                 rt.adapter.after_trial(tctx)
@@ -148,6 +157,28 @@ class TrialPath:
         return self._record(
             rt, cs, r, seq, started, spec, result, (status, error, values), artifacts, profiled
         )
+
+    def _calibrate(
+        self, w: Workload, cs: CellState, build: Callable[..., TrialSpec], execute: Executor
+    ) -> Artifact | tuple[TrialSpec, Measured, tuple[str, str, dict[str, float]]]:
+        """`loops = "auto"` (run.loops): calibration trials of the cell — its before_trial step each time, no
+        hooks, not stored — until one lasts TARGET_S; the count is the cell's from now on (stored with it) and
+        the steps an artifact of this trial. When it fails: the failed calibration trial, recorded as this trial."""
+        tried: list[TrialSpec] = []
+
+        def run_with(n: int) -> Measured:
+            tried.append(build(loops=n))
+            failed = self._before_trial(w, tried[-1], execute)
+            return failed[0] if failed else execute(tried[-1])
+
+        try:
+            cal = calibrate(run_with)
+        except CalibrationFailed as exc:
+            return tried[-1], exc.measured, ("failed", f'loops = "auto": {exc}', {})
+        cs.loops = cal.loops
+        self.store.update_cell(cs.id, loops=cal.loops)
+        self.note(f"{cs.cell.key}: {loops_text(cal.loops, cal.to_dict())}")
+        return Artifact(LOOPS_CALIBRATION, w.name, "application/json", cal.to_dict())
 
     def _trial_context(
         self,
@@ -273,12 +304,12 @@ class TrialPath:
         return done, f"before_trial failed ({done.error}): {tail}"
 
     def _measure(
-        self, rt: WorkloadRuntime, tctx: TrialContext, result: Measured
+        self, rt: WorkloadRuntime, tctx: TrialContext, result: Measured, loops: int | None = None
     ) -> tuple[str, str | None, dict[str, float]]:
         if result.status != "ok":
             return result.status, result.error, {}
         stdout = stderr = ""  # only built-in metrics (wall time, rusage): nothing to read
-        if rt.adapter or any(m.name not in M.BUILTIN_METRICS for m in rt.workload.metrics):
+        if rt.adapter or not M.measured_only(rt.workload.metrics):
             stdout, stderr = read_text(result.stdout_path), read_text(result.stderr_path)
         try:
             if rt.adapter:
@@ -286,7 +317,7 @@ class TrialPath:
                 parsed = rt.adapter.parse(RawOutput(stdout, stderr, result.exit_code, files))
                 values = M.builtin_values(result) | parsed
             else:
-                values = M.command_metrics(rt.workload.metrics, result, stdout, stderr)
+                values = M.command_metrics(rt.workload.metrics, result, stdout, stderr, loops)
             if rt.primary not in values:
                 raise ParseError(f"the output yielded no value for the primary metric {rt.primary!r}")
         except ParseError as exc:

@@ -30,7 +30,7 @@ _COUNT = {"": 1.0, "M": 1e6, "G": 1e9, "T": 1e12}  # "M ops/s": a thousand ops/s
 _PREFIXED = (
     (re.compile(r"(?P<p>Ki|Mi|Gi|Ti|Pi)(?P<base>B|B/s)"), _BINARY),
     (re.compile(r"(?P<p>[kMGTP])?(?P<base>B|B/s|bit/s|bits/s|b/s|Hz|W|J)"), _DECIMAL),
-    (re.compile(r"(?P<p>[nµum])?(?P<base>s)"), _TIME),
+    (re.compile(r"(?P<p>[nµum])?(?P<base>s|s/loop)"), _TIME),  # s/loop: a microbenchmark's time per iteration
 )
 _UNSCALED = frozenset({"", "%", "x", "×", "bool", "min", "h", "pkg/h"})
 

@@ -468,12 +468,15 @@ class Store:
         status: str | None = None,
         stop_reason: str | None = None,
         params: Mapping[str, JSONValue] | None = None,
+        loops: int | None = None,
     ) -> None:
-        """A stored cell's end (status and why) or its parameters as they really were; None: left as it is."""
+        """A stored cell's end (status and why), its parameters as they really were, or its calibrated loop
+        count; None: left as it is."""
         given = {
             "status": status,
             "stop_reason": stop_reason,
             "params": dict(params) if params is not None else None,
+            "loops": loops,
         }
         values = {k: v for k, v in given.items() if v is not None}
         if values:

@@ -50,6 +50,9 @@ class CellRecord:
     command: tuple[str, ...] | None = None  # argv as run (the report's "how to reproduce")
     params: Mapping[str, JSONValue] | None = None  # a tool cell's resolved parameters
     labels: Mapping[str, str] | None = None  # what a report must state beside the numbers (e.g. fsync)
+    # the loop count each trial was handed (a plan's `loops`; "auto": calibrated at the cell's first trial, None
+    # until then); None for a workload without loops
+    loops: int | None = None
     status: str = "active"  # active, done, abandoned
     stop_reason: str | None = None
     id: int = 0
@@ -91,6 +94,7 @@ class CellRecord:
             "command": list(self.command) if self.command is not None else None,
             "params": dict(self.params) if self.params is not None else None,
             "labels": dict(self.labels) if self.labels is not None else None,
+            "loops": self.loops,
             "status": self.status,
             "stop_reason": self.stop_reason,
         }
@@ -99,7 +103,7 @@ class CellRecord:
     def from_row(cls, row: RowMapping) -> CellRecord:
         point = row.get("point") or []
         metrics = row.get("metrics") or []
-        command = row.get("command")
+        command, loops = row.get("command"), row.get("loops")
         assert isinstance(point, list) and isinstance(metrics, list)
         return cls(
             key=str(row["key"]),
@@ -111,11 +115,30 @@ class CellRecord:
             command=tuple(command) if isinstance(command, list) else None,
             params=row.get("params"),  # a JSON object, as written
             labels=row.get("labels"),
+            loops=int(loops) if isinstance(loops, int) else None,
             status=str(row["status"]),
             stop_reason=row.get("stop_reason"),
             id=int(row["id"]),
             run_id=str(row["run_id"]),
         )
+
+
+def loops_text(loops: int, calibration: Mapping[str, object] | None = None) -> str:
+    """A cell's loop count as the run note and the reports state it; with a `loops = "auto"` calibration (the
+    artifact run.loops stores), what it found: one iteration's time and the process start's share of a trial."""
+    text = f"{loops:,} loops a trial".replace(",", " ")
+    if not calibration:
+        return text
+    from fairmark.stats.digits import format_value
+
+    loop_s, start_s = float(calibration["loop_s"]), float(calibration["start_s"])  # type: ignore[arg-type]
+    steps = calibration.get("steps")
+    share = start_s / (start_s + loops * loop_s) if loops * loop_s > 0 else 1.0
+    return (
+        f'{text} (loops = "auto", calibrated in {len(steps) if isinstance(steps, list) else "?"} trials: one '
+        f"iteration ≈ {format_value(loop_s, unit='s')}, the process start ≈ {format_value(start_s, unit='s')}, "
+        f"{100 * share:.0f}% of a trial)"
+    )
 
 
 # What a max_rss_kib stored before schema 9 is (TrialRecord.legacy_rss): said by history, reports and exports.

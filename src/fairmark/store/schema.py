@@ -60,6 +60,9 @@ cells = sa.Table(
     sa.Column("command", sa.JSON),  # argv as run (for the report's "how to reproduce")
     sa.Column("params", sa.JSON),  # a tool cell's resolved parameters (defaults ⊕ plan ⊕ variant ⊕ sweep)
     sa.Column("labels", sa.JSON),  # what a report must state beside the numbers (e.g. PostgreSQL fsync)
+    sa.Column(
+        "loops", sa.BigInteger
+    ),  # the loop count each trial was handed (a workload's `loops`), else NULL
     sa.UniqueConstraint("run_id", "key"),
 )
 
@@ -152,6 +155,9 @@ artifacts = sa.Table(
 # The artifact kind of what a file-system tool's trial claims it read or written (Adapter.claimed_io), stored
 # by the run (run.trial) and held against the disks and the device by the report (report.pagecache).
 CLAIMED_IO = "io.claimed"
+# The artifact kind of a `loops = "auto"` cell's calibration (each calibration trial's loop count and wall time),
+# stored by the run (run.trial) with the cell's first trial and shown by the reports beside the cell's loop count.
+LOOPS_CALIBRATION = "loops.calibration"
 # The artifact kind of a finished `fairmark bisect`'s outcome (steps, answers, the first bad commit), stored with
 # the bisect's first run by bisect.search and shown by report.publish; every step's run is tagged bisect.id.
 BISECT_RESULT = "bisect.result"
@@ -250,6 +256,13 @@ def _v9_trial_rss_method(conn: sa.Connection) -> None:
         conn.execute(sa.text("ALTER TABLE trials ADD COLUMN max_rss_method VARCHAR(16)"))
 
 
+def _v10_cell_loops(conn: sa.Connection) -> None:
+    """v10: a cell of a workload with `loops` records the loop count its trials were handed (issue 24)."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("cells")}
+    if "loops" not in have:
+        conn.execute(sa.text("ALTER TABLE cells ADD COLUMN loops BIGINT"))
+
+
 # version → function(connection) that upgrades from version-1 to version
 MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     2: _v2_cell_params,
@@ -260,4 +273,5 @@ MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     7: _v7_run_indexes,
     8: _v8_no_stored_verdicts,
     9: _v9_trial_rss_method,
+    10: _v10_cell_loops,
 }

@@ -1,0 +1,109 @@
+"""Microbenchmarks: the loop count of a workload with `loops = "auto"`, calibrated once per cell (issue 24).
+
+An operation of a few hundred nanoseconds (a system call, a context switch) is far below what one trial can
+resolve: starting the trial's process costs milliseconds and varies by more than the operation. As pyperf does
+with its loops, the command repeats the operation N times (N handed to it as `{loops}` in its argv and
+`$FAIRMARK_LOOPS`), and the per-loop metrics divide the trial's times by N. `"auto"` picks N at the cell's first
+trial, before its first warm-up: calibration trials (not stored as trials) with growing N until the loops add at
+least `TARGET_S` to a trial with one loop; then N is set so that the loops last at least ten times the process
+start (at least TARGET_S, at most MAX_LOOPED_S). That N is the cell's for the whole run (stored with the cell;
+the steps, one iteration's time and the start's as an artifact, which the reports show).
+
+A per-loop time is one iteration plus the start's share, op · (1 + S / L) for loops lasting L. The start is a
+tenth of L or less (unless it alone exceeds a tenth of MAX_LOOPED_S), so its noise — the reason for loops — is
+divided down with it; and a ratio of two cells, both with loops of about the same L, is not biased by it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fairmark.plan.model import MAX_LOOPS
+from fairmark.run.spec import Measured
+
+TARGET_S = 0.1  # the looped part of a calibrated trial lasts at least this long (pyperf's default min_time)
+START_FACTOR = 10  # … and at least this many times the process start, up to MAX_LOOPED_S
+MAX_LOOPED_S = 1.0
+# The line through the first and the last step is fitted once the loops last twice the first trial: the process
+# start's own noise (±50% on a loaded machine) then moves the slope by a quarter at most.
+START_FACTOR_FIT = 2
+AIM = 1.2  # each next count aims 20% above what is needed: fewer steps, a margin for the machine's noise
+MAX_GROWTH = 1000  # per step: a count estimated from a trial of almost only process start overshoots
+MAX_STEPS = 30
+
+
+class CalibrationFailed(Exception):
+    """The calibration could not find a loop count: a calibration trial failed, or the trials did not grow."""
+
+    def __init__(self, message: str, measured: Measured):
+        super().__init__(message)
+        self.measured = measured
+
+
+@dataclass(frozen=True)
+class Calibration:
+    loops: int
+    steps: tuple[tuple[int, float], ...]  # each calibration trial's (loop count, wall seconds)
+    loop_s: float  # one iteration, from the first and the last step
+    start_s: float  # what a trial costs besides its loops (the process start), from the same two steps
+
+    @property
+    def looped_s(self) -> float:
+        """How long a trial's loops last, as estimated."""
+        return self.loops * self.loop_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "loops": self.loops,
+            "loop_s": self.loop_s,
+            "start_s": self.start_s,
+            "looped_s": self.looped_s,
+            "target_s": TARGET_S,
+            "steps": [list(s) for s in self.steps],
+        }
+
+
+def next_count(loops: int, wall_s: float, looped_s: float, needed_s: float) -> int:
+    """The next count to try after a trial of `loops` that lasted `wall_s`, of which its loops `looped_s` (the
+    trial less the one with one loop: noisy, even negative): aiming at `needed_s` of loops, at least doubling,
+    and never so far that the next trial could last more than ten times `needed_s` (its loops cannot have taken
+    longer than the whole trial)."""
+    safe = max(2.0, min(MAX_GROWTH, 10 * needed_s / max(wall_s, 1e-9)))
+    grow = min(AIM * needed_s / max(looped_s, 1e-9), safe)
+    return min(MAX_LOOPS, max(2 * loops, math.ceil(loops * grow)))
+
+
+def calibrate(run: Callable[[int], Measured]) -> Calibration:
+    """The loop count for a cell; `run(n)` executes one trial with n loops. A trial with one loop measures the
+    process start (and one iteration); counts grow until the loops add TARGET_S, and twice that trial, to it;
+    a line through the first and the last step gives one iteration's time and the start's, and the count is the
+    one whose loops last START_FACTOR × the start (at least TARGET_S, at most MAX_LOOPED_S): the start is then a
+    tenth of a trial or less, unless it alone lasts more than a tenth of MAX_LOOPED_S. Raises CalibrationFailed
+    when a trial fails or the count stops growing the trial."""
+    steps: list[tuple[int, float]] = []
+    loops = 1
+    while True:
+        m = run(loops)
+        if m.status != "ok":
+            raise CalibrationFailed(f"its calibration trial with loops = {loops} {m.status}: {m.error}", m)
+        steps.append((loops, m.wall_s))
+        looped = m.wall_s - steps[0][1]
+        needed = max(TARGET_S, START_FACTOR_FIT * steps[0][1])
+        if loops > 1 and looped >= needed:
+            break
+        if loops >= MAX_LOOPS or len(steps) >= MAX_STEPS:
+            raise CalibrationFailed(
+                f"a trial with loops = {loops} lasted {1e3 * m.wall_s:.3g} ms, with loops = 1 {1e3 * steps[0][1]:.3g} "
+                "ms: does the command repeat its operation {loops} / $FAIRMARK_LOOPS times?",
+                m,
+            )
+        loops = next_count(loops, m.wall_s, looped, needed)
+    (n1, t1), (n, t) = steps[0], steps[-1]
+    loop_s = (t - t1) / (n - n1)
+    start_s = max(t1 - loop_s, 0.0)
+    needed = min(max(TARGET_S, START_FACTOR * start_s), MAX_LOOPED_S)
+    final = max(n, min(MAX_LOOPS, math.ceil(needed / loop_s)))
+    return Calibration(final, tuple(steps), loop_s, start_s)
