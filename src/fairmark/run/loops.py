@@ -11,7 +11,12 @@ the steps, one iteration's time and the start's as an artifact, which the report
 
 A per-loop time is one iteration plus the start's share, op · (1 + S / L) for loops lasting L. The start is a
 tenth of L or less (unless it alone exceeds a tenth of MAX_LOOPED_S), so its noise — the reason for loops — is
-divided down with it; and a ratio of two cells, both with loops of about the same L, is not biased by it.
+divided down with it; and a ratio of two cells, both with loops of about the same L, is not biased by it — as
+long as each cell's L is what it was calibrated to be. So the calibration times the trials' CPU (user + sys of
+the trial's tree), not their wall time: on a loaded machine a trial waits for a CPU for most of its wall time
+(85% at load 17 on this 2-CPU VM), and a count fitted to such wall times gave two cells loops of very different
+lengths — once a significant verdict in the wrong direction on the two Python loops of tests/test_loops.py. An
+operation that waits without using a CPU (a sleep) cannot be calibrated this way: give it loops = N.
 """
 
 from __future__ import annotations
@@ -46,13 +51,15 @@ class CalibrationFailed(Exception):
 @dataclass(frozen=True)
 class Calibration:
     loops: int
-    steps: tuple[tuple[int, float], ...]  # each calibration trial's (loop count, wall seconds)
-    loop_s: float  # one iteration, from the first and the last step
-    start_s: float  # what a trial costs besides its loops (the process start), from the same two steps
+    steps: tuple[tuple[int, float, float], ...]  # each calibration trial's (loop count, wall s, CPU s)
+    loop_s: float  # one iteration's CPU time, from the first and the last step
+    start_s: (
+        float  # the CPU time a trial costs besides its loops (the process start), from the same two steps
+    )
 
     @property
     def looped_s(self) -> float:
-        """How long a trial's loops last, as estimated."""
+        """The CPU time of a trial's loops, as estimated."""
         return self.loops * self.loop_s
 
     def to_dict(self) -> dict[str, Any]:
@@ -66,42 +73,43 @@ class Calibration:
         }
 
 
-def next_count(loops: int, wall_s: float, looped_s: float, needed_s: float) -> int:
-    """The next count to try after a trial of `loops` that lasted `wall_s`, of which its loops `looped_s` (the
-    trial less the one with one loop: noisy, even negative): aiming at `needed_s` of loops, at least doubling,
-    and never so far that the next trial could last more than ten times `needed_s` (its loops cannot have taken
-    longer than the whole trial)."""
-    safe = max(2.0, min(MAX_GROWTH, 10 * needed_s / max(wall_s, 1e-9)))
+def next_count(loops: int, trial_s: float, looped_s: float, needed_s: float) -> int:
+    """The next count to try after a trial of `loops` that took `trial_s` of CPU, of which its loops `looped_s`
+    (the trial less the one with one loop: noisy, even negative): aiming at `needed_s` of loops, at least
+    doubling, and never so far that the next trial could take more than ten times `needed_s` (its loops cannot
+    have taken more than the whole trial)."""
+    safe = max(2.0, min(MAX_GROWTH, 10 * needed_s / max(trial_s, 1e-9)))
     grow = min(AIM * needed_s / max(looped_s, 1e-9), safe)
     return min(MAX_LOOPS, max(2 * loops, math.ceil(loops * grow)))
 
 
 def calibrate(run: Callable[[int], Measured]) -> Calibration:
-    """The loop count for a cell; `run(n)` executes one trial with n loops. A trial with one loop measures the
-    process start (and one iteration); counts grow until the loops add TARGET_S, and twice that trial, to it;
-    a line through the first and the last step gives one iteration's time and the start's, and the count is the
-    one whose loops last START_FACTOR × the start (at least TARGET_S, at most MAX_LOOPED_S): the start is then a
-    tenth of a trial or less, unless it alone lasts more than a tenth of MAX_LOOPED_S. Raises CalibrationFailed
-    when a trial fails or the count stops growing the trial."""
-    steps: list[tuple[int, float]] = []
+    """The loop count for a cell; `run(n)` executes one trial with n loops. Times are the trials' CPU (user +
+    sys). A trial with one loop measures the process start (and one iteration); counts grow until the loops add
+    TARGET_S, and twice that trial, to it; a line through the first and the last step gives one iteration's time
+    and the start's, and the count is the one whose loops take START_FACTOR × the start (at least TARGET_S, at
+    most MAX_LOOPED_S): the start is then a tenth of a trial or less, unless it alone takes more than a tenth of
+    MAX_LOOPED_S. Raises CalibrationFailed when a trial fails or the count stops growing the trial."""
+    steps: list[tuple[int, float, float]] = []
     loops = 1
     while True:
         m = run(loops)
         if m.status != "ok":
             raise CalibrationFailed(f"its calibration trial with loops = {loops} {m.status}: {m.error}", m)
-        steps.append((loops, m.wall_s))
-        looped = m.wall_s - steps[0][1]
-        needed = max(TARGET_S, START_FACTOR_FIT * steps[0][1])
+        steps.append((loops, m.wall_s, m.cpu_s))
+        looped = m.cpu_s - steps[0][2]
+        needed = max(TARGET_S, START_FACTOR_FIT * steps[0][2])
         if loops > 1 and looped >= needed:
             break
         if loops >= MAX_LOOPS or len(steps) >= MAX_STEPS:
             raise CalibrationFailed(
-                f"a trial with loops = {loops} lasted {1e3 * m.wall_s:.3g} ms, with loops = 1 {1e3 * steps[0][1]:.3g} "
-                "ms: does the command repeat its operation {loops} / $FAIRMARK_LOOPS times?",
+                f"a trial with loops = {loops} took {1e3 * m.cpu_s:.3g} ms of CPU, with loops = 1 "
+                f"{1e3 * steps[0][2]:.3g} ms: does the command repeat its operation {{loops}} / $FAIRMARK_LOOPS "
+                "times? (an operation that waits without using a CPU needs loops = N)",
                 m,
             )
-        loops = next_count(loops, m.wall_s, looped, needed)
-    (n1, t1), (n, t) = steps[0], steps[-1]
+        loops = next_count(loops, m.cpu_s, looped, needed)
+    (n1, _, t1), (n, _, t) = steps[0], steps[-1]
     loop_s = (t - t1) / (n - n1)
     start_s = max(t1 - loop_s, 0.0)
     needed = min(max(TARGET_S, START_FACTOR * start_s), MAX_LOOPED_S)

@@ -125,7 +125,7 @@ class CellRecord:
 
 def loops_text(loops: int, calibration: Mapping[str, object] | None = None) -> str:
     """A cell's loop count as the run note and the reports state it; with a `loops = "auto"` calibration (the
-    artifact run.loops stores), what it found: one iteration's time and the process start's share of a trial."""
+    artifact run.loops stores), what it found: one iteration's CPU time and the process start's share of a trial."""
     text = f"{loops:,} loops a trial".replace(",", " ")
     if not calibration:
         return text
@@ -135,9 +135,9 @@ def loops_text(loops: int, calibration: Mapping[str, object] | None = None) -> s
     steps = calibration.get("steps")
     share = start_s / (start_s + loops * loop_s) if loops * loop_s > 0 else 1.0
     return (
-        f'{text} (loops = "auto", calibrated in {len(steps) if isinstance(steps, list) else "?"} trials: one '
-        f"iteration ≈ {format_value(loop_s, unit='s')}, the process start ≈ {format_value(start_s, unit='s')}, "
-        f"{100 * share:.0f}% of a trial)"
+        f'{text} (loops = "auto", calibrated in {len(steps) if isinstance(steps, list) else "?"} trials on their '
+        f"CPU time: one iteration ≈ {format_value(loop_s, unit='s')}, the process start ≈ "
+        f"{format_value(start_s, unit='s')}, {100 * share:.0f}% of a trial)"
     )
 
 
