@@ -328,6 +328,33 @@ def test_a_command_and_a_tool_workload_run_on_a_host(tmp_path, net, fairmark_cli
     assert net.hosts["h1"].count("iperf3") == 0
 
 
+def test_a_workload_with_loops_is_calibrated_and_run_on_a_host(tmp_path, net, fairmark_cli) -> None:
+    """loops = "auto" through the shipped agent: the calibration trials and the trials run on h1, the count
+    reaches the command there as $FAIRMARK_LOOPS (variant a) and in its argv (variant b), and the times are
+    stored per loop."""
+    loop = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done"
+    body = (
+        '[[workload]]\nname = "count"\nloops = "auto"\n'
+        f"command = {json.dumps(['sh', '-c', loop.format(n='$FAIRMARK_LOOPS')])}\n"
+        '[[variant]]\nname = "a"\nhost = "h1"\n'
+        f'[[variant]]\nname = "b"\nhost = "h1"\ncommand = {json.dumps(["sh", "-c", loop.format(n="{loops}")])}\n'
+    )
+    path = tmp_path / "plan.toml"
+    path.write_text("[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body + net.hosts_toml())
+    code, out, err = fairmark_cli("run", str(path), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    for c in report["cells"]:
+        n = c["loops"]
+        assert n and n > 1 and 'loops = "auto"' in c["loops_note"], c["loops_note"]
+        trials = c["trials"]
+        assert len(trials) == 3 and all(t["status"] == "ok" and t["host"] == "h1" for t in trials)
+        for t in trials:
+            assert t["samples"]["wall_s_per_loop"] == pytest.approx(t["wall_s"] / n, rel=1e-9)
+            if c["variant"] == "b":
+                assert f"-lt {n} ]" in t["argv"][-1]
+
+
 def test_pgbench_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
     """Seed 003: PostgreSQL on h1, the pgbench client on h1 itself vs on h2 — the verdict says by how much."""
     from fairmark.run.workloads.servers import PG_BIN
