@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.plan.model import Plan, RunPolicy, Variant, Workload
+from fairmark.plan.schedule import Cell
 from fairmark.run import metrics as M
 from fairmark.run.build import before_trial_spec, trial_spec
 from fairmark.run.executor import forks_to_place, read_text
@@ -120,20 +121,7 @@ class TrialPath:
         hctx = HookContext(
             self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{seq}", str(trial_dir), r < 0
         )
-        build = functools.partial(
-            trial_spec,
-            workload=w,
-            variant=variant,
-            cell=cell,
-            command=command,
-            prepared=prepared,
-            workload_env=wctx.env,
-            trial_dir=trial_dir,
-            policy=self.policy,
-            launcher_places=remote_ex is None,
-            fork_places=self.fork_places,
-            base_env=self.base_env,
-        )
+        build = self._builder(w, variant, cell, command, prepared, wctx.env, trial_dir, remote_ex is None)
         artifacts: list[Artifact] = []
         if w.loops == "auto" and cs.loops is None:  # the cell's first trial: its loop count first
             calibrated = self._calibrate(w, cs, build, remote_ex or self.execute)
@@ -156,6 +144,34 @@ class TrialPath:
         artifacts += _claimed_io(rt, tctx, status, values)
         return self._record(
             rt, cs, r, seq, started, spec, result, (status, error, values), artifacts, profiled
+        )
+
+    def _builder(
+        self,
+        w: Workload,
+        variant: Variant,
+        cell: Cell,
+        command: list[str],
+        prepared: dict[str, Any],
+        workload_env: dict[str, str],
+        trial_dir: Path,
+        launcher_places: bool,
+    ) -> Callable[..., TrialSpec]:
+        """The trial's spec builder (run.build.trial_spec) with everything but its hooks' wrappers and its loop
+        count, which calibration trials and the trial give."""
+        return functools.partial(
+            trial_spec,
+            workload=w,
+            variant=variant,
+            cell=cell,
+            command=command,
+            prepared=prepared,
+            workload_env=workload_env,
+            trial_dir=trial_dir,
+            policy=self.policy,
+            launcher_places=launcher_places,
+            fork_places=self.fork_places,
+            base_env=self.base_env,
         )
 
     def _calibrate(
