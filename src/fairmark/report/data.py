@@ -432,7 +432,8 @@ def load_report(store: Store, run_ref: str, judged: RunVerdicts | None = None) -
     run, design = judged.run, judged.design
     calibrations: dict[str, Any] = {}
     if any(c.cell.loops is not None for c in judged.cells):
-        calibrations = {a["cell_key"]: a["data"] for a in store.artifacts(run.id, LOOPS_CALIBRATION)}
+        arts = store.artifacts(run.id, LOOPS_CALIBRATION)
+        calibrations = {a["cell_key"]: a["data"] for a in arts if a["cell_key"] is not None}
     cells = tuple(_cell(c, design.confidence, calibrations.get(c.cell.key)) for c in judged.cells)
     policy = (run.options or {}).get("policy", {})
     return RunReport(
