@@ -286,14 +286,12 @@ def reproduced(rows: list[dict[str, Any]]) -> None:
     """The table of own_verdicts (none for runs that are not a re-run pair)."""
     if not rows:
         return
-    table = console.table(
-        "cell", "metric", "A: vs baseline", "B: vs baseline", "", wrap=("A: vs baseline", "B: vs baseline")
-    )
+    table = console.table("cell", "metric", "A", "B", "", wrap=("A", "B"))
     for r in rows:
         same = "same verdict" if r["same"] else "DIFFERENT verdict"
         table.add_row(escape(f"{r['group']}/{r['variant']}"), escape(r["metric"]), r["a"], r["b"], same)
     console.print()
-    console.print_table(table, "each run's own verdicts (a variant against its baseline, within the run)")
+    console.print_table(table, "each run's own verdicts: a variant against its baseline, within the run")
     same = sum(r["same"] for r in rows)
     console.text(f"{same} of {len(rows)} verdict(s) the same in both runs")
 
