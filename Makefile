@@ -53,4 +53,4 @@ bench: setup tools-test
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache .pycache .mypy_cache

@@ -3,15 +3,27 @@ and concurrent test sessions never refuse each other through the host lock."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import FIXTURES, REPO, fairmark_subprocess, json_out  # noqa: F401 - re-exported for tests
+# The session's bytecode — the tests' assertion-rewritten modules, fairmark's, and that of every Python the tests
+# start — goes to one ignored folder of the checkout: no __pycache__ in src/ or tests/, nothing in /tmp, and the
+# next session reuses it. Without it, with PYTHONDONTWRITEBYTECODE set, each session rewrote and compiled ~100
+# test modules again (collection 6 s of CPU instead of 2) and every `python -m fairmark` the tests start compiled
+# fairmark again; without either, src/ filled with __pycache__. (Only this file's own is written beside it.)
+PYCACHE = Path(__file__).resolve().parent.parent / ".pycache"
+sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+from helpers import FIXTURES, REPO, fairmark_subprocess, json_out  # noqa: E402, F401 - after the prefix; re-exported
 
 # A suite started in the background by a shell without job control (`make test &` in a script, some CI runners)
 # inherits SIGINT ignored, and every fairmark it starts would inherit that too: the Ctrl-C tests would send a

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers import REPO
+
 SSHD = "/usr/sbin/sshd"
 
 
@@ -149,7 +151,9 @@ class NetHosts:
             f"AuthorizedKeysFile {self.dir / 'authorized_keys'}\n"
             "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
             "UsePAM no\nStrictModes no\nMaxSessions 50\nMaxStartups 50\n"
-            f"SetEnv FAIRMARK_AGENT_STATE={host.state_dir}\n"
+            # An SSH session starts with an environment of its own: a fairmark agent run from this checkout
+            # would write __pycache__ into src/ (see conftest.py).
+            f"SetEnv FAIRMARK_AGENT_STATE={host.state_dir} PYTHONPYCACHEPREFIX={REPO / '.pycache'}\n"
             "Subsystem sftp internal-sftp\n"
         )
         return host

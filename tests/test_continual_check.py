@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import xmlschema
 
 from helpers import FIXTURES, REPO, api_runs, nap_workload
 
@@ -41,7 +40,13 @@ def run(fairmark_cli, plan: Path, *tags: str) -> str:
 
 
 def validate_junit(path: Path) -> None:
-    xmlschema.XMLSchema(FIXTURES / "junit" / "junit.xsd").validate(str(path))
+    junit_schema().validate(str(path))
+
+
+def junit_schema():  # -> xmlschema.XMLSchema; xmlschema is imported by the tests that use it, not at collection
+    import xmlschema
+
+    return xmlschema.XMLSchema(FIXTURES / "junit" / "junit.xsd")
 
 
 @pytest.mark.slow
@@ -187,7 +192,7 @@ def test_schema_is_a_real_check(tmp_path: Path) -> None:
         '<testsuites><testsuite name="x" tests="1" failures="many" errors="0"><testcase classname="c"/>'
         "</testsuite></testsuites>"
     )
-    schema = xmlschema.XMLSchema(FIXTURES / "junit" / "junit.xsd")
+    schema = junit_schema()
     assert not schema.is_valid(str(bad))
     errors = list(schema.iter_errors(str(bad)))
     assert len(errors) >= 2

@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from fairmark.report.data import load_report
-from fairmark.report.html import environment_view, flatten, render_html, write_html
-from fairmark.report.plots import flame_renderer
 from test_report_fixture import HOSTILE, open_store, synthetic_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -20,6 +18,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 @pytest.fixture(scope="module")
 def hostile_report(tmp_path_factory):
+    from fairmark.report.html import write_html
+
     tmp = tmp_path_factory.mktemp("report")
     store = open_store(tmp / "s.db")
     run_id = synthetic_run(store, profiles=True, hostile=True, accept_risk=True, trials=6)
@@ -80,6 +80,8 @@ def test_self_contained(hostile_report):
 
 
 def test_sections_present(hostile_report):
+    from fairmark.report.plots import flame_renderer
+
     html = hostile_report.read_text()
     for needle in (
         "RUN WITH --accept-risk",
@@ -108,6 +110,8 @@ def test_sections_present(hostile_report):
 
 
 def test_environment_diff_and_flatten():
+    from fairmark.report.html import environment_view, flatten
+
     assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": "x" * 300})["a.c"] == "[1, 2]"
     assert flatten({"d": "x" * 300})["d"].endswith("…")
 
@@ -125,6 +129,8 @@ def test_environment_diff_and_flatten():
 
 
 def test_scaling_and_two_runs(tmp_path):
+    from fairmark.report.html import render_html
+
     store = open_store(tmp_path / "s.db")
     first = synthetic_run(store, workloads=1, trials=4, seed=1)
     second = synthetic_run(
@@ -146,6 +152,8 @@ def test_scaling_and_two_runs(tmp_path):
 def test_every_table_has_a_caption_and_every_header_a_scope(hostile_report, tmp_path):
     """Screen readers (the published dashboard embeds these pages, issue 26 item 1): a table announces what it
     holds, and each header cell whether it heads a column or a row."""
+    from fairmark.report.html import render_html
+
     store = open_store(tmp_path / "s.db")
     swept = load_report(store, synthetic_run(store, profiles=True, trials=4, sweep=(1, 2, 4), fail_at=4))
     text, _ = render_html([swept])

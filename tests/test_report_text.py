@@ -8,7 +8,6 @@ import pytest
 
 from fairmark.cli.main import main
 from fairmark.report.data import load_report
-from fairmark.report.text import FOLD, render_text
 from test_report_fixture import HOSTILE, open_store, synthetic_run
 
 
@@ -21,6 +20,8 @@ def stored(tmp_path_factory):
 
 
 def test_text_fits_80_columns_and_has_the_sections(stored):
+    from fairmark.report.text import FOLD, render_text  # imports matplotlib (report.html): not at collection
+
     _, store, run_id = stored
     text = render_text([load_report(store, run_id)])
     assert max(len(line) for line in text.splitlines()) <= 80  # the quoted plan and command line too
@@ -44,6 +45,8 @@ def test_text_fits_80_columns_and_has_the_sections(stored):
 
 
 def test_markdown_fences_preformatted_blocks(stored):
+    from fairmark.report.text import render_text
+
     _, store, run_id = stored
     md = render_text([load_report(store, run_id)], markdown=True)
     assert md.startswith("## fairmark run ")
