@@ -5,6 +5,11 @@
         net.hosts["h1"].address   # its address on the test network (a random private 10.x.y.0/24)
         net.host_table()          # {"h1": {"ssh": "h1", "ssh_options": ["-F", …]}, …} for a plan's [hosts]
 
+`NetHosts([...], server="dropbear")` runs dropbear instead (a small SSH server: no SetEnv, no AuthorizedKeysFile,
+and no command longer than 9000 bytes). Dropbear reads root's authorized_keys from root's home only, so each
+dropbear runs in its own mount namespace where /etc/passwd is a copy naming a directory of the test as root's
+home: the machine's /root is neither read nor written, and nothing is hidden from the agent's trials.
+
 Every host gets a fresh ed25519 host key; the client key and known_hosts are made for the test. Nothing here
 touches the machine's own sshd, ~/.ssh or routes: traffic flows only between the namespaces and the bridge
 end in the root namespace. Teardown (also when a test fails) kills every process left in each namespace,
@@ -30,12 +35,17 @@ from pathlib import Path
 from helpers import REPO
 
 SSHD = "/usr/sbin/sshd"
+SERVERS = ("openssh", "dropbear")
 
 
-def available() -> str | None:
+def available(server: str = "openssh") -> str | None:
     """Why namespace hosts cannot be made here, or None when they can."""
     if os.geteuid() != 0:
         return "needs root (ip netns)"
+    if server == "dropbear":
+        for tool in ("dropbear", "dropbearkey", "unshare", "mount"):
+            if not shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin"):
+                return f"missing {tool} (packages/debian-test.txt: dropbear-bin, util-linux)"
     for exe in (SSHD, shutil.which("ssh"), shutil.which("ip"), shutil.which("ssh-keygen")):
         if not exe or not os.path.exists(exe):
             return (
@@ -93,8 +103,10 @@ class NetHost:
 
 
 class NetHosts:
-    def __init__(self, names: list[str], *, tag: str | None = None):
+    def __init__(self, names: list[str], *, tag: str | None = None, server: str = "openssh"):
+        assert server in SERVERS, server
         self.names = names
+        self.server = server
         self.tag = tag or f"{os.getpid() % 10000:04d}{random.randint(0, 99):02d}"
         self.dir = Path(tempfile.mkdtemp(prefix="fairmark-nethosts-"))
         self.bridge = f"fmbr{self.tag}"[:15]
@@ -142,6 +154,14 @@ class NetHosts:
         _sh("ip", "-n", netns, "addr", "add", f"{host.address}/24", "dev", "eth0")
         _sh("ip", "-n", netns, "link", "set", "eth0", "up")
         _sh("ip", "-n", netns, "link", "set", "lo", "up")
+        if self.server == "dropbear":
+            self._dropbear_files(host)
+        else:
+            self._sshd_files(host)
+        return host
+
+    def _sshd_files(self, host: NetHost) -> None:
+        name = host.name
         key = self.dir / f"{name}-hostkey"
         _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key))
         (self.dir / f"{name}-sshd_config").write_text(
@@ -156,7 +176,24 @@ class NetHosts:
             f"SetEnv FAIRMARK_AGENT_STATE={host.state_dir} PYTHONPYCACHEPREFIX={REPO / '.pycache'}\n"
             "Subsystem sftp internal-sftp\n"
         )
-        return host
+
+    def _dropbear_files(self, host: NetHost) -> None:
+        """dropbearkey's host key (its public half, OpenSSH's format, for known_hosts), root's home for this
+        host with .ssh/authorized_keys (dropbear insists on owner-only modes), and the /etc/passwd that names it."""
+        name = host.name
+        key = self.dir / f"{name}-hostkey"
+        out = _sh("dropbearkey", "-t", "ed25519", "-f", str(key)).stdout
+        pub = next(line for line in out.splitlines() if line.startswith("ssh-ed25519 "))
+        (self.dir / f"{name}-hostkey.pub").write_text(pub + "\n")
+        home = self.dir / f"{name}-root-home"
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".ssh" / "authorized_keys").write_text((self.dir / "id.pub").read_text())
+        for path, mode in ((home, 0o700), (home / ".ssh", 0o700), (home / ".ssh" / "authorized_keys", 0o600)):
+            path.chmod(mode)
+        lines = Path("/etc/passwd").read_text().splitlines()
+        fields = [line.split(":") for line in lines]
+        rows = [":".join([*f[:5], str(home), *f[6:]]) if f[0] == "root" else ":".join(f) for f in fields]
+        (self.dir / f"{name}-passwd").write_text("\n".join(rows) + "\n")
 
     def _write_client_config(self) -> None:
         known = []
@@ -173,22 +210,43 @@ class NetHosts:
         self.ssh_config.write_text("".join(lines))
 
     def _start_sshd(self, host: NetHost) -> None:
+        log = open(self.dir / f"{host.name}-sshd.log", "wb")  # noqa: SIM115 - lives as long as the server
+        if self.server == "dropbear":
+            argv = self._dropbear_argv(host)
+            env = {**os.environ, "FAIRMARK_AGENT_STATE": str(host.state_dir)}  # -e: passed to the sessions
+        else:
+            argv = [SSHD, "-D", "-e", "-f", str(self.dir / f"{host.name}-sshd_config")]
+            env = None
         host.sshd = subprocess.Popen(
-            [
-                "ip",
-                "netns",
-                "exec",
-                host.netns,
-                SSHD,
-                "-D",
-                "-e",
-                "-f",
-                str(self.dir / f"{host.name}-sshd_config"),
-            ],
+            ["ip", "netns", "exec", host.netns, *argv],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=open(self.dir / f"{host.name}-sshd.log", "wb"),  # noqa: SIM115 - lives as long as sshd
+            stderr=log,
+            env=env,
         )
+
+    def _dropbear_argv(self, host: NetHost) -> list[str]:
+        """dropbear in a private mount namespace whose /etc/passwd gives root this host's home (every process
+        in between execs: the Popen's pid is dropbear's)."""
+        passwd = self.dir / f"{host.name}-passwd"
+        dropbear = [
+            *("dropbear", "-F", "-E", "-e", "-s", "-m"),
+            *("-r", str(self.dir / f"{host.name}-hostkey"), "-p", f"{host.address}:22"),
+            *("-P", str(self.dir / f"{host.name}-sshd.pid")),
+        ]
+        script = 'mount --bind "$1" /etc/passwd && shift && exec "$@"'
+        return [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(passwd),
+            *dropbear,
+        ]
 
     def stop_sshd(self, name: str) -> None:
         """The host's sshd and every session it serves die (the host becomes unreachable)."""

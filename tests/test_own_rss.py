@@ -55,7 +55,7 @@ def test_the_recorded_peak_rss_is_the_workloads_own(tmp_path: Path) -> None:
 
 def test_the_agent_records_the_same(tmp_path: Path) -> None:
     """The shipped agent (stdlib only, as over SSH) builds the launcher on its host and measures the same."""
-    from fairmark.remote.connection import shipped_agent_command
+    from fairmark.remote.connection import shipped_agent_command, shipped_agent_payload
     from fairmark.run.spec import SPEC_VERSION, TrialSpec
 
     programs = _programs(tmp_path)
@@ -73,6 +73,7 @@ def test_the_agent_records_the_same(tmp_path: Path) -> None:
         env=env,
     )
     assert proc.stdin and proc.stdout
+    proc.stdin.buffer.write(shipped_agent_payload())  # the agent's source first, as over SSH
     answers = []
     try:  # one request at a time: end of input while a trial runs is a lost controller to the agent
         for i, req in enumerate(requests):

@@ -140,7 +140,7 @@ def test_a_dead_freebsd_agents_journal_is_undone_by_the_next(freebsd: Path) -> N
 def test_the_agent_accepts_only_its_protocol_and_acts_on_nothing_else(tmp_path: Path) -> None:
     """The shipped agent (as the controller starts it over SSH) fed lines that are not protocol requests: each
     gets an error answer, none is acted upon, and end of input ends it."""
-    from fairmark.remote.connection import shipped_agent_command
+    from fairmark.remote.connection import shipped_agent_command, shipped_agent_payload
 
     planted = tmp_path / "planted"
     lines = [
@@ -156,9 +156,8 @@ def test_the_agent_accepts_only_its_protocol_and_acts_on_nothing_else(tmp_path: 
     env = {"PATH": os.environ["PATH"], "FAIRMARK_AGENT_STATE": str(tmp_path / "state")}
     res = subprocess.run(
         ["sh", "-c", shipped_agent_command(sys.executable)],
-        input="\n".join(lines) + "\n",
+        input=shipped_agent_payload() + ("\n".join(lines) + "\n").encode(),
         capture_output=True,
-        text=True,
         timeout=60,
         env=env,
         cwd=tmp_path,

@@ -1,8 +1,8 @@
 """fairmark's agent on a remote host: one process per SSH session, speaking versioned JSON lines on stdin/stdout.
 
 This file is deliberately self-contained and imports only Python 3's standard library: the controller ships it
-over the SSH connection (`python3 -c …`) to hosts where fairmark is not installed, Linux or FreeBSD alike.
-`fairmark agent` runs the same code.
+on the SSH session's stdin (a short `python3 -c` bootstrap reads it) to hosts where fairmark is not installed,
+Linux or FreeBSD alike. `fairmark agent` runs the same code.
 
 Protocol (version PROTOCOL): the controller writes one JSON object per line, {"v": 1, "id": N, "op": NAME, …};
 the agent answers each with one line {"v": 1, "id": N, "ok": true, "result": {…}} or {"ok": false, "error":

@@ -16,13 +16,15 @@ API (also for other parts of fairmark that need a host, e.g. rebooting it):
 Nothing listens on a port on either side: the agent is a child of the SSH session. ssh is started with
 BatchMode (no prompts: keys, agent or ProxyJump as the user's ssh_config says) and ServerAlive probes so a
 dead link is noticed within ~15 s. The agent is the `agent` command of the host spec (a fairmark installed
-there), or else this package's agent.py, shipped in the command line and run by the host's python3.
+there), or else this package's agent.py, shipped on the session's stdin ahead of the protocol (the command line is a
+short bootstrap: dropbear takes no command over 9000 bytes) and run by the host's python3.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
+import functools
+import hashlib
 import itertools
 import json
 import os
@@ -75,14 +77,32 @@ def agent_source() -> bytes:
     return (Path(__file__).parent / "agent.py").read_bytes()
 
 
+@functools.cache
+def shipped_agent_payload() -> bytes:
+    """What is written to the shipped agent's stdin before the protocol's first line: the agent's source, zlib
+    compressed; the bootstrap of `shipped_agent_command` reads exactly these bytes and no more."""
+    return zlib.compress(agent_source(), 9)
+
+
 def shipped_agent_command(python: str = "python3") -> str:
-    """A shell command that runs this package's agent with nothing installed on the host but Python 3."""
-    blob = base64.b64encode(zlib.compress(agent_source(), 9)).decode("ascii")
+    """A shell command that runs this package's agent with nothing installed on the host but Python 3.
+
+    The command is a short bootstrap (under 400 bytes whatever the agent's size; dropbear refuses a command
+    over 9000 bytes, and the agent inline was 18 KB): it reads exactly len(payload) bytes of stdin with
+    os.read (unbuffered, so the protocol lines after them stay unread in the pipe for the agent's own reads),
+    checks their SHA-256 — a short or damaged stream ends it (exit status 1, a message on stderr) before anything runs — and
+    runs them. The controller writes `shipped_agent_payload()` to stdin first, then the protocol's lines.
+    One line, no single quotes: csh (FreeBSD root's shell) takes a newline in quotes as an error, and the
+    shell's quoting stays the plain '…' of shlex.quote."""
+    payload = shipped_agent_payload()
+    n, digest = len(payload), hashlib.sha256(payload).hexdigest()
+    read = f"b=bytearray()\\nwhile len(b)<{n}:\\n c=os.read(0,{n}-len(b))\\n if not c:break\\n b+=c"
     boot = (
-        "import base64,sys,zlib;"
-        "exec(compile(zlib.decompress(base64.b64decode(sys.argv[1])),'fairmark-agent','exec'))"
+        f'import hashlib,os,sys,zlib;exec("{read}");'
+        f'hashlib.sha256(b).hexdigest()=="{digest}" or sys.exit("fairmark agent: short or damaged on stdin");'
+        'exec(compile(zlib.decompress(b),"fairmark-agent","exec"))'
     )
-    return f"{shlex.quote(python)} -c {shlex.quote(boot)} {blob}"
+    return f"{shlex.quote(python)} -c {shlex.quote(boot)}"
 
 
 DIR_PREFIX = "fm-ssh-"
@@ -212,6 +232,8 @@ class HostConnection:
             stderr=open(os.path.join(self._dir, "agent.err"), "ab"),  # noqa: SIM115
             start_new_session=True,
         )
+        if not self.spec.agent:
+            self._ship_agent()
         self.generation += 1
         self.hello = self.call("hello")
         if self.hello.get("protocol") != PROTOCOL:
@@ -221,6 +243,15 @@ class HostConnection:
                 hint="update fairmark on the host",
             )
         return self.hello
+
+    def _ship_agent(self) -> None:
+        """The agent's source ahead of the protocol's lines on the same stdin (see shipped_agent_command)."""
+        assert self._agent is not None and self._agent.stdin is not None
+        # A host without python3 closes the pipe early: the hello that follows reports the lost connection
+        # with ssh's or the shell's words from agent.err.
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self._agent.stdin.write(shipped_agent_payload())
+            self._agent.stdin.flush()
 
     def call(self, op: str, **args: Any) -> dict[str, Any]:
         """One request, one answer. ConnectionLost when the session is gone (the request's effect on the
