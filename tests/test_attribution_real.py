@@ -1,4 +1,8 @@
-"""Attribution with real tools here: zstd is user-bound, stress-ng fork and pipe are system-heavy."""
+"""Attribution with real tools here: zstd is user-bound, stress-ng fork and pipe are system-heavy.
+
+Said of each trial's own CPU time (rusage): what the tool does, at any load. The system-wide split a monitor
+adds describes the machine's other work too when the trial waited for a CPU (issue 24: a test must not depend
+on the load), so it is checked here only for being read the same from the terminal report's view."""
 
 import datetime as dt
 import os
@@ -48,20 +52,34 @@ def test_zstd_is_user_bound(tmp_path):
     data = tmp_path / "data"
     words = [f"word{i % 977} {i * 7919 % 10007} " for i in range(200_000)]
     data.write_text("".join(words))
-    trial, series = _measure(["zstd", "-q", "-b3", "-i1", str(data)])
-    a = attribute("compress", [trial], [series])
-    assert a.user_pct >= 90, a.sentence
+    trial, _ = _measure(["zstd", "-q", "-b3", "-i1", str(data)])
+    a = attribute("compress", [trial])
+    assert a.source == "rusage" and a.user_pct >= 90, a.sentence
     assert a.system_pct < 10
 
 
 @pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng not installed")
 @pytest.mark.parametrize("stressor", ["fork", "pipe"])
 def test_stress_ng_is_system_heavy(stressor, tmp_path):
-    argv = ["stress-ng", f"--{stressor}", "1", "-t", "1", "--temp-path", str(tmp_path)]
+    ops = {"fork": 2000, "pipe": 200_000}[
+        stressor
+    ]  # a fixed amount of work, not a second of whatever CPU is left
+    argv = [
+        "stress-ng",
+        f"--{stressor}",
+        "1",
+        f"--{stressor}-ops",
+        str(ops),
+        "-t",
+        "120",
+        "--temp-path",
+        str(tmp_path),
+    ]
     trial, series = _measure(argv)
-    a = attribute(f"stress-ng {stressor}", [trial], [series])
-    assert a.system_pct >= 40, a.sentence
-    assert not a.user_bound
-    assert os.cpu_count() and a.sentence.startswith(f"stress-ng {stressor}: ")
+    own = attribute(f"stress-ng {stressor}", [trial])
+    assert own.source == "rusage" and own.system_pct >= 40, own.sentence
+    assert not own.user_bound
+    assert own.sentence.startswith(f"stress-ng {stressor}: ")
     # the terminal report keeps only the part of each series the attribution reads (report.data.MonitorSeries)
+    a = attribute(f"stress-ng {stressor}", [trial], [series])
     assert attribute(f"stress-ng {stressor}", [trial], [attribution_view(series)]) == a
