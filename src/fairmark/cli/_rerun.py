@@ -271,9 +271,8 @@ def environment_lines(recorded: Any, here: Any, origin: dict[str, Any]) -> tuple
             f"environment: no relevant difference from the bundle's run (made on host {_short(name)})"
         )
     if info:
-        notes.append(
-            f"{len(info)} other environment difference(s) that do not bear on the result (host name, …)"
-        )
+        keys = ", ".join(d["key"] for d in info[:4]) + (", …" if len(info) > 4 else "")
+        notes.append(f"{len(info)} other environment difference(s), of no bearing on the result: {keys}")
     return warnings, notes
 
 
