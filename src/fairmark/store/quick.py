@@ -12,9 +12,14 @@ import datetime as dt
 import json
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fairmark.store.base import SCHEMA_VERSION
-from fairmark.store.records import RunListing
+
+if (
+    TYPE_CHECKING
+):  # `fairmark runs` loads no more than it needs (tests/test_cli_imports.py): the rows are dicts
+    from fairmark.store.records import RunListing
 
 _RUNS = """
 SELECT r.id, r.title, r.plan_path, r.started_at, r.ended_at, r.status, r.hostname, r.accept_risk, r.options,
@@ -65,22 +70,22 @@ def _list_runs(
             f"SELECT run_id, key, value FROM run_tags WHERE run_id IN ({marks})", chunk
         ):
             all_tags[run_id][key] = value
-    rows = [
-        RunListing(
-            id=run_id,
-            title=title,
-            plan_path=plan_path,
-            started_at=dt.datetime.fromisoformat(started_at),  # NOT NULL
-            ended_at=_datetime(ended_at),
-            status=status,
-            hostname=hostname,
-            accept_risk=bool(accept_risk),
-            cells=cells,
-            trials=trials,
-            trials_ok=trials_ok,
-            hosts=sorted((json.loads(options or "null") or {}).get("hosts") or {}),
-            tags=all_tags[run_id],
-        )
+    rows: list[RunListing] = [
+        {
+            "id": run_id,
+            "title": title,
+            "plan_path": plan_path,
+            "started_at": dt.datetime.fromisoformat(started_at),  # NOT NULL
+            "ended_at": _datetime(ended_at),
+            "status": status,
+            "hostname": hostname,
+            "accept_risk": bool(accept_risk),
+            "cells": cells,
+            "trials": trials,
+            "trials_ok": trials_ok,
+            "hosts": sorted((json.loads(options or "null") or {}).get("hosts") or {}),
+            "tags": all_tags[run_id],
+        }
         for (
             run_id,
             title,

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 FORMAT = 1
 
 
@@ -35,6 +33,8 @@ def default_state_dir() -> Path:
 
 
 def _process_start(pid: int) -> float | None:
+    import psutil  # here: every command looks for a journal at its start, and few find one (35 ms of import)
+
     try:
         return psutil.Process(pid).create_time()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
