@@ -12,7 +12,9 @@ raised as it is.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeAlias
 
@@ -32,6 +34,20 @@ class SqliteInserts:
     ):
         self.engine, self.url, self.failure = engine, url, failure
         self._statements: dict[tuple[str, tuple[str, ...]], _Insert] = {}
+        self._held = threading.local()
+
+    def _connection(self) -> sqlite3.Connection:
+        """The sqlite3 connection this thread writes on, checked out of the pool once and kept: a checkout and
+        return per trial (the pool's reset on return is a ROLLBACK) cost a third of the trial's write. Kept per
+        thread (sqlite3 connections stay on theirs) and per process (one inherited through fork is the
+        parent's: never used here)."""
+        held = getattr(self._held, "raw", None)
+        if held is None or held[0] != os.getpid():
+            raw = self.engine.raw_connection()
+            held = self._held.raw = (os.getpid(), raw)
+        conn = held[1].driver_connection
+        assert isinstance(conn, sqlite3.Connection)
+        return conn
 
     def _statement(self, table: sa.Table, keys: tuple[str, ...]) -> _Insert:
         """INSERT of the given columns plus those with a scalar default the row leaves out (as SQLAlchemy's
@@ -65,27 +81,22 @@ class SqliteInserts:
 
     def insert(self, rows_by_table: Sequence[tuple[sa.Table, Sequence[Row]]]) -> None:
         """All rows in one transaction: committed together, or none of them."""
-        raw = self.engine.raw_connection()
+        conn = self._connection()
         try:
-            conn = raw.driver_connection
-            assert isinstance(conn, sqlite3.Connection)
-            try:
-                for table, rows in rows_by_table:
-                    batches: dict[str, list[tuple[object, ...]]] = {}
-                    for row in rows:
-                        sql, values = self._params(table, row)
-                        batches.setdefault(sql, []).append(values)
-                    for sql, values_list in batches.items():
-                        conn.executemany(sql, values_list)
-                conn.commit()
-            except sqlite3.Error as exc:
-                conn.rollback()
-                failure = self.failure(self.url, exc)
-                if failure is None:
-                    raise  # not the environment's doing (a constraint broken): a bug to show as it is
-                raise failure from exc
-        finally:
-            raw.close()  # back to the pool
+            for table, rows in rows_by_table:
+                batches: dict[str, list[tuple[object, ...]]] = {}
+                for row in rows:
+                    sql, values = self._params(table, row)
+                    batches.setdefault(sql, []).append(values)
+                for sql, values_list in batches.items():
+                    conn.executemany(sql, values_list)
+            conn.commit()
+        except sqlite3.Error as exc:
+            conn.rollback()
+            failure = self.failure(self.url, exc)
+            if failure is None:
+                raise  # not the environment's doing (a constraint broken): a bug to show as it is
+            raise failure from exc
 
 
 def _scalar_default(column: sa.Column[object]) -> object:
