@@ -1,4 +1,5 @@
-# Two commands matter: `make run` and `make test`. Both set up what is missing first and are idempotent.
+# Two commands matter: `make run` and `make test` (`make quick-test` is the edit loop's part of it). Both set up
+# what is missing first and are idempotent.
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
@@ -6,7 +7,7 @@ BIN   := $(VENV)/bin
 STAMP := $(VENV)/.fairmark-installed
 PLAN  ?= plans/quick.toml
 
-.PHONY: setup tools-run tools-test run test lint typecheck format bench clean
+.PHONY: setup tools-run tools-test run test quick-test lint typecheck format bench clean
 
 setup: tools-run $(STAMP)
 
@@ -48,6 +49,12 @@ format: $(STAMP)
 # pytest exits 5 when it collected nothing; that is a failure here, like any other non-zero code.
 test: setup tools-test lint typecheck
 	$(BIN)/pytest -q
+
+# The edit loop's suite: the unit tests and one representative of each slow family (QEMU boots, remote hosts,
+# stability, store concurrency, fault kills, pbuild), by the markers pyproject.toml registers. Not the whole
+# suite: `make test` is (README, .ci/run).
+quick-test: setup tools-test lint typecheck
+	$(BIN)/pytest -q -m "not slow or representative"
 
 bench: setup tools-test
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -47,6 +47,7 @@ def _measure(argv):
     return trial, art.data
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("zstd") is None, reason="zstd not installed")
 def test_zstd_is_user_bound(tmp_path):
     data = tmp_path / "data"

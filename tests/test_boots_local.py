@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fairmark.store.db import Store
 from helpers import REPO, wait_until
 
@@ -46,6 +48,7 @@ def start(tmp_path: Path, root: Path, timeout_s: float) -> subprocess.Popen[str]
     )
 
 
+@pytest.mark.slow
 def test_without_systemd_a_local_boot_run_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "root"  # no run/systemd/system: nothing would resume the run after the reboot
     root.mkdir()
@@ -55,6 +58,7 @@ def test_without_systemd_a_local_boot_run_is_refused(tmp_path: Path) -> None:
     assert not (root / UNIT).exists()
 
 
+@pytest.mark.slow
 def test_the_hook_waits_for_the_reboot_and_is_removed_when_none_comes(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "run/systemd/system").mkdir(parents=True)
@@ -74,6 +78,7 @@ def test_the_hook_waits_for_the_reboot_and_is_removed_when_none_comes(tmp_path: 
     assert rec["phase"] == "rebooting" and rec["variant"] == "a" and rec["previous_boot_id"]
 
 
+@pytest.mark.slow
 def test_a_killed_local_run_leaves_no_hook_after_the_next_fairmark_command(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "run/systemd/system").mkdir(parents=True)

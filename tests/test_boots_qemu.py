@@ -112,6 +112,7 @@ def test_abba_over_four_verified_boots(tmp_path: Path, guest: qemuguest.Guest, f
     assert "boots as the unit" in out and "boot 4 (default on host guest): verified" in out
 
 
+@pytest.mark.representative
 @pytest.mark.timeout(600)
 def test_a_switch_that_does_nothing_is_refused(tmp_path: Path, guest: qemuguest.Guest, fairmark_cli) -> None:
     # The switch writes where the boot loader never looks: the guest comes back with the default command line.

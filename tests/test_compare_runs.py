@@ -93,6 +93,7 @@ def other_kernel(env: dict) -> None:
     env["os"]["kernel"] = "6.1.0-debug+INVARIANTS"
 
 
+@pytest.mark.slow
 def test_same_environment_shows_the_difference_of_two_runs_without_a_claim(real_run, compare_runs):
     """Two runs are not interleaved: whatever changed between them is in the difference, so one run per side
     shows the difference with its within-run interval, labelled as such, and claims nothing (issue 23 item 3)."""
@@ -260,6 +261,7 @@ def test_vs_usage_errors(real_run, compare_runs):
     assert compare_runs(url, a, a, a)[0] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_two_back_to_back_aa_runs_of_the_quick_plan_make_no_claim(tmp_path):
     """The issue's case: two A/A runs of plans/quick.toml (--quick) one after the other in one boot, compared with

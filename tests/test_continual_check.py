@@ -184,6 +184,7 @@ def test_a_reader_that_goes_away_does_not_change_the_exit_status(tmp_path: Path)
             assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_schema_is_a_real_check(tmp_path: Path) -> None:
     """The schema refuses what CI systems cannot read (a failure count that is no number, a case without a
     name), and accepts what pytest itself writes."""

@@ -98,6 +98,7 @@ def postgres() -> Iterator[str]:
 @pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare (UTS namespace)"
 )
+@pytest.mark.slow
 def test_two_hosts_write_one_postgresql_store_at_once(fairmark_cli, tmp_path: Path, postgres: str) -> None:
     """Each process runs in a UTS namespace of its own with its own host name: two machines, one store."""
     plan = nap_plan(tmp_path, 1.0)

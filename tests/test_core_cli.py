@@ -58,6 +58,7 @@ def drawn_plan(tmp_path: Path, scale_b: float, *, confidence: float, max_trials:
     return path
 
 
+@pytest.mark.slow
 def test_aa_ends_no_difference_proven(tmp_path: Path, fairmark_cli) -> None:
     plan = drawn_plan(tmp_path, 1.0, confidence=99.5)
     code, out, err = fairmark_cli("run", str(plan), "--json", "--no-monitors", "--accept-risk")
@@ -70,6 +71,7 @@ def test_aa_ends_no_difference_proven(tmp_path: Path, fairmark_cli) -> None:
     assert "identical" not in verdict["sentence"]
 
 
+@pytest.mark.slow
 def test_ab_ten_percent_more_is_a_proven_slowdown_with_ci_containing_truth(
     tmp_path: Path, fairmark_cli
 ) -> None:
@@ -87,6 +89,7 @@ def test_ab_ten_percent_more_is_a_proven_slowdown_with_ci_containing_truth(
             assert t["status"] in ("ok", "failed", "timeout") and isinstance(t["warmup"], bool)
 
 
+@pytest.mark.slow
 def test_show_runs_export_import_roundtrip(
     tmp_path: Path, fairmark_cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,6 +151,7 @@ def test_stale_lock_is_taken_over_with_a_note(tmp_path: Path, fairmark_cli) -> N
     assert "stale host lock of PID 999999999" in err
 
 
+@pytest.mark.slow
 def test_doctor_error_refuses_exit_3_and_accept_risk_is_recorded(tmp_path: Path) -> None:
     plan = ab_plan(tmp_path, 1000, 1000)
     env = {"MALLOC_PERTURB_": "165"}  # malloc debugging in the environment, not declared by any variant
@@ -165,6 +169,7 @@ def test_doctor_error_refuses_exit_3_and_accept_risk_is_recorded(tmp_path: Path)
     assert "--accept-risk" in shown.stdout
 
 
+@pytest.mark.slow
 def test_fail_on_regression_gate_exits_1(tmp_path: Path, fairmark_cli) -> None:
     plan = drawn_plan(tmp_path, 1.5, confidence=95)
     code, _, err = fairmark_cli(
@@ -173,6 +178,7 @@ def test_fail_on_regression_gate_exits_1(tmp_path: Path, fairmark_cli) -> None:
     assert code == 1 and "regression proven beyond 5%" in err
 
 
+@pytest.mark.slow
 def test_planted_secrets_never_stored_or_exported(tmp_path: Path, isolated_fairmark: Path) -> None:
     secret, password = "planted-tok-5f1e2d3c", "planted-pw-9a8b7c"
     plan = tmp_path / "leak.toml"

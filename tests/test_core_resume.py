@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import REPO, fairmark_subprocess, wait_until
 
 PLAN = """
@@ -43,6 +45,7 @@ def _count(db: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_kill_9_then_show_then_resume(tmp_path: Path) -> None:
     plan = tmp_path / "thirty.toml"
     plan.write_text(PLAN)

@@ -61,6 +61,7 @@ def _run(store: Store, **extra: object) -> str:
     )
 
 
+@pytest.mark.slow
 def test_runs_cells_trials_samples(store: Store) -> None:
     run_id = _run(store, env_before={"os": {"kernel": "6.1"}})
     cell = CellRecord("w/A", "w", "A", (), "wall_s", (MetricSpec("wall_s", "s", "lower", verdict=True),))

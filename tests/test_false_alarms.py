@@ -18,6 +18,7 @@ from helpers import FIXTURES, REPO
 SYSROOTS = FIXTURES / "sysroots"
 
 
+@pytest.mark.slow
 def test_a_file_system_test_on_tmpfs_did_not_measure_the_page_cache(tmp_path: Path, fairmark_cli) -> None:
     """sysbench fileio reading a tmpfs: no disk sees its bytes, and none should — the memory is what is tested.
     Before: "measured the page cache, not the disk" (the disks saw 0 of the bytes it claimed)."""

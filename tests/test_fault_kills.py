@@ -63,6 +63,7 @@ def count(db: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_fifty_kills_then_resume_keep_every_trial_and_the_system(tmp_path: Path) -> None:
     original = KNOB.read_text().strip()
     other = str(int(original) - 1)
@@ -86,6 +87,8 @@ def test_fifty_kills_then_resume_keep_every_trial_and_the_system(tmp_path: Path)
     nothing_left(tmp_path, plan, pids)
 
 
+@pytest.mark.slow
+@pytest.mark.representative
 @pytest.mark.skipif(not Path("/dev/loop-control").exists(), reason="no loop devices in this environment")
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed")
 def test_kills_during_mounts_cpu_sets_and_server_starts_leave_nothing(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,6 +64,7 @@ data_files = (
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(a=data_files, b=data_files)
 def test_compare_of_any_two_files_is_a_result_or_a_clean_error(a: str, b: str, tmp_path_factory) -> None:
@@ -154,6 +156,7 @@ def bundles(draw: st.DrawFn) -> str:
     return json.dumps(doc)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(text=bundles())
 def test_import_of_a_damaged_bundle_is_all_or_nothing_and_clean(text: str, tmp_path_factory) -> None:

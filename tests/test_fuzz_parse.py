@@ -47,6 +47,7 @@ def test_every_adapter_has_captured_output_to_fuzz() -> None:
     assert set(ADAPTERS) == set(registry()), set(registry()) - set(ADAPTERS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("adapter", ADAPTERS)
 @FUZZ
 @given(data=st.data())

@@ -186,12 +186,14 @@ def check(text: str) -> bool:
     return True
 
 
+@pytest.mark.slow
 @FUZZ
 @given(toml_documents())
 def test_random_toml_documents_load_or_fail_with_file_line_key(text: str) -> None:
     check(text)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated_plans())
 def test_mutated_shipped_plans_load_or_fail_with_file_line_key(text: str) -> None:
@@ -210,6 +212,7 @@ def test_the_shipped_plans_load() -> None:
         assert check(text), name
 
 
+@pytest.mark.slow
 @FUZZ
 @given(text=st.one_of(mutated_plans(), toml_documents()))
 def test_a_refused_plan_exits_2_without_a_traceback_or_a_store(text: str, tmp_path_factory) -> None:

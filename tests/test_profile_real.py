@@ -23,6 +23,7 @@ def _run(hook, argv, tmp_path):
     return hook.stop(ctx, None)
 
 
+@pytest.mark.slow
 def test_cpu_profile_of_fork_shows_kernel_fork_and_exit(tmp_path):
     (hook,) = hooks_for(["cpu"])
     arts = _run(hook, ["stress-ng", "--fork", "1", "-t", "1"], tmp_path)
@@ -63,6 +64,7 @@ def test_syscall_profile_when_command_never_starts(tmp_path):
     assert art.name == "error"
 
 
+@pytest.mark.slow
 def test_lock_profile_runs_or_says_why(tmp_path):
     (hook,) = hooks_for(["locks"])
     arts = _run(hook, ["stress-ng", "--pipe", "2", "-t", "1"], tmp_path)
@@ -97,6 +99,7 @@ def _spin(name: str, cwd: Path | None = None) -> subprocess.Popen:
     return subprocess.Popen([str(exe), "/dev/zero"], cwd=cwd, start_new_session=True)
 
 
+@pytest.mark.slow
 def test_the_cpu_profile_is_the_workloads_own_tree_with_its_share(tmp_path):
     """Issue 25 item 3: `perf record -a -g` put everything on the machine in the flame graph (alloc 7%, python
     42%, perf 26%). A process spinning beside the trial must not be in it, every process of the trial's tree
@@ -118,6 +121,7 @@ def test_the_cpu_profile_is_the_workloads_own_tree_with_its_share(tmp_path):
     assert meta["workload_samples"] > 0 and 0 < meta["workload_share"] < 1, meta  # fmnoise was busy too
 
 
+@pytest.mark.slow
 def test_the_workloads_servers_are_profiled_with_its_trial_and_given_back(tmp_path):
     """A managed server (redis, PostgreSQL) works in the workload's scratch directory, outside the trial's tree:
     it is moved into the trial's cgroup while the trial runs and back into its own cgroup after."""

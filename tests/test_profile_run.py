@@ -35,6 +35,7 @@ def _kinds(artifacts: list[dict]) -> set[str]:
     return {a["kind"] for a in artifacts if a["kind"].startswith("profile.")}
 
 
+@pytest.mark.slow
 def test_each_profiler_has_trials_of_its_own_and_reports_say_what_they_cover(tmp_path, fairmark_cli):
     hooks = hooks_for(["cpu", "locks", "syscalls"])
     if any(h.unavailable for h in hooks):

@@ -141,6 +141,7 @@ def test_a_second_publish_renders_only_what_changed(fairmark_cli, tmp_path: Path
     assert code == 0 and "wrote 0 pages" in text and "skipped 20 unchanged" in text
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_a_postgresql_store_published_by_worker_processes(
     fairmark_cli,

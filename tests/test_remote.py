@@ -41,6 +41,7 @@ def plan(tmp_path: Path, net: nethosts.NetHosts, body: str, name: str = "plan.to
     return str(path)
 
 
+@pytest.mark.slow
 def test_teardown_leaves_nothing() -> None:
     hosts = nethosts.NetHosts(["t1"])
     with hosts:
@@ -48,6 +49,7 @@ def test_teardown_leaves_nothing() -> None:
     assert hosts.leftovers() == []
 
 
+@pytest.mark.slow
 def test_agent_runs_a_trial_spec_with_local_semantics(net: nethosts.NetHosts, tmp_path: Path) -> None:
     from fairmark.remote import agent
     from fairmark.remote.executor import RemoteExecutor
@@ -88,6 +90,8 @@ def test_a_host_that_cannot_be_reached_is_a_clear_error(net: nethosts.NetHosts) 
     assert set(Path("/tmp").glob("fm-ssh-*")) <= before  # its connection directory is gone too
 
 
+@pytest.mark.slow
+@pytest.mark.representative
 def test_aa_over_two_hosts(tmp_path: Path, net: nethosts.NetHosts, fairmark_cli) -> None:
     # Both hosts' trials print seeded draws of one distribution (helpers.DRAW_PY): the verdict is fixed, where
     # the wall time of two namespaces of this shared VM is whatever the load makes it.
@@ -126,6 +130,7 @@ def test_aa_over_two_hosts(tmp_path: Path, net: nethosts.NetHosts, fairmark_cli)
     assert "no difference proven" in out and "hosts' environments (h1, h2)" in out and "remote.host" in out
 
 
+@pytest.mark.slow
 def test_a_hardware_difference_between_hosts_is_refused(
     tmp_path: Path, net, fairmark_cli, monkeypatch
 ) -> None:
@@ -172,6 +177,7 @@ def test_a_hardware_difference_between_hosts_is_refused(
     assert code == 0 and "9.9.9-planted' (declared: the point of the comparison)" in out, err
 
 
+@pytest.mark.slow
 def test_doctor_judges_a_host_over_ssh(net: nethosts.NetHosts, fairmark_cli) -> None:
     code, out, err = fairmark_cli(
         "doctor", "--host", "h1", "--ssh-option=-F", f"--ssh-option={net.ssh_config}", "--json"
@@ -208,6 +214,7 @@ def _start_sysctl_run(tmp_path: Path, net: nethosts.NetHosts, name: str) -> tupl
     return proc, before, flipped
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_controller_leaves_no_sysctl_changed_on_the_host(tmp_path, net) -> None:
     from fairmark.remote.connection import sweep_stale_dirs
 
@@ -228,6 +235,7 @@ def test_kill_9_of_the_controller_leaves_no_sysctl_changed_on_the_host(tmp_path,
     assert str(conn_dir) in sweep_stale_dirs() and not conn_dir.exists()  # what the next contact does
 
 
+@pytest.mark.slow
 def test_a_dead_agents_journal_is_undone_at_the_next_contact(tmp_path, net) -> None:
     proc, before, flipped = _start_sysctl_run(tmp_path, net, "p2.toml")
     try:
@@ -251,6 +259,7 @@ def test_a_dead_agents_journal_is_undone_at_the_next_contact(tmp_path, net) -> N
     assert not list((net.hosts["h1"].state_dir / "journal").glob("*.json"))
 
 
+@pytest.mark.slow
 def test_connection_lost_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_path, net) -> None:
     body = (
         '[[workload]]\nname = "nap"\ncommand = ["sleep", "0.7"]\n'
@@ -276,6 +285,7 @@ def test_connection_lost_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_path
     assert net.hosts["h1"].count("sleep 0.7") == 0  # the lost trial's tree was killed
 
 
+@pytest.mark.slow
 def test_a_fleet_runs_concurrently_into_one_postgresql_store(tmp_path: Path, postgres_url: str) -> None:  # noqa: F811
     from fairmark.store.db import Store
 
@@ -304,6 +314,7 @@ def test_a_fleet_runs_concurrently_into_one_postgresql_store(tmp_path: Path, pos
     assert [r["hosts"] for r in json.loads(listed.stdout)["runs"]] == [["f2"]]
 
 
+@pytest.mark.slow
 def test_a_command_and_a_tool_workload_run_on_a_host(tmp_path, net, fairmark_cli) -> None:
     """iperf3's server and client run in namespace h1 (the adapter runs there, inside `fairmark agent`)."""
     body = (
@@ -356,6 +367,7 @@ def test_a_workload_with_loops_is_calibrated_and_run_on_a_host(tmp_path, net, fa
                 assert f"-lt {n} ]" in t["argv"][-1]
 
 
+@pytest.mark.slow
 def test_pgbench_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
     """Seed 003: PostgreSQL on h1, the pgbench client on h1 itself vs on h2 — the verdict says by how much."""
     from fairmark.run.workloads.servers import PG_BIN
@@ -409,6 +421,7 @@ def test_pgbench_client_on_another_host(tmp_path, net, fairmark_cli) -> None:
     assert where in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_host_that_stays_away_interrupts_the_run_for_resume(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("FAIRMARK_RECONNECT_BACKOFF_S", "0.2,0.2")
     with nethosts.NetHosts(["r1"]) as net:
@@ -516,6 +529,7 @@ def test_a_freebsd_host_is_probed_and_monitored_with_the_freebsd_parsers(tmp_pat
     assert "iowait" not in series.data["totals"]["cpu_pct"]  # FreeBSD has no such tick: absent, not zero
 
 
+@pytest.mark.slow
 def test_wait_reboot_is_done_when_the_boot_id_changed_and_times_out_otherwise(net: nethosts.NetHosts) -> None:
     with HostConnection(spec(net, "h2")) as host:
         now = host.boot_id()
@@ -524,6 +538,7 @@ def test_wait_reboot_is_done_when_the_boot_id_changed_and_times_out_otherwise(ne
             host.wait_reboot(now, timeout_s=0.5, poll_s=0.1)  # a namespace cannot reboot: same boot
 
 
+@pytest.mark.slow
 def test_one_run_at_a_time_measures_a_host(net: nethosts.NetHosts, tmp_path: Path, fairmark_cli) -> None:
     with HostConnection(spec(net, "h2")) as holder:
         assert holder.call("lock", owner={"pid": 1, "plan": "other.toml"})["held"]
@@ -538,6 +553,7 @@ def test_one_run_at_a_time_measures_a_host(net: nethosts.NetHosts, tmp_path: Pat
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_iperf3_redis_and_sysbench_oltp_clients_on_another_host(tmp_path, net, fairmark_cli) -> None:
     """iperf3's server, redis-server and PostgreSQL on h1; iperf3, redis-benchmark and sysbench on h1 itself vs
     on h2, over the test network (one plan: one connection and probe for the three tools)."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fairmark.cli.main import main
 
 PLAN = """
@@ -19,6 +21,7 @@ command = ["python3", "-c", "sum(range(300000))"]
 """
 
 
+@pytest.mark.slow
 def test_run_with_monitors_then_html_and_text_report(tmp_path, capsys):
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)

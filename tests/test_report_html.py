@@ -48,6 +48,7 @@ def _chromium(html: Path, tmp: Path) -> tuple[str, str, Path]:
     return proc.stdout, proc.stderr, shot
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
 def test_renders_in_chromium_without_errors_and_never_runs_planted_markup(hostile_report, tmp_path):
     dom, log, shot = _chromium(hostile_report, tmp_path)

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from helpers import REPO
 
 
@@ -101,6 +103,7 @@ def test_seed_plans_name_no_postgresql_major_and_no_fixed_port():
             assert "restart" in data["workload"][0]["before_trial"]
 
 
+@pytest.mark.slow
 def test_failures_measure_counts_every_trial_and_reports_rates_and_where_errors_start(tmp_path, fairmark_cli):
     plan = tmp_path / "p.toml"
     plan.write_text(
@@ -168,6 +171,7 @@ env = {{ SIDE = "noisy", AMP = "25" }}
 """
 
 
+@pytest.mark.slow
 def test_spread_is_a_verdict_a_plan_can_ask_for(tmp_path, fairmark_cli):
     plan = tmp_path / "p.toml"
     plan.write_text(SPREAD_PLAN.format(spread="true"))
@@ -359,6 +363,7 @@ def test_a_difference_within_the_wrappers_cost_is_flagged():
     assert note(cost, "b", "a", diff(0.0009), "compress_mb_s") is None  # measured inside the tool
 
 
+@pytest.mark.slow
 def test_a_file_system_result_the_disk_cannot_have_produced_is_flagged(tmp_path, fairmark_cli):
     """Item 6 (seed 003's filebench): sysbench fileio reading files it just wrote reads the page cache — it claims
     gigabytes the disks never saw, at a rate above what the device did with O_DIRECT: "measured the page cache,

@@ -89,6 +89,7 @@ def test_holm_step_down() -> None:
     assert holm([float("nan"), 0.001], 0.05) == [False, True]
 
 
+@pytest.mark.slow
 def test_a_curve_without_any_difference_is_rarely_given_a_shape() -> None:
     """Null curves (6 points of one lognormal distribution, 6 trials each): how often is any rise, decline or peak
     claimed at 95%? Holm across all 15 pairs holds it at ≤ 5%: 3.0% of 2000 curves of this seed (Wilson 95% CI

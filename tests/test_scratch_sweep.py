@@ -150,6 +150,7 @@ def _fairmark(args: list[str], tmp: Path, store: Path, **kw) -> list[str]:
     os.geteuid() != 0 or shutil.which("unshare") is None or not sys.platform.startswith("linux"),
     reason="needs root and unshare (a PID namespace)",
 )
+@pytest.mark.slow
 def test_a_fairmark_in_another_pid_namespace_keeps_its_scratch_while_another_sweeps(tmp_path: Path) -> None:
     """Two fairmarks on one /tmp: A runs in its own PID namespace (a container, `unshare --pid`) with a PID that
     is free out here, its trials waiting to write into its scratch; B, outside, starts a run (which sweeps).

@@ -73,6 +73,7 @@ def test_server_starts_on_free_port_and_leaves_nothing(kind: str, srv_tmp: Path)
     assert our_children() == []
 
 
+@pytest.mark.slow
 @needs["postgres"]
 def test_postgres_runs_unprivileged_restarts_and_is_removed(srv_tmp: Path):
     server = servers.PostgresServer(srv_tmp / "pg", fsync=False)
@@ -248,6 +249,7 @@ def test_dead_server_is_reported_before_the_next_trial(tmp_path: Path):
 @pytest.mark.parametrize(
     "kind", [pytest.param("redis", marks=needs["redis"]), pytest.param("postgres", marks=needs["postgres"])]
 )
+@pytest.mark.slow
 def test_unix_socket_in_a_short_private_dir_when_the_path_is_too_long(kind: str, srv_tmp: Path):
     deep = srv_tmp / ("d" * 60) / ("e" * 60)
     server = {"redis": servers.RedisServer, "postgres": servers.PostgresServer}[kind](deep / kind)

@@ -81,6 +81,7 @@ def fairmark_run(plan: Path, tmp_path: Path, **kw) -> subprocess.Popen:
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, **kw)
 
 
+@pytest.mark.slow
 @needs_redis
 def test_run_ends_normally_with_nothing_left(tmp_path: Path):
     tag = f"h3b-{uuid.uuid4().hex[:8]}"
@@ -95,6 +96,7 @@ def test_run_ends_normally_with_nothing_left(tmp_path: Path):
     assert servers_of(tag) == [] and scratch_dirs(tag) == []
 
 
+@pytest.mark.slow
 @needs_redis
 def test_run_with_failing_trials_leaves_nothing(tmp_path: Path):
     # every trial of the wrapped variant exits 1: the cell gives up, teardown still stops the server
@@ -107,6 +109,7 @@ def test_run_with_failing_trials_leaves_nothing(tmp_path: Path):
     assert servers_of(tag) == [] and scratch_dirs(tag) == []
 
 
+@pytest.mark.slow
 def test_bad_params_refused_before_any_server_starts(tmp_path: Path):
     tag = f"h3b-{uuid.uuid4().hex[:8]}"
     proc = fairmark_run(plan_file(tmp_path, tag, '{ tests = "nosuchtest" }'), tmp_path)
@@ -115,6 +118,7 @@ def test_bad_params_refused_before_any_server_starts(tmp_path: Path):
     assert servers_of(tag) == [] and scratch_dirs(tag) == []
 
 
+@pytest.mark.slow
 @needs_redis
 def test_ctrl_c_during_a_trial_stops_the_server(tmp_path: Path):
     tag = f"h3b-{uuid.uuid4().hex[:8]}"

@@ -8,6 +8,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 PLAN = """title = "tiny"
 [run]
 warmup = 0
@@ -40,6 +42,7 @@ def test_report_text_and_markdown_write_the_file_they_are_given(tmp_path: Path, 
     assert code == 0 and "Verdicts" in out
 
 
+@pytest.mark.slow
 def test_calibration_runs_are_marked_as_such(tmp_path: Path, fairmark_cli) -> None:
     code, _, err = fairmark_cli("calibrate", str(_plan(tmp_path)), "--runs", "2", "--accept-risk")
     assert code == 0, err

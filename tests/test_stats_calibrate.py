@@ -28,6 +28,7 @@ env = { N = "20000" }
 """
 
 
+@pytest.mark.slow
 def test_calibrate_stores_rate_and_mde_and_later_verdicts_show_them(tmp_path: Path, fairmark_cli) -> None:
     plan = tmp_path / "p.toml"
     plan.write_text(PLAN)

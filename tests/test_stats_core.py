@@ -96,6 +96,7 @@ def test_not_significant_sentence_gives_bound():
     )
 
 
+@pytest.mark.slow
 def test_welch_ratio_ci_contains_true_ratio_for_10pct_more_work():
     import numpy as np
 

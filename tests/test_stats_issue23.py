@@ -97,6 +97,7 @@ def test_two_runs_of_one_boot_make_no_claim():
     assert c.levels.within_lower_bound.significant  # the trials alone would have "proven" it
 
 
+@pytest.mark.slow
 def test_runs_as_the_unit_with_several_runs_per_side():
     rng = np.random.default_rng(4)
 
@@ -130,6 +131,7 @@ def test_runs_shared_by_both_sides_pair_by_run_and_round():
     assert j.comparison.design == "paired by round" and j.comparison.n_pairs == 12
 
 
+@pytest.mark.slow
 def test_unequal_boots_weighed_by_their_trials():
     """2 boots × 2 trials against 6 boots × 40 (the pooled t on unweighted boot means: 25% false positives)."""
     rng = np.random.default_rng(6)
@@ -166,6 +168,7 @@ def test_unequal_spreads_and_n_hold_the_level():
 # ---- item 5: the MDE is what a repeat detects 80% of the time ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_stated_mde_is_detected_80_percent_of_the_time():
     rng = np.random.default_rng(8)
     detected = 0

@@ -68,6 +68,7 @@ def close5(ours: float, theirs: float) -> bool:
     return abs(ours - theirs) <= 1e-5 * abs(theirs) + 1e-300
 
 
+@pytest.mark.slow
 def test_random_pairs_match_ministat_at_all_six_levels(tmp_path, capsys):
     rng = np.random.default_rng(8675309)
     checked = significant = big_df = 0
@@ -168,6 +169,7 @@ def _edge_set(rng: np.random.Generator, k: int) -> np.ndarray:
     return rng.integers(0, 3, n).astype(float)
 
 
+@pytest.mark.slow
 def test_compat_is_byte_identical_on_500_random_pairs(tmp_path, capsys, monkeypatch):
     """Issue 23 item 9: `--ministat-compat` prints on stdout exactly what the installed ministat prints, for
     ≥ 500 seeded random pairs, a third of them the edge cases (constants, zero means, many-digit decimals)."""

@@ -81,12 +81,15 @@ def wait_all(procs: list[subprocess.Popen[str]]) -> None:
         assert p.returncode == 0, err[-3000:]
 
 
+@pytest.mark.slow
+@pytest.mark.representative
 def test_two_runs_at_once_on_one_sqlite_store(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     wait_all([start(tmp_path, url, plan(tmp_path, f"run{i}")) for i in range(2)])
     check_runs(url, {"run0", "run1"})
 
 
+@pytest.mark.slow
 def test_processes_opening_one_fresh_sqlite_store_at_once_all_open_it(tmp_path: Path) -> None:
     """Two `fairmark run`s on a store that does not exist yet: both can see no schema row, and the loser's
     CREATE TABLE or version INSERT fails once the winner committed (a fresh-clone suite hit the INSERT: "internal
@@ -125,6 +128,7 @@ def pg_url(server: object) -> str:
     return f"postgresql+psycopg://postgres@127.0.0.1:{server.port}/fm"  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_four_runs_at_once_on_one_fresh_postgresql_store(tmp_path: Path, postgres: object) -> None:
     # all four open the fresh store at the same moment: the schema is created once, not raced
@@ -132,6 +136,7 @@ def test_four_runs_at_once_on_one_fresh_postgresql_store(tmp_path: Path, postgre
     check_runs(pg_url(postgres), {f"run{i}" for i in range(4)})
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_postgresql_restarted_mid_run_loses_nothing(tmp_path: Path, postgres: object) -> None:
     url = pg_url(postgres)

@@ -57,6 +57,7 @@ def trials_in(store: Path, *, immutable: bool = False) -> int:
         return conn.execute("SELECT count(*) FROM trials").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_a_full_file_system_stops_the_run_cleanly_and_keeps_the_trials(tmp_path, small_fs) -> None:
     store = small_fs / "store.db"
     env = env_for(tmp_path, store)
@@ -75,6 +76,7 @@ def test_a_full_file_system_stops_the_run_cleanly_and_keeps_the_trials(tmp_path,
     assert shown > 5 and trials_in(store) == shown
 
 
+@pytest.mark.slow
 def test_a_read_only_store_is_refused_naming_it(tmp_path, small_fs) -> None:
     store = small_fs / "store.db"
     env = env_for(tmp_path, store)
@@ -87,6 +89,7 @@ def test_a_read_only_store_is_refused_naming_it(tmp_path, small_fs) -> None:
     assert trials_in(store, immutable=True) == 3
 
 
+@pytest.mark.slow
 def test_a_corrupted_sqlite_file_names_the_integrity_check_answer(tmp_path) -> None:
     store = tmp_path / "store.db"
     env = env_for(tmp_path, store)

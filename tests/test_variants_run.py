@@ -76,6 +76,7 @@ def run_args(plan: Path, tmp_path: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_normal_end_restores(tmp_path, original, fairmark_cli):
     code, out, err = fairmark_cli(*run_args(plan_file(tmp_path, original), tmp_path))
     assert code == 0, err
@@ -111,6 +112,7 @@ def _start(plan: Path, tmp_path: Path, original: str) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow
 def test_ctrl_c_restores(tmp_path, original):
     proc = _start(plan_file(tmp_path, original, command='["sleep", "1"]', trials=5), tmp_path, original)
     os.killpg(proc.pid, signal.SIGINT)
@@ -119,6 +121,7 @@ def test_ctrl_c_restores(tmp_path, original):
     assert SYSCTL.read_text().strip() == original
 
 
+@pytest.mark.slow
 def test_kill_9_then_any_command_restores(tmp_path, original):
     proc = _start(plan_file(tmp_path, original, command='["sleep", "1"]', trials=5), tmp_path, original)
     os.killpg(proc.pid, signal.SIGKILL)
@@ -209,6 +212,7 @@ mount = { fs = "ext4", options = "sync", size = "32M" }
     assert list((state / "scratch").iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/dev/loop-control").exists(), reason="no loop devices in this environment")
 @pytest.mark.skipif(os.geteuid() != 0, reason="scratch file systems need root")
 def test_tool_data_lives_on_each_variants_scratch_file_system(tmp_path: Path) -> None:

@@ -63,6 +63,7 @@ def run_plan(tmp_path: Path) -> Path:
     return plan
 
 
+@pytest.mark.slow
 def test_a_point_estimate_past_the_threshold_with_a_ci_inside_it_passes_every_gate(
     fairmark_cli, run_plan: Path, tmp_path: Path
 ) -> None:

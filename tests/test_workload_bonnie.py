@@ -62,6 +62,7 @@ def test_size_below_twice_ram_refused_without_reason():
     assert a.resolve({})["size_mib"] == 0  # 0 = 2 × RAM
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bonnie++") is None, reason="bonnie++ not installed")
 def test_bonnie_end_to_end(tmp_path):
     params = {

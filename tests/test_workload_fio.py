@@ -64,6 +64,7 @@ def test_params_checked():
         a.resolve({"directory": "/nonexistent/dir"})
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 def test_fio_end_to_end(tmp_path):
     params = {"rw": "randread", "size": "16M", "runtime_s": 1, "iodepth": 4, "directory": str(tmp_path)}

@@ -69,6 +69,7 @@ def test_command_uses_json_omit_and_options(tmp_path: Path):
     assert argv[argv.index("-n") + 1] == str(2**30) and "-t" not in argv
 
 
+@pytest.mark.slow
 @needs_iperf3
 def test_end_to_end_on_loopback(tmp_path: Path):
     m = tools.run_once(adapter_for("iperf3"), {"duration_s": 2}, tmp_path, timeout_s=20)

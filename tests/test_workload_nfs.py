@@ -74,6 +74,7 @@ def test_parse_checks_what_nfs_cp_copied():
         a.parse(RawOutput("", err, 10, {}))
 
 
+@pytest.mark.slow
 @needs_path
 @pytest.mark.parametrize(("version", "mode"), [("3", "read"), ("4", "read"), ("3", "write")])
 def test_a_file_is_copied_over_nfs(tmp_path: Path, version: str, mode: str):
@@ -85,6 +86,7 @@ def test_a_file_is_copied_over_nfs(tmp_path: Path, version: str, mode: str):
     assert left.strip() == "", left
 
 
+@pytest.mark.slow
 @needs_path
 def test_a_v4_write_either_works_or_fails_with_libnfs_own_words(tmp_path: Path):
     try:
@@ -93,6 +95,7 @@ def test_a_v4_write_either_works_or_fails_with_libnfs_own_words(tmp_path: Path):
         assert "libnfs:1 error:" in exc.message
 
 
+@pytest.mark.slow
 def test_the_shipped_plan_runs_or_is_refused_with_the_reason(tmp_path: Path):
     argv = [sys.executable, "-m", "fairmark", "run", str(REPO / "plans" / "nfs.toml"), "--quick", "--json"]
     argv += [

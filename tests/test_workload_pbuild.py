@@ -112,6 +112,8 @@ def _namespaces_in_use() -> set[str]:
     return held
 
 
+@pytest.mark.slow
+@pytest.mark.representative
 @isolating
 def test_isolated_builders_leave_nothing_behind(tmp_path: Path):
     """Two builders build the fixture packages; `daemon` leaves a background and a setsid'd `sleep 3607`
@@ -141,6 +143,7 @@ def _cmdline(path: Path) -> bytes:
         return b""
 
 
+@pytest.mark.slow
 @isolating
 def test_sweep_over_builders_end_to_end(tmp_path: Path):
     """`fairmark run` of a builders sweep on the fixture packages: every cell has the pbuild figures."""

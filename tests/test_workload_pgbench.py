@@ -58,6 +58,7 @@ def no_leftovers(tmp_path: Path) -> None:
     assert not (tmp_path / "scratch" / "postgres").exists()
 
 
+@pytest.mark.slow
 @needs_pg
 def test_end_to_end_restart_unix_socket(srv_tmp: Path):
     params = {"scale": 1, "duration_s": 1, "clients": 2, "restart": True, "fsync": False, "transport": "unix"}
@@ -66,6 +67,7 @@ def test_end_to_end_restart_unix_socket(srv_tmp: Path):
     no_leftovers(srv_tmp)
 
 
+@pytest.mark.slow
 @needs_pg
 def test_server_removed_when_setup_fails(srv_tmp: Path, monkeypatch: pytest.MonkeyPatch):
     a = adapter_for("pgbench")

@@ -75,6 +75,7 @@ def test_command_per_transport(tmp_path: Path):
         a.resolve({"transport": {"A": "udp"}})
 
 
+@pytest.mark.slow
 @needs_redis
 @pytest.mark.parametrize("transport", ["tcp", "unix"])
 def test_end_to_end(transport: str, tmp_path: Path):

@@ -109,6 +109,8 @@ def test_params_are_checked():
         adapter_for("stability").resolve({"mix": ["fork", "meltdown"]})
 
 
+@pytest.mark.slow
+@pytest.mark.representative
 @root_kmsg
 @pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng missing")
 def test_short_run_end_to_end(srv_tmp: Path):
@@ -119,6 +121,7 @@ def test_short_run_end_to_end(srv_tmp: Path):
     assert not any(p.name.startswith(mine) for p in Path("/sys/fs/cgroup/memory").iterdir())
 
 
+@pytest.mark.slow
 @root_kmsg
 @pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng missing")
 def test_run_shows_planted_events_with_their_time(tmp_path: Path):

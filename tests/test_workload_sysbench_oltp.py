@@ -58,6 +58,7 @@ def test_params_are_checked():
         a.resolve({"threads": 0})
 
 
+@pytest.mark.slow
 @needs_pg
 def test_end_to_end_read_write(srv_tmp: Path):
     params = {"test": "oltp_read_write", "threads": 2, "time_s": 1, "tables": 2, "table_size": 1000}
@@ -71,6 +72,7 @@ def test_end_to_end_read_write(srv_tmp: Path):
 @pytest.mark.skipif(
     shutil.which("sysbench") is None or shutil.which("mariadbd") is None, reason="sysbench/mariadbd missing"
 )
+@pytest.mark.slow
 def test_end_to_end_mariadb(srv_tmp: Path):
     """fairmark starts mariadbd itself (no systemd), runs one trial, and stops and removes it."""
     params = {
