@@ -158,6 +158,7 @@ def test_no_baseline_yet_is_a_skipped_check_that_passes(fairmark_cli, tmp_path: 
     assert code == 0 and doc["skipped"].startswith("no baseline yet") and doc["cases"] == []
 
 
+@pytest.mark.slow
 def test_a_reader_that_goes_away_does_not_change_the_exit_status(tmp_path: Path) -> None:
     """`fairmark check … | head -1` under `pipefail`: the reader closes the pipe, a write fails with EPIPE, and
     the exit status is still the one the check decided — 0 for a passing check, 1 for a tripped gate — with

@@ -131,6 +131,7 @@ def _counters(out: str) -> list[int]:
     return [int(line[1 : line.index("]")]) for line in out.splitlines() if line.startswith("[")]
 
 
+@pytest.mark.slow
 def test_resume_counts_on_from_the_trials_already_stored(tmp_path: Path) -> None:
     """The per-trial lines of a resumed run go on from the trials the store already has ([4] after three),
     not from [1] again: the counter is the trial's number in the run."""

@@ -34,6 +34,7 @@ def _close(recorded: float, reference: float) -> bool:
     return abs(recorded - reference) <= TOLERANCE * reference
 
 
+@pytest.mark.slow
 def test_the_recorded_peak_rss_is_the_workloads_own(tmp_path: Path) -> None:
     programs = _programs(tmp_path)
     text = f"[run]\nwarmup = 0\nmin_trials = {RUNS}\nmax_trials = {RUNS}\nseed = 1\n" + "".join(
@@ -53,6 +54,7 @@ def test_the_recorded_peak_rss_is_the_workloads_own(tmp_path: Path) -> None:
     assert found["alloc200"] > 200 << 10 > found["alloc50"] > 50 << 10 > found["true"]
 
 
+@pytest.mark.slow
 def test_the_agent_records_the_same(tmp_path: Path) -> None:
     """The shipped agent (stdlib only, as over SSH) builds the launcher on its host and measures the same."""
     from fairmark.remote.connection import shipped_agent_command, shipped_agent_payload

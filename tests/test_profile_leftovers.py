@@ -63,6 +63,7 @@ command = "grep -q fairmark-profile /proc/self/cgroup && sleep 2; true"
 """
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_profiled_trial_leaves_nothing_the_next_run_keeps(tmp_path: Path) -> None:
     from fairmark.run.profiles import hooks_for
     from fairmark.run.profiles.base import cgroup_mount

@@ -340,6 +340,7 @@ def test_a_command_and_a_tool_workload_run_on_a_host(tmp_path, net, fairmark_cli
     assert net.hosts["h1"].count("iperf3") == 0
 
 
+@pytest.mark.slow
 def test_a_workload_with_loops_is_calibrated_and_run_on_a_host(tmp_path, net, fairmark_cli) -> None:
     """loops = "auto" through the shipped agent: the calibration trials and the trials run on h1, the count
     reaches the command there as $FAIRMARK_LOOPS (variant a) and in its argv (variant b), and the times are

@@ -51,6 +51,7 @@ def test_the_shipped_agent_starts_on_a_dropbear_host(net: nethosts.NetHosts, tmp
     assert net.hosts["d1"].count(BOOTSTRAP) == 0
 
 
+@pytest.mark.slow
 def test_a_plan_runs_on_a_dropbear_host_end_to_end(net: nethosts.NetHosts, tmp_path: Path) -> None:
     """`fairmark run PLAN --hosts d1`: every trial stored as run there, variant a's sysctl set there by the
     agent and undone after, no agent left on the host and no journal in its state directory."""

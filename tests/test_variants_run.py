@@ -138,6 +138,7 @@ def test_kill_9_then_any_command_restores(tmp_path, original):
     assert "restored sysctl net.ipv4.tcp_no_metrics_save" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench is not installed")
 @pytest.mark.skipif(os.cpu_count() != 2, reason="the CPU sets are stated for a 2-CPU machine")
 def test_a_one_cpu_variant_runs_a_two_thread_workload_on_one_cpu(tmp_path, fairmark_cli):
