@@ -45,5 +45,5 @@ def test_dbench_end_to_end(tmp_path):
     m = tools.run_once(
         adapter_for("dbench"), {"clients": 1, "duration_s": 2, "directory": str(tmp_path)}, tmp_path
     )
-    assert m["throughput_mb_s"] > 1 and m["max_latency_ms"] >= 0
+    assert m["throughput_mb_s"] > 0 and m["max_latency_ms"] >= 0
     assert not list(tmp_path.glob("fairmark-dbench-*"))

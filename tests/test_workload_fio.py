@@ -69,7 +69,8 @@ def test_params_checked():
 def test_fio_end_to_end(tmp_path):
     params = {"rw": "randread", "size": "16M", "runtime_s": 1, "iodepth": 4, "directory": str(tmp_path)}
     m = tools.run_once(adapter_for("fio"), params, tmp_path / "w")
-    assert m["iops"] > 50 and m["bw_mib_s"] > 0.1 and 0 < m["clat_p50_us"] < 1e6
+    assert m["iops"] > 0 and m["clat_p50_us"] > 0  # how many is the disk's and the load's business
+    assert m["bw_mib_s"] == pytest.approx(m["iops"] * 4096 / 2**20, rel=0.01)  # the units: 4 KiB per I/O
     assert not list(tmp_path.glob("fairmark-fio-*"))  # laid-out files removed at teardown
 
 

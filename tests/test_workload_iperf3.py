@@ -73,7 +73,7 @@ def test_command_uses_json_omit_and_options(tmp_path: Path):
 @needs_iperf3
 def test_end_to_end_on_loopback(tmp_path: Path):
     m = tools.run_once(adapter_for("iperf3"), {"duration_s": 2}, tmp_path, timeout_s=20)
-    assert 0.1 < m["gbit_s_sent"] < 1000 and 0 <= m["cpu_pct_host"] <= 100 * psutil.cpu_count()
+    assert m["gbit_s_sent"] > 0 and 0 <= m["cpu_pct_host"] <= 100 * psutil.cpu_count()
     assert psutil.Process().children(recursive=True) == []
     assert not (tmp_path / "scratch" / "iperf3-server").exists()
 

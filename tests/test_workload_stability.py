@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -35,16 +36,22 @@ HUNG = f"INFO: task fairmark-plant:4242 blocked for more than 120 seconds. {MARK
 def test_planted_messages_are_detected_classified_and_timed(tmp_path: Path):
     out = tmp_path / "kmsg.txt"
     plant = f"import time\nfor m in {[OOPS, OOPS2, HUNG]!r}:\n    open('/dev/kmsg', 'w').write('<2>' + m + '\\n'); time.sleep(0.3)"
+    t0 = time.monotonic()
     assert kernel_log.main([str(out), "--", sys.executable, "-c", plant]) == 0
+    elapsed = time.monotonic() - t0
     log = out.read_text()
     events = kernel_log.parse_kmsg(log)
     planted = [e for e in events if MARK in e.text]
     assert [e.kind for e in planted] == ["oops", "oops", "hung_task"]
     assert planted[2].text == HUNG and planted[0].time.startswith("20")
     # Timed from the watch's own mark in the kernel log (the kernel's clock on both ends): the command wrote its
-    # messages after the watch started, so no time is negative, whatever the printk clock's drift.
+    # messages after the watch started, so no time is negative, whatever the printk clock's drift; and while
+    # the watch ran, which this test timed around it.
     assert " mark=" in log.splitlines()[0] and "fairmark: kernel-log watch started (" in log
-    assert all(0 <= e.t_s < 60 for e in planted) and planted[0].t_s <= planted[2].t_s
+    assert all(0 <= e.t_s <= elapsed for e in planted) and planted[0].t_s <= planted[2].t_s, (
+        planted,
+        elapsed,
+    )
     values = adapter_for("stability").parse(RawOutput("", "", 0, {"kmsg": out.read_text()}))
     assert values["kernel_events"] >= 3 and values["events_oops"] >= 2 and values["events_hung_task"] >= 1
     assert values["host_reachable"] == 1

