@@ -322,3 +322,25 @@ def test_the_authors_host_mapped_to_one_here_runs_there(exported, tmp_path: Path
     assert {t["host"] for c in doc["cells"] for t in c["trials"]} == {"far"}
     assert doc["run"]["options"]["hosts"]["far"]["ssh"] == "h1"
     assert doc["run"]["options"]["rerun_of"]["run_id"] == json.loads(bundle.read_text())["run_id"]
+
+
+def test_where_a_rerun_runs_is_named_here() -> None:
+    """Without a run: the placement rules of cli/_rerun.py on plans parsed from text."""
+    from fairmark.cli._rerun import _place, parse_map_hosts
+    from fairmark.errors import UsageError
+    from fairmark.plan.load import parse_plan
+
+    plan = parse_plan(PLAN)
+    # a run made with --host (or one host of a fleet): here it runs on this machine unless told otherwise
+    placed, notes = _place(plan, {"hosts": {"lab-3": {}}}, "b.json", host=None, map_hosts={})
+    assert not placed.remote and notes == [
+        "the bundle's run ran on host lab-3; this re-run runs on this machine (--host DEST runs it on a host)"
+    ]
+    placed, notes = _place(plan, {"hosts": {"lab-3": {}}}, "b.json", host="me@box", map_hosts={})
+    assert {v.host for v in placed.variant} == {"me@box"} and notes == []
+    assert parse_map_hosts(("far=-p 2222 me@box",)) == {"far": ("me@box", ["-p", "2222"])}
+    for bad in ("far", "=x", "far=", "far=-p 2222", "far='unclosed"):
+        with pytest.raises(UsageError, match="--map-host"):
+            parse_map_hosts((bad,))
+    with pytest.raises(UsageError, match="given twice"):
+        parse_map_hosts(("far=a", "far=b"))

@@ -24,6 +24,7 @@ from fairmark.plan.model import Plan, RunPolicy
 
 RUN_KEY = "tables.runs[0]"
 MAX_SHOWN = 20  # differences listed one per line before the rest is counted
+SSH_ARG_FLAGS = {f"-{c}" for c in "BbcDEeFIiJLlmOoPpQRSWw"}  # ssh(1)'s options that take an argument
 MAX_VALUE = 60  # characters of a recorded value in a line (a kernel command line can be long)
 
 
@@ -222,7 +223,8 @@ def parse_map_hosts(items: tuple[str, ...]) -> dict[str, tuple[str, list[str]]]:
             words = shlex.split(dest)
         except ValueError as exc:
             raise UsageError(f"--map-host {item!r}: {exc}") from None
-        if not sep or not name or not words or words[-1].startswith("-"):
+        takes_arg = len(words) > 1 and words[-2] in SSH_ARG_FLAGS  # `-p 2222` and no destination after it
+        if not sep or not name or not words or words[-1].startswith("-") or takes_arg:
             raise UsageError(
                 f"--map-host {item!r}: expected NAME=DEST or NAME='SSH-OPTIONS DEST' (NAME a [hosts.NAME] of "
                 "the bundle's plan, DEST an ssh destination)"
@@ -271,8 +273,8 @@ def environment_lines(recorded: Any, here: Any, origin: dict[str, Any]) -> tuple
             f"environment: no relevant difference from the bundle's run (made on host {_short(name)})"
         )
     if info:
-        keys = ", ".join(d["key"] for d in info[:4]) + (", …" if len(info) > 4 else "")
-        notes.append(f"{len(info)} other environment difference(s), of no bearing on the result: {keys}")
+        named = ", ".join(d["key"] for d in info[:4]) + (", …" if len(info) > 4 else "")
+        notes.append(f"{len(info)} other environment difference(s), of no bearing on the result: {named}")
     return warnings, notes
 
 
