@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import resource
 import shutil
-import tempfile
 from pathlib import Path
 
 import psutil
@@ -78,9 +77,9 @@ def test_fd_limit_beyond_hard_limit_is_a_clear_error(monkeypatch: pytest.MonkeyP
 
 
 @needs_wrk
-def test_end_to_end_and_limits_restored():
-    # outside pytest's tmp dir: a concurrent pytest session resets it to 0700, cutting nginx's workers off
-    tmp_path = Path(tempfile.mkdtemp(prefix="fairmark-test-srv-"))
+def test_end_to_end_and_limits_restored(srv_tmp: Path):
+    # srv_tmp, outside pytest's tmp dir: a concurrent pytest session resets it to 0700, cutting nginx's workers off
+    tmp_path = srv_tmp
     before = resource.getrlimit(resource.RLIMIT_NOFILE)
     m = tools.run_once(
         adapter_for("connections"), {"connections": 50, "duration_s": 1}, tmp_path, timeout_s=20
@@ -89,4 +88,3 @@ def test_end_to_end_and_limits_restored():
     assert resource.getrlimit(resource.RLIMIT_NOFILE) == before
     assert psutil.Process().children(recursive=True) == []
     assert not (tmp_path / "scratch" / "nginx").exists()
-    shutil.rmtree(tmp_path)
