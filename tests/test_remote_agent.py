@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.remote import agent
+from fairmark.run import host
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SYSCTL_TXT = FIXTURES / "sysroots" / "freebsd-current-debug" / "sysctl.txt"
@@ -90,6 +91,31 @@ def test_the_boot_id_of_a_freebsd_host_is_its_boottime_and_hostuuid(freebsd: Pat
 
     monkeypatch.setattr("builtins.open", no_proc)
     assert agent.boot_id() == f"{{ sec = 1640848383, usec = 512345 }} Thu Dec 30 07:13:03 2021 {HOSTUUID}"
+    assert host.boot_id() == agent.boot_id()  # the controller's own copy (run/ never imports remote/)
+
+
+def test_the_controller_and_its_agent_name_a_linux_boot_alike() -> None:
+    assert host.boot_id() == agent.boot_id() != ""
+
+
+def test_the_shipped_agent_is_the_launcher_and_the_agent_in_one_standard_library_program() -> None:
+    """The agent travels as one text (python3 -c) to hosts without fairmark: run/launcher.py's, then agent.py's;
+    it imports fairmark only where fairmark is installed (the launcher, a tool adapter, whether it is there)."""
+    import ast
+
+    from fairmark.remote.connection import agent_source
+
+    tree = ast.parse(agent_source())
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
+    assert {n for n in names if n.split(".")[0] == "fairmark"} == {
+        "fairmark",
+        "fairmark.run.launcher",
+        "fairmark.remote.tooling",
+    }
+    assert all(n.split(".")[0] in (*sys.stdlib_module_names, "fairmark") for n in names), names
+    top = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    assert len(top) == 1 and tree.body.index(top[0]) == 1  # after the launcher's docstring, once
 
 
 def test_a_freebsd_sysctl_is_journaled_set_and_restored(freebsd: Path) -> None:

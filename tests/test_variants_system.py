@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -437,8 +438,8 @@ def test_a_run_starts_all_its_trials_the_same_way(state, monkeypatch):
     from fairmark.run.variants import cpus as cpus_mod
 
     def path_for(plan):
-        s = SystemState(plan, state_dir=state)
-        return trial_mod.TrialPath(plan, plan.policy(False), None, "r", s, None, str, print)  # type: ignore[arg-type]
+        hosts = SimpleNamespace(local=SimpleNamespace(system=SystemState(plan, state_dir=state)))
+        return trial_mod.TrialPath(plan, plan.policy(False), None, "r", hosts, str, print)  # type: ignore[arg-type]
 
     assert not path_for(plan_with("")).fork_places
     monkeypatch.setattr(cpus_mod, "cpuset_usable", lambda *a: False)

@@ -359,7 +359,12 @@ class Bisect:
             tags=tags,
             command_line=self.opts.command_line,
         )
-        runner = Runner(loaded, self.store, options, progress=self.progress())
+        hosts = None
+        if loaded.plan.remote:  # the plan's variants on hosts (a run's hosts are built outside the run core)
+            from fairmark.remote.hosts import hosts_for
+
+            hosts = dict(hosts_for(loaded.plan, loaded.path))
+        runner = Runner(loaded, self.store, options, progress=self.progress(), hosts=hosts)
         run_id = runner.start()
         return runner.verdicts or run_verdicts(self.store, run_id)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from fairmark.cli.common import common_options, open_store
+from fairmark.cli.common import common_options, open_store, run_hosts
 from fairmark.console import console
 
 CALIBRATION_TAG = "calibration"  # tag of every A/A run `calibrate` stores: "K/N" (so `runs` tells them apart)
@@ -122,7 +122,7 @@ def calibrate(plan: str, runs: int, quick: bool, accept_risk: bool, allow_concur
         for k in range(runs):
             tags = {CALIBRATION_TAG: f"{k + 1}/{runs}"}
             options = RunOptions(quick=quick, accept_risk=accept_risk, command_line=command, tags=tags)
-            runner = Runner(aa, store, options)
+            runner = Runner(aa, store, options, hosts=run_hosts(aa, options))
             run_ids.append(runner.start())
             record = store.get_run(run_ids[-1])
             host = (record.host_id, record.hostname)

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from fairmark.cli._tags import parse_tags, tag_option
-from fairmark.cli.common import common_options, open_store, state
+from fairmark.cli.common import common_options, open_store, run_hosts, state
 from fairmark.console import console
 from fairmark.errors import GateTripped, RunFailed, UsageError
 from fairmark.plan.load import LoadedPlan, load_plan, parse_plan
@@ -84,7 +84,9 @@ def _execute(
 
     store = open_store()
     options.allow_concurrent = allow_concurrent  # also for the hosts' own locks
-    runner = Runner(loaded, store, options, progress=progress or TerminalProgress())
+    runner = Runner(
+        loaded, store, options, progress=progress or TerminalProgress(), hosts=run_hosts(loaded, options)
+    )
     # The lock guards the measured machine: a plan whose every trial runs on other hosts leaves this one free
     # (a fleet runs one controller process per host at once).
     remote_only = all(v.host for v in runner.plan.variant)
@@ -94,7 +96,7 @@ def _execute(
             console.warn(note)
         run_id = runner.resume(resume) if resume else runner.start()
     _finish(store, run_id, fail_on_regression, runner.verdicts)
-    if runner.remote and not console.json_mode:
+    if runner.hosts.remote and not console.json_mode:
         from fairmark.report.hosts import print_host_diff
 
         print_host_diff(store, run_id)
@@ -321,8 +323,11 @@ def _dry_run(loaded: LoadedPlan, quick: bool, warnings: tuple[str, ...] = ()) ->
     runtimes = build_runtimes(
         plan, loaded.path, quick=quick, check_executables=not plan.remote, text=loaded.text
     )
+    from fairmark.plan.kinds import REMOTE_KEYS  # the kinds of change an agent applies on its host
+
     hosts = {
-        v.name: {"host": v.host, "ssh": plan.hosts[v.host].ssh, "sysctl": dict(v.sysctl)}
+        v.name: {"host": v.host, "ssh": plan.hosts[v.host].ssh}
+        | v.model_dump(mode="json", include=set(REMOTE_KEYS))
         for v in plan.variant
         if v.host
     }
@@ -354,8 +359,8 @@ def _system_changes(plan: Any) -> dict[str, list[str]]:
     from fairmark.run.variants.system import SystemState
 
     local = plan
-    if plan.remote:  # a variant's sysctls on a host are that host's business, not this machine's
-        from fairmark.remote.hosts import local_part
+    if plan.remote:  # a variant's changes on a host are that host's business, not this machine's
+        from fairmark.run.host import local_part
 
         local = local_part(plan)
     return SystemState(local, state_dir=default_state_dir(), dry_run=True).describe()
@@ -377,8 +382,8 @@ def _print_dry_run(plan: Any, doc: dict[str, Any]) -> None:
         wrap = f", wrapped in {shlex.join(v.wrap)}" if v.wrap else ""
         console.text(f"  variant {v.name}: {'env ' + env if env else 'no environment changes'}{wrap}")
     for variant, h in doc["hosts"].items():
-        sysctls = ", ".join(f"{k}={val}" for k, val in h["sysctl"].items())
-        there = f", setting sysctl {sysctls} there" if sysctls else ""
+        made = [_host_change(kind, value) for kind, value in h.items() if kind not in ("host", "ssh")]
+        there = f", setting {'; '.join(m for m in made if m)} there" if any(made) else ""
         console.text(f"  variant {variant} runs on host {h['host']} (ssh {h['ssh']}){there}")
     changes = doc["system_changes"]
     for variant, items in changes.items():
@@ -388,6 +393,15 @@ def _print_dry_run(plan: Any, doc: dict[str, Any]) -> None:
         console.text("  no system changes (env/wrap/command variants only)")
     for line in doc["boots"]:
         console.text(f"  {line}")
+
+
+def _host_change(kind: str, value: Any) -> str:
+    """A change a variant makes on its host, in words ("" for none)."""
+    if not value:
+        return ""
+    if isinstance(value, dict) and kind == "sysctl":
+        return f"sysctl {', '.join(f'{k}={val}' for k, val in value.items())}"
+    return f"{kind} {value}"
 
 
 def _boot_plan(plan: Any, policy: Any) -> list[str]:

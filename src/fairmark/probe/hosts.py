@@ -5,11 +5,14 @@ that covers a difference. Read by the run's gate (run/gate.py) and the reports (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+Fact = Callable[[dict[str, Any]], Any]  # a snapshot → the value compared between hosts
 
 # The facts that make a comparison of hosts one of hardware rather than of operating systems, each with the
 # `declare` word that accepts a difference in it.
-HARDWARE_FACTS = {
+HARDWARE_FACTS: dict[str, Fact] = {
     "cpu_model": lambda s: s.get("cpu", {}).get("model"),
     "cores": lambda s: (s.get("cpu", {}).get("cores"), s.get("cpu", {}).get("threads")),
     "memory": lambda s: round((s.get("memory", {}).get("total_kib") or 0) / (1 << 20)),
@@ -33,7 +36,7 @@ def hardware_differences(snaps: dict[str, dict[str, Any]], declared: list[str]) 
 
 # The facts that make it a comparison of operating systems or kernels: the point of most plans over hosts, said
 # with declare = ["os", "kernel"]; undeclared, such a difference is a warning (the user may not know of it).
-SOFTWARE_FACTS = {
+SOFTWARE_FACTS: dict[str, Fact] = {
     "os": lambda s: (s.get("os", {}).get("kernel"), s.get("os", {}).get("distribution")),
     "kernel": lambda s: (s.get("os", {}).get("release"), s.get("os", {}).get("version")),
 }
@@ -66,3 +69,18 @@ def declare_word(key: str) -> str | None:
         ("fs.fstype", "fs"),
     )
     return next((w for p, w in prefixes if key == p or key.startswith(p + ".")), None)
+
+
+def software_findings(snaps: dict[str, dict[str, Any]], declared: list[str]) -> list[dict[str, Any]]:
+    """A warning for each undeclared OS or kernel difference between the hosts: the verdict would be about it."""
+    return [
+        {
+            "id": "hosts-differ",
+            "severity": "warn",
+            "title": "the hosts run different software",
+            "evidence": d,
+            "why": "a verdict between these hosts measures this difference too",
+            "fix": f'declare = ["{d.split(":")[0]}"] in the plan if it is the point of the comparison',
+        }
+        for d in software_differences(snaps, declared)
+    ]

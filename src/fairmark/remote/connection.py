@@ -74,7 +74,15 @@ class HostSpec:
 
 
 def agent_source() -> bytes:
-    return (Path(__file__).parent / "agent.py").read_bytes()
+    """The agent as one standard-library program: the trial launcher's module (fairmark.run.launcher, which the
+    agent imports where fairmark is installed), then agent.py (its `from __future__` is the launcher's, first)."""
+    launcher = (Path(__file__).parents[1] / "run" / "launcher.py").read_bytes()
+    agent = (
+        (Path(__file__).parent / "agent.py")
+        .read_bytes()
+        .replace(b"from __future__ import annotations\n", b"", 1)
+    )
+    return launcher + b"\n\n" + agent
 
 
 @functools.cache

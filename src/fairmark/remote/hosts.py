@@ -1,19 +1,32 @@
-"""The hosts of one run: a connection per [hosts.NAME] the plan uses, the executor of each variant's trials,
-the sysctls a variant sets on its host (journaled there by the agent), and the hosts' environment snapshots.
+"""A [hosts.NAME] as one of a run's machines: `RemoteHost` implements run/'s `Host` (fairmark.run.host) over an SSH
+connection to fairmark's agent there — the trials' executor, the variant's system changes (journaled there by the
+agent), its boot, snapshot and reboot. `hosts_for` builds a run's hosts from its plan (cli/ calls it and hands them
+to the runner); the run core never imports this package.
 
-The runner asks: `executor(variant)` (None: the controller itself runs the trial), `host_of(variant)`,
-`boot_id(variant)`, `activate(variant)`, `snapshots()`, `close()`."""
+A variant's system changes travel generically: for every kind the agent applies (plan/kinds.py REMOTE_KEYS, from
+the plan model's `VariantKind(remote=True)`), the agent's operation of that name gets the variant's value
+(`set`) and answers what it applied and what a trial there gets ("prepared": env, workdir); the agent journals
+each original first and restores everything when the session ends."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fairmark.errors import EnvironmentRefused, PlanError
-from fairmark.remote.connection import AgentError, HostConnection, HostSpec
+from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, HostSpec
 from fairmark.remote.executor import RemoteExecutor
+from fairmark.run.boots import HostDidNotReturn, reboot_command
 
 if TYPE_CHECKING:
-    from fairmark.plan.model import Plan
+    from fairmark.plan.model import Boot, HostEntry, Plan, Variant
+    from fairmark.run.hooks import Artifact, TrialHook
+    from fairmark.run.host import Hosts
+    from fairmark.run.spec import Measured, TrialSpec
+    from fairmark.run.workloads.base import Adapter
 
 
 def host_spec(name: str, entry: Any) -> HostSpec:
@@ -26,236 +39,257 @@ def host_spec(name: str, entry: Any) -> HostSpec:
     )
 
 
-class RemoteHosts:
-    def __init__(self, plan: Plan, path: str = "<plan>", hooks: Any = (), allow_concurrent: bool = False):
-        self.plan, self.path, self.allow_concurrent = plan, path, allow_concurrent
-        # The system monitor runs on each host (its agent samples); other hooks (profilers) stay local only.
-        self.monitor_interval_s = next((h.interval_s for h in hooks if h.name == "monitor.system"), None)
-        self.variant_host = {v.name: v.host for v in plan.variant}
-        from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
+def _sysctl_wire(value: Any) -> Any:
+    from fairmark.run.variants.sysctl import value_text
 
-        for v in plan.variant:
-            # the kinds an agent does not apply (plan/kinds.py: so far it applies sysctls only)
-            other = [
-                k
-                for k in VARIANT_KINDS
-                if k not in REMOTE_KEYS and v.host and getattr(v, k) not in (None, False, {})
-            ]
-            if other or (v.host and v.tuning):
-                raise PlanError(
-                    f"variant {v.name!r}: on host {v.host!r} only sysctl changes are supported so far "
-                    f"(not {', '.join(other) or 'tuning sets'})",
-                    path=path,
-                )
-        # (variant, workload) → the host running the client, where it is not the variant's host
-        self.client_host = {
-            (v.name, w.name): v.client_host or w.client_host
-            for v in plan.variant
-            for w in plan.workload
-            if (v.client_host or w.client_host)
-        }
-        for (v, _w), c in self.client_host.items():
-            if not self.variant_host[v]:
-                raise PlanError(
-                    f"variant {v!r}: a client on host {c!r} needs the server on a host too: give the "
-                    "variant a host",
-                    path=path,
-                )
-        used = sorted({h for h in [*self.variant_host.values(), *self.client_host.values()] if h})
-        self.specs = {n: host_spec(n, plan.hosts[n]) for n in used}
-        self.conns: dict[str, HostConnection] = {}
-        self.executors: dict[str, RemoteExecutor] = {}
-        self.wanted: dict[str, dict[str, str]] = {}  # host → the sysctls active there now
-        self.recovered: list[str] = []
+    return {k: value_text(v) for k, v in value.items()}
+
+
+# How a kind's value travels to the agent where it is not the plan's JSON as is (a sysctl's value as the text the
+# kernel reads back: a bool is 1 or 0).
+WIRE: dict[str, Callable[[Any], Any]] = {"sysctl": _sysctl_wire}
+
+
+def wire_changes(variant: Variant) -> dict[str, Any]:
+    """The variant's value of every kind an agent applies, as the agent's operation of that name takes it."""
+    from fairmark.plan.kinds import REMOTE_KEYS
+
+    dumped = variant.model_dump(mode="json", include=set(REMOTE_KEYS))
+    return {k: WIRE[k](getattr(variant, k)) if k in WIRE else dumped[k] for k in REMOTE_KEYS}
+
+
+class RemoteHost:
+    """A [hosts.NAME]: one SSH connection (ControlMaster) and fairmark's agent at the other end. Implements
+    fairmark.run.host.Host."""
+
+    local: bool = False
+
+    def __init__(
+        self,
+        name: str,
+        entry: HostEntry,
+        *,
+        path: str = "<plan>",
+        monitor_interval_s: float | None = None,
+        allow_concurrent: bool = False,
+    ):
+        self.name, self.entry, self.path = name, entry, path
+        self.spec = host_spec(name, entry)
+        self.monitor_interval_s, self.allow_concurrent = monitor_interval_s, allow_concurrent
+        self.conn: HostConnection | None = None
+        self.executor: RemoteExecutor | None = None
+        self.wanted: dict[str, Any] = {}  # kind → the value active there now (as sent)
+        self.prepared: dict[str, dict[str, Any]] = {}  # kind → what the agent made ready for trials
+
+    def _connection(self) -> HostConnection:
+        if self.conn is None:
+            raise EnvironmentRefused(f"host {self.name}: not connected")
+        return self.conn
+
+    def _executor(self) -> RemoteExecutor:
+        if self.executor is None:
+            raise EnvironmentRefused(f"host {self.name}: not connected")
+        return self.executor
 
     @property
-    def names(self) -> list[str]:
-        return list(self.specs)
+    def os(self) -> str:
+        return str(self._connection().hello.get("os") or "")
 
-    @property
-    def changes_system(self) -> bool:
-        """Whether a variant changes a host's sysctls: trials then run in A B B A blocks, as locally."""
-        from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
+    def connect(self) -> list[str]:
+        self.conn = HostConnection(self.spec)  # kept before connecting: close() cleans up a failed attempt
+        hello = self.conn.connect()
+        self._lock()
+        self.executor = RemoteExecutor(
+            self.conn, on_reconnect=self._reapply, monitor_interval_s=self.monitor_interval_s
+        )
+        return [f"host {self.name}: {line}" for line in hello.get("recovered", [])]
 
-        wide = [k for k in REMOTE_KEYS if VARIANT_KINDS[k].machine_wide]
-        return any(v.host and any(getattr(v, k) for k in wide) for v in self.plan.variant)
-
-    def connect(self) -> None:
-        for name, spec in self.specs.items():
-            conn = HostConnection(spec)
-            self.conns[name] = conn
-            hello = conn.connect()
-            self.recovered += [f"host {name}: {line}" for line in hello.get("recovered", [])]
-            if hello.get("launcher"):  # no launcher there: its trials record no peak RSS (agent.launcher)
-                self.recovered.append(f"host {name}: max_rss_kib is not measured: {hello['launcher']}")
-            self._lock(name, conn)
-            self.executors[name] = RemoteExecutor(
-                conn, on_reconnect=lambda n=name: self._reapply(n), monitor_interval_s=self.monitor_interval_s
-            )
-
-    def _lock(self, name: str, conn: HostConnection) -> None:
+    def _lock(self) -> None:
         """The host's own lock (held by its agent for the session): one run measures a host at a time."""
-        import os
-        import socket
-
-        got = conn.call(
+        got = self._connection().call(
             "lock", owner={"pid": os.getpid(), "controller": socket.gethostname(), "plan": self.path}
         )
         if not got["held"] and not self.allow_concurrent:
             o = got.get("owner") or {}
             raise EnvironmentRefused(
-                f"host {name} is in use by another fairmark run (controller {o.get('controller')}, "
+                f"host {self.name} is in use by another fairmark run (controller {o.get('controller')}, "
                 f"pid {o.get('pid')}, plan {o.get('plan')})",
                 hint="wait for it, or pass --allow-concurrent to measure both at once (each perturbs the other)",
             )
 
-    def host_of(self, variant: str) -> str | None:
-        return self.variant_host.get(variant)
-
-    def client_of(self, variant: str, workload: str) -> str | None:
-        """The host running this cell's client when it is not the variant's host (client_host)."""
-        c = self.client_host.get((variant, workload))
-        return c if c and c != self.host_of(variant) else None
-
-    def executor(self, variant: str, workload: str | None = None) -> RemoteExecutor | None:
-        host = (self.client_of(variant, workload) if workload else None) or self.host_of(variant)
-        return self.executors[host] if host else None
-
-    def address(self, host: str) -> str:
-        """Where clients on other hosts reach `host`: [hosts.NAME] address, else the address ssh connected to."""
-        entry = self.plan.hosts[host]
-        addr = entry.address or self.conns[host].hello.get("address")
-        if not addr:
-            raise EnvironmentRefused(
-                f"host {host}: its address for clients on other hosts is unknown",
-                hint=f'set address = "…" in [hosts.{host}]',
-            )
-        return str(addr)
-
-    def labels(self, variant: str, workload: str) -> dict[str, str]:
-        """Where each side of a cell ran, for the report."""
-        host = self.host_of(variant)
-        if not host:
-            return {}
-        client = self.client_of(variant, workload)
-        return {"host": host, "client host": client or host} if client else {"host": host}
-
-    def boot_id(self, variant: str) -> str | None:
-        host = self.host_of(variant)
-        if not host:
-            return None
-        ex = self.executors[host]
-        return ex.last_boot_id or self.conns[host].hello.get("boot_id")
-
-    def activate(self, variant: str) -> None:
-        """Make the variant's sysctls the active set on its host (the agent journals each original first)."""
-        host = self.host_of(variant)
-        if not host:
-            return
-        from fairmark.run.variants.sysctl import value_text
-
-        want = {k: value_text(v) for k, v in self.plan.variant_named(variant).sysctl.items()}
-        if want != self.wanted.get(host, {}):
-            down = self.executors[host].down
+    # -- the variant's system changes ---------------------------------------------------------------------------
+    def activate(self, variant: Variant) -> None:
+        """Make the variant's changes the active set on this host (the agent journals each original first)."""
+        for kind, want in wire_changes(variant).items():
+            current = self.wanted.get(kind)
+            if want == current or (current is None and not want):
+                continue
+            down = self._executor().down
             if down is not None:
                 raise down
             try:
-                self.conns[host].call("sysctl", set=want)
+                got = self._connection().call(kind, set=want)
             except AgentError as exc:
-                raise EnvironmentRefused(f"variant {variant!r} on host {host}: {exc.message}") from None
-            self.wanted[host] = want
+                raise EnvironmentRefused(
+                    f"variant {variant.name!r} on host {self.name}: {exc.message}"
+                ) from None
+            self.wanted[kind] = want
+            self.prepared[kind] = dict(got.get("prepared") or {})
 
-    def _reapply(self, host: str) -> None:
-        if self.wanted.get(host):
-            self.conns[host].call("sysctl", set=self.wanted[host])
+    def prepare(self, variant: Variant) -> dict[str, Any]:
+        return {k: v for ready in self.prepared.values() for k, v in ready.items()}
 
-    def snapshots(self) -> dict[str, dict[str, Any]]:
+    def _reapply(self) -> None:
+        """After a reconnection: the new agent applies what the lost one restored."""
+        for kind, want in self.wanted.items():
+            if want:
+                got = self._connection().call(kind, set=want)
+                self.prepared[kind] = dict(got.get("prepared") or {})
+
+    # -- trials -------------------------------------------------------------------------------------------------
+    def execute(self, spec: TrialSpec) -> Measured:
+        return self._executor()(spec)
+
+    def take_artifacts(self) -> list[Artifact]:
+        return self._executor().take_artifacts()
+
+    def adapter(self, adapter: Adapter, workload: str, hosts: Hosts) -> Adapter:
+        from fairmark.remote.tooling import remote_adapter
+
+        return remote_adapter(adapter, hosts, workload, self.path)
+
+    def address(self) -> str:
+        """Where clients on other hosts reach it: [hosts.NAME] address, else the address ssh connected to."""
+        addr = self.entry.address or self._connection().hello.get("address")
+        if not addr:
+            raise EnvironmentRefused(
+                f"host {self.name}: its address for clients on other hosts is unknown",
+                hint=f'set address = "…" in [hosts.{self.name}]',
+            )
+        return str(addr)
+
+    # -- the machine --------------------------------------------------------------------------------------------
+    def boot_id(self) -> str | None:
+        return self._executor().last_boot_id or self._connection().hello.get("boot_id")
+
+    def snapshot(self) -> dict[str, Any]:
         from fairmark.remote.probe import remote_snapshot
 
-        return {name: remote_snapshot(conn) for name, conn in self.conns.items()}
+        return remote_snapshot(self._connection())
+
+    def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+        return self._connection().run(argv, timeout_s=timeout_s)
+
+    def reboot(self, boot: Boot, previous: str, resume: list[str]) -> str:
+        """Reboot the host (its agent restores its changes first) and wait for its next boot; a new session
+        there. `resume` is for a machine that reboots itself: the controller here goes on."""
+        conn = self._connection()
+        try:
+            conn.call("bye")  # the agent restores what it changed on the host (sysctls) and ends
+        except (ConnectionLost, AgentError):
+            pass
+        argv = reboot_command(boot)
+        try:
+            res = conn.run(argv, timeout_s=60)
+            # 255: ssh's own status when the host closed the connection while going down
+            if res.returncode not in (0, 255) and res.returncode > 0:
+                raise HostDidNotReturn(
+                    f"host {self.name}: the reboot command `{' '.join(argv)}` failed "
+                    f"(exit {res.returncode}): {(res.stderr or res.stdout).strip()[-400:]}"
+                )
+        except subprocess.TimeoutExpired:
+            pass  # the connection hung while the host went down
+        try:
+            hello = conn.wait_reboot(previous, timeout_s=boot.timeout_s, poll_s=2.0)
+        except ConnectionLost as exc:
+            raise HostDidNotReturn(
+                f"host {self.name} did not come back in a new boot within {boot.timeout_s:g} s after "
+                f"`{' '.join(argv)}`: {exc.message}",
+                hint="the run is interrupted; when the host is back, `fairmark resume RUN` switches and reboots "
+                "it again for this block",
+            ) from None
+        self._new_session()
+        return str(hello["boot_id"])
+
+    def _new_session(self) -> None:
+        """The new boot's agent: the host's run lock again, a fresh executor state, its changes applied anew."""
+        self._lock()
+        ex = self._executor()
+        ex.down, ex.last_boot_id = None, None
+        self.wanted.clear()
+        self.prepared.clear()
+
+    def guard(self, boot: Callable[[], str | None]) -> None:
+        """A reconnection in the middle of a block (the link dropped, or the host rebooted on its own) must find
+        the verified boot: else the trials that follow would run in an unverified one."""
+        from fairmark.run.boots import WrongBoot
+
+        def check() -> None:
+            now_id = self._connection().hello.get("boot_id")
+            if boot() and now_id != boot():
+                raise WrongBoot(
+                    f"host {self.name} rebooted during a boot block (boot {boot()} → {now_id}): the run stops",
+                    hint="`fairmark resume RUN` reboots into the variant again",
+                )
+            self._reapply()
+
+        self._executor().on_reconnect = check
+
+    def describe(self) -> dict[str, Any]:
+        return {"ssh": self.spec.ssh, "boot_id": self.conn.hello.get("boot_id") if self.conn else None}
 
     def close(self) -> None:
-        for conn in self.conns.values():
-            conn.close()  # the agent restores its sysctls on "bye" (and on end of input)
-        self.conns.clear()
-
-    def describe(self) -> dict[str, dict[str, Any]]:
-        """What the run records about its hosts (`fairmark runs --host NAME` filters on these names)."""
-        snaps = getattr(self, "snaps", {})
-        return {
-            n: {
-                "ssh": s.ssh,
-                "boot_id": self.conns[n].hello.get("boot_id") if n in self.conns else None,
-                "host_id": (snaps.get(n) or {}).get("identity", {}).get("host_id"),
-            }
-            for n, s in self.specs.items()
-        }
-
-    def store_snapshots(self, store: Any, run_id: str) -> None:
-        for name, snap in getattr(self, "snaps", {}).items():
-            store.add_artifact(run_id, kind="env.host", name=name, content_type="application/json", data=snap)
+        if self.conn is not None:
+            self.conn.close()  # the agent restores its changes on "bye" (and on end of input)
+            self.conn = None
 
 
-def local_part(plan: Plan) -> Plan:
-    """The plan as the controller's own SystemState sees it: remote variants change nothing here."""
-    variants = [v.model_copy(update={"sysctl": {}}) if v.host else v for v in plan.variant]
-    return plan.model_copy(update={"variant": variants})
+# -- a run's hosts ---------------------------------------------------------------------------------------------
+def check_plan(plan: Plan, path: str = "<plan>") -> list[str]:
+    """The hosts the plan's variants (and their clients) use, in order; refuses what cannot run there."""
+    from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
 
-
-def gate_hosts(runner: Any, runtimes: list[Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The doctor's gate for a run on hosts: each host's snapshot judged, hardware differences between hosts
-    refused unless the plan declares them. Returns (the run's env_before, findings tagged with their host)."""
-    from fairmark.probe import diagnose
-    from fairmark.probe.hosts import hardware_differences
-    from fairmark.run.variants.basic import intended_env
-
-    remote: RemoteHosts = runner.remote
-    remote.snaps = snaps = remote.snapshots()
-    found = []
-    for name, snap in snaps.items():
-        for f in diagnose(snap, intended_env=intended_env(runner.plan.variant)):
-            d = f.to_dict()
-            d["evidence"] = f"host {name}: {d['evidence']}"
-            found.append(d)
-    local = any(not h for h in remote.variant_host.values())
-    if len(snaps) + local > 1:
-        hosts = dict(snaps)
-        if local:
-            from fairmark.probe import take_snapshot
-
-            hosts["(controller)"] = take_snapshot("/")
-        diff = hardware_differences(hosts, list(runner.plan.declare))
-        found += _software_findings(hosts, list(runner.plan.declare))
-        if diff:
-            raise EnvironmentRefused(
-                "the hosts differ in hardware, so the comparison would be of hardware, not of operating systems: "
-                + "; ".join(diff),
-                hint="compare like with like, or declare the difference as the point of the plan, e.g. "
-                f"declare = {sorted({d.split(':')[0] for d in diff})!r}",
+    for v in plan.variant:
+        # the kinds an agent does not apply (plan/kinds.py: VariantKind(remote=True) marks those it does)
+        other = [
+            k
+            for k in VARIANT_KINDS
+            if k not in REMOTE_KEYS and v.host and getattr(v, k) not in (None, False, {})
+        ]
+        if other or (v.host and v.tuning):
+            raise PlanError(
+                f"variant {v.name!r}: on host {v.host!r} only {', '.join(REMOTE_KEYS)} changes are supported so "
+                f"far (not {', '.join(other) or 'tuning sets'})",
+                path=path,
             )
-    errors = [f for f in found if f["severity"] == "error"]
-    if errors and not runner.options.accept_risk:
-        lines = "; ".join(f"{f['title']} ({f['evidence']})" for f in errors)
-        raise EnvironmentRefused(
-            f"the environment would invalidate this benchmark: {lines}",
-            hint="fix it (see `fairmark doctor --host NAME`), or pass --accept-risk",
+    # (variant, workload) → the host running the client
+    client_host = {
+        (v.name, w.name): v.client_host or w.client_host
+        for v in plan.variant
+        for w in plan.workload
+        if (v.client_host or w.client_host)
+    }
+    for (v, _w), c in client_host.items():
+        if not plan.variant_named(v).host:
+            raise PlanError(
+                f"variant {v!r}: a client on host {c!r} needs the server on a host too: give the variant a host",
+                path=path,
+            )
+    return sorted({h for h in [*(v.host for v in plan.variant), *client_host.values()] if h})
+
+
+def hosts_for(
+    plan: Plan, path: str = "<plan>", *, hooks: Sequence[TrialHook] = (), allow_concurrent: bool = False
+) -> dict[str, RemoteHost]:
+    """The [hosts.NAME] a run of `plan` uses, not yet connected (the runner connects them): {} for a plan that
+    runs on this machine alone. The system monitor runs on each host (its agent samples); other hooks
+    (profilers) stay local only."""
+    if not plan.remote:
+        return {}
+    interval = next((getattr(h, "interval_s", None) for h in hooks if h.name == "monitor.system"), None)
+    return {
+        name: RemoteHost(
+            name, plan.hosts[name], path=path, monitor_interval_s=interval, allow_concurrent=allow_concurrent
         )
-    env_before = next(iter(snaps.values()))
-    return env_before, found
-
-
-def _software_findings(hosts: dict[str, dict[str, Any]], declared: list[str]) -> list[dict[str, Any]]:
-    """A warning for each undeclared OS or kernel difference between the hosts: the verdict would be about it."""
-    from fairmark.probe.hosts import software_differences
-
-    return [
-        {
-            "id": "hosts-differ",
-            "severity": "warn",
-            "title": "the hosts run different software",
-            "evidence": d,
-            "why": "a verdict between these hosts measures this difference too",
-            "fix": f'declare = ["{d.split(":")[0]}"] in the plan if it is the point of the comparison',
-        }
-        for d in software_differences(hosts, declared)
-    ]
+        for name in check_plan(plan, path)
+    }

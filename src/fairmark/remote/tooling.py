@@ -1,16 +1,20 @@
 """Tool workloads on a host, the host's side: the real adapter (its servers, data sets, command line) runs there,
 inside `fairmark agent` — so tool workloads need fairmark installed on the host (the shipped stdlib-only agent
 runs command workloads). The controller's side is `RemoteAdapter`: it forwards the adapter's life cycle to the
-host of each trial's variant and parses the output here (parse is pure)."""
+host of each trial's variant and parses the output here (parse is pure). Each of the workload's contexts (the
+shared one, and one per variant with a scratch file system of its own) is set up on a host at its first trial
+there."""
 
 from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from fairmark.remote.hosts import RemoteHosts
+    from fairmark.remote.connection import HostConnection
+    from fairmark.remote.hosts import RemoteHost
+    from fairmark.run.host import Hosts
     from fairmark.run.workloads.base import Adapter, TrialContext, WorkloadContext
 
 
@@ -75,7 +79,7 @@ def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- on the controller ---------------------------------------------------------------------------------------
-def remote_adapter(adapter: Adapter, hosts: RemoteHosts, workload: str, path: str) -> Adapter:
+def remote_adapter(adapter: Adapter, hosts: Hosts, workload: str, path: str) -> Adapter:
     from fairmark.errors import PlanError
 
     if any(not h for h in hosts.variant_host.values()):
@@ -102,10 +106,10 @@ def remote_adapter(adapter: Adapter, hosts: RemoteHosts, workload: str, path: st
 class RemoteAdapter:
     """Looks like the workload's adapter to the runner; trials of variants on a host run its life cycle there."""
 
-    def __init__(self, adapter: Adapter, hosts: RemoteHosts, workload: str):
+    def __init__(self, adapter: Adapter, hosts: Hosts, workload: str):
         self._real, self._hosts, self._workload = adapter, hosts, workload
-        self._ctx: WorkloadContext | None = None
-        self._ready: dict[str, tuple[str, int]] = {}  # host → (key of its set-up context, agent generation)
+        # (host, key of a set-up context) → the agent generation it was set up in
+        self._ready: dict[tuple[str, str], int] = {}
         self._argv: dict[str, list[str]] = {}
 
     def __getattr__(self, name: str) -> Any:  # name, params, metrics, measures, resolve, parse, labels …
@@ -115,14 +119,19 @@ class RemoteAdapter:
         return []  # checked on each host at setup, where the tool runs
 
     def setup(self, ctx: WorkloadContext) -> None:
-        self._ctx = ctx  # each host's side is set up at its first trial
+        pass  # each host's side is set up at its first trial there
 
     def prime(self, ctx: WorkloadContext) -> None:
         pass
 
-    def _call(self, host: str, method: str, **extra: Any) -> dict[str, Any]:
-        key = self._ready[host][0] if host in self._ready else ""
-        return self._hosts.conns[host].call("adapter", tool=self._real.name, key=key, method=method, **extra)
+    def _conn(self, host: str) -> HostConnection:
+        conn = _remote(self._hosts, host).conn
+        assert conn is not None, f"host {host} is not connected"
+        return conn
+
+    def _call(self, host: str, context: WorkloadContext, method: str, **extra: Any) -> dict[str, Any]:
+        key = _key(context) if (host, _key(context)) in self._ready else ""
+        return self._conn(host).call("adapter", tool=self._real.name, key=key, method=method, **extra)
 
     def _tctx(self, tctx: TrialContext) -> dict[str, Any]:
         return {
@@ -133,13 +142,13 @@ class RemoteAdapter:
             "client_remote": bool(self._hosts.client_of(tctx.variant, self._workload)),
         }
 
-    def _ensure(self, host: str) -> None:
-        generation = self._hosts.conns[host].generation
-        if self._ready.get(host, ("", generation))[1] != generation:
-            del self._ready[host]  # a reconnection: the earlier agent stopped this host's servers
-        if host in self._ready or self._ctx is None:
+    def _ensure(self, host: str, c: WorkloadContext) -> None:
+        generation = self._conn(host).generation
+        if self._ready.get((host, _key(c)), generation) != generation:
+            del self._ready[(host, _key(c))]  # a reconnection: the earlier agent stopped this host's servers
+        if (host, _key(c)) in self._ready:
             return
-        c, hosts = self._ctx, self._hosts
+        hosts = self._hosts
         clients = sorted(
             {
                 cl
@@ -148,13 +157,17 @@ class RemoteAdapter:
             }
         )
         remote = (
-            {"listen_address": hosts.address(host), "client_addresses": [hosts.address(cl) for cl in clients]}
+            {
+                "listen_address": _address(hosts, host),
+                "client_addresses": [_address(hosts, cl) for cl in clients],
+            }
             if clients
             else {}
         )
-        self._ready[host] = (f"{c.name}:{c.scratch}", generation)
+        self._ready[(host, _key(c))] = generation
         got = self._call(
             host,
+            c,
             "setup",
             ctx={
                 "name": c.name,
@@ -167,11 +180,15 @@ class RemoteAdapter:
         )
         c.env.update(got["env"])
 
-    def before_trial(self, tctx: TrialContext) -> None:
+    def _host(self, tctx: TrialContext) -> str:
         host = self._hosts.host_of(tctx.variant)
         assert host is not None
-        self._ensure(host)
-        got = self._call(host, "before_trial", tctx=self._tctx(tctx))
+        return host
+
+    def before_trial(self, tctx: TrialContext) -> None:
+        host = self._host(tctx)
+        self._ensure(host, tctx.workload)
+        got = self._call(host, tctx.workload, "before_trial", tctx=self._tctx(tctx))
         tctx.workload.env.update(got["env"])
         self._argv[str(tctx.trial_dir)] = list(got["argv"])
 
@@ -179,8 +196,7 @@ class RemoteAdapter:
         return self._argv.pop(str(tctx.trial_dir))
 
     def output_files(self, tctx: TrialContext) -> dict[str, Path]:
-        host = self._hosts.host_of(tctx.variant)
-        got = self._call(str(host), "output_files", tctx=self._tctx(tctx))
+        got = self._call(self._host(tctx), tctx.workload, "output_files", tctx=self._tctx(tctx))
         out = {}
         for name, (path, b64) in got["files"].items():
             if b64 is not None:  # brought here, where the runner reads it
@@ -193,14 +209,29 @@ class RemoteAdapter:
         from fairmark.remote.connection import ConnectionLost
 
         try:
-            self._call(str(self._hosts.host_of(tctx.variant)), "after_trial", tctx=self._tctx(tctx))
+            self._call(self._host(tctx), tctx.workload, "after_trial", tctx=self._tctx(tctx))
         except ConnectionLost:
             pass  # the host went away with this trial: it is recorded as failed, the agent cleaned up there
 
     def teardown(self, ctx: WorkloadContext) -> None:
-        for host in list(self._ready):
+        for host, key in [k for k in self._ready if k[1] == _key(ctx)]:
             try:
-                if self._ready[host][1] == self._hosts.conns[host].generation:
-                    self._call(host, "teardown")
+                if self._ready[(host, key)] == self._conn(host).generation:
+                    self._call(host, ctx, "teardown")
             finally:
-                del self._ready[host]
+                del self._ready[(host, key)]
+
+
+def _key(ctx: WorkloadContext) -> str:
+    """The agent's name for a set-up context (its adapter state there)."""
+    return f"{ctx.name}:{ctx.scratch}"
+
+
+def _remote(hosts: Hosts, host: str) -> RemoteHost:
+    """A host of the run (a [hosts.NAME]: built by remote.hosts.hosts_for)."""
+    return cast("RemoteHost", hosts.remote[host])
+
+
+def _address(hosts: Hosts, host: str) -> str:
+    """Where clients on other hosts reach `host`."""
+    return _remote(hosts, host).address()

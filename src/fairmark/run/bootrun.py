@@ -8,11 +8,14 @@ variant: a warm-up (at least one trial per cell: the first trial of a boot meets
 `trials_per_boot` measured trials. The verdict then takes the boot as its unit (stats.levels, through the
 report's read model: every trial carries its boot id).
 
-Where the machine is:
-* remote (`host = …`): the controller drives the host over SSH (its HostConnection) and never runs on it;
-* local (no host): fairmark reboots the machine it runs on. Before the reboot it installs the one-shot boot
-  hook (run.variants.boothook: journaled, so a finished, failed or killed run never leaves it behind) that runs
-  `fairmark resume RUN` in the next boot; the resumed run verifies the boot it finds itself in.
+Where the machine is (a `run.host.Host`: its boot id, commands, reboot and snapshot):
+* remote (`host = …`): the controller drives the host over SSH (remote.hosts.RemoteHost) and never runs on it;
+* local (no host): fairmark reboots the machine it runs on (run.host.LocalHost). Before the reboot it installs
+  the one-shot boot hook (run.variants.boothook: journaled, so a finished, failed or killed run never leaves it
+  behind) that runs `fairmark resume RUN` in the next boot; the resumed run verifies the boot it finds itself in.
+
+The blocks' trials are the runner's: a boot run asks it for a workload's stage, one trial and a cell's stop
+through its public steps (`TrialLoop`).
 
 Records (artifacts of the run, append-only; the newest per block counts): kind "boot" — {block, variant, k,
 host, phase: "rebooting" | "verified" | "wrong", previous_boot_id, boot_id, check, switch, seconds}; kind
@@ -27,38 +30,55 @@ that does not come back ends it as interrupted (exit 3) with what was waited for
 from __future__ import annotations
 
 import math
-import os
-import subprocess
 import sys
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.model import Boot, Plan, RunPolicy
 from fairmark.run.boots import (
     BootCheck,
+    HostDidNotReturn,
     WrongBoot,
     boot_order,
     describe,
     parse_bootfile,
-    reboot_command,
     switch_commands,
     verify,
 )
-from fairmark.run.stage import workload_stage
 from fairmark.store.db import now
 
 if TYPE_CHECKING:
+    from fairmark.plan.load import LoadedPlan
     from fairmark.plan.schedule import Order
+    from fairmark.run.host import Host, Hosts
+    from fairmark.run.options import Progress
     from fairmark.run.prepare import CellState, WorkloadRuntime
-    from fairmark.run.runner import Runner
+    from fairmark.run.trial import Contexts
+    from fairmark.store.db import Store
+
+__all__ = ["BootRun", "HostDidNotReturn", "TrialLoop"]
 
 
-class HostDidNotReturn(EnvironmentRefused):
-    """The machine did not come back from a reboot (or never went down) in time."""
+class TrialLoop(Protocol):
+    """What a boot run shares with the runner (run.runner.Runner): the run, its machines, and the runner's
+    trial loop as public steps — a workload's stage, one trial of a cell in a round, a cell's stop, the watch
+    between rounds."""
 
-    resumable = True  # the run is interrupted: `fairmark resume RUN` continues once the machine is back
+    loaded: LoadedPlan
+    plan: Plan
+    policy: RunPolicy
+    store: Store
+    run_id: str
+    progress: Progress
+    hosts: Hosts
+
+    def stage(self, rt: WorkloadRuntime) -> AbstractContextManager[Contexts]: ...
+    def trial(self, rt: WorkloadRuntime, contexts: Contexts, cs: CellState, r: int) -> None: ...
+    def stop(self, cs: CellState, status: str, reason: str) -> None: ...
+    def between_rounds(self) -> None: ...
 
 
 def has_boot_variants(plan: Plan) -> bool:
@@ -107,174 +127,9 @@ def distinguishing_words(plan: Plan, variant: str) -> set[str]:
     return words
 
 
-# -- the machine being rebooted ------------------------------------------------------------------------------
-class RemoteMachine:
-    """A [hosts.NAME] driven over its SSH connection (remote.connection.HostConnection)."""
-
-    def __init__(self, runner: Runner, host: str):
-        self.runner, self.name = runner, host
-        self.remote = runner.remote
-        self.conn = self.remote.conns[host]
-
-    def boot_id(self) -> str:
-        return str(self.conn.hello.get("boot_id") or self.conn.boot_id())
-
-    def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-        return self.conn.run(argv, timeout_s=timeout_s)
-
-    def reboot(self, boot: Boot, previous: str) -> str:
-        from fairmark.remote.connection import AgentError, ConnectionLost
-
-        try:
-            self.conn.call("bye")  # the agent restores what it changed on the host (sysctls) and ends
-        except (ConnectionLost, AgentError):
-            pass
-        argv = reboot_command(boot)
-        try:
-            res = self.conn.run(argv, timeout_s=60)
-            # 255: ssh's own status when the host closed the connection while going down
-            if res.returncode not in (0, 255) and res.returncode > 0:
-                raise HostDidNotReturn(
-                    f"host {self.name}: the reboot command `{' '.join(argv)}` failed "
-                    f"(exit {res.returncode}): {(res.stderr or res.stdout).strip()[-400:]}"
-                )
-        except subprocess.TimeoutExpired:
-            pass  # the connection hung while the host went down
-        try:
-            hello = self.conn.wait_reboot(previous, timeout_s=boot.timeout_s, poll_s=2.0)
-        except ConnectionLost as exc:
-            raise HostDidNotReturn(
-                f"host {self.name} did not come back in a new boot within {boot.timeout_s:g} s after "
-                f"`{' '.join(argv)}`: {exc.message}",
-                hint="the run is interrupted; when the host is back, `fairmark resume RUN` switches and reboots "
-                "it again for this block",
-            ) from None
-        self._new_session()
-        return str(hello["boot_id"])
-
-    def _new_session(self) -> None:
-        """The new boot's agent: the host's run lock again, a fresh executor state, sysctls re-applied."""
-        self.remote._lock(self.name, self.conn)
-        ex = self.remote.executors[self.name]
-        ex.down, ex.last_boot_id = None, None
-        self.remote.wanted.pop(self.name, None)
-
-    def guard(self, verified: Any) -> None:
-        """A reconnection in the middle of a block (the link dropped, or the host rebooted on its own) must find
-        the verified boot: else the trials that follow would run in an unverified one."""
-        ex = self.remote.executors[self.name]
-
-        def check() -> None:
-            now_id = self.conn.hello.get("boot_id")
-            if verified() and now_id != verified():
-                raise WrongBoot(
-                    f"host {self.name} rebooted during a boot block (boot {verified()} → {now_id}): "
-                    "the run stops",
-                    hint="`fairmark resume RUN` reboots into the variant again",
-                )
-            self.remote._reapply(self.name)
-
-        ex.on_reconnect = check
-
-    def snapshot(self) -> dict[str, Any]:
-        from fairmark.remote.probe import remote_snapshot
-
-        return remote_snapshot(self.conn)
-
-    def bootfile(self) -> str | None:
-        if self.conn.hello.get("os") != "freebsd":
-            return None
-        return parse_bootfile(self.conn.run(["sysctl", "kern.bootfile"], timeout_s=30).stdout)
-
-
-class LocalMachine:
-    """The machine fairmark runs on: it reboots itself, and a one-shot boot hook resumes the run."""
-
-    name = None
-
-    def __init__(self, runner: Runner):
-        self.runner = runner
-
-    def boot_id(self) -> str:
-        from fairmark.run.trial import local_boot_id
-
-        return local_boot_id() or ""
-
-    def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout_s, check=False, stdin=subprocess.DEVNULL
-        )
-
-    def reboot(self, boot: Boot, previous: str) -> str:
-        from fairmark.run.variants.boothook import install
-
-        kind, root = hook_kind()
-        argv = [
-            sys.executable,
-            "-m",
-            "fairmark",
-            "resume",
-            self.runner.run_id,
-            "--accept-risk",
-            "--store",
-            self.runner.store.url,
-        ]
-        install(self.runner.system.journal, argv, kind=kind, root=root)
-        reboot = reboot_command(boot)
-        res = self.run(reboot, timeout_s=60)
-        if res.returncode != 0:
-            raise HostDidNotReturn(
-                f"this machine's reboot command `{' '.join(reboot)}` failed (exit "
-                f"{res.returncode}): {(res.stderr or res.stdout).strip()[-400:]}"
-            )
-        _await_shutdown(boot.timeout_s)
-        raise HostDidNotReturn(
-            f"this machine did not go down within {boot.timeout_s:g} s after `{' '.join(reboot)}`",
-            hint="the boot hook is removed; check the reboot command, then `fairmark resume RUN`",
-        )
-
-    def snapshot(self) -> dict[str, Any]:
-        from fairmark.probe import take_snapshot
-
-        return take_snapshot("/", workdir=os.getcwd())
-
-    def bootfile(self) -> str | None:
-        if not sys.platform.startswith("freebsd"):
-            return None
-        return parse_bootfile(self.run(["sysctl", "kern.bootfile"], timeout_s=30).stdout)
-
-
-def hook_kind() -> tuple[str, str]:
-    """Which one-shot boot hook this machine takes, and the root it is installed under ($FAIRMARK_BOOTHOOK_ROOT:
-    a sysroot in tests). Refused where nothing would run it after the reboot."""
-    root = os.environ.get("FAIRMARK_BOOTHOOK_ROOT", "/")
-    if sys.platform.startswith("freebsd"):
-        return "rc.d", root
-    if os.path.isdir(os.path.join(root, "run/systemd/system")):
-        return "systemd", root
-    raise EnvironmentRefused(
-        "boot variants on this machine need systemd (its one-shot unit resumes the run after each reboot), "
-        "and this machine does not run systemd",
-        hint='run the plan from another machine with the variants on a host: host = "NAME" and [hosts.NAME]',
-    )
-
-
-def _await_shutdown(timeout_s: float) -> None:
-    """Wait for the shutdown to end this process. Its SIGTERM must not run the run's clean-up, which would
-    remove the boot hook and mark the run finished: everything is already stored, so exit at once."""
-    import signal
-
-    before = {sig: signal.signal(sig, lambda *_: os._exit(0)) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-    for sig, handler in before.items():
-        signal.signal(sig, handler)
-
-
 # -- the run ----------------------------------------------------------------------------------------------
 class BootRun:
-    def __init__(self, runner: Runner):
+    def __init__(self, runner: TrialLoop):
         self.runner = runner
         plan = runner.plan
         hosts = {v.host for v in plan.variant}
@@ -288,13 +143,12 @@ class BootRun:
                 key="variant.host",
             )
         host = next(iter(hosts))
-        self.machine: Any = RemoteMachine(runner, host) if host else LocalMachine(runner)
+        self.machine: Host = runner.hosts.remote[host] if host else runner.hosts.local
         self.policy = runner.policy
         self.blocks = blocks([v.name for v in plan.variant], self.policy.boots)
         self.warmup, self.per_boot = warmup_per_boot(self.policy), trials_per_boot(self.policy)
         self.verified: str | None = None  # the boot id the current block's trials must run in
-        if isinstance(self.machine, RemoteMachine):
-            self.machine.guard(lambda: self.verified)
+        self.machine.guard(lambda: self.verified)
 
     # -- records
     def _records(self) -> dict[int, dict[str, Any]]:
@@ -330,7 +184,7 @@ class BootRun:
         for rt in runtimes:
             for cs in rt.cells:
                 if cs.status == "active":
-                    self.runner._stop(cs, "done", reason)
+                    self.runner.stop(cs, "done", reason)
 
     def _cells(self, rt: WorkloadRuntime, block: Block) -> list[CellState]:
         return [cs for cs in rt.cells if cs.cell.variant == block.variant and cs.status == "active"]
@@ -343,7 +197,7 @@ class BootRun:
         """Be in a verified boot of the block's variant: the one already verified, the one a pending reboot
         led to, or a new one."""
         note = self.runner.progress.note
-        current = self.machine.boot_id()
+        current = str(self.machine.boot_id() or "")
         if rec and rec.get("phase") == "verified" and rec.get("boot_id") == current:
             note(
                 f"boot {block.index + 1}/{len(self.blocks)} ({block.variant}): continuing in its verified boot"
@@ -370,7 +224,7 @@ class BootRun:
             switch=describe(boot),
             started=started,
         )
-        new = self.machine.reboot(boot, current)
+        new = self.machine.reboot(boot, current, resume=self._resume_argv())
         self._verify(block, new, current, started)
 
     def _switch(self, block: Block, boot: Boot) -> None:
@@ -394,7 +248,7 @@ class BootRun:
             snap,
             boot_id=boot_id,
             previous_boot_id=previous,
-            bootfile=self.machine.bootfile(),
+            bootfile=self._bootfile(),
             absent=distinguishing_words(self.runner.plan, block.variant),
         )
         self.runner.store.add_artifact(
@@ -436,21 +290,13 @@ class BootRun:
         for rt in runtimes:
             if not any(r not in cs.rounds_done for cs in self._cells(rt, block) for r in rounds):
                 continue
-            stage = workload_stage(
-                rt,
-                runner.policy,
-                remote=runner.remote,
-                phase=runner.progress.workload,
-                keep_scratch=runner.options.keep_scratch,
-                note=runner.progress.note,
-            )
-            with stage as contexts:
+            with runner.stage(rt) as contexts:
                 for r in rounds:
                     for cs in self._order(rt, block, r):
                         if r not in cs.rounds_done:
-                            runner._trial(rt, contexts, cs, r)
+                            runner.trial(rt, contexts, cs, r)
                             self._same_boot(block)
-                    runner.watch.sample(runner.store, runner.run_id, runner.progress.note)
+                    runner.between_rounds()
 
     def _order(self, rt: WorkloadRuntime, block: Block, r: int) -> list[CellState]:
         by_cell = {cs.cell: cs for cs in self._cells(rt, block)}
@@ -459,7 +305,7 @@ class BootRun:
     def _same_boot(self, block: Block) -> None:
         """A trial that ran in another boot than the verified one (the machine rebooted on its own) stops the
         run: the block's boot is no longer the verified variant."""
-        seen = self._trial_boot_id()
+        seen = self.machine.boot_id()
         if seen and self.verified and seen != self.verified:
             raise WrongBoot(
                 f"boot {block.index + 1}/{len(self.blocks)} ({block.variant}): the machine rebooted during the "
@@ -467,8 +313,22 @@ class BootRun:
                 hint="`fairmark resume RUN` reboots into the variant again and finishes the block",
             )
 
-    def _trial_boot_id(self) -> str | None:
-        if self.runner.remote:
-            ex = self.runner.remote.executors[self.machine.name]
-            return ex.last_boot_id
-        return self.machine.boot_id()
+    def _bootfile(self) -> str | None:
+        """The kernel FreeBSD booted (kern.bootfile): how `nextboot -k NAME` is verified."""
+        if self.machine.os != "freebsd":
+            return None
+        return parse_bootfile(self.machine.run(["sysctl", "kern.bootfile"], timeout_s=30).stdout)
+
+    def _resume_argv(self) -> list[str]:
+        """What continues the run in the next boot of this machine (its boot hook runs it)."""
+        store = self.runner.store.url
+        return [
+            sys.executable,
+            "-m",
+            "fairmark",
+            "resume",
+            self.runner.run_id,
+            "--accept-risk",
+            "--store",
+            store,
+        ]

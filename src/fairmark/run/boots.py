@@ -29,6 +29,12 @@ class WrongBoot(EnvironmentRefused):
     """The machine came back in a boot that is not the variant asked for."""
 
 
+class HostDidNotReturn(EnvironmentRefused):
+    """The machine did not come back from a reboot (or never went down) in time."""
+
+    resumable = True  # the run is interrupted: `fairmark resume RUN` continues once the machine is back
+
+
 def switch_commands(boot: Boot) -> list[list[str]]:
     """The commands that make the NEXT boot the variant's (run on the machine before rebooting)."""
     if boot.command is not None:

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fairmark.remote.agent import launcher, read_launch_report
 from fairmark.run import thread_cgroup
+from fairmark.run.launcher import launcher, read_launch_report
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, Status, TrialSpec
 
 ExecResult = Measured  # the name callers used before the seam existed
@@ -225,7 +225,7 @@ def execute_spec(spec: TrialSpec) -> Measured:
 
 
 def _launched(spec: TrialSpec, stack: contextlib.ExitStack) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """The argv that starts the trial through the launcher (`fairmark.remote.agent.launcher`: the workload's
+    """The argv that starts the trial through the launcher (`fairmark.run.launcher`: the workload's
     own peak RSS, not fairmark's) and the pipe for its report (the read end closed with `stack`); the bare
     argv and no pipe where no launcher could be built (no peak RSS is recorded then)."""
     path, _ = launcher()

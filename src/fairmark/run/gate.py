@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.model import Plan
@@ -14,17 +14,20 @@ from fairmark.run.prepare import WorkloadRuntime, workload_info
 from fairmark.run.workloads import versions_to_record
 from fairmark.store.db import Store
 
+if TYPE_CHECKING:
+    from fairmark.run.host import Hosts
+
 VOLATILE_EVERY_S = 10.0  # the volatile probe samples for ~0.2 s; keep it off the hot path
 
 
 @dataclass
 class Gate:
-    """`remote` is the run's RemoteHosts (or None); `options` its RunOptions (accept_risk, probe). The remote
-    gate reads .plan, .remote and .options of this object."""
+    """`hosts` are the run's machines (run.host.Hosts: this one, and the [hosts.NAME] its variants use);
+    `options` its RunOptions (accept_risk, probe)."""
 
     plan: Plan
     options: Any
-    remote: Any = None
+    hosts: Hosts
     programs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # whose versions the snapshots record
 
     def record_programs(self, runtimes: list[WorkloadRuntime]) -> None:
@@ -35,10 +38,8 @@ class Gate:
         """(the run's env_before, the doctor's findings); raises EnvironmentRefused on an error finding."""
         if not self.options.probe:
             return None, []
-        if self.remote:
-            from fairmark.remote.hosts import gate_hosts
-
-            return gate_hosts(self, runtimes)
+        if self.hosts.remote:
+            return self._check_hosts()
         from fairmark.probe import diagnose, take_snapshot  # the probe is heavy; a resumed run needs none
         from fairmark.run.variants.basic import intended_env
 
@@ -58,6 +59,45 @@ class Gate:
             )
         return snap, found
 
+    def _check_hosts(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The gate of a run on hosts: each host's snapshot judged, hardware differences between the machines
+        refused unless the plan declares them. Returns (the run's env_before, findings tagged with their host)."""
+        from fairmark.probe import diagnose
+        from fairmark.probe.hosts import hardware_differences, software_findings
+        from fairmark.run.variants.basic import intended_env
+
+        snaps = self.hosts.snapshots()
+        found = []
+        for name, snap in snaps.items():
+            for f in diagnose(snap, intended_env=intended_env(self.plan.variant)):
+                d = f.to_dict()
+                d["evidence"] = f"host {name}: {d['evidence']}"
+                found.append(d)
+        local = any(not h for h in self.hosts.variant_host.values())
+        if len(snaps) + local > 1:
+            machines = dict(snaps)
+            if local:
+                from fairmark.probe import take_snapshot
+
+                machines["(controller)"] = take_snapshot("/")
+            diff = hardware_differences(machines, list(self.plan.declare))
+            found += software_findings(machines, list(self.plan.declare))
+            if diff:
+                raise EnvironmentRefused(
+                    "the hosts differ in hardware, so the comparison would be of hardware, not of operating "
+                    "systems: " + "; ".join(diff),
+                    hint="compare like with like, or declare the difference as the point of the plan, e.g. "
+                    f"declare = {sorted({d.split(':')[0] for d in diff})!r}",
+                )
+        errors = [f for f in found if f["severity"] == "error"]
+        if errors and not self.options.accept_risk:
+            lines = "; ".join(f"{f['title']} ({f['evidence']})" for f in errors)
+            raise EnvironmentRefused(
+                f"the environment would invalidate this benchmark: {lines}",
+                hint="fix it (see `fairmark doctor --host NAME`), or pass --accept-risk",
+            )
+        return next(iter(snaps.values())), found
+
     def baselines(self, runtimes: list[WorkloadRuntime]) -> dict[str, Any]:
         """What this machine does apart from the change, measured before the first trial (run options)."""
         from fairmark.run import devicebase, wrapcost
@@ -65,12 +105,12 @@ class Gate:
         # a variant's own wrap is inside its measured time only: its cost here is shown beside the verdicts
         wrap_costs = wrapcost.measure(self.plan.variant) if self.options.probe else {}
         # what the disk under a file-system workload can do: a result beyond it measured the page cache
-        devices = devicebase.for_runtimes(runtimes) if self.options.probe and not self.remote else {}
+        devices = devicebase.for_runtimes(runtimes) if self.options.probe and not self.hosts.remote else {}
         return {"wrap_costs": wrap_costs, "device_baselines": devices}
 
     def after(self, status: str) -> dict[str, Any] | None:
         """The snapshot after a finished local run (None otherwise)."""
-        if not self.options.probe or status != "done" or self.remote:
+        if not self.options.probe or status != "done" or self.hosts.remote:
             return None
         from fairmark.probe import take_snapshot
 

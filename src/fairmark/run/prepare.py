@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairmark.errors import EnvironmentRefused, PlanError
 from fairmark.plan.metric import LOOP_METRIC_SPECS
@@ -17,6 +17,9 @@ from fairmark.run.variants.basic import command_for
 from fairmark.run.workloads import adapter_for, data_set_info
 from fairmark.run.workloads.base import Adapter
 from fairmark.store.records import CellRecord
+
+if TYPE_CHECKING:
+    from fairmark.run.host import Hosts
 
 
 @dataclass
@@ -51,14 +54,15 @@ def build_runtimes(
     plan_path: Path | str,
     *,
     quick: bool,
-    remote: Any = None,
+    hosts: Hosts | None = None,
     stored: dict[str, int] | None = None,
     check_executables: bool = True,
     text: str = "",
 ) -> list[WorkloadRuntime]:
     """One runtime per workload of `plan`; `stored` maps cell keys to the ids a resumed run already has.
     `check_executables=False` (a dry run of a plan whose tools run on hosts) checks everything but whether the
-    tools are installed here; `text` (the plan's TOML) gives a refused parameter its line."""
+    tools are installed here; `text` (the plan's TOML) gives a refused parameter its line. `hosts`: the run's
+    machines (a tool workload's adapter runs on the hosts its variants name; a dry run has none)."""
     cells = cells_of(plan)
     out = []
     where = _Where(plan, plan_path, text)
@@ -66,7 +70,7 @@ def build_runtimes(
         adapter, params = None, {}
         if w.tool:
             adapter, params = _tool_adapter(
-                plan, where, w, quick=quick, remote=remote, check_executables=check_executables
+                plan, where, w, quick=quick, hosts=hosts, check_executables=check_executables
             )
             specs = {m.name: m for m in adapter.metrics}
         else:
@@ -108,15 +112,19 @@ class _Where:
 
 
 def _tool_adapter(
-    plan: Plan, where: _Where, w: Workload, *, quick: bool, remote: Any, check_executables: bool = True
+    plan: Plan,
+    where: _Where,
+    w: Workload,
+    *,
+    quick: bool,
+    hosts: Hosts | None,
+    check_executables: bool = True,
 ) -> tuple[Adapter, dict[str, Any]]:
-    """The tool workload's adapter (the remote stand-in when variants run on hosts) and its parameters at the
-    sweep's first point; refused when the tool's executables are missing."""
+    """The tool workload's adapter (as the machines its variants run on use it: Hosts.adapter) and its
+    parameters at the sweep's first point; refused when the tool's executables are missing."""
     adapter = adapter_for(w.tool or "")
-    if remote and any(v.host for v in plan.variant):
-        from fairmark.remote.tooling import remote_adapter  # only runs on hosts need the remote machinery
-
-        adapter = remote_adapter(adapter, remote, w.name, where.path)
+    if hosts:
+        adapter = hosts.adapter(adapter, w.name)
     i = where.workload(w.name)
     try:
         adapter.resolve(dict(w.params))  # the workload's own first: its line is the one to name
@@ -158,7 +166,7 @@ def cell_params_of(
 
 
 def cell_rows(
-    plan: Plan, rt: WorkloadRuntime, scrub: Callable[[str], str], remote: Any = None
+    plan: Plan, rt: WorkloadRuntime, scrub: Callable[[str], str], hosts: Hosts | None = None
 ) -> list[CellRecord]:
     """What the store keeps about each cell of `rt`: its metrics (which get verdicts), the scrubbed command,
     the resolved parameters and the labels a report must state beside the numbers."""
@@ -167,7 +175,7 @@ def cell_rows(
         metrics = tuple(m.judged(n in rt.declared) for n, m in rt.metric_specs.items())
         command = command_for(rt.workload, plan.variant_named(cs.cell.variant)) or []
         labels = (_labels(rt.adapter, cs.params) or {}) | (
-            remote.labels(cs.cell.variant, rt.workload.name) if remote else {}
+            hosts.labels(cs.cell.variant, rt.workload.name) if hosts else {}
         )
         rows.append(
             CellRecord(

@@ -12,6 +12,8 @@ continues from what the store holds, re-running the interrupted trial.
 from __future__ import annotations
 
 import gc
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from fairmark import __version__
@@ -20,13 +22,12 @@ from fairmark.plan.load import LoadedPlan
 from fairmark.plan.schedule import Order, new_seed
 from fairmark.run.executor import execute_spec
 from fairmark.run.gate import Gate, VolatileWatch, host_id, hostname
+from fairmark.run.host import Host, Hosts
 from fairmark.run.options import Progress, RunOptions, trial_event
 from fairmark.run.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
 from fairmark.run.secrets import Scrubber
 from fairmark.run.stage import startup_notes, workload_stage
 from fairmark.run.trial import Contexts, Executor, TrialPath, is_profiler
-from fairmark.run.variants.journal import default_state_dir
-from fairmark.run.variants.system import SystemState
 from fairmark.stats.stopping import group_stop
 from fairmark.store.db import Store, now
 
@@ -46,29 +47,20 @@ class Runner:
         *,
         executor: Executor = execute_spec,
         progress: Progress | None = None,
+        hosts: Mapping[str, Host] | None = None,
     ):
+        """`hosts`: the [hosts.NAME] the plan's variants run on, built by cli/ (remote.hosts.hosts_for);
+        `executor` runs the trials on this machine (a test's stands in for execute_spec)."""
         self.options = options or RunOptions()
         self.loaded, self.store = loaded, store
         self.plan = loaded.plan.with_aa_twin() if self.options.calibrate else loaded.plan
-        self.execute = executor
         self.progress = progress or Progress()
         self.policy = self.plan.policy(self.options.quick)
-        self.remote = None
-        if self.plan.remote:  # variants on other hosts: their trials and system changes happen there
-            from fairmark.remote.hosts import RemoteHosts, local_part
-
-            self.remote = RemoteHosts(
-                self.plan,
-                loaded.path,
-                hooks=self.options.hooks,
-                allow_concurrent=self.options.allow_concurrent,
-            )
-        local = local_part(self.plan) if self.remote else self.plan
-        self.system = SystemState(local, state_dir=default_state_dir())
+        self.hosts = Hosts(self.plan, hosts, execute=executor)  # this machine, and the variants' hosts
         self.run_id = ""
         self.seq = 0
         self._scrub = Scrubber()
-        self.gate = Gate(self.plan, self.options, self.remote)
+        self.gate = Gate(self.plan, self.options, self.hosts)
         self.watch = VolatileWatch(enabled=self.options.probe)
         self._trial_path: TrialPath | None = None
         self._running: dict[str, RunningMean] = {}  # each cell's mean ± CI for the progress line
@@ -82,7 +74,7 @@ class Runner:
             self.plan,
             self.loaded.path,
             quick=self.options.quick,
-            remote=self.remote,
+            hosts=self.hosts,
             stored=stored,
             text=self.loaded.text,
         )
@@ -92,14 +84,11 @@ class Runner:
         for line in startup_notes():
             self.progress.note(line)
         try:
-            if self.remote:
-                self.remote.connect()
-                for line in self.remote.recovered:
-                    self.progress.note(line)
+            for line in self.hosts.connect():
+                self.progress.note(line)
             snap, found = self.gate.check(runtimes)
         except BaseException:
-            if self.remote:
-                self.remote.close()  # refused before any trial: end the hosts' sessions (and their locks)
+            self.hosts.close()  # refused before any trial: end the hosts' sessions (and their locks)
             raise
         self.watch.env_before = snap
         self.watch.noticed = {f["id"] for f in found}  # between rounds, report only what is new
@@ -127,15 +116,14 @@ class Runner:
                 "tuning": {name: t.model_dump(mode="json") for name, t in self.plan.tuning.items()},
                 "hooks": [h.name for h in self.options.hooks],
                 **self.gate.baselines(runtimes),  # wrap_costs, device_baselines
-                **({"hosts": self.remote.describe()} if self.remote else {}),
+                **({"hosts": self.hosts.describe()} if self.hosts.remote else {}),
                 **({"rerun_of": self.options.rerun_of} if self.options.rerun_of else {}),
             },
             notes=[],
             tags=self.options.tags,
         )
         self.store.add_findings(self.run_id, "before", found)
-        if self.remote:
-            self.remote.store_snapshots(self.store, self.run_id)
+        self.hosts.store_snapshots(self.store, self.run_id)
         return self._execute(runtimes, seed)
 
     def resume(self, run_id: str) -> str:
@@ -154,8 +142,7 @@ class Runner:
         stored = {c.key: c.id for c in cells}
         runtimes = self._runtimes(stored)
         self._load_progress(runtimes)
-        if self.remote:
-            self.remote.connect()
+        self.hosts.connect()
         self.store.update_run(run.id, status="running", ended_at=None)
         self.progress.note(f"resuming run {run.id}: {self.seq} trial(s) already stored are kept")
         return self._execute(runtimes, run.seed)
@@ -184,7 +171,7 @@ class Runner:
         self.gate.record_programs(runtimes)  # for the snapshot after the run (a resumed run has no gate)
         ids = {}
         for rt in runtimes:
-            ids |= self.store.ensure_cells(self.run_id, cell_rows(self.plan, rt, self._scrub, self.remote))
+            ids |= self.store.ensure_cells(self.run_id, cell_rows(self.plan, rt, self._scrub, self.hosts))
         for rt in runtimes:
             for cs in rt.cells:
                 cs.id = ids[cs.cell.key]
@@ -210,9 +197,7 @@ class Runner:
             raise
         finally:
             try:
-                self.system.close()
-                if self.remote:
-                    self.remote.close()  # each agent restores the system changes it made on its host
+                self.hosts.close()  # here, then each agent restores the system changes it made on its host
             finally:
                 for hook in self.options.hooks:
                     hook.close()
@@ -231,34 +216,26 @@ class Runner:
 
     def _workload(self, rt: WorkloadRuntime, order: Order) -> None:
         """Setup → warm-up rounds → measured rounds → profiled rounds → teardown (run.stage, always)."""
-        stage = workload_stage(
-            rt,
-            self.policy,
-            remote=self.remote,
-            phase=self.progress.workload,
-            keep_scratch=self.options.keep_scratch,
-            note=self.progress.note,
-        )
-        with stage as contexts:
+        with self.stage(rt) as contexts:
             for r in range(-self.policy.warmup, self.policy.max_trials + self.policy.max_failures):
                 active = [cs for cs in rt.cells if cs.status == "active"]
                 if not active:
                     break
                 for cs in self._round_order(order, rt.workload.name, r, active):
                     if r not in cs.rounds_done:
-                        self._trial(rt, contexts, cs, r)
+                        self.trial(rt, contexts, cs, r)
                 if r >= 0:
                     self._stop_rule(rt)
-                self.watch.sample(self.store, self.run_id, self.progress.note)
+                self.between_rounds()
             for cs in rt.cells:  # the loop bound was reached
                 if cs.status == "active":
-                    self._stop(cs, "done", f"max_trials ({self.policy.max_trials}) reached")
+                    self.stop(cs, "done", f"max_trials ({self.policy.max_trials}) reached")
             self._profiled_rounds(rt, contexts, order)
 
     def _round_order(self, order: Order, workload: str, r: int, active: list[CellState]) -> list[CellState]:
         by_cell = {cs.cell: cs for cs in active}
         cells = order.round(workload, r, list(by_cell))
-        if self.system.changes_system or (self.remote and self.remote.changes_system):
+        if self.hosts.changes_system:
             # A B | B A | A B …: blocks cancel drift without flipping system state on every trial.
             names = [v.name for v in self.plan.variant]
             names = names if r % 2 == 0 else names[::-1]
@@ -286,14 +263,27 @@ class Runner:
                             | {"profiled": True}
                         )
 
-    def _trial(self, rt: WorkloadRuntime, contexts: Contexts, cs: CellState, r: int) -> None:
+    # -- the trial loop's steps (public: run.bootrun shares them) ------------------------------------------
+    def stage(self, rt: WorkloadRuntime) -> AbstractContextManager[Contexts]:
+        """The workload's stage: its scratch and setup before its trials, its teardown after (run.stage)."""
+        return workload_stage(
+            rt,
+            self.policy,
+            hosts=self.hosts,
+            phase=self.progress.workload,
+            keep_scratch=self.options.keep_scratch,
+            note=self.progress.note,
+        )
+
+    def trial(self, rt: WorkloadRuntime, contexts: Contexts, cs: CellState, r: int) -> None:
+        """One trial of cell `cs` in round `r`: run, stored, counted, its cell abandoned after too many failures."""
         self.seq += 1
         out = self._path().run(rt, contexts, cs, r, self.seq)
         cs.rounds_done.add(r)
         if out.status != "ok":
             cs.failures += 1
             if self.policy.failures == "abandon" and cs.failures >= self.policy.max_failures:
-                self._stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")
+                self.stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")
         elif r >= 0:
             cs.values.append(out.values[rt.primary])
         self.progress.trial(trial_event(self.seq, self._running, self.policy, rt, cs, r, out))
@@ -305,12 +295,10 @@ class Runner:
                 policy=self.policy,
                 store=self.store,
                 run_id=self.run_id,
-                system=self.system,
-                execute=self.execute,
+                hosts=self.hosts,
                 scrub=self._scrub,
                 note=self.progress.note,
                 hooks=tuple(self.options.hooks),
-                remote=self.remote,
                 keep_trial_dirs=self.options.keep_scratch,
             )
         return self._trial_path
@@ -322,7 +310,7 @@ class Runner:
         if p.failures == "measure":  # the failure rate needs the whole budget: no stop on precision
             for cs in rt.cells:
                 if cs.status == "active" and len([r for r in cs.rounds_done if r >= 0]) >= p.max_trials:
-                    self._stop(cs, "done", f"trial budget ({p.max_trials}) used; failures = 'measure'")
+                    self.stop(cs, "done", f"trial budget ({p.max_trials}) used; failures = 'measure'")
             return
         groups: dict[str, list[CellState]] = {}
         for cs in rt.cells:
@@ -341,9 +329,14 @@ class Runner:
             if decision.stop:
                 for cs in members:
                     if cs.status == "active":
-                        self._stop(cs, "done", decision.reason)
+                        self.stop(cs, "done", decision.reason)
 
-    def _stop(self, cs: CellState, status: str, reason: str) -> None:
+    def stop(self, cs: CellState, status: str, reason: str) -> None:
+        """Cell `cs` stops (done or abandoned) for `reason`: stored, and told."""
         cs.status, cs.reason = status, reason
         self.store.update_cell(cs.id, status=status, stop_reason=reason)
         self.progress.cell_stopped(cs.cell.key, status, reason)
+
+    def between_rounds(self) -> None:
+        """The volatile probe's sample between rounds (run.gate.VolatileWatch)."""
+        self.watch.sample(self.store, self.run_id, self.progress.note)

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fairmark.errors import FairmarkError
 from fairmark.plan.model import RunPolicy, Workload
@@ -19,6 +19,9 @@ from fairmark.run.prepare import WorkloadRuntime
 from fairmark.run.scratch import Scratch
 from fairmark.run.trial import Contexts, Executor
 from fairmark.run.workloads.base import WorkloadContext
+
+if TYPE_CHECKING:
+    from fairmark.run.host import Hosts
 
 
 def cache_dir() -> Path:
@@ -31,7 +34,7 @@ def workload_stage(
     rt: WorkloadRuntime,
     policy: RunPolicy,
     *,
-    remote: Any = None,
+    hosts: Hosts | None = None,
     phase: Callable[[str, str], None] = lambda name, phase: None,
     keep_scratch: bool = False,
     note: Callable[[str], None] = lambda message: None,
@@ -57,7 +60,7 @@ def workload_stage(
 
     ctx.env["FAIRMARK_PORT"] = str(free_port())
     contexts = Contexts(ctx)
-    executors = step_executors(rt, remote)
+    executors = step_executors(rt, hosts)
     try:
         phase(w.name, "setup")
         for step in ("setup", "prime"):
@@ -79,12 +82,13 @@ def workload_stage(
                 held.remove()
 
 
-def step_executors(rt: WorkloadRuntime, remote: Any = None) -> list[Executor]:
-    """Where a workload's setup/prime/teardown commands run: on every host its variants use."""
-    if not remote:
+def step_executors(rt: WorkloadRuntime, hosts: Hosts | None = None) -> list[Executor]:
+    """Where a workload's setup/prime/teardown commands run: on every machine its variants use (here always
+    through execute_spec: a test's stand-in executor runs trials only)."""
+    if not hosts:
         return [execute_spec]
-    found = {id(ex): ex for cs in rt.cells for ex in [remote.executor(cs.cell.variant) or execute_spec]}
-    return list(found.values())
+    machines = {id(m): m for cs in rt.cells for m in [hosts.of(cs.cell.variant)]}
+    return [execute_spec if m.local else m.execute for m in machines.values()]
 
 
 def shell_step(
@@ -113,8 +117,8 @@ def sweep_stale_scratch(tmp: str | None = None) -> list[str]:
 def startup_notes() -> list[str]:
     """What a run says before it starts: the scratch directories killed fairmark processes left (removed, what
     ran in them stopped), then what their profiled trials left (an empty cgroup, perf's FIFOs); and that this host records
-    no peak RSS when no launcher can be built for it (`fairmark.remote.agent.launcher`)."""
-    from fairmark.remote.agent import launcher
+    no peak RSS when no launcher can be built for it (`fairmark.run.launcher`)."""
+    from fairmark.run.launcher import launcher
     from fairmark.run.profiles.base import sweep_stale_profiles
 
     lines = sweep_stale_scratch() + sweep_stale_profiles()

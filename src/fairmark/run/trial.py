@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairmark.plan.model import Plan, RunPolicy, Variant, Workload
 from fairmark.plan.schedule import Cell
@@ -24,21 +24,13 @@ from fairmark.run.loops import CalibrationFailed, calibrate
 from fairmark.run.prepare import CellState, WorkloadRuntime
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, TrialSpec
 from fairmark.run.variants.basic import command_for
-from fairmark.run.variants.system import SystemState
 from fairmark.run.workloads.base import ParseError, RawOutput, TrialContext, WorkloadContext
 from fairmark.store.db import Store, now
 from fairmark.store.records import Sample, TrialRecord, loops_text
 from fairmark.store.schema import CLAIMED_IO, LOOPS_CALIBRATION
 
-
-@functools.cache
-def local_boot_id() -> str | None:
-    """This machine's boot (Linux boot_id, FreeBSD kern.boottime): the unit of boots as a statistical level
-    (stats.levels). Cached: no process outlives the boot it started in."""
-    from fairmark.remote.agent import boot_id
-
-    return boot_id() or None
-
+if TYPE_CHECKING:
+    from fairmark.run.host import Host, Hosts
 
 Executor = Callable[[TrialSpec], Measured]
 
@@ -84,12 +76,10 @@ class TrialPath:
     policy: RunPolicy
     store: Store
     run_id: str
-    system: SystemState
-    execute: Executor
+    hosts: Hosts  # where each variant runs: this machine, or a [hosts.NAME] (run.host)
     scrub: Callable[[str], str]
     note: Callable[[str], None]
     hooks: tuple[TrialHook, ...] = ()
-    remote: Any = None  # fairmark.remote.hosts.RemoteHosts when variants run on other hosts
     keep_trial_dirs: bool = False  # `run --keep-scratch`: every trial's output in a directory of its own
     _shared_dirs: set[Path] = field(default_factory=set)  # the plain commands' trial-output dirs made so far
 
@@ -108,31 +98,29 @@ class TrialPath:
         profiled = profiler is not None
         cell, w = cs.cell, rt.workload
         variant = self.plan.variant_named(cell.variant)
-        self.system.activate(cell.variant)
-        if self.remote:
-            self.remote.activate(cell.variant)
-        prepared = self.system.prepare(cell.variant)
+        self.hosts.activate(variant)
+        prepared = self.hosts.prepare(variant)
         wctx, extra = self._adapter_context(rt, contexts, cell.variant, prepared.get("workdir"))
-        remote_ex = self.remote.executor(cell.variant, w.name) if self.remote else None
-        hooks = self._hooks_for(remote_ex is not None, profiler)
+        host = self.hosts.runs(cell.variant, w.name)  # its client host, else the variant's machine
+        hooks = self._hooks_for(host.local, profiler)
         # a tool's adapter and the profilers write files of their own beside the output
         trial_dir = self._trial_dir(wctx.scratch, seq, own=bool(rt.adapter) or any(map(is_profiler, hooks)))
         tctx, command = self._trial_context(rt, cs, wctx, trial_dir, extra, r, variant)
         hctx = HookContext(
             self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{seq}", str(trial_dir), r < 0
         )
-        build = self._builder(w, variant, cell, command, prepared, wctx.env, trial_dir, remote_ex is None)
+        build = self._builder(w, variant, cell, command, prepared, wctx.env, trial_dir, host.local)
         if w.loops == "auto" and cs.loops is None:  # the cell's first trial: its loop count first
-            failed_calibration = self._calibrate(w, cs, build, remote_ex or self.execute)
+            failed_calibration = self._calibrate(w, cs, build, host.execute)
             if failed_calibration is not None:
                 return self._record(rt, cs, r, seq, now(), *failed_calibration, [])
         spec = build(wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks], loops=cs.loops)
-        failed = self._before_trial(w, spec, remote_ex or self.execute)
+        failed = self._before_trial(w, spec, host.execute)
         if failed is not None:
             before, why = failed
             return self._record(rt, cs, r, seq, now(), spec, before, ("failed", why, {}), [])
         started = now()
-        result, artifacts = self._execute_hooked(hooks, hctx, spec, remote_ex)
+        result, artifacts = self._execute_hooked(hooks, hctx, spec, host)
         try:
             status, error, values = self._measure(rt, tctx, result, spec.loops)
         finally:
@@ -228,21 +216,21 @@ class TrialPath:
         return tctx, rt.adapter.command(tctx)
 
     def _execute_hooked(
-        self, hooks: tuple[TrialHook, ...], hctx: HookContext, spec: TrialSpec, remote_ex: Any
+        self, hooks: tuple[TrialHook, ...], hctx: HookContext, spec: TrialSpec, host: Host
     ) -> tuple[Measured, list[Artifact]]:
-        """Execute the spec between its hooks' start and stop; the result and the hooks' artifacts."""
+        """Execute the spec on `host` between its hooks' start and stop; the result and the artifacts."""
         for hook in hooks:
             hook.start(hctx)
-        result = (remote_ex or self.execute)(spec)
-        artifacts: list[Artifact] = remote_ex.take_artifacts() if remote_ex else []
+        result = host.execute(spec)
+        artifacts = host.take_artifacts()
         for hook in hooks:
             artifacts += hook.stop(hctx, result)
         return result, artifacts
 
-    def _hooks_for(self, remote: bool, profiler: TrialHook | None) -> tuple[TrialHook, ...]:
+    def _hooks_for(self, here: bool, profiler: TrialHook | None) -> tuple[TrialHook, ...]:
         """A profiled trial's hook is its one profiler; a measured one's, every hook but the profilers. On a
         host its agent samples its own monitor (profiles there: not yet)."""
-        if remote:
+        if not here:
             return ()
         return (profiler,) if profiler else tuple(h for h in self.hooks if not is_profiler(h))
 
@@ -275,7 +263,7 @@ class TrialPath:
     def fork_places(self) -> bool:
         """Whether every local trial of this run starts through fork with a placement step in the child
         (`executor.forks_to_place`): decided once for the run, so that all its sides start the same way."""
-        cpusets = [r.cpuset for r in self.system.variants.values() if r.cpuset]
+        cpusets = [r.cpuset for r in self.hosts.local.system.variants.values() if r.cpuset]
         cpus = any(not c.use_cgroup for c in cpusets) or any("cpus" in w.sweep for w in self.plan.workload)
         return forks_to_place(any(c.use_cgroup for c in cpusets), cpus)
 
@@ -384,8 +372,8 @@ class TrialPath:
             stdout_tail=self.scrub(read_text(result.stdout_path, keep)),
             stderr_tail=self.scrub(read_text(result.stderr_path, keep)),
             argv=tuple(self.scrub(a) for a in spec.argv),
-            host=self.remote.host_of(cs.cell.variant) if self.remote else None,
-            boot_id=self.remote.boot_id(cs.cell.variant) if self.remote else local_boot_id(),
+            host=self.hosts.host_of(cs.cell.variant),
+            boot_id=self._boot_id(cs.cell.variant),
         )
         specs = rt.metric_specs
         samples = [
@@ -395,6 +383,14 @@ class TrialPath:
         ]
         self.store.add_trial(trial, samples, [self._artifact(cs.cell.key, a) for a in artifacts])
         return Outcome(status, trial.error, values)
+
+    def _boot_id(self, variant: str) -> str | None:
+        """The boot the trial ran in: its machine's. A variant on the controller in a run on hosts records
+        none, as it did before the hosts were one interface (the verdict's levels read these labels)."""
+        machine = self.hosts.of(variant)
+        if machine.local and self.hosts.remote:
+            return None
+        return machine.boot_id()
 
     def _artifact(self, cell_key: str, a: Artifact) -> dict[str, Any]:
         json_data = a.content_type == "application/json"

@@ -164,7 +164,7 @@ class TrialRecord:
     user_s: float | None = None
     sys_s: float | None = None
     max_rss_kib: int | None = None
-    # "launcher": the workload's own peak (fairmark.remote.agent.launcher); None on a trial stored before schema 9,
+    # "launcher": the workload's own peak (fairmark.run.launcher); None on a trial stored before schema 9,
     # whose max_rss_kib included fairmark's own memory (`legacy_rss`), or with no peak measured
     max_rss_method: str | None = None
     exit_code: int | None = None

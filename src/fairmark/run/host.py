@@ -1,0 +1,362 @@
+"""The machines a run's trials run on, as the run core sees them: `Host` is the interface, run/ owns it and never
+imports remote/. `LocalHost` is the controller itself (the variants' journaled system changes of run/variants/,
+the local executor, its boot and the boot hook that resumes a run after rebooting it); a [hosts.NAME] is a
+`fairmark.remote.hosts.RemoteHost` (its SSH connection and fairmark's agent there), which cli/ builds and hands
+to the runner. `Hosts` is one run's machines: the controller, always, and a Host per [hosts.NAME] its variants
+(or their clients) use, with the plan's answer to "where does this variant run?"
+
+Adding a capability to hosts means a method here and its two implementations; a kind of system change on a
+remote host needs neither (docs/architecture.md, "Adding things").
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from fairmark.errors import EnvironmentRefused, FairmarkError
+from fairmark.run.boots import HostDidNotReturn, reboot_command
+from fairmark.run.executor import execute_spec
+from fairmark.run.spec import Measured, TrialSpec
+from fairmark.run.variants.journal import default_state_dir
+from fairmark.run.variants.system import SystemState
+
+if TYPE_CHECKING:
+    from fairmark.plan.model import Boot, Plan, Variant
+    from fairmark.run.hooks import Artifact
+    from fairmark.run.trial import Executor
+    from fairmark.run.variants.boothook import Kind
+    from fairmark.run.workloads.base import Adapter
+    from fairmark.store.db import Store
+
+
+class Host(Protocol):
+    """One machine a run's trials run on: this one (LocalHost) or a [hosts.NAME] (remote.hosts.RemoteHost)."""
+
+    @property
+    def name(self) -> str | None:
+        """Its [hosts.NAME]; None: the controller itself."""
+        ...
+
+    @property
+    def local(self) -> bool:
+        """Whether it is the controller: trial hooks (monitors, profilers) and the launcher's placement work here."""
+        ...
+
+    @property
+    def os(self) -> str:
+        """Its operating system: "linux", "freebsd" …"""
+        ...
+
+    def connect(self) -> list[str]:
+        """Start its session; one line per change a dead run had left there, undone now."""
+        ...
+
+    def activate(self, variant: Variant) -> None:
+        """Undo the previous variant's changes here and apply this one's (each original journaled first)."""
+        ...
+
+    def prepare(self, variant: Variant) -> dict[str, Any]:
+        """What a trial of the active variant gets: {"env", "placement", "workdir"}, the keys that apply."""
+        ...
+
+    def execute(self, spec: TrialSpec) -> Measured:
+        """The executor: run one trial's spec there and measure it."""
+        ...
+
+    def take_artifacts(self) -> list[Artifact]:
+        """What was measured there beside the last trial (an agent's monitor series), handed over once."""
+        ...
+
+    def adapter(self, adapter: Adapter, workload: str, hosts: Hosts) -> Adapter:
+        """The workload's tool adapter as trials on this machine use it."""
+        ...
+
+    def boot_id(self) -> str | None:
+        """The boot its last trial ran in (before any trial: the boot it is in)."""
+        ...
+
+    def snapshot(self) -> dict[str, Any]:
+        """Its environment snapshot now."""
+        ...
+
+    def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+        """A plain command there, outside any trial (a boot switch)."""
+        ...
+
+    def reboot(self, boot: Boot, previous: str, resume: list[str]) -> str:
+        """Reboot it into its next boot and return the new boot's id; this machine's own reboot ends this
+        process instead, after arranging for `resume` to continue the run in the next boot."""
+        ...
+
+    def guard(self, boot: Callable[[], str | None]) -> None:
+        """From now on a reconnection must find the machine still in boot `boot()` (a boot block's)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What the run records about it."""
+        ...
+
+    def close(self) -> None:
+        """Undo every change it made (raising if one cannot be undone) and end its session; idempotent."""
+        ...
+
+
+# -- this machine ----------------------------------------------------------------------------------------------
+def boot_id() -> str:
+    """Changes at every boot: Linux's random boot_id, FreeBSD's kern.boottime (and the host's hostid). The agent
+    has its own copy (remote/agent.py is shipped alone, without fairmark); a test keeps the two equal."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip()
+    except OSError:
+        pass
+    try:
+        out = subprocess.run(
+            ["sysctl", "-n", "kern.boottime", "kern.hostuuid"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+            env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin:/sbin:/usr/sbin")},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return " ".join(out.stdout.split()) if out.returncode == 0 else ""
+
+
+@functools.cache
+def local_boot_id() -> str | None:
+    """This machine's boot: the unit of boots as a statistical level (stats.levels). Cached: no process outlives
+    the boot it started in."""
+    return boot_id() or None
+
+
+def local_part(plan: Plan) -> Plan:
+    """The plan as the controller's own system state sees it: a variant on a host changes nothing here."""
+    from fairmark.plan.kinds import VARIANT_KINDS
+    from fairmark.plan.model import SystemChanges
+
+    fields = SystemChanges.model_fields
+    blank = {k: fields[k].get_default(call_default_factory=True) for k in VARIANT_KINDS}
+    variants = [v.model_copy(update=blank) if v.host else v for v in plan.variant]
+    return plan.model_copy(update={"variant": variants})
+
+
+class LocalHost:
+    """The controller itself: the variants' system changes (run/variants/system.py, journaled), the local
+    executor (or a test's), its own boot, and a reboot through the one-shot boot hook."""
+
+    name: str | None = None
+    local: bool = True
+    os: str = platform.system().lower()
+
+    def __init__(self, plan: Plan, *, execute: Executor = execute_spec):
+        self.system = SystemState(plan, state_dir=default_state_dir())
+        self._execute = execute
+
+    @property
+    def changes_system(self) -> bool:
+        return self.system.changes_system
+
+    def connect(self) -> list[str]:
+        return []  # what a killed fairmark left here is restored before any command (cli/main.py)
+
+    def activate(self, variant: Variant) -> None:
+        self.system.activate(variant.name)
+
+    def prepare(self, variant: Variant) -> dict[str, Any]:
+        return self.system.prepare(variant.name)
+
+    def execute(self, spec: TrialSpec) -> Measured:
+        return self._execute(spec)
+
+    def take_artifacts(self) -> list[Artifact]:
+        return []  # the trial hooks measure here, around the trial
+
+    def adapter(self, adapter: Adapter, workload: str, hosts: Hosts) -> Adapter:
+        return adapter
+
+    def boot_id(self) -> str | None:
+        return local_boot_id()
+
+    def snapshot(self) -> dict[str, Any]:
+        from fairmark.probe import take_snapshot
+
+        return take_snapshot("/", workdir=os.getcwd())
+
+    def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout_s, check=False, stdin=subprocess.DEVNULL
+        )
+
+    def reboot(self, boot: Boot, previous: str, resume: list[str]) -> str:
+        """Install the one-shot boot hook that runs `resume` in the next boot, reboot, and wait to be ended."""
+        from fairmark.run.variants.boothook import install
+
+        kind, root = hook_kind()
+        install(self.system.journal, resume, kind=kind, root=root)
+        reboot = reboot_command(boot)
+        res = self.run(reboot, timeout_s=60)
+        if res.returncode != 0:
+            raise HostDidNotReturn(
+                f"this machine's reboot command `{' '.join(reboot)}` failed (exit "
+                f"{res.returncode}): {(res.stderr or res.stdout).strip()[-400:]}"
+            )
+        _await_shutdown(boot.timeout_s)
+        raise HostDidNotReturn(
+            f"this machine did not go down within {boot.timeout_s:g} s after `{' '.join(reboot)}`",
+            hint="the boot hook is removed; check the reboot command, then `fairmark resume RUN`",
+        )
+
+    def guard(self, boot: Callable[[], str | None]) -> None:
+        pass  # no connection to lose: a trial that ran in another boot is caught by the boot run itself
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        self.system.close()
+
+
+def hook_kind() -> tuple[Kind, str]:
+    """Which one-shot boot hook this machine takes, and the root it is installed under ($FAIRMARK_BOOTHOOK_ROOT:
+    a sysroot in tests). Refused where nothing would run it after the reboot."""
+    root = os.environ.get("FAIRMARK_BOOTHOOK_ROOT", "/")
+    if sys.platform.startswith("freebsd"):
+        return "rc.d", root
+    if os.path.isdir(os.path.join(root, "run/systemd/system")):
+        return "systemd", root
+    raise EnvironmentRefused(
+        "boot variants on this machine need systemd (its one-shot unit resumes the run after each reboot), "
+        "and this machine does not run systemd",
+        hint='run the plan from another machine with the variants on a host: host = "NAME" and [hosts.NAME]',
+    )
+
+
+def _await_shutdown(timeout_s: float) -> None:
+    """Wait for the shutdown to end this process. Its SIGTERM must not run the run's clean-up, which would
+    remove the boot hook and mark the run finished: everything is already stored, so exit at once."""
+    before = {sig: signal.signal(sig, lambda *_: os._exit(0)) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
+
+
+# -- one run's machines -----------------------------------------------------------------------------------------
+class Hosts:
+    """The machines of one run: the controller (`local`, always: every variant's local half is activated here,
+    and a variant on a host changes nothing here) and `remote`, a Host per [hosts.NAME] the plan's variants or
+    their clients use (built by cli/: remote.hosts.hosts_for). The runner, the trial path, the stage, the gate
+    and the boot run ask this object where a variant runs; none of them imports remote/."""
+
+    def __init__(
+        self, plan: Plan, remote: Mapping[str, Host] | None = None, *, execute: Executor = execute_spec
+    ):
+        self.plan = plan
+        self.remote: dict[str, Host] = dict(remote or {})
+        self.variant_host = {v.name: v.host for v in plan.variant}
+        # (variant, workload) → the host running the client, where it is not the variant's host
+        self.client_host = {
+            (v.name, w.name): v.client_host or w.client_host
+            for v in plan.variant
+            for w in plan.workload
+            if (v.client_host or w.client_host)
+        }
+        used = {h for h in [*self.variant_host.values(), *self.client_host.values()] if h}
+        if used - set(self.remote):
+            raise FairmarkError(
+                f"the plan's variants run on host(s) {', '.join(sorted(used - set(self.remote)))}, which this "
+                "run was not given (cli/ builds a run's hosts: fairmark.remote.hosts.hosts_for)"
+            )
+        self.local = LocalHost(local_part(plan), execute=execute)
+        self.snaps: dict[str, dict[str, Any]] = {}  # each host's snapshot, taken by the gate
+
+    # -- where a variant runs
+    def host_of(self, variant: str) -> str | None:
+        return self.variant_host.get(variant)
+
+    def client_of(self, variant: str, workload: str) -> str | None:
+        """The host running this cell's client when it is not the variant's host (client_host)."""
+        c = self.client_host.get((variant, workload))
+        return c if c and c != self.host_of(variant) else None
+
+    def of(self, variant: str) -> Host:
+        """The machine a variant's system changes and servers are on."""
+        host = self.host_of(variant)
+        return self.remote[host] if host else self.local
+
+    def runs(self, variant: str, workload: str) -> Host:
+        """The machine that runs a trial's command: the cell's client host, else the variant's machine."""
+        client = self.client_of(variant, workload)
+        return self.remote[client] if client else self.of(variant)
+
+    def labels(self, variant: str, workload: str) -> dict[str, str]:
+        """Where each side of a cell ran, for the report."""
+        host = self.host_of(variant)
+        if not host:
+            return {}
+        client = self.client_of(variant, workload)
+        return {"host": host, "client host": client or host} if client else {"host": host}
+
+    @property
+    def changes_system(self) -> bool:
+        """Whether a variant changes machine-wide state here or on its host: trials then run in A B B A blocks."""
+        from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
+
+        wide = [k for k in REMOTE_KEYS if VARIANT_KINDS[k].machine_wide]
+        there = any(v.host and any(getattr(v, k) for k in wide) for v in self.plan.variant)
+        return self.local.changes_system or (bool(self.remote) and there)
+
+    # -- the run's life cycle
+    def connect(self) -> list[str]:
+        return [line for host in self.remote.values() for line in host.connect()]
+
+    def activate(self, variant: Variant) -> None:
+        """The variant's changes become the active ones: here always (a variant on a host undoes the previous
+        variant's here), and on its host."""
+        self.local.activate(variant)
+        host = self.of(variant.name)
+        if host is not self.local:
+            host.activate(variant)
+
+    def prepare(self, variant: Variant) -> dict[str, Any]:
+        return self.of(variant.name).prepare(variant)
+
+    def adapter(self, adapter: Adapter, workload: str) -> Adapter:
+        """A tool workload's adapter: the real one, or, when variants run on hosts, the stand-in that runs its
+        life cycle there (one for every host of the workload)."""
+        hosted = [self.remote[v.host] for v in self.plan.variant if v.host]
+        return hosted[0].adapter(adapter, workload, self) if hosted else adapter
+
+    def snapshots(self) -> dict[str, dict[str, Any]]:
+        """Each host's environment snapshot (kept: the run records them and each host's identity)."""
+        self.snaps = {name: host.snapshot() for name, host in self.remote.items()}
+        return self.snaps
+
+    def describe(self) -> dict[str, dict[str, Any]]:
+        """What the run records about its hosts (`fairmark runs --host NAME` filters on these names)."""
+        return {
+            name: host.describe()
+            | {"host_id": (self.snaps.get(name) or {}).get("identity", {}).get("host_id")}
+            for name, host in self.remote.items()
+        }
+
+    def store_snapshots(self, store: Store, run_id: str) -> None:
+        for name, snap in self.snaps.items():
+            store.add_artifact(run_id, kind="env.host", name=name, content_type="application/json", data=snap)
+
+    def close(self) -> None:
+        """Undo every change here, then on each host (each agent restores what it changed there)."""
+        self.local.close()
+        for host in self.remote.values():
+            host.close()
