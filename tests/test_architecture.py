@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "fairmark"
@@ -55,6 +56,11 @@ def test_arrows_follow_the_data_flow() -> None:
 # numbers only (never the store), and the verdicts never reach back into the runner, the reports or the CLI.
 FORBIDDEN = (
     ("run/", "fairmark.report"),
+    (
+        "run/",
+        "fairmark.remote",
+    ),  # run/ owns the Host interface; remote/ implements it and cli/ builds the hosts
+    ("report/", "fairmark.remote"),
     ("stats/", "fairmark.store"),
     ("verdict/", "fairmark.report"),
     ("verdict/", "fairmark.run"),
@@ -72,6 +78,97 @@ def test_forbidden_arrows() -> None:
         if rel.startswith(src) and (name == dst or name.startswith(dst + "."))
     ]
     assert wrong == []
+
+
+def _package(rel: str) -> str:
+    """The package a source file belongs to: its top folder under fairmark/ (a top-level module is its own)."""
+    return rel.split("/")[0].removesuffix(".py")
+
+
+def _package_arrows() -> dict[tuple[str, str], list[str]]:
+    """(importer package, imported package) → where (file:line imports name): every import counts, at the top,
+    in a function or for type checking only — each is a dependency a reader has to follow."""
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for rel, tree in _modules():
+        for line, name in _imports(tree):
+            parts = name.split(".")
+            if parts[0] != "fairmark" or len(parts) < 2:
+                continue
+            src, dst = _package(rel), parts[1]
+            if src != dst and ((SRC / dst).is_dir() or (SRC / f"{dst}.py").exists()):
+                arrows.setdefault((src, dst), []).append(f"{rel}:{line} imports {name}")
+    return arrows
+
+
+def import_circles(arrows: dict[tuple[str, str], list[str]]) -> list[list[str]]:
+    """One circle per strongly connected group of packages (Tarjan), as the packages along it, first again at
+    the end: run → remote → run."""
+    graph: dict[str, set[str]] = {}
+    for src, dst in arrows:
+        graph.setdefault(src, set()).add(dst)
+        graph.setdefault(dst, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_circle_in(graph, set(group)) for group in groups]
+
+
+def _circle_in(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest way from the group's first package back to itself, inside the group (breadth first)."""
+    start = min(group)
+    paths = [[start, w] for w in sorted(graph[start] & group)]
+    while paths:
+        path = paths.pop(0)
+        if path[-1] == start:
+            return path
+        paths += [[*path, w] for w in sorted(graph[path[-1]] & group) if w not in path[1:]]
+    return [start]
+
+
+def test_no_import_circle_between_packages() -> None:
+    """Packages depend on each other one way only (issue 22: run/ ↔ remote/ was a 9-file circle, report/ ↔
+    remote/ another): any circle is named with the imports that close it."""
+    arrows = _package_arrows()
+    named = [
+        " → ".join(circle) + ": " + "; ".join(arrows[(a, b)][0] for a, b in itertools.pairwise(circle))
+        for circle in import_circles(arrows)
+    ]
+    assert not named, "import circles between packages:\n" + "\n".join(named)
+
+
+def test_a_circle_is_found_and_named() -> None:
+    arrows = {("run", "remote"): ["run/x.py:1"], ("remote", "run"): ["remote/y.py:2"], ("cli", "run"): ["c"]}
+    assert import_circles(arrows) == [["remote", "run", "remote"]]
+    arrows |= {("report", "stats"): ["r"], ("stats", "store"): ["s"], ("store", "report"): ["t"]}
+    assert sorted(import_circles(arrows)) == [
+        ["remote", "run", "remote"],
+        ["report", "stats", "store", "report"],
+    ]
+    assert import_circles({("a", "b"): ["x"], ("b", "c"): ["y"]}) == []
 
 
 def test_pairs_are_built_and_judged_in_one_module() -> None:
