@@ -171,6 +171,24 @@ def test_a_circle_is_found_and_named() -> None:
     assert import_circles({("a", "b"): ["x"], ("b", "c"): ["y"]}) == []
 
 
+def test_the_boot_run_and_the_hosts_use_each_others_public_steps() -> None:
+    """run/bootrun.py shares the runner's trial loop and drives a host through their public interfaces (issue 22:
+    it called the runner's `_stop`/`_trial` and the hosts' `_lock`/`_reapply`): in the run core and the hosts'
+    modules, a name with a leading underscore is only ever reached through `self`."""
+    files = ("run/bootrun.py", "run/runner.py", "run/trial.py", "run/stage.py", "run/gate.py", "run/host.py")
+    found = [
+        f"{rel}:{node.lineno} {ast.unparse(node)}"
+        for rel, tree in _modules()
+        if rel in files or rel in ("remote/hosts.py", "remote/tooling.py")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls", "os"))  # os._exit
+    ]
+    assert found == []
+
+
 def test_pairs_are_built_and_judged_in_one_module() -> None:
     """Every pair of samples the judge sees is built in verdict/pairs.py, with the design its data call for
     (issue 22: they were built in six places): no other module constructs a `Pair` or calls `judge`."""
