@@ -11,6 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# This Python, as a TOML string, for a plan's trials: `python3` on PATH may be a version manager's shim (pyenv's
+# costs 0.2-0.4 s a start here, most of a short trial).
+PYTHON_TOML = json.dumps(sys.executable)
 FIXTURES = REPO / "tests" / "fixtures"
 
 
@@ -213,6 +216,6 @@ DRAW_METRIC = "{ name = 'value', regex = 'value ([0-9.e-]+)', unit = 's', better
 def draw_workload(counts: Path, name: str = "draw") -> str:
     """A [[workload]] table running DRAW_PY; its variants set V (and SCALE for a known true ratio)."""
     return (
-        f"[[workload]]\nname = '{name}'\ncommand = {json.dumps(['python3', '-c', DRAW_PY, str(counts)])}\n"
+        f"[[workload]]\nname = '{name}'\ncommand = {json.dumps([sys.executable, '-S', '-c', DRAW_PY, str(counts)])}\n"
         f"metrics = [{DRAW_METRIC}]\n"
     )

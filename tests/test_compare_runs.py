@@ -13,7 +13,7 @@ import pytest
 
 from fairmark.store import schema as S
 from fairmark.store.db import Store
-from helpers import fairmark_subprocess
+from helpers import PYTHON_TOML, fairmark_subprocess
 
 PLAN = """
 [run]
@@ -23,8 +23,8 @@ max_trials = 3
 
 [[workload]]
 name = "spin"
-command = ["python3", "-c", "sum(range(200_000))"]
-"""
+command = [PYTHON, "-c", "sum(range(200_000))"]
+""".replace("PYTHON", PYTHON_TOML)
 
 
 @pytest.fixture(scope="module")

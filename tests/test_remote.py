@@ -17,7 +17,7 @@ import pytest
 
 import nethosts
 from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, HostSpec
-from helpers import draw_workload, fairmark_subprocess
+from helpers import PYTHON_TOML, draw_workload, fairmark_subprocess
 from test_core_store import postgres_url  # noqa: F401 - a real PostgreSQL on loopback (fixture)
 
 pytestmark = pytest.mark.skipif(nethosts.available() is not None, reason=str(nethosts.available()))
@@ -300,7 +300,7 @@ def test_a_fleet_runs_concurrently_into_one_postgresql_store(tmp_path: Path, pos
             f"[ $(ls {barrier} | wc -l) -eq 3 ]"
         )
         body = (
-            '[[workload]]\nname = "spin"\ncommand = ["python3", "-c", "sum(range(100000))"]\n'
+            f'[[workload]]\nname = "spin"\ncommand = [{PYTHON_TOML}, "-c", "sum(range(100000))"]\n'
             f"setup = '{setup}'\n"
             '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n'
         )
@@ -318,7 +318,7 @@ def test_a_fleet_runs_concurrently_into_one_postgresql_store(tmp_path: Path, pos
 def test_a_command_and_a_tool_workload_run_on_a_host(tmp_path, net, fairmark_cli) -> None:
     """iperf3's server and client run in namespace h1 (the adapter runs there, inside `fairmark agent`)."""
     body = (
-        '[[workload]]\nname = "spin"\ncommand = ["python3", "-c", "sum(range(100000))"]\n'
+        f'[[workload]]\nname = "spin"\ncommand = [{PYTHON_TOML}, "-c", "sum(range(100000))"]\n'
         '[[workload]]\nname = "net"\ntool = "iperf3"\nparams = { duration_s = 1, omit_s = 0 }\n'
         '[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n'
     )

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from fairmark.cli.main import main
+from helpers import PYTHON_TOML
 
 PLAN = """
 title = "report e2e"
@@ -17,8 +18,8 @@ max_trials = 3
 
 [[workload]]
 name = "spin"
-command = ["python3", "-c", "sum(range(300000))"]
-"""
+command = [PYTHON, "-c", "sum(range(300000))"]
+""".replace("PYTHON", PYTHON_TOML)
 
 
 @pytest.mark.slow
