@@ -349,10 +349,11 @@ def case_bisect(shape: RunShape, *, attempts=3):
         for _ in range(attempts):
             good, cand, n = interleaved(rng, shape)
             bad = 1.10 * good[rng.permutation(len(good))]
-            r = range(n)
-            runs.append(
-                _step_run((cell(GOOD, good[:n], r), cell(CANDIDATE, cand[:n], r), cell(BAD, bad[:n], r)))
-            )
+            r, why = range(n), stop_reason(good, cand, n, shape)
+            cells = [
+                cell(v, x[:n], r, stop_reason=why) for v, x in ((GOOD, good), (CANDIDATE, cand), (BAD, bad))
+            ]
+            runs.append(_step_run(tuple(cells)))
             verdicts = pooled_verdicts(runs)
             vg, vb = verdicts.get("w wall_s"), verdicts.get("w wall_s vs bad")
             slower, faster = bool(vg and rule.proven_worse(vg)), bool(vb and rule.proven_better(vb))
@@ -371,7 +372,12 @@ def case_bisect_verdict(shape: RunShape, runs: int, ratio: float = 1.0):
         steps = []
         for _ in range(runs):
             good, cand, n = interleaved(rng, shape, ratio)
-            steps.append(_step_run((cell(GOOD, good[:n], range(n)), cell(CANDIDATE, cand[:n], range(n)))))
+            why = stop_reason(good, cand, n, shape)  # as the runner stored it: the step's verdict reads it
+            cells = (
+                cell(GOOD, good[:n], range(n), stop_reason=why),
+                cell(CANDIDATE, cand[:n], range(n), stop_reason=why),
+            )
+            steps.append(_step_run(cells))
         return pooled_verdicts(steps)["w wall_s"].comparison.significant
 
     return one

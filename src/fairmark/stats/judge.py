@@ -152,7 +152,7 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
 
 def _rounds(p: Pair[T], labels: Labels) -> tuple[Rounds | None, int | None]:
     """The round of each value as the pairing key: (run, round) when the values come from several runs, so that
-    pairs never cross runs; the first stage only means something inside one run."""
+    pairs never cross runs; the first stage is then that of each run."""
     if p.rounds is None:
         return None, None
     runs_a, runs_b = labels.get("run") or ((), ())
@@ -161,7 +161,7 @@ def _rounds(p: Pair[T], labels: Labels) -> tuple[Rounds | None, int | None]:
     rounds_a, rounds_b = p.rounds
     keyed_a: list[RoundKey] = [(u, r) for u, r in zip(runs_a, rounds_a, strict=True)]
     keyed_b: list[RoundKey] = [(u, r) for u, r in zip(runs_b, rounds_b, strict=True)]
-    return (keyed_a, keyed_b), None
+    return (keyed_a, keyed_b), p.first_stage
 
 
 def aa_spread(
