@@ -69,7 +69,8 @@ def slopes(tmp: Path, env: dict[str, str], against: str | None) -> tuple[Slopes,
     if against:
         commands[f"{against}, monitors off"] = (
             [*FAIRMARK, "run", "{plan}", "--no-monitors", "--json"],
-            env | {"PYTHONPATH": against},
+            # a store of its own: the other fairmark may write an older schema, and refuses a newer one
+            env | {"PYTHONPATH": against, "FAIRMARK_STORE": f"sqlite:///{tmp / 'against.db'}"},
         )
     commands["hyperfine -N"] = (["hyperfine", "-N", "--runs", "{n}", "true"], env)
     out: Slopes = {label: {"wall": [], "cpu": []} for label in commands}

@@ -89,12 +89,20 @@ def test_kill_9_during_a_profiled_trial_leaves_nothing_the_next_run_keeps(tmp_pa
         controller.wait()
     (cgroup,) = root.glob(mine + "*")
     assert wait_until(lambda: not perf_running()), perf_running()  # perf ended with its controller
-    assert wait_until(lambda: (cgroup / "cgroup.procs").read_text() == "")  # the trial ended: empty, left
-    assert cgroup.is_dir()
+    # the trial ends and leaves the cgroup empty; any fairmark starting on this shared machine now may remove
+    # it first (its owner is gone), which is the behaviour under test too
+    # (what the sweep says is checked on a fabricated tree above: here another start may have said it)
+    assert wait_until(lambda: not _procs(cgroup))
     res = fairmark_subprocess("run", str(plan), "--accept-risk", "--no-monitors")
     assert res.returncode == 0, res.stderr
-    assert not cgroup.exists() and f"removed the empty cgroup {cgroup}" in res.stdout + res.stderr
-    assert not list(Path("/tmp").glob(f"{PERFCTL_PREFIX}{controller.pid}-*"))
+    assert not cgroup.exists() and not list(Path("/tmp").glob(f"{PERFCTL_PREFIX}{controller.pid}-*"))
+
+
+def _procs(cgroup: Path) -> str:
+    try:
+        return (cgroup / "cgroup.procs").read_text()
+    except FileNotFoundError:
+        return ""
 
 
 def _perf_of(cgroup_prefix: str) -> list[int]:

@@ -12,6 +12,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 from typing import Any
 
@@ -22,13 +23,13 @@ from typing import Any
 # the current memory's mark, not the process's), nor a cgroup's memory.peak (a sum over the tree, page cache
 # included, and cgroup v2 only) gives what `/usr/bin/time` prints. What does: wait4 of a process started from
 # a small one. So every trial starts through this launcher, a small static C program: it vforks the command
-# (nothing runs between vfork and exec; the command's mark starts at the launcher's ~0.5 MB, not at
-# fairmark's), waits for it and writes the command's own wait status, clock and rusage to a descriptor
+# (nothing runs between vfork and exec; the command's mark starts at the launcher's — a few KiB built without a
+# C library, ~0.5 MB with glibc — not at fairmark's), waits for it and writes the command's own wait status, clock and rusage to a descriptor
 # fairmark reads. FreeBSD (not testable here: no FreeBSD host) keeps ru_maxrss across execve too, but samples it:
 # statclock() raises the running thread's ru_maxrss to its vmspace's resident count at each stat tick (stathz,
 # ~128 Hz), and wait4 gives the largest over the reaped tree (ruadd). A vfork child shares its parent's vmspace
 # until exec, so one tick there would record the parent's memory: started from the launcher it is the launcher's
-# few hundred KiB, and the command is measured as `/usr/bin/time -l` measures it — including a peak missed, or a
+# few hundred KiB (libc), and the command is measured as `/usr/bin/time -l` measures it — including a peak missed, or a
 # 0 recorded, for a command shorter than a tick. The same C source builds with FreeBSD's base cc (clang). A host
 # where the launcher cannot be built (no C compiler) records no peak RSS at all: a number known to include
 # fairmark's own memory is not recorded (`launcher()` says why, and a run says so at its start).
@@ -39,103 +40,198 @@ LAUNCHER_C = r"""
    writes one line to REPORT_FD: "fairmark-launcher 1 STATUS ERRNO WALL_NS USER_US SYS_US MAXRSS_KIB MINFLT
    MAJFLT NVCSW NIVCSW" (ERRNO: why the exec failed, else 0). Exits with the command's status (127: no exec,
    128 + N: killed by signal N). SIGTERM, SIGINT, SIGHUP and SIGQUIT are caught (exec resets them for the
-   command) so that a signal to the trial's process group ends the command and the report still comes. */
+   command) so that a signal to the trial's process group ends the command and the report still comes.
+   Built with FAIRMARK_NOLIBC (Linux x86-64) it uses no C library: glibc's start-up alone (its CPU feature
+   probe: CPUID, which a virtual machine traps) cost 0.8 ms of CPU per exec on a VM, as much as /bin/true. */
+#ifdef FAIRMARK_NOLIBC
+typedef unsigned long size_t;
+struct timespec { long tv_sec, tv_nsec; };
+struct timeval { long tv_sec, tv_usec; };
+struct rusage {
+    struct timeval ru_utime, ru_stime;
+    long ru_maxrss, ru_ixrss, ru_idrss, ru_isrss, ru_minflt, ru_majflt, ru_nswap, ru_inblock, ru_oublock,
+        ru_msgsnd, ru_msgrcv, ru_nsignals, ru_nvcsw, ru_nivcsw;
+};
+struct ksigaction { void (*handler)(int); unsigned long flags; void (*restorer)(void); unsigned long mask; };
+#define EINTR 4
+#define ENOENT 2
+#define ENOTDIR 20
+#define SIGHUP 1
+#define SIGINT 2
+#define SIGQUIT 3
+#define SIGTERM 15
+#define WIFEXITED(s) (((s) & 0x7f) == 0)
+#define WEXITSTATUS(s) (((s) >> 8) & 0xff)
+#define WTERMSIG(s) ((s) & 0x7f)
+static long sc(long n, long a, long b, long c, long d) {
+    register long r10 __asm__("r10") = d;
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return ret;
+}
+/* vfork as glibc does it: the return address is kept in a register, so the child's use of the stack cannot
+   overwrite the one the parent returns through */
+long fm_vfork(void);
+void fm_restorer(void);
+__asm__(".text\n.globl fm_vfork\nfm_vfork:\n pop %rdi\n mov $58, %eax\n syscall\n push %rdi\n ret\n"
+        ".globl fm_restorer\nfm_restorer:\n mov $15, %eax\n syscall\n"
+        ".globl _start\n_start:\n xor %ebp, %ebp\n mov %rsp, %rdi\n and $-16, %rsp\n call fm_start\n hlt\n");
+void *memset(void *d, int c, size_t n) {
+    unsigned char *p = d;
+    while (n--) *p++ = (unsigned char)c;
+    return d;
+}
+void *memcpy(void *d, const void *s, size_t n) {
+    unsigned char *p = d;
+    const unsigned char *q = s;
+    while (n--) *p++ = *q++;
+    return d;
+}
+#define fm_write(fd, b, n) sc(1, fd, (long)(b), n, 0)
+#define fm_exit(code) sc(60, code, 0, 0, 0)
+#define fm_execve(p, a, e) sc(59, (long)(p), (long)(a), (long)(e), 0)
+#define fm_wait4(pid, st, ru) sc(61, pid, (long)(st), 0, (long)(ru))
+#define fm_monotonic(ts) sc(228, 1, (long)(ts), 0, 0)
+#define fm_cloexec(fd) sc(72, fd, 2, 1, 0)
+static void caught(int sig) { (void)sig; }
+static void fm_catch(int sig) {
+    struct ksigaction act = {caught, 0x04000000 | 0x10000000, fm_restorer, 0}, old; /* RESTORER | RESTART */
+    if (sc(13, sig, 0, (long)&old, 8) == 0 && old.handler != (void (*)(int))1) sc(13, sig, (long)&act, 0, 8);
+}
+#else
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
-static volatile int exec_errno;
-
+static long fm_ret(long r) { return r < 0 ? -errno : r; }
+#define fm_write(fd, b, n) fm_ret(write(fd, b, n))
+#define fm_exit(code) _exit(code)
+#define fm_execve(p, a, e) fm_ret(execve(p, a, e))
+#define fm_wait4(pid, st, ru) fm_ret(wait4(pid, st, 0, ru))
+#define fm_monotonic(ts) clock_gettime(CLOCK_MONOTONIC, ts)
+#define fm_cloexec(fd) fm_ret(fcntl(fd, F_SETFD, FD_CLOEXEC))
+#define fm_vfork vfork
 static void caught(int sig) { (void)sig; }
-
-static int start(const char *file, char *const argv[], char *const *paths) {
-    int first = 0, last = ENOENT;
-    if (strchr(file, '/')) {
-        execve(file, argv, environ);
-        return errno;
-    }
-    for (; *paths; paths++) {
-        execve(*paths, argv, environ);
-        last = errno;
-        if (last != ENOENT && last != ENOTDIR && !first) first = last;
-    }
-    return first ? first : last;
-}
-
-static char **candidates(const char *file) {
-    const char *path = getenv("PATH"), *p;
-    size_t n = 2, flen = strlen(file);
-    if (!path) path = "/bin:/usr/bin";
-    for (p = path; *p; p++) n += *p == ':';
-    char **out = calloc(n, sizeof *out);
-    if (!out) return NULL;
-    size_t i = 0;
-    for (p = path;;) {
-        const char *end = strchr(p, ':');
-        size_t dlen = end ? (size_t)(end - p) : strlen(p);
-        char *one = malloc(dlen + flen + 2);
-        if (!one) return NULL;
-        memcpy(one, p, dlen);
-        one[dlen] = '/';
-        memcpy(one + dlen + 1, file, flen + 1);
-        out[i++] = dlen ? one : (char *)file;
-        if (!end) break;
-        p = end + 1;
-    }
-    return out;
-}
-
-int main(int argc, char **argv) {
-    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+static void fm_catch(int sig) {
     struct sigaction sa, old;
-    struct timespec t0, t1;
-    struct rusage ru;
-    int status = 0;
-    char line[512];
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s REPORT_FD COMMAND [ARG...]\n", argv[0]);
-        return 126;
-    }
-    int report = atoi(argv[1]);
-    char **paths = candidates(argv[2]);
-    if (!paths || fcntl(report, F_SETFD, FD_CLOEXEC) != 0) return 126;
-    memset(&sa, 0, sizeof sa);
     sa.sa_handler = caught;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    pid_t pid = vfork();
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sig, &sa, NULL);
+}
+#endif
+
+static volatile int exec_errno;
+static char names[65536];   /* COMMAND's candidate paths, made before vfork: the child only execs */
+static char *paths[1024];
+
+static size_t length(const char *s) {
+    size_t n = 0;
+    while (s[n]) n++;
+    return n;
+}
+
+static void candidates(const char *file, char **envp) {
+    const char *path = "/bin:/usr/bin", *p;
+    char *out = names;
+    size_t k = 0, flen = length(file);
+    for (char **e = envp; *e; e++)
+        if ((*e)[0] == 'P' && (*e)[1] == 'A' && (*e)[2] == 'T' && (*e)[3] == 'H' && (*e)[4] == '=') path = *e + 5;
+    for (p = path; k + 1 < sizeof paths / sizeof paths[0];) {
+        const char *end = p;
+        while (*end && *end != ':') end++;
+        size_t dlen = (size_t)(end - p);
+        if (dlen == 0) {
+            paths[k++] = (char *)file;  /* an empty entry is the current directory */
+        } else if ((size_t)(out - names) + dlen + flen + 2 <= sizeof names) {
+            paths[k++] = out;
+            for (size_t i = 0; i < dlen; i++) *out++ = p[i];
+            *out++ = '/';
+            for (size_t i = 0; i <= flen; i++) *out++ = file[i];
+        }
+        if (!*end) break;
+        p = end + 1;
+    }
+    paths[k] = 0;
+}
+
+static int start(char *const argv[], char **envp) {
+    long first = 0, last = -ENOENT;
+    const char *file = argv[0];
+    for (const char *c = file; *c; c++)
+        if (*c == '/') return (int)-fm_execve(file, argv, envp);
+    for (char **p = paths; *p; p++) {
+        last = fm_execve(*p, argv, envp);
+        if (last != -ENOENT && last != -ENOTDIR && !first) first = last;
+    }
+    return (int)-(first ? first : last);
+}
+
+static char *put(char *p, long long v) {
+    char digits[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do digits[n++] = (char)('0' + u % 10); while (u /= 10);
+    *p++ = ' ';
+    if (v < 0) *p++ = '-';
+    while (n) *p++ = digits[--n];
+    return p;
+}
+
+int main(int argc, char **argv, char **envp) {
+    static const char usage[] = "usage: fairmark-launcher REPORT_FD COMMAND [ARG...]\n";
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    struct timespec t1;
+    struct rusage ru;
+    static int report;  /* static: nothing of the parent's is in the frame the vfork child runs on */
+    static struct timespec t0;
+    int status = 0;
+    char line[512], *p = line;
+    if (argc < 3) {
+        fm_write(2, usage, sizeof usage - 1);
+        return 126;
+    }
+    for (const char *c = argv[1]; *c >= '0' && *c <= '9'; c++) report = report * 10 + (*c - '0');
+    if (fm_cloexec(report) < 0) return 126;
+    candidates(argv[2], envp);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) fm_catch(sigs[i]);
+    fm_monotonic(&t0);
+    long pid = fm_vfork();
     if (pid < 0) return 126;
     if (pid == 0) {
-        exec_errno = start(argv[2], argv + 2, paths);
-        _exit(127);
+        exec_errno = start(argv + 2, envp);
+        fm_exit(127);
     }
-    while (wait4(pid, &status, 0, &ru) < 0)
-        if (errno != EINTR) return 126;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    int len = snprintf(line, sizeof line, "fairmark-launcher 1 %d %d %lld %lld %lld %ld %ld %ld %ld %ld\n",
-                       status, exec_errno,
-                       (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
-                       (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
-                       (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, (long)ru.ru_maxrss,
-                       (long)ru.ru_minflt, (long)ru.ru_majflt, (long)ru.ru_nvcsw, (long)ru.ru_nivcsw);
-    while (len > 0 && write(report, line, (size_t)len) < 0 && errno == EINTR) {
+    long r;
+    while ((r = fm_wait4(pid, &status, &ru)) < 0)
+        if (r != -EINTR) return 126;
+    fm_monotonic(&t1);
+    long long values[] = {status, exec_errno,
+                          (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
+                          (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
+                          (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss,
+                          ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw};
+    for (const char *c = "fairmark-launcher 1"; *c; c++) *p++ = *c;
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) p = put(p, values[i]);
+    *p++ = '\n';
+    while (fm_write(report, line, p - line) == -EINTR) {
     }
     if (exec_errno) return 127;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+#ifdef FAIRMARK_NOLIBC
+void fm_start(long *sp) {
+    int argc = (int)sp[0];
+    char **argv = (char **)(sp + 1);
+    fm_exit(main(argc, argv, argv + argc + 1));
+}
+#endif
 """
 
 
@@ -165,8 +261,7 @@ def launcher() -> tuple[str | None, str | None]:
         src, out = os.path.join(work, "launcher.c"), os.path.join(work, "launcher")
         with open(src, "w") as fh:
             fh.write(LAUNCHER_C)
-        # static first: no dynamic loader to run at each trial, and the smallest mark the command starts from
-        for cc, flags in ((cc, flags) for cc in compilers for flags in (["-static"], [])):
+        for cc, flags in ((cc, flags) for cc in compilers for flags in _launcher_flags()):
             why = _build_one([cc, "-O2", *flags, "-o", out, src], out)
             if not why:
                 os.replace(out, path)  # atomic: a concurrent build of the same source is the same file
@@ -174,6 +269,15 @@ def launcher() -> tuple[str | None, str | None]:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return None, f"cannot build fairmark's trial launcher: {why}"
+
+
+def _launcher_flags() -> list[list[str]]:
+    """How to build the launcher, best first: without a C library on Linux x86-64 (no start-up cost, the
+    smallest mark the command starts from), static (no dynamic loader at each trial), then as cc likes."""
+    nolibc = ["-static", "-nostdlib", "-ffreestanding", "-fno-stack-protector", "-fno-builtin"]
+    nolibc += ["-fno-pie", "-no-pie", "-DFAIRMARK_NOLIBC"]
+    linux_x86_64 = sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+    return [nolibc] * linux_x86_64 + [["-static"], []]
 
 
 def _build_one(argv: list[str], out: str) -> str:
