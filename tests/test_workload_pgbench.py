@@ -62,7 +62,7 @@ def no_leftovers(tmp_path: Path) -> None:
 @needs_pg
 def test_end_to_end_restart_unix_socket(srv_tmp: Path):
     params = {"scale": 1, "duration_s": 1, "clients": 2, "restart": True, "fsync": False, "transport": "unix"}
-    m = tools.run_once(adapter_for("pgbench"), params, srv_tmp, timeout_s=30)
+    m = tools.run_once(adapter_for("pgbench"), params, srv_tmp, timeout_s=120)
     assert m["tps"] > 0 and m["latency_avg_ms"] > 0 and m["failed_transactions"] == 0
     no_leftovers(srv_tmp)
 
@@ -75,5 +75,5 @@ def test_server_removed_when_setup_fails(srv_tmp: Path, monkeypatch: pytest.Monk
         a, "_conn", lambda server, transport: ["-h", "127.0.0.1", "-p", "1", "-U", "postgres"]
     )
     with pytest.raises(SetupError, match="pgbench -i failed"):
-        tools.run_once(a, {"scale": 1}, srv_tmp, timeout_s=30)
+        tools.run_once(a, {"scale": 1}, srv_tmp, timeout_s=120)
     no_leftovers(srv_tmp)

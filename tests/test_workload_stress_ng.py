@@ -107,7 +107,7 @@ RUN_PLAN = """
 warmup = 0
 min_trials = 3
 max_trials = 3
-timeout_s = 30
+timeout_s = 120
 
 [[workload]]
 name = "procs"
