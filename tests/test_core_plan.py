@@ -111,3 +111,18 @@ def test_quick_policy_caps_trials() -> None:
     quick = plan.policy(quick=True)
     assert (quick.min_trials, quick.max_trials, quick.warmup) == (3, 6, 0)
     assert plan.policy().max_trials == 40
+
+
+@pytest.mark.parametrize("command", ["pwd; true", "true&&pwd", "true|cat", "(true)"])
+def test_a_shell_line_is_checked_by_the_program_it_starts(tmp_path: Path, command: str) -> None:
+    """sh reads 'pwd;' as the program pwd and an operator; the check named 'pwd;' a missing executable."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(f"[[workload]]\nname = 'w'\nshell = true\ncommand = {command!r}\n")
+    assert load_plan(plan).plan.workload[0].command == command
+
+
+def test_a_missing_program_before_an_operator_is_named_without_it(tmp_path: Path) -> None:
+    plan = tmp_path / "p.toml"
+    plan.write_text("[[workload]]\nname = 'w'\nshell = true\ncommand = 'no-such-prog-fm; true'\n")
+    with pytest.raises(PlanError, match="executable 'no-such-prog-fm' not found"):
+        load_plan(plan)

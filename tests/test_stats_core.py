@@ -231,3 +231,15 @@ def test_benjamini_hochberg():
     assert bh_adjust(p) == pytest.approx([0.04, 0.0533333, 0.0533333, 0.5])
     assert benjamini_hochberg(p) == [True, False, False, False]
     assert benjamini_hochberg([0.001] * 40 + [math.nan]) == [True] * 40 + [False]
+
+
+def test_spread_of_samples_with_ties_says_nothing_on_stderr() -> None:
+    """Bootstrap resamples of tied values have no CV; numpy's division warnings reached the terminal."""
+    import warnings
+
+    from fairmark.stats.spread import compare_spread
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        verdict = compare_spread([1.0, 1.0, 1.0, 2.0], [1.0, 2.0, 3.0, 3.0], confidence=95.0)
+    assert verdict is not None and "nan" not in verdict.sentence

@@ -188,7 +188,10 @@ def _argv0(cmd: list[str] | str, shell: bool) -> str | None:
     if isinstance(cmd, list):
         return cmd[0]
     try:
-        words = shlex.split(cmd)
+        # Operators split off as sh reads them: 'pwd; make' starts the program 'pwd', not 'pwd;'.
+        lexer = shlex.shlex(cmd, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
     except ValueError:
         return None
     # A shell line may start with assignments or builtins; only check a plain first word.

@@ -6,6 +6,8 @@ give the same interval)."""
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -60,15 +62,19 @@ def compare_spread(
     p = float(stats.levene(a, b, center="median").pvalue) if np.ptp(a) or np.ptp(b) else 1.0
     cv_a, cv_b = float(_cv(a)), float(_cv(b))
     ratio = cv_b / cv_a if cv_a else float("inf")
-    boot = stats.bootstrap(
-        (a, b),
-        lambda x, y, axis=-1: _cv(y, axis) / _cv(x, axis),
-        confidence_level=confidence / 100.0,
-        n_resamples=RESAMPLES,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(SEED),
-    )
+    # A resample of equal values has no CV, so with many ties the ratio's percentiles are nan: the sentence then
+    # says there is no interval, and numpy's and scipy's warnings would only reach the terminal as noise.
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        boot = stats.bootstrap(
+            (a, b),
+            lambda x, y, axis=-1: _cv(y, axis) / _cv(x, axis),
+            confidence_level=confidence / 100.0,
+            n_resamples=RESAMPLES,
+            method="percentile",
+            vectorized=True,
+            rng=np.random.default_rng(SEED),
+        )
     lo, hi = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
     significant = p < 1 - confidence / 100.0
     base, name = names
@@ -77,8 +83,13 @@ def compare_spread(
         head = f"spread: {name}'s is {word} than {base}'s"
     else:
         head = f"spread: no difference in spread proven at {confidence:g}%"
+    interval = (
+        f"{confidence:g}% bootstrap CI {lo:.2f}–{hi:.2f}"
+        if math.isfinite(lo) and math.isfinite(hi)
+        else "no bootstrap CI: too many resamples have zero spread"
+    )
     sentence = (
-        f"{head} (CV {100 * cv_b:.3g}% vs {100 * cv_a:.3g}%; CV ratio {ratio:.2f}, {confidence:g}% bootstrap CI "
-        f"{lo:.2f}–{hi:.2f}; Brown–Forsythe p = {p:.2g})"
+        f"{head} (CV {100 * cv_b:.3g}% vs {100 * cv_a:.3g}%; CV ratio {ratio:.2f}, {interval}; "
+        f"Brown–Forsythe p = {p:.2g})"
     )
     return SpreadVerdict(len(a), len(b), 100 * cv_a, 100 * cv_b, ratio, lo, hi, p, significant, sentence)
