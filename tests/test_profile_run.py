@@ -21,7 +21,7 @@ max_trials = 3
 
 [[workload]]
 name = "sum"
-command = ["sh", "-c", "head -c 100000000 /dev/zero | md5sum"]
+command = ["sh", "-c", "head -c 20000000 /dev/zero | md5sum"]
 
 [[variant]]
 name = "a"
