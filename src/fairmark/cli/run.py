@@ -170,6 +170,12 @@ def _with(options: list[Any]):
     help="PLAN a bundle: run what its plan runs on [hosts.NAME] on ssh destination DEST here (repeatable; "
     "NAME='-p 2222 DEST': with ssh options, which replace the plan's).",
 )
+@click.option(
+    "--jobs",
+    type=int,
+    metavar="N",
+    help="With --hosts: run at most N hosts at once (default: all of them).",
+)
 @tag_option("Tag the run (repeatable), e.g. --tag commit=$(git rev-parse HEAD) --tag branch=main.")
 @_with(_run_options)
 @common_options
@@ -184,6 +190,7 @@ def run(
     keep_scratch: bool,
     calibrate: bool,
     map_hosts: tuple[str, ...],
+    jobs: int | None,
     allow_concurrent: bool,
     fail_on_regression: float | None,
     no_monitors: bool,
@@ -202,8 +209,10 @@ def run(
     fleet = [h.strip() for h in hosts.split(",") if h.strip()] if hosts else []
     loaded, rerun = _load(plan, map_hosts, host or (fleet[0] if fleet else None))
     if hosts:
-        _fleet(plan, fleet, rerun)
+        _fleet(plan, fleet, rerun, jobs)
         return
+    if jobs is not None:
+        raise UsageError("--jobs N is for --hosts A,B,…: how many of the hosts run at once")
     if rerun:
         quick, calibrate = quick or rerun.quick, calibrate or rerun.calibrate
         seed = rerun.seed if seed is None else seed
@@ -236,14 +245,15 @@ def _start(loaded: LoadedPlan, options: RunOptions, rerun: Any, **kw: Any) -> No
     execute_rerun(rerun, run_one)
 
 
-def _fleet(plan: str, fleet: list[str], rerun: Any) -> None:
+def _fleet(plan: str, fleet: list[str], rerun: Any, jobs: int | None) -> None:
+    from fairmark.cli.main import main
     from fairmark.remote.fleet import run_fleet
 
     if rerun:  # once here, not by each host's controller at once
         from fairmark.cli._rerun import bring_in
 
         bring_in(rerun, open_store())
-    run_fleet(plan, fleet, sys.argv[1:], state["store"])
+    run_fleet(plan, fleet, sys.argv[1:], state["store"], main=main, jobs=jobs)
 
 
 def _load(plan: str, map_hosts: tuple[str, ...], host: str | None) -> tuple[LoadedPlan, Any]:

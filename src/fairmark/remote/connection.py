@@ -276,6 +276,12 @@ class HostConnection:
                 answer = agent.stdout.readline()
             except (BrokenPipeError, OSError, ValueError):
                 answer = b""
+            except BaseException:
+                # Interrupted (Ctrl-C, SIGTERM) before the answer came: the session is out of step, and a "bye"
+                # would wait behind the trial the agent runs. The end of its input makes the agent kill that
+                # trial and put back what it changed, at once.
+                self._drop_agent()
+                raise
             if not answer:
                 raise ConnectionLost(f"host {self.spec.name}: connection lost{self._why()}")
         reply = json.loads(answer)
