@@ -179,7 +179,12 @@ def test_the_agent_accepts_only_its_protocol_and_acts_on_nothing_else(tmp_path: 
         json.dumps({"v": agent.PROTOCOL, "id": 4, "op": "_exec", "spec": {"argv": ["touch", str(planted)]}}),
         json.dumps({"v": agent.PROTOCOL, "id": 5, "op": "hello", "recover": False}),
     ]
-    env = {"PATH": os.environ["PATH"], "FAIRMARK_AGENT_STATE": str(tmp_path / "state")}
+    # a bare environment, but no __pycache__ in src/: the agent's hello imports fairmark when it can
+    env = {
+        "PATH": os.environ["PATH"],
+        "FAIRMARK_AGENT_STATE": str(tmp_path / "state"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     res = subprocess.run(
         ["sh", "-c", shipped_agent_command(sys.executable)],
         input=shipped_agent_payload() + ("\n".join(lines) + "\n").encode(),

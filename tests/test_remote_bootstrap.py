@@ -45,7 +45,12 @@ def test_the_ssh_command_line_stays_far_below_dropbears_limit(monkeypatch: pytes
 
 
 def _bootstrap(tmp_path: Path, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
-    env = {"PATH": os.environ["PATH"], "FAIRMARK_AGENT_STATE": str(tmp_path / "state")}
+    # a bare environment, but no __pycache__ in src/: the agent's hello imports fairmark when it can
+    env = {
+        "PATH": os.environ["PATH"],
+        "FAIRMARK_AGENT_STATE": str(tmp_path / "state"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     return subprocess.run(
         ["sh", "-c", shipped_agent_command(sys.executable)],
         input=stdin,
