@@ -168,20 +168,23 @@ def test_a_variant_with_no_kernel_event_gets_an_upper_bound_on_its_rate() -> Non
 def test_between_boot_sd_is_not_its_own_plus_minus(capsys) -> None:
     from fairmark.cli.compare_runs import show_levels
     from fairmark.report.boots import levels_lines
+    from fairmark.stats.levels import Levels, LevelsReport
 
-    levels = {
-        "unit": "boot",
-        "levels": [
-            {
-                "means_baseline": [1.234, 1.251],
-                "means_other": [1.301, 1.322],
-                "sd": 0.016,
-                "n_baseline": 2,
-                "n_other": 2,
-            },
-            {"sd": 0.004, "n": 40, "per_unit": 10},
-        ],
-    }
+    # the typed record a boots verdict carries since issue 22 (it was a dict)
+    levels = LevelsReport(
+        Levels(
+            unit="boot",
+            units_baseline=2,
+            units_other=2,
+            trials=40,
+            unit_means_baseline=(1.234, 1.251),
+            unit_means_other=(1.301, 1.322),
+            trials_per_unit=10,
+            sd_trial=0.004,
+            sd_unit=0.016,
+            sd_unit_means=0.016,
+        )
+    )
     comparison = SimpleNamespace(levels=levels, name_baseline="A", name_other="B", unit="s")
     show_levels(SimpleNamespace(group="w", variant="", metric="wall_s", comparison=comparison))
     out = capsys.readouterr().out

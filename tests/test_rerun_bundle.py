@@ -112,7 +112,8 @@ def test_a_bundle_is_run_again_and_compare_runs_holds_both(exported, tmp_path: P
     verdicts = {v["metric"]: v for v in orig["verdicts"] if v["variant"] == "sleep"}
     row = next(r for r in cmp["own_verdicts"] if r["metric"] == "wall_s")
     sign = "+" if verdicts["wall_s"]["change_percent"] >= 0 else "-"
-    assert row["a"].startswith(sign), (row, verdicts["wall_s"])  # the original's own verdict, as its run said
+    # the original's own verdict, as its run said; on a loaded machine sleep 0.01 vs true can round to "0% (…)"
+    assert row["a"].startswith((sign, "0%")), (row, verdicts["wall_s"])
     code, out, _ = fairmark_cli("compare-runs", oid, rid, "--store", elsewhere)
     assert code == 0 and f"A = {oid[:8]} (baseline)   B = {rid[:8]}" in out and "re-ran" in out
     assert "each run's own verdicts" in out and "verdict(s) the same in both runs" in out
