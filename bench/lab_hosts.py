@@ -140,12 +140,35 @@ def fairmark(*args: str, log: Path) -> Timed:
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a group of its own: stop_group() ends it on Ctrl-C or SIGTERM here
         )
-        _, status, ru = os.wait4(proc.pid, 0)
+        try:
+            _, status, ru = os.wait4(proc.pid, 0)
+        except BaseException:
+            stop_group(proc.pid)
+            raise
         wall = time.monotonic() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
     found = re.findall(r"^TIME (.*)$", log.read_text(errors="replace"), re.M)
     return Timed(proc.returncode, wall, ru.ru_utime, ru.ru_stime, found[-1] if found else "")
+
+
+def stop_group(pgid: int) -> None:
+    """SIGTERM to the command's process group (fairmark unwinds: its runs stored as interrupted, its hosts'
+    sessions ended), waited for until the group is empty, SIGKILL after 60 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pgid, os.WNOHANG)  # /usr/bin/time, our child: a zombie would keep the group alive
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def load() -> str:
@@ -169,9 +192,11 @@ def lab(args: argparse.Namespace, tmp: Path) -> None:
         argv += ["--jobs", str(args.jobs)] if args.jobs else []
         watcher = Watcher(url, net, victim)
         watcher.start()
-        timed = fairmark(*argv, log=tmp / "fleet.log")
-        watcher.done.set()
-        watcher.join()
+        try:
+            timed = fairmark(*argv, log=tmp / "fleet.log")
+        finally:
+            watcher.done.set()
+            watcher.join()
         report_fleet(args, url, names, victim, watcher, timed, tmp / "fleet.log")
         net.start_sshd(victim)
         resume(url, victim, tmp)
@@ -266,8 +291,12 @@ def main() -> None:
         print(f"skipped: {why}")
         return
     signal.signal(signal.SIGTERM, _terminate)
-    with tempfile.TemporaryDirectory(prefix="fairmark-lab-") as tmp:
-        lab(args, Path(tmp))
+    try:
+        with tempfile.TemporaryDirectory(prefix="fairmark-lab-") as tmp:
+            lab(args, Path(tmp))
+    except KeyboardInterrupt:
+        print("interrupted: the hosts, the store and the fleet are gone")
+        sys.exit(130)
 
 
 if __name__ == "__main__":
