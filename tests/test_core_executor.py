@@ -1,13 +1,27 @@
-"""The executor: process group per trial, rusage of the waited tree, timeout kills the whole group."""
+"""The executor: process group per trial, rusage of the waited tree, timeout kills the whole group — whether the
+trial starts through the launcher or through a run's launch server (every test runs both ways)."""
 
 from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from fairmark.run.executor import execute
+from fairmark.run.launch_server import serving
 from helpers import time_max_rss_kib, wait_until
+
+
+@pytest.fixture(autouse=True, params=["launcher", "launch server"])
+def start_path(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.param == "launcher":
+        yield
+    else:
+        with serving():
+            yield
 
 
 def _alive_with_marker(marker: str) -> list[int]:

@@ -238,6 +238,21 @@ def test_cpus_puts_the_whole_trial_tree_in_a_cpuset(state):
         # the controller thread is back in its own cpuset with its own CPU mask
         assert Path("/proc/thread-self/cpuset").read_text() == home and os.sched_getaffinity(0) == mine
         assert not (cgroup / "tasks").read_text().split()
+    from fairmark.run.launch_server import serving
+
+    with serving():  # and by a run's launch server, which joins the cpuset itself to start the launcher
+        server = "awk '{print $4}' /proc/$PPID/stat"  # the parent of the trial's launcher
+        spec = TrialSpec(
+            ("sh", "-c", f"echo $({server}); {argv[2]}"), str(state / "served"), place_cgroup=str(cgroup)
+        )
+        done = execute_spec(spec)
+        assert done.status == "ok", done.error
+        server, *_, cpus, where = Path(done.stdout_path).read_text().split()
+        assert [cpus, where] == ["0", f"/{cgroup.name}"]
+        assert (
+            Path(f"/proc/{server}/cpuset").read_text() == home and os.sched_getaffinity(int(server)) == mine
+        )
+        assert not (cgroup / "tasks").read_text().split()
     assert cgroup.exists()
     s.close()
     assert not cgroup.exists()

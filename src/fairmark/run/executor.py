@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fairmark.run import thread_cgroup
+from fairmark.run import launch_server, thread_cgroup
 from fairmark.run.launcher import launcher, read_launch_report
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, Status, TrialSpec
 
@@ -187,6 +187,59 @@ _OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 def execute_spec(spec: TrialSpec) -> Measured:
     if not os.path.isdir(spec.out_dir):
         os.makedirs(spec.out_dir, exist_ok=True)
+    server = launch_server.claim(spec, THREAD_AFFINITY)
+    if server is not None:
+        return _served(spec, server)
+    return _launched_trial(spec)
+
+
+def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
+    """The trial started by the run's launch server (`fairmark.run.launch_server`): the launcher started as
+    Popen started it, without Popen's work in fairmark. fairmark sleeps until the answer; it reads the
+    launcher's pid (the trial's group) only to kill the group: at the timeout, when interrupted, and after the
+    answer for leftovers."""
+    lost, sent, timed_out = True, False, False
+    try:
+        fo = os.open(spec.stdout_path, _OUTPUT_FLAGS, 0o644)
+        try:
+            fe = os.open(spec.stderr_path, _OUTPUT_FLAGS, 0o644)
+            try:
+                cgroup = launch_server.cgroup_files(server, spec.place_cgroup)
+                server.start(spec.argv, spec.cwd, (_devnull(), fo, fe), spec.env, spec.place_cpus, cgroup)
+                sent = True
+            finally:
+                os.close(fe)
+        finally:
+            os.close(fo)
+        if spec.timeout_s and not server.answered(spec.timeout_s):
+            timed_out = True
+            _kill_started(server, spec.grace_s)
+        (served, report), pid = server.report(), server.pid()
+        lost = False
+    except launch_server.ServerLost as exc:
+        return Measured.not_started(spec, f"cannot run {spec.argv[0]!r}: {exc}")
+    except BaseException:  # Ctrl-C, SIGTERM/SIGHUP (errors.Terminated): the trial's group goes with the run
+        if sent:
+            _kill_started(server, spec.grace_s)
+        raise
+    finally:
+        launch_server.release(server, lost)
+    if served.errno:
+        return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {os.strerror(served.errno)}")
+    return _finished(spec, pid, served.status, served.ru, served.wall_s, timed_out, report)
+
+
+def _kill_started(server: launch_server.LaunchServer, grace_s: float) -> None:
+    """Kill the group of the trial the server started (its pid comes once the launcher has exec'd)."""
+    with contextlib.suppress(launch_server.ServerLost, OSError):
+        pid = server.pid()
+        if pid > 0:
+            kill_group(pid, grace_s)
+
+
+def _launched_trial(spec: TrialSpec) -> Measured:
+    """The trial started through the launcher by Popen here (outside a run's rounds, or placed in a way the
+    launch server cannot)."""
     timed_out = threading.Event()
     # Plain descriptors, not file objects: the trial writes to them, fairmark never does.
     fo = os.open(spec.stdout_path, _OUTPUT_FLAGS, 0o644)
@@ -212,16 +265,29 @@ def execute_spec(spec: TrialSpec) -> Measured:
             os.close(fe)
     finally:
         os.close(fo)
+    return _finished(spec, proc.pid, status, ru, wall, timed_out.is_set(), report)
+
+
+def _finished(
+    spec: TrialSpec,
+    pgid: int,
+    status: int,
+    ru: Any,
+    wall: float,
+    timed_out: bool,
+    report: dict[str, Any] | None,
+) -> Measured:
+    """The trial's record once its launcher was waited for (`status`, `ru`: the launcher's)."""
     if report and report["exec_errno"]:
         return Measured.not_started(
             spec, f"cannot start {spec.argv[0]!r}: {os.strerror(report['exec_errno'])}"
         )
     leftovers = 0
-    if not timed_out.is_set() and _group_alive(proc.pid):
+    if not timed_out and _group_alive(pgid):
         # Background children outliving the trial would perturb the next one: end them, and say so.
         leftovers = 1
-        kill_group(proc.pid, spec.grace_s)
-    return _measured(spec, status, ru, wall, timed_out.is_set(), leftovers, report)
+        kill_group(pgid, spec.grace_s)
+    return _measured(spec, status, ru, wall, timed_out, leftovers, report)
 
 
 def _launched(spec: TrialSpec, stack: contextlib.ExitStack) -> tuple[tuple[str, ...], tuple[int, ...]]:

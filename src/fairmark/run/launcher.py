@@ -313,6 +313,12 @@ def read_launch_report(fd: int) -> dict[str, Any] | None:
     data = b""
     while chunk := os.read(fd, 4096):
         data += chunk
+    return parse_launch_report(data)
+
+
+def parse_launch_report(data: bytes) -> dict[str, Any] | None:
+    """`read_launch_report`'s dict from the report's text (also a launch server's answer,
+    fairmark.run.launch_server), or None when it is not one."""
     words = data.decode("ascii", "replace").split()
     if len(words) != 12 or words[:2] != ["fairmark-launcher", "1"]:
         return None

@@ -23,6 +23,7 @@ from fairmark.plan.schedule import Order, new_seed
 from fairmark.run.executor import execute_spec
 from fairmark.run.gate import Gate, VolatileWatch, host_id, hostname
 from fairmark.run.host import Host, Hosts
+from fairmark.run.launch_server import serving
 from fairmark.run.options import Progress, RunOptions, trial_event
 from fairmark.run.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
 from fairmark.run.secrets import Scrubber
@@ -216,7 +217,7 @@ class Runner:
 
     def _workload(self, rt: WorkloadRuntime, order: Order) -> None:
         """Setup → warm-up rounds → measured rounds → profiled rounds → teardown (run.stage, always)."""
-        with self.stage(rt) as contexts:
+        with self.stage(rt) as contexts, serving():  # its trials start through one server (run.launch_server)
             for r in range(-self.policy.warmup, self.policy.max_trials + self.policy.max_failures):
                 active = [cs for cs in rt.cells if cs.status == "active"]
                 if not active:

@@ -1,0 +1,83 @@
+"""A run's trials start through one launch server (issue 24 item 3): the same server for every trial, each
+trial with exactly its environment, nothing of it left after the run; an interrupted trial's group is killed
+and the next trial gets a new server, as does one after the server was killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from fairmark.plan.load import LoadedPlan, parse_plan
+from fairmark.run import launch_server
+from fairmark.run.executor import execute
+from fairmark.run.launch_server import serving
+from fairmark.run.runner import Runner, RunOptions
+from fairmark.store.db import Store
+from helpers import wait_until
+
+pytestmark = pytest.mark.skipif(launch_server.server_path() is None, reason="no C compiler builds the server")
+# The command's parent is its launcher; the launcher's parent (field 4 of its stat) is what started it.
+STARTER = "awk '{print $4}' /proc/$PPID/stat"
+
+
+def _children() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_runs_trials_start_through_one_server_with_their_own_environment(tmp_path: Path) -> None:
+    command = json.dumps(["sh", "-c", f"echo $({STARTER}) $FOO"])  # JSON strings are TOML strings
+    text = (
+        "[run]\nwarmup = 1\nmin_trials = 6\nmax_trials = 6\nseed = 3\n"
+        f"[[workload]]\nname = 'w'\ncommand = {command}\n"
+        "[[variant]]\nname = 'A'\nenv = { FOO = 'a' }\n[[variant]]\nname = 'B'\nenv = { FOO = 'b' }\n"
+    )
+    store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
+    run_id = Runner(LoadedPlan(parse_plan(text), "plan.toml", text), store, RunOptions(probe=False)).start()
+    variant = {c.id: c.variant for c in store.cells(run_id)}
+    trials = store.trials(run_id)
+    assert len(trials) == 14 and all(t.status == "ok" for t in trials)
+    # the rounds interleave A and B: each trial sees its own variant's environment, not the last one sent
+    assert [t.stdout_tail.split()[1] for t in trials] == [variant[t.cell_id].lower() for t in trials]
+    servers = {t.stdout_tail.split()[0] for t in trials}
+    assert len(servers) == 1 and servers != {str(os.getpid())}, servers
+    assert _children() == []  # the server ended with the workload's rounds
+
+
+def test_an_interrupted_trial_is_killed_and_the_next_trial_gets_a_new_server(tmp_path: Path) -> None:
+    marker = f"fmint{uuid.uuid4().hex[:8]}"
+    with serving():
+        first = execute(["sh", "-c", STARTER], out_dir=tmp_path, name="first")
+        server = Path(first.stdout_path).read_text().strip()
+
+        def interrupt() -> None:
+            wait_until(lambda: any(marker in " ".join(p.cmdline()) for p in _children()))
+            os.kill(os.getpid(), signal.SIGINT)
+
+        thread = threading.Thread(target=interrupt)
+        thread.start()
+        with pytest.raises(KeyboardInterrupt):
+            execute(["sh", "-c", f"sleep 300; : {marker}"], out_dir=tmp_path, name="long", grace_s=0.5)
+        thread.join()
+        assert wait_until(lambda: not any(marker in " ".join(p.cmdline()) for p in _children()))
+        again = execute(["sh", "-c", STARTER], out_dir=tmp_path, name="again")
+        assert again.status == "ok" and Path(again.stdout_path).read_text().strip() not in ("", server)
+    assert _children() == []
+
+
+def test_a_server_killed_between_trials_is_replaced(tmp_path: Path) -> None:
+    with serving():
+        first = execute(["sh", "-c", STARTER], out_dir=tmp_path, name="first")
+        server = int(Path(first.stdout_path).read_text())
+        os.kill(server, signal.SIGKILL)
+        assert wait_until(lambda: psutil.Process(server).status() == psutil.STATUS_ZOMBIE)
+        again = execute(["sh", "-c", STARTER], out_dir=tmp_path, name="again")
+        assert again.status == "ok", again.error
+        assert int(Path(again.stdout_path).read_text()) != server
+    assert _children() == []
