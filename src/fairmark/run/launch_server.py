@@ -370,7 +370,9 @@ def _builds(argv: list[str], out: str, launcher_path: str) -> bool:
         served = report = None
     finally:
         server.close()
-    return bool(served and report) and os.waitstatus_to_exitcode(report["status"]) == 7
+    if not served or not report:
+        return False
+    return os.waitstatus_to_exitcode(report["status"]) == 7
 
 
 def _ran_or_waited_s(pid: int) -> float:
