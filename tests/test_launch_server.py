@@ -23,8 +23,7 @@ from fairmark.store.db import Store
 from helpers import wait_until
 
 pytestmark = pytest.mark.skipif(launch_server.server_path() is None, reason="no C compiler builds the server")
-# The command's parent is its launcher; the launcher's parent (field 4 of its stat) is what started it.
-STARTER = "awk '{print $4}' /proc/$PPID/stat"
+STARTER = "echo $PPID"  # what started the command
 
 
 def _children() -> list[psutil.Process]:
@@ -81,3 +80,14 @@ def test_a_server_killed_between_trials_is_replaced(tmp_path: Path) -> None:
         assert again.status == "ok", again.error
         assert int(Path(again.stdout_path).read_text()) != server
     assert _children() == []
+
+
+def test_a_request_too_large_for_the_server_starts_as_without_it(tmp_path: Path) -> None:
+    """An environment of more than the server's buffer (2 MiB) goes the Popen way: the same outcome either way
+    (here the kernel's E2BIG: more than an exec takes)."""
+    env = {f"V{i}": "x" * 100_000 for i in range(22)} | {"PATH": os.environ["PATH"]}
+    alone = execute(["true"], env=env, out_dir=tmp_path, name="alone")
+    with serving():
+        served = execute(["true"], env=env, out_dir=tmp_path, name="served")
+    assert (served.status, served.error) == (alone.status, alone.error) == ("failed", served.error)
+    assert "cannot start" in (served.error or ""), served.error

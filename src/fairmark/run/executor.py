@@ -194,10 +194,9 @@ def execute_spec(spec: TrialSpec) -> Measured:
 
 
 def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
-    """The trial started by the run's launch server (`fairmark.run.launch_server`): the launcher started as
-    Popen started it, without Popen's work in fairmark. fairmark sleeps until the answer; it reads the
-    launcher's pid (the trial's group) only to kill the group: at the timeout, when interrupted, and after the
-    answer for leftovers."""
+    """The trial started by the run's launch server (`fairmark.run.launch_server`: the launcher kept for the
+    run). fairmark sleeps until the report; it reads the trial's pid (its group) only to kill the group: at the
+    timeout, when interrupted, and after the report for leftovers."""
     lost, sent, timed_out = True, False, False
     try:
         fo = os.open(spec.stdout_path, _OUTPUT_FLAGS, 0o644)
@@ -205,16 +204,20 @@ def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
             fe = os.open(spec.stderr_path, _OUTPUT_FLAGS, 0o644)
             try:
                 cgroup = launch_server.cgroup_files(server, spec.place_cgroup)
-                server.start(spec.argv, spec.cwd, (_devnull(), fo, fe), spec.env, spec.place_cpus, cgroup)
-                sent = True
+                sent = server.start(
+                    spec.argv, spec.cwd, (_devnull(), fo, fe), spec.env, spec.place_cpus, cgroup
+                )
             finally:
                 os.close(fe)
         finally:
             os.close(fo)
+        if not sent:  # a request too large for the server (an environment of megabytes): Popen, as before
+            lost = False
+            return _launched_trial(spec)
         if spec.timeout_s and not server.answered(spec.timeout_s):
             timed_out = True
             _kill_started(server, spec.grace_s)
-        (served, report), pid = server.report(), server.pid()
+        report, pid = server.report(), server.pid()
         lost = False
     except launch_server.ServerLost as exc:
         return Measured.not_started(spec, f"cannot run {spec.argv[0]!r}: {exc}")
@@ -224,13 +227,11 @@ def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
         raise
     finally:
         launch_server.release(server, lost)
-    if served.errno:
-        return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {os.strerror(served.errno)}")
-    return _finished(spec, pid, served.status, served.ru, served.wall_s, timed_out, report)
+    return _finished(spec, pid, report["status"], None, report["wall_s"], timed_out, report)
 
 
 def _kill_started(server: launch_server.LaunchServer, grace_s: float) -> None:
-    """Kill the group of the trial the server started (its pid comes once the launcher has exec'd)."""
+    """Kill the group of the trial the server started (its pid comes once the command has exec'd)."""
     with contextlib.suppress(launch_server.ServerLost, OSError):
         pid = server.pid()
         if pid > 0:

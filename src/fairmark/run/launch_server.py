@@ -1,24 +1,27 @@
-"""The launch server: a run's trials start through one small C process, started once per workload's rounds,
-that starts each trial's launcher (`fairmark.run.launcher`) as subprocess.Popen started it — in a session of
-its own, with exactly the trial's environment, stdin/stdout/stderr, working directory and the launcher's
-report descriptor, nothing else open — and answers with the launcher's wait status, rusage and report.
+"""The launch server: the launcher (`fairmark.run.launcher`) kept for a run. One small C process, started once
+per workload's rounds, starts each of its trials as the launcher starts its command — the clock, vfork, exec,
+wait4, the clock — and answers with the launcher's own report line.
 
-Why: Popen's work in fairmark (the environment encoded again, a pipe for its errors, the child's descriptors
-closed, the waits and wakes in Python) was most of what fairmark spent per trial besides the store write
-(~0.2–0.3 ms of CPU per trial here under load, bench/harness_cost.py). Through the server a trial is one
+Why: a trial through the launcher was Popen's work in fairmark (the environment encoded again, a pipe for its
+errors, the child's descriptors closed), an exec of the launcher, and two more processes handing the CPU to
+each other — on a busy machine each hand-over waits for a CPU, which is what made a trial of `true` cost
+fairmark several milliseconds of wall time here (bench/harness_cost.py). Through the server a trial is one
 message with three descriptors on a Unix socket and one answer; an environment equal to the last trial's is
-not sent again.
+not sent again; fairmark is woken once, by the report.
 
-What is measured is unchanged: the launcher still starts the command (vfork, exec, wait4) and takes its clock
-and rusage, and the command's peak RSS still starts from the launcher's few KiB — the server's own memory
-never reaches a trial (the launcher's exec replaces it). The placement is the launching thread's, done by the
-server for itself: it joins the trial's cgroup v1 cpuset and takes its CPU mask before it starts the launcher
-and goes back after the wait (`fairmark.run.thread_cgroup` does the same for a thread).
+What is measured is the launcher's measure: the same clock window (plus setsid in the child, about a
+microsecond: the command needs a session of its own, which the launcher had before its clock started), the
+rusage of the command's tree, and a peak RSS that starts at the server's memory — built like the launcher,
+without a C library on Linux x86-64, it is a few dozen KiB (the launcher's: a few KiB; any command's own is
+larger). The trial gets exactly its environment, stdin/stdout/stderr and working directory, its own session
+and process group (the timeout and the leftover check kill the group), and its placement: the server joins the
+trial's cgroup v1 cpuset and takes its CPU mask before the clock starts and goes back after it stops, as the
+launching thread does for the launcher (`fairmark.run.thread_cgroup`), so the command inherits its placement.
 
-A run opens it (`serving`, around each workload's rounds); a trial outside one, one another thread starts
-meanwhile, a placement the server cannot make (a cgroup a thread cannot join, a fork with a step in the child)
-and a host without a C compiler keep Popen. The server ends when fairmark closes its end of the socket (or
-exits); one found dead between trials is replaced.
+A run opens it (`serving`, around each workload's rounds). A trial outside one, one another thread starts
+meanwhile, a placement the server cannot make (a cgroup a thread cannot join, a fork with a step in the
+child), a request larger than its buffers and a host without a C compiler keep the launcher by Popen. The
+server ends when fairmark closes its end of the socket (or exits); one found dead between trials is replaced.
 """
 
 from __future__ import annotations
@@ -37,44 +40,116 @@ import subprocess
 import tempfile
 import threading
 import time
-import types
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from fairmark.run import thread_cgroup
-from fairmark.run.launcher import _cache_dir, launcher, parse_launch_report
+from fairmark.run.launcher import _cache_dir, _launcher_flags, parse_launch_report
 from fairmark.run.spec import TrialSpec
 
 SERVER_C = r"""
-/* fairmark's launch server (fairmark.run.launch_server.SERVER_C): launch-server SOCKET_FD PIDS_FD LAUNCHER
-   Starts trials one at a time for the fairmark at the other end of the Unix stream socket SOCKET_FD, each as
-   subprocess.Popen started the launcher for it: LAUNCHER REPORT_FD COMMAND [ARG...] in a session of its own,
-   with exactly the trial's environment, descriptors and working directory and nothing else open but
-   REPORT_FD. A request is a native unsigned 32-bit length and that many bytes of NUL-terminated fields: CWD,
-   CPUS (a comma list or ""), JOIN and LEAVE (cgroup v1 tasks files or ""), ARGC, ARGV..., then ENVC and
-   ENV... or "-" (the previous request's environment); three descriptors ride with its first bytes
-   (SCM_RIGHTS): the trial's stdin, stdout and stderr. "PID T_NS" — the launcher's pid (its group's id; -1
-   when it could not be started) and CLOCK_MONOTONIC when it had exec'd — goes to the socket PIDS_FD:
-   fairmark reads that channel only when its timeout expires, to kill the group, or after the answer, so it is
-   not woken in the middle of a trial. Two lines answer on SOCKET_FD
-   once the launcher has been waited for: "fairmark-served 1 STATUS ERRNO WALL_NS USER_US SYS_US MINFLT MAJFLT
-   NVCSW NIVCSW" (the launcher's wait status and the rusage of its tree, ERRNO: why it did not start), then
-   the launcher's own report line, empty if it wrote none. The server takes the descriptors, the directory and
-   the placement itself before it starts the launcher (which inherits them) and undoes the placement after the
-   wait. Exits 0 at EOF, 126 on a malformed request or a lost socket. */
+/* fairmark's launch server (fairmark.run.launch_server.SERVER_C): launch-server SOCKET_FD PIDS_FD
+   The launcher (fairmark.run.launcher.LAUNCHER_C) kept for a run: it starts the trials one at a time for the
+   fairmark at the other end of the Unix stream socket SOCKET_FD, each as the launcher starts its command — the
+   clock, vfork, exec (PATH searched as Python's subprocess does), wait4, the clock — and answers with the
+   launcher's report line on SOCKET_FD: "fairmark-launcher 1 STATUS ERRNO WALL_NS USER_US SYS_US MAXRSS_KIB
+   MINFLT MAJFLT NVCSW NIVCSW". A request is a native unsigned 32-bit length and that many bytes of
+   NUL-terminated fields: CWD, CPUS (a comma list or ""), JOIN and LEAVE (cgroup v1 tasks files or ""), ARGC,
+   ARGV..., then ENVC and ENV... or "-" (the previous request's environment); three descriptors ride with its
+   first bytes (SCM_RIGHTS): the command's stdin, stdout and stderr. Before the clock starts the server takes
+   them as its own 0, 1, 2, moves to CWD and into the placement (the command inherits all of it); between the
+   clock's start and the exec the child only calls setsid (the command's own session and process group: the
+   launcher's child did not need it, its launcher had one). "PID T_NS" — the command's pid (-1: not started)
+   and CLOCK_MONOTONIC once it has exec'd — goes to the socket PIDS_FD, which fairmark reads only to kill the
+   trial's group or after the answer, so it is not woken in the middle of a trial. Exits 0 at EOF, 126 on a
+   malformed request or a lost socket. Built with FAIRMARK_NOLIBC (Linux x86-64) it uses no C library, as the
+   launcher: its memory, where the command's peak RSS starts, is a few KiB plus the largest request. */
+#ifdef FAIRMARK_NOLIBC
+typedef unsigned long size_t;
+struct timespec { long tv_sec, tv_nsec; };
+struct timeval { long tv_sec, tv_usec; };
+struct rusage {
+    struct timeval ru_utime, ru_stime;
+    long ru_maxrss, ru_ixrss, ru_idrss, ru_isrss, ru_minflt, ru_majflt, ru_nswap, ru_inblock, ru_oublock,
+        ru_msgsnd, ru_msgrcv, ru_nsignals, ru_nvcsw, ru_nivcsw;
+};
+struct iovec { void *iov_base; size_t iov_len; };
+struct msghdr {
+    void *msg_name;
+    unsigned msg_namelen;
+    struct iovec *msg_iov;
+    size_t msg_iovlen;
+    void *msg_control;
+    size_t msg_controllen;
+    int msg_flags;
+};
+struct cmsghdr { size_t cmsg_len; int cmsg_level, cmsg_type; };
+#define CMSG_LEN(n) (sizeof(struct cmsghdr) + (n))
+#define CMSG_SPACE(n) (sizeof(struct cmsghdr) + (((n) + 7) & ~7UL))
+#define CMSG_DATA(c) ((unsigned char *)((struct cmsghdr *)(c) + 1))
+#define CMSG_FIRSTHDR(m) ((m)->msg_controllen >= sizeof(struct cmsghdr) ? (struct cmsghdr *)(m)->msg_control : 0)
+#define EINTR 4
+#define ENOENT 2
+#define ENOTDIR 20
+#define EINVAL 22
+#define ENOSYS 38
+#define E2BIG 7
+#define O_WRONLY 1
+#define O_RDWR 2
+#define O_CLOEXEC 02000000
+#define SOL_SOCKET 1
+#define SCM_RIGHTS 1
+#define MSG_NOSIGNAL 0x4000
+#define MSG_CMSG_CLOEXEC 0x40000000
+static long sc(long n, long a, long b, long c, long d) {
+    register long r10 __asm__("r10") = d;
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return ret;
+}
+/* vfork as glibc does it: the return address is kept in a register, so the child's use of the stack cannot
+   overwrite the one the parent returns through */
+long fm_vfork(void);
+__asm__(".text\n.globl fm_vfork\nfm_vfork:\n pop %rdi\n mov $58, %eax\n syscall\n push %rdi\n ret\n"
+        ".globl _start\n_start:\n xor %ebp, %ebp\n mov %rsp, %rdi\n and $-16, %rsp\n call fm_start\n hlt\n");
+void *memset(void *d, int c, size_t n) {
+    unsigned char *p = d;
+    while (n--) *p++ = (unsigned char)c;
+    return d;
+}
+void *memcpy(void *d, const void *s, size_t n) {
+    unsigned char *p = d;
+    const unsigned char *q = s;
+    while (n--) *p++ = *q++;
+    return d;
+}
+#define fm_read(fd, b, n) sc(0, fd, (long)(b), n, 0)
+#define fm_write(fd, b, n) sc(1, fd, (long)(b), n, 0)
+#define fm_open(p, f) sc(2, (long)(p), f, 0, 0)
+#define fm_close(fd) sc(3, fd, 0, 0, 0)
+#define fm_dup2(a, b) sc(33, a, b, 0, 0)
+#define fm_sendmsg(fd, m, f) sc(46, fd, (long)(m), f, 0)
+#define fm_recvmsg(fd, m, f) sc(47, fd, (long)(m), f, 0)
+#define fm_exit(code) sc(60, code, 0, 0, 0)
+#define fm_execve(p, a, e) sc(59, (long)(p), (long)(a), (long)(e), 0)
+#define fm_wait4(pid, st, ru) sc(61, pid, (long)(st), 0, (long)(ru))
+#define fm_cloexec(fd) sc(72, fd, 2, 1, 0)
+#define fm_chdir(p) sc(80, (long)(p), 0, 0, 0)
+#define fm_fchdir(fd) sc(81, fd, 0, 0, 0)
+#define fm_setsid() sc(112, 0, 0, 0, 0)
+#define fm_setaffinity(n, m) sc(203, 0, n, (long)(m), 0)
+#define fm_getaffinity(n, m) sc(204, 0, n, (long)(m), 0)
+#define fm_monotonic(ts) sc(228, 1, (long)(ts), 0, 0)
+#else
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,30 +162,87 @@ SERVER_C = r"""
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0
 #endif
+static long fm_ret(long r) { return r < 0 ? -errno : r; }
+#define fm_read(fd, b, n) fm_ret(read(fd, b, n))
+#define fm_write(fd, b, n) fm_ret(write(fd, b, n))
+#define fm_open(p, f) fm_ret(open(p, f))
+#define fm_close(fd) close(fd)
+#define fm_dup2(a, b) fm_ret(dup2(a, b))
+#define fm_sendmsg(fd, m, f) fm_ret(sendmsg(fd, m, f))
+#define fm_recvmsg(fd, m, f) fm_ret(recvmsg(fd, m, f))
+#define fm_exit(code) _exit(code)
+#define fm_execve(p, a, e) fm_ret(execve(p, a, e))
+#define fm_wait4(pid, st, ru) fm_ret(wait4(pid, st, 0, ru))
+#define fm_cloexec(fd) fm_ret(fcntl(fd, F_SETFD, FD_CLOEXEC))
+#define fm_chdir(p) fm_ret(chdir(p))
+#define fm_fchdir(fd) fm_ret(fchdir(fd))
+#define fm_setsid() setsid()
+#define fm_vfork vfork
+#ifdef __linux__
+#define fm_setaffinity(n, m) fm_ret(sched_setaffinity(0, n, (cpu_set_t *)(m)))
+#define fm_getaffinity(n, m) fm_ret(sched_getaffinity(0, n, (cpu_set_t *)(m)))
+#else
+#define fm_setaffinity(n, m) (-ENOSYS)
+#define fm_getaffinity(n, m) (-ENOSYS)
+#endif
+#define fm_monotonic(ts) clock_gettime(CLOCK_MONOTONIC, ts)
+#endif
 
-static int sock = -1, pids = -1, home = -1, null = -1;
-static char *buf, **env, *envbuf, *launcher;
-static size_t bufcap;
 static volatile int exec_errno;
-static char **run_argv; /* what the child execs: the launcher, its report descriptor, the command */
-static int run_report;  /* the pipe's write end the launcher reports on */
+static int sock, pids, home, devnull;
+static char body[1 << 21];    /* a request (its pages count in the commands' peak only once touched) */
+static char envs[1 << 21];    /* the environment kept for the requests that say "-" */
+static char *envp[1 << 15], *argv[1 << 15];
+static char names[65536];     /* the command's candidate paths, made before vfork: the child only execs */
+static char *paths[1024];
+static unsigned long mask[16], want[16]; /* CPU masks of up to 1024 CPUs: the server's own, the trial's */
+static struct timespec t0;
 
-static int say(int to, const char *line, int len) {
-    while (len > 0) {
-        ssize_t n = send(to, line, (size_t)len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
-        line += n;
-        len -= (int)n;
+static size_t length(const char *s) {
+    size_t n = 0;
+    while (s[n]) n++;
+    return n;
+}
+
+static long number(const char *s) {
+    long v = 0;
+    if (*s < '0' || *s > '9') return -1;
+    for (; *s >= '0' && *s <= '9'; s++) v = v * 10 + (*s - '0');
+    return *s ? -1 : v;
+}
+
+static char *put(char *p, long long v) {
+    char digits[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do digits[n++] = (char)('0' + u % 10); while (u /= 10);
+    *p++ = ' ';
+    if (v < 0) *p++ = '-';
+    while (n) *p++ = digits[--n];
+    return p;
+}
+
+static int say(int to, const char *line, long n) {
+    while (n > 0) {
+        struct iovec iov = {(void *)line, (size_t)n};
+        struct msghdr msg;
+        memset(&msg, 0, sizeof msg);
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        long r = fm_sendmsg(to, &msg, MSG_NOSIGNAL);
+        if (r == -EINTR) continue;
+        if (r <= 0) return -1;
+        line += r;
+        n -= r;
     }
     return 0;
 }
 
-/* The request's length and descriptors, then its body into buf: 0 at EOF, -1 malformed, else the length. */
+/* The request's length and descriptors, then its body: 0 at EOF, -1 malformed, else the length. */
 static long receive(int fds[3]) {
-    uint32_t len = 0;
+    unsigned len = 0;
     size_t got = 0;
-    char ctl[CMSG_SPACE(3 * sizeof(int))];
+    unsigned long ctl[(CMSG_SPACE(3 * sizeof(int)) + 7) / 8];
     fds[0] = fds[1] = fds[2] = -1;
     while (got < sizeof len) {
         struct iovec iov = {(char *)&len + got, sizeof len - got};
@@ -120,217 +252,220 @@ static long receive(int fds[3]) {
         msg.msg_iovlen = 1;
         msg.msg_control = ctl;
         msg.msg_controllen = sizeof ctl;
-        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-        if (n < 0 && errno == EINTR) continue;
+        long n = fm_recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (n == -EINTR) continue;
         if (n <= 0) return n == 0 && got == 0 ? 0 : -1;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-                c->cmsg_len == CMSG_LEN(3 * sizeof(int)) && fds[0] < 0)
-                memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && fds[0] < 0 &&
+            c->cmsg_len == CMSG_LEN(3 * sizeof(int)))
+            memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
         got += (size_t)n;
     }
-    if (fds[0] < 0 || len == 0 || len > (1u << 28)) return -1;
-    if (len + 1 > bufcap) {
-        free(buf);
-        bufcap = len + 1;
-        if (!(buf = malloc(bufcap))) return -1;
-    }
+    if (fds[0] < 0 || len == 0 || len >= sizeof body) return -1;
     for (got = 0; got < len;) {
-        ssize_t n = read(sock, buf + got, len - got);
-        if (n < 0 && errno == EINTR) continue;
+        long n = fm_read(sock, body + got, len - got);
+        if (n == -EINTR) continue;
         if (n <= 0) return -1;
         got += (size_t)n;
     }
-    buf[len] = 0;
+    body[len] = 0;
     return (long)len;
 }
 
-/* Splits [p, end) at its NULs into at most max fields; returns how many. */
-static size_t fields(char *p, char *end, char **out, size_t max) {
-    size_t n = 0;
-    for (; p < end && n < max; p += strlen(p) + 1) out[n++] = p;
+/* Points out[0..max) at the NUL-terminated fields of [p, end); returns how many there were. */
+static long fields(char *p, char *end, char **out, long max) {
+    long n = 0;
+    for (; p < end && n < max; p += length(p) + 1) out[n++] = p;
+    out[n] = 0;
     return n;
 }
 
-/* The environment at REST (ENVC, then ENVC fields up to END), kept for the requests that say "-". */
-static int take_env(char *rest, char *end) {
-    long envc = strtol(rest, NULL, 10);
-    char *first = rest + strlen(rest) + 1;
-    if (envc < 0 || first > end || envc > end - first + 1) return -1;
-    free(env);
-    free(envbuf);
-    env = NULL;
-    if (!(envbuf = malloc((size_t)(end - first) + 1)) || !(env = calloc((size_t)envc + 1, sizeof *env)))
-        return -1;
-    memcpy(envbuf, first, (size_t)(end - first));
-    envbuf[end - first] = 0;
-    return fields(envbuf, envbuf + (end - first), env, (size_t)envc) == (size_t)envc ? 0 : -1;
-}
-
-/* vfork in a frame of its own, its arguments in statics: the child runs below it and never returns, so no
-   variable of the caller can be clobbered. The child: its own session, the report descriptor kept open
-   across exec, the launcher. */
-static pid_t __attribute__((noinline)) spawn(void) {
-    pid_t pid = vfork();
-    if (pid == 0) {
-        setsid();
-        if (fcntl(run_report, F_SETFD, 0) == 0) execve(launcher, run_argv, env);
-        exec_errno = errno;
-        _exit(127);
+static void candidates(const char *file) {
+    const char *path = "/bin:/usr/bin", *p;
+    char *out = names;
+    size_t k = 0, flen = length(file);
+    for (char **e = envp; *e; e++)
+        if ((*e)[0] == 'P' && (*e)[1] == 'A' && (*e)[2] == 'T' && (*e)[3] == 'H' && (*e)[4] == '=') path = *e + 5;
+    for (p = path; k + 1 < sizeof paths / sizeof paths[0];) {
+        const char *end = p;
+        while (*end && *end != ':') end++;
+        size_t dlen = (size_t)(end - p);
+        if (dlen == 0) {
+            paths[k++] = (char *)file; /* an empty entry is the current directory */
+        } else if ((size_t)(out - names) + dlen + flen + 2 <= sizeof names) {
+            paths[k++] = out;
+            for (size_t i = 0; i < dlen; i++) *out++ = p[i];
+            *out++ = '/';
+            for (size_t i = 0; i <= flen; i++) *out++ = file[i];
+        }
+        if (!*end) break;
+        p = end + 1;
     }
-    return pid;
+    paths[k] = 0;
 }
 
-static int write_zero(const char *path) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC), err = 0;
-    if (fd < 0) return errno;
-    if (write(fd, "0", 1) != 1) err = errno;
-    close(fd);
-    return err;
+static int start(void) {
+    long first = 0, last = -ENOENT;
+    const char *file = argv[0];
+    for (const char *c = file; *c; c++)
+        if (*c == '/') return (int)-fm_execve(file, argv, envp);
+    for (char **p = paths; *p; p++) {
+        last = fm_execve(*p, argv, envp);
+        if (last != -ENOENT && last != -ENOTDIR && !first) first = last;
+    }
+    return (int)-(first ? first : last);
 }
 
-#ifdef __linux__
-static cpu_set_t mask;
-#endif
+/* The command's fields (ARGC, ARGV..., ENVC and ENV... or "-") into argv and envp; 0 or -1. */
+static int command(char *p, char *end) {
+    long argc = number(p);
+    p += length(p) + 1;
+    if (argc < 1 || argc >= (long)(sizeof argv / sizeof argv[0]) || fields(p, end, argv, argc) != argc) return -1;
+    p = argv[argc - 1] + length(argv[argc - 1]) + 1;
+    if (p >= end) return -1;
+    if (p[0] == '-' && !p[1]) return 0; /* the environment kept from the last request */
+    long envc = number(p);
+    p += length(p) + 1;
+    if (envc < 0 || envc >= (long)(sizeof envp / sizeof envp[0]) || end - p > (long)sizeof envs) return -1;
+    memcpy(envs, p, (size_t)(end - p));
+    return fields(envs, envs + (end - p), envp, envc) == envc ? 0 : -1;
+}
 
-/* This process in the trial's cpuset (JOIN) and on its CPUs (CPUS), the launcher inheriting both; 0 or an
-   errno. The CPU mask is saved first: joining a cpuset replaces it. */
-static int place(const char *cpus, const char *join) {
+static long write_zero(const char *path) {
+    long fd = fm_open(path, O_WRONLY | O_CLOEXEC), r;
+    if (fd < 0) return fd;
+    r = fm_write(fd, "0", 1);
+    fm_close(fd);
+    return r == 1 ? 0 : r < 0 ? r : -EINVAL;
+}
+
+/* This process into the trial's cpuset (JOIN) and onto its CPUs (CPUS), which the command inherits; 0 or
+   -errno. Its own mask is saved first: joining a cpuset replaces it. */
+static long place(const char *cpus, const char *join) {
+    long r;
     if (!*cpus && !*join) return 0;
-#ifdef __linux__
-    if (sched_getaffinity(0, sizeof mask, &mask) != 0) return errno;
-    if (*join && write_zero(join) != 0) return errno ? errno : EIO;
+    if ((r = fm_getaffinity(sizeof mask, mask)) < 0) return r;
+    if (*join && (r = write_zero(join)) < 0) return r;
     if (!*cpus) return 0;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (const char *p = cpus; *p; p += *p == ',') {
-        char *end;
-        long cpu = strtol(p, &end, 10);
-        if (end == p || cpu < 0 || cpu >= CPU_SETSIZE) return EINVAL;
-        CPU_SET((int)cpu, &set);
-        p = end;
+    memset(want, 0, sizeof want);
+    for (const char *p = cpus; *p;) {
+        long cpu = 0;
+        if (*p < '0' || *p > '9') return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) cpu = cpu * 10 + (*p - '0');
+        if (cpu >= 1024 || (*p && *p++ != ',')) return -EINVAL;
+        want[cpu / 64] |= 1UL << (cpu % 64);
     }
-    return sched_setaffinity(0, sizeof set, &set) ? errno : 0;
-#else
-    return ENOSYS;
-#endif
+    return fm_setaffinity(sizeof want, want);
 }
 
 static void unplace(const char *cpus, const char *join, const char *leave) {
     if (*join && *leave) write_zero(leave);
-#ifdef __linux__
-    if (*cpus || *join) sched_setaffinity(0, sizeof mask, &mask);
-#endif
-    (void)cpus;
+    if (*cpus || *join) fm_setaffinity(sizeof mask, mask);
 }
 
-/* The trial's descriptors as this process's 0, 1, 2 and its working directory; 0 or an errno. */
-static int ready(int fds[3], const char *cwd) {
-    int err = 0;
+/* The trial's descriptors as this process's 0, 1, 2, and its working directory; 0 or -errno. */
+static long ready(int fds[3], const char *cwd) {
+    long r = 0;
     for (int i = 0; i < 3; i++) {
-        if (!err && dup2(fds[i], i) < 0) err = errno;
-        close(fds[i]);
+        if (!r && (r = fm_dup2(fds[i], i)) >= 0) r = 0;
+        fm_close(fds[i]);
     }
-    if (!err && (*cwd ? chdir(cwd) : fchdir(home)) != 0) err = errno;
-    return err;
+    if (!r && (r = *cwd ? fm_chdir(cwd) : fm_fchdir(home)) > 0) r = 0;
+    return r;
 }
 
-/* The pid and when it exec'd (on PIDS_FD), the wait, the placement undone, the answer; 0 or -1 (a socket
-   lost). */
-static int answer(pid_t pid, int report, struct timespec t0, char *const f[5]) {
+/* vfork in a frame of its own, what the child needs in statics: it runs below this frame and never returns. */
+static long __attribute__((noinline)) spawn(void) {
+    long pid = fm_vfork();
+    if (pid == 0) {
+        fm_setsid();
+        exec_errno = start();
+        fm_exit(127);
+    }
+    return pid;
+}
+
+/* The pid (PIDS_FD), the wait, the placement undone, the report; 0 or -1 (a socket lost). */
+static int answer(long pid, char *const f[4]) {
     struct timespec t1;
     struct rusage ru;
-    char line[1024];
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    int status = 0, got = 0,
-        n = snprintf(line, sizeof line, "%ld %lld\n", (long)pid, (long long)t1.tv_sec * 1000000000LL + t1.tv_nsec);
-    if (say(pids, line, n) != 0) return -1;
+    int status = 0;
+    char line[512], *p = line;
+    fm_monotonic(&t1);
+    p = put(p, pid);
+    p = put(p, (long long)t1.tv_sec * 1000000000LL + t1.tv_nsec);
+    *p++ = '\n';
+    if (say(pids, line + 1, p - line - 1) != 0) return -1;
     memset(&ru, 0, sizeof ru);
-    if (pid > 0)
-        while (wait4(pid, &status, 0, &ru) < 0)
-            if (errno != EINTR) return -1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long r;
+    while (pid > 0 && (r = fm_wait4(pid, &status, &ru)) < 0)
+        if (r != -EINTR) return -1;
+    fm_monotonic(&t1);
     unplace(f[1], f[2], f[3]); /* before the answer: fairmark may remove the cpuset once it has it */
-    n = snprintf(line, 512, "fairmark-served 1 %d %d %lld %lld %lld %ld %ld %ld %ld\n", status, exec_errno,
-                 (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
-                 (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
-                 (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, (long)ru.ru_minflt,
-                 (long)ru.ru_majflt, (long)ru.ru_nvcsw, (long)ru.ru_nivcsw);
-    while (report >= 0 && n + got < (int)sizeof line - 2) { /* the launcher's report: one short line */
-        ssize_t r = read(report, line + n + got, sizeof line - 2 - (size_t)(n + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (int)r;
-    }
-    while (got > 0 && line[n + got - 1] == '\n') got--;
-    line[n + got] = '\n';
-    return say(sock, line, n + got + 1);
+    long long values[] = {status, exec_errno,
+                          (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
+                          (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
+                          (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss,
+                          ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw};
+    p = line;
+    for (const char *c = "fairmark-launcher 1"; *c; c++) *p++ = *c;
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) p = put(p, values[i]);
+    *p++ = '\n';
+    return say(sock, line, p - line);
 }
 
 /* One request: 0 answered, -1 malformed or a socket lost. */
 static int serve(long len, int fds[3]) {
-    char *f[5], **argv, *end = buf + len, wfd[16];
-    int pipefd[2] = {-1, -1};
-    struct timespec t0;
-    pid_t pid = -1;
-    if (fields(buf, end, f, 5) < 5) return -1;
-    long argc = strtol(f[4], NULL, 10);
-    char *rest = f[4] + strlen(f[4]) + 1;
-    if (argc < 1 || argc > end - rest || !(argv = calloc((size_t)argc + 3, sizeof *argv))) return -1;
-    if (fields(rest, end, argv + 2, (size_t)argc) != (size_t)argc) return -1;
-    rest = argv[argc + 1] + strlen(argv[argc + 1]) + 1;
-    if (rest >= end || (strcmp(rest, "-") != 0 && take_env(rest, end) != 0)) return -1;
-    exec_errno = ready(fds, f[0]);
-    if (!exec_errno && pipe2(pipefd, O_CLOEXEC) != 0) exec_errno = errno;
-    if (!exec_errno) exec_errno = place(f[1], f[2]);
-    snprintf(wfd, sizeof wfd, "%d", pipefd[1]);
-    argv[0] = launcher;
-    argv[1] = wfd;
-    run_argv = argv;
-    run_report = pipefd[1];
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (!exec_errno && (pid = spawn()) < 0) exec_errno = errno;
-    if (pipefd[1] >= 0) close(pipefd[1]); /* the launcher's: ours reads EOF once it exited */
-    int done = answer(pid, pid > 0 ? pipefd[0] : -1, t0, f);
-    if (pipefd[0] >= 0) close(pipefd[0]);
-    for (int i = 0; i < 3; i++) dup2(null, i); /* the trial's files are not held open until the next one */
-    free(argv);
+    char *f[6], *end = body + len;
+    long pid = -1;
+    if (fields(body, end, f, 5) < 5 || command(f[4], end) != 0) return -1;
+    candidates(argv[0]);
+    exec_errno = (int)-ready(fds, f[0]);
+    if (!exec_errno) exec_errno = (int)-place(f[1], f[2]);
+    fm_monotonic(&t0);
+    if (!exec_errno && (pid = spawn()) < 0) {
+        exec_errno = (int)-pid;
+        pid = -1;
+    }
+    int done = answer(pid, f);
+    for (int i = 0; i < 3; i++) fm_dup2(devnull, i); /* the trial's files are not held until the next one */
     return done;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **args) {
     int fds[3];
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s SOCKET_FD PIDS_FD LAUNCHER\n", argv[0]);
-        return 126;
-    }
-    sock = atoi(argv[1]);
-    pids = atoi(argv[2]);
-    launcher = argv[3];
-    null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    home = open(".", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || home < 0 || fcntl(sock, F_SETFD, FD_CLOEXEC) != 0 || fcntl(pids, F_SETFD, FD_CLOEXEC) != 0)
-        return 126;
+    if (argc != 3) return 126;
+    sock = (int)number(args[1]);
+    pids = (int)number(args[2]);
+    devnull = (int)fm_open("/dev/null", O_RDWR | O_CLOEXEC);
+    home = (int)fm_open(".", O_CLOEXEC);
+    if (sock < 0 || pids < 0 || devnull < 0 || home < 0 || fm_cloexec(sock) < 0 || fm_cloexec(pids) < 0) return 126;
     for (;;) {
         long len = receive(fds);
         if (len == 0) return 0;
         if (len < 0 || serve(len, fds) != 0) return 126;
     }
 }
+
+#ifdef FAIRMARK_NOLIBC
+void fm_start(long *sp) {
+    fm_exit(main((int)sp[0], (char **)(sp + 1)));
+}
+#endif
 """
 
 
 @functools.cache
 def server_path() -> str | None:
-    """The launch server built for this host (once, into $XDG_CACHE_HOME/fairmark, named by its source's hash),
-    or None where no launcher exists or no C compiler builds a server that answers (trials then start through
-    the launcher by Popen)."""
-    launcher_path, _ = launcher()
+    """The launch server built for this host (once, into $XDG_CACHE_HOME/fairmark, named by its source's hash)
+    the way the launcher is (`fairmark.run.launcher._launcher_flags`: without a C library on Linux x86-64, so
+    that the commands' peak RSS starts at its few KiB as at the launcher's), or None where no C compiler builds
+    one that answers (trials then start through the launcher)."""
     digest = hashlib.sha256(SERVER_C.encode()).hexdigest()[:16]
     name = f"launch-server-{digest}-{platform.system().lower()}-{platform.machine()}"
     path = os.path.join(_cache_dir(), name)
-    if launcher_path is None or os.access(path, os.X_OK):
-        return path if launcher_path else None
+    if os.access(path, os.X_OK):
+        return path
     compilers = [cc for cc in ("cc", "gcc", "clang") if shutil.which(cc)]
     try:
         os.makedirs(_cache_dir(), exist_ok=True)
@@ -341,8 +476,8 @@ def server_path() -> str | None:
         src, out = os.path.join(work, "server.c"), os.path.join(work, "server")
         with open(src, "w") as fh:
             fh.write(SERVER_C)
-        for cc in compilers:
-            if _builds([cc, "-O2", "-o", out, src], out, launcher_path):
+        for cc, flags in ((cc, flags) for cc in compilers for flags in _launcher_flags()):
+            if _builds([cc, "-O2", *flags, "-o", out, src], out):
                 os.replace(out, path)  # atomic: a concurrent build of the same source is the same file
                 return path
     finally:
@@ -350,11 +485,11 @@ def server_path() -> str | None:
     return None
 
 
-def _builds(argv: list[str], out: str, launcher_path: str) -> bool:
-    """Whether `argv` compiles a server that starts a command through the launcher and reports its status."""
+def _builds(argv: list[str], out: str) -> bool:
+    """Whether `argv` compiles a server that starts a command and reports its exit status."""
     try:
         built = subprocess.run(argv, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
-        server = LaunchServer(out, launcher_path) if built.returncode == 0 else None
+        server = LaunchServer(out) if built.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired):
         return False
     if server is None:
@@ -365,71 +500,35 @@ def _builds(argv: list[str], out: str, launcher_path: str) -> bool:
             server.start(("sh", "-c", "exit 7"), None, (devnull, devnull, devnull), dict(os.environ))
         finally:
             os.close(devnull)
-        served, report = server.report() if server.answered(30.0) else (None, None)
+        report = server.report() if server.answered(30.0) else None
     except (OSError, ServerLost):
-        served = report = None
+        report = None
     finally:
         server.close()
-    if not served or not report:
+    if not report:
         return False
-    return os.waitstatus_to_exitcode(report["status"]) == 7
+    return os.waitstatus_to_exitcode(report["status"]) == 7 and not report["exec_errno"]
 
 
-def _ran_or_waited_s(pid: int) -> float:
-    """The time process `pid` has spent on a CPU or in a run queue (0 where /proc has no schedstat)."""
-    try:
-        with open(f"/proc/{pid}/schedstat", "rb") as fh:
-            ran_ns, waited_ns, _ = fh.read().split()
-    except (OSError, ValueError):
-        return 0.0
-    return (int(ran_ns) + int(waited_ns)) / 1e9
+# SERVER_C's buffers: a request's bytes (body[]) and the strings of its argv and environment (argv[], envp[])
+MAX_REQUEST_BYTES, MAX_STRINGS = 1 << 21, (1 << 15) - 1
 
 
 class ServerLost(Exception):
     """The launch server ended or answered something else than its protocol (the run goes on without it)."""
 
 
-@dataclass(frozen=True)
-class Served:
-    """The launch server's answer about the launcher it started: its wait status, the rusage of its tree (as
-    wait4 gives it), the server's clock around it, and why it did not start (an errno, 0 when it did)."""
-
-    status: int
-    errno: int
-    wall_s: float
-    ru: Any  # ru_utime, ru_stime, ru_minflt, ru_majflt, ru_nvcsw, ru_nivcsw as in resource.struct_rusage
-
-
-def _parse_served(line: bytes) -> Served | None:
-    words = line.decode("ascii", "replace").split()
-    if len(words) != 11 or words[:2] != ["fairmark-served", "1"]:
-        return None
-    try:
-        v = [int(w) for w in words[2:]]
-    except ValueError:
-        return None
-    ru = types.SimpleNamespace(
-        ru_utime=v[3] / 1e6,
-        ru_stime=v[4] / 1e6,
-        ru_minflt=v[5],
-        ru_majflt=v[6],
-        ru_nvcsw=v[7],
-        ru_nivcsw=v[8],
-    )
-    return Served(status=v[0], errno=v[1], wall_s=v[2] / 1e9, ru=ru)
-
-
 class LaunchServer:
     """One server process and fairmark's ends of its two sockets; one trial at a time (`lock`)."""
 
-    def __init__(self, path: str, launcher_path: str):
+    def __init__(self, path: str):
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.pids, their_pids = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fds = (theirs.fileno(), their_pids.fileno())
         try:
             # its own process group: a Ctrl-C at the terminal is fairmark's to handle; it ends at EOF
             self.proc = subprocess.Popen(
-                [path, *map(str, fds), launcher_path],
+                [path, *map(str, fds)],
                 pass_fds=fds,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -460,8 +559,9 @@ class LaunchServer:
         env: Any,
         cpus: tuple[int, ...] = (),
         cgroup: tuple[str, str] = ("", ""),
-    ) -> None:
-        """Send one trial (`cgroup`: the tasks file to join, the one to go back to); `pid` and `report` follow."""
+    ) -> bool:
+        """Send one trial (`cgroup`: the tasks file to join, the one to go back to); `pid` and `report` follow.
+        False, and nothing sent, for a request larger than the server takes (SERVER_C's buffers)."""
         if env is None or env != self._env:
             pairs = (
                 os.environb.items()
@@ -478,6 +578,8 @@ class LaunchServer:
                 cwd = os.path.join(os.getcwd(), cwd or "")
         where = [os.fsencode(cwd or ""), ",".join(map(str, cpus)).encode(), *map(os.fsencode, cgroup)]
         body = b"\0".join([*where, b"%d" % len(argv), *map(os.fsencode, argv), *env_part]) + b"\0"
+        if len(body) >= MAX_REQUEST_BYTES or max(len(argv), len(env_part)) >= MAX_STRINGS:
+            return False
         rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
         self._env, self._pid = None, None  # the environment: unknown until the server took the request
         try:
@@ -485,14 +587,15 @@ class LaunchServer:
         except OSError as exc:
             raise ServerLost(f"cannot send to the launch server: {exc}") from None
         self._env = env
+        return True
 
     def pid(self) -> int:
-        """The trial's launcher (its group's id) once it has exec'd; -1: it was not started (the answer says
+        """The trial's process (its group's id) once it has exec'd; -1: it was not started (the report says
         why)."""
         return self._started()[0]
 
     def _started(self) -> tuple[int, float]:
-        """(the launcher's pid, time.monotonic() when it had exec'd)."""
+        """(the command's pid, time.monotonic() once it had exec'd)."""
         if self._pid is None:
             line = self._line(self.pids)
             try:
@@ -503,19 +606,16 @@ class LaunchServer:
         return self._pid
 
     def answered(self, timeout_s: float) -> bool:
-        """Whether the answer came within timeout_s of the trial's start (it stays to be read by `report`). The
-        trial's clock starts in its launcher, which first has to run: the timeout counts from the launcher's
-        exec plus all the time it has spent on a CPU or waiting for one since (Linux's schedstat), so that no
-        trial is cut before timeout_s of its own clock, however long a busy machine kept the launcher waiting."""
-        deadline = time.monotonic() + timeout_s  # the launcher cannot have started earlier
+        """Whether the report came within timeout_s of the command's exec (it stays to be read by `report`):
+        the trial's own clock started before that (before vfork), so no trial is cut before timeout_s of it."""
+        deadline = time.monotonic() + timeout_s  # the command cannot have started earlier
         while not self._readable(deadline - time.monotonic()):
             pid, started = self._started()
             if pid < 0:
-                return True  # not started: the answer says why, at once
-            late = started + timeout_s + _ran_or_waited_s(pid)
-            if time.monotonic() >= late:
+                return True  # not started: the report says why, at once
+            if time.monotonic() >= started + timeout_s:
                 return False
-            deadline = late
+            deadline = started + timeout_s
         return True
 
     def _readable(self, timeout_s: float) -> bool:
@@ -527,14 +627,13 @@ class LaunchServer:
                 return True
         return False
 
-    def report(self) -> tuple[Served, dict[str, Any] | None]:
-        """The server's answer and the launcher's own report (`fairmark.run.launcher.parse_launch_report`;
-        None when the launcher wrote none: killed, or not started)."""
+    def report(self) -> dict[str, Any]:
+        """The trial's report: the launcher's fields (`fairmark.run.launcher.parse_launch_report`)."""
         line = self._line(self.sock)
-        served = _parse_served(line)
-        if served is None:
+        found = parse_launch_report(line)
+        if found is None:
             raise ServerLost(f"the launch server answered {line!r}")
-        return served, parse_launch_report(self._line(self.sock))
+        return found
 
     def _line(self, sock: socket.socket) -> bytes:
         while b"\n" not in self._bufs[sock]:
@@ -598,9 +697,9 @@ def claim(spec: TrialSpec, thread_affinity: bool) -> LaunchServer | None:
         server.close()
         server = _state["server"] = None
     if server is None:
-        path, launcher_path = server_path(), launcher()[0]
+        path = server_path()
         try:
-            server = _state["server"] = LaunchServer(path, launcher_path) if path and launcher_path else None
+            server = _state["server"] = LaunchServer(path) if path else None
         except OSError:
             server = None
         if server is None:
