@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,29 +21,26 @@ _VIRTUAL_DISK = re.compile(r"^(loop|ram|zram|dm-|md|sr|fd)\d*")
 
 
 def parse_stat(text: str) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
-    """/proc/stat → (cpu ticks per state, counters, gauges)."""
+    """/proc/stat → (cpu ticks per state, counters, gauges). A line is split only when all of it is used: the
+    intr and softirq lines hold a number per interrupt (hundreds on a big machine), twice a trial."""
     cpu: dict[str, dict[str, float]] = {}
     counters: dict[str, float] = {}
     gauges: dict[str, float] = {}
     for line in text.splitlines():
-        parts = line.split()
-        if not parts:
-            continue
-        key = parts[0]
+        key, _, rest = line.partition(" ")
         if key.startswith("cpu"):
-            cpu["total" if key == "cpu" else key] = _cpu_states([float(x) for x in parts[1:]])
-        elif key == "ctxt":
-            counters["ctxt"] = float(parts[1])
-        elif key == "intr":
-            counters["intr"] = float(parts[1])
-        elif key == "processes":
-            counters["forks"] = float(parts[1])
+            cpu["total" if key == "cpu" else key] = _cpu_states([float(x) for x in rest.split()])
+        elif key in _STAT_COUNTERS:
+            counters[_STAT_COUNTERS[key]] = float(rest.split(None, 1)[0])
         elif key == "procs_running":
             # The reader itself is running while it reads: what else wants a CPU is one fewer.
-            gauges["runq"] = max(float(parts[1]) - 1.0, 0.0)
+            gauges["runq"] = max(float(rest) - 1.0, 0.0)
         elif key == "procs_blocked":
-            gauges["blocked"] = float(parts[1])
+            gauges["blocked"] = float(rest)
     return cpu, counters, gauges
+
+
+_STAT_COUNTERS = {"ctxt": "ctxt", "intr": "intr", "processes": "forks"}
 
 
 def _cpu_states(v: list[float]) -> dict[str, float]:
@@ -57,14 +55,26 @@ def _cpu_states(v: list[float]) -> dict[str, float]:
     }
 
 
-# Only the lines a sample uses, found by one regex scan: /proc/vmstat has ~190 lines and a monitor reads it twice
-# per trial, so splitting every line was most of a sample's cost.
-_VMSTAT = re.compile(r"^(pgfault|pgmajfault|pswpin|pswpout) (\d+)$", re.MULTILINE)
-_MEMINFO = re.compile(r"^(MemFree|Cached|Buffers|SwapTotal|SwapFree):\s+(\d+)", re.MULTILINE)
+def _values(text: str, names: tuple[str, ...], sep: str) -> dict[str, str]:
+    """The value after `name` + `sep` on the line that starts with it, for each name found (a sample reads
+    /proc/vmstat's ~190 lines twice per trial: finding four of them beats splitting, or a regex over, all)."""
+    out = {}
+    for name in names:
+        at = -1
+        while (at := text.find(name + sep, at + 1)) > 0 and text[at - 1] != "\n":
+            pass  # another line's name ends with this one: look further
+        if at >= 0:
+            end = text.find("\n", at)
+            out[name] = text[at + len(name) + len(sep) : end if end >= 0 else len(text)].strip()
+    return out
 
 
 def parse_vmstat(text: str) -> dict[str, float]:
-    raw = dict(_VMSTAT.findall(text))
+    raw = {
+        k: v
+        for k, v in _values(text, ("pgfault", "pgmajfault", "pswpin", "pswpout"), " ").items()
+        if v.isdigit()
+    }
     out = {}
     if "pgfault" in raw and "pgmajfault" in raw:
         out["faults_major"] = float(raw["pgmajfault"])
@@ -76,7 +86,8 @@ def parse_vmstat(text: str) -> dict[str, float]:
 
 
 def parse_meminfo(text: str) -> dict[str, float]:
-    values = {name: float(v) for name, v in _MEMINFO.findall(text)}
+    found = _values(text, ("MemFree", "Cached", "Buffers", "SwapTotal", "SwapFree"), ":")
+    values = {name: float(v.split()[0]) for name, v in found.items() if v and v.split()[0].isdigit()}
     out = {}
     if "MemFree" in values:
         out["mem_free_kib"] = values["MemFree"]
@@ -151,29 +162,40 @@ class LinuxReader:
         self.pressure = [r for r in ("cpu", "io", "memory") if (self.root / "pressure" / r).exists()]
         # plain strings: pathlib's parsing cost more than the read itself, twice a trial
         self._prefix = f"{self.root}/"
+        self._fds: dict[str, int] = {}
+        self._lock = threading.Lock()
 
     def _read(self, name: str) -> str:
-        """The file's text; plain os calls (the io layers cost a third of a sample: 9 files, twice a trial)."""
+        """The file's text, "" where it does not exist (no /proc/diskstats in a container: that column is simply
+        absent). Read from the start of a descriptor kept open: /proc makes a file's text afresh at each read
+        from offset 0, and opening and closing nine files twice a trial was a third of reading them."""
+        fd = self._fds.get(name)
+        if fd is None:
+            try:
+                fd = self._fds[name] = os.open(self._prefix + name, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return ""
+        chunks, at = [], 0
         try:
-            fd = os.open(self._prefix + name, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            return ""  # e.g. no /proc/diskstats in a container: that column is simply absent
-        chunks = []
-        try:
-            while chunk := os.read(fd, 1 << 16):
+            while chunk := os.pread(fd, 1 << 16, at):
                 chunks.append(chunk)
+                at += len(chunk)
         except OSError:
             return ""
-        finally:
-            os.close(fd)
         return b"".join(chunks).decode("utf-8", errors="replace")
 
     def snapshot(self) -> Snapshot:
-        t = time.monotonic()
         names = ["stat", "vmstat", "diskstats", "net/dev", "meminfo", "loadavg"]
-        return snapshot_from(
-            {n: self._read(n) for n in [*names, *(f"pressure/{r}" for r in self.pressure)]}, t
-        )
+        with self._lock:  # the sampler thread and the trial's start and end share the descriptors
+            t = time.monotonic()
+            texts = {n: self._read(n) for n in [*names, *(f"pressure/{r}" for r in self.pressure)]}
+        return snapshot_from(texts, t)
+
+    def close(self) -> None:
+        with self._lock:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
 
 
 # The /proc files one sample reads (relative to /proc); a remote host's agent reads them and sends the texts.
