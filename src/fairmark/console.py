@@ -256,8 +256,16 @@ class Console:
             self.err.print(f"  [dim]hint:[/dim] {escape(hint)}")
 
     def emit_json(self, obj: Any) -> None:
-        try:  # written as it is encoded: no text copy of a document that holds every trial
-            json.dump(plain(obj), sys.stdout, indent=2, allow_nan=False)
+        # Written as it is encoded (no text copy of a document that holds every trial), in batches: json.dump
+        # writes each of its small pieces (~120 a trial) to the stream, a third of the time it takes.
+        pieces: list[str] = []
+        try:
+            for piece in json.JSONEncoder(indent=2, allow_nan=False).iterencode(plain(obj)):
+                pieces.append(piece)
+                if len(pieces) >= 4096:
+                    sys.stdout.write("".join(pieces))
+                    pieces.clear()
+            sys.stdout.write("".join(pieces))
         except BrokenPipeError:
             _to_devnull(sys.stdout)
             return
