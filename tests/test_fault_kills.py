@@ -65,6 +65,7 @@ def count(db: Path) -> int:
 
 @pytest.mark.slow
 def test_fifty_kills_then_resume_keep_every_trial_and_the_system(tmp_path: Path) -> None:
+    before = cpusets()
     original = KNOB.read_text().strip()
     other = str(int(original) - 1)
     plan = tmp_path / "plan.toml"
@@ -84,7 +85,7 @@ def test_fifty_kills_then_resume_keep_every_trial_and_the_system(tmp_path: Path)
     assert all(b >= a for a, b in itertools.pairwise(stored))  # nothing committed is lost
     now = KNOB.read_text().strip()
     assert now == original, f"the sysctl was left changed: {now} (was {original}; variant B sets {other})"
-    nothing_left(tmp_path, plan, pids)
+    nothing_left(tmp_path, plan, pids, before)
 
 
 @pytest.mark.slow
@@ -92,6 +93,7 @@ def test_fifty_kills_then_resume_keep_every_trial_and_the_system(tmp_path: Path)
 @pytest.mark.skipif(not Path("/dev/loop-control").exists(), reason="no loop devices in this environment")
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed")
 def test_kills_during_mounts_cpu_sets_and_server_starts_leave_nothing(tmp_path: Path) -> None:
+    before = cpusets()
     plan = tmp_path / "plan.toml"
     plan.write_text(
         "[run]\nwarmup = 0\nmin_trials = 10\nmax_trials = 10\ntarget_ci_pct = 0.0001\nseed = 5\n"
@@ -108,7 +110,7 @@ def test_kills_during_mounts_cpu_sets_and_server_starts_leave_nothing(tmp_path: 
     assert kills == KILLS_SYSTEM and stored[-1] < 40
     check_run(tmp_path / "store.db", {"A": 20, "B": 20})
     assert all(b >= a for a, b in itertools.pairwise(stored))
-    nothing_left(tmp_path, plan, pids)
+    nothing_left(tmp_path, plan, pids, before)
 
 
 def gate(tmp_path: Path) -> str:
@@ -228,16 +230,23 @@ def check_run(db: Path, per_variant: dict[str, int]) -> None:
     assert (got, twice, seqs, status) == (per_variant, 0, 0, ["done"])
 
 
-def nothing_left(tmp_path: Path, plan: Path, pids: list[int]) -> None:
-    """No pending journal, mount, loop device, cpuset, scratch directory, server or process of this run."""
+def cpusets() -> set[str]:
+    """The cpuset cgroups fairmark made that exist now (a run's cpuset is named fairmark-PID-VARIANT)."""
+    root = Path("/sys/fs/cgroup/cpuset")
+    return {p.name for p in root.glob("fairmark-*")} if root.is_dir() else set()
+
+
+def nothing_left(tmp_path: Path, plan: Path, pids: list[int], before: set[str]) -> None:
+    """No pending journal, mount, loop device, cpuset, scratch directory, server or process of this run.
+    `before`: the cpusets that existed before the test: PIDs wrap (at 32768 here), so a cpuset another run left
+    behind earlier can carry the PID of one of this test's runs."""
     state = tmp_path / "state"
     assert not list(state.rglob("*.json")), "a system-change journal is still pending"
     assert str(state) not in Path("/proc/mounts").read_text(), "a scratch file system is still mounted"
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     assert str(state) not in loops, "a loop device is still attached"
     marks = [f"fairmark-{pid}-" for pid in pids]  # cpusets carry the PID
-    cpusets = Path("/sys/fs/cgroup/cpuset")
-    left = [p.name for p in cpusets.glob("fairmark-*")] if cpusets.is_dir() else []
+    left = sorted(cpusets() - before)
     assert [n for n in left if any(n.startswith(m) for m in marks)] == [], left
     scratch = [p.name for p in (tmp_path / "tmp").glob("fairmark-*")]  # the run's own TMPDIR
     assert [n for n in scratch if n.startswith(("fairmark-scratch-", *marks))] == [], scratch
