@@ -3,6 +3,9 @@ model's fields, and the variants' resolution, attribution and the remote hosts r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 from fairmark.plan.kinds import KERNEL_PATH_KEYS, REMOTE_KEYS, USER_SPEED_KEYS, VARIANT_KINDS, given_keys
 from fairmark.plan.model import SystemChanges
 from fairmark.report.attribution import is_kernel_path_change
@@ -24,3 +27,70 @@ def test_kinds_of_a_stored_definition_include_its_tuning_set() -> None:
     assert is_kernel_path_change({"sysctl": {"vm.swappiness": 10}})
     assert not is_kernel_path_change({"tuning": "fast"}, tuning)  # the governor moves user-space speed too
     assert not is_kernel_path_change({"malloc_debug": True})
+
+
+HOST = '[hosts.box]\nssh = "root@box"\n[[workload]]\nname = "t"\ncommand = ["true"]\n'
+
+
+def test_a_kind_that_cannot_run_on_a_host_is_refused_at_load_naming_variant_kind_and_host(
+    tmp_path: Path, fairmark_cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    assert not VARIANT_KINDS["online_cpus"].remote  # CPU hotplug stays on the controller
+    path = tmp_path / "plan.toml"
+    path.write_text(
+        HOST
+        + '[[variant]]\nname = "a"\nhost = "box"\n\n[[variant]]\nname = "up"\nhost = "box"\nonline_cpus = 1\n'
+    )
+    code, _, err = fairmark_cli("run", str(path), "--dry-run")
+    assert code == 2, err
+    assert (
+        f"{path}:13: variant[1] \"up\".online_cpus: variant 'up' on host 'box': kind online_cpus cannot run on a host"
+        in " ".join(err.split())
+    ), err
+    assert "run variant 'up' on this machine (no host), or remove online_cpus" in " ".join(err.split())
+
+
+def test_a_tuning_sets_kind_is_refused_on_a_host_and_its_host_kinds_travel(
+    tmp_path: Path, fairmark_cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    from fairmark.plan.load import load_plan
+    from fairmark.remote.hosts import wire_changes
+
+    path = tmp_path / "plan.toml"
+    tuning = '[tuning.lean]\nsysctl = { "vm.swappiness" = 10, "vm.dirty_ratio" = 5 }\n'
+    path.write_text(
+        tuning
+        + HOST
+        + '[[variant]]\nname = "a"\nhost = "box"\ntuning = "lean"\nsysctl = { "vm.swappiness" = 20 }\n'
+    )
+    loaded = load_plan(path)
+    assert wire_changes(loaded.plan.variant[0], loaded.plan.tuning)["sysctl"] == {
+        "vm.swappiness": "20",
+        "vm.dirty_ratio": "5",
+    }
+    assert wire_changes(loaded.plan.variant[0])["sysctl"] == {"vm.swappiness": "20"}  # no sets: its own only
+    path.write_text(
+        tuning + "online_cpus = 1\n" + HOST + '[[variant]]\nname = "a"\nhost = "box"\ntuning = "lean"\n'
+    )
+    code, _, err = fairmark_cli("run", str(path), "--dry-run")
+    assert code == 2, err
+    assert (
+        f"{path}:3: tuning.lean.online_cpus: variant 'a' on host 'box': kind online_cpus (from its [tuning.lean] set) cannot run on a host"
+        in " ".join(err.split())
+    ), err
+
+
+def test_host_moves_every_variant_and_its_kinds_are_checked_there(
+    tmp_path: Path, fairmark_cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    path = tmp_path / "plan.toml"
+    path.write_text(
+        '[[workload]]\nname = "t"\ncommand = ["true"]\n[[variant]]\nname = "up"\nonline_cpus = 1\n'
+    )
+    code, _, err = fairmark_cli("run", str(path), "--dry-run")
+    assert code == 0, err
+    code, _, err = fairmark_cli("run", str(path), "--dry-run", "--host", "root@box")
+    assert code == 2, err
+    assert "variant 'up' on host 'root@box': kind online_cpus cannot run on a host" in " ".join(
+        err.split()
+    ), err

@@ -15,7 +15,7 @@ from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store, run_hosts, state
 from fairmark.console import console
 from fairmark.errors import GateTripped, RunFailed, UsageError
-from fairmark.plan.load import LoadedPlan, load_plan, parse_plan
+from fairmark.plan.load import LoadedPlan, check_hosts, load_plan, parse_plan
 from fairmark.report.data import RunReport, load_report
 from fairmark.report.failures import run_failure
 from fairmark.run.hooks import TrialHook
@@ -273,6 +273,7 @@ def _load(plan: str, map_hosts: tuple[str, ...], host: str | None) -> tuple[Load
     loaded = load_plan(plan)
     if host:
         loaded = LoadedPlan(plan=loaded.plan.with_host(host), path=loaded.path, text=loaded.text)
+        check_hosts(loaded.plan, loaded.text, loaded.path)  # its variants' kinds must run on that host
     return loaded, None
 
 

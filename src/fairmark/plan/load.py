@@ -137,7 +137,28 @@ def parse_plan(text: str, path: str = "<plan>") -> Plan:
             _pydantic_message(err), path=path, line=Locator(text).line(loc), key=_dotted(loc, data) or "plan"
         ) from None
     _check_cells(plan, text, path, data)
+    check_hosts(plan, text, path)
     return plan
+
+
+def check_hosts(plan: Plan, text: str = "", path: str = "<plan>") -> None:
+    """A variant on a host may use only the kinds an agent applies there (plan/kinds.py: the table of kinds);
+    called again on a plan whose variants `--host` moved to a host."""
+    from fairmark.plan.kinds import host_refusals
+
+    refused = host_refusals(plan)
+    if not refused:
+        return
+    r = refused[0]
+    loc: KeyPath = ("tuning", r.tuning, r.kind) if r.tuning else ("variant", r.index, r.kind)
+    data: TomlTable = tomllib.loads(text) if text else {}
+    raise PlanError(
+        r.message,
+        path=path,
+        line=Locator(text).line(loc) if text else None,
+        key=_dotted(loc, data),
+        hint=r.hint,
+    )
 
 
 def _check_cells(plan: Plan, text: str, path: str, data: TomlTable) -> None:

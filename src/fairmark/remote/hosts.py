@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fairmark.errors import EnvironmentRefused, PlanError
@@ -22,7 +22,7 @@ from fairmark.remote.executor import RemoteExecutor
 from fairmark.run.boots import HostDidNotReturn, reboot_command
 
 if TYPE_CHECKING:
-    from fairmark.plan.model import Boot, HostEntry, Plan, Variant
+    from fairmark.plan.model import Boot, HostEntry, Plan, TuningSet, Variant
     from fairmark.run.hooks import Artifact, TrialHook
     from fairmark.run.host import Hosts
     from fairmark.run.spec import Measured, TrialSpec
@@ -50,12 +50,26 @@ def _sysctl_wire(value: Any) -> Any:
 WIRE: dict[str, Callable[[Any], Any]] = {"sysctl": _sysctl_wire}
 
 
-def wire_changes(variant: Variant) -> dict[str, Any]:
-    """The variant's value of every kind an agent applies, as the agent's operation of that name takes it."""
+def wire_changes(variant: Variant, tuning: Mapping[str, TuningSet] | None = None) -> dict[str, Any]:
+    """The variant's value of every kind an agent applies, its [tuning.NAME] set's underneath as on the
+    controller (run/variants/system.merged_changes: its own keys win, sysctl tables merge key by key), as the
+    agent's operation of that name takes it (JSON, as the plan model dumps it)."""
+    from pydantic import BaseModel
+
     from fairmark.plan.kinds import REMOTE_KEYS
 
-    dumped = variant.model_dump(mode="json", include=set(REMOTE_KEYS))
-    return {k: WIRE[k](getattr(variant, k)) if k in WIRE else dumped[k] for k in REMOTE_KEYS}
+    values = {k: getattr(variant, k) for k in REMOTE_KEYS}
+    base = (tuning or {}).get(variant.tuning) if variant.tuning else None
+    if base is not None:
+        for k in REMOTE_KEYS:
+            if k == "sysctl":
+                values[k] = {**base.sysctl, **variant.sysctl}
+            elif k not in variant.model_fields_set:
+                values[k] = getattr(base, k)
+    return {
+        k: WIRE[k](v) if k in WIRE else v.model_dump(mode="json") if isinstance(v, BaseModel) else v
+        for k, v in values.items()
+    }
 
 
 class RemoteHost:
@@ -72,8 +86,10 @@ class RemoteHost:
         path: str = "<plan>",
         monitor_interval_s: float | None = None,
         allow_concurrent: bool = False,
+        tuning: Mapping[str, TuningSet] | None = None,
     ):
         self.name, self.entry, self.path = name, entry, path
+        self.tuning = dict(tuning or {})  # the plan's [tuning.NAME] sets, which a variant here may name
         self.spec = host_spec(name, entry)
         self.monitor_interval_s, self.allow_concurrent = monitor_interval_s, allow_concurrent
         self.conn: HostConnection | None = None
@@ -120,7 +136,7 @@ class RemoteHost:
     # -- the variant's system changes ---------------------------------------------------------------------------
     def activate(self, variant: Variant) -> None:
         """Make the variant's changes the active set on this host (the agent journals each original first)."""
-        for kind, want in wire_changes(variant).items():
+        for kind, want in wire_changes(variant, self.tuning).items():
             current = self.wanted.get(kind)
             if want == current or (current is None and not want):
                 continue
@@ -247,21 +263,9 @@ class RemoteHost:
 # -- a run's hosts ---------------------------------------------------------------------------------------------
 def check_plan(plan: Plan, path: str = "<plan>") -> list[str]:
     """The hosts the plan's variants (and their clients) use, in order; refuses what cannot run there."""
-    from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
+    from fairmark.plan.load import check_hosts
 
-    for v in plan.variant:
-        # the kinds an agent does not apply (plan/kinds.py: VariantKind(remote=True) marks those it does)
-        other = [
-            k
-            for k in VARIANT_KINDS
-            if k not in REMOTE_KEYS and v.host and getattr(v, k) not in (None, False, {})
-        ]
-        if other or (v.host and v.tuning):
-            raise PlanError(
-                f"variant {v.name!r}: on host {v.host!r} only {', '.join(REMOTE_KEYS)} changes are supported so "
-                f"far (not {', '.join(other) or 'tuning sets'})",
-                path=path,
-            )
+    check_hosts(plan, path=path)  # the kinds an agent cannot apply there (plan/kinds.py: the table of kinds)
     # (variant, workload) → the host running the client
     client_host = {
         (v.name, w.name): v.client_host or w.client_host
@@ -289,7 +293,12 @@ def hosts_for(
     interval = next((getattr(h, "interval_s", None) for h in hooks if h.name == "monitor.system"), None)
     return {
         name: RemoteHost(
-            name, plan.hosts[name], path=path, monitor_interval_s=interval, allow_concurrent=allow_concurrent
+            name,
+            plan.hosts[name],
+            path=path,
+            monitor_interval_s=interval,
+            allow_concurrent=allow_concurrent,
+            tuning=plan.tuning,
         )
         for name in check_plan(plan, path)
     }

@@ -26,7 +26,7 @@ from fairmark.run.boots import HostDidNotReturn, reboot_command
 from fairmark.run.executor import execute_spec
 from fairmark.run.spec import Measured, TrialSpec
 from fairmark.run.variants.journal import default_state_dir
-from fairmark.run.variants.system import SystemState
+from fairmark.run.variants.system import SystemState, merged_changes
 
 if TYPE_CHECKING:
     from fairmark.plan.model import Boot, Plan, Variant
@@ -314,7 +314,10 @@ class Hosts:
         from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
 
         wide = [k for k in REMOTE_KEYS if VARIANT_KINDS[k].machine_wide]
-        there = any(v.host and any(getattr(v, k) for k in wide) for v in self.plan.variant)
+        there = any(
+            v.host and any(merged_changes(self.plan, v).get(k) not in (None, {}) for k in wide)
+            for v in self.plan.variant
+        )
         return self.local.changes_system or (bool(self.remote) and there)
 
     # -- the run's life cycle
