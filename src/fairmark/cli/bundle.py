@@ -262,7 +262,12 @@ def _rows(
     table: Any, rows: list[dict[str, Any]], run_id: str, cell_map: dict[Any, int]
 ) -> list[dict[str, Any]]:
     out = []
-    for r in rows:
+    for i, r in enumerate(rows):
+        if table is S.trials and not isinstance(r.get("id"), str):
+            # a trial's id is its UUID, kept across stores: without one the insert would fail in the database
+            raise ValueError(
+                f"tables.trials[{i}].id: expected the trial's id (a string), got {str(r.get('id'))[:40]!r}"
+            )
         r = {c.name: _value(table, c, r[c.name], run_id) for c in table.columns if c.name in r}
         if table is not S.runs and table is not S.trials:
             r.pop("id", None)  # integer ids are the importing store's
