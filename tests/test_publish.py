@@ -183,6 +183,17 @@ def test_every_page_is_self_contained_and_described(fairmark_cli, tmp_path: Path
     assert "change point" in series.read_text() and "worse" in index  # the planted -10% throughput
 
 
+def test_a_series_too_short_for_alpha_says_so_not_no_change_point(fairmark_cli, tmp_path: Path) -> None:
+    """4 runs cannot reach p < 0.01 whatever they hold: the page says that, not "No change point"."""
+    lab_history(store(), "lab-a", 4, 2, 5)
+    out = tmp_path / "site"
+    publish(fairmark_cli, out)
+    (series,) = (out / "series").glob("*.html")
+    text = series.read_text()
+    assert "4 runs are too few to show any change point at α = 0.01" in text
+    assert "No change point" not in text
+
+
 def test_a_bisect_without_a_stored_outcome_says_so(fairmark_cli, tmp_path: Path) -> None:
     """Runs of a bisect that did not finish (tagged by step, no outcome stored) get a page listing them."""
     st = store()

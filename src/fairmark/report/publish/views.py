@@ -192,7 +192,10 @@ def _chart_desc(view: dict[str, Any], cps: list[dict[str, Any]], opts: HistoryOp
         f"the latest mean is {_value(points[-1], view['unit'])}. "
     )
     if not cps:
-        return text + f"No change point at α = {opts.alpha:g}."
+        # a series too short for any p-value to reach α says so: "no change point" would read as evidence
+        return text + (
+            f"{view['too_short']}." if view.get("too_short") else f"No change point at α = {opts.alpha:g}."
+        )
     return text + " ".join(
         f"Change point {k}: {r['shift']} between run {r['before']['run'][:8]} and run {r['after']['run'][:8]}."
         for k, r in enumerate(cps, start=1)
