@@ -67,18 +67,7 @@ class Connections(Adapter):
     measures = ("network", "kernel")
 
     def check(self, params: dict[str, Any]) -> None:
-        tools.require_positive_ints(self.name, params, ("connections", "threads", "duration_s", "timeout_s"))
-        tools.require_positive_ints(self.name, params, ("file_bytes",))
-        if params["threads"] > params["connections"]:
-            raise PlanError(
-                f"connections: threads ({params['threads']}) must be ≤ connections ({params['connections']})",
-                key="threads",
-            )
-        workers = params["server_workers"]
-        if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-            raise PlanError(
-                f"connections: server_workers must be 'auto' or ≥ 1, got {workers!r}", key="server_workers"
-            )
+        check_wrk_params(self.name, params)
 
     def setup(self, ctx: WorkloadContext) -> None:
         ctx.state["rlimit_nofile"] = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -142,6 +131,22 @@ class Connections(Adapter):
         finally:
             if "rlimit_nofile" in ctx.state:
                 resource.setrlimit(resource.RLIMIT_NOFILE, ctx.state.pop("rlimit_nofile"))
+
+
+def check_wrk_params(tool: str, params: dict[str, Any]) -> None:
+    """The parameters a wrk run against the managed nginx takes (this tool's and `wrk`'s)."""
+    tools.require_positive_ints(tool, params, ("connections", "threads", "duration_s", "timeout_s"))
+    tools.require_positive_ints(tool, params, ("file_bytes",))
+    if params["threads"] > params["connections"]:
+        raise PlanError(
+            f"{tool}: threads ({params['threads']}) must be ≤ connections ({params['connections']})",
+            key="threads",
+        )
+    workers = params["server_workers"]
+    if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise PlanError(
+            f"{tool}: server_workers must be 'auto' or ≥ 1, got {workers!r}", key="server_workers"
+        )
 
 
 def raise_fd_limit(needed: int) -> None:

@@ -434,7 +434,7 @@ http {{
   access_log off;
   client_body_temp_path {dir}/tmp/body; proxy_temp_path {dir}/tmp/proxy; fastcgi_temp_path {dir}/tmp/fcgi;
   uwsgi_temp_path {dir}/tmp/uwsgi; scgi_temp_path {dir}/tmp/scgi;
-  server {{ listen {host}:{port} backlog={backlog}; root {dir}/www; }}
+  server {{ {listen} root {dir}/www; }}
 }}
 """
 
@@ -446,10 +446,17 @@ class NginxServer(ManagedServer):
     stop_signal = signal.SIGQUIT  # graceful: finish open requests
 
     def __init__(
-        self, directory: Path, *, file_bytes: int = 612, workers: int | str = "auto", connections=16384
+        self,
+        directory: Path,
+        *,
+        file_bytes: int = 612,
+        workers: int | str = "auto",
+        connections=16384,
+        address: str = LOOPBACK,
     ):
         super().__init__(directory)
         self.file_bytes, self.workers, self.connections = file_bytes, workers, connections
+        self.address = address  # a client on another host (a test network): listen on this address too
         self.nofile = connections * 2  # a proxied or static request may hold two descriptors (socket, file)
         # The master stays root (so it may raise its fd limit); workers drop to `nobody`, as packaged nginx does.
         self.worker_user = "nobody" if os.geteuid() == 0 else None
@@ -469,12 +476,13 @@ class NginxServer(ManagedServer):
         conf.write_text(
             NGINX_CONF.format(
                 dir=self.dir,
-                host=LOOPBACK,
-                port=self.port,
+                listen=" ".join(
+                    f"listen {host}:{self.port} backlog=4096;"
+                    for host in dict.fromkeys([LOOPBACK, self.address])
+                ),
                 workers=self.workers,
                 nofile=nofile_for(self.nofile),
                 connections=self.connections,
-                backlog=4096,
                 user=self._user_directive(),
             )
         )
@@ -491,7 +499,11 @@ class NginxServer(ManagedServer):
 
     @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}/file"
+        return self.url_at(LOOPBACK)
+
+    def url_at(self, host: str) -> str:
+        """The served file's URL through `host`: loopback, or the test-network address a client elsewhere uses."""
+        return f"http://{host}:{self.port}/file"
 
 
 class Iperf3Server(ManagedServer):
