@@ -100,7 +100,8 @@ def test_the_controller_and_its_agent_name_a_linux_boot_alike() -> None:
 
 def test_the_shipped_agent_is_the_launcher_and_the_agent_in_one_standard_library_program() -> None:
     """The agent travels as one text (python3 -c) to hosts without fairmark: run/launcher.py's, then agent.py's;
-    it imports fairmark only where fairmark is installed (the launcher, a tool adapter, whether it is there)."""
+    it imports fairmark only where fairmark is installed (the launcher, a tool adapter, a profiler, whether it is
+    there)."""
     import ast
 
     from fairmark.remote.connection import agent_source
@@ -112,6 +113,7 @@ def test_the_shipped_agent_is_the_launcher_and_the_agent_in_one_standard_library
         "fairmark",
         "fairmark.run.launcher",
         "fairmark.remote.tooling",
+        "fairmark.remote.profiling",
     }
     assert all(n.split(".")[0] in (*sys.stdlib_module_names, "fairmark") for n in names), names
     top = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]

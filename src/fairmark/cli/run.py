@@ -24,7 +24,9 @@ from fairmark.run.runner import Runner, RunOptions
 from fairmark.verdict.run import RunVerdicts
 
 
-def _hooks(monitors: bool, interval: float, profile: str | None) -> list[TrialHook]:
+def _hooks(monitors: bool, interval: float, profile: str | None, hosts: bool = False) -> list[TrialHook]:
+    """The run's trial hooks. `hosts`: the plan runs trials on hosts, where each profiler is checked on the host
+    (remote.profiling): one that cannot work here still profiles the trials there."""
     hooks: list[TrialHook] = []
     if monitors:
         from fairmark.run.monitors import default_hooks
@@ -35,9 +37,11 @@ def _hooks(monitors: bool, interval: float, profile: str | None) -> list[TrialHo
 
         hooks += hooks_for([p.strip() for p in profile.split(",") if p.strip()])
     for h in hooks:
-        if h.unavailable:
+        if h.unavailable and hosts and h.name.startswith("profile."):
+            console.warn(f"{h.name}: not available here — {h.unavailable}; only trials on hosts are profiled")
+        elif h.unavailable:
             console.warn(f"{h.name}: not available here — {h.unavailable}; continuing without it")
-    return [h for h in hooks if not h.unavailable]
+    return [h for h in hooks if not h.unavailable or (hosts and h.name.startswith("profile."))]
 
 
 def _gate(report: RunReport, fail_on_regression: float | None) -> None:
@@ -226,12 +230,10 @@ def run(
         keep_scratch=keep_scratch,
         calibrate=calibrate,
         command_line=shlex.join(["fairmark", *sys.argv[1:]]),
-        hooks=_hooks(not no_monitors, monitor_interval, profile),
+        hooks=_hooks(not no_monitors, monitor_interval, profile, bool(loaded.plan.remote)),
         tags=tags,
         rerun_of=rerun.record if rerun else None,
     )
-    if loaded.plan.remote and profile:
-        console.note("profiles are taken only of trials on this machine, not of those on hosts")
     _start(loaded, options, rerun, allow_concurrent=allow_concurrent, fail_on_regression=fail_on_regression)
 
 
@@ -308,7 +310,7 @@ def resume(
         seed=stored.seed,
         accept_risk=stored.accept_risk,
         command_line=stored.command_line,
-        hooks=_hooks(not no_monitors, monitor_interval, profile),
+        hooks=_hooks(not no_monitors, monitor_interval, profile, bool(loaded.plan.remote)),
     )
     _execute(
         loaded,

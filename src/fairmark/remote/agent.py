@@ -26,6 +26,8 @@ Operations:
   restore               revert everything this agent changed; recover: undo dead agents' journals
   adapter               a tool workload's adapter life cycle (servers, data, command line) run here; needs
                         fairmark installed on the host (`fairmark agent`)
+  profilers             whether each profiler (cpu, locks, syscalls) can work here; an exec with "profile" runs
+                        the trial under that one (fairmark.remote.profiling; needs fairmark on the host too)
   mkdirs, rmtree, which small file-system helpers for the controller's scratch directories and tool checks
   bye                   end the session (system changes are restored, also at end of input)
 """
@@ -53,6 +55,10 @@ PROTOCOL = 2  # 2: exec carries a TrialSpec and answers a Measured
 SPEC_VERSION = 1  # fairmark.run.spec.SPEC_VERSION this agent executes (a test keeps the two equal)
 AGENT_VERSION = "0.1.0"
 KILL_WAIT_S = 5.0
+PROFILES_NEED_FAIRMARK = (
+    'profiles on a host need fairmark installed there: set agent = ["fairmark", "agent"] in its '
+    "[hosts.NAME]; the shipped agent runs trials without profilers"
+)
 
 
 # -- host facts ----------------------------------------------------------------------------------------------
@@ -582,7 +588,13 @@ class Session:
         return {"restored": self.tunables.restore()}
 
     def _teardown_adapters(self) -> None:
-        """Servers a controller left running (it died, or the connection dropped) are stopped with the agent."""
+        """Servers a controller left running (it died, or the connection dropped) are stopped with the agent, and
+        a profiler left recording (perf) with them."""
+        profilers = self.__dict__.pop("profilers", None)
+        if profilers:
+            from fairmark.remote.profiling import close
+
+            close(profilers)
         for adapter, ctx in self.__dict__.pop("adapters", {}).values():
             try:
                 adapter.teardown(ctx)
@@ -601,13 +613,42 @@ class Session:
             )
         for d in req.get("mkdirs") or ():
             hold_scratch(d)
+        profile = self._profile(req)
+        if profile is not None:  # the profiler wraps the command and starts here, right before the trial
+            spec = dict(spec, argv=profile.wrap([str(a) for a in spec["argv"]]))
+            profile.start()
         while (fd := take_dir(out_dir := tempfile.mkdtemp(prefix=OUT_PREFIX))) is None:
             pass  # a sweep took the fresh directory's lock first and removed it: make another
+        profiled = None
         try:
-            return self._exec(req, spec, out_dir)
+            res = self._exec(req, spec, out_dir)
         finally:
+            if profile is not None:
+                profiled = profile.stop()
             shutil.rmtree(out_dir, ignore_errors=True)
             os.close(fd)
+        if profiled is not None:
+            res["profile"] = profiled
+        return res
+
+    def _profile(self, req: dict):
+        """A profiled trial's profiler on this host (fairmark.remote.profiling.HostTrial), or None."""
+        if not req.get("profile"):
+            return None
+        try:
+            from fairmark.remote.profiling import HostTrial
+        except ImportError:
+            raise RuntimeError(PROFILES_NEED_FAIRMARK) from None
+        hold_scratch(req["profile"]["ctx"]["trial_dir"])  # the controller's trial directory, made here
+        return HostTrial(self.__dict__.setdefault("profilers", {}), req["profile"])
+
+    def op_profilers(self, req: dict) -> dict:
+        """Whether each profiler (cpu, locks, syscalls) can work on this host: {name: why not, or None}."""
+        try:
+            from fairmark.remote.profiling import check
+        except ImportError:
+            raise RuntimeError(PROFILES_NEED_FAIRMARK) from None
+        return {"unavailable": check(self.__dict__.setdefault("profilers", {}), list(req.get("names") or ()))}
 
     def _exec(self, req: dict, spec: dict, out_dir: str) -> dict:
         argv = [str(a) for a in spec["argv"]]

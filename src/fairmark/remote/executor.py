@@ -40,6 +40,8 @@ class RemoteExecutor:
         self.last_boot_id: str | None = None
         self._artifacts: list[Artifact] = []
         self.down: ConnectionLost | None = None  # the host stayed away: the next trial interrupts the run
+        # The next trial's profiler there, {"name", "ctx"} (set by remote.profiling.RemoteProfile), else None
+        self.profile: dict[str, Any] | None = None
 
     def take_artifacts(self) -> list[Artifact]:
         """The last trial's artifacts made on the host (its monitor series), handed over once."""
@@ -92,14 +94,12 @@ class RemoteExecutor:
         mkdirs = [env_set[k] for k in ("FAIRMARK_SCRATCH",) if k in env_set]
         # The spec travels without its env: the host keeps its own environment plus what the plan changes.
         wire = spec.to_dict() | {"env": None}
+        # A profiled trial is profiled alone there, as here (no monitor beside its profiler).
+        profile, self.profile = self.profile, None
+        extra = {"profile": profile} if profile else {"monitor": self._monitor_request()}
         try:
             res = self.conn.call(
-                "exec",
-                spec=wire,
-                env_set=env_set,
-                env_unset=env_unset,
-                mkdirs=mkdirs,
-                monitor=self._monitor_request(),
+                "exec", spec=wire, env_set=env_set, env_unset=env_unset, mkdirs=mkdirs, **extra
             )
         except ConnectionLost as exc:
             so.write_bytes(b"")
@@ -125,6 +125,10 @@ class RemoteExecutor:
         self.last_boot_id = res.pop("boot_id", None)
         if res.get("monitor"):
             self._monitor_series(res.pop("monitor"))
+        if "profile" in res:
+            from fairmark.remote.profiling import host_artifacts
+
+            self._artifacts += host_artifacts(self.conn.spec.name, res.pop("profile"))
         return Measured.from_dict(res["measured"] | {"stdout_path": str(so), "stderr_path": str(se)})
 
     def _reconnect(self) -> None:

@@ -87,11 +87,13 @@ class RemoteHost:
         monitor_interval_s: float | None = None,
         allow_concurrent: bool = False,
         tuning: Mapping[str, TuningSet] | None = None,
+        profiles: Sequence[str] = (),
     ):
         self.name, self.entry, self.path = name, entry, path
         self.tuning = dict(tuning or {})  # the plan's [tuning.NAME] sets, which a variant here may name
         self.spec = host_spec(name, entry)
         self.monitor_interval_s, self.allow_concurrent = monitor_interval_s, allow_concurrent
+        self.profiles = tuple(profiles)  # the run's profilers (cpu, locks, syscalls): each must work here
         self.conn: HostConnection | None = None
         self.executor: RemoteExecutor | None = None
         self.wanted: dict[str, Any] = {}  # kind → the value active there now (as sent)
@@ -115,6 +117,7 @@ class RemoteHost:
         self.conn = HostConnection(self.spec)  # kept before connecting: close() cleans up a failed attempt
         hello = self.conn.connect()
         self._lock()
+        self._check_profilers()
         self.executor = RemoteExecutor(
             self.conn, on_reconnect=self._reapply, monitor_interval_s=self.monitor_interval_s
         )
@@ -132,6 +135,32 @@ class RemoteHost:
                 f"pid {o.get('pid')}, plan {o.get('plan')})",
                 hint="wait for it, or pass --allow-concurrent to measure both at once (each perturbs the other)",
             )
+
+    def _check_profilers(self) -> None:
+        """Every profiler of the run must work on this host (its trials are profiled there, by its agent): one that
+        cannot refuses the run before any trial, naming host and profiler — never an empty profile."""
+        if not self.profiles:
+            return
+        try:
+            got = self._connection().call("profilers", names=list(self.profiles))
+        except AgentError as exc:
+            raise EnvironmentRefused(
+                f"host {self.name}: --profile {','.join(self.profiles)}: {exc.message}"
+            ) from None
+        missing = {name: why for name, why in got["unavailable"].items() if why}
+        if missing:
+            raise EnvironmentRefused(
+                "; ".join(
+                    f"host {self.name}: profiler {n} cannot work there: {why}" for n, why in missing.items()
+                ),
+                hint=f"install what it needs on {self.name}, or run without --profile {','.join(missing)}",
+            )
+
+    def profiled(self, profiler: TrialHook) -> TrialHook:
+        """The hook of a profiled trial here: its agent runs the profiler around the trial on this host."""
+        from fairmark.remote.profiling import RemoteProfile
+
+        return RemoteProfile(self.name, self._executor(), profiler)
 
     # -- the variant's system changes ---------------------------------------------------------------------------
     def activate(self, variant: Variant) -> None:
@@ -286,11 +315,12 @@ def hosts_for(
     plan: Plan, path: str = "<plan>", *, hooks: Sequence[TrialHook] = (), allow_concurrent: bool = False
 ) -> dict[str, RemoteHost]:
     """The [hosts.NAME] a run of `plan` uses, not yet connected (the runner connects them): {} for a plan that
-    runs on this machine alone. The system monitor runs on each host (its agent samples); other hooks
-    (profilers) stay local only."""
+    runs on this machine alone. The system monitor runs on each host (its agent samples); so do the profilers,
+    each checked there when the host is connected (remote.profiling)."""
     if not plan.remote:
         return {}
     interval = next((getattr(h, "interval_s", None) for h in hooks if h.name == "monitor.system"), None)
+    profiles = [h.name.removeprefix("profile.") for h in hooks if h.name.startswith("profile.")]
     return {
         name: RemoteHost(
             name,
@@ -299,6 +329,7 @@ def hosts_for(
             monitor_interval_s=interval,
             allow_concurrent=allow_concurrent,
             tuning=plan.tuning,
+            profiles=profiles,
         )
         for name in check_plan(plan, path)
     }

@@ -91,7 +91,7 @@ def remote_adapter(adapter: Adapter, hosts: Hosts, workload: str, path: str) -> 
     if not adapter.remote_client and any(w == workload for _, w in hosts.client_host):
         raise PlanError(
             f"workload {workload!r}: tool {adapter.name!r} cannot put its client on another host "
-            "(client_host) yet; pgbench, sysbench-oltp, iperf3 and redis can",
+            "(client_host) yet; pgbench, sysbench-oltp, iperf3, redis and wrk can",
             path=path,
         )
     refuse = getattr(adapter, "client_host_refusal", None)  # a parameter that cannot cross hosts

@@ -13,6 +13,17 @@ from typing import Any
 SYSTEM_WIDE = "system-wide"
 
 
+def hosts_of(docs: list[Any]) -> list[str]:
+    """The hosts a cell's profile documents were taken on (remote.profiling labels them; none: this machine)."""
+    return sorted({str(d["host"]) for d in docs if isinstance(d, dict) and d.get("host")})
+
+
+def where(docs: list[Any]) -> str:
+    """ " on host NAME" for a profile taken on a host, as every report labels it; "" for this machine's."""
+    hosts = hosts_of(docs)
+    return f" on host {', '.join(hosts)}" if hosts else ""
+
+
 def cpu_view(metas: list[dict[str, Any]]) -> dict[str, Any] | None:
     """A cell's CPU profile metadata merged over its profiled trials: scope, samples and the workload's share
     (the sum of its samples over the sum of the busy CPUs' samples, so a longer trial weighs more)."""
@@ -22,6 +33,8 @@ def cpu_view(metas: list[dict[str, Any]]) -> dict[str, Any] | None:
     scopes = sorted({str(m.get("scope") or SYSTEM_WIDE) for m in metas})
     with_share = [m for m in metas if m.get("busy_samples") is not None]
     view: dict[str, Any] = {"scope": " + ".join(scopes), "trials": len(metas)}
+    if hosts := hosts_of(metas):
+        view["hosts"] = hosts
     if with_share:
         workload = sum(int(m.get("workload_samples") or 0) for m in with_share)
         busy = sum(int(m.get("busy_samples") or 0) for m in with_share)
@@ -35,21 +48,23 @@ def cpu_view(metas: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def cpu_line(view: dict[str, Any]) -> str:
     """One sentence: what the flame graph holds, and how much of the machine's work the workload was."""
+    on = f" on host {', '.join(view['hosts'])}" if view.get("hosts") else ""
     if view["scope"] == SYSTEM_WIDE:
-        return "system-wide: every process on the machine, not only the workload (its share was not recorded)"
+        return f"system-wide{on}: every process on the machine, not only the workload (its share was not recorded)"
     share = view.get("workload_share")
     if share is None:
-        return f"{view['scope']}: the workload's processes only"
+        return f"{view['scope']}{on}: the workload's processes only"
     return (
-        f"{view['scope']}: the workload's processes only; they were {100 * share:.0f}% of the samples of busy CPUs "
+        f"{view['scope']}{on}: the workload's processes only; they were {100 * share:.0f}% of the samples of busy CPUs "
         f"during the profiled trials ({view['workload_samples']} of {view['busy_samples']})"
     )
 
 
 def scope_of(docs: list[Any]) -> str:
-    """The scope of a lock or syscall profile's documents ("system-wide" for those stored without one)."""
+    """The scope of a lock or syscall profile's documents ("system-wide" for those stored without one), and the
+    host they were taken on."""
     scopes = sorted({str(d.get("scope") or SYSTEM_WIDE) for d in docs if isinstance(d, dict)})
-    return " + ".join(scopes) or SYSTEM_WIDE
+    return (" + ".join(scopes) or SYSTEM_WIDE) + where(docs)
 
 
 def cell_json(key: str, variant: str, arts: Any) -> dict[str, Any] | None:
@@ -59,5 +74,7 @@ def cell_json(key: str, variant: str, arts: Any) -> dict[str, Any] | None:
         out["cpu"] = cpu
     for kind, name in (("locks", "profile.locks/contention"), ("syscalls", "profile.syscalls/summary")):
         if docs := arts.data(key, name):
-            out[kind] = {"scope": scope_of(docs), "trials": len(docs)}
+            out[kind] = {"scope": scope_of(docs), "trials": len(docs)} | (
+                {"hosts": hosts} if (hosts := hosts_of(docs)) else {}
+            )
     return {"cell": key, "variant": variant} | out if out else None

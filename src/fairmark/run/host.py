@@ -30,7 +30,7 @@ from fairmark.run.variants.system import SystemState, merged_changes
 
 if TYPE_CHECKING:
     from fairmark.plan.model import Boot, Plan, Variant
-    from fairmark.run.hooks import Artifact
+    from fairmark.run.hooks import Artifact, TrialHook
     from fairmark.run.trial import Executor
     from fairmark.run.variants.boothook import Kind
     from fairmark.run.workloads.base import Adapter
@@ -72,7 +72,11 @@ class Host(Protocol):
         ...
 
     def take_artifacts(self) -> list[Artifact]:
-        """What was measured there beside the last trial (an agent's monitor series), handed over once."""
+        """What was measured there beside the last trial (an agent's monitor series, a profile), handed over once."""
+        ...
+
+    def profiled(self, profiler: TrialHook) -> TrialHook:
+        """The hook a profiled trial of `profiler` runs with when its command runs on this machine."""
         ...
 
     def adapter(self, adapter: Adapter, workload: str, hosts: Hosts) -> Adapter:
@@ -180,6 +184,9 @@ class LocalHost:
 
     def take_artifacts(self) -> list[Artifact]:
         return []  # the trial hooks measure here, around the trial
+
+    def profiled(self, profiler: TrialHook) -> TrialHook:
+        return profiler  # it runs here, around the trial
 
     def adapter(self, adapter: Adapter, workload: str, hosts: Hosts) -> Adapter:
         return adapter

@@ -253,8 +253,10 @@ class Runner:
         done = [cs for cs in rt.cells if cs.status == "done"]
         for i, profiler in enumerate(profilers):
             start = first + i * PROFILED_TRIALS  # fixed per profiler, so that resume skips what ran
+            # a profiler that cannot work here is in a run on hosts for theirs: this machine's cells go without
+            cells = [cs for cs in done if not (profiler.unavailable and self._runs_here(rt, cs))]
             for r in range(start, start + PROFILED_TRIALS):
-                for cs in self._round_order(order, rt.workload.name, r, done):
+                for cs in self._round_order(order, rt.workload.name, r, cells):
                     if r not in cs.rounds_done:
                         self.seq += 1
                         out = self._path().run(rt, contexts, cs, r, self.seq, profiler=profiler)
@@ -263,6 +265,9 @@ class Runner:
                             trial_event(self.seq, self._running, self.policy, rt, cs, r, out)
                             | {"profiled": True}
                         )
+
+    def _runs_here(self, rt: WorkloadRuntime, cs: CellState) -> bool:
+        return self.hosts.runs(cs.cell.variant, rt.workload.name).local
 
     # -- the trial loop's steps (public: run.bootrun shares them) ------------------------------------------
     def stage(self, rt: WorkloadRuntime) -> AbstractContextManager[Contexts]:

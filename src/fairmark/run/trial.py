@@ -102,7 +102,7 @@ class TrialPath:
         prepared = self.hosts.prepare(variant)
         wctx, extra = self._adapter_context(rt, contexts, cell.variant, prepared.get("workdir"))
         host = self.hosts.runs(cell.variant, w.name)  # its client host, else the variant's machine
-        hooks = self._hooks_for(host.local, profiler)
+        hooks = self._hooks_for(host, profiler)
         # a tool's adapter and the profilers write files of their own beside the output
         trial_dir = self._trial_dir(wctx.scratch, seq, own=bool(rt.adapter) or any(map(is_profiler, hooks)))
         tctx, command = self._trial_context(rt, cs, wctx, trial_dir, extra, r, variant)
@@ -227,12 +227,15 @@ class TrialPath:
             artifacts += hook.stop(hctx, result)
         return result, artifacts
 
-    def _hooks_for(self, here: bool, profiler: TrialHook | None) -> tuple[TrialHook, ...]:
-        """A profiled trial's hook is its one profiler; a measured one's, every hook but the profilers. On a
-        host its agent samples its own monitor (profiles there: not yet)."""
-        if not here:
+    def _hooks_for(self, host: Host, profiler: TrialHook | None) -> tuple[TrialHook, ...]:
+        """A profiled trial's hook is its one profiler, taken where its command runs (on a host, by its agent:
+        Host.profiled); a measured one's, every hook but the profilers. On a host its agent samples its own
+        monitor."""
+        if profiler:
+            return (host.profiled(profiler),)
+        if not host.local:
             return ()
-        return (profiler,) if profiler else tuple(h for h in self.hooks if not is_profiler(h))
+        return tuple(h for h in self.hooks if not is_profiler(h))
 
     def _trial_dir(self, scratch: Path, seq: int, own: bool) -> Path:
         """Where the trial's output goes. A tool's adapter and the profilers put files of their own there, and

@@ -1,0 +1,98 @@
+"""Profilers on a host (`--profile cpu,locks,syscalls` for trials whose command runs on a [hosts.NAME]).
+
+The profile of such a trial is taken where it runs, by fairmark's agent there, with the profilers the controller
+uses locally (fairmark.run.profiles), chosen by the host's own OS: perf (the trial's own cgroup) and strace on
+Linux; DTrace, lockstat and truss on FreeBSD. The agent wraps the trial's command, starts and stops the profiler
+around it, and reduces what it recorded there: only the folded stacks and the lock and syscall tables travel
+back (never perf.data), each JSON document labelled with the host. Like tool workloads, this needs fairmark
+installed on the host (`agent = ["fairmark", "agent"]`); the shipped stdlib agent refuses.
+
+Every host of a run with profilers is asked first (op "profilers"): a profiler that cannot work there refuses
+the run before any trial, naming the host and the profiler (exit 3) — never an empty profile. One profiler per
+trial, as on the controller (the runner's profiled rounds).
+
+Host side: `check` (op "profilers") and `HostTrial` (op "exec" with a "profile" request).
+Controller side: `RemoteProfile`, the hook a profiled trial on a host gets (RemoteHost.profiled), and
+`host_artifacts`, which labels what came back."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from fairmark.run.hooks import Artifact, HookContext, TrialHook
+
+if TYPE_CHECKING:
+    from fairmark.remote.executor import RemoteExecutor
+
+PREFIX = "profile."
+
+
+# -- on the host (called by the agent) -------------------------------------------------------------------------
+def check(state: dict[str, TrialHook], names: list[str]) -> dict[str, str | None]:
+    """Each profiler's reason it cannot work on this host (None: it can); the hooks are kept for the session."""
+    from fairmark.run.profiles import hooks_for
+
+    for name in names:
+        if name not in state:
+            (state[name],) = hooks_for([name])
+    return {name: state[name].unavailable for name in names}
+
+
+class HostTrial:
+    """One profiled trial on this host: its profiler (`req["name"]`: cpu, locks or syscalls) around its command,
+    with the controller's hook context (`req["ctx"]`: the trial's directory is the controller's path, made here)."""
+
+    def __init__(self, state: dict[str, TrialHook], req: dict[str, Any]):
+        name = str(req["name"])
+        why = check(state, [name])[name]
+        if why:
+            raise RuntimeError(f"profiler {name} cannot work here: {why}")
+        self.hook, self.ctx = state[name], HookContext(**req["ctx"])
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return self.hook.wrap(argv, self.ctx)
+
+    def start(self) -> None:
+        self.hook.start(self.ctx)
+
+    def stop(self) -> list[dict[str, Any]]:
+        return [dataclasses.asdict(a) for a in self.hook.stop(self.ctx, None)]
+
+
+def close(state: dict[str, TrialHook]) -> None:
+    """End of the session: no profiler left recording, no trial cgroup left."""
+    for hook in state.values():
+        try:
+            hook.close()
+        except Exception:
+            pass
+
+
+# -- on the controller -----------------------------------------------------------------------------------------
+class RemoteProfile(TrialHook):
+    """A profiled trial on a host: `start` asks the host's executor to have the next trial profiled there by
+    the profiler of this name; its artifacts come back with the trial (RemoteExecutor.take_artifacts)."""
+
+    def __init__(self, host: str, executor: RemoteExecutor, profiler: TrialHook):
+        self.name, self.host, self._executor = profiler.name, host, executor
+
+    def start(self, ctx: HookContext) -> None:
+        self._executor.profile = {"name": self.name.removeprefix(PREFIX), "ctx": dataclasses.asdict(ctx)}
+
+    def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
+        self._executor.profile = None  # handed over with the trial (or the trial never went out)
+        return []
+
+
+def host_artifacts(host: str, docs: list[dict[str, Any]]) -> list[Artifact]:
+    """The profile a host brought back, each JSON document and error labelled with the host it was taken on."""
+    out = []
+    for doc in docs:
+        data = doc["data"]
+        if doc["content_type"] == "application/json" and isinstance(data, dict):
+            data = data | {"host": host}
+        elif doc["name"] == "error":
+            data = f"on host {host}: {data}"
+        out.append(Artifact(doc["kind"], doc["name"], doc["content_type"], data))
+    return out

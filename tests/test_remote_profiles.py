@@ -1,0 +1,236 @@
+"""Profilers on hosts and wrk's client on another host (issue 26 item 4): real sshd in network namespaces
+(tests/nethosts.py), fairmark's agent (`fairmark agent`) at the other end; FreeBSD hosts' profilers on captured
+outputs (tests/fixtures/h4/profiles)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import nethosts
+from fairmark.remote.profiling import HostTrial, RemoteProfile, host_artifacts
+from fairmark.run.hooks import HookContext, TrialHook
+from helpers import PYTHON_TOML
+
+FIX = Path(__file__).parent / "fixtures" / "h4" / "profiles"
+AGENT = [sys.executable, "-m", "fairmark", "agent"]
+no_hosts = pytest.mark.skipif(nethosts.available() is not None, reason=str(nethosts.available()))
+
+
+@pytest.fixture(scope="module")
+def net() -> Iterator[nethosts.NetHosts]:
+    if nethosts.available() is not None:
+        pytest.skip(str(nethosts.available()))
+    with nethosts.NetHosts(["h1", "h2"]) as hosts:
+        yield hosts
+
+
+def _plan(tmp_path: Path, net: nethosts.NetHosts, body: str, agent: list[str] = AGENT) -> str:
+    path = tmp_path / "plan.toml"
+    path.write_text(
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body + net.hosts_toml(agent=agent)
+    )
+    return str(path)
+
+
+def _mount_cgroups(net: nethosts.NetHosts, name: str) -> None:
+    """`ip netns exec` gives each test host a /sys of its own without the cgroup file systems a real host has
+    mounted (perf -G needs one): mount this machine's cgroup2 hierarchy there, in the mount namespace its sshd
+    and sessions share (gone with the namespace)."""
+    mounts = [line.split() for line in Path("/proc/self/mounts").read_text().splitlines()]
+    v2 = next((f[1] for f in mounts if len(f) > 2 and f[2] == "cgroup2"), None)
+    if v2 is None:
+        pytest.skip("no cgroup2 hierarchy mounted here")
+    script = f"mountpoint -q {v2} || mount -t cgroup2 cgroup2 {v2}"
+    if v2 != "/sys/fs/cgroup":
+        script = f"(mountpoint -q /sys/fs/cgroup || mount -t tmpfs fm-cgroups /sys/fs/cgroup) && mkdir -p {v2} && {script}"
+    subprocess.run([*net.ssh(name), script], check=True, capture_output=True, stdin=subprocess.DEVNULL)
+
+
+def _perf_and_strace() -> str | None:
+    from fairmark.run.profiles.cpu import PerfCpuProfile
+    from fairmark.run.profiles.syscalls import StraceProfile
+
+    return PerfCpuProfile().unavailable or StraceProfile().unavailable
+
+
+@pytest.mark.slow
+def test_cpu_and_syscall_profiles_of_trials_on_a_host(tmp_path: Path, net, fairmark_cli) -> None:
+    """perf and strace run on h1 by its agent around each profiled trial there; what comes back is the folded
+    stacks and the syscall table, labelled with h1 in every report — and nothing is left running on h1."""
+    if why := _perf_and_strace():
+        pytest.skip(why)
+    body = (
+        f'[[workload]]\nname = "spin"\ncommand = [{PYTHON_TOML}, "-c", "sum(range(3000000))"]\n'
+        '[[variant]]\nname = "a"\nhost = "h1"\n[[variant]]\nname = "b"\nhost = "h1"\n'
+    )
+    _mount_cgroups(net, "h1")
+    code, out, err = fairmark_cli("run", _plan(tmp_path, net, body), "--profile", "cpu,syscalls", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    trials = [t for c in report["cells"] for t in c["trials"]]
+    profiled = [t for t in trials if t["profiled"]]
+    assert len(profiled) == 8 and all(t["status"] == "ok" and t["host"] == "h1" for t in profiled)
+    assert all(c["n_ok"] == 3 for c in report["cells"])  # the measured trials, apart from the profiled
+    profiles = {p["variant"]: p for p in report["profiles"]}
+    for p in profiles.values():
+        assert p["cpu"]["hosts"] == ["h1"] and p["cpu"]["scope"] == "process tree (cgroup)"
+        assert p["cpu"]["workload_samples"] > 0 and p["cpu"]["trials"] == 2
+        assert p["syscalls"] == {"scope": "process tree (strace -f) on host h1", "trials": 2, "hosts": ["h1"]}
+    run_id = report["run"]["id"]
+    code, text, err = fairmark_cli("report", run_id, "--text")
+    assert code == 0, err
+    text = " ".join(text.split())
+    assert "CPU profile of a: process tree (cgroup) on host h1: the workload's processes only" in text
+    assert "syscalls of b (strace -f -c -w; process tree (strace -f) on host h1)" in text
+    code, _, err = fairmark_cli("report", run_id, "--html", str(tmp_path / "r.html"))
+    assert code == 0, err
+    html = (tmp_path / "r.html").read_text()
+    assert "process tree (cgroup) on host h1" in html and "<h4>CPU flame graph — a</h4>" in html
+    assert not [p for p in net.hosts["h1"].processes() if p.startswith(("perf ", "strace "))]
+    assert not list(tmp_path.glob("**/perf.cpu.data"))
+
+
+@pytest.mark.slow
+def test_a_profiler_missing_on_a_host_refuses_the_run_naming_host_and_profiler(
+    tmp_path: Path, net, fairmark_cli
+) -> None:
+    """h2's agent finds no strace (its PATH has none): the run is refused before any trial, exit 3."""
+    body = '[[workload]]\nname = "t"\ncommand = ["true"]\n[[variant]]\nname = "a"\nhost = "h2"\n'
+    agent = ["/usr/bin/env", f"PATH={tmp_path / 'empty'}", *AGENT]
+    code, _, err = fairmark_cli("run", _plan(tmp_path, net, body, agent), "--profile", "syscalls")
+    assert code == 3, err
+    assert "host h2: profiler syscalls cannot work there: strace not found" in " ".join(err.split())
+    code, out, err = fairmark_cli("runs", "--json")
+    assert code == 0 and all(r["trials_ok"] == 0 for r in json.loads(out)["runs"]), out
+
+
+@pytest.mark.slow
+def test_wrk_client_on_another_host(tmp_path: Path, net, fairmark_cli) -> None:
+    """nginx on h1; wrk on h1 itself vs on h2 over the test network."""
+    if shutil.which("wrk") is None or shutil.which("nginx") is None:
+        pytest.skip("wrk or nginx not installed (packages/debian-test.txt)")
+    body = (
+        '[[workload]]\nname = "http"\ntool = "wrk"\nparams = { connections = 8, duration_s = 1 }\n'
+        '[[variant]]\nname = "same-host"\nhost = "h1"\n'
+        '[[variant]]\nname = "from-h2"\nhost = "h1"\nclient_host = "h2"\n'
+    )
+    code, out, err = fairmark_cli("run", _plan(tmp_path, net, body), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    cells = {c["variant"]: c for c in report["cells"]}
+    assert all(c["n_ok"] == 3 for c in cells.values()), [
+        t["error"] for c in cells.values() for t in c["trials"]
+    ]
+    address = net.hosts["h1"].address
+    assert cells["from-h2"]["trials"][0]["argv"][-1].startswith(f"http://{address}:")
+    assert cells["same-host"]["trials"][0]["argv"][-1].startswith("http://127.0.0.1:")
+    for c in cells.values():
+        samples = c["trials"][0]["samples"]
+        assert samples["requests"] > 0 and samples["errors_total"] == 0 and samples["latency_p99_ms"] > 0
+    assert "http / from-h2: server on h1, client on h2" in report["where_ran"]
+    assert net.hosts["h1"].count("nginx") == 0
+
+
+# -- the host's side of a profiled trial, without SSH ----------------------------------------------------------
+def _ctx(trial_dir: Path) -> dict[str, object]:
+    return {
+        "run_id": "r",
+        "cell_key": "w/a",
+        "workload": "w",
+        "variant": "a",
+        "trial_id": "r:1",
+        "trial_dir": str(trial_dir),
+        "warmup": False,
+    }
+
+
+class _Tools:
+    """A FreeBSD host's profiling tools, as fake programs on PATH (what they print comes from the fixtures)."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        for tool in ("dtrace", "truss", "lockstat"):
+            (bin_dir / tool).write_text("#!/bin/sh\nexit 0\n")
+            (bin_dir / tool).chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin")
+        monkeypatch.setattr("platform.system", lambda: "FreeBSD")
+        monkeypatch.setattr("fairmark.run.profiles.freebsd.is_root", lambda: True)
+
+
+def test_a_freebsd_hosts_agent_wraps_the_trial_in_its_tools_and_brings_back_their_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a FreeBSD host the agent's profilers are FreeBSD's (the host's own OS decides): truss -f -c and
+    lockstat around the trial's command, their outputs parsed there (fixtures: documented formats)."""
+    _Tools(tmp_path, monkeypatch)
+    state: dict[str, TrialHook] = {}
+    trial = HostTrial(state, {"name": "syscalls", "ctx": _ctx(tmp_path)})
+    argv = trial.wrap(["sh", "-c", "echo hi"])
+    assert argv == ["truss", "-f", "-c", "-o", str(tmp_path / "truss.txt"), "sh", "-c", "echo hi"]
+    shutil.copy(FIX / "truss_c_freebsd.txt", tmp_path / "truss.txt")  # what truss wrote
+    trial.start()
+    (doc,) = trial.stop()
+    (art,) = host_artifacts("bsd", [doc])
+    assert art.kind == "profile.syscalls" and art.data["host"] == "bsd"
+    assert art.data["scope"] == "process tree (truss -f)" and art.data["table"]
+    locks = HostTrial(state, {"name": "locks", "ctx": _ctx(tmp_path)})
+    assert locks.wrap(["true"])[:6] == ["lockstat", "-C", "-P", "-s", "0", "-n"]
+    shutil.copy(FIX / "lockstat_freebsd.txt", tmp_path / "lockstat.txt")
+    (doc,) = locks.stop()
+    assert doc["data"]["scope"] == "system-wide" and doc["data"]["rows"]
+
+
+def test_a_freebsd_hosts_cpu_profile_is_dtrace_of_the_process_tree_folded_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _Tools(tmp_path, monkeypatch)
+    from fairmark.probe.which import find_tool
+
+    if find_tool("inferno-collapse-dtrace") is None:
+        pytest.skip("inferno-collapse-dtrace not installed (cargo install inferno)")
+    trial = HostTrial({}, {"name": "cpu", "ctx": _ctx(tmp_path)})
+    argv = trial.wrap(["./a.out", "x y"])
+    assert (
+        argv[0] == "dtrace"
+        and argv[-2:] == ["-c", "./a.out 'x y'"]
+        and "progenyof($target)" in argv[argv.index("-n") + 1]
+    )
+    shutil.copy(FIX / "dtrace_profile_samples.txt", tmp_path / "dtrace.stacks")
+    folded, meta = host_artifacts("bsd", trial.stop())
+    assert folded.name == "folded" and "a.out`main" in folded.data
+    assert meta.data["host"] == "bsd" and meta.data["workload_share"] == pytest.approx(0.6)
+
+
+def test_a_profiler_that_cannot_work_on_the_host_is_refused_there(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no strace
+    monkeypatch.setattr("fairmark.run.profiles.syscalls.find_tool", lambda name: None)
+    with pytest.raises(RuntimeError, match="profiler syscalls cannot work here: strace not found"):
+        HostTrial({}, {"name": "syscalls", "ctx": _ctx(tmp_path)})
+
+
+def test_the_controllers_hook_arms_the_hosts_next_trial_and_labels_what_came_back(tmp_path: Path) -> None:
+    class Executor:
+        profile: dict[str, object] | None = None
+
+    ex = Executor()
+    hook = RemoteProfile("h1", ex, type("P", (TrialHook,), {"name": "profile.locks"})())  # type: ignore[arg-type]
+    ctx = HookContext(**_ctx(tmp_path))  # type: ignore[arg-type]
+    hook.start(ctx)
+    assert ex.profile == {"name": "locks", "ctx": _ctx(tmp_path)} and hook.name == "profile.locks"
+    assert hook.stop(ctx, None) == [] and ex.profile is None
+    err, table = host_artifacts(
+        "h1",
+        [
+            {"kind": "profile.cpu", "name": "error", "content_type": "text/plain", "data": "no sample"},
+            {"kind": "profile.locks", "name": "contention", "content_type": "application/json", "data": {}},
+        ],
+    )
+    assert err.data == "on host h1: no sample" and table.data == {"host": "h1"}
