@@ -771,6 +771,12 @@ def main() -> None:
     ap.add_argument("--sims", type=int, default=4000, help="simulations per case (history: a quarter)")
     ap.add_argument("--only", default="", help="only the cases whose path or description contains this")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="another set of random draws (0: the README's; a check needs others)",
+    )
     args = ap.parse_args()
     chosen = [i for i, c in enumerate(CASES) if args.only in c[0] or args.only in c[2]]
     chunks = 8
@@ -778,7 +784,11 @@ def main() -> None:
     for i in chosen:
         sims = args.sims // 4 if CASES[i][0] == "history" else args.sims
         per = -(-sims // chunks)
-        jobs += [(i, min(per, sims - k * per), 1000 * i + k) for k in range(chunks) if sims - k * per > 0]
+        jobs += [
+            (i, min(per, sims - k * per), 10**6 * args.seed + 1000 * i + k)
+            for k in range(chunks)
+            if sims - k * per > 0
+        ]
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         capture_output=True,
@@ -792,7 +802,7 @@ def main() -> None:
             hits[i] += k
     totals = {i: sum(n for j, n, _ in jobs if j == i) for i in chosen}
     print(
-        f"commit {commit}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, "
+        f"commit {commit}, seed {args.seed}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, "
         f"{time.monotonic() - start:.0f} s"
     )
     print("| path | case | kind | rate | 95% interval | simulations |")
