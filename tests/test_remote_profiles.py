@@ -55,15 +55,17 @@ def _mount_cgroups(net: nethosts.NetHosts, name: str) -> None:
 
 def _perf_and_strace() -> str | None:
     from fairmark.run.profiles.cpu import PerfCpuProfile
+    from fairmark.run.profiles.locks import PerfLockProfile
     from fairmark.run.profiles.syscalls import StraceProfile
 
-    return PerfCpuProfile().unavailable or StraceProfile().unavailable
+    return PerfCpuProfile().unavailable or PerfLockProfile().unavailable or StraceProfile().unavailable
 
 
 @pytest.mark.slow
-def test_cpu_and_syscall_profiles_of_trials_on_a_host(tmp_path: Path, net, fairmark_cli) -> None:
-    """perf and strace run on h1 by its agent around each profiled trial there; what comes back is the folded
-    stacks and the syscall table, labelled with h1 in every report — and nothing is left running on h1."""
+def test_cpu_lock_and_syscall_profiles_of_trials_on_a_host(tmp_path: Path, net, fairmark_cli) -> None:
+    """perf (cpu, locks) and strace run on h1 by its agent around each profiled trial there, one per trial;
+    what comes back is the folded stacks and the lock and syscall tables, labelled with h1 in every report —
+    and nothing is left running on h1."""
     if why := _perf_and_strace():
         pytest.skip(why)
     body = (
@@ -71,24 +73,28 @@ def test_cpu_and_syscall_profiles_of_trials_on_a_host(tmp_path: Path, net, fairm
         '[[variant]]\nname = "a"\nhost = "h1"\n[[variant]]\nname = "b"\nhost = "h1"\n'
     )
     _mount_cgroups(net, "h1")
-    code, out, err = fairmark_cli("run", _plan(tmp_path, net, body), "--profile", "cpu,syscalls", "--json")
+    code, out, err = fairmark_cli(
+        "run", _plan(tmp_path, net, body), "--profile", "cpu,locks,syscalls", "--json"
+    )
     assert code == 0, err
     report = json.loads(out)
     trials = [t for c in report["cells"] for t in c["trials"]]
     profiled = [t for t in trials if t["profiled"]]
-    assert len(profiled) == 8 and all(t["status"] == "ok" and t["host"] == "h1" for t in profiled)
+    assert len(profiled) == 12 and all(t["status"] == "ok" and t["host"] == "h1" for t in profiled)
     assert all(c["n_ok"] == 3 for c in report["cells"])  # the measured trials, apart from the profiled
     profiles = {p["variant"]: p for p in report["profiles"]}
     for p in profiles.values():
         assert p["cpu"]["hosts"] == ["h1"] and p["cpu"]["scope"] == "process tree (cgroup)"
         assert p["cpu"]["workload_samples"] > 0 and p["cpu"]["trials"] == 2
         assert p["syscalls"] == {"scope": "process tree (strace -f) on host h1", "trials": 2, "hosts": ["h1"]}
+        assert p["locks"] == {"scope": "process tree (cgroup) on host h1", "trials": 2, "hosts": ["h1"]}
     run_id = report["run"]["id"]
     code, text, err = fairmark_cli("report", run_id, "--text")
     assert code == 0, err
     text = " ".join(text.split())
     assert "CPU profile of a: process tree (cgroup) on host h1: the workload's processes only" in text
     assert "syscalls of b (strace -f -c -w; process tree (strace -f) on host h1)" in text
+    assert "lock contention of a, process tree (cgroup) on host h1:" in text
     code, _, err = fairmark_cli("report", run_id, "--html", str(tmp_path / "r.html"))
     assert code == 0, err
     html = (tmp_path / "r.html").read_text()
@@ -109,6 +115,10 @@ def test_a_profiler_missing_on_a_host_refuses_the_run_naming_host_and_profiler(
     assert "host h2: profiler syscalls cannot work there: strace not found" in " ".join(err.split())
     code, out, err = fairmark_cli("runs", "--json")
     assert code == 0 and all(r["trials_ok"] == 0 for r in json.loads(out)["runs"]), out
+    # the shipped agent (no fairmark there: python3 on the login's PATH cannot import it) cannot profile
+    code, _, err = fairmark_cli("run", _plan(tmp_path, net, body, agent=[]), "--profile", "syscalls")
+    assert code == 3 and "host h2: --profile syscalls:" in err, err
+    assert "profiles on a host need fairmark installed there" in " ".join(err.split())
 
 
 @pytest.mark.slow
