@@ -99,25 +99,45 @@ def test_the_controller_and_its_agent_name_a_linux_boot_alike() -> None:
 
 
 def test_the_shipped_agent_is_the_launcher_and_the_agent_in_one_standard_library_program() -> None:
-    """The agent travels as one text (python3 -c) to hosts without fairmark: run/launcher.py's, then agent.py's;
-    it imports fairmark only where fairmark is installed (the launcher, a tool adapter, a profiler, whether it is
-    there)."""
+    """The agent travels as one text (python3 -c) to hosts without fairmark: run/launcher.py's, the modules of
+    system changes it reuses (their text), then agent.py's; of fairmark it imports only what it ships, or what
+    only an installed fairmark has (the launcher, a tool adapter, a profiler), and what it ships imports only the standard
+    library and itself."""
     import ast
 
-    from fairmark.remote.connection import agent_source
+    from fairmark.remote.connection import SHIPPED_MODULES, agent_source
+
+    def imports(tree: ast.AST) -> set[str]:
+        """What runs: not the imports under `if TYPE_CHECKING:` (only a type checker reads those)."""
+        for n in ast.walk(tree):
+            if isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING":
+                n.body = []
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        return names | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
 
     tree = ast.parse(agent_source())
-    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
-    names += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
+    names = imports(tree)
     assert {n for n in names if n.split(".")[0] == "fairmark"} == {
-        "fairmark",
         "fairmark.run.launcher",
         "fairmark.remote.tooling",
         "fairmark.remote.profiling",
+        "fairmark.run.thread_cgroup",
+        "fairmark.run.variants",
+        "fairmark.run.variants.cpus",
+        "fairmark.run.variants.mount",
+        "fairmark.run.variants.tunable",
     }
     assert all(n.split(".")[0] in (*sys.stdlib_module_names, "fairmark") for n in names), names
     top = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
     assert len(top) == 1 and tree.body.index(top[0]) == 1  # after the launcher's docstring, once
+    (shipped,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "_SHIPPED"]
+    sources = ast.literal_eval(shipped)
+    assert set(sources) == set(SHIPPED_MODULES)
+    for name, text in sources.items():
+        # psutil: only in the controller's own journal's liveness check (Journal.for_this_process, owner_alive),
+        # which the agent does not call: its journal is its own, locked while it lives
+        used = imports(ast.parse(text or "")) - ({"psutil"} if name.endswith(".journal") else set())
+        assert all(n in sources or n.split(".")[0] in sys.stdlib_module_names for n in used), (name, used)
 
 
 def test_a_freebsd_sysctl_is_journaled_set_and_restored(freebsd: Path) -> None:

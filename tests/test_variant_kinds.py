@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fairmark.plan.kinds import KERNEL_PATH_KEYS, REMOTE_KEYS, USER_SPEED_KEYS, VARIANT_KINDS, given_keys
 from fairmark.plan.model import SystemChanges
+from fairmark.remote.agent import Session
 from fairmark.report.attribution import is_kernel_path_change
 from fairmark.run.variants.system import RESOLVE
 
@@ -17,7 +18,9 @@ def test_every_system_change_field_is_a_kind_and_every_kind_resolves() -> None:
     assert set(RESOLVE) == set(VARIANT_KINDS)
     assert set(KERNEL_PATH_KEYS) | set(USER_SPEED_KEYS) == set(VARIANT_KINDS)
     assert not set(KERNEL_PATH_KEYS) & set(USER_SPEED_KEYS)
-    assert REMOTE_KEYS == ("sysctl",)
+    # the kinds that can run on a host, each an operation of the agent's (which journals it there)
+    assert REMOTE_KEYS == ("sysctl", "mount", "cpus", "thp", "governor", "aslr")
+    assert all(callable(getattr(Session, f"op_{k}", None)) for k in REMOTE_KEYS)
 
 
 def test_kinds_of_a_stored_definition_include_its_tuning_set() -> None:

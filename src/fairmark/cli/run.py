@@ -336,11 +336,10 @@ def _dry_run(loaded: LoadedPlan, quick: bool, warnings: tuple[str, ...] = ()) ->
     runtimes = build_runtimes(
         plan, loaded.path, quick=quick, check_executables=not plan.remote, text=loaded.text
     )
-    from fairmark.plan.kinds import REMOTE_KEYS  # the kinds of change an agent applies on its host
+    from fairmark.remote.hosts import wire_changes  # the kinds of change an agent applies on its host
 
     hosts = {
-        v.name: {"host": v.host, "ssh": plan.hosts[v.host].ssh}
-        | v.model_dump(mode="json", include=set(REMOTE_KEYS))
+        v.name: {"host": v.host, "ssh": plan.hosts[v.host].ssh} | wire_changes(v, plan.tuning)
         for v in plan.variant
         if v.host
     }
@@ -410,10 +409,19 @@ def _print_dry_run(plan: Any, doc: dict[str, Any]) -> None:
 
 def _host_change(kind: str, value: Any) -> str:
     """A change a variant makes on its host, in words ("" for none)."""
-    if not value:
+    from fairmark.plan.kinds import given
+
+    if not given(value):  # aslr = 0 is a change
         return ""
     if isinstance(value, dict) and kind == "sysctl":
         return f"sysctl {', '.join(f'{k}={val}' for k, val in value.items())}"
+    if kind == "mount":
+        from fairmark.plan.model import MountSpec
+        from fairmark.run.variants.mount import describe
+
+        return describe(MountSpec.model_validate(value))
+    if kind == "cpus":
+        return f"its trials on CPU(s) {value}" if isinstance(value, str) else f"its trials on {value} CPU(s)"
     return f"{kind} {value}"
 
 

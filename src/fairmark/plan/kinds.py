@@ -40,7 +40,7 @@ def given_keys(
     return keys & set(VARIANT_KINDS)
 
 
-def _given(value: object) -> bool:
+def given(value: object) -> bool:
     """Whether a kind's value changes anything (aslr = 0 does; None, false, {} and "" do not)."""
     if value is None or value is False:
         return False
@@ -81,8 +81,8 @@ def host_refusals(plan: Plan) -> list[HostRefusal]:
         for key, kind in VARIANT_KINDS.items():
             if kind.remote:
                 continue
-            if _given(getattr(v, key)):
+            if given(getattr(v, key)):
                 out.append(HostRefusal(i, v.name, v.host, key, None))
-            elif tuning is not None and key not in v.model_fields_set and _given(getattr(tuning, key)):
+            elif tuning is not None and key not in v.model_fields_set and given(getattr(tuning, key)):
                 out.append(HostRefusal(i, v.name, v.host, key, v.tuning))
     return out

@@ -270,9 +270,11 @@ class VariantKind:
     remote: bool = False  # an agent on another host applies it too
 
 
-KERNEL_WIDE = VariantKind(kernel_path=True, machine_wide=True, remote=True)  # e.g. a sysctl
+KERNEL_WIDE = VariantKind(kernel_path=True, machine_wide=True, remote=True)  # a sysctl, a scratch file system
 USER_SPEED_WIDE = VariantKind(kernel_path=False, machine_wide=True)  # changes how fast user space runs
 USER_SPEED_PER_TRIAL = VariantKind(kernel_path=False, machine_wide=False)  # applied to the trial's process
+USER_SPEED_WIDE_ON_HOSTS = VariantKind(kernel_path=False, machine_wide=True, remote=True)
+USER_SPEED_PER_TRIAL_ON_HOSTS = VariantKind(kernel_path=False, machine_wide=False, remote=True)
 
 
 class SystemChanges(Strict):
@@ -282,14 +284,14 @@ class SystemChanges(Strict):
     run/variants/system.py's RESOLVE table."""
 
     sysctl: Annotated[dict[str, SysctlValue], KERNEL_WIDE] = Field(default_factory=dict)
-    mount: Annotated[MountSpec | None, VariantKind(kernel_path=True, machine_wide=True)] = None
+    mount: Annotated[MountSpec | None, KERNEL_WIDE] = None
     # a count (first N online CPUs) or a list "0-1,3"
-    cpus: Annotated[int | str | None, USER_SPEED_PER_TRIAL] = None
-    # CPU hotplug: keep this many online
+    cpus: Annotated[int | str | None, USER_SPEED_PER_TRIAL_ON_HOSTS] = None
+    # CPU hotplug: keep this many online (on the controller only: the agent has no such operation)
     online_cpus: Annotated[int | None, USER_SPEED_WIDE] = Field(None, ge=1)
-    thp: Annotated[Literal["always", "madvise", "never"] | None, USER_SPEED_WIDE] = None
-    governor: Annotated[str | None, USER_SPEED_WIDE] = None
-    aslr: Annotated[Literal[0, 1, 2] | None, USER_SPEED_WIDE] = None
+    thp: Annotated[Literal["always", "madvise", "never"] | None, USER_SPEED_WIDE_ON_HOSTS] = None
+    governor: Annotated[str | None, USER_SPEED_WIDE_ON_HOSTS] = None
+    aslr: Annotated[Literal[0, 1, 2] | None, USER_SPEED_WIDE_ON_HOSTS] = None
     malloc_debug: Annotated[bool, USER_SPEED_PER_TRIAL] = False
     # seconds to wait after applying, before the block's first trial (default 1 s when anything changed)
     settle_s: float | None = Field(None, ge=0, le=600)

@@ -1,8 +1,9 @@
 """fairmark's agent on a remote host: one process per SSH session, speaking versioned JSON lines on stdin/stdout.
 
-This file is deliberately self-contained and imports only Python 3's standard library: the controller ships it
-on the SSH session's stdin (a short `python3 -c` bootstrap reads it) to hosts where fairmark is not installed,
-Linux or FreeBSD alike. `fairmark agent` runs the same code.
+This file imports only Python 3's standard library and the few modules of fairmark it is shipped with (the trial
+launcher; the variants' system changes, fairmark.run.variants, standard library only too): the controller ships
+them on the SSH session's stdin (a short `python3 -c` bootstrap reads them) to hosts where fairmark is not
+installed, Linux or FreeBSD alike. `fairmark agent` runs the same code.
 
 Protocol (version PROTOCOL): the controller writes one JSON object per line, {"v": 1, "id": N, "op": NAME, …};
 the agent answers each with one line {"v": 1, "id": N, "ok": true, "result": {…}} or {"ok": false, "error":
@@ -23,6 +24,9 @@ Operations:
   lock                  take the host's run lock for this session (one run measures a host at a time)
   sysctl                make these sysctls the active set: revert what is no longer wanted, apply the rest, each
                         original value journaled (fsync'd) on this host before it is changed
+  mount, cpus, thp,     the variant's other system changes (plan/kinds.py: the kinds that can run on a host), made
+  governor, aslr        by fairmark.run.variants' modules and journaled here alike; a scratch file system's
+                        mount point is its trials' workdir, a CPU set their placement (exec applies it)
   restore               revert everything this agent changed; recover: undo dead agents' journals
   adapter               a tool workload's adapter life cycle (servers, data, command line) run here; needs
                         fairmark installed on the host (`fairmark agent`)
@@ -35,6 +39,7 @@ Operations:
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import glob
 import json
@@ -50,6 +55,7 @@ import tempfile
 import threading
 import time
 import uuid
+from pathlib import Path
 
 PROTOCOL = 2  # 2: exec carries a TrialSpec and answers a Measured
 SPEC_VERSION = 1  # fairmark.run.spec.SPEC_VERSION this agent executes (a test keeps the two equal)
@@ -149,23 +155,67 @@ def _alive(pid: int) -> bool:
 class Journal:
     """One file per agent process; an entry is on disk (fsync'd) before the change it describes is made."""
 
-    def __init__(self, path: str, data: dict):
+    def __init__(self, path: str, data: dict, lock_fd: int | None = None):
         self.path, self.data = path, data
+        # The journal's lock file (PATH.lock), held (flock) while it has entries: the kernel drops it when its
+        # agent dies, so the next agent knows a dead one's journal without guessing from a PID (PIDs are reused).
+        self.lock_fd = lock_fd
 
     @classmethod
     def mine(cls) -> Journal:
         d = os.path.join(state_dir(), "journal")
-        return cls(
-            os.path.join(d, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"),
-            {"format": 1, "pid": os.getpid(), "started": time.time(), "entries": []},
-        )
+        path = os.path.join(d, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json")
+        _MINE.add(path)
+        return cls(path, {"format": 1, "pid": os.getpid(), "started": time.time(), "entries": []})
+
+    @property
+    def lock_path(self) -> str:
+        return self.path.removesuffix(".json") + ".lock"
+
+    def _hold(self) -> None:
+        if self.lock_fd is None:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self.lock_fd = fd
+
+    def _release(self) -> None:
+        if self.lock_fd is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.lock_path)  # after the journal: a journal without its lock is an old agent's
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+    # The interface fairmark.run.variants' modules journal through (add before a change, update, remove after
+    # its undo): their entries ("file", "scratch", "cgroup") sit beside this agent's own sysctl entries.
+    @property
+    def entries(self) -> list:
+        return self.data["entries"]
+
+    def add(self, entry: dict) -> str:
+        entry = {"id": uuid.uuid4().hex[:12], "at": time.time(), **entry}
+        self.data["entries"].append(entry)
+        self.save()
+        return entry["id"]
+
+    def get(self, entry_id: str) -> dict:
+        return next(e for e in self.data["entries"] if e.get("id") == entry_id)
+
+    def update(self, entry_id: str, **fields) -> None:
+        self.get(entry_id).update(fields)
+        self.save()
+
+    def remove(self, entry_id: str) -> None:
+        self.data["entries"] = [e for e in self.data["entries"] if e.get("id") != entry_id]
+        self.save()
 
     def save(self) -> None:
         if not self.data["entries"]:
             if os.path.exists(self.path):
                 os.unlink(self.path)
+            self._release()
             return
         os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        self._hold()
         tmp = self.path + ".tmp"
         with open(tmp, "w") as fh:
             json.dump(self.data, fh)
@@ -202,6 +252,30 @@ def sysctl_write(name: str, value: str) -> None:
     out = subprocess.run(["sysctl", f"{name}={value}"], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise OSError(out.stderr.strip() or f"sysctl {name}={value} failed")
+
+
+def undo_entry(entry: dict) -> tuple[str, str | None]:
+    """Undo one journal entry, whoever wrote it: (what was done, the problem or None). A sysctl is this file's;
+    a file value, a scratch file system and a cpuset cgroup are fairmark.run.variants' (their own undo)."""
+    kind = entry.get("type")
+    if kind == "sysctl":
+        try:
+            return _undo(entry), None
+        except OSError as exc:
+            return f"sysctl {entry['name']}: not restored", f"sysctl {entry['name']}: {exc}"
+    if kind == "file":
+        from fairmark.run.variants.tunable import undo_file
+
+        return undo_file(entry)
+    if kind == "scratch":
+        from fairmark.run.variants.mount import undo_scratch
+
+        return undo_scratch(entry)
+    if kind == "cgroup":
+        from fairmark.run.variants.cpus import undo_cgroup
+
+        return undo_cgroup(entry)
+    return f"unknown journal entry {kind!r}", f"unknown journal entry type {kind!r}: {entry}"
 
 
 def _undo(entry: dict) -> str:
@@ -282,27 +356,71 @@ def sweep_dead_outputs(tmp: str | None = None) -> list[str]:
     return lines
 
 
+_MINE: set[str] = set()  # the journals this process writes
+
+
+def _dead_owner(path: str) -> tuple[bool, int | None]:
+    """Whether the agent that wrote journal `path` is gone, waiting a moment for one that just lost its
+    connection (it is exiting, restoring its own changes); with its lock (held from here on: the descriptor)
+    where it has one, else — an agent from before the lock — by its PID."""
+    deadline = time.monotonic() + KILL_WAIT_S
+    try:
+        fd = os.open(path.removesuffix(".json") + ".lock", os.O_RDWR)  # never created here: it is the owner's
+    except FileNotFoundError:
+        fd = None
+    if fd is None:
+        try:
+            with open(path) as fh:
+                pid = int(json.load(fh).get("pid", 0))
+        except (OSError, ValueError):
+            return False, None
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return not _alive(pid), None
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True, fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return False, None
+            time.sleep(0.05)
+
+
 def recover_dead() -> list[str]:
     """Undo the journals of agents that are gone (their controller died, or the connection dropped)."""
     lines = []
     for path in sorted(glob.glob(os.path.join(state_dir(), "journal", "*.json"))):
+        if path in _MINE:
+            continue
+        gone, fd = _dead_owner(path)
+        if not gone:
+            continue
         try:
             with open(path) as fh:
                 data = json.load(fh)
+        except FileNotFoundError:  # its owner undid it all before it died
+            Journal(path, {"entries": []}, fd).save()
+            continue
         except (OSError, ValueError) as exc:
             lines.append(f"unreadable journal {path}: {exc}")
+            if fd is not None:
+                os.close(fd)
             continue
-        pid = int(data.get("pid", 0))
-        deadline = time.monotonic() + KILL_WAIT_S  # an agent that just lost its connection is exiting
-        while pid != os.getpid() and _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if pid == os.getpid() or _alive(pid):
-            continue
-        journal = Journal(path, data)
+        pid = data.get("pid")
+        journal = Journal(path, data, fd)
         for entry in reversed(list(data["entries"])):
-            lines.append(_undo(entry) + f" (left by agent {pid})")
+            done, problem = undo_entry(entry)
+            lines.append(done + f" (left by agent {pid})")
+            if problem:  # kept: `fairmark doctor --host` shows it and the next contact tries again
+                lines.append(f"FAILED: {problem}")
+                continue
             data["entries"].remove(entry)
             journal.save()
+        if journal.lock_fd is not None and data["entries"]:
+            os.close(journal.lock_fd)  # what is left waits for the next contact
+            journal.lock_fd = None
     return lines
 
 
@@ -351,11 +469,176 @@ class Tunables:
         return [self._revert(n) for n in reversed(list(self.active))]
 
 
+class SystemKinds:
+    """The other kinds of system change a variant makes on this host (plan/kinds.py: the kinds that can run on a
+    host), made by fairmark's own modules as on the controller (fairmark.run.variants: mount, cpus, kernel;
+    shipped with this file) and journaled in this agent's journal.
+
+    Machine-wide kinds (thp, governor, aslr) hold one value at a time, the active variant's; a scratch file
+    system (mount) and a CPU set (cpus) are the variant's own, made at its first block and kept until the
+    session ends, as the controller's SystemState keeps them (each variant's data directory stays on its
+    file system between its blocks)."""
+
+    SETTINGS = ("aslr", "thp", "governor")
+
+    def __init__(self, journal: Journal):
+        self.journal = journal
+        self.settings: dict[str, tuple[object, list]] = {}  # kind → (value, its applied FileSettings)
+        self.scratch: dict[str, tuple[object, object]] = {}  # variant → (its mount value, ScratchFs)
+        self.cpusets: dict[str, tuple[object, object]] = {}  # variant → (its cpus value, CpuSet)
+
+    def setting(self, kind: str, value: object) -> dict:
+        """Make `value` the active one of a machine-wide kind (None: the host's own): revert, then apply."""
+        from fairmark.run.variants import kernel
+
+        reverted = []
+        for s in reversed(self.settings.pop(kind, (None, []))[1]):
+            if s.entry_id is None:
+                continue  # it already had the wanted value: nothing was changed
+            problem = s.revert(self.journal)
+            if problem:
+                raise OSError(problem)
+            reverted.append(f"restored {s.label} = {s.original}")
+        if value is None:
+            return {"applied": [], "reverted": reverted}
+        make = {"aslr": kernel.aslr_setting, "thp": kernel.thp_setting, "governor": kernel.governor_settings}
+        made = make[kind](value)
+        settings = made if isinstance(made, list) else [made]
+        done: list = []
+        for s in settings:
+            try:
+                s.apply(self.journal)  # journaled (fsync'd) first; refused as on the controller
+            except BaseException:
+                for d in reversed(done):  # nothing left half-applied
+                    d.revert(self.journal)
+                raise
+            done.append(s)
+        self.settings[kind] = (value, done)
+        return {"applied": [f"{s.label} → {s.want}" for s in done], "reverted": reverted}
+
+    def mount(self, variant: str, spec: dict | None) -> dict:
+        """The variant's scratch file system (made at its first use): its mount point is the trials' workdir."""
+        if spec is None:
+            return {"applied": [], "reverted": [], "prepared": {}}
+        if variant in self.scratch and self.scratch[variant][0] != spec:
+            self._undo_scratch(variant)
+        applied = []
+        if variant not in self.scratch:
+            from fairmark.run.variants import mount
+
+            ns = _Spec(spec)
+            base = ns.image_dir or os.path.join(state_dir(), "scratch")
+            scratch = mount.ScratchFs(variant, ns, Path(base), freebsd=sys.platform.startswith("freebsd"))
+            scratch.check()
+            self.scratch[variant] = (spec, scratch)
+            try:
+                scratch.create(self.journal)
+            except BaseException:
+                self._undo_scratch(variant)
+                raise
+            applied.append(mount.describe(ns) + f": {scratch.mountpoint}")
+        return {
+            "applied": applied,
+            "reverted": [],
+            "prepared": {"workdir": self.scratch[variant][1].mountpoint},
+        }
+
+    def _undo_scratch(self, variant: str) -> None:
+        from fairmark.run.variants.mount import undo_scratch
+
+        scratch = self.scratch.pop(variant)[1]
+        if scratch.entry_id is not None:
+            problem = undo_scratch(self.journal.get(scratch.entry_id))[1]
+            if problem:
+                raise OSError(problem)
+            self.journal.remove(scratch.entry_id)
+
+    def cpus(self, variant: str, value: object) -> dict:
+        """The variant's CPU set: a cpuset cgroup the trial joins, or an affinity, as on the controller."""
+        if value is None:
+            return {"applied": [], "reverted": [], "prepared": {}}
+        from fairmark.run.variants import cpus as cpus_mod
+
+        if variant in self.cpusets and self.cpusets[variant][0] != value:
+            self._undo_cpuset(variant)
+        applied = []
+        if variant not in self.cpusets:
+            chosen = cpus_mod.resolve_cpus(value, cpus_mod.online_cpu_ids())
+            cpuset = cpus_mod.CpuSet(variant, chosen, use_cgroup=cpus_mod.cpuset_usable())
+            self.cpusets[variant] = (value, cpuset)
+            applied.append(cpuset.describe())
+        cpuset = self.cpusets[variant][1]
+        return {"applied": applied, "reverted": [], "prepared": {"placement": cpuset.placement(self.journal)}}
+
+    def _undo_cpuset(self, variant: str) -> None:
+        from fairmark.run.variants.cpus import undo_cgroup
+
+        cpuset = self.cpusets.pop(variant)[1]
+        if cpuset.entry_id is not None:
+            problem = undo_cgroup(self.journal.get(cpuset.entry_id))[1]
+            if problem:
+                raise OSError(problem)
+            self.journal.remove(cpuset.entry_id)
+
+    def forget(self) -> None:
+        """Their journal entries are undone (Session.restore): nothing is active any more."""
+        self.settings.clear()
+        self.scratch.clear()
+        self.cpusets.clear()
+
+
+class _Spec:
+    """A `mount` value as the controller sent it (the plan model's MountSpec as JSON), with its attributes."""
+
+    def __init__(self, spec: dict):
+        self.fs = str(spec.get("fs", "ext4"))
+        self.options = str(spec.get("options") or "")
+        self.size = str(spec.get("size", "1G"))
+        self.mkfs_options = spec.get("mkfs_options") or ""
+        self.soft_updates = spec.get("soft_updates")
+        self.image_dir = spec.get("image_dir")
+
+
 # -- the trial launcher: the workload's own peak RSS ----------------------------------------------------------
 # fairmark.run.launcher (standard library only, like this file): shipped ahead of this file's text to a host
 # without fairmark (remote.connection.agent_source), imported where fairmark is installed.
 if "read_launch_report" not in globals():
     from fairmark.run.launcher import RSS_METHOD, launcher, read_launch_report  # noqa: F401 - RSS_METHOD: tests
+
+
+# -- fairmark's own modules of system changes ------------------------------------------------------------------
+# The variants' changes on this host are made by the controller's own code (fairmark.run.variants: mount, cpus,
+# kernel and what they import, all standard library): remote.connection.agent_source ships their text ahead of
+# this file's as _SHIPPED {module: source}, served to `import` under their own names — they win over a fairmark
+# installed on the host, so the code is the controller's version; packages the host has stay its own (a tool
+# adapter's fairmark.remote.tooling). Where fairmark is installed and runs this file (`fairmark agent`), they
+# are imported as usual.
+def _serve(sources: dict) -> None:
+    import importlib.abc
+    import importlib.machinery
+    import importlib.util
+
+    class Shipped(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path, target=None):
+            if name not in sources:
+                return None
+            package = sources[name] is None
+            if package and importlib.machinery.PathFinder.find_spec(name, path) is not None:
+                return None  # the host's own package (its other modules stay importable)
+            return importlib.util.spec_from_loader(name, self, is_package=package)
+
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module):
+            source = sources[module.__name__] or ""
+            exec(compile(source, f"fairmark-agent:{module.__name__}", "exec"), module.__dict__)
+
+    sys.meta_path.insert(0, Shipped())
+
+
+if "_SHIPPED" in globals():
+    _serve(_SHIPPED)  # noqa: F821 - defined ahead of this file's text by the shipped program
 
 
 # -- one trial -----------------------------------------------------------------------------------------------
@@ -419,12 +702,51 @@ def kill_group(pgid: int, grace_s: float) -> None:
             time.sleep(0.02)
 
 
-def _launch(argv: list[str], fo, fe, env: dict, cwd: str | None) -> tuple[subprocess.Popen, int | None]:
+def _placement(spec: dict, stack: contextlib.ExitStack) -> tuple:
+    """The trial's placement (`place_cgroup`, `place_cpus`: the variant's `cpus` on this host) as the local
+    executor makes it (fairmark.run.executor): on Linux this thread joins a cgroup v1 cpuset for the trial
+    (fairmark.run.thread_cgroup; it leaves when `stack` closes, after the trial's wait) and hands its CPU mask
+    down, so the trial starts by vfork and inherits both; what a thread cannot hand down is written by the child
+    between fork and exec. Returns (the cpus this thread sets around the start, the child's step or None)."""
+    cgroup, cpus = spec.get("place_cgroup"), tuple(int(c) for c in spec.get("place_cpus") or ())
+    linux = sys.platform.startswith("linux")
+    if cgroup and linux:
+        from fairmark.run.thread_cgroup import joinable, joined
+
+        if joinable(cgroup):
+            try:
+                stack.enter_context(joined(str(cgroup)))
+                cgroup = None
+            except OSError:
+                pass
+    if not cgroup and not spec.get("fork_places") and (linux or not cpus):
+        return cpus, None
+
+    def place() -> None:
+        if cgroup:
+            fd = os.open(f"{cgroup}/cgroup.procs", os.O_WRONLY)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    return (), place
+
+
+def _launch(
+    argv: list[str], fo, fe, env: dict, cwd: str | None, place: tuple = ((), None)
+) -> tuple[subprocess.Popen, int | None]:
     """Start a trial as the local executor does, through the launcher where this host has one: (the process,
-    the read end of the launcher's report, None without a launcher)."""
+    the read end of the launcher's report, None without a launcher). `place`: see _placement."""
     path, _ = launcher()
     r, w = os.pipe() if path else (None, None)
+    cpus, step = place
+    mine = os.sched_getaffinity(0) if cpus else None
     try:
+        if cpus:
+            os.sched_setaffinity(0, cpus)  # this thread's mask: the child inherits it
         proc = subprocess.Popen(
             [path, str(w), *argv] if path else argv,
             stdin=subprocess.DEVNULL,
@@ -435,6 +757,7 @@ def _launch(argv: list[str], fo, fe, env: dict, cwd: str | None) -> tuple[subpro
             start_new_session=True,
             close_fds=True,
             pass_fds=(w,) if path else (),
+            preexec_fn=step,
         )
     except OSError:
         if r is not None:
@@ -443,6 +766,8 @@ def _launch(argv: list[str], fo, fe, env: dict, cwd: str | None) -> tuple[subpro
     finally:
         if w is not None:
             os.close(w)  # the launcher's end: ours reads EOF once it exited
+        if mine is not None:
+            os.sched_setaffinity(0, mine)  # the agent never runs on the trial's CPUs during the trial
     return proc, r
 
 
@@ -500,6 +825,7 @@ class Session:
         self.buf = b""
         self.eof = False
         self.tunables = Tunables()
+        self.kinds = SystemKinds(self.tunables.journal)  # one journal for all this agent changes
 
     # -- wire ---------------------------------------------------------------------------------------------
     def _readline(self) -> bytes | None:
@@ -559,10 +885,10 @@ class Session:
 
     # -- operations ---------------------------------------------------------------------------------------
     def op_hello(self, req: dict) -> dict:
-        try:
-            import fairmark  # noqa: F401 - only whether it is there
+        import importlib.util
 
-            has_fairmark = True
+        try:  # fairmark installed here, not only the modules shipped with this agent
+            has_fairmark = importlib.util.find_spec("fairmark.remote") is not None
         except ImportError:
             has_fairmark = False
         return {
@@ -585,7 +911,26 @@ class Session:
 
     def op_bye(self, req: dict) -> dict:
         self._teardown_adapters()
-        return {"restored": self.tunables.restore()}
+        return {"restored": self.restore()}
+
+    def restore(self) -> list[str]:
+        """Undo everything this agent changed, newest first (its journal's order: a cpuset after the scratch
+        file system made before it …). An entry that cannot be undone stays journaled (the next contact tries
+        again, `fairmark doctor --host` shows it) and the answer is an error naming it."""
+        journal, lines, problems = self.tunables.journal, [], []
+        for entry in reversed(list(journal.entries)):
+            done, problem = undo_entry(entry)
+            lines.append(done)
+            if problem:
+                problems.append(problem)
+                continue
+            journal.entries.remove(entry)
+            journal.save()
+        self.tunables.active.clear()
+        self.kinds.forget()
+        if problems:
+            raise OSError("not restored: " + "; ".join(problems))
+        return lines
 
     def _teardown_adapters(self) -> None:
         """Servers a controller left running (it died, or the connection dropped) are stopped with the agent, and
@@ -672,10 +1017,11 @@ class Session:
         monitor = Monitor(req["monitor"]) if req.get("monitor") else None
         if monitor:
             monitor.sample()  # before the trial exists, as the local monitor does
-        with open(so, "wb") as fo, open(se, "wb") as fe:
+        with open(so, "wb") as fo, open(se, "wb") as fe, contextlib.ExitStack() as placed:
+            place = _placement(spec, placed)
             t0 = time.monotonic()
             try:
-                proc, r = _launch(argv, fo, fe, _env(req), spec.get("cwd") or None)
+                proc, r = _launch(argv, fo, fe, _env(req), spec.get("cwd") or None, place)
             except OSError as exc:
                 m["error"] = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
                 return res
@@ -808,7 +1154,24 @@ class Session:
         return {"values": {n: sysctl_read(n) for n in req.get("names") or ()}}
 
     def op_restore(self, req: dict) -> dict:
-        return {"restored": self.tunables.restore()}
+        return {"restored": self.restore()}
+
+    # The kinds of plan/kinds.py that can run on a host besides sysctl: `set` is the variant's value (None: the
+    # host's own), `variant` its name; the answer says what was applied and what its trials get ("prepared").
+    def op_mount(self, req: dict) -> dict:
+        return self.kinds.mount(str(req.get("variant")), req.get("set"))
+
+    def op_cpus(self, req: dict) -> dict:
+        return self.kinds.cpus(str(req.get("variant")), req.get("set"))
+
+    def op_thp(self, req: dict) -> dict:
+        return self.kinds.setting("thp", req.get("set"))
+
+    def op_governor(self, req: dict) -> dict:
+        return self.kinds.setting("governor", req.get("set"))
+
+    def op_aslr(self, req: dict) -> dict:
+        return self.kinds.setting("aslr", req.get("set"))
 
     def op_recover(self, req: dict) -> dict:
         return {"recovered": recover_dead()}
@@ -859,7 +1222,7 @@ def main() -> int:
         # The controller is gone (bye, or end of input when it died or the connection dropped): put the host
         # back now. Should this agent itself be killed first, its journal stays and the next contact undoes it.
         session._teardown_adapters()
-        session.tunables.restore()
+        session.restore()
     return 0
 
 

@@ -73,16 +73,36 @@ class HostSpec:
     python: str = "python3"
 
 
+# fairmark's modules the agent makes the variants' system changes with (remote/agent.py: SystemKinds, the trial's
+# placement), shipped with it (standard library only; a test checks that what they import is here or stdlib).
+# None: a package, served empty where the host has no fairmark.
+SHIPPED_MODULES: dict[str, str | None] = {
+    "fairmark": None,
+    "fairmark.errors": "errors.py",
+    "fairmark.run": None,
+    "fairmark.run.thread_cgroup": "run/thread_cgroup.py",
+    "fairmark.run.variants": None,
+    "fairmark.run.variants.journal": "run/variants/journal.py",
+    "fairmark.run.variants.tunable": "run/variants/tunable.py",
+    "fairmark.run.variants.cpus": "run/variants/cpus.py",
+    "fairmark.run.variants.kernel": "run/variants/kernel.py",
+    "fairmark.run.variants.mount": "run/variants/mount.py",
+}
+
+
 def agent_source() -> bytes:
     """The agent as one standard-library program: the trial launcher's module (fairmark.run.launcher, which the
-    agent imports where fairmark is installed), then agent.py (its `from __future__` is the launcher's, first)."""
-    launcher = (Path(__file__).parents[1] / "run" / "launcher.py").read_bytes()
+    agent imports where fairmark is installed), the text of fairmark's modules it reuses (`_SHIPPED`), then
+    agent.py (its `from __future__` is the launcher's, first)."""
+    root = Path(__file__).parents[1]
+    launcher = (root / "run" / "launcher.py").read_bytes()
+    shipped = {name: (root / rel).read_text() if rel else None for name, rel in SHIPPED_MODULES.items()}
     agent = (
         (Path(__file__).parent / "agent.py")
         .read_bytes()
         .replace(b"from __future__ import annotations\n", b"", 1)
     )
-    return launcher + b"\n\n" + agent
+    return launcher + b"\n\n_SHIPPED = " + repr(shipped).encode() + b"\n\n" + agent
 
 
 @functools.cache

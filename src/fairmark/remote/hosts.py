@@ -45,6 +45,10 @@ def _sysctl_wire(value: Any) -> Any:
     return {k: value_text(v) for k, v in value.items()}
 
 
+# The kinds whose agent state is the variant's own, as on the controller (a scratch file system, a CPU set: made at
+# the variant's first block, kept until the session ends): sent at every change of variant, with its name.
+PER_VARIANT = ("mount", "cpus")
+
 # How a kind's value travels to the agent where it is not the plan's JSON as is (a sysctl's value as the text the
 # kernel reads back: a bool is 1 or 0).
 WIRE: dict[str, Callable[[Any], Any]] = {"sysctl": _sysctl_wire}
@@ -97,6 +101,7 @@ class RemoteHost:
         self.conn: HostConnection | None = None
         self.executor: RemoteExecutor | None = None
         self.wanted: dict[str, Any] = {}  # kind → the value active there now (as sent)
+        self.variant: str | None = None  # the variant whose changes are active there
         self.prepared: dict[str, dict[str, Any]] = {}  # kind → what the agent made ready for trials
 
     def _connection(self) -> HostConnection:
@@ -165,30 +170,36 @@ class RemoteHost:
     # -- the variant's system changes ---------------------------------------------------------------------------
     def activate(self, variant: Variant) -> None:
         """Make the variant's changes the active set on this host (the agent journals each original first)."""
+        from fairmark.plan.kinds import given
+
         for kind, want in wire_changes(variant, self.tuning).items():
             current = self.wanted.get(kind)
-            if want == current or (current is None and not want):
+            own = kind in PER_VARIANT and given(want) and self.variant != variant.name
+            if not own and (want == current or (current is None and not given(want))):
                 continue
             down = self._executor().down
             if down is not None:
                 raise down
             try:
-                got = self._connection().call(kind, set=want)
+                got = self._connection().call(kind, set=want, variant=variant.name)
             except AgentError as exc:
                 raise EnvironmentRefused(
                     f"variant {variant.name!r} on host {self.name}: {exc.message}"
                 ) from None
             self.wanted[kind] = want
             self.prepared[kind] = dict(got.get("prepared") or {})
+        self.variant = variant.name
 
     def prepare(self, variant: Variant) -> dict[str, Any]:
         return {k: v for ready in self.prepared.values() for k, v in ready.items()}
 
     def _reapply(self) -> None:
         """After a reconnection: the new agent applies what the lost one restored."""
+        from fairmark.plan.kinds import given
+
         for kind, want in self.wanted.items():
-            if want:
-                got = self._connection().call(kind, set=want)
+            if given(want):
+                got = self._connection().call(kind, set=want, variant=self.variant)
                 self.prepared[kind] = dict(got.get("prepared") or {})
 
     # -- trials -------------------------------------------------------------------------------------------------
@@ -263,6 +274,7 @@ class RemoteHost:
         ex.down, ex.last_boot_id = None, None
         self.wanted.clear()
         self.prepared.clear()
+        self.variant = None
 
     def guard(self, boot: Callable[[], str | None]) -> None:
         """A reconnection in the middle of a block (the link dropped, or the host rebooted on its own) must find
@@ -284,9 +296,28 @@ class RemoteHost:
         return {"ssh": self.spec.ssh, "boot_id": self.conn.hello.get("boot_id") if self.conn else None}
 
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()  # the agent restores its changes on "bye" (and on end of input)
-            self.conn = None
+        """Undo the variants' changes here (the agent, newest first) and end the session; raises RevertError
+        when the agent could not undo one (its journal keeps it: the next contact tries again)."""
+        from fairmark.run.variants.tunable import RevertError
+
+        conn, self.conn = self.conn, None
+        if conn is None:
+            return
+        problem = None
+        try:
+            if self.wanted and self.executor is not None and self.executor.down is None:
+                conn.call("restore")
+        except AgentError as exc:
+            problem = exc.message
+        except ConnectionLost:
+            pass  # the agent restores at its end of input; a dead one's journal is undone at the next contact
+        finally:
+            conn.close()  # the agent restores what is left on "bye" (and on end of input)
+        if problem:
+            raise RevertError(
+                f"host {self.name} is NOT as fairmark found it: {problem}",
+                hint=f"its agent's journal keeps what is left: `fairmark doctor --host {self.spec.ssh}` retries",
+            )
 
 
 # -- a run's hosts ---------------------------------------------------------------------------------------------

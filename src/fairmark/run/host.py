@@ -11,6 +11,7 @@ remote host needs neither (docs/architecture.md, "Adding things").
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
@@ -367,6 +368,14 @@ class Hosts:
 
     def close(self) -> None:
         """Undo every change here, then on each host (each agent restores what it changed there)."""
-        self.local.close()
-        for host in self.remote.values():
-            host.close()
+        try:
+            self.local.close()
+        finally:
+            for host in self.remote.values():
+                try:
+                    host.close()
+                except BaseException:
+                    for other in self.remote.values():  # every host's session still ends (idempotent)
+                        with contextlib.suppress(Exception):
+                            other.close()
+                    raise

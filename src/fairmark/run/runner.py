@@ -143,7 +143,8 @@ class Runner:
         stored = {c.key: c.id for c in cells}
         runtimes = self._runtimes(stored)
         self._load_progress(runtimes)
-        self.hosts.connect()
+        for line in self.hosts.connect():  # what a dead run's agents left on its hosts, undone now
+            self.progress.note(line)
         self.store.update_run(run.id, status="running", ended_at=None)
         self.progress.note(f"resuming run {run.id}: {self.seq} trial(s) already stored are kept")
         return self._execute(runtimes, run.seed)
