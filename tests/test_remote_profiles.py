@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import nethosts
-from fairmark.remote.profiling import HostTrial, RemoteProfile, host_artifacts
+from fairmark.remote.profiling import HostTrial, RemoteProfile, check, host_artifacts
 from fairmark.run.hooks import HookContext, TrialHook
 from helpers import PYTHON_TOML
 
@@ -244,3 +244,82 @@ def test_the_controllers_hook_arms_the_hosts_next_trial_and_labels_what_came_bac
         ],
     )
     assert err.data == "on host h1: no sample" and table.data == {"host": "h1"}
+
+
+# -- FreeBSD's pmcstat, where DTrace cannot run ----------------------------------------------------------------
+def test_pmcstat_call_graphs_are_counted_and_its_command_lines_sample_the_process_tree() -> None:
+    from fairmark.run.profiles import freebsd
+
+    text = (FIX / "pmcstat_G_dd.txt").read_text()  # real pmcstat -G output (SOURCES.md)
+    assert freebsd.pmc_samples(text) == 2 + 1 + 251 + 66
+    assert freebsd.pmc_samples("no header\n") == 0
+    assert freebsd.pmcstat_command(["dd", "if=/dev/random"], "/t/log") == [
+        *("pmcstat", "-d", "-P", "instructions", "-O", "/t/log"),
+        *("dd", "if=/dev/random"),
+    ]
+    assert freebsd.pmcstat_graph_command("/t/log", "/t/g") == [
+        "pmcstat",
+        "-R",
+        "/t/log",
+        "-z",
+        "100",
+        "-G",
+        "/t/g",
+    ]
+
+
+def _fake(bin_dir: Path, name: str, body: str) -> None:
+    (bin_dir / name).write_text("#!/bin/sh\n" + body)
+    (bin_dir / name).chmod(0o755)
+
+
+def test_a_freebsd_host_without_dtrace_profiles_the_cpu_with_pmcstat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No dtrace there, pmcstat and hwpmc are: the agent's CPU profile is pmcstat's, its log turned into call
+    graphs and folded on the host (the fake pmcstat writes the real -G capture; the fake collapser folds it to
+    one line: folding is the collapser's business, tested upstream)."""
+    _Tools(tmp_path, monkeypatch)
+    bin_dir = tmp_path / "bin"
+    (bin_dir / "dtrace").unlink()
+    _fake(bin_dir, "pmcstat", f'[ "$1" = -R ] && cp {FIX / "pmcstat_G_dd.txt"} "$6"\n')
+    _fake(bin_dir, "kldstat", "exit 0\n")  # hwpmc is loaded
+    _fake(bin_dir, "inferno-collapse-pmc", "cat >/dev/null; echo 'amd64_syscall;sys_read 320'\n")
+    trial = HostTrial({}, {"name": "cpu", "ctx": _ctx(tmp_path)})
+    argv = trial.wrap(["dd", "if=/dev/random"])
+    assert argv == [
+        "pmcstat",
+        "-d",
+        "-P",
+        "instructions",
+        "-O",
+        str(tmp_path / "pmcstat.log"),
+        "dd",
+        "if=/dev/random",
+    ]
+    (tmp_path / "pmcstat.log").write_bytes(b"\x00binary log")
+    folded, meta = host_artifacts("bsd", trial.stop())
+    assert folded.data == "amd64_syscall;sys_read 320\n"
+    assert meta.data == {
+        "event": "instructions",
+        "weight": 320,
+        "scope": "process tree (pmcstat -P -d)",
+        "workload_samples": 320,
+        "collapser": "inferno-collapse-pmc",
+        "host": "bsd",
+    }
+    assert not (tmp_path / "pmcstat.log").exists() and not (tmp_path / "pmcstat.graph").exists()
+
+
+def test_a_freebsd_host_with_neither_dtrace_nor_pmcstat_says_why_for_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _Tools(tmp_path, monkeypatch)
+    (tmp_path / "bin" / "dtrace").unlink()
+    _fake(tmp_path / "bin", "pmcstat", "exit 0\n")
+    _fake(tmp_path / "bin", "kldstat", "exit 1\n")  # hwpmc not loaded
+    why = check({}, ["cpu"])["cpu"]
+    assert (
+        why
+        == "dtrace not found; pmcstat instead: the hwpmc kernel module is not loaded: `kldload hwpmc` as root"
+    )

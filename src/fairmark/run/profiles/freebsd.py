@@ -1,8 +1,11 @@
-"""FreeBSD profilers: DTrace profile-997 (CPU), lockstat (locks), truss -c (syscalls).
+"""FreeBSD profilers: DTrace profile-997 (CPU; pmcstat's process-mode sampling where DTrace cannot run), lockstat
+(locks), truss -c (syscalls).
 
 Each wraps the trial's command and writes to a file in the trial directory; the parsers are pure and tested on
 fixtures written from the tools' documented output formats (dtrace(1) aggregation of stack()/ustack(),
-lockstat(1), truss(1) -c). DTrace stacks are folded by inferno's `inferno-collapse-dtrace`.
+lockstat(1), truss(1) -c) and, for pmcstat -G, on a real capture (tests/fixtures/h4/profiles/SOURCES.md). DTrace
+stacks are folded by inferno's `inferno-collapse-dtrace`, pmcstat's call graphs by `inferno-collapse-pmc` or
+FlameGraph's `stackcollapse-pmc.pl`.
 """
 
 from __future__ import annotations
@@ -45,6 +48,39 @@ def split_dtrace_samples(text: str) -> tuple[str, dict[str, int]]:
 def dtrace_command(argv: list[str], out: str) -> list[str]:
     # dtrace -c takes one command string; shlex.join keeps arguments with spaces intact.
     return ["dtrace", "-q", "-x", "ustackframes=100", "-n", DTRACE_SCRIPT, "-o", out, "-c", shlex.join(argv)]
+
+
+# pmcstat(8): -P samples in process mode (only the command's processes), -d follows the children it starts too;
+# "instructions" is one of libpmc's portable event names. -R … -G turns the log into call graphs (callers to
+# depth -z), what the collapsers read.
+PMC_EVENT = "instructions"
+PMC_COLLAPSERS = ("inferno-collapse-pmc", "stackcollapse-pmc.pl")
+PMC_SCOPE = "process tree (pmcstat -P -d)"
+_PMC_SECTION = re.compile(r"^@ (.*?) \[(\d+) samples\]\s*$")
+
+
+def pmcstat_command(argv: list[str], out: str, event: str = PMC_EVENT) -> list[str]:
+    return ["pmcstat", "-d", "-P", event, "-O", out, *argv]
+
+
+def pmcstat_graph_command(log: str, graph: str) -> list[str]:
+    return ["pmcstat", "-R", log, "-z", "100", "-G", graph]
+
+
+def pmc_samples(text: str) -> int:
+    """Samples in pmcstat -G output: the sum of its sections' `@ EVENT [N samples]` headers."""
+    return sum(int(m.group(2)) for line in text.splitlines() if (m := _PMC_SECTION.match(line)))
+
+
+def hwpmc_problem() -> str | None:
+    """Why pmcstat cannot sample here (None: it can): it needs the hwpmc kernel module."""
+    try:
+        loaded = subprocess.run(["kldstat", "-q", "-m", "hwpmc"], capture_output=True, check=False)
+    except OSError:
+        return "kldstat not found: not a FreeBSD kernel"
+    return (
+        None if loaded.returncode == 0 else "the hwpmc kernel module is not loaded: `kldload hwpmc` as root"
+    )
 
 
 def lockstat_command(argv: list[str], out: str) -> list[str]:
@@ -152,6 +188,71 @@ class DTraceCpuProfile(WrapProfiler):
         ]
 
 
+class PmcstatCpuProfile(WrapProfiler):
+    """pmcstat's process-mode sampling of the trial's process tree (-P -d), its log turned into call graphs
+    (-R -G) and folded on this machine: only the folded stacks leave it."""
+
+    name = kind = "profile.cpu"
+    tool = "pmcstat"
+    out_name = "pmcstat.log"
+    build = staticmethod(pmcstat_command)  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        if self.unavailable and "root" in self.unavailable:
+            self.unavailable = "pmcstat needs root (hwpmc)"
+        self.collapse = next((path for name in PMC_COLLAPSERS if (path := find_tool(name))), None)
+        if self.unavailable is None:
+            self.unavailable = hwpmc_problem()
+        if self.unavailable is None and self.collapse is None:
+            self.unavailable = (
+                "no pmcstat -G collapser: inferno-collapse-pmc or FlameGraph's stackcollapse-pmc.pl"
+            )
+
+    def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
+        log, graph = Path(ctx.trial_dir) / self.out_name, Path(ctx.trial_dir) / "pmcstat.graph"
+        if not log.exists():
+            return [Artifact(self.kind, "error", "text/plain", "pmcstat wrote no sample log")]
+        proc = subprocess.run(
+            pmcstat_graph_command(str(log), str(graph)), capture_output=True, text=True, check=False
+        )
+        text = graph.read_text(errors="replace") if graph.exists() else ""
+        log.unlink(missing_ok=True)  # the raw log is large; the folded stacks are what we keep
+        graph.unlink(missing_ok=True)
+        if proc.returncode != 0 or not text.strip():
+            return [Artifact(self.kind, "error", "text/plain", f"pmcstat -R -G: {proc.stderr[-300:]}")]
+        return self.artifacts(text)
+
+    def artifacts(self, text: str) -> list[Artifact]:
+        assert self.collapse is not None
+        proc = subprocess.run([self.collapse], input=text, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            return [Artifact(self.kind, "error", "text/plain", proc.stderr[-300:])]
+        meta = {
+            "event": PMC_EVENT,
+            "weight": folded_weight(proc.stdout),
+            "scope": PMC_SCOPE,
+            "workload_samples": pmc_samples(text),
+            "collapser": Path(self.collapse).name,
+        }
+        return [
+            Artifact(self.kind, "folded", "text/plain", proc.stdout),
+            Artifact(self.kind, "meta", "application/json", meta),
+        ]
+
+
+def cpu_profiler() -> Profiler:
+    """DTrace where it can run; else pmcstat where it can; else DTrace saying why neither can."""
+    dtrace = DTraceCpuProfile()
+    if dtrace.unavailable is None:
+        return dtrace
+    pmc = PmcstatCpuProfile()
+    if pmc.unavailable is None:
+        return pmc
+    dtrace.unavailable = f"{dtrace.unavailable}; pmcstat instead: {pmc.unavailable}"
+    return dtrace
+
+
 class LockstatProfile(WrapProfiler):
     name = kind = "profile.locks"
     tool = "lockstat"
@@ -195,7 +296,7 @@ class TrussProfile(WrapProfiler):
 
 
 FREEBSD_PROFILERS: dict[str, Callable[[], Profiler]] = {
-    "cpu": DTraceCpuProfile,
+    "cpu": cpu_profiler,
     "locks": LockstatProfile,
     "syscalls": TrussProfile,
 }
