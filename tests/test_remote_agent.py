@@ -222,3 +222,42 @@ def test_the_agent_accepts_only_its_protocol_and_acts_on_nothing_else(tmp_path: 
     assert [a["error"].split(":")[0] for a in answers[:5]] == ["bad request"] * 5
     assert answers[5]["error"] == "unknown op 'shell'" and answers[6]["error"] == "unknown op '_exec'"
     assert answers[-1]["result"]["protocol"] == agent.PROTOCOL and answers[-1]["id"] == 5
+
+
+def test_a_hosts_machine_wide_kinds_are_journaled_switched_and_undone_and_a_dead_agents_by_its_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """thp and aslr on a host, made by the agent with the controller's own settings (fairmark.run.variants.kernel)
+    on stand-ins of their kernel files: each original journaled before the change, a switch to another value or
+    to none puts the original back, and the journal of an agent that died with a change in place is undone by
+    the next one — known dead by its journal's lock, though its PID (this process's) is alive."""
+    import functools
+
+    from fairmark.run.variants import kernel
+
+    thp, aslr = tmp_path / "enabled", tmp_path / "randomize_va_space"
+    thp.write_text("always [madvise] never\n")
+    aslr.write_text("2\n")
+    monkeypatch.setattr(kernel, "thp_setting", functools.partial(kernel.thp_setting, path=str(thp)))
+    monkeypatch.setattr(kernel, "aslr_setting", functools.partial(kernel.aslr_setting, path=str(aslr)))
+    monkeypatch.setenv("FAIRMARK_AGENT_STATE", str(tmp_path / "state"))
+    session = agent.Session()
+    got = session.op_thp({"set": "never", "variant": "a"})
+    assert got["applied"] == ["transparent hugepages → never"] and thp.read_text() == "never"
+    (journal,) = (tmp_path / "state" / "journal").glob("*.json")
+    (entry,) = json.loads(journal.read_text())["entries"]
+    assert entry["type"] == "file" and entry["path"] == str(thp) and entry["original"] == "madvise"
+    assert session.op_aslr({"set": 0, "variant": "a"})["applied"] == ["ASLR kernel.randomize_va_space → 0"]
+    assert session.op_aslr({"set": None, "variant": "b"})["reverted"] == [
+        "restored ASLR kernel.randomize_va_space = 2"
+    ]
+    assert aslr.read_text() == "2" and len(json.loads(journal.read_text())["entries"]) == 1
+    # the agent dies with thp changed: its lock goes with it (the kernel drops a dead process's flock)
+    dead = session.tunables.journal
+    os.close(dead.lock_fd)
+    agent._MINE.discard(dead.path)
+    assert agent.recover_dead() == [
+        f"restored transparent hugepages = madvise (was never) (left by agent {os.getpid()})"
+    ]
+    assert thp.read_text() == "madvise"
+    assert list((tmp_path / "state" / "journal").iterdir()) == []  # no journal, no lock file left

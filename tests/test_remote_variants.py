@@ -293,3 +293,37 @@ def test_a_dead_agents_mount_and_cpuset_are_undone_when_the_run_is_resumed(
     assert len(placed) >= 3 and len({line[0] for line in placed}) == 2  # the resumed run's own file system
     for line in placed:
         _assert_placed(line, state_dir)
+
+
+def test_what_a_host_cannot_change_is_refused_before_any_trial_and_nothing_is_made_there(
+    tmp_path: Path, net: nethosts.NetHosts
+) -> None:
+    from fairmark.run.variants.cpus import online_cpu_ids
+
+    before = State.now(net)
+    path, _, _ = _plan(tmp_path, net)
+    too_many = len(online_cpu_ids()) + 1
+    path.write_text(path.read_text().replace("cpus = 1\n", f"cpus = {too_many}\n"))
+    proc = _fairmark("run", str(path), "--accept-risk")
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 3, err
+    assert f"variant '{VARIANT}' on host vh: cpus: cpus = {too_many}: only" in " ".join(err.split()), err
+    assert _stored_trials(VARIANT) == 0 and _stored_trials("plain") == 0
+    assert State.now(net).new_since(before, net.hosts["vh"].state_dir) == {}  # its mount was not made first
+    path.write_text(
+        path.read_text()
+        .replace(f"cpus = {too_many}\n", "")
+        .replace('name = "plain"\n', 'name = "plain"\nsysctl = { "net.ipv4.fairmark_nosuch" = 1 }\n')
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "fairmark", "run", str(path), "--accept-risk"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    assert res.returncode == 3, res.stderr
+    assert (
+        "variant 'plain' on host vh: sysctl: sysctl net.ipv4.fairmark_nosuch: it does not exist here"
+        in " ".join(res.stderr.split())
+    ), res.stderr

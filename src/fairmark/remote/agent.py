@@ -27,6 +27,7 @@ Operations:
   mount, cpus, thp,     the variant's other system changes (plan/kinds.py: the kinds that can run on a host), made
   governor, aslr        by fairmark.run.variants' modules and journaled here alike; a scratch file system's
                         mount point is its trials' workdir, a CPU set their placement (exec applies it)
+  check                 whether a variant's changes can be made here (nothing changed: refusals before any trial)
   restore               revert everything this agent changed; recover: undo dead agents' journals
   adapter               a tool workload's adapter life cycle (servers, data, command line) run here; needs
                         fairmark installed on the host (`fairmark agent`)
@@ -515,6 +516,36 @@ class SystemKinds:
             done.append(s)
         self.settings[kind] = (value, done)
         return {"applied": [f"{s.label} → {s.want}" for s in done], "reverted": reverted}
+
+    def check(self, kind: str, value: object) -> None:
+        """Refuse (raise) what cannot be done here, changing nothing: what the controller's SystemState refuses
+        before any trial (a missing sysctl or kernel file, a value the kernel does not list, no cpufreq, no loop
+        devices or mkfs, more CPUs than are online)."""
+        if kind == "sysctl":
+            for name in value or {}:
+                try:
+                    sysctl_read(str(name))
+                except OSError as exc:
+                    why = "it does not exist here" if isinstance(exc, FileNotFoundError) else str(exc)
+                    raise OSError(f"sysctl {name}: {why}") from None
+        elif kind in self.SETTINGS:
+            from fairmark.run.variants import kernel
+
+            {"aslr": kernel.aslr_setting, "thp": kernel.thp_setting, "governor": kernel.governor_settings}[
+                kind
+            ](value)
+        elif kind == "mount":
+            from fairmark.run.variants import mount
+
+            ns = _Spec(value)
+            base = Path(ns.image_dir or os.path.join(state_dir(), "scratch"))
+            mount.ScratchFs("check", ns, base, freebsd=sys.platform.startswith("freebsd")).check()
+        elif kind == "cpus":
+            from fairmark.run.variants import cpus as cpus_mod
+
+            cpus_mod.resolve_cpus(value, cpus_mod.online_cpu_ids())
+        else:
+            raise ValueError(f"no such kind of system change here: {kind!r}")
 
     def mount(self, variant: str, spec: dict | None) -> dict:
         """The variant's scratch file system (made at its first use): its mount point is the trials' workdir."""
@@ -1155,6 +1186,17 @@ class Session:
 
     def op_restore(self, req: dict) -> dict:
         return {"restored": self.restore()}
+
+    def op_check(self, req: dict) -> dict:
+        """Whether a variant's changes can be made here, changing nothing: {"refused": {kind: why}} for
+        req["changes"] {kind: value} (the controller asks at connect, before any trial)."""
+        refused = {}
+        for kind, value in (req.get("changes") or {}).items():
+            try:
+                self.kinds.check(str(kind), value)
+            except Exception as exc:
+                refused[kind] = getattr(exc, "message", None) or str(exc)
+        return {"refused": refused}
 
     # The kinds of plan/kinds.py that can run on a host besides sysctl: `set` is the variant's value (None: the
     # host's own), `variant` its name; the answer says what was applied and what its trials get ("prepared").

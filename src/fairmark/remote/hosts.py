@@ -91,10 +91,13 @@ class RemoteHost:
         monitor_interval_s: float | None = None,
         allow_concurrent: bool = False,
         tuning: Mapping[str, TuningSet] | None = None,
+        variants: Sequence[Variant] = (),
         profiles: Sequence[str] = (),
     ):
         self.name, self.entry, self.path = name, entry, path
         self.tuning = dict(tuning or {})  # the plan's [tuning.NAME] sets, which a variant here may name
+        # the plan's variants on this host: their changes are checked at connect, before any trial
+        self.variants = list(variants)
         self.spec = host_spec(name, entry)
         self.monitor_interval_s, self.allow_concurrent = monitor_interval_s, allow_concurrent
         self.profiles = tuple(profiles)  # the run's profilers (cpu, locks, syscalls): each must work here
@@ -123,10 +126,35 @@ class RemoteHost:
         hello = self.conn.connect()
         self._lock()
         self._check_profilers()
+        self._check_variants()
         self.executor = RemoteExecutor(
             self.conn, on_reconnect=self._reapply, monitor_interval_s=self.monitor_interval_s
         )
         return [f"host {self.name}: {line}" for line in hello.get("recovered", [])]
+
+    def _check_variants(self) -> None:
+        """Refuse before any trial what a variant here cannot change on this host (a missing sysctl, no cpufreq
+        governor, no loop devices …), as the controller's own SystemState does at its start: the agent checks
+        each variant's changes without making them. An agent without the check (older) leaves it to the
+        variant's first block."""
+        from fairmark.plan.kinds import given
+
+        for variant in self.variants:
+            changes = {k: v for k, v in wire_changes(variant, self.tuning).items() if given(v)}
+            if not changes:
+                continue
+            try:
+                refused = self._connection().call("check", changes=changes, variant=variant.name)["refused"]
+            except AgentError as exc:
+                if "unknown op" in exc.message:
+                    return
+                raise
+            if refused:
+                kind, why = next(iter(refused.items()))
+                raise EnvironmentRefused(
+                    f"variant {variant.name!r} on host {self.name}: {kind}: {why}",
+                    hint=f"remove {kind} from variant {variant.name!r}, or run it on a host that has it",
+                )
 
     def _lock(self) -> None:
         """The host's own lock (held by its agent for the session): one run measures a host at a time."""
@@ -361,6 +389,7 @@ def hosts_for(
             allow_concurrent=allow_concurrent,
             tuning=plan.tuning,
             profiles=profiles,
+            variants=[v for v in plan.variant if v.host == name],
         )
         for name in check_plan(plan, path)
     }
