@@ -562,7 +562,7 @@ class LaunchServer:
     ) -> bool:
         """Send one trial (`cgroup`: the tasks file to join, the one to go back to); `pid` and `report` follow.
         False, and nothing sent, for a request larger than the server takes (SERVER_C's buffers)."""
-        if env is None or env != self._env:
+        if env is None or (env is not self._env and env != self._env):
             pairs = (
                 os.environb.items()
                 if env is None

@@ -319,8 +319,8 @@ def read_launch_report(fd: int) -> dict[str, Any] | None:
 def parse_launch_report(data: bytes) -> dict[str, Any] | None:
     """`read_launch_report`'s dict from the report's text (also a launch server's answer,
     fairmark.run.launch_server), or None when it is not one."""
-    words = data.decode("ascii", "replace").split()
-    if len(words) != 12 or words[:2] != ["fairmark-launcher", "1"]:
+    words = data.split()  # (int() takes ASCII digits as bytes: no text made of the line first)
+    if len(words) != 12 or words[0] != b"fairmark-launcher" or words[1] != b"1":
         return None
     try:
         v = [int(w) for w in words[2:]]

@@ -24,15 +24,30 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+# Texts up to this long are remembered with what they scrub to: a run scrubs its argv and its errors again at
+# every trial (the same few strings), and four regular expressions per string cost more than a dict lookup.
+MEMO_CHARS = 256
+MEMO_ENTRIES = 1024
+
+
 class Scrubber:
     """Callable text → text with this process's secrets removed; built once per run."""
 
     def __init__(self, env: Mapping[str, str] | None = None):
-        self.secrets = secret_values(os.environ if env is None else env)
-
-    def __call__(self, text: str) -> str:
         from fairmark.probe.redact import redact_text
 
+        self.secrets = secret_values(os.environ if env is None else env)
+        self._redact = redact_text
+        self._memo: dict[str, str] = {"": ""}
+
+    def __call__(self, text: str) -> str:
+        found = self._memo.get(text)
+        if found is not None:
+            return found
+        scrubbed = text
         for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return redact_text(text)
+            scrubbed = scrubbed.replace(secret, REDACTED)
+        scrubbed = self._redact(scrubbed)
+        if len(text) <= MEMO_CHARS and len(self._memo) < MEMO_ENTRIES:
+            self._memo[text] = scrubbed
+        return scrubbed

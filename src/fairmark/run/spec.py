@@ -32,6 +32,7 @@ same way; otherwise every trial starts by vfork, placed or not. `cpuset` states 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
@@ -94,11 +95,11 @@ class TrialSpec:
         if self.env is not None:
             object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
 
-    @property
+    @functools.cached_property  # (its instance dict, not a field: a frozen spec reused by a cell's trials)
     def stdout_path(self) -> str:
         return os.path.join(self.out_dir, f"{self.name}.stdout")  # not PurePath: several times per trial
 
-    @property
+    @functools.cached_property
     def stderr_path(self) -> str:
         return os.path.join(self.out_dir, f"{self.name}.stderr")
 

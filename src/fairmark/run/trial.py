@@ -81,7 +81,11 @@ class TrialPath:
     note: Callable[[str], None]
     hooks: tuple[TrialHook, ...] = ()
     keep_trial_dirs: bool = False  # `run --keep-scratch`: every trial's output in a directory of its own
-    _shared_dirs: set[Path] = field(default_factory=set)  # the plain commands' trial-output dirs made so far
+    # the plain commands' trial-output dir of each scratch dir, made once (Path arithmetic at every trial cost more)
+    _shared_dirs: dict[Path, Path] = field(default_factory=dict)
+    _specs: dict[str, tuple[tuple[Any, ...], TrialSpec]] = field(
+        default_factory=dict
+    )  # each cell's last (`_spec`)
 
     def run(
         self,
@@ -114,7 +118,8 @@ class TrialPath:
             failed_calibration = self._calibrate(w, cs, build, host.execute)
             if failed_calibration is not None:
                 return self._record(rt, cs, r, seq, now(), *failed_calibration, [])
-        spec = build(wrappers=[lambda argv, h=hook: h.wrap(argv, hctx) for hook in hooks], loops=cs.loops)
+        inputs = (list(command), dict(prepared), dict(wctx.env), trial_dir, host.local, cs.loops)
+        spec = self._spec(cs, build, hooks, hctx, inputs)
         failed = self._before_trial(w, spec, host.execute)
         if failed is not None:
             before, why = failed
@@ -130,6 +135,28 @@ class TrialPath:
         return self._record(
             rt, cs, r, seq, started, spec, result, (status, error, values), artifacts, profiled
         )
+
+    def _spec(
+        self,
+        cs: CellState,
+        build: Callable[..., TrialSpec],
+        hooks: tuple[TrialHook, ...],
+        hctx: HookContext,
+        inputs: tuple[Any, ...],
+    ) -> TrialSpec:
+        """The trial's spec. Hooks that wrap the command are handed the trial's context; without one, the spec
+        built from the same `inputs` (what varies between a cell's trials) as the cell's last one is that spec
+        (frozen): building it again, its environment merged and copied, was a tenth of the Python time of a
+        trial of `true`, and the launch server is sent an environment only when it is another object."""
+        wrapping = [h for h in hooks if type(h).wrap is not TrialHook.wrap]  # (the others return argv as is)
+        if wrapping:
+            return build(wrappers=[lambda argv, h=h: h.wrap(argv, hctx) for h in wrapping], loops=cs.loops)
+        last = self._specs.get(cs.cell.key)
+        if last is not None and last[0] == inputs:
+            return last[1]
+        spec = build(wrappers=[], loops=cs.loops)
+        self._specs[cs.cell.key] = (inputs, spec)
+        return spec
 
     def _builder(
         self,
@@ -250,10 +277,11 @@ class TrialPath:
             trial_dir = scratch / f"trial-{seq:05d}"
             trial_dir.mkdir()
             return trial_dir
-        trial_dir = scratch / "trial-output"
-        if trial_dir not in self._shared_dirs:
+        trial_dir = self._shared_dirs.get(scratch)
+        if trial_dir is None:
+            trial_dir = scratch / "trial-output"
             trial_dir.mkdir(exist_ok=True)
-            self._shared_dirs.add(trial_dir)
+            self._shared_dirs[scratch] = trial_dir
         return trial_dir
 
     @functools.cached_property

@@ -15,6 +15,7 @@ Only human output is rounded or rescaled; the store and JSON keep full precision
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -35,6 +36,11 @@ _PREFIXED = (
 _UNSCALED = frozenset({"", "%", "x", "×", "bool", "min", "h", "pkg/h"})
 
 
+# (prefix, factor) of each table, smallest factor first: what scale_unit walks
+_ASCENDING = {id(t): sorted(t.items(), key=lambda kv: kv[1]) for t in (_DECIMAL, _BINARY, _TIME, _COUNT)}
+
+
+@functools.cache  # a run's progress line scales its unit at every trial: one regex match per unit is enough
 def _family(unit: str) -> tuple[float, str, dict[str, float], str] | None:
     """(factor of the unit's own prefix, base unit, prefix table, separator) or None for a unit kept as is."""
     if unit in _UNSCALED:
@@ -57,8 +63,9 @@ def scale_unit(magnitude: float, unit: str) -> tuple[float, str]:
         return 1.0, unit
     own, base, table, sep = fam
     in_base = mag * own
-    prefix = min(table, key=table.__getitem__)
-    for name, factor in sorted(table.items(), key=lambda kv: kv[1]):
+    ascending = _ASCENDING[id(table)]
+    prefix = ascending[0][0]
+    for name, factor in ascending:
         if in_base >= factor * (1 - 1e-12):
             prefix = name
     if sep and prefix:  # "M ops/s"

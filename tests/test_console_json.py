@@ -1,0 +1,70 @@
+"""`--json` documents: the console writes exactly what json.dumps(plain(obj), indent=2, allow_nan=False) writes
+(it walks the document once itself, without json's pure-Python indented encoder)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import sys
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fairmark.console import console, plain
+
+
+def emitted(obj: Any) -> str:
+    buf, old = io.StringIO(), sys.stdout
+    sys.stdout = buf
+    try:
+        console.emit_json(obj)
+    finally:
+        sys.stdout = old
+    return buf.getvalue()
+
+
+def expected(obj: Any) -> str:
+    return json.dumps(plain(obj), indent=2, allow_nan=False) + "\n"
+
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.datetimes(min_value=dt.datetime(2000, 1, 1), max_value=dt.datetime(2100, 1, 1)),
+)
+keys = st.one_of(
+    st.text(max_size=4), st.integers(-3, 3), st.booleans(), st.none(), st.sampled_from([1.5, -0.0])
+)
+documents = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(keys, inner, max_size=4),
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(documents)
+def test_a_document_is_written_as_json_dumps_writes_it(doc: Any) -> None:
+    assert emitted(doc) == expected(doc)
+
+
+def test_keys_that_meet_as_text_merge_as_plain_merges_them() -> None:
+    doc = {1: "int", "1": "text", None: "none", "null": "text", "x": [], "y": {}, "z": float("nan")}
+    assert emitted(doc) == expected(doc)
+    assert json.loads(emitted(doc)) == {"1": "text", "null": "text", "x": [], "y": {}, "z": None}
+
+
+def test_a_large_document_is_written_whole() -> None:
+    doc = {"trials": [{"seq": i, "wall_s": i / 7, "argv": ["true"], "ok": i % 3 != 0} for i in range(5000)]}
+    text = emitted(doc)
+    assert text == expected(doc)
+    assert len(json.loads(text)["trials"]) == 5000
