@@ -125,15 +125,20 @@ touch seen
 """
 
 
-def _plan(tmp_path: Path, net: nethosts.NetHosts, trials: int = 3) -> tuple[Path, Path, Path]:
+def _plan(tmp_path: Path, net: nethosts.NetHosts, tuning: bool = False) -> tuple[Path, Path, Path]:
+    """Two variants on the host: `plain`, and VARIANT with a scratch ext4 and one CPU (its mount from a
+    [tuning.NAME] set with `tuning`)."""
     probe, evidence, hold = tmp_path / "probe.sh", tmp_path / "evidence", tmp_path / "hold"
     probe.write_text(PROBE)
     path = tmp_path / "plan.toml"
+    mount = 'mount = { fs = "ext4", size = "64M" }\n'
     path.write_text(
-        f"[run]\nwarmup = 0\nmin_trials = {trials}\nmax_trials = {trials}\nmax_failures = 3\n"
-        f'[[workload]]\nname = "probe"\ncommand = ["sh", "{probe}", "{evidence}", "{hold}"]\ntimeout_s = 900\n'
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\nmax_failures = 3\n"
+        + (f"[tuning.scratch]\n{mount}" if tuning else "")
+        + f'[[workload]]\nname = "probe"\ncommand = ["sh", "{probe}", "{evidence}", "{hold}"]\ntimeout_s = 900\n'
         '[[variant]]\nname = "plain"\nhost = "vh"\n'
-        f'[[variant]]\nname = "{VARIANT}"\nhost = "vh"\ncpus = 1\nmount = {{ fs = "ext4", size = "64M" }}\n'
+        f'[[variant]]\nname = "{VARIANT}"\nhost = "vh"\ncpus = 1\n'
+        + ('tuning = "scratch"\n' if tuning else mount)
         + net.hosts_toml()
     )
     return path, evidence, hold
@@ -190,9 +195,10 @@ def _assert_placed(line: list[str], state_dir: Path) -> None:
 def test_a_mount_and_a_cpus_variant_are_applied_on_the_host_and_undone_at_the_end(
     tmp_path: Path, net: nethosts.NetHosts
 ) -> None:
+    """The mount comes from the variant's [tuning.NAME] set: a set's kinds travel to the host too."""
     state_dir = net.hosts["vh"].state_dir
     before = State.now(net)
-    path, evidence, _ = _plan(tmp_path, net)
+    path, evidence, _ = _plan(tmp_path, net, tuning=True)
     proc = _fairmark("run", str(path), "--accept-risk")
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err

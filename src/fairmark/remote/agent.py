@@ -174,10 +174,17 @@ class Journal:
         return self.path.removesuffix(".json") + ".lock"
 
     def _hold(self) -> None:
-        if self.lock_fd is None:
+        while self.lock_fd is None:
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)
-            self.lock_fd = fd
+            try:  # a recovering agent that took it first (no journal yet) removed it: make another
+                same = os.path.samestat(os.stat(self.lock_path), os.fstat(fd))
+            except FileNotFoundError:
+                same = False
+            if same:
+                self.lock_fd = fd
+            else:
+                os.close(fd)
 
     def _release(self) -> None:
         if self.lock_fd is not None:
