@@ -5,6 +5,7 @@ outputs (tests/fixtures/h4/profiles)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -80,7 +81,9 @@ def test_cpu_lock_and_syscall_profiles_of_trials_on_a_host(tmp_path: Path, net, 
     report = json.loads(out)
     trials = [t for c in report["cells"] for t in c["trials"]]
     profiled = [t for t in trials if t["profiled"]]
-    assert len(profiled) == 12 and all(t["status"] == "ok" and t["host"] == "h1" for t in profiled)
+    assert len(profiled) == 12 and all(t["status"] == "ok" and t["host"] == "h1" for t in profiled), [
+        (t["status"], t["error"], t["stderr_tail"][-300:]) for t in profiled if t["status"] != "ok"
+    ]
     assert all(c["n_ok"] == 3 for c in report["cells"])  # the measured trials, apart from the profiled
     profiles = {p["variant"]: p for p in report["profiles"]}
     for p in profiles.values():
@@ -123,15 +126,20 @@ def test_a_profiler_missing_on_a_host_refuses_the_run_naming_host_and_profiler(
 
 @pytest.mark.slow
 def test_wrk_client_on_another_host(tmp_path: Path, net, fairmark_cli) -> None:
-    """nginx on h1; wrk on h1 itself vs on h2 over the test network."""
+    """nginx on h1; wrk on h1 itself vs on h2 over the test network — and CPU-profiled where wrk runs: on h1
+    with nginx (the workload's server, moved into the trial's cgroup there), on h2 wrk alone."""
     if shutil.which("wrk") is None or shutil.which("nginx") is None:
         pytest.skip("wrk or nginx not installed (packages/debian-test.txt)")
+    if why := _perf_and_strace():
+        pytest.skip(why)
+    for host in ("h1", "h2"):
+        _mount_cgroups(net, host)
     body = (
         '[[workload]]\nname = "http"\ntool = "wrk"\nparams = { connections = 8, duration_s = 1 }\n'
         '[[variant]]\nname = "same-host"\nhost = "h1"\n'
         '[[variant]]\nname = "from-h2"\nhost = "h1"\nclient_host = "h2"\n'
     )
-    code, out, err = fairmark_cli("run", _plan(tmp_path, net, body), "--json")
+    code, out, err = fairmark_cli("run", _plan(tmp_path, net, body), "--profile", "cpu", "--json")
     assert code == 0, err
     report = json.loads(out)
     cells = {c["variant"]: c for c in report["cells"]}
@@ -146,6 +154,19 @@ def test_wrk_client_on_another_host(tmp_path: Path, net, fairmark_cli) -> None:
         assert samples["requests"] > 0 and samples["errors_total"] == 0 and samples["latency_p99_ms"] > 0
     assert "http / from-h2: server on h1, client on h2" in report["where_ran"]
     assert net.hosts["h1"].count("nginx") == 0
+    from fairmark.store.db import Store
+
+    arts = Store.open(os.environ["FAIRMARK_STORE"]).artifacts(report["run"]["id"], "profile.cpu")
+    metas = {(a["cell_key"], a["data"]["host"], a["data"]["servers"]) for a in arts if a["name"] == "meta"}
+    assert {(c, h) for c, h, _ in metas} == {("http/same-host", "h1"), ("http/from-h2", "h2")}
+    assert all(s > 0 for c, _, s in metas if c == "http/same-host")  # nginx's processes, in the cgroup
+    assert {s for c, _, s in metas if c == "http/from-h2"} == {0}  # nginx is on h1, not in h2's profile
+    commands = {
+        a["cell_key"]: {line.split(";", 1)[0] for line in (a["text"] or "").splitlines()}
+        for a in arts
+        if a["name"] == "folded"
+    }
+    assert {"nginx", "wrk"} <= commands["http/same-host"] and "nginx" not in commands["http/from-h2"]
 
 
 # -- the host's side of a profiled trial, without SSH ----------------------------------------------------------
@@ -234,7 +255,8 @@ def test_the_controllers_hook_arms_the_hosts_next_trial_and_labels_what_came_bac
     hook = RemoteProfile("h1", ex, type("P", (TrialHook,), {"name": "profile.locks"})())  # type: ignore[arg-type]
     ctx = HookContext(**_ctx(tmp_path))  # type: ignore[arg-type]
     hook.start(ctx)
-    assert ex.profile == {"name": "locks", "ctx": _ctx(tmp_path)} and hook.name == "profile.locks"
+    assert ex.profile == {"name": "locks", "ctx": _ctx(tmp_path), "servers": True}
+    assert hook.name == "profile.locks"
     assert hook.stop(ctx, None) == [] and ex.profile is None
     err, table = host_artifacts(
         "h1",

@@ -189,11 +189,12 @@ class RemoteHost:
                 hint=f"install what it needs on {self.name}, or run without --profile {','.join(missing)}",
             )
 
-    def profiled(self, profiler: TrialHook) -> TrialHook:
-        """The hook of a profiled trial here: its agent runs the profiler around the trial on this host."""
+    def profiled(self, profiler: TrialHook, servers: bool = True) -> TrialHook:
+        """The hook of a profiled trial here: its agent runs the profiler around the trial on this host (with the
+        workload's servers when they run here)."""
         from fairmark.remote.profiling import RemoteProfile
 
-        return RemoteProfile(self.name, self._executor(), profiler)
+        return RemoteProfile(self.name, self._executor(), profiler, servers=servers)
 
     # -- the variant's system changes ---------------------------------------------------------------------------
     def activate(self, variant: Variant) -> None:

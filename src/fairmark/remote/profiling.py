@@ -41,7 +41,9 @@ def check(state: dict[str, TrialHook], names: list[str]) -> dict[str, str | None
 
 class HostTrial:
     """One profiled trial on this host: its profiler (`req["name"]`: cpu, locks or syscalls) around its command,
-    with the controller's hook context (`req["ctx"]`: the trial's directory is the controller's path, made here)."""
+    with the controller's hook context (`req["ctx"]`: the trial's directory is the controller's path, made here).
+    `req["servers"]` false: the workload's servers run on another host (client_host), so none is looked for here
+    (on test hosts that share one process table, the other host's servers would otherwise join the profile)."""
 
     def __init__(self, state: dict[str, TrialHook], req: dict[str, Any]):
         name = str(req["name"])
@@ -49,6 +51,8 @@ class HostTrial:
         if why:
             raise RuntimeError(f"profiler {name} cannot work here: {why}")
         self.hook, self.ctx = state[name], HookContext(**req["ctx"])
+        if hasattr(self.hook, "with_servers"):  # the perf profilers (run.profiles.base.PerfProfiler)
+            self.hook.with_servers = bool(req.get("servers", True))
 
     def wrap(self, argv: list[str]) -> list[str]:
         return self.hook.wrap(argv, self.ctx)
@@ -74,11 +78,15 @@ class RemoteProfile(TrialHook):
     """A profiled trial on a host: `start` asks the host's executor to have the next trial profiled there by
     the profiler of this name; its artifacts come back with the trial (RemoteExecutor.take_artifacts)."""
 
-    def __init__(self, host: str, executor: RemoteExecutor, profiler: TrialHook):
-        self.name, self.host, self._executor = profiler.name, host, executor
+    def __init__(self, host: str, executor: RemoteExecutor, profiler: TrialHook, *, servers: bool = True):
+        self.name, self.host, self._executor, self.servers = profiler.name, host, executor, servers
 
     def start(self, ctx: HookContext) -> None:
-        self._executor.profile = {"name": self.name.removeprefix(PREFIX), "ctx": dataclasses.asdict(ctx)}
+        self._executor.profile = {
+            "name": self.name.removeprefix(PREFIX),
+            "ctx": dataclasses.asdict(ctx),
+            "servers": self.servers,
+        }
 
     def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
         self._executor.profile = None  # handed over with the trial (or the trial never went out)

@@ -76,8 +76,9 @@ class Host(Protocol):
         """What was measured there beside the last trial (an agent's monitor series, a profile), handed over once."""
         ...
 
-    def profiled(self, profiler: TrialHook) -> TrialHook:
-        """The hook a profiled trial of `profiler` runs with when its command runs on this machine."""
+    def profiled(self, profiler: TrialHook, servers: bool = True) -> TrialHook:
+        """The hook a profiled trial of `profiler` runs with when its command runs on this machine; `servers`:
+        the workload's servers run here too (not so for a client on another host: client_host)."""
         ...
 
     def adapter(self, adapter: Adapter, workload: str, hosts: Hosts) -> Adapter:
@@ -186,8 +187,8 @@ class LocalHost:
     def take_artifacts(self) -> list[Artifact]:
         return []  # the trial hooks measure here, around the trial
 
-    def profiled(self, profiler: TrialHook) -> TrialHook:
-        return profiler  # it runs here, around the trial
+    def profiled(self, profiler: TrialHook, servers: bool = True) -> TrialHook:
+        return profiler  # it runs here, around the trial (a client on another host is never here)
 
     def adapter(self, adapter: Adapter, workload: str, hosts: Hosts) -> Adapter:
         return adapter

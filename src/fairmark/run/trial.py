@@ -106,7 +106,7 @@ class TrialPath:
         prepared = self.hosts.prepare(variant)
         wctx, extra = self._adapter_context(rt, contexts, cell.variant, prepared.get("workdir"))
         host = self.hosts.runs(cell.variant, w.name)  # its client host, else the variant's machine
-        hooks = self._hooks_for(host, profiler)
+        hooks = self._hooks_for(host, profiler, servers=not self.hosts.client_of(cell.variant, w.name))
         # a tool's adapter and the profilers write files of their own beside the output
         trial_dir = self._trial_dir(wctx.scratch, seq, own=bool(rt.adapter) or any(map(is_profiler, hooks)))
         tctx, command = self._trial_context(rt, cs, wctx, trial_dir, extra, r, variant)
@@ -254,12 +254,14 @@ class TrialPath:
             artifacts += hook.stop(hctx, result)
         return result, artifacts
 
-    def _hooks_for(self, host: Host, profiler: TrialHook | None) -> tuple[TrialHook, ...]:
+    def _hooks_for(
+        self, host: Host, profiler: TrialHook | None, servers: bool = True
+    ) -> tuple[TrialHook, ...]:
         """A profiled trial's hook is its one profiler, taken where its command runs (on a host, by its agent:
-        Host.profiled); a measured one's, every hook but the profilers. On a host its agent samples its own
-        monitor."""
+        Host.profiled; `servers`: the workload's servers run there too); a measured one's, every hook but the
+        profilers. On a host its agent samples its own monitor."""
         if profiler:
-            return (host.profiled(profiler),)
+            return (host.profiled(profiler, servers),)
         if not host.local:
             return ()
         return tuple(h for h in self.hooks if not is_profiler(h))

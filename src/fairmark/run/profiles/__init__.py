@@ -4,9 +4,11 @@ Each profiler runs in profiled trials of its own (the runner never attaches two 
 workload's processes only: Linux: cpu = perf record -g of the trial's cgroup (cpu-clock without a PMU) folded
 by inferno, with the workload's share of the busy CPUs' samples; locks = perf lock contention of the same
 cgroup; syscalls = strace -f -c with duration histograms. FreeBSD: DTrace profile-997 of the process tree (with
-the same share), truss -f -c; lockstat has no process filter and is labelled system-wide.
+the same share; pmcstat's process-mode sampling where DTrace cannot run), truss -f -c; lockstat has no process
+filter and is labelled system-wide.
 A profiler that cannot work here carries `.unavailable` (why, and what would enable it); the run goes on
-without it.
+without it. Trials on a host are profiled there, by its agent, with that host's profilers
+(fairmark.remote.profiling); one that cannot work on a host refuses the run.
 """
 
 from __future__ import annotations

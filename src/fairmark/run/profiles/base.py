@@ -325,6 +325,7 @@ class PerfProfiler(Profiler):
     out_name = "perf.data"
     _error: str | None = None
     servers: tuple[int, ...] = ()  # the workload's servers profiled with the last trial
+    with_servers = True  # whether to look for them (a client on another host than its servers: no)
 
     def record_argv(self, cgroup: str) -> list[str]:
         raise NotImplementedError
@@ -342,7 +343,8 @@ class PerfProfiler(Profiler):
     def start(self, ctx: HookContext) -> None:
         if self._cgroup is None:
             return
-        self.servers = tuple(self._cgroup.add_servers(scratch_of(ctx.trial_dir)))
+        scratch = scratch_of(ctx.trial_dir) if self.with_servers else None
+        self.servers = tuple(self._cgroup.add_servers(scratch))
         try:
             self._rec = PerfRecorder(self.record_argv(self._cgroup.name), Path(ctx.trial_dir) / self.out_name)
         except ProfilerFailed as exc:
