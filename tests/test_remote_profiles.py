@@ -345,3 +345,25 @@ def test_a_freebsd_host_with_neither_dtrace_nor_pmcstat_says_why_for_both(
         why
         == "dtrace not found; pmcstat instead: the hwpmc kernel module is not loaded: `kldload hwpmc` as root"
     )
+
+
+def test_a_profiler_that_fails_to_start_on_the_host_fails_that_trial_not_the_run(tmp_path: Path) -> None:
+    """Checked at connect, a profiler can still fail later (the host changed, a new agent after a reconnection):
+    that profiled trial is recorded as failed with the host's reason; a trial without a profiler is not hidden."""
+    from fairmark.remote.connection import AgentError, HostSpec
+    from fairmark.remote.executor import RemoteExecutor
+    from fairmark.run.spec import TrialSpec
+
+    class Conn:
+        spec, hello = HostSpec("h9", ssh="h9"), {"os": "linux"}
+
+        def call(self, op: str, **kw: object) -> dict:
+            raise AgentError("RuntimeError: profiler cpu cannot work here: perf not found")
+
+    ex = RemoteExecutor(Conn())  # type: ignore[arg-type]
+    ex.profile = {"name": "cpu", "ctx": _ctx(tmp_path), "servers": True}
+    measured = ex(TrialSpec(("true",), str(tmp_path)))
+    assert measured.status == "failed" and ex.profile is None
+    assert measured.error == "host h9: RuntimeError: profiler cpu cannot work here: perf not found"
+    with pytest.raises(AgentError):
+        ex(TrialSpec(("true",), str(tmp_path)))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fairmark.remote.connection import ConnectionLost, HostConnection
+from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection
 from fairmark.run.hooks import Artifact
 from fairmark.run.spec import Measured, TrialSpec
 
@@ -117,6 +117,14 @@ class RemoteExecutor:
             return Measured.not_started(
                 spec, f"connection lost to host {self.conn.spec.name} during the trial; reconnected"
             )
+        except AgentError as exc:
+            if not profile:
+                raise
+            # Its profiler could not start there (checked at connect: the host changed since): this profiled
+            # trial fails with why, the run goes on.
+            so.write_bytes(b"")
+            se.write_bytes(exc.message.encode())
+            return Measured.not_started(spec, f"host {self.conn.spec.name}: {exc.message}")
         so.write_bytes(base64.b64decode(res.pop("stdout_b64")))
         se.write_bytes(base64.b64decode(res.pop("stderr_b64")))
         for path, b64 in res.pop("files", {}).items():
