@@ -55,7 +55,31 @@ def available(server: str = "openssh") -> str | None:
 
 
 def _sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, check=check, stdin=subprocess.DEVNULL)
+    res = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if check and res.returncode != 0:  # what `ip` said, not only its exit status
+        raise RuntimeError(f"{' '.join(argv)}: exit {res.returncode}: {res.stderr.strip()[-500:]}")
+    return res
+
+
+_TAGS: set[str] = set()  # the tags this process has used
+
+
+def _free_tag() -> str:
+    """Six digits that no bridge, veth or namespace on the machine carries, nor an earlier NetHosts of this
+    process: a tag made of the PID and two random digits once named an earlier instance's bridge (1 chance in
+    100 a pair), and the failed instance's teardown deleted it under that instance's running hosts."""
+    taken = _sh("ip", "-o", "link").stdout + _sh("ip", "netns", "list").stdout
+    for _ in range(1000):
+        tag = f"{random.randint(0, 999999):06d}"
+        if (
+            tag not in _TAGS
+            and f"fmbr{tag}" not in taken
+            and f"fm{tag}" not in taken
+            and f"fmv{tag}" not in taken
+        ):
+            _TAGS.add(tag)
+            return tag
+    raise RuntimeError("no free tag for test hosts")
 
 
 def _free_subnet() -> str:
@@ -107,12 +131,13 @@ class NetHosts:
         assert server in SERVERS, server
         self.names = names
         self.server = server
-        self.tag = tag or f"{os.getpid() % 10000:04d}{random.randint(0, 99):02d}"
+        self.tag = tag or _free_tag()
         self.dir = Path(tempfile.mkdtemp(prefix="fairmark-nethosts-"))
         self.bridge = f"fmbr{self.tag}"[:15]
         self.subnet = ""
         self.hosts: dict[str, NetHost] = {}
         self.ssh_config = self.dir / "ssh_config"
+        self.made_bridge = False  # the teardown deletes only what this object made
 
     # -- setup -------------------------------------------------------------------------------------------
     def __enter__(self) -> NetHosts:
@@ -131,6 +156,7 @@ class NetHosts:
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation directory
         self.subnet = _free_subnet()
         _sh("ip", "link", "add", self.bridge, "type", "bridge")
+        self.made_bridge = True
         _sh("ip", "addr", "add", f"{self.subnet}.1/24", "dev", self.bridge)
         _sh("ip", "link", "set", self.bridge, "up")
         _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "fairmark-test", "-f", str(self.dir / "id"))
@@ -302,7 +328,8 @@ class NetHosts:
             # Deleting the root end removes the pair at once (a namespace's own cleanup is deferred).
             _sh("ip", "link", "del", f"fmv{self.tag}{i}"[:15], check=False)
             _sh("ip", "netns", "del", host.netns, check=False)
-        _sh("ip", "link", "del", self.bridge, check=False)
+        if self.made_bridge:
+            _sh("ip", "link", "del", self.bridge, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _kill_namespace(self, host: NetHost) -> None:

@@ -50,6 +50,18 @@ def test_teardown_leaves_nothing() -> None:
 
 
 @pytest.mark.slow
+def test_a_failed_setup_leaves_the_other_test_hosts_alone() -> None:
+    """A second NetHosts whose bridge cannot be made (here: the first's name, forced) fails with what `ip` said,
+    and its teardown deletes nothing of the first's (it deleted the first's bridge under its running hosts)."""
+    with nethosts.NetHosts(["t1"]) as first:
+        with pytest.raises(RuntimeError, match="ip link add"), nethosts.NetHosts(["t2"], tag=first.tag):
+            pass
+        assert subprocess.run([*first.ssh("t1"), "true"], check=False).returncode == 0
+        assert first.bridge in first.leftovers()
+    assert first.leftovers() == []
+
+
+@pytest.mark.slow
 def test_agent_runs_a_trial_spec_with_local_semantics(net: nethosts.NetHosts, tmp_path: Path) -> None:
     from fairmark.remote import agent
     from fairmark.remote.executor import RemoteExecutor
