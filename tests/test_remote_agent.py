@@ -124,6 +124,7 @@ def test_the_shipped_agent_is_the_launcher_and_the_agent_in_one_standard_library
         "fairmark.run.thread_cgroup",
         "fairmark.run.variants",
         "fairmark.run.variants.cpus",
+        "fairmark.run.variants.malloc_debug",
         "fairmark.run.variants.mount",
         "fairmark.run.variants.tunable",
     }

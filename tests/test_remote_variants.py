@@ -116,8 +116,9 @@ class State:
 
 PROBE = """#!/bin/sh
 # what a trial sees: its data directory, working directory, cpuset, allowed CPUs, the device of its directory
-printf '%s|%s|%s|%s|%s\\n' "$FAIRMARK_WORKDIR" "$PWD" "$(cat /proc/self/cpuset)" \\
-    "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)" "$(df --output=source . | tail -n 1)" >> "$1"
+printf '%s|%s|%s|%s|%s|%s\\n' "$FAIRMARK_WORKDIR" "$PWD" "$(cat /proc/self/cpuset)" \\
+    "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)" "$(df --output=source . | tail -n 1)" \\
+    "$GLIBC_TUNABLES" >> "$1"
 [ -n "$FAIRMARK_WORKDIR" ] || exit 0
 # the variant's second trial waits inside its file system and cgroup while the test holds it
 if [ -e seen ] && [ -e "$2" ]; then exec sleep 600; fi
@@ -126,8 +127,8 @@ touch seen
 
 
 def _plan(tmp_path: Path, net: nethosts.NetHosts, tuning: bool = False) -> tuple[Path, Path, Path]:
-    """Two variants on the host: `plain`, and VARIANT with a scratch ext4 and one CPU (its mount from a
-    [tuning.NAME] set with `tuning`)."""
+    """Two variants on the host: `plain`, and VARIANT with a scratch ext4, one CPU and the allocator's
+    debugging mode (its mount from a [tuning.NAME] set with `tuning`)."""
     probe, evidence, hold = tmp_path / "probe.sh", tmp_path / "evidence", tmp_path / "hold"
     probe.write_text(PROBE)
     path = tmp_path / "plan.toml"
@@ -137,7 +138,7 @@ def _plan(tmp_path: Path, net: nethosts.NetHosts, tuning: bool = False) -> tuple
         + (f"[tuning.scratch]\n{mount}" if tuning else "")
         + f'[[workload]]\nname = "probe"\ncommand = ["sh", "{probe}", "{evidence}", "{hold}"]\ntimeout_s = 900\n'
         '[[variant]]\nname = "plain"\nhost = "vh"\n'
-        f'[[variant]]\nname = "{VARIANT}"\nhost = "vh"\ncpus = 1\n'
+        f'[[variant]]\nname = "{VARIANT}"\nhost = "vh"\ncpus = 1\nmalloc_debug = true\n'
         + ('tuning = "scratch"\n' if tuning else mount)
         + net.hosts_toml()
     )
@@ -182,7 +183,8 @@ def _held(evidence: Path, net: nethosts.NetHosts) -> bool:
 
 
 def _assert_placed(line: list[str], state_dir: Path) -> None:
-    workdir, pwd, cpuset, allowed, device = line
+    workdir, pwd, cpuset, allowed, device, tunables = line
+    assert "glibc.malloc.check=3" in tunables, line  # malloc_debug, as the host's glibc takes it
     assert workdir.startswith(str(state_dir / "scratch")) and pwd == workdir, line
     assert device.startswith("/dev/loop"), line  # the scratch ext4 on its loop device
     from fairmark.run.variants.cpus import online_cpu_ids
@@ -210,7 +212,9 @@ def test_a_mount_and_a_cpus_variant_are_applied_on_the_host_and_undone_at_the_en
         _assert_placed(line, state_dir)
     assert len({line[0] for line in placed}) == 1  # one file system for the variant, kept between its blocks
     for line in plain:  # the other variant: no data directory, not on the variant's CPU set
-        assert not line[2].endswith(f"-{VARIANT}") and not line[4].startswith("/dev/loop"), line
+        assert not line[2].endswith(f"-{VARIANT}") and not line[4].startswith("/dev/loop") and not line[5], (
+            line
+        )
     assert State.now(net).new_since(before, state_dir) == {}
 
 

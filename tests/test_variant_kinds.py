@@ -19,7 +19,7 @@ def test_every_system_change_field_is_a_kind_and_every_kind_resolves() -> None:
     assert set(KERNEL_PATH_KEYS) | set(USER_SPEED_KEYS) == set(VARIANT_KINDS)
     assert not set(KERNEL_PATH_KEYS) & set(USER_SPEED_KEYS)
     # the kinds that can run on a host, each an operation of the agent's (which journals it there)
-    assert REMOTE_KEYS == ("sysctl", "mount", "cpus", "thp", "governor", "aslr")
+    assert REMOTE_KEYS == ("sysctl", "mount", "cpus", "thp", "governor", "aslr", "malloc_debug")
     assert all(callable(getattr(Session, f"op_{k}", None)) for k in REMOTE_KEYS)
 
 

@@ -420,6 +420,8 @@ def _host_change(kind: str, value: Any) -> str:
         from fairmark.run.variants.mount import describe
 
         return describe(MountSpec.model_validate(value))
+    if kind == "malloc_debug":
+        return "the allocator's debugging mode (as the host's libc takes it)"
     if kind == "cpus":
         return f"its trials on CPU(s) {value}" if isinstance(value, str) else f"its trials on {value} CPU(s)"
     return f"{kind} {value}"

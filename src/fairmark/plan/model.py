@@ -292,7 +292,7 @@ class SystemChanges(Strict):
     thp: Annotated[Literal["always", "madvise", "never"] | None, USER_SPEED_WIDE_ON_HOSTS] = None
     governor: Annotated[str | None, USER_SPEED_WIDE_ON_HOSTS] = None
     aslr: Annotated[Literal[0, 1, 2] | None, USER_SPEED_WIDE_ON_HOSTS] = None
-    malloc_debug: Annotated[bool, USER_SPEED_PER_TRIAL] = False
+    malloc_debug: Annotated[bool, USER_SPEED_PER_TRIAL_ON_HOSTS] = False
     # seconds to wait after applying, before the block's first trial (default 1 s when anything changed)
     settle_s: float | None = Field(None, ge=0, le=600)
 

@@ -25,8 +25,9 @@ Operations:
   sysctl                make these sysctls the active set: revert what is no longer wanted, apply the rest, each
                         original value journaled (fsync'd) on this host before it is changed
   mount, cpus, thp,     the variant's other system changes (plan/kinds.py: the kinds that can run on a host), made
-  governor, aslr        by fairmark.run.variants' modules and journaled here alike; a scratch file system's
-                        mount point is its trials' workdir, a CPU set their placement (exec applies it)
+  governor, aslr,       by fairmark.run.variants' modules and journaled here alike; a scratch file system's
+  malloc_debug          mount point is its trials' workdir, a CPU set their placement (exec applies it), the
+                        allocator's debugging mode their environment
   check                 whether a variant's changes can be made here (nothing changed: refusals before any trial)
   restore               revert everything this agent changed; recover: undo dead agents' journals
   adapter               a tool workload's adapter life cycle (servers, data, command line) run here; needs
@@ -551,6 +552,8 @@ class SystemKinds:
             from fairmark.run.variants import cpus as cpus_mod
 
             cpus_mod.resolve_cpus(value, cpus_mod.online_cpu_ids())
+        elif kind == "malloc_debug":
+            pass  # an environment: nothing this host can refuse
         else:
             raise ValueError(f"no such kind of system change here: {kind!r}")
 
@@ -1212,6 +1215,16 @@ class Session:
 
     def op_cpus(self, req: dict) -> dict:
         return self.kinds.cpus(str(req.get("variant")), req.get("set"))
+
+    def op_malloc_debug(self, req: dict) -> dict:
+        """The allocator's debugging mode as this host's libc takes it (glibc's tunables and its debug library
+        where it has one, FreeBSD's MALLOC_CONF): an environment for the trials, nothing journaled."""
+        if not req.get("set"):
+            return {"applied": [], "reverted": [], "prepared": {}}
+        from fairmark.run.variants.malloc_debug import describe, malloc_env
+
+        env = malloc_env(dict(req["set"].get("env") or {}), freebsd=sys.platform.startswith("freebsd"))
+        return {"applied": [describe(env)], "reverted": [], "prepared": {"env": env}}
 
     def op_thp(self, req: dict) -> dict:
         return self.kinds.setting("thp", req.get("set"))

@@ -87,6 +87,7 @@ SHIPPED_MODULES: dict[str, str | None] = {
     "fairmark.run.variants.cpus": "run/variants/cpus.py",
     "fairmark.run.variants.kernel": "run/variants/kernel.py",
     "fairmark.run.variants.mount": "run/variants/mount.py",
+    "fairmark.run.variants.malloc_debug": "run/variants/malloc_debug.py",
 }
 
 

@@ -70,6 +70,8 @@ def wire_changes(variant: Variant, tuning: Mapping[str, TuningSet] | None = None
                 values[k] = {**base.sysctl, **variant.sysctl}
             elif k not in variant.model_fields_set:
                 values[k] = getattr(base, k)
+    if values.get("malloc_debug"):  # the host's allocator settings join what the variant's env sets for them
+        values["malloc_debug"] = {"env": {k: v for k, v in variant.env.items() if isinstance(v, str)}}
     return {
         k: WIRE[k](v) if k in WIRE else v.model_dump(mode="json") if isinstance(v, BaseModel) else v
         for k, v in values.items()
