@@ -30,6 +30,9 @@ def test_kinds_of_a_stored_definition_include_its_tuning_set() -> None:
     assert is_kernel_path_change({"sysctl": {"vm.swappiness": 10}})
     assert not is_kernel_path_change({"tuning": "fast"}, tuning)  # the governor moves user-space speed too
     assert not is_kernel_path_change({"malloc_debug": True})
+    # aslr = 0 (ASLR off) is a change of user-space speed, not nothing (0 == False in Python)
+    assert given_keys({"aslr": 0, "sysctl": {"vm.swappiness": 10}}) == {"aslr", "sysctl"}
+    assert not is_kernel_path_change({"aslr": 0, "sysctl": {"vm.swappiness": 10}})
 
 
 HOST = '[hosts.box]\nssh = "root@box"\n[[workload]]\nname = "t"\ncommand = ["true"]\n'

@@ -31,11 +31,11 @@ def given_keys(
     definition: Mapping[str, object], tuning: Mapping[str, Mapping[str, object]] | None = None
 ) -> set[str]:
     """The kinds a stored variant definition changes, its [tuning.NAME] set's included (a value such as
-    None, {}, "" or False changes nothing)."""
-    keys = {k for k, v in definition.items() if v not in (None, {}, [], "", False)}
+    None, {}, "" or False changes nothing; aslr = 0 does)."""
+    keys = {k for k, v in definition.items() if given(v)}
     name = definition.get("tuning")
     if "tuning" in keys and isinstance(name, str):
-        keys |= {k for k, v in (tuning or {}).get(name, {}).items() if v not in (None, {}, [], "", False)}
+        keys |= {k for k, v in (tuning or {}).get(name, {}).items() if given(v)}
         keys.discard("tuning")
     return keys & set(VARIANT_KINDS)
 
