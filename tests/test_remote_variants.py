@@ -337,3 +337,41 @@ def test_what_a_host_cannot_change_is_refused_before_any_trial_and_nothing_is_ma
         "variant 'plain' on host vh: sysctl: sysctl net.ipv4.fairmark_nosuch: it does not exist here"
         in " ".join(res.stderr.split())
     ), res.stderr
+
+
+def test_a_tool_workloads_data_set_is_on_the_variants_scratch_file_system_on_the_host(
+    tmp_path: Path, net: nethosts.NetHosts
+) -> None:
+    """fio (its adapter run on the host by `fairmark agent`) lays out and reads its files in the variant's own
+    scratch file system there, and in the host's scratch directory for the other variant — as on the
+    controller, where a variant with a mount gets a data directory of its own on it."""
+    state_dir = net.hosts["vh"].state_dir
+    before = State.now(net)
+    path = tmp_path / "plan.toml"
+    path.write_text(
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n"
+        '[[workload]]\nname = "io"\ntool = "fio"\n'
+        'params = { rw = "randread", bs = "4k", size = "8M", direct = true, runtime_s = 1 }\n'
+        '[[variant]]\nname = "plain"\nhost = "vh"\n'
+        f'[[variant]]\nname = "{VARIANT}"\nhost = "vh"\nmount = {{ fs = "ext4", size = "64M" }}\n'
+        + net.hosts_toml(agent=[sys.executable, "-m", "fairmark", "agent"])
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "fairmark", "run", str(path), "--accept-risk", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    dirs = {}
+    for cell in doc["cells"]:
+        assert cell["n_ok"] == 3, [t["error"] for t in cell["trials"]]
+        dirs[cell["variant"]] = {
+            a.split("=", 1)[1] for t in cell["trials"] for a in t["argv"] if a.startswith("--directory=")
+        }
+    (on_mount,) = dirs[VARIANT]
+    assert on_mount.startswith(str(state_dir / "scratch")) and "/mnt/" in on_mount, dirs
+    assert not any(d.startswith(str(state_dir)) for d in dirs["plain"]), dirs
+    assert State.now(net).new_since(before, state_dir) == {}
