@@ -262,3 +262,10 @@ def test_a_hosts_machine_wide_kinds_are_journaled_switched_and_undone_and_a_dead
     ]
     assert thp.read_text() == "madvise"
     assert list((tmp_path / "state" / "journal").iterdir()) == []  # no journal, no lock file left
+    # an agent from before the lock left its journal (no lock file), and its PID is this process's now
+    entry = {"type": "file", "path": str(aslr), "original": "2", "select": "plain", "label": "ASLR"}
+    old = tmp_path / "state" / "journal" / f"{os.getpid()}-old.json"
+    old.write_text(json.dumps({"format": 1, "pid": os.getpid(), "started": 0, "entries": [entry]}))
+    aslr.write_text("0")
+    assert agent.recover_dead() == [f"restored ASLR = 2 (was 0) (left by agent {os.getpid()})"]
+    assert aslr.read_text() == "2" and not old.exists()

@@ -339,6 +339,7 @@ def test_what_a_host_cannot_change_is_refused_before_any_trial_and_nothing_is_ma
     ), res.stderr
 
 
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (packages/debian-test.txt)")
 def test_a_tool_workloads_data_set_is_on_the_variants_scratch_file_system_on_the_host(
     tmp_path: Path, net: nethosts.NetHosts
 ) -> None:

@@ -383,6 +383,8 @@ def _dead_owner(path: str) -> tuple[bool, int | None]:
                 pid = int(json.load(fh).get("pid", 0))
         except (OSError, ValueError):
             return False, None
+        if pid == os.getpid():
+            return True, None  # this process writes its journals with a lock: a dead agent's PID, reused
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         return not _alive(pid), None
