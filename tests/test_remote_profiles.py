@@ -367,3 +367,24 @@ def test_a_profiler_that_fails_to_start_on_the_host_fails_that_trial_not_the_run
     assert measured.error == "host h9: RuntimeError: profiler cpu cannot work here: perf not found"
     with pytest.raises(AgentError):
         ex(TrialSpec(("true",), str(tmp_path)))
+
+
+def test_only_the_hosts_that_run_trials_commands_are_profiled() -> None:
+    """A host that only serves clients on another host runs no trial's command: its profilers are not checked
+    (a server host without perf does not refuse a run whose clients are profiled elsewhere)."""
+    from fairmark.plan.load import parse_plan
+    from fairmark.remote.hosts import hosts_for
+
+    text = (
+        '[[workload]]\nname = "http"\ntool = "wrk"\nclient_host = "client"\n'
+        '[[variant]]\nname = "a"\nhost = "web"\n[[variant]]\nname = "b"\nhost = "web"\n'
+        '[hosts.web]\nssh = "web"\n[hosts.client]\nssh = "client"\n'
+    )
+    hooks = [type("P", (TrialHook,), {"name": "profile.cpu"})()]
+    hosts = hosts_for(parse_plan(text, "p.toml"), "p.toml", hooks=hooks)
+    assert {name: h.profiles for name, h in hosts.items()} == {"client": ("cpu",), "web": ()}
+    both = text.replace('client_host = "client"\n', "").replace(
+        'name = "b"\n', 'name = "b"\nclient_host = "client"\n'
+    )
+    hosts = hosts_for(parse_plan(both, "p.toml"), "p.toml", hooks=hooks)
+    assert {name: h.profiles for name, h in hosts.items()} == {"client": ("cpu",), "web": ("cpu",)}

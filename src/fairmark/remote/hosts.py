@@ -373,16 +373,28 @@ def check_plan(plan: Plan, path: str = "<plan>") -> list[str]:
     return sorted({h for h in [*(v.host for v in plan.variant), *client_host.values()] if h})
 
 
+def command_hosts(plan: Plan) -> set[str]:
+    """The hosts that run some trial's command: each cell's client host, else its variant's host (a host that
+    only serves clients elsewhere runs none, and is not profiled)."""
+    return {
+        host
+        for v in plan.variant
+        for w in plan.workload
+        if (host := v.client_host or w.client_host or v.host)
+    }
+
+
 def hosts_for(
     plan: Plan, path: str = "<plan>", *, hooks: Sequence[TrialHook] = (), allow_concurrent: bool = False
 ) -> dict[str, RemoteHost]:
     """The [hosts.NAME] a run of `plan` uses, not yet connected (the runner connects them): {} for a plan that
-    runs on this machine alone. The system monitor runs on each host (its agent samples); so do the profilers,
-    each checked there when the host is connected (remote.profiling)."""
+    runs on this machine alone. The system monitor runs on each host (its agent samples); so do the profilers on
+    the hosts that run trials' commands, each checked there when the host is connected (remote.profiling)."""
     if not plan.remote:
         return {}
     interval = next((getattr(h, "interval_s", None) for h in hooks if h.name == "monitor.system"), None)
     profiles = [h.name.removeprefix("profile.") for h in hooks if h.name.startswith("profile.")]
+    commands = command_hosts(plan)
     return {
         name: RemoteHost(
             name,
@@ -391,7 +403,7 @@ def hosts_for(
             monitor_interval_s=interval,
             allow_concurrent=allow_concurrent,
             tuning=plan.tuning,
-            profiles=profiles,
+            profiles=profiles if name in commands else (),
             variants=[v for v in plan.variant if v.host == name],
         )
         for name in check_plan(plan, path)
