@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from fairmark.plan.kinds import KERNEL_PATH_KEYS, REMOTE_KEYS, USER_SPEED_KEYS, VARIANT_KINDS, given_keys
 from fairmark.plan.model import SystemChanges
 from fairmark.remote.agent import Session
@@ -100,3 +102,59 @@ def test_host_moves_every_variant_and_its_kinds_are_checked_there(
     assert "variant 'up' on host 'root@box': kind online_cpus cannot run on a host" in " ".join(
         err.split()
     ), err
+
+
+def test_a_hosts_variants_are_sent_kind_by_kind_and_settle_as_on_the_controller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RemoteHost.activate against a stand-in agent: a kind is sent when its value changes (a variant's own
+    scratch file system and CPU set whenever the variant changes, with its name), and after a machine-wide
+    setting was applied the host settles for the variant's settle_s, its tuning set's, or 1 s — not after a
+    scratch file system, a CPU set or an undo alone."""
+    from types import SimpleNamespace
+
+    from fairmark.plan.load import load_plan
+    from fairmark.remote import hosts as remote_hosts
+
+    path = tmp_path / "plan.toml"
+    path.write_text(
+        '[tuning.calm]\nsettle_s = 0.25\nthp = "never"\n'
+        + HOST
+        + '[[variant]]\nname = "a"\nhost = "box"\nsysctl = { "vm.swappiness" = 10 }\nmount = { size = "64M" }\n'
+        '[[variant]]\nname = "b"\nhost = "box"\nmount = { size = "64M" }\ncpus = 1\n'
+        '[[variant]]\nname = "c"\nhost = "box"\ntuning = "calm"\n'
+        '[[variant]]\nname = "d"\nhost = "box"\ntuning = "calm"\nsettle_s = 0\n'
+    )
+    plan = load_plan(path).plan
+    calls: list[tuple[str, object, str]] = []
+    slept: list[float] = []
+
+    class Agent:
+        def call(self, op: str, **req: object) -> dict[str, object]:
+            calls.append((op, req["set"], str(req["variant"])))
+            return {"applied": [op] if req["set"] else [], "prepared": {}}
+
+    host = remote_hosts.RemoteHost("box", plan.hosts["box"], tuning=plan.tuning)
+    host.conn, host.executor = Agent(), SimpleNamespace(down=None)  # type: ignore[assignment]
+    monkeypatch.setattr(remote_hosts.time, "sleep", slept.append)
+
+    def activate(name: str) -> tuple[list[tuple[str, object, str]], list[float]]:
+        calls.clear(), slept.clear()
+        host.activate(plan.variant_named(name))
+        return list(calls), list(slept)
+
+    mount = {
+        "fs": "ext4",
+        "options": "",
+        "size": "64M",
+        "mkfs_options": "",
+        "soft_updates": None,
+        "image_dir": None,
+    }
+    assert activate("a") == ([("sysctl", {"vm.swappiness": "10"}, "a"), ("mount", mount, "a")], [1.0])
+    assert activate("a") == ([], [])  # already active: nothing sent
+    assert activate("b") == ([("sysctl", {}, "b"), ("mount", mount, "b"), ("cpus", 1, "b")], [])
+    assert activate("c") == ([("mount", None, "c"), ("cpus", None, "c"), ("thp", "never", "c")], [0.25])
+    assert activate("d") == ([], [])  # the same thp as c: nothing applied, nothing to settle
+    activate("a")
+    assert activate("d") == ([("sysctl", {}, "d"), ("mount", None, "d"), ("thp", "never", "d")], [])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -201,8 +202,9 @@ class RemoteHost:
     # -- the variant's system changes ---------------------------------------------------------------------------
     def activate(self, variant: Variant) -> None:
         """Make the variant's changes the active set on this host (the agent journals each original first)."""
-        from fairmark.plan.kinds import given
+        from fairmark.plan.kinds import VARIANT_KINDS, given
 
+        settle = False
         for kind, want in wire_changes(variant, self.tuning).items():
             current = self.wanted.get(kind)
             own = kind in PER_VARIANT and given(want) and self.variant != variant.name
@@ -219,7 +221,24 @@ class RemoteHost:
                 ) from None
             self.wanted[kind] = want
             self.prepared[kind] = dict(got.get("prepared") or {})
+            settle |= (
+                bool(got.get("applied")) and VARIANT_KINDS[kind].machine_wide and kind not in PER_VARIANT
+            )
         self.variant = variant.name
+        settle_s = self._settle_s(variant) if settle else 0.0
+        if settle_s:  # as on the controller: caches, governors, the scheduler adapt before the block's trials
+            time.sleep(settle_s)
+
+    def _settle_s(self, variant: Variant) -> float:
+        """How long the host settles after a machine-wide setting was applied, as on the controller
+        (run/variants/system.py): the variant's settle_s, else its [tuning.NAME] set's, else the default."""
+        from fairmark.run.variants.system import DEFAULT_SETTLE_S
+
+        base = self.tuning.get(variant.tuning) if variant.tuning else None
+        for settle_s in (variant.settle_s, base.settle_s if base is not None else None):
+            if settle_s is not None:
+                return settle_s
+        return DEFAULT_SETTLE_S
 
     def prepare(self, variant: Variant) -> dict[str, Any]:
         return {k: v for ready in self.prepared.values() for k, v in ready.items()}
