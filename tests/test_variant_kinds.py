@@ -158,3 +158,33 @@ def test_a_hosts_variants_are_sent_kind_by_kind_and_settle_as_on_the_controller(
     assert activate("d") == ([], [])  # the same thp as c: nothing applied, nothing to settle
     activate("a")
     assert activate("d") == ([("sysctl", {}, "d"), ("mount", None, "d"), ("thp", "never", "d")], [])
+
+
+def test_a_host_whose_agent_cannot_undo_a_change_is_a_loud_error_at_close() -> None:
+    """As the controller's own SystemState.close: the session still ends, and the error names the host and what
+    is left (the agent's journal keeps it for the next contact)."""
+    from types import SimpleNamespace
+
+    from fairmark.plan.model import HostEntry
+    from fairmark.remote.connection import AgentError
+    from fairmark.remote.hosts import RemoteHost
+    from fairmark.run.variants.tunable import RevertError
+
+    ended: list[bool] = []
+
+    class Agent:
+        def call(self, op: str, **req: object) -> dict[str, object]:
+            raise AgentError(
+                "host box: restore: OSError: not restored: cannot remove /sys/fs/cgroup/cpuset/x: busy"
+            )
+
+        def close(self) -> None:
+            ended.append(True)
+
+    host = RemoteHost("box", HostEntry(ssh="root@box"))
+    host.conn, host.executor = Agent(), SimpleNamespace(down=None)  # type: ignore[assignment]
+    host.wanted = {"cpus": 1}
+    with pytest.raises(RevertError, match=r"host box is NOT as fairmark found it: .*cpuset/x: busy"):
+        host.close()
+    assert ended == [True] and host.conn is None
+    host.close()  # idempotent
