@@ -248,7 +248,7 @@ def test_kill_9_of_the_controller_mid_run_leaves_no_mount_loop_cgroup_or_journal
     proc.communicate()
     # the controller's ssh dies with it; the agent sees its input end, kills the trial and undoes its journal
     assert wait_until(lambda: State.now(net).new_since(before, state_dir) == {}, 120), State.now(
-        state_dir
+        net
     ).new_since(before, state_dir)
 
 
