@@ -39,21 +39,27 @@ ERRORS = ("connect", "read", "write", "timeout", "status")
 FD_HEADROOM = 256  # stdio, the Lua state, epoll, and the threads' own descriptors
 
 
+# What `connections` and `wrk` (the same two programs) share: the client's and the server's parameters.
+WRK_PACKAGES = tools.packages(("wrk", "nginx-light"), ("wrk", "nginx"), ("wrk", "nginx"))
+WRK_VERSION_ARGS = tools.version_options({"wrk": ("-v",), "nginx": ("-v",)})
+WRK_PARAMS = (
+    ParamSpec("threads", 2, "threads", "wrk -t: client threads (≤ connections)"),
+    ParamSpec("duration_s", 5, "s", "wrk -d: seconds per trial"),
+    ParamSpec("timeout_s", 2, "s", "wrk --timeout: a response slower than this counts as a timeout error"),
+    ParamSpec("file_bytes", 612, "bytes", "size of the static file served (nginx's default page is 612)"),
+    ParamSpec("server_workers", "auto", "processes", "nginx worker_processes"),
+)
+
+
 class Connections(Adapter):
     name = "connections"
     summary = "wrk against a managed nginx, swept over simultaneous connections: requests/s and errors"
-    packages = tools.packages(("wrk", "nginx-light"), ("wrk", "nginx"), ("wrk", "nginx"))
+    packages = WRK_PACKAGES
     executables = ("wrk", "nginx")
-    version_args = tools.version_options({"wrk": ("-v",), "nginx": ("-v",)})
+    version_args = WRK_VERSION_ARGS
     params = (
         ParamSpec("connections", 100, "connections", "wrk -c: simultaneous open connections (sweep it)"),
-        ParamSpec("threads", 2, "threads", "wrk -t: client threads (≤ connections)"),
-        ParamSpec("duration_s", 5, "s", "wrk -d: seconds per trial"),
-        ParamSpec(
-            "timeout_s", 2, "s", "wrk --timeout: a response slower than this counts as a timeout error"
-        ),
-        ParamSpec("file_bytes", 612, "bytes", "size of the static file served (nginx's default page is 612)"),
-        ParamSpec("server_workers", "auto", "processes", "nginx worker_processes"),
+        *WRK_PARAMS,
     )
     metrics = (
         MetricSpec("requests_s", "requests/s", "higher", "completed requests ÷ wrk's measured duration"),

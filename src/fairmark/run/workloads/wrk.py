@@ -14,7 +14,7 @@ import re
 import resource
 from typing import Any
 
-from fairmark.run.workloads import servers, tools
+from fairmark.run.workloads import servers
 from fairmark.run.workloads.base import (
     Adapter,
     MetricSpec,
@@ -24,7 +24,15 @@ from fairmark.run.workloads.base import (
     TrialContext,
     WorkloadContext,
 )
-from fairmark.run.workloads.connections import ERRORS, FD_HEADROOM, check_wrk_params, raise_fd_limit
+from fairmark.run.workloads.connections import (
+    ERRORS,
+    FD_HEADROOM,
+    WRK_PACKAGES,
+    WRK_PARAMS,
+    WRK_VERSION_ARGS,
+    check_wrk_params,
+    raise_fd_limit,
+)
 
 PERCENTILES = (50, 75, 90, 99)  # what wrk --latency prints
 # wrk's units (its units.c): times in us/ms/s (then m, h), sizes in powers of 1024 with a B suffix.
@@ -47,18 +55,12 @@ def _ms(value: str, unit: str) -> float:
 class Wrk(Adapter):
     name = "wrk"
     summary = "wrk HTTP benchmark against a managed nginx: requests/s, latency percentiles, errors"
-    packages = tools.packages(("wrk", "nginx-light"), ("wrk", "nginx"), ("wrk", "nginx"))
+    packages = WRK_PACKAGES
     executables = ("wrk", "nginx")
-    version_args = tools.version_options({"wrk": ("-v",), "nginx": ("-v",)})
+    version_args = WRK_VERSION_ARGS
     params = (
         ParamSpec("connections", 50, "connections", "wrk -c: simultaneous open connections"),
-        ParamSpec("threads", 2, "threads", "wrk -t: client threads (≤ connections)"),
-        ParamSpec("duration_s", 5, "s", "wrk -d: seconds per trial"),
-        ParamSpec(
-            "timeout_s", 2, "s", "wrk --timeout: a response slower than this counts as a timeout error"
-        ),
-        ParamSpec("file_bytes", 612, "bytes", "size of the static file served (nginx's default page is 612)"),
-        ParamSpec("server_workers", "auto", "processes", "nginx worker_processes"),
+        *WRK_PARAMS,
     )
     metrics = (
         MetricSpec("requests_s", "requests/s", "higher", "wrk's Requests/sec: completed ÷ its run time"),
