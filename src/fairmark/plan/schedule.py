@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -78,16 +79,18 @@ class Cell:
     variant: str
     point: Point = ()
 
-    @property
+    # Cached in the instance's dict, not fields (equality and hash stay the fields'): a run asks a cell for its
+    # key several times at each trial.
+    @functools.cached_property
     def point_label(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.point)
 
-    @property
+    @functools.cached_property
     def group(self) -> str:
         """Cells with the same group are compared against each other (same workload and sweep point)."""
         return self.workload + (f"[{self.point_label}]" if self.point else "")
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         return f"{self.group}/{self.variant}"
 
