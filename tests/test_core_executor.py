@@ -51,8 +51,10 @@ def test_timeout_kills_whole_process_tree(tmp_path: Path) -> None:
     )
     assert res.status == "timeout"
     assert "timed out" in (res.error or "")
-    # cut by the timeout, not after the sleeps (300 s): holds however slow the machine is right now
-    assert 0.5 <= res.wall_s < 300
+    # cut by the timeout, not after the sleeps (300 s): holds however slow the machine is right now. No lower
+    # bound: through the launcher the timer starts when its process does, its clock (wall_s) only before the
+    # command's exec — under load that start can eat part of a 0.5 s timeout (seen once: a flaky assertion)
+    assert res.wall_s < 300
     assert wait_until(lambda: _alive_with_marker(marker) == []), _alive_with_marker(marker)
 
 
