@@ -182,6 +182,9 @@ def _placer(cgroup: str | None, cpus: tuple[int, ...]) -> Callable[[], None]:
 
 
 _OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+# How long an interrupted trial's pid is waited for when the interrupt may have come before the request left
+# (inside sendmsg): the server sends a pid once the command has exec'd, well within this even under load.
+PID_WAIT_S = 30.0
 
 
 def execute_spec(spec: TrialSpec) -> Measured:
@@ -222,7 +225,7 @@ def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
     except launch_server.ServerLost as exc:
         return Measured.not_started(spec, f"cannot run {spec.argv[0]!r}: {exc}")
     except BaseException:  # Ctrl-C, SIGTERM/SIGHUP (errors.Terminated): the trial's group goes with the run
-        if sent:
+        if sent or server.requested:  # (requested: the interrupt may have come between the send and `sent`)
             _kill_started(server, spec.grace_s)
         raise
     finally:
@@ -233,8 +236,8 @@ def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
 def _kill_started(server: launch_server.LaunchServer, grace_s: float) -> None:
     """Kill the group of the trial the server started (its pid comes once the command has exec'd)."""
     with contextlib.suppress(launch_server.ServerLost, OSError):
-        pid = server.pid()
-        if pid > 0:
+        pid = server.pid_within(PID_WAIT_S)
+        if pid is not None and pid > 0:
             kill_group(pid, grace_s)
 
 

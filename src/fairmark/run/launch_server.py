@@ -547,6 +547,9 @@ class LaunchServer:
         self._bufs = {self.sock: b"", self.pids: b""}
         self._env: object = None  # the environment the server holds (the last one sent)
         self._pid: tuple[int, float] | None = None  # the current trial's launcher and its start, once read
+        # a request is (or may be) with the server: set before sendmsg, so an interrupt that lands between the
+        # send and the caller learning of it still finds the trial to kill (`pid_within`)
+        self.requested = False
         self._poller = select.poll()
         self._poller.register(self.sock, select.POLLIN)
         self.home_cpuset: str | None = None
@@ -582,6 +585,7 @@ class LaunchServer:
             return False
         rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
         self._env, self._pid = None, None  # the environment: unknown until the server took the request
+        self.requested = True
         try:
             self.sock.sendmsg([struct.pack("=I", len(body)), body], rights)
         except OSError as exc:
@@ -604,6 +608,16 @@ class LaunchServer:
                 raise ServerLost(f"the launch server answered {line!r}") from None
             self._pid = (pid, ns / 1e9)
         return self._pid
+
+    def pid_within(self, timeout_s: float) -> int | None:
+        """The current trial's pid if the server sends it within timeout_s; None when no pid comes (the request
+        was never sent: an interrupt inside sendmsg)."""
+        if self._pid is None and b"\n" not in self._bufs[self.pids]:
+            poller = select.poll()
+            poller.register(self.pids, select.POLLIN)
+            if not poller.poll(timeout_s * 1000):
+                return None
+        return self._started()[0]
 
     def answered(self, timeout_s: float) -> bool:
         """Whether the report came within timeout_s of the command's exec (it stays to be read by `report`):
@@ -630,6 +644,7 @@ class LaunchServer:
     def report(self) -> dict[str, Any]:
         """The trial's report: the launcher's fields (`fairmark.run.launcher.parse_launch_report`)."""
         line = self._line(self.sock)
+        self.requested = False
         found = parse_launch_report(line)
         if found is None:
             raise ServerLost(f"the launch server answered {line!r}")
