@@ -89,3 +89,39 @@ def test_jobs_follow_the_trial_cpu_set(tmp_path):
         ctx = WorkloadContext("k", a.resolve({"jobs": jobs}), tmp_path, tmp_path, True, dict(state))
         argv = a.command(TrialContext(ctx, ctx.params, tmp_path / "t", "A"))
         assert any(expect in arg for arg in argv) and "kernel/" in argv
+
+
+def test_a_source_extracted_by_several_processes_at_once_is_extracted_once_and_whole(tmp_path):
+    """Test workers (and two fairmarks) may set up the same cached source at once: the others wait for the
+    first one's extraction instead of replacing the tree under its build."""
+    import subprocess
+    import sys
+
+    from helpers import wait_until
+
+    src = tmp_path / "pkg-1.0"
+    src.mkdir()
+    for i in range(2000):
+        (src / f"f{i}.c").write_text("int x;\n")
+    tarball = tmp_path / "pkg-1.0.tar.gz"
+    subprocess.run(["tar", "-czf", str(tarball), "-C", str(tmp_path), "pkg-1.0"], check=True)
+    cache, go = tmp_path / "cache", tmp_path / "go"
+    # each process waits for the others, extracts, then watches the tree while the others finish theirs
+    code = (
+        "import sys, time; from pathlib import Path; from fairmark.run.workloads import tools\n"
+        "Path(sys.argv[3] + '-' + sys.argv[4]).touch()\n"
+        "while not Path(sys.argv[3]).exists(): time.sleep(0.001)\n"
+        "top = tools.extract_once(Path(sys.argv[1]), Path(sys.argv[2])); seen = set()\n"
+        "end = time.monotonic() + 2\n"
+        "while time.monotonic() < end: seen.add(len(list(top.glob('*.c'))))\n"
+        "print(top, sorted(seen))"
+    )
+    argv = [sys.executable, "-c", code, str(tarball), str(cache), str(go)]
+    procs = [subprocess.Popen([*argv, str(n)], stdout=subprocess.PIPE, text=True) for n in range(4)]
+    assert wait_until(lambda: len(list(tmp_path.glob("go-*"))) == 4)
+    go.touch()
+    outs = [p.communicate(timeout=120)[0].split(maxsplit=1) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0]
+    assert {top for top, _ in outs} == {str(cache / "pkg-1.0" / "pkg-1.0")}
+    assert {seen.strip() for _, seen in outs} == {"[2000]"}  # never a tree being replaced or half there
+    assert not list(cache.glob(".extract-*"))

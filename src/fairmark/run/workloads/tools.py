@@ -4,6 +4,7 @@ private scratch directories, and small parsing helpers."""
 from __future__ import annotations
 
 import base64
+import fcntl
 import glob
 import os
 import random
@@ -219,6 +220,17 @@ def extract_once(tarball: Path, cache: Path) -> Path:
     if marker.exists():
         return _top(dest)
     cache.mkdir(parents=True, exist_ok=True)
+    # One extraction at a time: a second fairmark (a test worker) extracting too would remove `dest` under the
+    # first one's build to put its own copy there.
+    with open(cache / f".{stem}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            _extract(tarball, cache, dest)
+    return _top(dest)
+
+
+def _extract(tarball: Path, cache: Path, dest: Path) -> None:
+    marker = dest / ".fairmark-extracted"
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=cache))
     try:
         proc = subprocess.run(["tar", "-xf", str(tarball), "-C", str(tmp)], capture_output=True, text=True)
@@ -229,7 +241,6 @@ def extract_once(tarball: Path, cache: Path) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     marker.touch()
-    return _top(dest)
 
 
 def _top(dest: Path) -> Path:
