@@ -106,3 +106,30 @@ def test_freebsd_bad_cp_times_is_an_error():
     with pytest.raises(ValueError, match=r"kern\.cp_times"):
         freebsd.cpu_ticks("1 2 3")
     assert freebsd.sysctl_command()[:2] == ["sysctl", "-q"]
+
+
+def test_snapshot_memo_gives_what_parsing_gives():
+    """A reader parses a file again only when its text changed: the snapshot is the same either way."""
+    texts = {n: (FIX / "proc_a" / n).read_text() for n in linux.SAMPLE_FILES if (FIX / "proc_a" / n).exists()}
+    memo: linux.Memo = {}
+    fresh = linux.snapshot_from(texts, 1.0)
+    assert linux.snapshot_from(texts, 1.0, memo) == fresh
+    assert linux.snapshot_from(texts, 1.0, memo) == fresh  # from the memo this time
+    moved = texts | {"net/dev": texts["net/dev"].replace("3293", "4293", 1)}
+    again = linux.snapshot_from(moved, 1.0, memo)
+    assert again.counters["net_rx_bytes"] == fresh.counters["net_rx_bytes"] + 1000
+    assert again == linux.snapshot_from(moved, 1.0)
+
+
+def test_series_of_one_interval_as_of_several():
+    """A trial shorter than the interval (one pair of snapshots) gets the columns and totals that the general
+    path gives: the same keys, one value each, a key missing from the end snapshot absent."""
+    a, b = _snap(0.0, 0, 0, 0, 100, 2), _snap(0.5, 30, 10, 10, 600, 4)
+    b = base.Snapshot(b.t_s, b.cpu, {"ctxt": 600.0}, {"runq": 4.0, "load1": 1.5})
+    s = base.build_series([a, b], os_name="linux", interval_s=1.0)
+    assert list(s["gauges"]) == ["load1", "runq"] and s["gauges"]["runq"] == [4.0]
+    assert s["rates_per_s"] == {"ctxt": [1000.0]}
+    assert s["totals"]["gauge_peak"] == {"load1": 1.5, "runq": 4.0} and s["totals"]["rate_peak"] == {
+        "ctxt": 1000.0
+    }
+    assert s["totals"]["counters"] == {"ctxt": 500.0} and s["cpu_pct"]["user"] == [60.0]

@@ -29,7 +29,10 @@ class Snapshot:
 
 
 def _cpu_pct(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
-    deltas = {k: max(b[k] - a.get(k, 0.0), 0.0) for k in b}
+    deltas = {}
+    for k, v in b.items():
+        d = v - a.get(k, 0.0)
+        deltas[k] = 0.0 if d < 0.0 else d  # max(d, 0.0), without a call per state
     total = sum(deltas.values())
     if total <= 0:
         return {k: 0.0 for k in deltas}
@@ -38,9 +41,11 @@ def _cpu_pct(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]
 
 def _rates(a: Snapshot, b: Snapshot, dt: float) -> dict[str, float]:
     out = {}
+    before = a.counters
     for name, value in b.counters.items():
-        if name in a.counters:
-            delta = max(value - a.counters[name], 0.0)  # counters reset only on reboot
+        if name in before:
+            delta = value - before[name]
+            delta = 0.0 if delta < 0.0 else delta  # counters reset only on reboot
             rate = delta / dt if dt > 0 else 0.0
             if name.endswith("_us"):  # stall microseconds per second → percent of the time stalled
                 out[name[:-3] + "_pct"] = rate / 1e4
@@ -59,6 +64,8 @@ def _r(x: float) -> float:
 
 
 def _columns(rows: Sequence[Mapping[str, float]]) -> dict[str, list[float | None]]:
+    if len(rows) == 1:  # a trial shorter than the interval (most): one row, every key in it
+        return {k: [_r(v)] for k, v in sorted(rows[0].items())}
     keys = sorted({k for row in rows for k in row})
     return {k: [_r(row[k]) if k in row else None for row in rows] for k in keys}
 
@@ -95,23 +102,34 @@ def build_series(snapshots: Sequence[Snapshot], *, os_name: str, interval_s: flo
 def _totals(snapshots: Sequence[Snapshot], series: Mapping[str, Any]) -> dict[str, Any]:
     first, last = snapshots[0], snapshots[-1]
     wall = last.t_s - first.t_s
-    counters = {k: v - first.counters[k] for k, v in last.counters.items() if k in first.counters}
+    before = first.counters
+    counters = {}
+    for k, v in last.counters.items():
+        if k in before:
+            d = v - before[k]
+            counters[k] = _r(0.0 if d < 0.0 else d)
     gauges = series["gauges"]
     return {
         "wall_s": _r(wall),
         "cpu_pct": {k: _r(v) for k, v in _cpu_pct(first.cpu["total"], last.cpu["total"]).items()},
-        "counters": {k: _r(max(v, 0.0)) for k, v in counters.items()},
+        "counters": counters,
         "gauge_mean": {k: _r(m) for k, v in gauges.items() if (m := _mean(v)) is not None},
         # the columns' values have four digits already: their largest needs no rounding again
-        "gauge_peak": {
-            k: max(present) for k, v in gauges.items() if (present := [x for x in v if x is not None])
-        },
-        "rate_peak": {
-            k: max(present)
-            for k, v in series["rates_per_s"].items()
-            if (present := [x for x in v if x is not None])
-        },
+        "gauge_peak": _peaks(gauges),
+        "rate_peak": _peaks(series["rates_per_s"]),
     }
+
+
+def _peaks(columns: Mapping[str, Sequence[float | None]]) -> dict[str, float]:
+    """Each column's largest value (a column with none left out)."""
+    out = {}
+    for k, v in columns.items():
+        if len(v) == 1:  # one interval: its value is the peak
+            if v[0] is not None:
+                out[k] = v[0]
+        elif present := [x for x in v if x is not None]:
+            out[k] = max(present)
+    return out
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
