@@ -78,11 +78,24 @@ def start_bisect(tmp_path: Path, repo: Path, own: Path, *extra: str, env: dict[s
     argv += ["--repo", str(repo), "--build", BUILD, "--accept-risk", *extra]
     log = (tmp_path / "bisect.log").open("w")
     env = os.environ | {"TMPDIR": str(own), "MARKS": str(tmp_path / "marks"), "NO_COLOR": "1"} | (env or {})
-    # a session of its own: a signal to its process group reaches it and its children, never this test
+    # a session of its own: a signal to its process group reaches it and its children, never this test.
+    # SIGHUP as a shell leaves it for a command: a suite started under `nohup` hands its children SIGHUP
+    # ignored, and fairmark keeps an ignored SIGHUP ignored on purpose — the SIGHUP case would see a bisect
+    # that rightly runs to its end.
     proc = subprocess.Popen(
-        argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
+        argv,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        preexec_fn=default_sighup,
     )
     return proc, log
+
+
+def default_sighup() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def marker(tmp_path: Path, prefix: str) -> bool:
