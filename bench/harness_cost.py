@@ -13,7 +13,8 @@ CPU-time slopes (user + sys of the whole waited tree, from wait4) are printed be
 
 Run: .venv/bin/python bench/harness_cost.py   (the README's Performance section quotes its output)
      .venv/bin/python bench/harness_cost.py --against OTHER/src   also runs the fairmark in OTHER/src (e.g. a
-     copy of main's) alternately in the same run, monitors off: a change measured as a ratio on a busy machine
+     copy of main's) alternately in the same run, monitors off and on: a change measured as a ratio on a busy
+     machine
 """
 
 from __future__ import annotations
@@ -75,11 +76,12 @@ def slopes(tmp: Path, env: dict[str, str], against: str | None) -> tuple[Slopes,
         ),
     }
     if against:
-        commands[f"{against}, monitors off"] = (
-            [*FAIRMARK, "run", "{plan}", "--no-monitors", "--json"],
-            # a store of its own: the other fairmark may write an older schema, and refuses a newer one
-            env | {"PYTHONPATH": against, "FAIRMARK_STORE": f"sqlite:///{tmp / 'against.db'}"},
-        )
+        for mode, flags in (("off", ["--no-monitors"]), ("on", [])):
+            commands[f"{against}, monitors {mode}"] = (
+                [*FAIRMARK, "run", "{plan}", *flags, "--json"],
+                # a store of its own: the other fairmark may write an older schema, and refuses a newer one
+                env | {"PYTHONPATH": against, "FAIRMARK_STORE": f"sqlite:///{tmp / f'against-{mode}.db'}"},
+            )
     commands["hyperfine -N"] = (["hyperfine", "-N", "--runs", "{n}", "true"], env)
     out: Slopes = {label: {"wall": [], "cpu": []} for label in commands}
     peak = 0
