@@ -287,8 +287,14 @@ class HostConnection:
         host is then unknown; the agent kills a trial whose controller vanished)."""
         with self._lock:
             agent = self._agent
-            if agent is None or agent.poll() is not None or agent.stdin is None or agent.stdout is None:
-                raise ConnectionLost(f"host {self.spec.name}: not connected")
+            if agent is None or agent.stdin is None or agent.stdout is None:
+                raise ConnectionLost(f"host {self.spec.name}: not connected (asked to {op})")
+            if (code := agent.poll()) is not None:
+                # the session ended between two requests: say how, for whoever reads the interrupted run
+                raise ConnectionLost(
+                    f"host {self.spec.name}: not connected: its session had ended (exit {code}) when asked "
+                    f"to {op}{self._why()}"
+                )
             rid = next(self._ids)
             line = json.dumps({"v": PROTOCOL, "id": rid, "op": op, **args}, separators=(",", ":")) + "\n"
             try:
