@@ -44,10 +44,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from fairmark.run import thread_cgroup
-from fairmark.run.launcher import _cache_dir, _launcher_flags, parse_launch_report
+from fairmark.run.launcher import PRELUDE_C, _cache_dir, _launcher_flags, parse_launch_report
 from fairmark.run.spec import TrialSpec
 
-SERVER_C = r"""
+SERVER_C = (
+    r"""
 /* fairmark's launch server (fairmark.run.launch_server.SERVER_C): launch-server SOCKET_FD PIDS_FD
    The launcher (fairmark.run.launcher.LAUNCHER_C) kept for a run: it starts the trials one at a time for the
    fairmark at the other end of the Unix stream socket SOCKET_FD, each as the launcher starts its command — the
@@ -64,15 +65,13 @@ SERVER_C = r"""
    trial's group or after the answer, so it is not woken in the middle of a trial. Exits 0 at EOF, 126 on a
    malformed request or a lost socket. Built with FAIRMARK_NOLIBC (Linux x86-64) it uses no C library, as the
    launcher: its memory, where the command's peak RSS starts, is a few KiB plus the largest request. */
+#ifndef FAIRMARK_NOLIBC
+#define _GNU_SOURCE
+#endif
+"""
+    + PRELUDE_C
+    + r"""
 #ifdef FAIRMARK_NOLIBC
-typedef unsigned long size_t;
-struct timespec { long tv_sec, tv_nsec; };
-struct timeval { long tv_sec, tv_usec; };
-struct rusage {
-    struct timeval ru_utime, ru_stime;
-    long ru_maxrss, ru_ixrss, ru_idrss, ru_isrss, ru_minflt, ru_majflt, ru_nswap, ru_inblock, ru_oublock,
-        ru_msgsnd, ru_msgrcv, ru_nsignals, ru_nvcsw, ru_nivcsw;
-};
 struct iovec { void *iov_base; size_t iov_len; };
 struct msghdr {
     void *msg_name;
@@ -88,9 +87,6 @@ struct cmsghdr { size_t cmsg_len; int cmsg_level, cmsg_type; };
 #define CMSG_SPACE(n) (sizeof(struct cmsghdr) + (((n) + 7) & ~7UL))
 #define CMSG_DATA(c) ((unsigned char *)((struct cmsghdr *)(c) + 1))
 #define CMSG_FIRSTHDR(m) ((m)->msg_controllen >= sizeof(struct cmsghdr) ? (struct cmsghdr *)(m)->msg_control : 0)
-#define EINTR 4
-#define ENOENT 2
-#define ENOTDIR 20
 #define EINVAL 22
 #define ENOSYS 38
 #define E2BIG 7
@@ -101,58 +97,21 @@ struct cmsghdr { size_t cmsg_len; int cmsg_level, cmsg_type; };
 #define SCM_RIGHTS 1
 #define MSG_NOSIGNAL 0x4000
 #define MSG_CMSG_CLOEXEC 0x40000000
-static long sc(long n, long a, long b, long c, long d) {
-    register long r10 __asm__("r10") = d;
-    long ret;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
-    return ret;
-}
-/* vfork as glibc does it: the return address is kept in a register, so the child's use of the stack cannot
-   overwrite the one the parent returns through */
-long fm_vfork(void);
-__asm__(".text\n.globl fm_vfork\nfm_vfork:\n pop %rdi\n mov $58, %eax\n syscall\n push %rdi\n ret\n"
-        ".globl _start\n_start:\n xor %ebp, %ebp\n mov %rsp, %rdi\n and $-16, %rsp\n call fm_start\n hlt\n");
-void *memset(void *d, int c, size_t n) {
-    unsigned char *p = d;
-    while (n--) *p++ = (unsigned char)c;
-    return d;
-}
-void *memcpy(void *d, const void *s, size_t n) {
-    unsigned char *p = d;
-    const unsigned char *q = s;
-    while (n--) *p++ = *q++;
-    return d;
-}
 #define fm_read(fd, b, n) sc(0, fd, (long)(b), n, 0)
-#define fm_write(fd, b, n) sc(1, fd, (long)(b), n, 0)
 #define fm_open(p, f) sc(2, (long)(p), f, 0, 0)
 #define fm_close(fd) sc(3, fd, 0, 0, 0)
 #define fm_dup2(a, b) sc(33, a, b, 0, 0)
 #define fm_sendmsg(fd, m, f) sc(46, fd, (long)(m), f, 0)
 #define fm_recvmsg(fd, m, f) sc(47, fd, (long)(m), f, 0)
-#define fm_exit(code) sc(60, code, 0, 0, 0)
-#define fm_execve(p, a, e) sc(59, (long)(p), (long)(a), (long)(e), 0)
-#define fm_wait4(pid, st, ru) sc(61, pid, (long)(st), 0, (long)(ru))
-#define fm_cloexec(fd) sc(72, fd, 2, 1, 0)
 #define fm_chdir(p) sc(80, (long)(p), 0, 0, 0)
 #define fm_fchdir(fd) sc(81, fd, 0, 0, 0)
 #define fm_setsid() sc(112, 0, 0, 0, 0)
 #define fm_setaffinity(n, m) sc(203, 0, n, (long)(m), 0)
 #define fm_getaffinity(n, m) sc(204, 0, n, (long)(m), 0)
-#define fm_monotonic(ts) sc(228, 1, (long)(ts), 0, 0)
 #else
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/types.h>
 #include <sys/uio.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 #ifdef __linux__
 #include <sched.h>
 #endif
@@ -162,22 +121,15 @@ void *memcpy(void *d, const void *s, size_t n) {
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0
 #endif
-static long fm_ret(long r) { return r < 0 ? -errno : r; }
 #define fm_read(fd, b, n) fm_ret(read(fd, b, n))
-#define fm_write(fd, b, n) fm_ret(write(fd, b, n))
 #define fm_open(p, f) fm_ret(open(p, f))
 #define fm_close(fd) close(fd)
 #define fm_dup2(a, b) fm_ret(dup2(a, b))
 #define fm_sendmsg(fd, m, f) fm_ret(sendmsg(fd, m, f))
 #define fm_recvmsg(fd, m, f) fm_ret(recvmsg(fd, m, f))
-#define fm_exit(code) _exit(code)
-#define fm_execve(p, a, e) fm_ret(execve(p, a, e))
-#define fm_wait4(pid, st, ru) fm_ret(wait4(pid, st, 0, ru))
-#define fm_cloexec(fd) fm_ret(fcntl(fd, F_SETFD, FD_CLOEXEC))
 #define fm_chdir(p) fm_ret(chdir(p))
 #define fm_fchdir(fd) fm_ret(fchdir(fd))
 #define fm_setsid() setsid()
-#define fm_vfork vfork
 #ifdef __linux__
 #define fm_setaffinity(n, m) fm_ret(sched_setaffinity(0, n, (cpu_set_t *)(m)))
 #define fm_getaffinity(n, m) fm_ret(sched_getaffinity(0, n, (cpu_set_t *)(m)))
@@ -185,41 +137,20 @@ static long fm_ret(long r) { return r < 0 ? -errno : r; }
 #define fm_setaffinity(n, m) (-ENOSYS)
 #define fm_getaffinity(n, m) (-ENOSYS)
 #endif
-#define fm_monotonic(ts) clock_gettime(CLOCK_MONOTONIC, ts)
 #endif
 
-static volatile int exec_errno;
 static int sock, pids, home, devnull;
 static char body[1 << 21];    /* a request (its pages count in the commands' peak only once touched) */
 static char envs[1 << 21];    /* the environment kept for the requests that say "-" */
 static char *envp[1 << 15], *argv[1 << 15];
-static char names[65536];     /* the command's candidate paths, made before vfork: the child only execs */
-static char *paths[1024];
 static unsigned long mask[16], want[16]; /* CPU masks of up to 1024 CPUs: the server's own, the trial's */
 static struct timespec t0;
-
-static size_t length(const char *s) {
-    size_t n = 0;
-    while (s[n]) n++;
-    return n;
-}
 
 static long number(const char *s) {
     long v = 0;
     if (*s < '0' || *s > '9') return -1;
     for (; *s >= '0' && *s <= '9'; s++) v = v * 10 + (*s - '0');
     return *s ? -1 : v;
-}
-
-static char *put(char *p, long long v) {
-    char digits[24];
-    int n = 0;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do digits[n++] = (char)('0' + u % 10); while (u /= 10);
-    *p++ = ' ';
-    if (v < 0) *p++ = '-';
-    while (n) *p++ = digits[--n];
-    return p;
 }
 
 static int say(int to, const char *line, long n) {
@@ -278,42 +209,6 @@ static long fields(char *p, char *end, char **out, long max) {
     for (; p < end && n < max; p += length(p) + 1) out[n++] = p;
     out[n] = 0;
     return n;
-}
-
-static void candidates(const char *file) {
-    const char *path = "/bin:/usr/bin", *p;
-    char *out = names;
-    size_t k = 0, flen = length(file);
-    for (char **e = envp; *e; e++)
-        if ((*e)[0] == 'P' && (*e)[1] == 'A' && (*e)[2] == 'T' && (*e)[3] == 'H' && (*e)[4] == '=') path = *e + 5;
-    for (p = path; k + 1 < sizeof paths / sizeof paths[0];) {
-        const char *end = p;
-        while (*end && *end != ':') end++;
-        size_t dlen = (size_t)(end - p);
-        if (dlen == 0) {
-            paths[k++] = (char *)file; /* an empty entry is the current directory */
-        } else if ((size_t)(out - names) + dlen + flen + 2 <= sizeof names) {
-            paths[k++] = out;
-            for (size_t i = 0; i < dlen; i++) *out++ = p[i];
-            *out++ = '/';
-            for (size_t i = 0; i <= flen; i++) *out++ = file[i];
-        }
-        if (!*end) break;
-        p = end + 1;
-    }
-    paths[k] = 0;
-}
-
-static int start(void) {
-    long first = 0, last = -ENOENT;
-    const char *file = argv[0];
-    for (const char *c = file; *c; c++)
-        if (*c == '/') return (int)-fm_execve(file, argv, envp);
-    for (char **p = paths; *p; p++) {
-        last = fm_execve(*p, argv, envp);
-        if (last != -ENOENT && last != -ENOTDIR && !first) first = last;
-    }
-    return (int)-(first ? first : last);
 }
 
 /* The command's fields (ARGC, ARGV..., ENVC and ENV... or "-") into argv and envp; 0 or -1. */
@@ -379,7 +274,7 @@ static long __attribute__((noinline)) spawn(void) {
     long pid = fm_vfork();
     if (pid == 0) {
         fm_setsid();
-        exec_errno = start();
+        exec_errno = start(argv, envp);
         fm_exit(127);
     }
     return pid;
@@ -402,15 +297,7 @@ static int answer(long pid, char *const f[4]) {
         if (r != -EINTR) return -1;
     fm_monotonic(&t1);
     unplace(f[1], f[2], f[3]); /* before the answer: fairmark may remove the cpuset once it has it */
-    long long values[] = {status, exec_errno,
-                          (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
-                          (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
-                          (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss,
-                          ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw};
-    p = line;
-    for (const char *c = "fairmark-launcher 1"; *c; c++) *p++ = *c;
-    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) p = put(p, values[i]);
-    *p++ = '\n';
+    p = report_line(line, status, &t0, &t1, &ru);
     return say(sock, line, p - line);
 }
 
@@ -419,7 +306,7 @@ static int serve(long len, int fds[3]) {
     char *f[6], *end = body + len;
     long pid = -1;
     if (fields(body, end, f, 5) < 5 || command(f[4], end) != 0) return -1;
-    candidates(argv[0]);
+    candidates(argv[0], envp);
     exec_errno = (int)-ready(fds, f[0]);
     if (!exec_errno) exec_errno = (int)-place(f[1], f[2]);
     fm_monotonic(&t0);
@@ -453,6 +340,7 @@ void fm_start(long *sp) {
 }
 #endif
 """
+)
 
 
 @functools.cache

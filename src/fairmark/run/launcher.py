@@ -34,15 +34,11 @@ from typing import Any
 # where the launcher cannot be built (no C compiler) records no peak RSS at all: a number known to include
 # fairmark's own memory is not recorded (`launcher()` says why, and a run says so at its start).
 RSS_METHOD = "launcher"  # Measured.max_rss_method of a peak measured this way; None: fairmark's own included
-LAUNCHER_C = r"""
-/* fairmark's trial launcher (fairmark.run.launcher.LAUNCHER_C): launcher REPORT_FD COMMAND [ARG...]
-   vforks COMMAND (searched in PATH as Python's subprocess does: no shell for ENOEXEC), waits for it and
-   writes one line to REPORT_FD: "fairmark-launcher 1 STATUS ERRNO WALL_NS USER_US SYS_US MAXRSS_KIB MINFLT
-   MAJFLT NVCSW NIVCSW" (ERRNO: why the exec failed, else 0). Exits with the command's status (127: no exec,
-   128 + N: killed by signal N). SIGTERM, SIGINT, SIGHUP and SIGQUIT are caught (exec resets them for the
-   command) so that a signal to the trial's process group ends the command and the report still comes.
-   Built with FAIRMARK_NOLIBC (Linux x86-64) it uses no C library: glibc's start-up alone (its CPU feature
-   probe: CPUID, which a virtual machine traps) cost 0.8 ms of CPU per exec on a VM, as much as /bin/true. */
+PRELUDE_C = r"""
+/* What fairmark's trial launcher (fairmark.run.launcher.LAUNCHER_C) and its launch server
+   (fairmark.run.launch_server.SERVER_C) share: the system calls without a C library (FAIRMARK_NOLIBC, Linux
+   x86-64) or through it, vfork, the PATH search made before vfork (the child only execs, as Python's
+   subprocess searches: no shell for ENOEXEC) and the report line both write. */
 #ifdef FAIRMARK_NOLIBC
 typedef unsigned long size_t;
 struct timespec { long tv_sec, tv_nsec; };
@@ -52,17 +48,9 @@ struct rusage {
     long ru_maxrss, ru_ixrss, ru_idrss, ru_isrss, ru_minflt, ru_majflt, ru_nswap, ru_inblock, ru_oublock,
         ru_msgsnd, ru_msgrcv, ru_nsignals, ru_nvcsw, ru_nivcsw;
 };
-struct ksigaction { void (*handler)(int); unsigned long flags; void (*restorer)(void); unsigned long mask; };
 #define EINTR 4
 #define ENOENT 2
 #define ENOTDIR 20
-#define SIGHUP 1
-#define SIGINT 2
-#define SIGQUIT 3
-#define SIGTERM 15
-#define WIFEXITED(s) (((s) & 0x7f) == 0)
-#define WEXITSTATUS(s) (((s) >> 8) & 0xff)
-#define WTERMSIG(s) ((s) & 0x7f)
 static long sc(long n, long a, long b, long c, long d) {
     register long r10 __asm__("r10") = d;
     long ret;
@@ -72,9 +60,7 @@ static long sc(long n, long a, long b, long c, long d) {
 /* vfork as glibc does it: the return address is kept in a register, so the child's use of the stack cannot
    overwrite the one the parent returns through */
 long fm_vfork(void);
-void fm_restorer(void);
 __asm__(".text\n.globl fm_vfork\nfm_vfork:\n pop %rdi\n mov $58, %eax\n syscall\n push %rdi\n ret\n"
-        ".globl fm_restorer\nfm_restorer:\n mov $15, %eax\n syscall\n"
         ".globl _start\n_start:\n xor %ebp, %ebp\n mov %rsp, %rdi\n and $-16, %rsp\n call fm_start\n hlt\n");
 void *memset(void *d, int c, size_t n) {
     unsigned char *p = d;
@@ -91,17 +77,11 @@ void *memcpy(void *d, const void *s, size_t n) {
 #define fm_exit(code) sc(60, code, 0, 0, 0)
 #define fm_execve(p, a, e) sc(59, (long)(p), (long)(a), (long)(e), 0)
 #define fm_wait4(pid, st, ru) sc(61, pid, (long)(st), 0, (long)(ru))
-#define fm_monotonic(ts) sc(228, 1, (long)(ts), 0, 0)
 #define fm_cloexec(fd) sc(72, fd, 2, 1, 0)
-static void caught(int sig) { (void)sig; }
-static void fm_catch(int sig) {
-    struct ksigaction act = {caught, 0x04000000 | 0x10000000, fm_restorer, 0}, old; /* RESTORER | RESTART */
-    if (sc(13, sig, 0, (long)&old, 8) == 0 && old.handler != (void (*)(int))1) sc(13, sig, (long)&act, 0, 8);
-}
+#define fm_monotonic(ts) sc(228, 1, (long)(ts), 0, 0)
 #else
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -113,21 +93,13 @@ static long fm_ret(long r) { return r < 0 ? -errno : r; }
 #define fm_exit(code) _exit(code)
 #define fm_execve(p, a, e) fm_ret(execve(p, a, e))
 #define fm_wait4(pid, st, ru) fm_ret(wait4(pid, st, 0, ru))
-#define fm_monotonic(ts) clock_gettime(CLOCK_MONOTONIC, ts)
 #define fm_cloexec(fd) fm_ret(fcntl(fd, F_SETFD, FD_CLOEXEC))
+#define fm_monotonic(ts) clock_gettime(CLOCK_MONOTONIC, ts)
 #define fm_vfork vfork
-static void caught(int sig) { (void)sig; }
-static void fm_catch(int sig) {
-    struct sigaction sa, old;
-    sa.sa_handler = caught;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sig, &sa, NULL);
-}
 #endif
 
 static volatile int exec_errno;
-static char names[65536];   /* COMMAND's candidate paths, made before vfork: the child only execs */
+static char names[65536]; /* the command's candidate paths, made before vfork: the child only execs */
 static char *paths[1024];
 
 static size_t length(const char *s) {
@@ -147,7 +119,7 @@ static void candidates(const char *file, char **envp) {
         while (*end && *end != ':') end++;
         size_t dlen = (size_t)(end - p);
         if (dlen == 0) {
-            paths[k++] = (char *)file;  /* an empty entry is the current directory */
+            paths[k++] = (char *)file; /* an empty entry is the current directory */
         } else if ((size_t)(out - names) + dlen + flen + 2 <= sizeof names) {
             paths[k++] = out;
             for (size_t i = 0; i < dlen; i++) *out++ = p[i];
@@ -160,6 +132,7 @@ static void candidates(const char *file, char **envp) {
     paths[k] = 0;
 }
 
+/* In the vfork child: exec the command (its path, or each candidate); the errno of the exec that failed. */
 static int start(char *const argv[], char **envp) {
     long first = 0, last = -ENOENT;
     const char *file = argv[0];
@@ -183,6 +156,62 @@ static char *put(char *p, long long v) {
     return p;
 }
 
+/* "fairmark-launcher 1 STATUS ERRNO WALL_NS USER_US SYS_US MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW\n" at p (the
+   clock from t0 to t1, the command's wait status and rusage); returns the end. */
+static char *report_line(char *p, int status, const struct timespec *t0, const struct timespec *t1,
+                         const struct rusage *ru) {
+    long long values[] = {status, exec_errno,
+                          (long long)(t1->tv_sec - t0->tv_sec) * 1000000000LL + (t1->tv_nsec - t0->tv_nsec),
+                          (long long)ru->ru_utime.tv_sec * 1000000LL + ru->ru_utime.tv_usec,
+                          (long long)ru->ru_stime.tv_sec * 1000000LL + ru->ru_stime.tv_usec, ru->ru_maxrss,
+                          ru->ru_minflt, ru->ru_majflt, ru->ru_nvcsw, ru->ru_nivcsw};
+    for (const char *c = "fairmark-launcher 1"; *c; c++) *p++ = *c;
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) p = put(p, values[i]);
+    *p++ = '\n';
+    return p;
+}
+"""
+LAUNCHER_C = (
+    r"""
+/* fairmark's trial launcher (fairmark.run.launcher.LAUNCHER_C): launcher REPORT_FD COMMAND [ARG...]
+   vforks COMMAND (searched in PATH as Python's subprocess does: no shell for ENOEXEC), waits for it and
+   writes one line to REPORT_FD: "fairmark-launcher 1 STATUS ERRNO WALL_NS USER_US SYS_US MAXRSS_KIB MINFLT
+   MAJFLT NVCSW NIVCSW" (ERRNO: why the exec failed, else 0). Exits with the command's status (127: no exec,
+   128 + N: killed by signal N). SIGTERM, SIGINT, SIGHUP and SIGQUIT are caught (exec resets them for the
+   command) so that a signal to the trial's process group ends the command and the report still comes.
+   Built with FAIRMARK_NOLIBC (Linux x86-64) it uses no C library: glibc's start-up alone (its CPU feature
+   probe: CPUID, which a virtual machine traps) cost 0.8 ms of CPU per exec on a VM, as much as /bin/true. */
+"""
+    + PRELUDE_C
+    + r"""
+#ifdef FAIRMARK_NOLIBC
+struct ksigaction { void (*handler)(int); unsigned long flags; void (*restorer)(void); unsigned long mask; };
+#define SIGHUP 1
+#define SIGINT 2
+#define SIGQUIT 3
+#define SIGTERM 15
+#define WIFEXITED(s) (((s) & 0x7f) == 0)
+#define WEXITSTATUS(s) (((s) >> 8) & 0xff)
+#define WTERMSIG(s) ((s) & 0x7f)
+void fm_restorer(void);
+__asm__(".text\n.globl fm_restorer\nfm_restorer:\n mov $15, %eax\n syscall\n");
+static void caught(int sig) { (void)sig; }
+static void fm_catch(int sig) {
+    struct ksigaction act = {caught, 0x04000000 | 0x10000000, fm_restorer, 0}, old; /* RESTORER | RESTART */
+    if (sc(13, sig, 0, (long)&old, 8) == 0 && old.handler != (void (*)(int))1) sc(13, sig, (long)&act, 0, 8);
+}
+#else
+#include <signal.h>
+static void caught(int sig) { (void)sig; }
+static void fm_catch(int sig) {
+    struct sigaction sa, old;
+    sa.sa_handler = caught;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sig, &sa, NULL);
+}
+#endif
+
 int main(int argc, char **argv, char **envp) {
     static const char usage[] = "usage: fairmark-launcher REPORT_FD COMMAND [ARG...]\n";
     static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
@@ -191,7 +220,7 @@ int main(int argc, char **argv, char **envp) {
     static int report;  /* static: nothing of the parent's is in the frame the vfork child runs on */
     static struct timespec t0;
     int status = 0;
-    char line[512], *p = line;
+    char line[512];
     if (argc < 3) {
         fm_write(2, usage, sizeof usage - 1);
         return 126;
@@ -211,14 +240,7 @@ int main(int argc, char **argv, char **envp) {
     while ((r = fm_wait4(pid, &status, &ru)) < 0)
         if (r != -EINTR) return 126;
     fm_monotonic(&t1);
-    long long values[] = {status, exec_errno,
-                          (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
-                          (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
-                          (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss,
-                          ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw};
-    for (const char *c = "fairmark-launcher 1"; *c; c++) *p++ = *c;
-    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) p = put(p, values[i]);
-    *p++ = '\n';
+    char *p = report_line(line, status, &t0, &t1, &ru);
     while (fm_write(report, line, p - line) == -EINTR) {
     }
     if (exec_errno) return 127;
@@ -233,6 +255,7 @@ void fm_start(long *sp) {
 }
 #endif
 """
+)
 
 
 def _cache_dir() -> str:
