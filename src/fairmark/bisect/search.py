@@ -32,7 +32,7 @@ from typing import Any
 from fairmark.bisect.git import Repo, UsageError
 from fairmark.errors import PlanError
 from fairmark.plan.load import LoadedPlan, parse_plan
-from fairmark.run.executor import kill_group
+from fairmark.run.launcher import kill_group
 from fairmark.run.runner import Progress, Runner, RunOptions
 from fairmark.run.signals import unwinding
 from fairmark.stats.compare import Comparison

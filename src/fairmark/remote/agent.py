@@ -97,33 +97,11 @@ def _run(argv: list[str], timeout_s: float = 10.0) -> str:
 
 
 def _settle(m: dict, status: int, ru, wall: float, timed_out_after: float | None, report=None) -> None:
-    """The trial's measured fields: the command's own status, clock and rusage from the launcher's `report`;
-    without one the waited tree's, with no peak RSS (it would include the agent's own memory: see the
-    launcher). `timed_out_after`: the timeout it hit."""
-    if report:
-        status = report["status"]
-        m.update({k: v for k, v in report.items() if k not in ("status", "exec_errno")})
-    else:
-        m.update(
-            wall_s=wall,
-            user_s=ru.ru_utime,
-            sys_s=ru.ru_stime,
-            max_rss_kib=None,
-            minor_faults=int(ru.ru_minflt),
-            major_faults=int(ru.ru_majflt),
-            voluntary_switches=int(ru.ru_nvcsw),
-            involuntary_switches=int(ru.ru_nivcsw),
-        )
-    code = os.waitstatus_to_exitcode(status)
-    m["exit_code"], m["signal"] = (code, None) if code >= 0 else (None, -code)
-    if timed_out_after is not None:
-        m["status"], m["error"] = "timeout", f"timed out after {timed_out_after:g} s; process group killed"
-    elif m["signal"] is not None:
-        m["error"] = f"killed by signal {signal.Signals(m['signal']).name}"
-    elif code != 0:
-        m["error"] = f"exit status {code}"
-    else:
-        m["status"] = "ok"
+    """The trial's measured fields into `m`, as the local executor has them (fairmark.run.launcher:
+    waited_fields, outcome). `timed_out_after`: the timeout it hit."""
+    status, fields = waited_fields(status, ru, wall, report)
+    m.update(fields)
+    m["exit_code"], m["signal"], m["status"], m["error"] = outcome(status, timed_out_after)
 
 
 def _b64(data: bytes) -> str:
@@ -646,7 +624,15 @@ class _Spec:
 # fairmark.run.launcher (standard library only, like this file): shipped ahead of this file's text to a host
 # without fairmark (remote.connection.agent_source), imported where fairmark is installed.
 if "read_launch_report" not in globals():
-    from fairmark.run.launcher import RSS_METHOD, launcher, read_launch_report  # noqa: F401 - RSS_METHOD: tests
+    from fairmark.run.launcher import (  # noqa: F401 - RSS_METHOD: tests
+        RSS_METHOD,
+        group_alive,
+        kill_group,
+        launcher,
+        outcome,
+        read_launch_report,
+        waited_fields,
+    )
 
 
 # -- fairmark's own modules of system changes ------------------------------------------------------------------
@@ -710,41 +696,6 @@ def _exit_fd(pid: int) -> tuple[int, threading.Thread | None]:
 
 # The process-group helpers below repeat fairmark.run.executor's (and _alive repeats run.lock.pid_alive): this
 # file is shipped alone to hosts without fairmark, so it cannot import them.
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not os.path.exists("/proc/self/stat"):
-        return True
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
-
-
-def kill_group(pgid: int, grace_s: float) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else KILL_WAIT_S)
-        while time.monotonic() < deadline:
-            if not _group_alive(pgid):
-                return
-            time.sleep(0.02)
-
-
 def _placement(spec: dict, stack: contextlib.ExitStack) -> tuple:
     """The trial's placement (`place_cgroup`, `place_cpus`: the variant's `cpus` on this host) as the local
     executor makes it (fairmark.run.executor): on Linux this thread joins a cgroup v1 cpuset for the trial
@@ -1071,7 +1022,7 @@ class Session:
             try:
                 timed_out, lost = self._wait(proc.pid, timeout_s, monitor)
                 if timed_out or lost:
-                    kill_group(proc.pid, grace_s)
+                    kill_group(proc.pid, grace_s, KILL_WAIT_S)
                 _, status, ru = os.wait4(proc.pid, 0)
                 wall = time.monotonic() - t0
                 proc.returncode = os.waitstatus_to_exitcode(status)
@@ -1083,14 +1034,14 @@ class Session:
             monitor.sample()
             res["monitor"] = {"samples": monitor.samples, "errors": monitor.errors[:10]}
         if lost:
-            kill_group(proc.pid, grace_s)
+            kill_group(proc.pid, grace_s, KILL_WAIT_S)
             return res  # nobody to answer to
         if report and report["exec_errno"]:
             m["error"] = f"cannot start {argv[0]!r}: {os.strerror(report['exec_errno'])}"
             return res
-        if not timed_out and _group_alive(proc.pid):
+        if not timed_out and group_alive(proc.pid):
             m["leftovers_killed"] = 1  # background children outliving the trial would perturb the next
-            kill_group(proc.pid, grace_s)
+            kill_group(proc.pid, grace_s, KILL_WAIT_S)
         _settle(m, status, ru, wall, timeout_s if timed_out else None, report)
         res["stdout_b64"], res["stderr_b64"] = _b64(_tail(so, limit)), _b64(_tail(se, limit))
         res["files"] = {p: _b64(_tail(p, limit)) for p in spec.get("files") or () if os.path.isfile(p)}

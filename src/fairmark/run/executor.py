@@ -9,7 +9,6 @@ import contextlib
 import functools
 import os
 import select
-import signal
 import subprocess
 import sys
 import threading
@@ -19,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.run import launch_server, thread_cgroup
-from fairmark.run.launcher import launcher, read_launch_report
+from fairmark.run.launcher import (
+    group_alive,
+    kill_group,
+    launcher,
+    outcome,
+    read_launch_report,
+    waited_fields,
+)
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, Status, TrialSpec
 
 ExecResult = Measured  # the name callers used before the seam existed
@@ -60,26 +66,6 @@ def read_text(path: str | Path, limit: int | None = None, *, tail: bool = True) 
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # Zombies count as members until reaped; PID 1 here reaps orphans late, so look at the states.
-    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else []:
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return not Path("/proc/self/stat").exists()
-
-
 _HAVE_PIDFD = hasattr(os, "pidfd_open")
 
 
@@ -117,20 +103,6 @@ def _wait_exit_polling(pid: int, timeout_s: float) -> bool:
             return True
         time.sleep(0.01)
     return False
-
-
-def kill_group(pgid: int, grace_s: float) -> None:
-    """SIGTERM the whole group, wait up to grace_s, then SIGKILL what is left."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5.0)
-        while time.monotonic() < deadline:
-            if not _group_alive(pgid):
-                return
-            time.sleep(0.02)
 
 
 def execute(
@@ -287,7 +259,7 @@ def _finished(
             spec, f"cannot start {spec.argv[0]!r}: {os.strerror(report['exec_errno'])}"
         )
     leftovers = 0
-    if not timed_out and _group_alive(pgid):
+    if not timed_out and group_alive(pgid):
         # Background children outliving the trial would perturb the next one: end them, and say so.
         leftovers = 1
         kill_group(pgid, spec.grace_s)
@@ -402,33 +374,9 @@ def _measured(
     leftovers: int,
     report: dict[str, Any] | None = None,
 ) -> Measured:
-    """The trial's record: the command's own status, clock and rusage from the launcher's report; without one
-    (no launcher on this host, or it was killed at a timeout) the waited tree's, with no peak RSS (the leader's
-    mark started at fairmark's own memory)."""
-    if report:
-        status = report["status"]
-        fields = {k: report[k] for k in _REPORTED}
-    else:
-        fields = dict(
-            wall_s=wall,
-            user_s=ru.ru_utime,
-            sys_s=ru.ru_stime,
-            max_rss_kib=None,
-            minor_faults=int(ru.ru_minflt),
-            major_faults=int(ru.ru_majflt),
-            voluntary_switches=int(ru.ru_nvcsw),
-            involuntary_switches=int(ru.ru_nivcsw),
-        )
-    code = os.waitstatus_to_exitcode(status)
-    exit_code, sig = (code, None) if code >= 0 else (None, -code)
-    if timed_out:
-        st, err = "timeout", f"timed out after {spec.timeout_s:g} s; process group killed"
-    elif sig is not None:
-        st, err = "failed", f"killed by signal {signal.Signals(sig).name}"
-    elif exit_code != 0:
-        st, err = "failed", f"exit status {exit_code}"
-    else:
-        st, err = "ok", None
+    """The trial's record (run.launcher.waited_fields: the launcher's report, else the waited tree's)."""
+    status, fields = waited_fields(status, ru, wall, report)
+    exit_code, sig, st, err = outcome(status, spec.timeout_s if timed_out else None)
     return Measured(
         argv=spec.argv,
         status=st,
@@ -440,17 +388,3 @@ def _measured(
         leftovers_killed=leftovers,
         **fields,
     )
-
-
-# What the launcher measured of the command itself (Linux and FreeBSD report ru_maxrss in KiB).
-_REPORTED = (
-    "wall_s",
-    "user_s",
-    "sys_s",
-    "max_rss_kib",
-    "max_rss_method",
-    "minor_faults",
-    "major_faults",
-    "voluntary_switches",
-    "involuntary_switches",
-)

@@ -11,9 +11,11 @@ import hashlib
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Any
 
 # A process's ru_maxrss is the largest resident set of its whole life, exec included: Linux carries the
@@ -362,3 +364,88 @@ def parse_launch_report(data: bytes) -> dict[str, Any] | None:
         "involuntary_switches": v[9],
         "max_rss_method": RSS_METHOD,
     }
+
+
+# What the launcher measured of the command itself (Linux and FreeBSD report ru_maxrss in KiB).
+REPORTED = (
+    "wall_s",
+    "user_s",
+    "sys_s",
+    "max_rss_kib",
+    "max_rss_method",
+    "minor_faults",
+    "major_faults",
+    "voluntary_switches",
+    "involuntary_switches",
+)
+
+
+def waited_fields(
+    status: int, ru: Any, wall_s: float, report: dict[str, Any] | None
+) -> tuple[int, dict[str, Any]]:
+    """A trial's wait status and measured fields (the local executor's and a host's agent's alike): the
+    command's own from the launcher's `report`; without one (no launcher on this host, or it was killed at a
+    timeout) the waited tree's, with no peak RSS (the leader's mark started at fairmark's own memory)."""
+    if report:
+        return report["status"], {k: report[k] for k in REPORTED}
+    return status, {
+        "wall_s": wall_s,
+        "user_s": ru.ru_utime,
+        "sys_s": ru.ru_stime,
+        "max_rss_kib": None,
+        "minor_faults": int(ru.ru_minflt),
+        "major_faults": int(ru.ru_majflt),
+        "voluntary_switches": int(ru.ru_nvcsw),
+        "involuntary_switches": int(ru.ru_nivcsw),
+    }
+
+
+def outcome(status: int, timed_out_after: float | None) -> tuple[int | None, int | None, str, str | None]:
+    """(exit code, signal, status, error) of a trial's wait status; `timed_out_after`: the timeout it hit."""
+    code = os.waitstatus_to_exitcode(status)
+    exit_code, sig = (code, None) if code >= 0 else (None, -code)
+    if timed_out_after is not None:
+        return exit_code, sig, "timeout", f"timed out after {timed_out_after:g} s; process group killed"
+    if sig is not None:
+        return exit_code, sig, "failed", f"killed by signal {signal.Signals(sig).name}"
+    if exit_code != 0:
+        return exit_code, sig, "failed", f"exit status {exit_code}"
+    return exit_code, sig, "ok", None
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` is still running (a trial's leftovers)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # Zombies count as members until reaped; PID 1 here reaps orphans late, so look at the states.
+    if not os.path.exists("/proc/self/stat"):
+        return True
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def kill_group(pgid: int, grace_s: float, kill_wait_s: float = 5.0) -> None:
+    """SIGTERM the whole group, wait up to grace_s, then SIGKILL what is left (waiting up to kill_wait_s)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else kill_wait_s)
+        while time.monotonic() < deadline:
+            if not group_alive(pgid):
+                return
+            time.sleep(0.02)

@@ -132,7 +132,7 @@ def _stop_working_in(root: Path, orphan: Callable[[str], bool]) -> list[str]:
     (deleted)', which psutil gives without the suffix)."""
     import psutil
 
-    from fairmark.run.executor import kill_group
+    from fairmark.run.launcher import kill_group
 
     lines = []
     for proc in psutil.process_iter(["pid", "cwd", "name"]):
