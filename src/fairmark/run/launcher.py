@@ -1,5 +1,7 @@
 """The trial launcher: every trial starts through a small static C program, so that its peak RSS is the workload's
 own (the local executor, run/executor.py, and the agent on a host, remote/agent.py, both start trials through it).
+What both make of a trial's wait is here too, written once: its measured fields and outcome, and the kill of its
+process group.
 
 Standard library only, and nothing of fairmark: the controller ships this file's text ahead of the agent's to
 hosts without fairmark (remote.connection.agent_source); where fairmark is installed the agent imports it."""
