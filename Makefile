@@ -46,15 +46,22 @@ format: $(STAMP)
 	$(BIN)/ruff format src tests bench
 	$(BIN)/ruff check --fix src tests bench
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist): most of its time is waiting — guests booting, servers
+# starting, processes being killed — not computing. `--dist loadgroup` keeps each module that shares a fixture on
+# one worker, and runs the tests marked `machine` (they change or watch machine-wide state) one at a time on one
+# worker (tests/conftest.py). TEST_WORKERS=0 runs it in this one process, as before.
 # pytest exits 5 when it collected nothing; that is a failure here, like any other non-zero code.
+TEST_WORKERS ?= 3
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
+
 test: setup tools-test lint typecheck
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PYTEST_PARALLEL)
 
 # The edit loop's suite: the unit tests and one representative of each slow family (QEMU boots, remote hosts,
 # stability, store concurrency, fault kills, pbuild), by the markers pyproject.toml registers. Not the whole
 # suite: `make test` is (README, .ci/run).
 quick-test: setup tools-test lint typecheck
-	$(BIN)/pytest -q -m "not slow or representative"
+	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not slow or representative"
 
 bench: setup tools-test
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

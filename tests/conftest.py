@@ -23,6 +23,14 @@ sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# Output is wrapped as for a pipe unless a test sets a width: pytest-xdist's workers inherit COLUMNS=80 and LINES=24
+# from the controlling pytest (GNU readline, which it imports, puts its guess of the terminal in the environment),
+# and a report then wrapped at 80 columns where the tests expect whole lines.
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+for _name in TERMINAL_SIZE:
+    os.environ.pop(_name, None)
+    os.unsetenv(_name)  # also where readline set it behind os.environ's back (this process's children)
+
 from helpers import FIXTURES, REPO, fairmark_subprocess, json_out  # noqa: E402, F401 - after the prefix; re-exported
 
 # A suite started in the background by a shell without job control (`make test &` in a script, some CI runners)
@@ -31,6 +39,10 @@ from helpers import FIXTURES, REPO, fairmark_subprocess, json_out  # noqa: E402,
 # in one such session). A Python handler here is reset to the default in every child at exec.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# Likewise a suite started under `nohup` inherits SIGHUP ignored, and a fairmark leaves an ignored SIGHUP alone (as
+# nohup asks): the SIGHUP test's bisect ran to its end. Here a hang-up is still ignored, its children hear it.
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, lambda signum, frame: None)
 
 
 @pytest.fixture(autouse=True)
@@ -41,6 +53,8 @@ def isolated_fairmark(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("FAIRMARK_STATE_DIR", str(home / "state"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.delenv("NO_COLOR", raising=False)
+    for name in TERMINAL_SIZE:  # unless the test sets them (see above)
+        monkeypatch.delenv(name, raising=False)
     return home
 
 
@@ -65,3 +79,29 @@ def fairmark_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int,
         return code, out, err
 
     return run
+
+
+# `make test` runs the suite in worker processes (pytest-xdist, `-n N --dist loadgroup`): most of its time is
+# spent waiting (guests booting, servers starting, kills), not computing. Tests whose module shares a fixture
+# (a QEMU guest, namespace hosts, a store) stay on one worker, so it is made once; those marked `machine` change
+# or watch what the whole machine shares (pyproject.toml) and run one at a time, on one worker, beside the rest.
+# Without xdist (`pytest tests/test_x.py`) these marks do nothing.
+ONE_WORKER_MODULES = {"test_architecture"}  # parses src/ once per process: once, not once per worker
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("machine"):
+            group = "machine"
+        elif item.module.__name__ in ONE_WORKER_MODULES or _uses_module_fixture(item):  # type: ignore[attr-defined]
+            group = item.module.__name__  # type: ignore[attr-defined]
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info else ()
+    return any(d and d[-1].scope in ("module", "package") for d in defs)

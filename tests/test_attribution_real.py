@@ -17,6 +17,9 @@ from fairmark.run.hooks import HookContext
 from fairmark.run.monitors import SystemMonitor
 from fairmark.store.records import TrialRecord
 
+# One at a time under xdist (tests/conftest.py): makes /tmp/fairmark-stress-ng-* directories, which test_workload_stress_ng counts.
+pytestmark = pytest.mark.machine
+
 CTX = HookContext("run", "cell", "w", "A", "t1", "/tmp", False)
 
 

@@ -38,6 +38,7 @@ TRIALS = max(40, KILLS)  # per cell, two cells: more trials than the tickets of 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0 or not KNOB.exists(), reason="changes a sysctl (root)"),
     pytest.mark.timeout(1500),  # the machine-wide lock may be another session's for a while (up to 900 s)
+    pytest.mark.machine,  # a machine-wide sysctl, scratch mounts and loop devices, cpusets; finds processes by name
 ]
 
 

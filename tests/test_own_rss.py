@@ -67,6 +67,9 @@ def test_the_agent_records_the_same(tmp_path: Path) -> None:
         requests += [{"op": "exec", "spec": spec}] * RUNS
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root")}
     env["FAIRMARK_AGENT_STATE"] = str(tmp_path / "state")
+    env["PYTHONDONTWRITEBYTECODE"] = (
+        "1"  # a bare environment, but no __pycache__ in src/ (the hello imports fairmark)
+    )
     proc = subprocess.Popen(
         ["sh", "-c", shipped_agent_command(sys.executable)],
         stdin=subprocess.PIPE,

@@ -17,6 +17,9 @@ import pytest
 from fairmark.run.profiles.base import CGROUP_PREFIX, PERFCTL_PREFIX, UNOWNED_AGE_S, sweep_stale_profiles
 from helpers import REPO, fairmark_subprocess, wait_until
 
+# One at a time under xdist (tests/conftest.py): perf, whose sample rate the kernel lowers machine-wide under load; profile cgroups.
+pytestmark = pytest.mark.machine
+
 
 def _dead_pid() -> int:
     proc = subprocess.Popen(["true"])

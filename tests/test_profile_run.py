@@ -13,6 +13,9 @@ import pytest
 from fairmark.run.profiles import hooks_for
 from fairmark.run.runner import PROFILED_TRIALS
 
+# One at a time under xdist (tests/conftest.py): perf, whose sample rate the kernel lowers machine-wide under load.
+pytestmark = pytest.mark.machine
+
 PLAN = """
 [run]
 warmup = 0

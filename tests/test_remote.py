@@ -96,10 +96,21 @@ def test_agent_runs_a_trial_spec_with_local_semantics(net: nethosts.NetHosts, tm
 
 def test_a_host_that_cannot_be_reached_is_a_clear_error(net: nethosts.NetHosts) -> None:
     bad = HostSpec("nope", ssh="nope", ssh_options=("-F", str(net.ssh_config), "-o", "ConnectTimeout=2"))
-    before = set(Path("/tmp").glob("fm-ssh-*"))
+    before = _connection_dirs_of(os.getpid())  # this process's: other tests' come and go meanwhile
     with pytest.raises(ConnectionLost, match="cannot connect with `ssh nope`"), HostConnection(bad):
         pass
-    assert set(Path("/tmp").glob("fm-ssh-*")) <= before  # its connection directory is gone too
+    assert _connection_dirs_of(os.getpid()) <= before  # its connection directory is gone too
+
+
+def _connection_dirs_of(pid: int) -> set[Path]:
+    return {d for d in Path("/tmp").glob("fm-ssh-*") if _read(d / "owner") == str(pid)}
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
 
 
 @pytest.mark.slow

@@ -19,6 +19,9 @@ from fairmark.remote.profiling import HostTrial, RemoteProfile, check, host_arti
 from fairmark.run.hooks import HookContext, TrialHook
 from helpers import PYTHON_TOML
 
+# One at a time under xdist (tests/conftest.py): perf on the namespace hosts: the same kernel, whose perf sample rate is machine-wide.
+pytestmark = pytest.mark.machine
+
 FIX = Path(__file__).parent / "fixtures" / "h4" / "profiles"
 AGENT = [sys.executable, "-m", "fairmark", "agent"]
 no_hosts = pytest.mark.skipif(nethosts.available() is not None, reason=str(nethosts.available()))

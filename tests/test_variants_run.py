@@ -16,7 +16,11 @@ import pytest
 
 from fairmark.run.variants.syslock import SystemLock
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing the system needs root")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="changing the system needs root"),
+    # runs that change sysctls (the system lock refuses a second at once), scratch file systems mounted
+    pytest.mark.machine,
+]
 
 SYSCTL = Path("/proc/sys/net/ipv4/tcp_no_metrics_save")
 REPO = Path(__file__).resolve().parent.parent

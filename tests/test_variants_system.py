@@ -20,7 +20,10 @@ from fairmark.run.variants import tunable
 from fairmark.run.variants.syslock import SystemLock
 from fairmark.run.variants.system import SystemState, pending_findings, recover_pending
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing the system needs root")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="changing the system needs root"),
+    pytest.mark.machine,  # sysctls, THP and ASLR, loop mounts, cpusets under the machine-wide system lock
+]
 
 SYSCTL = "/proc/sys/net/ipv4/tcp_no_metrics_save"
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"

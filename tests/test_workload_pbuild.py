@@ -18,6 +18,9 @@ from fairmark.run.workloads.base import ParseError, RawOutput
 from fairmark.run.workloads.pbuild import parse_pbuild
 from helpers import fairmark_subprocess, json_out
 
+# One at a time under xdist (tests/conftest.py): finds builders' namespaces and processes machine-wide.
+pytestmark = pytest.mark.machine
+
 FIX = Path(__file__).parent / "fixtures" / "tools" / "pbuild"
 SRC = Path(__file__).parent / "fixtures" / "pbuild-src"  # small packages to build (not tool output)
 isolating = pytest.mark.skipif(
@@ -102,14 +105,19 @@ def test_linux_builder_is_in_its_own_namespaces():
     assert argv[-4:] == ["sh", "/s/b0", "/src", "zlib"]
 
 
-def _namespaces_in_use() -> set[str]:
-    held = set()
-    for ns in Path("/proc").glob("[0-9]*/ns/*"):
+def _in_a_build(builds: list[set[str]]) -> list[str]:
+    """Processes in every namespace of one of the builds (its mnt, pid and net): a builder's process left behind.
+    Not any process holding one of their numbers: the kernel gives a freed namespace's number to the next one,
+    which any test running beside (namespace hosts, unshare, Chromium's sandbox) may make meanwhile."""
+    found = []
+    for ns in Path("/proc").glob("[0-9]*/ns"):
         try:
-            held.add(os.readlink(ns))
+            held = {os.readlink(ns / kind) for kind in ("mnt", "pid", "net")}
         except OSError:  # the process ended while we looked
             continue
-    return held
+        if any(build <= held for build in builds):
+            found.append(f"pid {ns.parent.name}: {_cmdline(ns.parent / 'cmdline')!r}")
+    return found
 
 
 @pytest.mark.slow
@@ -122,14 +130,14 @@ def test_isolated_builders_leave_nothing_behind(tmp_path: Path):
     m = tools.run_once(adapter_for("pbuild"), params, tmp_path, timeout_s=240)
     assert m["leftover_killed"] == 4 and m["forks"] > 0 and m["packages_per_hour"] > 0
     logs = sorted((tmp_path / "scratch" / "trial-00001" / "logs").glob("*daemon.log"))
-    logged = [
-        ln.split()[2] for log in logs for ln in log.read_text().splitlines() if ln.startswith("namespace")
+    builds = [
+        {ln.split()[2] for ln in log.read_text().splitlines() if ln.startswith("namespace")} for log in logs
     ]
+    logged = [ns for build in builds for ns in build]
     # mnt, pid, net of each of the two daemon builds, none of them this process's own. (Not "all six distinct":
     # the kernel may give a freed namespace's inode number to the next one, seen when one build ended first.)
     assert len(logged) == 6 and not set(logged) & {os.readlink(ns) for ns in Path("/proc/self/ns").iterdir()}
-    namespaces = set(logged)
-    assert not namespaces & _namespaces_in_use()
+    assert _in_a_build(builds) == []
     assert not [p for p in Path("/proc").glob("[0-9]*/cmdline") if _cmdline(p) == b"sleep\x003607\x00"]
     mounts = Path("/proc/self/mountinfo").read_text()
     assert str(tmp_path) not in mounts and "fairmark-pbuild" not in mounts

@@ -20,6 +20,9 @@ from fairmark.run.workloads import adapter_for, tools
 from fairmark.run.workloads.base import ParseError, RawOutput
 from helpers import fairmark_subprocess, json_out
 
+# One at a time under xdist (tests/conftest.py): writes to /dev/kmsg and watches it (the one kernel log).
+pytestmark = pytest.mark.machine
+
 FIX = Path(__file__).parent / "fixtures" / "tools" / "stability"
 root_kmsg = pytest.mark.skipif(
     os.geteuid() != 0 or not os.access("/dev/kmsg", os.W_OK), reason="needs root and /dev/kmsg"
