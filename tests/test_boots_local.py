@@ -64,10 +64,12 @@ def test_the_hook_waits_for_the_reboot_and_is_removed_when_none_comes(tmp_path: 
     (root / "run/systemd/system").mkdir(parents=True)
     p = start(tmp_path, root, 8)
     # while it waits for the shutdown, the one-shot unit that resumes this run in the next boot is installed
-    assert wait_until(lambda: (root / UNIT).exists(), timeout_s=120), p.stderr
+    # (enabled last, once the unit is written: the unit alone can still be empty — seen under load)
+    wants = root / "etc/systemd/system/multi-user.target.wants/fairmark-resume.service"
+    assert wait_until(wants.is_symlink, timeout_s=120), p.stderr
     unit = (root / UNIT).read_text()
     assert " -m fairmark resume " in unit and "--accept-risk --store sqlite:" in unit
-    assert os.readlink(root / "etc/systemd/system/multi-user.target.wants/fairmark-resume.service")
+    assert os.readlink(wants)
     _, err = p.communicate(timeout=120)
     assert p.returncode == 3 and "did not go down within 8 s" in err, err
     assert not (root / UNIT).exists()  # the run ended: its hook is gone
