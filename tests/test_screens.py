@@ -95,6 +95,9 @@ def _progress_and_final() -> None:
 
     policy = RunPolicy(min_trials=6, max_trials=8, target_ci_pct=2.0)
     p = TerminalProgress()
+    p.every_s = (
+        0.0  # every trial's line: these events come microseconds apart (the limit: test_progress_lines)
+    )
     p.started(fx.RUN_IDS[-1], 10, policy)
     p.workload("alloc", "setup")
     values = {"alloc/nodebug": [0.06332, 0.06249, 0.06401], "alloc/malloc-debug": [0.27955, 0.28112, 0.27803]}

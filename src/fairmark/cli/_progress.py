@@ -1,8 +1,10 @@
-"""Progress of a run on the terminal: a rich live bar when interactive, one plain line per trial otherwise."""
+"""Progress of a run on the terminal: a rich live bar when interactive, plain lines otherwise — one per trial, at
+most PLAIN_EVERY_S apart."""
 
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from rich.markup import escape
@@ -20,6 +22,14 @@ from fairmark.plan.model import RunPolicy
 from fairmark.run.runner import Progress as RunnerProgress
 from fairmark.stats import format_pair, format_value
 from fairmark.stats.digits import scale_unit
+
+# A plain (not a terminal: a log, CI) line per trial, but not more than one per PLAIN_EVERY_S: a plan of thousands
+# of millisecond trials wrote thousands of lines nobody reads, and formatting them was a tenth of fairmark's own
+# work per trial of `true` (bench/harness_cost.py). A trial whose line is held back is still counted (the next
+# line's [number] says how many ran); a failure is always shown, and the last held line is shown before the next
+# note, a cell's stop or the end, so the log ends on the cell's last value. Trials a twentieth of a second or
+# longer — nearly every real workload — still get a line each.
+PLAIN_EVERY_S = 0.05
 
 
 def _estimate(ev: dict[str, Any]) -> str:
@@ -48,6 +58,9 @@ class TerminalProgress(RunnerProgress):
         self.cells = 0
         self.policy: RunPolicy | None = None
         self.done = 0
+        self.every_s = PLAIN_EVERY_S
+        self._last_line = -math.inf
+        self._held: tuple[int, dict[str, Any]] | None = None
 
     def started(self, run_id: str, cells: int, policy: RunPolicy, done: int = 0) -> None:
         self.cells, self.policy, self.done = cells, policy, done  # a resumed run counts on from its trials
@@ -71,42 +84,63 @@ class TerminalProgress(RunnerProgress):
             self.task = self.bar.add_task("starting", total=total, completed=done)
 
     def workload(self, name: str, phase: str) -> None:
+        self._show_held()
         if phase == "setup":
             console.note(f"workload {name}: setting up")
 
     def trial(self, ev: dict[str, Any]) -> None:
         self.done += 1
-        tag = "warm-up" if ev["warmup"] else f"trial {ev['n']}/{ev['max_trials']}"
-        if ev.get("profiled"):  # an extra trial with a profiler attached: kept apart, counted nowhere
-            tag = "profiled trial (not counted)"
-        if ev["status"] != "ok":
-            tag = f"failure {ev['failures']}/{ev['max_failures']}" + (" (warm-up)" if ev["warmup"] else "")
-        if ev["status"] == "ok":
-            est = "" if ev.get("profiled") else _estimate(ev)
-            msg = f"{ev['cell']}  {tag}  {_value(ev)}" + (f"  (mean {est}, n={ev['n']})" if est else "")
-        else:
-            msg = f"{ev['cell']}  {tag}  {ev['status'].upper()}: {ev['error']}"
-        if self.bar is not None:
-            self.bar.update(
-                self.task,
-                completed=self.done,
-                total=max(self.bar.tasks[0].total or 0, self.done + 1),
-                description=escape(msg),
-            )
-        else:
-            console.line(f"[{self.done:4d}] {msg}")
+        if self.bar is None:
+            at = time.monotonic()
+            if ev["status"] == "ok" and at - self._last_line < self.every_s:
+                self._held = (self.done, ev)  # formatted only if it is still the last one at the next line
+                return
+            self._held, self._last_line = None, at
+            console.line(f"[{self.done:4d}] {_message(ev)}")
+            return
+        self.bar.update(
+            self.task,
+            completed=self.done,
+            total=max(self.bar.tasks[0].total or 0, self.done + 1),
+            description=escape(_message(ev)),
+        )
+
+    def _show_held(self) -> None:
+        """The line of the last trial held back (PLAIN_EVERY_S), before a line that would come after it."""
+        if self._held is not None:
+            done, ev = self._held
+            self._held, self._last_line = None, time.monotonic()
+            console.line(f"[{done:4d}] {_message(ev)}")
 
     def cell_stopped(self, key: str, status: str, reason: str) -> None:
         line = f"{key}: {'abandoned — ' if status == 'abandoned' else 'stopped — '}{reason}"
         if self.bar is not None:
             self.bar.console.print(escape(line))
         else:
+            self._show_held()
             console.note(line)
 
     def note(self, message: str) -> None:
+        self._show_held()
         console.note(message)
 
     def finished(self) -> None:
+        self._show_held()
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+
+
+def _message(ev: dict[str, Any]) -> str:
+    """A trial's progress line (after its [number])."""
+    tag = "warm-up" if ev["warmup"] else f"trial {ev['n']}/{ev['max_trials']}"
+    if ev.get("profiled"):  # an extra trial with a profiler attached: kept apart, counted nowhere
+        tag = "profiled trial (not counted)"
+    if ev["status"] != "ok":
+        tag = f"failure {ev['failures']}/{ev['max_failures']}" + (" (warm-up)" if ev["warmup"] else "")
+    if ev["status"] == "ok":
+        est = "" if ev.get("profiled") else _estimate(ev)
+        msg = f"{ev['cell']}  {tag}  {_value(ev)}" + (f"  (mean {est}, n={ev['n']})" if est else "")
+    else:
+        msg = f"{ev['cell']}  {tag}  {ev['status'].upper()}: {ev['error']}"
+    return msg

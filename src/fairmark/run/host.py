@@ -317,9 +317,11 @@ class Hosts:
         client = self.client_of(variant, workload)
         return {"host": host, "client host": client or host} if client else {"host": host}
 
-    @property
+    @functools.cached_property
     def changes_system(self) -> bool:
-        """Whether a variant changes machine-wide state here or on its host: trials then run in A B B A blocks."""
+        """Whether a variant changes machine-wide state here or on its host: trials then run in A B B A blocks.
+        Worked out once: the plan and its variants' changes stay what they are for the run, and the runner
+        asks at every round."""
         from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
 
         wide = [k for k in REMOTE_KEYS if VARIANT_KINDS[k].machine_wide]
