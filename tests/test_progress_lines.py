@@ -95,3 +95,18 @@ def test_a_held_line_comes_before_a_note(clock: list[float]) -> None:
     text = err.getvalue()
     assert text.index("[   2]") < text.index("a neighbour started")
     assert text.count("[   2]") == 1
+
+
+def test_each_cells_last_held_line_is_shown_in_order(clock: list[float]) -> None:
+    def feed(p: TerminalProgress) -> None:
+        for n in range(1, 11):  # A B A B …, all within one interval after the first
+            for cell in ("w/a", "w/b"):
+                clock[0] += PLAIN_EVERY_S / 100
+                p.trial(_event(n) | {"cell": cell})
+        p.cell_stopped("w/a", "done", "max_trials reached")
+        p.cell_stopped("w/b", "done", "max_trials reached")
+        p.finished()
+
+    lines = _lines(feed)
+    assert [line[:12] for line in lines] == ["[   1] w/a  ", "[  19] w/a  ", "[  20] w/b  "]
+    assert "trial 10/100" in lines[1] and "trial 10/100" in lines[2]

@@ -26,9 +26,9 @@ from fairmark.stats.digits import scale_unit
 # A plain (not a terminal: a log, CI) line per trial, but not more than one per PLAIN_EVERY_S: a plan of thousands
 # of millisecond trials wrote thousands of lines nobody reads, and formatting them was a tenth of fairmark's own
 # work per trial of `true` (bench/harness_cost.py). A trial whose line is held back is still counted (the next
-# line's [number] says how many ran); a failure is always shown, and the last held line is shown before the next
-# note, a cell's stop or the end, so the log ends on the cell's last value. Trials a twentieth of a second or
-# longer — nearly every real workload — still get a line each.
+# line's [number] says how many ran). The last held line of each cell is shown, in order, before the next line,
+# a note, a cell's stop or the end, so the log keeps every cell's latest value; a failure is always shown. Trials
+# a twentieth of a second or longer — nearly every real workload — still get a line each.
 PLAIN_EVERY_S = 0.05
 
 
@@ -60,7 +60,7 @@ class TerminalProgress(RunnerProgress):
         self.done = 0
         self.every_s = PLAIN_EVERY_S
         self._last_line = -math.inf
-        self._held: tuple[int, dict[str, Any]] | None = None
+        self._held: dict[str, tuple[int, dict[str, Any]]] = {}  # cell → its last trial whose line was held
 
     def started(self, run_id: str, cells: int, policy: RunPolicy, done: int = 0) -> None:
         self.cells, self.policy, self.done = cells, policy, done  # a resumed run counts on from its trials
@@ -93,9 +93,11 @@ class TerminalProgress(RunnerProgress):
         if self.bar is None:
             at = time.monotonic()
             if ev["status"] == "ok" and at - self._last_line < self.every_s:
-                self._held = (self.done, ev)  # formatted only if it is still the last one at the next line
+                self._held[ev["cell"]] = (self.done, ev)  # formatted only if shown (`_show_held`)
                 return
-            self._held, self._last_line = None, at
+            self._held.pop(ev["cell"], None)
+            self._show_held()
+            self._last_line = at
             console.line(f"[{self.done:4d}] {_message(ev)}")
             return
         self.bar.update(
@@ -106,11 +108,10 @@ class TerminalProgress(RunnerProgress):
         )
 
     def _show_held(self) -> None:
-        """The line of the last trial held back (PLAIN_EVERY_S), before a line that would come after it."""
-        if self._held is not None:
-            done, ev = self._held
-            self._held, self._last_line = None, time.monotonic()
+        """The lines held back (PLAIN_EVERY_S), the last of each cell, in the order their trials ran."""
+        for done, ev in sorted(self._held.values(), key=lambda held: held[0]):
             console.line(f"[{done:4d}] {_message(ev)}")
+        self._held.clear()
 
     def cell_stopped(self, key: str, status: str, reason: str) -> None:
         line = f"{key}: {'abandoned — ' if status == 'abandoned' else 'stopped — '}{reason}"
