@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import io
 import json
 import sys
 from typing import Any
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,3 +70,41 @@ def test_a_large_document_is_written_whole() -> None:
     text = emitted(doc)
     assert text == expected(doc)
     assert len(json.loads(text)["trials"]) == 5000
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+class _Name(str):
+    pass
+
+
+class _Ratio(float):
+    pass
+
+
+# Subclasses of the scalar types (written as json.dumps writes them), numpy scalars, and arrays of one type
+# (written as one piece) beside arrays of several.
+odd_scalars = st.one_of(
+    st.sampled_from([_Level.LOW, _Name("x\n"), _Ratio(0.5), _Ratio("inf"), np.float64(0.1), np.int64(7)]),
+    st.floats(allow_nan=True, allow_infinity=True).map(np.float64),
+    st.text(max_size=3).map(_Name),
+)
+odd_documents = st.recursive(
+    st.one_of(scalars, odd_scalars),
+    lambda inner: st.one_of(
+        st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=6),
+        st.lists(st.text(max_size=3), max_size=4).map(tuple),
+        st.lists(st.integers(), max_size=4),
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(keys, st.text(max_size=2).map(_Name)), inner, max_size=4),
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(odd_documents)
+def test_subclasses_and_arrays_of_one_type_are_written_as_json_dumps_writes_them(doc: Any) -> None:
+    assert emitted(doc) == expected(doc)

@@ -95,11 +95,29 @@ _ENCODE_STR = json.encoder.encode_basestring_ascii  # json.dumps' own (C) escapi
 _FLUSH_PIECES = 4096
 
 
+def _float_text(x: float) -> str:
+    # x - x is 0.0 for a finite float, NaN for an infinite or NaN one (JSON has none of them: null, as plain())
+    return float.__repr__(x) if x - x == 0 else "null"
+
+
+# The text of a scalar of exactly these types, as json.dumps(plain(x)) writes it (a subclass — an IntEnum, a numpy
+# float — takes `value`'s general path).
+_SCALAR_TEXT: dict[type, Any] = {
+    str: _ENCODE_STR,
+    float: _float_text,
+    int: int.__repr__,
+    bool: {True: "true", False: "false"}.__getitem__,
+    type(None): lambda _: "null",
+}
+
+
 class _IndentedWriter:
     """`obj` written as json.dumps(plain(obj), indent=2, allow_nan=False) writes it, in one walk and without a
-    text copy of the whole document: plain()'s conversions are made on the way (`_scalar`, `_json_default`), and
-    the pieces go to `write` in batches. json's own indented encoder is its pure-Python one (the C encoder has
-    no indent), a generator per container and a yield per piece: ~120 pieces a trial in a run's document."""
+    text copy of the whole document: plain()'s conversions are made on the way (`_SCALAR_TEXT`, `_json_default`),
+    and the pieces go to `write` in batches. json's own indented encoder is its pure-Python one (the C encoder
+    has no indent), a generator per container and a yield per piece: ~120 pieces a trial in a run's document.
+    Here a member that is a scalar is one piece with its key and separator, found by its exact type (a trial
+    is ~25 of them), and an array of scalars of one type is joined at once (a metric's values)."""
 
     def __init__(self, write: Any):
         self.write = write
@@ -108,50 +126,59 @@ class _IndentedWriter:
     def value(self, obj: Any, indent: str) -> None:
         """`obj` at the nesting whose line start is `indent` ("\n" plus two spaces a level)."""
         out = self.pieces
-        if isinstance(obj, str):
-            out.append(_ENCODE_STR(obj))
-        elif obj is None:
-            out.append("null")
-        elif obj is True:
-            out.append("true")
-        elif obj is False:
-            out.append("false")
-        elif isinstance(obj, int):
-            out.append(int.__repr__(obj))
-        elif isinstance(obj, float):
-            out.append(float.__repr__(obj) if math.isfinite(obj) else "null")
+        text = _SCALAR_TEXT.get(type(obj))
+        if text is not None:
+            out.append(text(obj))
         elif isinstance(obj, dict):
             self._object(obj, indent)
         elif isinstance(obj, list | tuple):
             self._array(obj, indent)
+        elif isinstance(obj, str):
+            out.append(_ENCODE_STR(obj))
+        elif isinstance(obj, int):  # (bool has no subclass: True and False are in _SCALAR_TEXT)
+            out.append(int.__repr__(obj))
+        elif isinstance(obj, float):  # (a numpy float warns at inf - inf)
+            out.append(float.__repr__(obj) if math.isfinite(obj) else "null")
         else:
             self.value(_json_default(obj), indent)
         if len(out) >= _FLUSH_PIECES:
             self.flush()
 
     def _object(self, obj: dict[Any, Any], indent: str) -> None:
-        if not all(type(k) is str for k in obj):
+        try:
+            "".join(obj)  # every key a str (the common case), without a Python step per key
+        except TypeError:
             obj = {_key(k): v for k, v in obj.items()}  # (as plain: keys that meet as text merge)
         if not obj:
             self.pieces.append("{}")
             return
-        inner, sep = indent + "  ", "{"
+        out, inner, sep, scalar = self.pieces, indent + "  ", "{", _SCALAR_TEXT.get
         for key, item in obj.items():
-            self.pieces.append(f"{sep}{inner}{_ENCODE_STR(key)}: ")
-            self.value(item, inner)
+            text = scalar(type(item))
+            if text is not None:
+                out.append(f"{sep}{inner}{_ENCODE_STR(key)}: {text(item)}")
+            else:
+                out.append(f"{sep}{inner}{_ENCODE_STR(key)}: ")
+                self.value(item, inner)
             sep = ","
-        self.pieces.append(indent + "}")
+        out.append(indent + "}")
 
     def _array(self, obj: list[Any] | tuple[Any, ...], indent: str) -> None:
         if not obj:
             self.pieces.append("[]")
             return
-        inner, sep = indent + "  ", "["
+        out, inner = self.pieces, indent + "  "
+        kinds = set(map(type, obj))
+        text = _SCALAR_TEXT.get(kinds.pop()) if len(kinds) == 1 else None
+        if text is not None:  # scalars of one type: one piece
+            out.append(f"[{inner}{(',' + inner).join(map(text, obj))}{indent}]")
+            return
+        sep = "["
         for item in obj:
-            self.pieces.append(sep + inner)
+            out.append(sep + inner)
             self.value(item, inner)
             sep = ","
-        self.pieces.append(indent + "]")
+        out.append(indent + "]")
 
     def flush(self) -> None:
         self.write("".join(self.pieces))

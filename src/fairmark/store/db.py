@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import json
 import math
+import operator
 import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import sqlalchemy as sa
 
@@ -22,6 +24,7 @@ from fairmark.store import schema as S
 from fairmark.store.base import normalize_url as normalize_url  # where callers have imported it from
 from fairmark.store.definitions import Definitions, legacy_definitions, legacy_tuning
 from fairmark.store.records import (
+    TRIAL_COLUMNS,
     ArtifactRow,
     CellRecord,
     FindingRow,
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from sqlalchemy.pool import ConnectionPoolEntry
 
     from fairmark.store.lean import Row, SqliteInserts
+    from fairmark.store.leanread import SqliteSelects
 
 
 _FLOAT = "__float__"  # {"__float__": "nan"}: a non-finite float inside a PostgreSQL JSON value
@@ -185,10 +189,13 @@ class Store:
     def __init__(self, engine: sa.Engine, url: str):
         self.engine, self.url = engine, url
         self._lean: SqliteInserts | None = None
+        self._selects: SqliteSelects | None = None
         if url.startswith("sqlite"):
             from fairmark.store.lean import SqliteInserts
+            from fairmark.store.leanread import SqliteSelects
 
             self._lean = SqliteInserts(engine, url, sqlite_failure)
+            self._selects = SqliteSelects(engine, url, sqlite_failure)
 
     @classmethod
     def open(cls, url: str | None = None) -> Store:
@@ -515,27 +522,57 @@ class Store:
 
     def trials(self, run_id: str) -> list[TrialRecord]:
         """The run's trials in the order they ran."""
+        if self._selects is not None:  # SQLite: the same records without SQLAlchemy's per-row cost
+            q = sa.select(*(S.trials.c[name] for name in TRIAL_COLUMNS)).where(
+                S.trials.c.run_id == sa.bindparam("run_id")
+            )
+            cols = self._selects.columns("trials", q.order_by(S.trials.c.seq), {"run_id": run_id})
+            return TrialRecord.from_columns(cols)
         q = sa.select(S.trials).where(S.trials.c.run_id == run_id).order_by(S.trials.c.seq)
         with self.engine.connect() as conn:
             return [TrialRecord.from_row(r) for r in conn.execute(q).mappings()]
 
     def samples(self, run_id: str) -> list[Sample]:
         """The run's samples in the order their trials ran."""
-        q = (
-            sa.select(
-                S.samples.c.trial_id,
-                S.samples.c.cell_id,
-                S.samples.c.metric,
-                S.samples.c.value,
-                S.samples.c.unit,
-                S.samples.c.better,
-            )
-            .join(S.trials, S.trials.c.id == S.samples.c.trial_id)
-            .where(S.samples.c.run_id == run_id)
-            .order_by(S.trials.c.seq, S.samples.c.id)
+        q = _samples_query(
+            S.samples.c.trial_id,
+            S.samples.c.cell_id,
+            S.samples.c.metric,
+            S.samples.c.value,
+            S.samples.c.unit,
+            S.samples.c.better,
         )
+        if self._selects is not None:
+            cols = self._selects.columns("samples", q, {"run_id": run_id})
+            return list(itertools.starmap(Sample, zip(*cols, strict=True)))
         with self.engine.connect() as conn:
-            return [Sample(*row) for row in conn.execute(q)]
+            return list(itertools.starmap(Sample, conn.execute(q, {"run_id": run_id})))
+
+    def sample_values(self, run_id: str) -> dict[str, dict[str, float]]:
+        """trial id → metric → value: the run's samples as the verdicts read them (`samples` without a record
+        per value: a run of `true` stores five a trial), each trial's in the order they were stored."""
+        out: dict[str, dict[str, float]] = {}
+        if self._selects is None:
+            for s in self.samples(run_id):
+                out.setdefault(s.trial_id, {})[s.metric] = s.value
+            return out
+        # In the order they were stored (by cell, as the run's index holds them: no join, no sort): each trial's
+        # samples are in the order `samples` gives them, and which trial comes first does not matter to a dict.
+        q = (
+            sa.select(S.samples.c.trial_id, S.samples.c.metric, S.samples.c.value)
+            .where(S.samples.c.run_id == sa.bindparam("run_id"))
+            .order_by(S.samples.c.cell_id, S.samples.c.id)
+        )
+        cols = self._selects.columns("sample_values", q, {"run_id": run_id})
+        rows = cast(Iterable[tuple[str, str, float]], zip(*cols, strict=True))
+        for trial_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):  # a trial's are together
+            got = {metric: value for _, metric, value in group}
+            found = out.get(trial_id)
+            if found is None:
+                out[trial_id] = got
+            else:  # (a trial whose samples came apart: merged, as one row at a time would)
+                found.update(got)
+        return out
 
     # -- findings and artifacts ------------------------------------------------------------------------
     def add_findings(self, run_id: str, phase: str, items: Iterable[Mapping[str, object]]) -> None:
@@ -658,6 +695,16 @@ class Store:
             for table in (S.artifacts, S.findings, S.samples, S.trials, S.cells, S.run_tags):
                 conn.execute(sa.delete(table).where(table.c.run_id == run_id))
             conn.execute(sa.delete(S.runs).where(S.runs.c.id == run_id))
+
+
+def _samples_query(*columns: sa.Column[object]) -> sa.Select[*tuple[object, ...]]:
+    """The run's samples (parameter `run_id`) in the order their trials ran, then as they were stored."""
+    return (
+        sa.select(*columns)
+        .join(S.trials, S.trials.c.id == S.samples.c.trial_id)
+        .where(S.samples.c.run_id == sa.bindparam("run_id"))
+        .order_by(S.trials.c.seq, S.samples.c.id)
+    )
 
 
 def _artifact(r: sa.Row[*tuple[object, ...]]) -> ArtifactRow:

@@ -93,9 +93,7 @@ def measure(
 
 def load_cells(store: Store, run: RunRecord) -> tuple[MeasuredCell, ...]:
     """Every cell of a stored run with its trials and labelled values: three reads of the store."""
-    samples: dict[str, dict[str, float]] = {}
-    for s in store.samples(run.id):
-        samples.setdefault(s.trial_id, {})[s.metric] = s.value
+    samples = store.sample_values(run.id)
     trials: dict[int, list[TrialRecord]] = {}
     for t in store.trials(run.id):
         trials.setdefault(t.cell_id, []).append(t)
