@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fairmark.plan.metric import MetricSpec
 from fairmark.store.records import CellRecord, TrialRecord
 from fairmark.verdict.match import match_cells
@@ -75,3 +78,50 @@ def test_pooled_runs_keep_their_rounds_apart():
     rounds = v.judgement.pair.rounds
     second = [ROUND_OFFSET + r for r in range(4)]
     assert rounds is not None and sorted(rounds[0]) == [0, 1, 2, 3, *second]
+
+
+def _measure_by_trial(cell, trials, samples, host_id):
+    """measure() as it was first written, a trial at a time: what the faster one must give."""
+    columns = {m.name: ([], [], [], [], []) for m in cell.metrics}
+    for t in trials:
+        if not t.measured:
+            continue
+        for name, value in samples.get(t.id, {}).items():
+            for column, label in zip(
+                columns.setdefault(name, ([], [], [], [], [])),
+                (value, t.round, t.run_id, t.boot_id, host_id),
+                strict=True,
+            ):
+                column.append(label)
+    return {name: tuple(map(tuple, cols)) for name, cols in columns.items()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["ok", "failed"]),
+            st.booleans(),
+            st.sampled_from(["b1", "b2", None]),
+            st.one_of(st.none(), st.lists(st.sampled_from(["wall_s", "x", "y"]), unique=True)),
+        ),
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_each_metric_is_labelled_as_a_trial_at_a_time_labels_it(rows, same_metrics) -> None:
+    record = CellRecord("w/A", "w", "A", (), "wall_s", (*WALL, MetricSpec("y", "", "lower")), id=1)
+    trials, samples = [], {}
+    for k, (status, warmup, boot, names) in enumerate(rows):
+        t = TrialRecord("r", 1, k, k - 1, warmup, status, T0, boot_id=boot, id=f"t{k}")
+        trials.append(t)
+        if same_metrics:
+            names = ["x", "wall_s"]
+        if names is not None:  # (None: the trial has no samples at all)
+            samples[t.id] = {name: float(k + i) for i, name in enumerate(names)}
+    got = measure(record, trials, samples, host_id="h")
+    assert {
+        name: (lv.values, lv.rounds, lv.runs, lv.boots, lv.hosts) for name, lv in got.metrics.items()
+    } == _measure_by_trial(record, trials, samples, "h")
+    assert list(got.metrics) == list(_measure_by_trial(record, trials, samples, "h"))
+    assert got.samples == {t.id: samples.get(t.id, {}) for t in trials} and got.trials == tuple(trials)

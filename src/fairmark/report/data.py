@@ -9,6 +9,7 @@ rate across all comparisons of the run.
 from __future__ import annotations
 
 import math
+import operator
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping
@@ -418,12 +419,19 @@ TRIAL_FIELDS = (
 )
 
 
+_TRIAL_KEYS = ("id", "started_at", *TRIAL_FIELDS, "profiled", "argv", "samples", "stdout_tail", "stderr_tail")
+# the attributes in _TRIAL_KEYS' order, read at once (a run's document holds every trial); "id" holds the place
+# of the samples, which are not the trial's
+_trial_attributes = operator.attrgetter(*(k if k != "samples" else "id" for k in _TRIAL_KEYS))
+
+
 def trial_dict(t: TrialRecord, samples: Mapping[str, float]) -> dict[str, Any]:
     """A trial as `--json` shows it: its measurement, argv, samples and output tails."""
-    out: dict[str, Any] = {"id": t.id, "started_at": t.started_at.isoformat()}
-    out |= {k: getattr(t, k) for k in TRIAL_FIELDS}
-    out |= {"profiled": t.profiled, "argv": list(t.argv) if t.argv is not None else None}
-    return out | {"samples": dict(samples), "stdout_tail": t.stdout_tail, "stderr_tail": t.stderr_tail}
+    out: dict[str, Any] = dict(zip(_TRIAL_KEYS, _trial_attributes(t), strict=True))
+    out["started_at"] = t.started_at.isoformat()  # (each key keeps its place)
+    out["argv"] = list(t.argv) if t.argv is not None else None
+    out["samples"] = dict(samples)
+    return out
 
 
 def load_report(store: Store, run_ref: str, judged: RunVerdicts | None = None) -> RunReport:

@@ -4,6 +4,7 @@ run) and at which level the sides differ (runs ⊂ boots ⊂ hosts), so the desi
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -70,25 +71,42 @@ def measure(
 ) -> MeasuredCell:
     """The cell's values per metric: its declared metrics first (empty when nothing was measured), then any other
     metric a trial yielded, in the order the trials ran; `host_id`: the run's machine."""
-    columns: dict[str, tuple[list[float], list[int], list[str], list[str | None], list[str | None]]] = {
-        m.name: ([], [], [], [], []) for m in cell.metrics
-    }
-    for t in trials:
-        if not t.measured:
-            continue
-        for name, value in samples.get(t.id, {}).items():
+    counted = [t for t in trials if t.measured]
+    yielded = [samples.get(t.id, {}) for t in counted]
+    metrics: dict[str, Labelled] = {m.name: Labelled() for m in cell.metrics}
+    shapes = set(map(tuple, yielded))
+    if len(shapes) == 1:  # every trial yielded the same metrics (the common case): a metric at a time
+        labels = (
+            tuple(t.round for t in counted),
+            tuple(t.run_id for t in counted),
+            tuple(t.boot_id for t in counted),
+            (host_id,) * len(counted),
+        )
+        for name in shapes.pop():
+            metrics[name] = Labelled(tuple(map(operator.itemgetter(name), yielded)), *labels)
+    elif shapes:
+        metrics |= _by_trial(counted, yielded, host_id)
+    own = {t.id: samples.get(t.id, {}) for t in trials}
+    return MeasuredCell(cell, tuple(trials), own, metrics)
+
+
+def _by_trial(
+    counted: Sequence[TrialRecord], yielded: Sequence[Mapping[str, float]], host_id: str | None
+) -> dict[str, Labelled]:
+    """Each metric's values and labels, collected a trial at a time (trials that yielded different metrics)."""
+    columns: dict[str, tuple[list[float], list[int], list[str], list[str | None], list[str | None]]] = {}
+    for t, values in zip(counted, yielded, strict=True):
+        for name, value in values.items():
             vals, rounds, runs, boots, hosts = columns.setdefault(name, ([], [], [], [], []))
             vals.append(value)
             rounds.append(t.round)
             runs.append(t.run_id)
             boots.append(t.boot_id)
             hosts.append(host_id)
-    metrics = {
+    return {
         name: Labelled(tuple(vals), tuple(rounds), tuple(runs), tuple(boots), tuple(hosts))
         for name, (vals, rounds, runs, boots, hosts) in columns.items()
     }
-    own = {t.id: samples.get(t.id, {}) for t in trials}
-    return MeasuredCell(cell, tuple(trials), own, metrics)
 
 
 def load_cells(store: Store, run: RunRecord) -> tuple[MeasuredCell, ...]:
