@@ -145,6 +145,44 @@ def test_v1_store_is_migrated_forward(tmp_path: Path) -> None:
     assert {"params", "labels"} <= columns
 
 
+def test_a_v10_store_is_migrated_to_the_samples_index_a_new_store_has(store: Store) -> None:
+    """Schema 11: samples are indexed by their cell alone. A store made before (the (run_id, cell_id) and
+    (cell_id, metric) indexes) ends up with the indexes of a new store, its samples read as before, by run and
+    by history."""
+    import sqlalchemy as sa
+
+    from fairmark.store import schema
+    from fairmark.store.history import query_history
+
+    def indexes() -> list[tuple[str, tuple[str | None, ...], bool]]:
+        with store.engine.connect() as conn:
+            found = sa.inspect(conn).get_indexes("samples")
+        return sorted((i["name"] or "", tuple(i["column_names"]), bool(i["unique"])) for i in found)
+
+    new = indexes()
+    assert new == [("ix_samples_cell", ("cell_id",), False)]
+    run_id = _run(store)
+    ids = store.ensure_cells(run_id, [CellRecord("w/A", "w", "A", (), "wall_s", ())])
+    for seq in range(3):
+        trial = TrialRecord(run_id, ids["w/A"], seq, seq, False, "ok", dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+        store.add_trial(trial, [Sample(trial.id, ids["w/A"], m, seq + 0.5, "s", "lower") for m in ("a", "b")])
+    before = (store.samples(run_id), store.export_rows(schema.samples, run_id))
+    with store.engine.begin() as conn:  # back to a version 10 store
+        conn.execute(sa.text("DROP INDEX ix_samples_cell"))
+        conn.execute(sa.text("CREATE INDEX ix_samples_run ON samples (run_id, cell_id)"))
+        conn.execute(sa.text("CREATE INDEX ix_samples_cell_metric ON samples (cell_id, metric)"))
+        conn.execute(sa.text("UPDATE fairmark_meta SET value = '10' WHERE key = 'schema_version'"))
+    assert len(indexes()) == 2
+    store.engine.dispose()
+    store = Store.open(store.url)
+    assert indexes() == new
+    assert (store.samples(run_id), store.export_rows(schema.samples, run_id)) == before
+    (series,) = query_history(store, "w", metric="b")
+    assert [(p.run_id, p.n, p.mean) for p in series.points] == [(run_id, 3, 1.5)]
+    store.delete_run(run_id)
+    assert store.samples(run_id) == [] and store.export_rows(schema.samples, run_id) == []
+
+
 def test_verdicts_are_not_stored_and_an_older_stores_table_goes(tmp_path: Path) -> None:
     """Schema 8 (issue 22): verdicts are computed from the samples by every reader, never stored; a store made
     before keeps opening, its verdicts table dropped, its runs intact."""

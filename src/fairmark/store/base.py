@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SCHEMA_VERSION = 10  # store/schema.py: bumped with each appended migration
+SCHEMA_VERSION = 11  # store/schema.py: bumped with each appended migration
 
 
 def default_url() -> str:

@@ -24,6 +24,7 @@ from fairmark.store import schema as S
 from fairmark.store.base import normalize_url as normalize_url  # where callers have imported it from
 from fairmark.store.definitions import Definitions, legacy_definitions, legacy_tuning
 from fairmark.store.records import (
+    SAMPLE_COLUMNS,
     TRIAL_COLUMNS,
     ArtifactRow,
     CellRecord,
@@ -34,13 +35,14 @@ from fairmark.store.records import (
     RunOptions,
     Sample,
     TrialRecord,
+    sample_row_values,
 )
 
 if TYPE_CHECKING:
     from sqlalchemy.engine.interfaces import DBAPIConnection, ExceptionContext
     from sqlalchemy.pool import ConnectionPoolEntry
 
-    from fairmark.store.lean import Row, SqliteInserts
+    from fairmark.store.lean import SqliteInserts
     from fairmark.store.leanread import SqliteSelects
 
 
@@ -503,16 +505,25 @@ class Store:
         artifacts: Sequence[Mapping[str, object]] = (),
     ) -> str:
         """One transaction per finished trial: the trial, its samples and artifacts, or nothing."""
-        rows: list[tuple[sa.Table, list[Row]]] = [
-            (S.trials, [trial.row()]),
-            (S.samples, [s.row(trial.run_id) for s in samples]),
-            (S.artifacts, [{**a, "run_id": trial.run_id, "trial_id": trial.id} for a in artifacts]),
-        ]
-        if (
-            self._lean is not None
-        ):  # SQLite: the same rows without SQLAlchemy's per-statement cost (store/lean.py)
-            self._lean.insert(rows)
+        run_id = trial.run_id
+        # SQLite: the same rows without SQLAlchemy's per-statement cost (store/lean.py)
+        if self._lean is not None:
+            self._lean.insert(
+                [
+                    (S.trials, TRIAL_COLUMNS, (trial.values(),)),
+                    (S.samples, SAMPLE_COLUMNS, [(run_id, *sample_row_values(s)) for s in samples]),
+                    *(
+                        (S.artifacts, (*a, "run_id", "trial_id"), ((*a.values(), run_id, trial.id),))
+                        for a in artifacts
+                    ),
+                ]
+            )
             return trial.id
+        rows: list[tuple[sa.Table, list[Mapping[str, object]]]] = [
+            (S.trials, [trial.row()]),
+            (S.samples, [s.row(run_id) for s in samples]),
+            (S.artifacts, [{**a, "run_id": run_id, "trial_id": trial.id} for a in artifacts]),
+        ]
         with self._begin() as conn:
             # Values as parameters, not baked into the statement: one compiled INSERT serves every trial.
             for table, table_rows in rows:
@@ -556,11 +567,11 @@ class Store:
             for s in self.samples(run_id):
                 out.setdefault(s.trial_id, {})[s.metric] = s.value
             return out
-        # In the order they were stored (by cell, as the run's index holds them: no join, no sort): each trial's
+        # In the order they were stored (by cell, as the cells' index holds them: no join, no sort): each trial's
         # samples are in the order `samples` gives them, and which trial comes first does not matter to a dict.
         q = (
             sa.select(S.samples.c.trial_id, S.samples.c.metric, S.samples.c.value)
-            .where(S.samples.c.run_id == sa.bindparam("run_id"))
+            .where(*_of_run(S.samples, sa.bindparam("run_id")))
             .order_by(S.samples.c.cell_id, S.samples.c.id)
         )
         cols = self._selects.columns("sample_values", q, {"run_id": run_id})
@@ -659,8 +670,7 @@ class Store:
         return self._rows(table, run_id)
 
     def _rows(self, table: sa.Table, run_id: str) -> list[dict[str, object]]:
-        col = table.c.id if table is S.runs else table.c.run_id
-        q = sa.select(table).where(col == run_id)
+        q = sa.select(table).where(*_of_run(table, run_id))
         if table is S.run_tags:
             q = q.order_by(table.c.key)
         elif table is not S.runs and isinstance(table.c.id.type, sa.Integer):
@@ -692,9 +702,19 @@ class Store:
 
     def delete_run(self, run_id: str) -> None:
         with self._begin() as conn:
-            for table in (S.artifacts, S.findings, S.samples, S.trials, S.cells, S.run_tags):
-                conn.execute(sa.delete(table).where(table.c.run_id == run_id))
-            conn.execute(sa.delete(S.runs).where(S.runs.c.id == run_id))
+            for table in (S.artifacts, S.findings, S.samples, S.trials, S.cells, S.run_tags, S.runs):
+                conn.execute(sa.delete(table).where(*_of_run(table, run_id)))
+
+
+def _of_run(table: sa.Table, run_id: str | sa.BindParameter[str]) -> tuple[sa.ColumnElement[bool], ...]:
+    """The rows of `table` that belong to the run. Samples are indexed by their cell only (schema v11): a run's
+    are found through its cells (each sample's cell is one of its run's)."""
+    if table is S.runs:
+        return (S.runs.c.id == run_id,)
+    if table is S.samples:
+        cells = sa.select(S.cells.c.id).where(S.cells.c.run_id == run_id)
+        return (S.samples.c.cell_id.in_(cells), S.samples.c.run_id == run_id)
+    return (table.c.run_id == run_id,)
 
 
 def _samples_query(*columns: sa.Column[object]) -> sa.Select[*tuple[object, ...]]:
@@ -702,7 +722,7 @@ def _samples_query(*columns: sa.Column[object]) -> sa.Select[*tuple[object, ...]
     return (
         sa.select(*columns)
         .join(S.trials, S.trials.c.id == S.samples.c.trial_id)
-        .where(S.samples.c.run_id == sa.bindparam("run_id"))
+        .where(*_of_run(S.samples, sa.bindparam("run_id")))
         .order_by(S.trials.c.seq, S.samples.c.id)
     )
 

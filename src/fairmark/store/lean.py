@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 import sqlalchemy as sa
@@ -23,12 +23,13 @@ from sqlalchemy.sql.schema import ScalarElementColumnDefault
 
 from fairmark.errors import StoreFailed
 
-Row: TypeAlias = Mapping[str, object]  # column → value, as SQLAlchemy takes it
+# A table, the keys of its rows (in the order of each row's values), and the rows' values as the records hold
+# them: converted here, by the bind processor of each column's type.
+Rows: TypeAlias = tuple[sa.Table, tuple[str, ...], Sequence[Sequence[object]]]
 _Bind: TypeAlias = Callable[[object], object]  # SQLAlchemy's conversion of a value for its column type
-# An INSERT compiled for one table and set of keys: its SQL, the row's keys in column order with the bind
-# processor of each (None: the value as it is), and the values of the scalar defaults the rows leave out, already
-# processed (a scalar default is the same value for every row).
-_Insert: TypeAlias = tuple[str, tuple[tuple[str, _Bind | None], ...], tuple[object, ...]]
+# An INSERT compiled for one table and set of keys: its SQL and the conversion of a row's values into its
+# parameters (each value by its column's bind processor, then the scalar defaults of the columns left out).
+_Insert: TypeAlias = tuple[str, Callable[[Sequence[object]], Sequence[object]]]
 
 # Frames the trial writer's WAL collects before SQLite checkpoints it into the database (its default: 1000). A
 # checkpoint fsyncs the WAL and the database file; a trial of `true` writes ~13 frames (its row, five samples and
@@ -37,6 +38,17 @@ _Insert: TypeAlias = tuple[str, tuple[tuple[str, _Bind | None], ...], tuple[obje
 # checkpoint, and the fsyncs come four times less often. A commit survives a crash of fairmark either way
 # (synchronous=NORMAL); what a power cut can lose is what was committed since the last checkpoint.
 WAL_AUTOCHECKPOINT = 4000
+
+# Incremented in a forked child: a connection held before the fork is the parent's, never used by the child.
+_forks = 0
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 class SqliteInserts:
@@ -47,71 +59,40 @@ class SqliteInserts:
         self._statements: dict[tuple[str, tuple[str, ...]], _Insert] = {}
         self._held = threading.local()
 
-    def _connection(self) -> sqlite3.Connection:
-        """The sqlite3 connection this thread writes on, checked out of the pool once and kept: a checkout and
-        return per trial (the pool's reset on return is a ROLLBACK) cost a third of the trial's write. Kept per
-        thread (sqlite3 connections stay on theirs) and per process (one inherited through fork is the
-        parent's: never used here)."""
-        held = getattr(self._held, "raw", None)
-        if held is None or held[0] != os.getpid():
+    def _connection(self) -> tuple[sqlite3.Connection, sqlite3.Cursor]:
+        """The sqlite3 connection this thread writes on, and a cursor of it, taken from the pool once and kept:
+        a checkout and return per trial (the pool's reset on return is a ROLLBACK) cost a third of the trial's
+        write, and a new cursor per statement a few percent more. Kept per thread (sqlite3 connections stay on
+        theirs) and per process (one inherited through fork is the parent's: never used here)."""
+        held: tuple[int, object, sqlite3.Connection, sqlite3.Cursor] | None = getattr(self._held, "raw", None)
+        if held is None or held[0] != _forks:
             raw = self.engine.raw_connection()
-            held = self._held.raw = (os.getpid(), raw)
             conn = raw.driver_connection
             assert isinstance(conn, sqlite3.Connection)
             conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
-        conn = held[1].driver_connection
-        assert isinstance(conn, sqlite3.Connection)
-        return conn
+            held = self._held.raw = (_forks, raw, conn, conn.cursor())
+        return held[2], held[3]
 
     def _statement(self, table: sa.Table, keys: tuple[str, ...]) -> _Insert:
         """INSERT of the given columns plus those with a scalar default the row leaves out (as SQLAlchemy's
         insert does); compiled once per table and set of keys."""
         found = self._statements.get((table.name, keys))
         if found is None:
-            dialect = self.engine.dialect
-            defaults = [
-                c.key
-                for c in table.columns
-                if c.key not in keys and c.default is not None and c.default.is_scalar
-            ]
-            quote = dialect.identifier_preparer.quote
-            names = [*keys, *defaults]
-            sql = (
-                f"INSERT INTO {quote(table.name)} ({', '.join(quote(table.c[k].name) for k in names)}) "
-                f"VALUES ({', '.join('?' * len(names))})"
-            )
-
-            def bind(key: str) -> _Bind | None:
-                proc = table.c[key].type.dialect_impl(dialect).bind_processor(dialect)
-                return _remembering(proc) if proc and isinstance(table.c[key].type, sa.JSON) else proc
-
-            fixed = []
-            for key in defaults:
-                proc, value = bind(key), _scalar_default(table.c[key])
-                fixed.append(proc(value) if proc is not None else value)
-            found = (sql, tuple((k, bind(k)) for k in keys), tuple(fixed))
-            self._statements[(table.name, keys)] = found
+            found = self._statements[(table.name, keys)] = _compile(self.engine.dialect, table, keys)
         return found
 
-    def _params(self, table: sa.Table, row: Row) -> tuple[str, tuple[object, ...]]:
-        sql, binds, fixed = self._statement(table, tuple(row))
-        values = [row[key] if proc is None else proc(row[key]) for key, proc in binds]
-        return sql, (*values, *fixed)
-
-    def insert(self, rows_by_table: Sequence[tuple[sa.Table, Sequence[Row]]]) -> None:
+    def insert(self, rows_by_table: Sequence[Rows]) -> None:
         """All rows in one transaction: committed together, or none of them."""
-        conn = self._connection()
+        conn, cur = self._connection()
         try:
-            for table, rows in rows_by_table:
-                if len(rows) == 1:  # (a trial's own row: no list for executemany)
-                    conn.execute(*self._params(table, rows[0]))
+            for table, keys, rows in rows_by_table:
+                if not rows:
                     continue
-                batches: dict[str, list[tuple[object, ...]]] = {}
-                for row in rows:
-                    sql, values = self._params(table, row)
-                    batches.setdefault(sql, []).append(values)
-                for sql, values_list in batches.items():
-                    conn.executemany(sql, values_list)
+                sql, convert = self._statement(table, keys)
+                if len(rows) == 1:
+                    cur.execute(sql, convert(rows[0]))
+                else:
+                    cur.executemany(sql, [convert(row) for row in rows])
             conn.commit()
         except sqlite3.Error as exc:
             conn.rollback()
@@ -121,14 +102,48 @@ class SqliteInserts:
             raise failure from exc
 
 
+def _compile(dialect: sa.Dialect, table: sa.Table, keys: tuple[str, ...]) -> _Insert:
+    defaults = [
+        c.key for c in table.columns if c.key not in keys and c.default is not None and c.default.is_scalar
+    ]
+    quote = dialect.identifier_preparer.quote
+    names = [*keys, *defaults]
+    sql = (
+        f"INSERT INTO {quote(table.name)} ({', '.join(quote(table.c[k].name) for k in names)}) "
+        f"VALUES ({', '.join('?' * len(names))})"
+    )
+
+    def bind(key: str) -> _Bind | None:
+        proc = table.c[key].type.dialect_impl(dialect).bind_processor(dialect)
+        return _remembering(proc) if proc and isinstance(table.c[key].type, sa.JSON) else proc
+
+    fixed = []
+    for key in defaults:
+        proc, value = bind(key), _scalar_default(table.c[key])
+        fixed.append(proc(value) if proc is not None else value)
+    binds = tuple((i, proc) for i, proc in enumerate(map(bind, keys)) if proc is not None)
+    tail = tuple(fixed)
+
+    def convert(values: Sequence[object]) -> Sequence[object]:
+        out = list(values)
+        for i, proc in binds:
+            out[i] = proc(out[i])
+        if tail:
+            out.extend(tail)
+        return out
+
+    return sql, convert
+
+
 def _remembering(proc: _Bind) -> _Bind:
-    """A JSON column's conversion that remembers what a short list of strings became: a trial's argv is the same
-    at every trial of its cell, and json.dumps of it was ~5% of the Python time of a trial of `true` (py-spy).
-    Anything else is converted each time; the text is the conversion's own either way."""
+    """A JSON column's conversion that remembers what a short list (or tuple: JSON has only arrays) of strings
+    became: a trial's argv is the same at every trial of its cell, and json.dumps of it was ~5% of the Python time
+    of a trial of `true` (py-spy). Anything else is converted each time; the text is the conversion's own either
+    way."""
     memo: dict[tuple[str, ...], object] = {}
 
     def convert(value: object) -> object:
-        if type(value) is not list or len(value) > 64 or not all(type(v) is str for v in value):
+        if not isinstance(value, list | tuple) or len(value) > 64 or not all(type(v) is str for v in value):
             return proc(value)
         key = tuple(value)
         found = memo.get(key)
