@@ -72,8 +72,9 @@ def test_a_full_file_system_stops_the_run_cleanly_and_keeps_the_trials(tmp_path,
     assert res.returncode == 3, res.stderr[-3000:]
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr
     assert re.search(rf"store {re.escape(str(store))}: cannot write, the file system is full", res.stderr)
-    shown = len(re.findall(r"^\[\s*\d+\] w/default", res.stderr, re.M))  # printed after each commit
-    assert shown > 5 and trials_in(store) == shown
+    # a line is printed after a trial is committed, at most one every 50 ms: every trial shown is kept
+    shown = [int(n) for n in re.findall(r"^\[\s*(\d+)\] w/default", res.stderr, re.M)]
+    assert shown and shown[-1] > 5 and trials_in(store) >= shown[-1], res.stderr[-3000:]
 
 
 @pytest.mark.slow
