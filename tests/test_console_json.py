@@ -108,3 +108,17 @@ odd_documents = st.recursive(
 @given(odd_documents)
 def test_subclasses_and_arrays_of_one_type_are_written_as_json_dumps_writes_them(doc: Any) -> None:
     assert emitted(doc) == expected(doc)
+
+
+def test_a_float_seen_before_is_written_as_its_own_text() -> None:
+    """The writer remembers floats' texts: -0.0 is not 0.0, and a remembered value still gives its own text."""
+    doc = {
+        "values": [0.0, -0.0, 1.5, 1e-300, 2.0**70, 1.5],
+        "trials": [
+            {"a": 1.5, "b": -0.0, "c": 0.0, "d": 1e-300, "samples": {"x": -0.0, "y": 1.5}},
+            {"a": 0.0, "b": 1.5, "c": -0.0, "d": float("nan"), "samples": {"x": 0.0, "y": 2.0**70}},
+            [-0.0, 0.0, -0.0],
+        ],
+    }
+    assert emitted(doc) == expected(doc)
+    assert '"b": -0.0' in emitted(doc) and '"c": 0.0' in emitted(doc)

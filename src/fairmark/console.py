@@ -119,6 +119,22 @@ _C_TEXT: dict[type, Callable[[Any], str]] = {
     type(None): "null".format,  # "null", whatever it is given
 }
 _BY_VALUE = "".format  # the text of an object's member that `value` writes (a container, another type): none
+_FLOAT_TEXTS = 20_000  # the most float texts a writer remembers (~2 MB)
+
+
+class _FloatTexts(dict[float, str]):
+    """float → its text, remembered: a run's document holds each of its values several times (a metric's values,
+    then each trial's samples and its own wall_s, user_s, sys_s), and float.__repr__ is its costliest
+    conversion. A value seen before is found by the dict's own (C) lookup; only a new one comes here. Never a
+    zero: 0.0 and -0.0 are equal keys with different texts. Finite floats only (the callers check)."""
+
+    def __missing__(self, x: float) -> str:
+        text = float.__repr__(x)
+        if x and len(self) < _FLOAT_TEXTS:
+            self[x] = text
+        return text
+
+
 _SHAPES = 1024  # the most object shapes a writer remembers (a run's document has a few dozen)
 
 
@@ -130,17 +146,20 @@ class _Shape:
 
     prefixes: tuple[str, ...]
     texts: tuple[Callable[[Any], str], ...]
-    floats: tuple[int, ...]
-    by_value: tuple[int, ...]
+    floats: Callable[[list[Any]], tuple[float, ...]] | None  # the float members' values
+    by_value: tuple[tuple[int, type], ...]  # (position, type)
 
     @classmethod
-    def of(cls, keys: tuple[str, ...], kinds: tuple[type, ...], inner: str) -> _Shape:
-        texts = tuple(_C_TEXT.get(k, _BY_VALUE) for k in kinds)
+    def of(
+        cls, keys: tuple[str, ...], kinds: tuple[type, ...], inner: str, float_text: Callable[[float], str]
+    ) -> _Shape:
+        texts = tuple(float_text if k is float else _C_TEXT.get(k, _BY_VALUE) for k in kinds)
+        floats = [i for i, k in enumerate(kinds) if k is float]
         return cls(
             prefixes=tuple(f"{',' if i else '{'}{inner}{_ENCODE_STR(k)}: " for i, k in enumerate(keys)),
             texts=texts,
-            floats=tuple(i for i, k in enumerate(kinds) if k is float),
-            by_value=tuple(i for i, t in enumerate(texts) if t is _BY_VALUE),
+            floats=operator.itemgetter(*floats, floats[0]) if floats else None,  # (a tuple even for one)
+            by_value=tuple((i, kinds[i]) for i, t in enumerate(texts) if t is _BY_VALUE),
         )
 
 
@@ -158,6 +177,7 @@ class _IndentedWriter:
         self.write = write
         self.pieces: list[str] = []
         self.shapes: dict[tuple[str, tuple[str, ...], tuple[type, ...]], _Shape] = {}
+        self.float_text = _FloatTexts().__getitem__  # (a finite float's)
 
     def value(self, obj: Any, indent: str) -> None:
         """`obj` at the nesting whose line start is `indent` ("\n" plus two spaces a level)."""
@@ -193,18 +213,23 @@ class _IndentedWriter:
             except TypeError:  # (as plain: keys that meet as text merge)
                 self._object({_key(k): v for k, v in obj.items()}, indent)
                 return
-            shape = _Shape.of(key[1], key[2], indent + "  ")
+            shape = _Shape.of(key[1], key[2], indent + "  ", self.float_text)
             if len(self.shapes) < _SHAPES:
                 self.shapes[key] = shape
-        if shape.floats and not math.isfinite(sum(map(values.__getitem__, shape.floats))):
+        if shape.floats is not None and not math.isfinite(sum(shape.floats(values))):
             self._members(obj, indent)  # a NaN or an infinity among them (a finite sum: all are finite)
             return
         out = self.pieces
         parts = list(map(operator.add, shape.prefixes, map(operator.call, shape.texts, values)))
-        start = 0
-        for i in shape.by_value:
+        start, inner = 0, indent + "  "
+        for i, kind in shape.by_value:
             out.append("".join(parts[start : i + 1]))
-            self.value(values[i], indent + "  ")
+            if kind is dict:
+                self._object(values[i], inner)
+            elif kind is list:
+                self._array(values[i], inner)
+            else:
+                self.value(values[i], inner)
             start = i + 1
         out.append("".join(parts[start:]) + indent + "}")
 
@@ -224,15 +249,19 @@ class _IndentedWriter:
         out, inner = self.pieces, indent + "  "
         kinds = set(map(type, obj))
         kind = kinds.pop() if len(kinds) == 1 else None
-        text = _C_TEXT.get(kind) if kind is not float or math.isfinite(sum(obj)) else None  # type: ignore[arg-type]
+        text = _C_TEXT.get(kind) if kind is not float else self.float_text  # type: ignore[arg-type]
+        if kind is float and not math.isfinite(sum(obj)):  # (a finite sum: all are finite)
+            text = None
         if text is not None:  # scalars of one type: one piece
             out.append(f"[{inner}{(',' + inner).join(map(text, obj))}{indent}]")
             return
-        sep = "["
+        sep, member = "[", self._object if kind is dict else self.value
         for item in obj:
             out.append(sep + inner)
-            self.value(item, inner)
+            member(item, inner)
             sep = ","
+            if len(out) >= _FLUSH_PIECES:
+                self.flush()
         out.append(indent + "]")
 
     def flush(self) -> None:
