@@ -574,8 +574,18 @@ class Store:
             .where(*_of_run(S.samples, sa.bindparam("run_id")))
             .order_by(S.samples.c.cell_id, S.samples.c.id)
         )
-        cols = self._selects.columns("sample_values", q, {"run_id": run_id})
-        rows = cast(Iterable[tuple[str, str, float]], zip(*cols, strict=True))
+        trial_ids, metrics, values = cast(
+            tuple[list[str], list[str], list[float]],
+            self._selects.columns("sample_values", q, {"run_id": run_id}),
+        )
+        uniform = _uniform_samples(trial_ids, metrics)
+        if uniform is not None:  # every trial the same metrics in the same order: a column per metric
+            k = len(uniform)
+            per_trial = zip(*(values[i::k] for i in range(k)), strict=True)
+            return dict(
+                zip(trial_ids[::k], map(dict, map(zip, itertools.repeat(uniform), per_trial)), strict=True)
+            )
+        rows = zip(trial_ids, metrics, values, strict=True)
         for trial_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):  # a trial's are together
             got = {metric: value for _, metric, value in group}
             found = out.get(trial_id)
@@ -715,6 +725,20 @@ def _of_run(table: sa.Table, run_id: str | sa.BindParameter[str]) -> tuple[sa.Co
         cells = sa.select(S.cells.c.id).where(S.cells.c.run_id == run_id)
         return (S.samples.c.cell_id.in_(cells), S.samples.c.run_id == run_id)
     return (table.c.run_id == run_id,)
+
+
+def _uniform_samples(trial_ids: list[str], metrics: list[str]) -> tuple[str, ...] | None:
+    """The metrics every trial has, in the order each has them, when the samples are k a trial, a trial's
+    together, each trial once (the usual run); None otherwise."""
+    k = next((i for i, t in enumerate(trial_ids) if t != trial_ids[0]), len(trial_ids))
+    if not k or len(trial_ids) % k:
+        return None
+    firsts = trial_ids[::k]
+    if len(set(firsts)) != len(firsts) or any(trial_ids[i::k] != firsts for i in range(1, k)):
+        return None
+    if any(len(set(metrics[i::k])) != 1 for i in range(k)):
+        return None
+    return tuple(metrics[:k])
 
 
 def _samples_query(*columns: sa.Column[object]) -> sa.Select[*tuple[object, ...]]:
