@@ -9,7 +9,6 @@ rate across all comparisons of the run.
 from __future__ import annotations
 
 import math
-import operator
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping
@@ -419,19 +418,33 @@ TRIAL_FIELDS = (
 )
 
 
-_TRIAL_KEYS = ("id", "started_at", *TRIAL_FIELDS, "profiled", "argv", "samples", "stdout_tail", "stderr_tail")
-# the attributes in _TRIAL_KEYS' order, read at once (a run's document holds every trial); "id" holds the place
-# of the samples, which are not the trial's
-_trial_attributes = operator.attrgetter(*(k if k != "samples" else "id" for k in _TRIAL_KEYS))
-
-
 def trial_dict(t: TrialRecord, samples: Mapping[str, float]) -> dict[str, Any]:
-    """A trial as `--json` shows it: its measurement, argv, samples and output tails."""
-    out: dict[str, Any] = dict(zip(_TRIAL_KEYS, _trial_attributes(t), strict=True))
-    out["started_at"] = t.started_at.isoformat()  # (each key keeps its place)
-    out["argv"] = list(t.argv) if t.argv is not None else None
-    out["samples"] = dict(samples)
-    return out
+    """A trial as `--json` shows it: its id and start, its measurement (TRIAL_FIELDS, in their order), argv,
+    samples and output tails. Written out (tests/test_report_trial_json.py holds it to TRIAL_FIELDS): a dict
+    display is half the time of reading the fields by name, and a run's document holds every trial."""
+    return {
+        "id": t.id,
+        "started_at": t.started_at.isoformat(),
+        "seq": t.seq,
+        "round": t.round,
+        "warmup": t.warmup,
+        "status": t.status,
+        "wall_s": t.wall_s,
+        "user_s": t.user_s,
+        "sys_s": t.sys_s,
+        "max_rss_kib": t.max_rss_kib,
+        "max_rss_method": t.max_rss_method,
+        "exit_code": t.exit_code,
+        "signal": t.signal,
+        "error": t.error,
+        "host": t.host,
+        "boot_id": t.boot_id,
+        "profiled": t.profiled,
+        "argv": list(t.argv) if t.argv is not None else None,
+        "samples": dict(samples),
+        "stdout_tail": t.stdout_tail,
+        "stderr_tail": t.stderr_tail,
+    }
 
 
 def load_report(store: Store, run_ref: str, judged: RunVerdicts | None = None) -> RunReport:
