@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fairmark.run.executor import execute
+from fairmark.run.executor import execute, read_outputs, read_text
 from fairmark.run.launch_server import serving
+from fairmark.run.spec import RAW_BYTES, TAIL_BYTES
 from helpers import time_max_rss_kib, wait_until
 
 
@@ -115,3 +116,46 @@ def test_an_affinity_reaches_the_whole_trial_tree_and_the_controller_keeps_its_o
     done = execute_spec(TrialSpec(("true",), str(tmp_path / "none"), place_cpus=(4095,)))
     assert done.status == "failed" and "cannot start" in (done.error or "")
     assert os.sched_getaffinity(0) == mine
+
+
+def test_outputs_are_the_trials_own_and_read_back_as_they_were_written(tmp_path: Path) -> None:
+    """Each trial's stdout and stderr hold its output alone (the same files written again, shorter: nothing of
+    the last trial's is left), `read_outputs` reads them (their tails, "" for an empty one) as `read_text` reads
+    the files, before and after the executor let go of them; a missing output directory is made."""
+    out = tmp_path / "not" / "yet"
+    first = execute(["sh", "-c", "yes a | head -c 30000; yes b | head -c 5000 >&2; exit 2"], out_dir=out)
+    assert first.status == "failed" and first.exit_code == 2
+    assert read_outputs(first) == ("a\n" * 15000, "b\n" * 2500)
+    assert read_outputs(first, 100) == ("a\n" * 50, "b\n" * 50)
+    assert read_outputs(first, RAW_BYTES, done=True) == ("a\n" * 15000, "b\n" * 2500)
+    assert read_outputs(first, 100) == (read_text(first.stdout_path, 100), read_text(first.stderr_path, 100))
+    second = execute(["echo", "short"], out_dir=out)
+    assert (second.stdout_path, second.stderr_path) == (first.stdout_path, first.stderr_path)
+    assert read_outputs(second) == ("short\n", "")
+    assert read_outputs(second, TAIL_BYTES) == ("short\n", "")
+    assert (Path(second.stdout_path).read_text(), Path(second.stderr_path).read_text()) == ("short\n", "")
+    assert read_outputs(first) == ("short\n", "")  # (another trial's result: the files as they are now)
+
+
+def test_a_timeout_after_many_trials_kills_that_trials_group(tmp_path: Path) -> None:
+    """The launch server's start records of trials whose group was not to be killed wait unread, dozens of them:
+    the timed-out trial's own pid is the one killed, and the trials after it start as before."""
+    for i in range(75):
+        assert execute(["true"], out_dir=tmp_path, timeout_s=60.0 if i % 2 else None).status == "ok"
+    marker = f"fmlate{uuid.uuid4().hex[:8]}"
+    res = execute(["sh", "-c", f"sleep 300; : {marker}"], timeout_s=0.5, grace_s=0.5, out_dir=tmp_path)
+    assert res.status == "timeout"
+    assert wait_until(lambda: _alive_with_marker(marker) == []), _alive_with_marker(marker)
+    after = execute(["sh", "-c", "echo $$"], out_dir=tmp_path, timeout_s=60.0)
+    assert after.status == "ok" and read_outputs(after)[0].strip().isdigit()
+
+
+def test_a_trial_runs_in_its_directory_or_fairmarks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "sub").mkdir()
+    here = execute(["pwd"], out_dir=tmp_path)
+    assert read_outputs(here)[0].strip() == os.getcwd()
+    monkeypatch.chdir(tmp_path)
+    relative = execute(["pwd"], out_dir=tmp_path, cwd="sub")
+    assert read_outputs(relative)[0].strip() == str(tmp_path / "sub")
+    absolute = execute(["pwd"], out_dir=tmp_path, cwd=tmp_path / "sub")
+    assert read_outputs(absolute)[0].strip() == str(tmp_path / "sub")

@@ -19,6 +19,7 @@ from fairmark.run import launch_server
 from fairmark.run.executor import execute
 from fairmark.run.launch_server import serving
 from fairmark.run.runner import Runner, RunOptions
+from fairmark.run.spec import TAIL_BYTES
 from fairmark.store.db import Store
 from helpers import wait_until
 
@@ -122,3 +123,29 @@ def test_a_request_too_large_for_the_server_starts_as_without_it(tmp_path: Path)
         served = execute(["true"], env=env, out_dir=tmp_path, name="served")
     assert (served.status, served.error) == (alone.status, alone.error) == ("failed", served.error)
     assert "cannot start" in (served.error or ""), served.error
+
+
+def test_a_runs_trials_keep_their_output_tails_and_a_failed_trial_its_raw_output(tmp_path: Path) -> None:
+    """The tails are read from the descriptors the trial wrote through (launch server): an ok trial keeps the
+    last TAIL_BYTES of each stream, a failed one up to RAW_BYTES; a stream the command left empty is ""."""
+    script = "yes o | head -c 20000; yes e | head -c 12000 >&2; exit $CODE"  # (lines: the scrub is slow on one word)
+    text = (
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\nseed = 3\n"
+        f"[[workload]]\nname = 'w'\ncommand = {json.dumps(['sh', '-c', script])}\n"
+        "[[workload]]\nname = 'quiet'\ncommand = ['true']\n"
+        "[[variant]]\nname = 'ok'\nenv = { CODE = '0' }\n[[variant]]\nname = 'bad'\nenv = { CODE = '1' }\n"
+    )
+    store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
+    run_id = Runner(LoadedPlan(parse_plan(text), "plan.toml", text), store, RunOptions(probe=False)).start()
+    cells = {c.id: (c.workload, c.variant) for c in store.cells(run_id)}
+    trials = store.trials(run_id)
+    assert len(trials) == 12
+    for t in trials:
+        workload, variant = cells[t.cell_id]
+        if workload == "quiet":
+            assert (t.status, t.stdout_tail, t.stderr_tail) == ("ok", "", "")
+        elif variant == "ok":
+            assert t.status == "ok"
+            assert (t.stdout_tail, t.stderr_tail) == ("o\n" * (TAIL_BYTES // 2), "e\n" * (TAIL_BYTES // 2))
+        else:
+            assert t.status == "failed" and (t.stdout_tail, t.stderr_tail) == ("o\n" * 10000, "e\n" * 6000)

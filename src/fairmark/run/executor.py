@@ -19,6 +19,7 @@ from typing import Any
 
 from fairmark.run import launch_server, thread_cgroup
 from fairmark.run.launcher import (
+    RSS_METHOD,
     group_alive,
     kill_group,
     launcher,
@@ -38,6 +39,8 @@ __all__ = [
     "TrialSpec",
     "execute",
     "execute_spec",
+    "read_outputs",
+    "read_text",
 ]
 
 
@@ -49,21 +52,54 @@ def read_text(path: str | Path, limit: int | None = None, *, tail: bool = True) 
     except FileNotFoundError:
         return ""
     try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            return ""
-        start = max(0, size - limit) if limit is not None and tail else 0
-        want = size - start if limit is None else min(limit, size - start)
-        chunks, got = [], 0
-        while got < want:  # pread returns less than asked near a file another process still writes
-            chunk = os.pread(fd, want - got, start + got)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
+        return _read_fd(fd, limit, tail)
     finally:
         os.close(fd)
+
+
+def _read_fd(fd: int, limit: int | None, tail: bool = True) -> str:
+    size = os.lseek(fd, 0, os.SEEK_END)  # (its size, without a stat record made of it)
+    if size == 0:
+        return ""
+    start = max(0, size - limit) if limit is not None and tail else 0
+    want = size - start if limit is None else min(limit, size - start)
+    chunks, got = [], 0
+    while got < want:  # pread returns less than asked near a file another process still writes
+        chunk = os.pread(fd, want - got, start + got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
     return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+# The last served trial's output files, opened for reading and writing and kept open with the `Measured` they
+# belong to, so that its outputs are read without looking their paths up again (`read_outputs`): (that result,
+# its stdout's descriptor, its stderr's). Closed by the next trial, by `read_outputs(..., done=True)`, and when
+# the run's launch server ends (launch_server.serving).
+_kept: list[Any] = []
+
+
+def read_outputs(result: Measured, limit: int | None = None, *, done: bool = False) -> tuple[str, str]:
+    """The trial's stdout and stderr text (their last `limit` bytes), as `read_text` reads their files; `done`:
+    the trial's outputs are not read again (its kept descriptors are closed)."""
+    kept = _kept
+    if kept and kept[0] is result:
+        texts = _read_fd(kept[1], limit), _read_fd(kept[2], limit)
+        if done:
+            _let_go()
+        return texts
+    return read_text(result.stdout_path, limit), read_text(result.stderr_path, limit)
+
+
+def _let_go() -> None:
+    kept = _kept[1:]
+    _kept.clear()
+    for fd in kept:
+        os.close(fd)
+
+
+launch_server._at_end.append(_let_go)
 
 
 _HAVE_PIDFD = hasattr(os, "pidfd_open")
@@ -154,46 +190,52 @@ def _placer(cgroup: str | None, cpus: tuple[int, ...]) -> Callable[[], None]:
 
 
 _OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+# a served trial's: read back through the same descriptors (`read_outputs`); the command gets them as they are
+# (a terminal's stdout is open for reading and writing too). Not O_TRUNC: truncating an empty file (a short
+# command's usual stderr) still costs ext4 a journalled inode update.
+_SERVED_OUTPUT_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
 # How long an interrupted trial's pid is waited for when the interrupt may have come before the request left
 # (inside sendmsg): the server sends a pid once the command has exec'd, well within this even under load.
 PID_WAIT_S = 30.0
 
 
 def execute_spec(spec: TrialSpec) -> Measured:
+    if _kept:
+        _let_go()
+    for _ in range(2):  # a server that ended since its last trial is replaced once
+        server = launch_server.claim(spec, THREAD_AFFINITY)
+        if server is None:
+            break
+        try:
+            return _served(spec, server)
+        except launch_server.ServerGone:
+            continue
     if not os.path.isdir(spec.out_dir):
         os.makedirs(spec.out_dir, exist_ok=True)
-    server = launch_server.claim(spec, THREAD_AFFINITY)
-    if server is not None:
-        return _served(spec, server)
     return _launched_trial(spec)
 
 
 def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
     """The trial started by the run's launch server (`fairmark.run.launch_server`: the launcher kept for the
-    run). fairmark sleeps until the report; it reads the trial's pid (its group) only to kill the group: at the
-    timeout, when interrupted, and after the report for leftovers."""
-    lost, sent, timed_out = True, False, False
+    run). fairmark sleeps until the answer; it reads the trial's pid (its group) only to kill the group: at the
+    timeout, when interrupted, and when the answer says a process of it is left (leftovers). Raises ServerGone
+    (nothing started) when the server had ended since its last trial."""
+    lost, sent, timed_out, fds = True, False, False, (-1, -1)
     try:
-        fo = os.open(spec.stdout_path, _OUTPUT_FLAGS, 0o644)
-        try:
-            fe = os.open(spec.stderr_path, _OUTPUT_FLAGS, 0o644)
-            try:
-                cgroup = launch_server.cgroup_files(server, spec.place_cgroup)
-                sent = server.start(
-                    spec.argv, spec.cwd, (_devnull(), fo, fe), spec.env, spec.place_cpus, cgroup
-                )
-            finally:
-                os.close(fe)
-        finally:
-            os.close(fo)
+        fds = _served_outputs(spec)
+        cgroup = launch_server.cgroup_files(server, spec.place_cgroup)
+        sent = server.start(spec.argv, spec.cwd, (_devnull(), *fds), spec.env, spec.place_cpus, cgroup)
         if not sent:  # a request too large for the server (an environment of megabytes): Popen, as before
             lost = False
             return _launched_trial(spec)
-        if spec.timeout_s and not server.answered(spec.timeout_s):
+        answer = server.answer_within(spec.timeout_s)
+        if answer is None:
             timed_out = True
             _kill_started(server, spec.grace_s)
-        report, pid = server.report(), server.pid()
+            answer = server.answer()
         lost = False
+    except launch_server.ServerGone:
+        raise
     except launch_server.ServerLost as exc:
         return Measured.not_started(spec, f"cannot run {spec.argv[0]!r}: {exc}")
     except BaseException:  # Ctrl-C, SIGTERM/SIGHUP (errors.Terminated): the trial's group goes with the run
@@ -202,7 +244,75 @@ def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
         raise
     finally:
         launch_server.release(server, lost)
-    return _finished(spec, pid, report["status"], None, report["wall_s"], timed_out, report)
+        if lost or not sent:
+            for fd in fds:
+                if fd >= 0:
+                    os.close(fd)
+    result = _answered(spec, answer, timed_out)
+    _kept[:] = result, *fds
+    return result
+
+
+def _served_outputs(spec: TrialSpec) -> tuple[int, int]:
+    """The trial's stdout and stderr files, made empty (its directory made when missing)."""
+    try:
+        fo = _empty(spec.stdout_path)
+    except FileNotFoundError:
+        os.makedirs(spec.out_dir, exist_ok=True)
+        fo = _empty(spec.stdout_path)
+    try:
+        return fo, _empty(spec.stderr_path)
+    except BaseException:
+        os.close(fo)
+        raise
+
+
+def _empty(path: str) -> int:
+    fd = os.open(path, _SERVED_OUTPUT_FLAGS, 0o644)
+    try:
+        if os.lseek(fd, 0, os.SEEK_END):  # (the last trial's output)
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _answered(spec: TrialSpec, answer: tuple[int, ...], timed_out: bool) -> Measured:
+    """The served trial's record from the server's answer (`LaunchServer.answer`: the launcher's report, the
+    trial's pid and whether its group had a process left)."""
+    _, status, exec_errno, wall_ns, user_us, sys_us, rss, minflt, majflt, nvcsw, nivcsw, pid, left = answer
+    if exec_errno:
+        return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {os.strerror(exec_errno)}")
+    leftovers = 0
+    if left and not timed_out and group_alive(pid):  # (the server's kill(-pid, 0); a zombie is none)
+        # Background children outliving the trial would perturb the next one: end them, and say so.
+        leftovers = 1
+        kill_group(pid, spec.grace_s)
+    if status or timed_out:
+        exit_code, sig, st, err = outcome(status, spec.timeout_s if timed_out else None)
+    else:
+        exit_code, sig, st, err = 0, None, "ok", None
+    return Measured(
+        spec.argv,
+        st,  # type: ignore[arg-type]
+        exit_code,
+        sig,
+        wall_ns / 1e9,
+        user_us / 1e6,
+        sys_us / 1e6,
+        rss,
+        spec.stdout_path,
+        spec.stderr_path,
+        err,
+        leftovers,
+        minflt,
+        majflt,
+        nvcsw,
+        nivcsw,
+        RSS_METHOD,
+    )
 
 
 def _kill_started(server: launch_server.LaunchServer, grace_s: float) -> None:

@@ -1,13 +1,15 @@
 """The launch server: the launcher (`fairmark.run.launcher`) kept for a run. One small C process, started once
 per workload's rounds, starts each of its trials as the launcher starts its command — the clock, vfork, exec,
-wait4, the clock — and answers with the launcher's own report line.
+wait4, the clock — and answers with what the launcher's report line says.
 
 Why: a trial through the launcher was Popen's work in fairmark (the environment encoded again, a pipe for its
 errors, the child's descriptors closed), an exec of the launcher, and two more processes handing the CPU to
 each other — on a busy machine each hand-over waits for a CPU, which is what made a trial of `true` cost
 fairmark several milliseconds of wall time here (bench/harness_cost.py). Through the server a trial is one
 message with three descriptors on a Unix socket and one answer; an environment equal to the last trial's is
-not sent again; fairmark is woken once, by the report.
+not sent again; fairmark is woken once, by the answer: a fixed record of integers (the trial's pid and
+whether its group has a process left among them), read and unpacked at once, where the text of a report line
+was split and parsed (fairmark's own CPU per trial is what a short trial's measure is beside: issue 24).
 
 What is measured is the launcher's measure: the same clock window (plus setsid in the child, about a
 microsecond: the command needs a session of its own, which the launcher had before its clock started), the
@@ -21,15 +23,16 @@ launching thread does for the launcher (`fairmark.run.thread_cgroup`), so the co
 A run opens it (`serving`, around each workload's rounds). A trial outside one, one another thread starts
 meanwhile, a placement the server cannot make (a cgroup a thread cannot join, a fork with a step in the
 child), a request larger than its buffers and a host without a C compiler keep the launcher by Popen. The
-server ends when fairmark closes its end of the socket (or exits); one found dead between trials is replaced.
+server ends when fairmark closes its end of the socket (or exits); one that ended between trials is replaced
+when the next request cannot be sent (no trial started).
 """
 
 from __future__ import annotations
 
-import array
 import contextlib
 import functools
 import hashlib
+import math
 import os
 import platform
 import select
@@ -40,11 +43,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fairmark.run import thread_cgroup
-from fairmark.run.launcher import PRELUDE_C, _cache_dir, _launcher_flags, parse_launch_report
+from fairmark.run.launcher import PRELUDE_C, _cache_dir, _launcher_flags, report_fields
 from fairmark.run.spec import TrialSpec
 
 SERVER_C = (
@@ -52,19 +55,22 @@ SERVER_C = (
 /* fairmark's launch server (fairmark.run.launch_server.SERVER_C): launch-server SOCKET_FD PIDS_FD
    The launcher (fairmark.run.launcher.LAUNCHER_C) kept for a run: it starts the trials one at a time for the
    fairmark at the other end of the Unix stream socket SOCKET_FD, each as the launcher starts its command — the
-   clock, vfork, exec (PATH searched as Python's subprocess does), wait4, the clock — and answers with the
-   launcher's report line on SOCKET_FD: "fairmark-launcher 1 STATUS ERRNO WALL_NS USER_US SYS_US MAXRSS_KIB
-   MINFLT MAJFLT NVCSW NIVCSW". A request is a native unsigned 32-bit length and that many bytes of
-   NUL-terminated fields: CWD, CPUS (a comma list or ""), JOIN and LEAVE (cgroup v1 tasks files or ""), ARGC,
-   ARGV..., then ENVC and ENV... or "-" (the previous request's environment); three descriptors ride with its
-   first bytes (SCM_RIGHTS): the command's stdin, stdout and stderr. Before the clock starts the server takes
-   them as its own 0, 1, 2, moves to CWD and into the placement (the command inherits all of it); between the
-   clock's start and the exec the child only calls setsid (the command's own session and process group: the
-   launcher's child did not need it, its launcher had one). "PID T_NS" — the command's pid (-1: not started)
-   and CLOCK_MONOTONIC once it has exec'd — goes to the socket PIDS_FD, which fairmark reads only to kill the
-   trial's group or after the answer, so it is not woken in the middle of a trial. Exits 0 at EOF, 126 on a
-   malformed request or a lost socket. Built with FAIRMARK_NOLIBC (Linux x86-64) it uses no C library, as the
-   launcher: its memory, where the command's peak RSS starts, is a few KiB plus the largest request. */
+   clock, vfork, exec (PATH searched as Python's subprocess does), wait4, the clock — and answers on SOCKET_FD
+   with what the launcher's report line says, as 13 native 64-bit integers: ANSWER_MAGIC STATUS ERRNO WALL_NS
+   USER_US SYS_US MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW PID LEFT (PID: the command's, -1 when not started;
+   LEFT: 1 when its process group still had a process once the command was waited for — kill(-PID, 0) — else
+   0). A request is a native unsigned 32-bit length and that many bytes of NUL-terminated fields: CWD, CPUS (a
+   comma list or ""), JOIN and LEAVE (cgroup v1 tasks files or ""), ARGC, ARGV..., then ENVC and ENV... or "-"
+   (the previous request's environment); three descriptors ride with its first bytes (SCM_RIGHTS): the
+   command's stdin, stdout and stderr. Before the clock starts the server takes them as its own 0, 1, 2, moves
+   to CWD and into the placement (the command inherits all of it); between the clock's start and the exec the
+   child only calls setsid (the command's own session and process group: the launcher's child did not need it,
+   its launcher had one). PID_MAGIC PID T_NS — the command's pid (-1: not started) and CLOCK_MONOTONIC once it
+   has exec'd, 3 native 64-bit integers — goes to the socket PIDS_FD, which fairmark reads only to kill the
+   trial's group (and then those of a few trials at once, to keep the socket from filling), so it is not woken
+   in the middle of a trial. Exits 0 at EOF, 126 on a malformed request or a lost socket. Built with
+   FAIRMARK_NOLIBC (Linux x86-64) it uses no C library, as the launcher: its memory, where the command's peak
+   RSS starts, is a few KiB plus the largest request. */
 #ifndef FAIRMARK_NOLIBC
 #define _GNU_SOURCE
 #endif
@@ -108,10 +114,13 @@ struct cmsghdr { size_t cmsg_len; int cmsg_level, cmsg_type; };
 #define fm_setsid() sc(112, 0, 0, 0, 0)
 #define fm_setaffinity(n, m) sc(203, 0, n, (long)(m), 0)
 #define fm_getaffinity(n, m) sc(204, 0, n, (long)(m), 0)
+#define fm_kill(pid, sig) sc(62, pid, sig, 0, 0)
+#define ESRCH 3
 #else
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <string.h>
+#include <signal.h>
 #ifdef __linux__
 #include <sched.h>
 #endif
@@ -130,6 +139,7 @@ struct cmsghdr { size_t cmsg_len; int cmsg_level, cmsg_type; };
 #define fm_chdir(p) fm_ret(chdir(p))
 #define fm_fchdir(fd) fm_ret(fchdir(fd))
 #define fm_setsid() setsid()
+#define fm_kill(pid, sig) fm_ret(kill(pid, sig))
 #ifdef __linux__
 #define fm_setaffinity(n, m) fm_ret(sched_setaffinity(0, n, (cpu_set_t *)(m)))
 #define fm_getaffinity(n, m) fm_ret(sched_getaffinity(0, n, (cpu_set_t *)(m)))
@@ -139,6 +149,9 @@ struct cmsghdr { size_t cmsg_len; int cmsg_level, cmsg_type; };
 #endif
 #endif
 
+/* the records it sends, native 64-bit integers with these first (fairmark.run.launch_server._ANSWER, _STARTED) */
+#define ANSWER_MAGIC 0x666d2d616e737731LL /* "fm-answ1" */
+#define PID_MAGIC 0x666d2d7069643031LL    /* "fm-pid01" */
 static int sock, pids, home, devnull;
 static char body[1 << 21];    /* a request (its pages count in the commands' peak only once touched) */
 static char envs[1 << 21];    /* the environment kept for the requests that say "-" */
@@ -153,9 +166,9 @@ static long number(const char *s) {
     return *s ? -1 : v;
 }
 
-static int say(int to, const char *line, long n) {
+static int say(int to, const char *data, long n) {
     while (n > 0) {
-        struct iovec iov = {(void *)line, (size_t)n};
+        struct iovec iov = {(void *)data, (size_t)n};
         struct msghdr msg;
         memset(&msg, 0, sizeof msg);
         msg.msg_iov = &iov;
@@ -163,7 +176,7 @@ static int say(int to, const char *line, long n) {
         long r = fm_sendmsg(to, &msg, MSG_NOSIGNAL);
         if (r == -EINTR) continue;
         if (r <= 0) return -1;
-        line += r;
+        data += r;
         n -= r;
     }
     return 0;
@@ -280,25 +293,27 @@ static long __attribute__((noinline)) spawn(void) {
     return pid;
 }
 
-/* The pid (PIDS_FD), the wait, the placement undone, the report; 0 or -1 (a socket lost). */
+/* The trial's start record (PIDS_FD), the wait, the placement undone, its answer; 0 or -1 (a socket lost). */
 static int answer(long pid, char *const f[4]) {
     struct timespec t1;
     struct rusage ru;
     int status = 0;
-    char line[512], *p = line;
     fm_monotonic(&t1);
-    p = put(p, pid);
-    p = put(p, (long long)t1.tv_sec * 1000000000LL + t1.tv_nsec);
-    *p++ = '\n';
-    if (say(pids, line + 1, p - line - 1) != 0) return -1;
+    long long started[3] = {PID_MAGIC, pid, (long long)t1.tv_sec * 1000000000LL + t1.tv_nsec};
+    if (say(pids, (const char *)started, sizeof started) != 0) return -1;
     memset(&ru, 0, sizeof ru);
     long r;
     while (pid > 0 && (r = fm_wait4(pid, &status, &ru)) < 0)
         if (r != -EINTR) return -1;
     fm_monotonic(&t1);
+    long long left = pid > 0 && fm_kill(-pid, 0) != -ESRCH; /* EPERM: a process is there */
     unplace(f[1], f[2], f[3]); /* before the answer: fairmark may remove the cpuset once it has it */
-    p = report_line(line, status, &t0, &t1, &ru);
-    return say(sock, line, p - line);
+    long long done[13] = {ANSWER_MAGIC, status, exec_errno,
+                          (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
+                          (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
+                          (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss,
+                          ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw, pid, left};
+    return say(sock, (const char *)done, sizeof done);
 }
 
 /* One request: 0 answered, -1 malformed or a socket lost. */
@@ -388,7 +403,8 @@ def _builds(argv: list[str], out: str) -> bool:
             server.start(("sh", "-c", "exit 7"), None, (devnull, devnull, devnull), dict(os.environ))
         finally:
             os.close(devnull)
-        report = server.report() if server.answered(30.0) else None
+        answer = server.answer_within(30.0)
+        report = report_fields(answer[1:11]) if answer else None
     except (OSError, ServerLost):
         report = None
     finally:
@@ -406,6 +422,20 @@ class ServerLost(Exception):
     """The launch server ended or answered something else than its protocol (the run goes on without it)."""
 
 
+class ServerGone(ServerLost):
+    """The request could not be sent: the server had ended (killed) since its last answer. No trial started."""
+
+
+# What the server sends (SERVER_C): a trial's answer, and its start record (its pid; sent before the answer).
+_ANSWER, _STARTED = struct.Struct("=13q"), struct.Struct("=3q")
+ANSWER_MAGIC, PID_MAGIC = 0x666D2D616E737731, 0x666D2D7069643031
+# The start records are read only when a trial's group is to be killed; the others wait in the socket and are
+# read a few trials' at a time. Each takes ~0.75 KiB of the sender's buffer, and a full buffer would stop the
+# server before its next trial's wait: its buffer is made room for 64 KiB (the kernel doubles it; capped by
+# net.core.wmem_max), and the records read once they could fill a sixth of what it got, at most 32 trials'.
+_PIDS_SNDBUF, _PIDS_UNREAD_MAX = 1 << 16, 32
+
+
 class LaunchServer:
     """One server process and fairmark's ends of its two sockets; one trial at a time (`lock`)."""
 
@@ -414,6 +444,10 @@ class LaunchServer:
         self.pids, their_pids = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fds = (theirs.fileno(), their_pids.fileno())
         try:
+            with contextlib.suppress(OSError):
+                their_pids.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _PIDS_SNDBUF)
+            room = their_pids.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+            self._unread_max = max(1, min(_PIDS_UNREAD_MAX, room // 4096))
             # its own process group: a Ctrl-C at the terminal is fairmark's to handle; it ends at EOF
             self.proc = subprocess.Popen(
                 [path, *map(str, fds)],
@@ -432,14 +466,20 @@ class LaunchServer:
             their_pids.close()
         self.owner = os.getpid()
         self.lock = threading.Lock()
-        self._bufs = {self.sock: b"", self.pids: b""}
         self._env: object = None  # the environment the server holds (the last one sent)
-        self._pid: tuple[int, float] | None = None  # the current trial's launcher and its start, once read
+        # the last request's command and placement, and that request with "-" for its environment: a cell's
+        # trials send the same bytes, not encoded again
+        self._key: tuple[Any, ...] | None = None
+        self._same = b""
+        # the current trial's pid (its group) and time.monotonic() once it had exec'd, from its start record (nan:
+        # that record is left unread, with those of `_unread` finished trials before it)
+        self._pid: int | None = None
+        self._exec_at: float | None = None
+        self._unread = 0
         # a request is (or may be) with the server: set before sendmsg, so an interrupt that lands between the
         # send and the caller learning of it still finds the trial to kill (`pid_within`)
         self.requested = False
-        self._poller = select.poll()
-        self._poller.register(self.sock, select.POLLIN)
+        self._timeout_s = 0.0  # the answer socket's receive timeout (0: none)
         self.home_cpuset: str | None = None
 
     def start(
@@ -451,101 +491,154 @@ class LaunchServer:
         cpus: tuple[int, ...] = (),
         cgroup: tuple[str, str] = ("", ""),
     ) -> bool:
-        """Send one trial (`cgroup`: the tasks file to join, the one to go back to); `pid` and `report` follow.
-        False, and nothing sent, for a request larger than the server takes (SERVER_C's buffers)."""
-        if env is None or (env is not self._env and env != self._env):
-            pairs = (
-                os.environb.items()
-                if env is None
-                else ((os.fsencode(k), os.fsencode(v)) for k, v in env.items())
-            )
-            encoded = [k + b"=" + v for k, v in pairs]
-            env_part = [b"%d" % len(encoded), *encoded]
+        """Send one trial (`cgroup`: the tasks file to join, the one to go back to); `answer` follows. False, and
+        nothing sent, for a request larger than the server takes (SERVER_C's buffers). `cwd` None: the server's
+        own directory, which is fairmark's (fairmark does not change its directory)."""
+        key = (argv, cwd, cpus, cgroup)
+        if env is not None and key == self._key and (env is self._env or env == self._env):
+            request = self._same  # the same command and environment as the last trial's
         else:
-            env_part = [b"-"]  # the same environment as the last trial's: not encoded and sent again
-        if cwd is None or not os.path.isabs(cwd):
-            # (fairmark's own directory gone: the server's start directory)
-            with contextlib.suppress(OSError):
-                cwd = os.path.join(os.getcwd(), cwd or "")
-        where = [os.fsencode(cwd or ""), ",".join(map(str, cpus)).encode(), *map(os.fsencode, cgroup)]
-        body = b"\0".join([*where, b"%d" % len(argv), *map(os.fsencode, argv), *env_part]) + b"\0"
-        if len(body) >= MAX_REQUEST_BYTES or max(len(argv), len(env_part)) >= MAX_STRINGS:
-            return False
-        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
-        self._env, self._pid = None, None  # the environment: unknown until the server took the request
+            request = self._request(argv, cwd, env, cpus, cgroup)
+            if not request:
+                return False
+            # (a relative cwd is fairmark's directory's now: made again each time)
+            self._key = key if cwd is None or os.path.isabs(cwd) else None
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("3i", *fds))]
+        self._env = self._pid = self._exec_at = None  # the environment: unknown until the server took it
         self.requested = True
         try:
-            self.sock.sendmsg([struct.pack("=I", len(body)), body], rights)
-        except OSError as exc:
-            raise ServerLost(f"cannot send to the launch server: {exc}") from None
+            self.sock.sendmsg([request], rights)
+        except OSError as exc:  # (it ended since its last answer: nothing was started)
+            raise ServerGone(f"cannot send to the launch server: {exc}") from None
         self._env = env
         return True
 
+    def _request(
+        self, argv: tuple[str, ...], cwd: str | None, env: Any, cpus: tuple[int, ...], cgroup: tuple[str, str]
+    ) -> bytes:
+        """The request's bytes (its length first), b"" when too large; `_same` becomes the request of the same
+        command with the environment the server then holds."""
+        if env is None:
+            encoded = [k + b"=" + v for k, v in os.environb.items()]
+        else:
+            encoded = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()]
+        if cwd is not None and not os.path.isabs(cwd):
+            with contextlib.suppress(
+                OSError
+            ):  # (fairmark's own directory gone: the server's start directory)
+                cwd = os.path.join(os.getcwd(), cwd)
+        where = [os.fsencode(cwd or ""), ",".join(map(str, cpus)).encode(), *map(os.fsencode, cgroup)]
+        command = b"\0".join([*where, b"%d" % len(argv), *map(os.fsencode, argv)]) + b"\0"
+        body = command + b"\0".join([b"%d" % len(encoded), *encoded]) + b"\0"
+        if len(body) >= MAX_REQUEST_BYTES or max(len(argv), len(encoded) + 1) >= MAX_STRINGS:
+            return b""
+        self._same = struct.pack("=I", len(command) + 2) + command + b"-\0"
+        return struct.pack("=I", len(body)) + body
+
     def pid(self) -> int:
-        """The trial's process (its group's id) once it has exec'd; -1: it was not started (the report says
+        """The trial's process (its group's id) once it has exec'd; -1: it was not started (the answer says
         why)."""
-        return self._started()[0]
+        return self._pid if self._pid is not None else self._started()[0]
 
     def _started(self) -> tuple[int, float]:
         """(the command's pid, time.monotonic() once it had exec'd)."""
-        if self._pid is None:
-            line = self._line(self.pids)
-            try:
-                pid, ns = map(int, line.split())
-            except ValueError:
-                raise ServerLost(f"the launch server answered {line!r}") from None
-            self._pid = (pid, ns / 1e9)
-        return self._pid
+        if self._exec_at is None:
+            self._skip_unread()
+            magic, pid, ns = _STARTED.unpack(self._exact(self.pids, _STARTED.size))
+            if magic != PID_MAGIC:
+                raise ServerLost(f"the launch server sent {magic:#x} for a trial's start")
+            self._pid, self._exec_at = pid, ns / 1e9
+        assert self._pid is not None
+        return self._pid, self._exec_at
+
+    def _skip_unread(self) -> None:
+        """Read the start records of the finished trials (all there: each is sent before its trial's answer)."""
+        if self._unread:
+            self._exact(self.pids, self._unread * _STARTED.size)
+            self._unread = 0
 
     def pid_within(self, timeout_s: float) -> int | None:
         """The current trial's pid if the server sends it within timeout_s; None when no pid comes (the request
         was never sent: an interrupt inside sendmsg)."""
-        if self._pid is None and b"\n" not in self._bufs[self.pids]:
+        if self._exec_at is None:
+            self._skip_unread()
             poller = select.poll()
             poller.register(self.pids, select.POLLIN)
             if not poller.poll(timeout_s * 1000):
                 return None
         return self._started()[0]
 
-    def answered(self, timeout_s: float) -> bool:
-        """Whether the report came within timeout_s of the command's exec (it stays to be read by `report`):
-        the trial's own clock started before that (before vfork), so no trial is cut before timeout_s of it."""
-        deadline = time.monotonic() + timeout_s  # the command cannot have started earlier
-        while not self._readable(deadline - time.monotonic()):
+    def answer_within(self, timeout_s: float | None) -> tuple[int, ...] | None:
+        """The answer (`answer`) if it comes within timeout_s (None: no limit) of the command's exec, else None
+        (the trial still runs; its answer comes once it ended). The trial's own clock started before that
+        (before vfork), so no trial is cut before timeout_s of it."""
+        data = self._receive(timeout_s or 0.0)  # (the command cannot have started before this call)
+        while data is None:
             pid, started = self._started()
             if pid < 0:
-                return True  # not started: the report says why, at once
-            if time.monotonic() >= started + timeout_s:
-                return False
-            deadline = started + timeout_s
-        return True
+                return self.answer()  # not started: the answer says why, at once
+            left = started + (timeout_s or 0.0) - time.monotonic()
+            if left <= 0:
+                return None
+            data = self._receive(left)
+        return self._answered(data)
 
-    def _readable(self, timeout_s: float) -> bool:
-        if b"\n" in self._bufs[self.sock]:
-            return True
-        deadline = time.monotonic() + timeout_s
-        while (left := deadline - time.monotonic()) > 0:  # poll takes int milliseconds: long waits in slices
-            if self._poller.poll(min(left, 3600.0) * 1000 + 1):
-                return True
-        return False
+    def answer(self) -> tuple[int, ...]:
+        """The trial's answer (SERVER_C): ANSWER_MAGIC, the launcher's report numbers (STATUS ERRNO WALL_NS
+        USER_US SYS_US MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW), PID and LEFT."""
+        data = None
+        while data is None:
+            data = self._receive(0.0)
+        return self._answered(data)
+
+    def _receive(self, timeout_s: float) -> bytes | None:
+        """The answer's bytes, None when none came within timeout_s (0: no limit). The socket's own receive
+        timeout (SO_RCVTIMEO, set when it changes: a run's trials have one) waits, not a poll before each
+        read."""
+        if timeout_s != self._timeout_s:
+            sec = int(timeout_s)
+            usec = max(
+                int((timeout_s - sec) * 1e6), 1 if timeout_s > 0 and sec == 0 else 0
+            )  # (0 0: no limit)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", sec, usec))
+            self._timeout_s = timeout_s
+        try:
+            data = self.sock.recv(_ANSWER.size)
+        except BlockingIOError:  # (EAGAIN: the timeout)
+            return None
+        if len(data) < _ANSWER.size:  # (sent at once: the rest follows)
+            data += self._exact(self.sock, _ANSWER.size - len(data))
+        return data
+
+    def _answered(self, data: bytes) -> tuple[int, ...]:
+        answer = _ANSWER.unpack(data)
+        self.requested = False
+        if answer[0] != ANSWER_MAGIC:
+            raise ServerLost(f"the launch server answered {data!r}")
+        self._pid = answer[11]
+        if self._exec_at is None:  # its start record waits unread, after the finished trials'
+            self._exec_at = math.nan
+            self._unread += 1
+            if self._unread >= self._unread_max:
+                self._skip_unread()
+        return answer
 
     def report(self) -> dict[str, Any]:
         """The trial's report: the launcher's fields (`fairmark.run.launcher.parse_launch_report`)."""
-        line = self._line(self.sock)
-        self.requested = False
-        found = parse_launch_report(line)
-        if found is None:
-            raise ServerLost(f"the launch server answered {line!r}")
-        return found
+        return report_fields(self.answer()[1:11])
 
-    def _line(self, sock: socket.socket) -> bytes:
-        while b"\n" not in self._bufs[sock]:
-            chunk = sock.recv(4096)
+    def _exact(self, sock: socket.socket, n: int) -> bytes:
+        """n bytes the server sent (or sends at once)."""
+        data = b""
+        while len(data) < n:
+            try:
+                chunk = sock.recv(n - len(data), socket.MSG_WAITALL)
+            except BlockingIOError:  # (the answer socket's receive timeout)
+                continue
             if not chunk:
                 raise ServerLost("the launch server ended")
-            self._bufs[sock] += chunk
-        line, _, self._bufs[sock] = self._bufs[sock].partition(b"\n")
-        return line
+            data += chunk
+        return data
 
     def close(self) -> None:
         """Close fairmark's ends: the server ends (after the command it may still wait for)."""
@@ -559,6 +652,17 @@ class LaunchServer:
 # The run's server: `serving` opens it for the runner's thread, its first trial starts it.
 _state: dict[str, Any] = {"thread": None, "pid": None, "server": None, "failed": False}
 _state_lock = threading.Lock()
+# called when a `serving` block ends (the executor lets go of the last trial's output files there)
+_at_end: list[Callable[[], None]] = []
+
+
+def _forked() -> None:
+    """In a child fairmark forked: no serving block (the thread that forked keeps its id there; the server is
+    the parent's), so `claim` need not ask the pid for every trial."""
+    _state.update(thread=None, pid=None, server=None, failed=False)
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 @contextlib.contextmanager
@@ -577,6 +681,8 @@ def serving() -> Iterator[None]:
             with _state_lock:
                 server = _state["server"]
                 _state.update(thread=None, pid=None, server=None, failed=False)
+            for end in _at_end:
+                end()
             if server is not None:
                 server.close()
 
@@ -587,7 +693,6 @@ def claim(spec: TrialSpec, thread_affinity: bool) -> LaunchServer | None:
     inherits (Linux)."""
     if (
         _state["thread"] != threading.get_ident()
-        or _state["pid"] != os.getpid()
         or _state["failed"]
         or spec.fork_places
         or not spec.stdin_devnull
@@ -595,10 +700,7 @@ def claim(spec: TrialSpec, thread_affinity: bool) -> LaunchServer | None:
         or (spec.place_cgroup and not (thread_affinity and thread_cgroup.joinable(spec.place_cgroup)))
     ):
         return None
-    server = _state["server"]
-    if server is not None and server.proc.poll() is not None:  # it ended between trials (killed): a new one
-        server.close()
-        server = _state["server"] = None
+    server = _state["server"]  # (one that ended since its last answer is replaced once a request fails)
     if server is None:
         path = server_path()
         try:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
 # A process's ru_maxrss is the largest resident set of its whole life, exec included: Linux carries the
@@ -353,6 +354,11 @@ def parse_launch_report(data: bytes) -> dict[str, Any] | None:
         v = [int(w) for w in words[2:]]
     except ValueError:
         return None
+    return report_fields(v)
+
+
+def report_fields(v: Sequence[int]) -> dict[str, Any]:
+    """The report's dict from its numbers after "fairmark-launcher 1" (see `read_launch_report`)."""
     return {
         "status": v[0],
         "exec_errno": v[1],

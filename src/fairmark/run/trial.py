@@ -18,7 +18,7 @@ from fairmark.plan.model import Plan, RunPolicy, Variant, Workload
 from fairmark.plan.schedule import Cell
 from fairmark.run import metrics as M
 from fairmark.run.build import before_trial_spec, trial_spec
-from fairmark.run.executor import forks_to_place, read_text
+from fairmark.run.executor import forks_to_place, read_outputs, read_text
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
 from fairmark.run.loops import CalibrationFailed, calibrate
 from fairmark.run.prepare import CellState, WorkloadRuntime
@@ -354,7 +354,7 @@ class TrialPath:
             return result.status, result.error, {}
         stdout = stderr = ""  # only built-in metrics (wall time, rusage): nothing to read
         if rt.adapter or not M.measured_only(rt.workload.metrics):
-            stdout, stderr = read_text(result.stdout_path), read_text(result.stderr_path)
+            stdout, stderr = read_outputs(result)
         try:
             if rt.adapter:
                 files = {name: read_text(p) for name, p in rt.adapter.output_files(tctx).items()}
@@ -385,6 +385,7 @@ class TrialPath:
         keep = TAIL_BYTES if status == "ok" else RAW_BYTES  # a failure keeps its raw output as evidence
         if result.leftovers_killed and status == "ok":
             error = "background processes outlived the trial and were killed"
+        stdout_tail, stderr_tail = read_outputs(result, keep, done=True)
         trial = TrialRecord(
             run_id=self.run_id,
             cell_id=cs.id,
@@ -402,8 +403,8 @@ class TrialPath:
             exit_code=result.exit_code,
             signal=result.signal,
             error=self.scrub(error) if error else None,
-            stdout_tail=self.scrub(read_text(result.stdout_path, keep)),
-            stderr_tail=self.scrub(read_text(result.stderr_path, keep)),
+            stdout_tail=self.scrub(stdout_tail),
+            stderr_tail=self.scrub(stderr_tail),
             argv=tuple(self.scrub(a) for a in spec.argv),
             host=self.hosts.host_of(cs.cell.variant),
             boot_id=self._boot_id(cs.cell.variant),
