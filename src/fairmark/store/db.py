@@ -537,8 +537,11 @@ class Store:
             q = sa.select(*(S.trials.c[name] for name in TRIAL_COLUMNS)).where(
                 S.trials.c.run_id == sa.bindparam("run_id")
             )
-            cols = self._selects.columns("trials", q.order_by(S.trials.c.seq), {"run_id": run_id})
-            return TrialRecord.from_columns(cols)
+            from fairmark.store.leanread import collector_paused
+
+            with collector_paused():
+                cols = self._selects.columns("trials", q.order_by(S.trials.c.seq), {"run_id": run_id})
+                return TrialRecord.from_columns(cols)
         q = sa.select(S.trials).where(S.trials.c.run_id == run_id).order_by(S.trials.c.seq)
         with self.engine.connect() as conn:
             return [TrialRecord.from_row(r) for r in conn.execute(q).mappings()]
@@ -574,17 +577,19 @@ class Store:
             .where(*_of_run(S.samples, sa.bindparam("run_id")))
             .order_by(S.samples.c.cell_id, S.samples.c.id)
         )
-        trial_ids, metrics, values = cast(
-            tuple[list[str], list[str], list[float]],
-            self._selects.columns("sample_values", q, {"run_id": run_id}),
-        )
-        uniform = _uniform_samples(trial_ids, metrics)
-        if uniform is not None:  # every trial the same metrics in the same order: a column per metric
-            k = len(uniform)
-            per_trial = zip(*(values[i::k] for i in range(k)), strict=True)
-            return dict(
-                zip(trial_ids[::k], map(dict, map(zip, itertools.repeat(uniform), per_trial)), strict=True)
+        from fairmark.store.leanread import collector_paused
+
+        with collector_paused():
+            trial_ids, metrics, values = cast(
+                tuple[list[str], list[str], list[float]],
+                self._selects.columns("sample_values", q, {"run_id": run_id}),
             )
+            uniform = _uniform_samples(trial_ids, metrics)
+            if uniform is not None:  # every trial the same metrics in the same order: a column per metric
+                k = len(uniform)
+                per_trial = zip(*(values[i::k] for i in range(k)), strict=True)
+                each = map(dict, map(zip, itertools.repeat(uniform), per_trial))
+                return dict(zip(trial_ids[::k], each, strict=True))
         rows = zip(trial_ids, metrics, values, strict=True)
         for trial_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):  # a trial's are together
             got = {metric: value for _, metric, value in group}

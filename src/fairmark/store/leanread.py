@@ -13,8 +13,9 @@ SQLAlchemy read gives (tests/test_store_leanread.py). Errors are mapped as the e
 from __future__ import annotations
 
 import contextlib
+import gc
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TypeAlias
 
 import sqlalchemy as sa
@@ -94,3 +95,17 @@ def _remembering(proc: _Convert) -> _Convert:
         return value
 
     return convert
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a run's rows become records: they hold no cycles, and the collector's
+    passes over the objects made so far (one every 700 allocations) were ~1.5 µs a trial of the two reads of a
+    2000-trial run. As it was after (a collector already off stays off)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
