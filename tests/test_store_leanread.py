@@ -4,8 +4,10 @@ records SQLAlchemy's read gives: the same values of the same types, in the same 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import fields
+from dataclasses import FrozenInstanceError, fields, replace
 from pathlib import Path
+
+import pytest
 
 from fairmark.store.db import Store
 from fairmark.store.records import CellRecord, Sample, TrialRecord
@@ -90,6 +92,11 @@ def test_the_lean_reads_give_what_sqlalchemys_reads_give(tmp_path: Path) -> None
             by_trial.setdefault(s.trial_id, []).append((s.metric, s.value))
         assert values == by_trial
     trials = lean.trials(run_ids[0])
+    made = full.trials(run_ids[0])  # by __init__, one at a time
+    assert [(repr(t), hash(t)) for t in trials] == [(repr(t), hash(t)) for t in made]
+    assert [replace(t, seq=0) for t in trials] == [replace(t, seq=0) for t in made]
+    with pytest.raises(FrozenInstanceError):
+        trials[0].seq = 9  # type: ignore[misc]
     assert [t.seq for t in trials] == [1, 2, 3, 4, 5]
     assert [t.argv for t in trials][:3] == [("sh", "-c", "echo 0 'ä'"), ("sh", "-c", "echo 0 'ä'"), None]
     assert [(t.warmup, t.profiled) for t in trials] == [(True, False)] + [(False, False)] * 3 + [
