@@ -121,13 +121,13 @@ def test_an_affinity_reaches_the_whole_trial_tree_and_the_controller_keeps_its_o
 def test_outputs_are_the_trials_own_and_read_back_as_they_were_written(tmp_path: Path) -> None:
     """Each trial's stdout and stderr hold its output alone (the same files written again, shorter: nothing of
     the last trial's is left), `read_outputs` reads them (their tails, "" for an empty one) as `read_text` reads
-    the files, before and after the executor let go of them; a missing output directory is made."""
+    the files; a missing output directory is made."""
     out = tmp_path / "not" / "yet"
     first = execute(["sh", "-c", "yes a | head -c 30000; yes b | head -c 5000 >&2; exit 2"], out_dir=out)
     assert first.status == "failed" and first.exit_code == 2
     assert read_outputs(first) == ("a\n" * 15000, "b\n" * 2500)
     assert read_outputs(first, 100) == ("a\n" * 50, "b\n" * 50)
-    assert read_outputs(first, RAW_BYTES, done=True) == ("a\n" * 15000, "b\n" * 2500)
+    assert read_outputs(first, RAW_BYTES) == ("a\n" * 15000, "b\n" * 2500)
     assert read_outputs(first, 100) == (read_text(first.stdout_path, 100), read_text(first.stderr_path, 100))
     second = execute(["echo", "short"], out_dir=out)
     assert (second.stdout_path, second.stderr_path) == (first.stdout_path, first.stderr_path)

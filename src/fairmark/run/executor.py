@@ -6,6 +6,7 @@ the whole group (SIGTERM, grace, SIGKILL); never raises for a failing command â€
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import select
@@ -73,33 +74,21 @@ def _read_fd(fd: int, limit: int | None, tail: bool = True) -> str:
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-# The last served trial's output files, opened for reading and writing and kept open with the `Measured` they
-# belong to, so that its outputs are read without looking their paths up again (`read_outputs`): (that result,
-# its stdout's descriptor, its stderr's). Closed by the next trial, by `read_outputs(..., done=True)`, and when
-# the run's launch server ends (launch_server.serving).
-_kept: list[Any] = []
+# The last served trial's output sizes as the launch server saw them once the command had ended, with the
+# `Measured` they belong to: an empty output is not opened to be read (`read_outputs`). Only a trial that left no
+# process in its group and was not cut by its timeout: nothing else of it could write later.
+_sizes: list[Any] = [None, -1, -1]
 
 
-def read_outputs(result: Measured, limit: int | None = None, *, done: bool = False) -> tuple[str, str]:
-    """The trial's stdout and stderr text (their last `limit` bytes), as `read_text` reads their files; `done`:
-    the trial's outputs are not read again (its kept descriptors are closed)."""
-    kept = _kept
-    if kept and kept[0] is result:
-        texts = _read_fd(kept[1], limit), _read_fd(kept[2], limit)
-        if done:
-            _let_go()
-        return texts
+def read_outputs(result: Measured, limit: int | None = None) -> tuple[str, str]:
+    """The trial's stdout and stderr text (their last `limit` bytes), as `read_text` reads their files."""
+    sizes = _sizes
+    if sizes[0] is result:
+        return (
+            read_text(result.stdout_path, limit) if sizes[1] else "",
+            read_text(result.stderr_path, limit) if sizes[2] else "",
+        )
     return read_text(result.stdout_path, limit), read_text(result.stderr_path, limit)
-
-
-def _let_go() -> None:
-    kept = _kept[1:]
-    _kept.clear()
-    for fd in kept:
-        os.close(fd)
-
-
-launch_server._at_end.append(_let_go)
 
 
 _HAVE_PIDFD = hasattr(os, "pidfd_open")
@@ -190,18 +179,13 @@ def _placer(cgroup: str | None, cpus: tuple[int, ...]) -> Callable[[], None]:
 
 
 _OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-# a served trial's: read back through the same descriptors (`read_outputs`); the command gets them as they are
-# (a terminal's stdout is open for reading and writing too). Not O_TRUNC: truncating an empty file (a short
-# command's usual stderr) still costs ext4 a journalled inode update.
-_SERVED_OUTPUT_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
 # How long an interrupted trial's pid is waited for when the interrupt may have come before the request left
 # (inside sendmsg): the server sends a pid once the command has exec'd, well within this even under load.
 PID_WAIT_S = 30.0
 
 
 def execute_spec(spec: TrialSpec) -> Measured:
-    if _kept:
-        _let_go()
+    _sizes[0] = None
     for _ in range(2):  # a server that ended since its last trial is replaced once
         server = launch_server.claim(spec, THREAD_AFFINITY)
         if server is None:
@@ -217,22 +201,25 @@ def execute_spec(spec: TrialSpec) -> Measured:
 
 def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
     """The trial started by the run's launch server (`fairmark.run.launch_server`: the launcher kept for the
-    run). fairmark sleeps until the answer; it reads the trial's pid (its group) only to kill the group: at the
-    timeout, when interrupted, and when the answer says a process of it is left (leftovers). Raises ServerGone
-    (nothing started) when the server had ended since its last trial."""
-    lost, sent, timed_out, fds = True, False, False, (-1, -1)
+    run), which makes its output files too. fairmark sleeps until the answer; it reads the trial's pid (its
+    group) only to kill the group: at the timeout, when interrupted, and when the answer says a process of it
+    is left (leftovers). Raises ServerGone (nothing started) when the server had ended since its last trial."""
+    lost, sent, timed_out, outputs = True, False, False, (spec.stdout_path, spec.stderr_path)
     try:
-        fds = _served_outputs(spec)
-        cgroup = launch_server.cgroup_files(server, spec.place_cgroup)
-        sent = server.start(spec.argv, spec.cwd, (_devnull(), *fds), spec.env, spec.place_cpus, cgroup)
-        if not sent:  # a request too large for the server (an environment of megabytes): Popen, as before
-            lost = False
-            return _launched_trial(spec)
-        answer = server.answer_within(spec.timeout_s)
-        if answer is None:
-            timed_out = True
-            _kill_started(server, spec.grace_s)
-            answer = server.answer()
+        cgroup = launch_server.cgroup_files(server, spec.place_cgroup) if spec.place_cgroup else ("", "")
+        for made in (False, True):
+            sent = server.start(spec.argv, spec.cwd, outputs, spec.env, spec.place_cpus, cgroup)
+            if not sent:  # a request too large for the server (an environment of megabytes): Popen, as before
+                lost = False
+                return _launched_trial(spec)
+            answer = server.answer_within(spec.timeout_s)
+            if answer is None:
+                timed_out = True
+                _kill_started(server, spec.grace_s)
+                answer = server.answer()
+            if answer[11] != -2 or answer[2] != errno.ENOENT or made:
+                break
+            os.makedirs(spec.out_dir, exist_ok=True)  # (its output directory was not there: nothing started)
         lost = False
     except launch_server.ServerGone:
         raise
@@ -244,47 +231,18 @@ def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
         raise
     finally:
         launch_server.release(server, lost)
-        if lost or not sent:
-            for fd in fds:
-                if fd >= 0:
-                    os.close(fd)
-    result = _answered(spec, answer, timed_out)
-    _kept[:] = result, *fds
-    return result
-
-
-def _served_outputs(spec: TrialSpec) -> tuple[int, int]:
-    """The trial's stdout and stderr files, made empty (its directory made when missing)."""
-    try:
-        fo = _empty(spec.stdout_path)
-    except FileNotFoundError:
-        os.makedirs(spec.out_dir, exist_ok=True)
-        fo = _empty(spec.stdout_path)
-    try:
-        return fo, _empty(spec.stderr_path)
-    except BaseException:
-        os.close(fo)
-        raise
-
-
-def _empty(path: str) -> int:
-    fd = os.open(path, _SERVED_OUTPUT_FLAGS, 0o644)
-    try:
-        if os.lseek(fd, 0, os.SEEK_END):  # (the last trial's output)
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return _answered(spec, answer, timed_out)
 
 
 def _answered(spec: TrialSpec, answer: tuple[int, ...], timed_out: bool) -> Measured:
     """The served trial's record from the server's answer (`LaunchServer.answer`: the launcher's report, the
-    trial's pid and whether its group had a process left)."""
-    _, status, exec_errno, wall_ns, user_us, sys_us, rss, minflt, majflt, nvcsw, nivcsw, pid, left = answer
+    trial's pid, whether its group had a process left, its outputs' sizes)."""
+    _, status, exec_errno, wall_ns, user_us, sys_us, rss, minflt, majflt, nvcsw, nivcsw, pid, left = answer[
+        :13
+    ]
     if exec_errno:
-        return Measured.not_started(spec, f"cannot start {spec.argv[0]!r}: {os.strerror(exec_errno)}")
+        why = "cannot make its output files" if pid == -2 else f"cannot start {spec.argv[0]!r}"
+        return Measured.not_started(spec, f"{why}: {os.strerror(exec_errno)}")
     leftovers = 0
     if left and not timed_out and group_alive(pid):  # (the server's kill(-pid, 0); a zombie is none)
         # Background children outliving the trial would perturb the next one: end them, and say so.
@@ -294,7 +252,7 @@ def _answered(spec: TrialSpec, answer: tuple[int, ...], timed_out: bool) -> Meas
         exit_code, sig, st, err = outcome(status, spec.timeout_s if timed_out else None)
     else:
         exit_code, sig, st, err = 0, None, "ok", None
-    return Measured(
+    result = Measured(
         spec.argv,
         st,  # type: ignore[arg-type]
         exit_code,
@@ -313,6 +271,9 @@ def _answered(spec: TrialSpec, answer: tuple[int, ...], timed_out: bool) -> Meas
         nivcsw,
         RSS_METHOD,
     )
+    if not (left or timed_out):
+        _sizes[:] = result, answer[13], answer[14]
+    return result
 
 
 def _kill_started(server: launch_server.LaunchServer, grace_s: float) -> None:

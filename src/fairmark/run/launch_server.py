@@ -6,10 +6,12 @@ Why: a trial through the launcher was Popen's work in fairmark (the environment 
 errors, the child's descriptors closed), an exec of the launcher, and two more processes handing the CPU to
 each other — on a busy machine each hand-over waits for a CPU, which is what made a trial of `true` cost
 fairmark several milliseconds of wall time here (bench/harness_cost.py). Through the server a trial is one
-message with three descriptors on a Unix socket and one answer; an environment equal to the last trial's is
-not sent again; fairmark is woken once, by the answer: a fixed record of integers (the trial's pid and
-whether its group has a process left among them), read and unpacked at once, where the text of a report line
-was split and parsed (fairmark's own CPU per trial is what a short trial's measure is beside: issue 24).
+message on a Unix socket and one answer; a request equal to the last trial's (a cell's trials) is not encoded
+again, and its environment not sent again; fairmark is woken once, by the answer: a fixed record of integers
+— the trial's pid, whether its group has a process left, the sizes of its outputs among them — read and
+unpacked at once. The server opens the trial's output files itself and says how much the command wrote, so
+fairmark opens nothing for a trial whose outputs are empty (fairmark's own CPU per trial is what a short
+trial's measure is beside: issue 24).
 
 What is measured is the launcher's measure: the same clock window (plus setsid in the child, about a
 microsecond: the command needs a session of its own, which the launcher had before its clock started), the
@@ -43,7 +45,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from fairmark.run import thread_cgroup
@@ -56,21 +58,22 @@ SERVER_C = (
    The launcher (fairmark.run.launcher.LAUNCHER_C) kept for a run: it starts the trials one at a time for the
    fairmark at the other end of the Unix stream socket SOCKET_FD, each as the launcher starts its command — the
    clock, vfork, exec (PATH searched as Python's subprocess does), wait4, the clock — and answers on SOCKET_FD
-   with what the launcher's report line says, as 13 native 64-bit integers: ANSWER_MAGIC STATUS ERRNO WALL_NS
-   USER_US SYS_US MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW PID LEFT (PID: the command's, -1 when not started;
-   LEFT: 1 when its process group still had a process once the command was waited for — kill(-PID, 0) — else
-   0). A request is a native unsigned 32-bit length and that many bytes of NUL-terminated fields: CWD, CPUS (a
-   comma list or ""), JOIN and LEAVE (cgroup v1 tasks files or ""), ARGC, ARGV..., then ENVC and ENV... or "-"
-   (the previous request's environment); three descriptors ride with its first bytes (SCM_RIGHTS): the
-   command's stdin, stdout and stderr. Before the clock starts the server takes them as its own 0, 1, 2, moves
-   to CWD and into the placement (the command inherits all of it); between the clock's start and the exec the
-   child only calls setsid (the command's own session and process group: the launcher's child did not need it,
-   its launcher had one). PID_MAGIC PID T_NS — the command's pid (-1: not started) and CLOCK_MONOTONIC once it
-   has exec'd, 3 native 64-bit integers — goes to the socket PIDS_FD, which fairmark reads only to kill the
-   trial's group (and then those of a few trials at once, to keep the socket from filling), so it is not woken
-   in the middle of a trial. Exits 0 at EOF, 126 on a malformed request or a lost socket. Built with
-   FAIRMARK_NOLIBC (Linux x86-64) it uses no C library, as the launcher: its memory, where the command's peak
-   RSS starts, is a few KiB plus the largest request. */
+   with what the launcher's report line says, as 15 native 64-bit integers: ANSWER_MAGIC STATUS ERRNO WALL_NS
+   USER_US SYS_US MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW PID LEFT OUT_BYTES ERR_BYTES (PID: the command's, -1
+   when not started, -2 when its output files could not be made (ERRNO: why); LEFT: 1 when its process group
+   still had a process once the command was waited for — kill(-PID, 0) — else 0; the sizes of its stdout and
+   stderr then). A request is a native unsigned 32-bit length and that many bytes of NUL-terminated fields:
+   CWD, CPUS (a comma list or ""), JOIN and LEAVE (cgroup v1 tasks files or ""), STDOUT and STDERR (the files
+   the command writes: created, or emptied, by the server), ARGC, ARGV..., then ENVC and ENV... or "-" (the
+   previous request's environment). Before the clock starts the server takes the output files as its own 1
+   and 2 (its 0 is /dev/null, every trial's stdin), moves to CWD and into the placement (the command inherits
+   all of it); between the clock's start and the exec the child only calls setsid (the command's own session
+   and process group: the launcher's child did not need it, its launcher had one). PID_MAGIC PID T_NS — the
+   command's pid (-1: not started) and CLOCK_MONOTONIC once it has exec'd, 3 native 64-bit integers — goes to
+   the socket PIDS_FD, which fairmark reads only to kill the trial's group (and then those of a few trials at
+   once, to keep the socket from filling), so it is not woken in the middle of a trial. Exits 0 at EOF, 126 on
+   a malformed request or a lost socket. Built with FAIRMARK_NOLIBC (Linux x86-64) it uses no C library, as
+   the launcher: its memory, where the command's peak RSS starts, is a few KiB plus the largest request. */
 #ifndef FAIRMARK_NOLIBC
 #define _GNU_SOURCE
 #endif
@@ -88,27 +91,24 @@ struct msghdr {
     size_t msg_controllen;
     int msg_flags;
 };
-struct cmsghdr { size_t cmsg_len; int cmsg_level, cmsg_type; };
-#define CMSG_LEN(n) (sizeof(struct cmsghdr) + (n))
-#define CMSG_SPACE(n) (sizeof(struct cmsghdr) + (((n) + 7) & ~7UL))
-#define CMSG_DATA(c) ((unsigned char *)((struct cmsghdr *)(c) + 1))
-#define CMSG_FIRSTHDR(m) ((m)->msg_controllen >= sizeof(struct cmsghdr) ? (struct cmsghdr *)(m)->msg_control : 0)
 #define EINVAL 22
 #define ENOSYS 38
 #define E2BIG 7
 #define O_WRONLY 1
 #define O_RDWR 2
+#define O_CREAT 0100
 #define O_CLOEXEC 02000000
-#define SOL_SOCKET 1
-#define SCM_RIGHTS 1
+#define SEEK_SET 0
+#define SEEK_END 2
 #define MSG_NOSIGNAL 0x4000
-#define MSG_CMSG_CLOEXEC 0x40000000
 #define fm_read(fd, b, n) sc(0, fd, (long)(b), n, 0)
 #define fm_open(p, f) sc(2, (long)(p), f, 0, 0)
+#define fm_create(p, f, m) sc(2, (long)(p), f, m, 0)
 #define fm_close(fd) sc(3, fd, 0, 0, 0)
+#define fm_lseek(fd, o, w) sc(8, fd, o, w, 0)
 #define fm_dup2(a, b) sc(33, a, b, 0, 0)
 #define fm_sendmsg(fd, m, f) sc(46, fd, (long)(m), f, 0)
-#define fm_recvmsg(fd, m, f) sc(47, fd, (long)(m), f, 0)
+#define fm_ftruncate(fd, n) sc(77, fd, n, 0, 0)
 #define fm_chdir(p) sc(80, (long)(p), 0, 0, 0)
 #define fm_fchdir(fd) sc(81, fd, 0, 0, 0)
 #define fm_setsid() sc(112, 0, 0, 0, 0)
@@ -116,26 +116,34 @@ struct cmsghdr { size_t cmsg_len; int cmsg_level, cmsg_type; };
 #define fm_getaffinity(n, m) sc(204, 0, n, (long)(m), 0)
 #define fm_kill(pid, sig) sc(62, pid, sig, 0, 0)
 #define ESRCH 3
+static long fm_size(int fd) { /* st_size of x86-64's struct stat */
+    long st[18], r = sc(5, fd, (long)st, 0, 0);
+    return r < 0 ? r : st[6];
+}
 #else
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <string.h>
 #include <signal.h>
 #ifdef __linux__
 #include <sched.h>
 #endif
-#ifndef MSG_CMSG_CLOEXEC
-#define MSG_CMSG_CLOEXEC 0
-#endif
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0
 #endif
 #define fm_read(fd, b, n) fm_ret(read(fd, b, n))
 #define fm_open(p, f) fm_ret(open(p, f))
+#define fm_create(p, f, m) fm_ret(open(p, f, m))
 #define fm_close(fd) close(fd)
+#define fm_lseek(fd, o, w) fm_ret(lseek(fd, o, w))
 #define fm_dup2(a, b) fm_ret(dup2(a, b))
 #define fm_sendmsg(fd, m, f) fm_ret(sendmsg(fd, m, f))
-#define fm_recvmsg(fd, m, f) fm_ret(recvmsg(fd, m, f))
+#define fm_ftruncate(fd, n) fm_ret(ftruncate(fd, n))
+static long fm_size(int fd) {
+    struct stat st;
+    return fstat(fd, &st) < 0 ? -errno : (long)st.st_size;
+}
 #define fm_chdir(p) fm_ret(chdir(p))
 #define fm_fchdir(fd) fm_ret(fchdir(fd))
 #define fm_setsid() setsid()
@@ -182,30 +190,17 @@ static int say(int to, const char *data, long n) {
     return 0;
 }
 
-/* The request's length and descriptors, then its body: 0 at EOF, -1 malformed, else the length. */
-static long receive(int fds[3]) {
+/* The request's length, then its body: 0 at EOF, -1 malformed, else the length. */
+static long receive(void) {
     unsigned len = 0;
     size_t got = 0;
-    unsigned long ctl[(CMSG_SPACE(3 * sizeof(int)) + 7) / 8];
-    fds[0] = fds[1] = fds[2] = -1;
     while (got < sizeof len) {
-        struct iovec iov = {(char *)&len + got, sizeof len - got};
-        struct msghdr msg;
-        memset(&msg, 0, sizeof msg);
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = ctl;
-        msg.msg_controllen = sizeof ctl;
-        long n = fm_recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        long n = fm_read(sock, (char *)&len + got, sizeof len - got);
         if (n == -EINTR) continue;
         if (n <= 0) return n == 0 && got == 0 ? 0 : -1;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && fds[0] < 0 &&
-            c->cmsg_len == CMSG_LEN(3 * sizeof(int)))
-            memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
         got += (size_t)n;
     }
-    if (fds[0] < 0 || len == 0 || len >= sizeof body) return -1;
+    if (len == 0 || len >= sizeof body) return -1;
     for (got = 0; got < len;) {
         long n = fm_read(sock, body + got, len - got);
         if (n == -EINTR) continue;
@@ -271,15 +266,23 @@ static void unplace(const char *cpus, const char *join, const char *leave) {
     if (*cpus || *join) fm_setaffinity(sizeof mask, mask);
 }
 
-/* The trial's descriptors as this process's 0, 1, 2, and its working directory; 0 or -errno. */
-static long ready(int fds[3], const char *cwd) {
-    long r = 0;
-    for (int i = 0; i < 3; i++) {
-        if (!r && (r = fm_dup2(fds[i], i)) >= 0) r = 0;
-        fm_close(fds[i]);
-    }
-    if (!r && (r = *cwd ? fm_chdir(cwd) : fm_fchdir(home)) > 0) r = 0;
-    return r;
+/* The file at PATH, made empty (not O_TRUNC: that costs ext4 a journalled update of an empty file too), as this
+   process's descriptor TO; 0 or -errno. */
+static long output(const char *path, int to) {
+    long fd = fm_create(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), r;
+    if (fd < 0) return fd;
+    r = fm_lseek(fd, 0, SEEK_END);
+    if (r > 0 && (r = fm_ftruncate(fd, 0)) == 0) r = fm_lseek(fd, 0, SEEK_SET);
+    if (r >= 0) r = fm_dup2(fd, to);
+    fm_close(fd);
+    return r < 0 ? r : 0;
+}
+
+/* The trial's stdout and stderr as this process's 1 and 2 (its stdin is /dev/null, as between trials); 0 or
+   -errno. */
+static long outputs(const char *out, const char *err) {
+    long r = output(out, 1);
+    return r ? r : output(err, 2);
 }
 
 /* vfork in a frame of its own, what the child needs in statics: it runs below this frame and never returns. */
@@ -308,44 +311,50 @@ static int answer(long pid, char *const f[4]) {
     fm_monotonic(&t1);
     long long left = pid > 0 && fm_kill(-pid, 0) != -ESRCH; /* EPERM: a process is there */
     unplace(f[1], f[2], f[3]); /* before the answer: fairmark may remove the cpuset once it has it */
-    long long done[13] = {ANSWER_MAGIC, status, exec_errno,
+    long long done[15] = {ANSWER_MAGIC, status, exec_errno,
                           (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
                           (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
                           (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss,
-                          ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw, pid, left};
+                          ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw, pid, left, fm_size(1), fm_size(2)};
     return say(sock, (const char *)done, sizeof done);
 }
 
 /* One request: 0 answered, -1 malformed or a socket lost. */
-static int serve(long len, int fds[3]) {
-    char *f[6], *end = body + len;
-    long pid = -1;
-    if (fields(body, end, f, 5) < 5 || command(f[4], end) != 0) return -1;
+static int serve(long len) {
+    char *f[8], *end = body + len;
+    long pid = -1, r;
+    if (fields(body, end, f, 7) < 7 || command(f[6], end) != 0) return -1;
     candidates(argv[0], envp);
-    exec_errno = (int)-ready(fds, f[0]);
-    if (!exec_errno) exec_errno = (int)-place(f[1], f[2]);
+    if ((r = outputs(f[4], f[5])) < 0) {
+        pid = -2; /* its output files could not be made: nothing started */
+    } else if ((r = *f[0] ? fm_chdir(f[0]) : fm_fchdir(home)) >= 0) {
+        r = place(f[1], f[2]);
+    }
+    exec_errno = r < 0 ? (int)-r : 0;
     fm_monotonic(&t0);
     if (!exec_errno && (pid = spawn()) < 0) {
         exec_errno = (int)-pid;
         pid = -1;
     }
     int done = answer(pid, f);
-    for (int i = 0; i < 3; i++) fm_dup2(devnull, i); /* the trial's files are not held until the next one */
+    fm_dup2(devnull, 1); /* the trial's files are not held until the next one */
+    fm_dup2(devnull, 2);
     return done;
 }
 
 int main(int argc, char **args) {
-    int fds[3];
     if (argc != 3) return 126;
     sock = (int)number(args[1]);
     pids = (int)number(args[2]);
     devnull = (int)fm_open("/dev/null", O_RDWR | O_CLOEXEC);
     home = (int)fm_open(".", O_CLOEXEC);
     if (sock < 0 || pids < 0 || devnull < 0 || home < 0 || fm_cloexec(sock) < 0 || fm_cloexec(pids) < 0) return 126;
+    for (int i = 0; i < 3; i++)
+        if (fm_dup2(devnull, i) < 0) return 126; /* every trial's stdin */
     for (;;) {
-        long len = receive(fds);
+        long len = receive();
         if (len == 0) return 0;
-        if (len < 0 || serve(len, fds) != 0) return 126;
+        if (len < 0 || serve(len) != 0) return 126;
     }
 }
 
@@ -398,11 +407,7 @@ def _builds(argv: list[str], out: str) -> bool:
     if server is None:
         return False
     try:
-        devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-        try:
-            server.start(("sh", "-c", "exit 7"), None, (devnull, devnull, devnull), dict(os.environ))
-        finally:
-            os.close(devnull)
+        server.start(("sh", "-c", "exit 7"), None, (os.devnull, os.devnull), dict(os.environ))
         answer = server.answer_within(30.0)
         report = report_fields(answer[1:11]) if answer else None
     except (OSError, ServerLost):
@@ -427,13 +432,23 @@ class ServerGone(ServerLost):
 
 
 # What the server sends (SERVER_C): a trial's answer, and its start record (its pid; sent before the answer).
-_ANSWER, _STARTED = struct.Struct("=13q"), struct.Struct("=3q")
+_ANSWER, _STARTED = struct.Struct("=15q"), struct.Struct("=3q")
 ANSWER_MAGIC, PID_MAGIC = 0x666D2D616E737731, 0x666D2D7069643031
 # The start records are read only when a trial's group is to be killed; the others wait in the socket and are
 # read a few trials' at a time. Each takes ~0.75 KiB of the sender's buffer, and a full buffer would stop the
 # server before its next trial's wait: its buffer is made room for 64 KiB (the kernel doubles it; capped by
 # net.core.wmem_max), and the records read once they could fill a sixth of what it got, at most 32 trials'.
 _PIDS_SNDBUF, _PIDS_UNREAD_MAX = 1 << 16, 32
+
+
+def _absolute(path: str) -> str:
+    """`path` from fairmark's directory; as it is when that directory is gone (the server's start directory)."""
+    if os.path.isabs(path):
+        return path
+    try:
+        return os.path.join(os.getcwd(), path)
+    except OSError:
+        return path
 
 
 class LaunchServer:
@@ -486,35 +501,42 @@ class LaunchServer:
         self,
         argv: tuple[str, ...],
         cwd: str | None,
-        fds: tuple[int, int, int],
+        outputs: tuple[str, str],
         env: Any,
         cpus: tuple[int, ...] = (),
         cgroup: tuple[str, str] = ("", ""),
     ) -> bool:
-        """Send one trial (`cgroup`: the tasks file to join, the one to go back to); `answer` follows. False, and
-        nothing sent, for a request larger than the server takes (SERVER_C's buffers). `cwd` None: the server's
-        own directory, which is fairmark's (fairmark does not change its directory)."""
-        key = (argv, cwd, cpus, cgroup)
+        """Send one trial (`outputs`: the files its stdout and stderr go to, which the server makes empty;
+        `cgroup`: the tasks file to join, the one to go back to); `answer` follows. False, and nothing sent, for a
+        request larger than the server takes (SERVER_C's buffers). `cwd` None: the server's own directory, which
+        is fairmark's (fairmark does not change its directory)."""
+        key = (argv, cwd, outputs, cpus, cgroup)
         if env is not None and key == self._key and (env is self._env or env == self._env):
             request = self._same  # the same command and environment as the last trial's
         else:
-            request = self._request(argv, cwd, env, cpus, cgroup)
+            request = self._request(argv, cwd, outputs, env, cpus, cgroup)
             if not request:
                 return False
-            # (a relative cwd is fairmark's directory's now: made again each time)
-            self._key = key if cwd is None or os.path.isabs(cwd) else None
-        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("3i", *fds))]
+            # (a relative path is fairmark's directory's now: made again each time)
+            absolute = all(os.path.isabs(p) for p in (cwd or "/", *outputs))
+            self._key = key if absolute else None
         self._env = self._pid = self._exec_at = None  # the environment: unknown until the server took it
         self.requested = True
         try:
-            self.sock.sendmsg([request], rights)
+            self.sock.sendall(request)
         except OSError as exc:  # (it ended since its last answer: nothing was started)
             raise ServerGone(f"cannot send to the launch server: {exc}") from None
         self._env = env
         return True
 
     def _request(
-        self, argv: tuple[str, ...], cwd: str | None, env: Any, cpus: tuple[int, ...], cgroup: tuple[str, str]
+        self,
+        argv: tuple[str, ...],
+        cwd: str | None,
+        outputs: tuple[str, str],
+        env: Any,
+        cpus: tuple[int, ...],
+        cgroup: tuple[str, str],
     ) -> bytes:
         """The request's bytes (its length first), b"" when too large; `_same` becomes the request of the same
         command with the environment the server then holds."""
@@ -522,12 +544,9 @@ class LaunchServer:
             encoded = [k + b"=" + v for k, v in os.environb.items()]
         else:
             encoded = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()]
-        if cwd is not None and not os.path.isabs(cwd):
-            with contextlib.suppress(
-                OSError
-            ):  # (fairmark's own directory gone: the server's start directory)
-                cwd = os.path.join(os.getcwd(), cwd)
-        where = [os.fsencode(cwd or ""), ",".join(map(str, cpus)).encode(), *map(os.fsencode, cgroup)]
+        paths = [_absolute(cwd) if cwd else "", *map(_absolute, outputs)]  # (the server changes directory)
+        where = [os.fsencode(paths[0]), ",".join(map(str, cpus)).encode(), *map(os.fsencode, cgroup)]
+        where += map(os.fsencode, paths[1:])
         command = b"\0".join([*where, b"%d" % len(argv), *map(os.fsencode, argv)]) + b"\0"
         body = command + b"\0".join([b"%d" % len(encoded), *encoded]) + b"\0"
         if len(body) >= MAX_REQUEST_BYTES or max(len(argv), len(encoded) + 1) >= MAX_STRINGS:
@@ -585,7 +604,7 @@ class LaunchServer:
 
     def answer(self) -> tuple[int, ...]:
         """The trial's answer (SERVER_C): ANSWER_MAGIC, the launcher's report numbers (STATUS ERRNO WALL_NS
-        USER_US SYS_US MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW), PID and LEFT."""
+        USER_US SYS_US MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW), PID, LEFT, OUT_BYTES and ERR_BYTES."""
         data = None
         while data is None:
             data = self._receive(0.0)
@@ -652,8 +671,6 @@ class LaunchServer:
 # The run's server: `serving` opens it for the runner's thread, its first trial starts it.
 _state: dict[str, Any] = {"thread": None, "pid": None, "server": None, "failed": False}
 _state_lock = threading.Lock()
-# called when a `serving` block ends (the executor lets go of the last trial's output files there)
-_at_end: list[Callable[[], None]] = []
 
 
 def _forked() -> None:
@@ -681,8 +698,6 @@ def serving() -> Iterator[None]:
             with _state_lock:
                 server = _state["server"]
                 _state.update(thread=None, pid=None, server=None, failed=False)
-            for end in _at_end:
-                end()
             if server is not None:
                 server.close()
 

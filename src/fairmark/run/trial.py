@@ -385,7 +385,7 @@ class TrialPath:
         keep = TAIL_BYTES if status == "ok" else RAW_BYTES  # a failure keeps its raw output as evidence
         if result.leftovers_killed and status == "ok":
             error = "background processes outlived the trial and were killed"
-        stdout_tail, stderr_tail = read_outputs(result, keep, done=True)
+        stdout_tail, stderr_tail = read_outputs(result, keep)
         trial = TrialRecord(
             run_id=self.run_id,
             cell_id=cs.id,
