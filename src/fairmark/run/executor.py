@@ -53,24 +53,20 @@ def read_text(path: str | Path, limit: int | None = None, *, tail: bool = True) 
     except FileNotFoundError:
         return ""
     try:
-        return _read_fd(fd, limit, tail)
+        size = os.lseek(fd, 0, os.SEEK_END)  # (its size, without a stat record made of it)
+        if size == 0:
+            return ""
+        start = max(0, size - limit) if limit is not None and tail else 0
+        want = size - start if limit is None else min(limit, size - start)
+        chunks, got = [], 0
+        while got < want:  # pread returns less than asked near a file another process still writes
+            chunk = os.pread(fd, want - got, start + got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
     finally:
         os.close(fd)
-
-
-def _read_fd(fd: int, limit: int | None, tail: bool = True) -> str:
-    size = os.lseek(fd, 0, os.SEEK_END)  # (its size, without a stat record made of it)
-    if size == 0:
-        return ""
-    start = max(0, size - limit) if limit is not None and tail else 0
-    want = size - start if limit is None else min(limit, size - start)
-    chunks, got = [], 0
-    while got < want:  # pread returns less than asked near a file another process still writes
-        chunk = os.pread(fd, want - got, start + got)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
@@ -237,9 +233,7 @@ def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
 def _answered(spec: TrialSpec, answer: tuple[int, ...], timed_out: bool) -> Measured:
     """The served trial's record from the server's answer (`LaunchServer.answer`: the launcher's report, the
     trial's pid, whether its group had a process left, its outputs' sizes)."""
-    _, status, exec_errno, wall_ns, user_us, sys_us, rss, minflt, majflt, nvcsw, nivcsw, pid, left = answer[
-        :13
-    ]
+    status, exec_errno, wall_ns, user_us, sys_us, rss, minflt, majflt, nvcsw, nivcsw, pid, left = answer[1:13]
     if exec_errno:
         why = "cannot make its output files" if pid == -2 else f"cannot start {spec.argv[0]!r}"
         return Measured.not_started(spec, f"{why}: {os.strerror(exec_errno)}")
