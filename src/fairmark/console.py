@@ -176,7 +176,7 @@ class _IndentedWriter:
     def __init__(self, write: Any):
         self.write = write
         self.pieces: list[str] = []
-        self.shapes: dict[tuple[str, tuple[str, ...], tuple[type, ...]], _Shape] = {}
+        self.shapes: dict[tuple[object, ...], _Shape] = {}
         self.float_text = _FloatTexts().__getitem__  # (a finite float's)
 
     def value(self, obj: Any, indent: str) -> None:
@@ -205,7 +205,7 @@ class _IndentedWriter:
             self.pieces.append("{}")
             return
         values = list(obj.values())
-        key = (indent, tuple(obj), tuple(map(type, values)))
+        key = (indent, *obj, *map(type, values))  # (one tuple: its length tells keys from types)
         shape = self.shapes.get(key)
         if shape is None:
             try:
@@ -213,7 +213,7 @@ class _IndentedWriter:
             except TypeError:  # (as plain: keys that meet as text merge)
                 self._object({_key(k): v for k, v in obj.items()}, indent)
                 return
-            shape = _Shape.of(key[1], key[2], indent + "  ", self.float_text)
+            shape = _Shape.of(tuple(obj), tuple(map(type, values)), indent + "  ", self.float_text)
             if len(self.shapes) < _SHAPES:
                 self.shapes[key] = shape
         if shape.floats is not None and not math.isfinite(sum(shape.floats(values))):
