@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from fairmark.probe import redact_env, redact_text, take_snapshot
+from fairmark.probe import redact, redact_env, redact_text, take_snapshot
 from fairmark.probe.redact import REDACTED, looks_like_key
 
 
@@ -92,3 +96,37 @@ def test_planted_secrets_appear_nowhere_in_a_live_snapshot(tmp_path) -> None:
 def test_boot_parameters_with_uuids_and_paths_survive() -> None:
     text = "BOOT_IMAGE=/vmlinuz-6.8.2-300.fc40.x86_64 root=UUID=3f1c9a0e-4b2d-4c1e-9f3a-2b1c0d9e8f7a ro rhgb"
     assert redact_text(text) == text
+
+
+# The regexes before their bounds (a scheme of at most 32 characters; {2} for {2,}): the same text redacted,
+# without the quadratic scans of a long token.
+_OLD_URL = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<pw>[^@\s/]+)(?P<tail>@)", re.I)
+_OLD_DOTTED = re.compile(r"[a-z]{2,}[._-][a-z]{2,}")
+
+
+def _with_old_regexes(fn: Callable[[str], object], text: str) -> object:
+    bounded = redact._URL_PASSWORD_RE, redact._DOTTED_WORDS_RE
+    redact._URL_PASSWORD_RE, redact._DOTTED_WORDS_RE = _OLD_URL, _OLD_DOTTED
+    try:
+        return fn(text)
+    finally:
+        redact._URL_PASSWORD_RE, redact._DOTTED_WORDS_RE = bounded
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aZ9+.-:/@ x", max_size=120), st.integers(min_value=1, max_value=60))
+def test_bounded_regexes_redact_what_the_unbounded_ones_did(text: str, scheme_len: int) -> None:
+    long_scheme = "s" * scheme_len + "://user:pw@host " + text  # schemes shorter and longer than the bound
+    for t in (text, long_scheme, long_scheme.replace("s", "aB3")):
+        assert redact_text(t) == _with_old_regexes(redact_text, t)
+        assert looks_like_key(t) == _with_old_regexes(looks_like_key, t)
+    assert "pw@" not in redact_text(long_scheme)
+
+
+def test_a_long_token_is_scrubbed_whole() -> None:
+    """A tail of one 8 KiB token (a progress bar, base64) and a URL with a password after it: both handled (it
+    took over a second, quadratic in the token's length, before the bounds)."""
+    token = "aB3" * 2731
+    text = f"{token} https://u:secret@example.org/x"
+    out = redact_text(text)
+    assert "secret" not in out and out.endswith("https://u:" + REDACTED + "@example.org/x")

@@ -27,7 +27,12 @@ SECRET_WORDS = (
 )
 # PWD is a password in MYSQL_PWD or DB_PWD, but the working directory in PWD and OLDPWD
 _NAME_RE = re.compile("|".join(SECRET_WORDS) + r"|(?<!^)(?<!^OLD)PWD", re.IGNORECASE)
-_URL_PASSWORD_RE = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<pw>[^@\s/]+)(?P<tail>@)", re.I)
+# A scheme is at most 32 characters (every registered one is far shorter): unbounded, the regex scanned to the end
+# of a long token from each of its letters looking for "://" — quadratic, over a second for an 8 KiB tail of one
+# token (a progress bar, base64) and hours for a failed trial's raw output.
+_URL_PASSWORD_RE = re.compile(
+    r"(?P<head>[a-z][a-z0-9+.-]{0,31}://[^/\s:@]*:)(?P<pw>[^@\s/]+)(?P<tail>@)", re.I
+)
 _KNOWN_TOKEN_RE = re.compile(
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
     r"|\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}"
@@ -45,6 +50,7 @@ _ASSIGN_RE = re.compile(
 _SWITCH_VALUES = {"yes", "no", "true", "false", "on", "off"}
 _RANDOMISH_RE = re.compile(r"^[A-Za-z0-9_+=.~-]{24,}$")  # ~ appears in Azure client secrets
 _WORD_RE = re.compile(r"[^\s\"',;:@/=]+")
+_DOTTED_WORDS_RE = re.compile(r"[a-z]{2}[._-][a-z]{2}")
 
 
 def is_secret_name(name: str) -> bool:
@@ -59,7 +65,8 @@ def looks_like_key(value: str) -> bool:
     if not _RANDOMISH_RE.match(v) or re.fullmatch(r"[0-9a-fA-F.-]+", v):
         return False  # hex digests (commit ids, config hashes) are not credentials
     classes = sum(bool(re.search(p, v)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
-    return classes == 3 and not re.search(r"[a-z]{2,}[._-][a-z]{2,}", v)  # dotted/hyphenated words are names
+    # dotted/hyphenated words are names ({2}: the same finding as {2,}, without the quadratic backtracking)
+    return classes == 3 and not _DOTTED_WORDS_RE.search(v)
 
 
 def redact_env(mapping: Mapping[str, str]) -> dict[str, str]:
