@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine.interfaces import DBAPIConnection, ExceptionContext
     from sqlalchemy.pool import ConnectionPoolEntry
 
-    from fairmark.store.lean import SqliteInserts
+    from fairmark.store.lean import Rows, SqliteInserts
     from fairmark.store.leanread import SqliteSelects
 
 
@@ -508,25 +508,22 @@ class Store:
         run_id = trial.run_id
         # SQLite: the same rows without SQLAlchemy's per-statement cost (store/lean.py)
         if self._lean is not None:
-            self._lean.insert(
-                [
-                    (S.trials, TRIAL_COLUMNS, (trial.values(),)),
-                    (S.samples, SAMPLE_COLUMNS, [(run_id, *sample_row_values(s)) for s in samples]),
-                    *(
-                        (S.artifacts, (*a, "run_id", "trial_id"), ((*a.values(), run_id, trial.id),))
-                        for a in artifacts
-                    ),
-                ]
-            )
+            rows: list[Rows] = [
+                (S.trials, TRIAL_COLUMNS, (trial.values(),)),
+                (S.samples, SAMPLE_COLUMNS, [(run_id, *sample_row_values(s)) for s in samples]),
+            ]
+            for a in artifacts:
+                rows.append((S.artifacts, (*a, "run_id", "trial_id"), ((*a.values(), run_id, trial.id),)))
+            self._lean.insert(rows)
             return trial.id
-        rows: list[tuple[sa.Table, list[Mapping[str, object]]]] = [
+        dicts: list[tuple[sa.Table, list[Mapping[str, object]]]] = [
             (S.trials, [trial.row()]),
             (S.samples, [s.row(run_id) for s in samples]),
             (S.artifacts, [{**a, "run_id": run_id, "trial_id": trial.id} for a in artifacts]),
         ]
         with self._begin() as conn:
             # Values as parameters, not baked into the statement: one compiled INSERT serves every trial.
-            for table, table_rows in rows:
+            for table, table_rows in dicts:
                 if table_rows:
                     conn.execute(sa.insert(table), table_rows)
         return trial.id

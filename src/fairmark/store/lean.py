@@ -123,8 +123,13 @@ def _compile(dialect: sa.Dialect, table: sa.Table, keys: tuple[str, ...]) -> _In
         fixed.append(proc(value) if proc is not None else value)
     binds = tuple((i, proc) for i, proc in enumerate(map(bind, keys)) if proc is not None)
     tail = tuple(fixed)
+    # A row whose only converted value is a float column's float (a sample's value) is its own parameters:
+    # SQLAlchemy's conversion of a float to a float gives the float itself.
+    only_float = binds[0][0] if len(binds) == 1 and not tail and _keeps_floats(binds[0][1]) else -1
 
     def convert(values: Sequence[object]) -> Sequence[object]:
+        if only_float >= 0 and type(values[only_float]) is float:
+            return values
         out = list(values)
         for i, proc in binds:
             out[i] = proc(out[i])
@@ -135,6 +140,11 @@ def _compile(dialect: sa.Dialect, table: sa.Table, keys: tuple[str, ...]) -> _In
     return sql, convert
 
 
+def _keeps_floats(proc: _Bind) -> bool:
+    """Whether a conversion gives a float itself back (SQLAlchemy's Float: float(value))."""
+    return all(proc(x) is x for x in (0.1, -2.5e-300, float("inf")))
+
+
 def _remembering(proc: _Bind) -> _Bind:
     """A JSON column's conversion that remembers what a short list (or tuple: JSON has only arrays) of strings
     became: a trial's argv is the same at every trial of its cell, and json.dumps of it was ~5% of the Python time
@@ -143,6 +153,13 @@ def _remembering(proc: _Bind) -> _Bind:
     memo: dict[tuple[str, ...], object] = {}
 
     def convert(value: object) -> object:
+        if type(value) is tuple:  # remembered as it is (only tuples of strings are)
+            try:
+                found = memo.get(value)
+            except TypeError:  # (a tuple of lists cannot be a key)
+                found = None
+            if found is not None:
+                return found
         if not isinstance(value, list | tuple) or len(value) > 64 or not all(type(v) is str for v in value):
             return proc(value)
         key = tuple(value)
