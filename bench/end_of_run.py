@@ -8,7 +8,7 @@ per-trial slope swings by tens of µs between repeats (a fixed cost — scipy's 
 after the run — that varies by a few tens of ms moves it), more than most changes of the end of the run. Here
 each stage is timed alone, the best of a few passes, in processes that alternate between the two trees.
 
-Run: .venv/bin/python bench/end_of_run.py --against OTHER/src [--repeats 3] [--trials 200,2000]
+Run: .venv/bin/python bench/end_of_run.py [--against OTHER/src] [--repeats 3] [--trials 200,2000]
      (this checkout's src against OTHER/src, e.g. a `git archive` of an older commit's src; each tree runs
      its runs into a store of its own, so trees of different schema versions compare)
 """
@@ -85,13 +85,17 @@ def stored_run(src: str, url: str, trials: int, tmp: Path) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--against", required=True, metavar="OTHER/src")
+    ap.add_argument(
+        "--against", metavar="OTHER/src", help="another tree to alternate with (`make bench`: none)"
+    )
     ap.add_argument("--repeats", type=int, default=3, help="processes per tree, alternating (median)")
     ap.add_argument("--passes", type=int, default=3, help="passes per process (best)")
     ap.add_argument("--trials", default="200,2000", metavar="N1,N2")
     args = ap.parse_args()
     n1, n2 = (int(n) for n in args.trials.split(","))
-    trees = {"this checkout": str(Path(__file__).resolve().parent.parent / "src"), "other": args.against}
+    trees = {"this checkout": str(Path(__file__).resolve().parent.parent / "src")}
+    if args.against:
+        trees["other"] = args.against
     tmp = Path(tempfile.mkdtemp(prefix="fairmark-end-of-run-"))
     slopes: dict[str, dict[str, list[float]]] = {label: {s: [] for s in STAGES} for label in trees}
     load = [os.getloadavg()[0]]

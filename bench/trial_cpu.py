@@ -7,7 +7,7 @@ bench/harness_cost.py measures the whole (wall and CPU slopes of the process tre
 busy machine its slopes swing by ±0.2 ms between repeats, more than a change of the harness's own work. This
 measures only fairmark's own work, alternating between two source trees in one sitting, to tell such a change.
 
-Run: .venv/bin/python bench/trial_cpu.py --against OTHER/src [--repeats 3] [--monitors]
+Run: .venv/bin/python bench/trial_cpu.py [--against OTHER/src] [--repeats 3] [--monitors]
      (this checkout's src against OTHER/src, e.g. a `git archive` of an older commit's src)
 """
 
@@ -85,11 +85,15 @@ def one_run(src: str, trials: int, tmp: Path, monitors: bool) -> dict[str, float
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--against", required=True, metavar="OTHER/src")
+    ap.add_argument(
+        "--against", metavar="OTHER/src", help="another tree to alternate with (`make bench`: none)"
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--monitors", action="store_true", help="monitors on (the default of a run)")
     args = ap.parse_args()
-    trees = {"this checkout": str(Path(__file__).resolve().parent.parent / "src"), "other": args.against}
+    trees = {"this checkout": str(Path(__file__).resolve().parent.parent / "src")}
+    if args.against:
+        trees["other"] = args.against
     tmp = Path(tempfile.mkdtemp(prefix="fairmark-trial-cpu-"))
     loops: dict[str, list[float]] = {k: [] for k in trees}
     ends: dict[str, list[float]] = {k: [] for k in trees}
