@@ -32,11 +32,11 @@ _Bind: TypeAlias = Callable[[object], object]  # SQLAlchemy's conversion of a va
 _Insert: TypeAlias = tuple[str, Callable[[Sequence[object]], Sequence[object]]]
 
 # Frames the trial writer's WAL collects before SQLite checkpoints it into the database (its default: 1000). A
-# checkpoint fsyncs the WAL and the database file; a trial of `true` writes ~13 frames (its row, five samples and
-# their indexes), so the default checkpointed every ~80 trials, and those fsyncs took ~0.1-0.2 ms of each trial's
-# wall time here (strace -T). At 4000 (16 MiB of WAL) a page changed by many trials is copied once per
-# checkpoint, and the fsyncs come four times less often. A commit survives a crash of fairmark either way
-# (synchronous=NORMAL); what a power cut can lose is what was committed since the last checkpoint.
+# checkpoint fsyncs the WAL and the database file; a trial of `true` wrote ~13 frames (its row, five samples and
+# their indexes; ~6.3 since schema 11), so the default checkpointed every ~80 trials, and those fsyncs took
+# ~0.1-0.2 ms of each trial's wall time here (strace -T). At 4000 (16 MiB of WAL) a page changed by many trials
+# is copied once per checkpoint, and the fsyncs come four times less often. A commit survives a crash of fairmark
+# either way (synchronous=NORMAL); what a power cut can lose is what was committed since the last checkpoint.
 WAL_AUTOCHECKPOINT = 4000
 
 # Incremented in a forked child: a connection held before the fork is the parent's, never used by the child.
