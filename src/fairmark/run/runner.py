@@ -208,13 +208,15 @@ class Runner:
         return self.run_id
 
     def _finish(self, status: str) -> None:
-        env_after = self.gate.after(status)
-        self.store.update_run(self.run_id, status=status, ended_at=now(), env_after=env_after)
-        if self._completed:
-            from fairmark.verdict.run import run_verdicts
+        try:
+            env_after = self.gate.after(status)
+            self.store.update_run(self.run_id, status=status, ended_at=now(), env_after=env_after)
+            if self._completed:
+                from fairmark.verdict.run import run_verdicts
 
-            self.verdicts = run_verdicts(self.store, self.run_id)
-        self.progress.finished()
+                self.verdicts = run_verdicts(self.store, self.run_id)
+        finally:  # a store that failed (full, gone) still gets the log's last trial line and the bar stopped
+            self.progress.finished()
 
     def _workload(self, rt: WorkloadRuntime, order: Order) -> None:
         """Setup → warm-up rounds → measured rounds → profiled rounds → teardown (run.stage, always)."""
