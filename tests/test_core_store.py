@@ -348,3 +348,15 @@ def test_the_quick_runs_listing_gives_the_full_stores_rows(tmp_path: Path) -> No
     with store.engine.begin() as conn:
         conn.exec_driver_sql("UPDATE fairmark_meta SET value = '1' WHERE key = 'schema_version'")
     assert quick.list_runs(url) is None  # an older schema: the full store migrates it first
+
+
+def test_new_ids_are_version_4_uuid_texts() -> None:
+    import uuid
+
+    from fairmark.store.records import new_id
+
+    ids = [new_id() for _ in range(500)]
+    assert len(set(ids)) == 500
+    for text in ids:
+        u = uuid.UUID(text)
+        assert str(u) == text and u.version == 4 and u.variant == uuid.RFC_4122

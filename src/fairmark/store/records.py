@@ -13,8 +13,8 @@ import collections
 import datetime as dt
 import itertools
 import operator
+import os
 import types
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, TypedDict
@@ -32,7 +32,13 @@ if TYPE_CHECKING:
 
 
 def new_id() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID's text, as str(uuid.uuid4()) writes it: built from the bytes directly, a third
+    of uuid4's time — one is made for every trial."""
+    b = bytearray(os.urandom(16))
+    b[6] = b[6] & 0x0F | 0x40  # version 4
+    b[8] = b[8] & 0x3F | 0x80  # RFC 4122 variant
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def group_name(workload: str, point: Point) -> str:
