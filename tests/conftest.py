@@ -55,6 +55,10 @@ def isolated_fairmark(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.delenv("NO_COLOR", raising=False)
     for name in TERMINAL_SIZE:  # unless the test sets them (see above)
         monkeypatch.delenv(name, raising=False)
+    # the console as a command without --json or --quiet sets it: an earlier in-process `--json` run in this worker
+    # must not send a later test's human output to stderr (which test runs before which depends on the workers)
+    if "fairmark.console" in sys.modules:
+        sys.modules["fairmark.console"].console.configure()
     return home
 
 

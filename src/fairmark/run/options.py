@@ -58,6 +58,7 @@ def trial_event(
     updated in O(1) per trial (describe() would sort and search order statistics)."""
     est = running.setdefault(cs.cell.key, RunningMean()).update(cs.values)
     mean, half = (est.mean, est.ci_half_width(policy.confidence)) if est.n >= 2 else (None, None)
+    primary = rt.primary
     return {
         "seq": seq,
         "cell": cs.cell.key,
@@ -65,9 +66,9 @@ def trial_event(
         "warmup": r < 0,
         "status": out.status,
         "error": out.error,
-        "metric": rt.primary,
-        "unit": rt.metric_specs[rt.primary].unit,
-        "value": out.values.get(rt.primary),
+        "metric": primary,
+        "unit": rt.metric_specs[primary].unit,
+        "value": out.values.get(primary),
         "n": len(cs.values),
         "max_trials": policy.max_trials,
         "failures": cs.failures,

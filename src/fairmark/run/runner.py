@@ -1,7 +1,6 @@
 """Plan → trials → store. Interleaved, seeded, adaptive, crash-safe.
 
-Per workload (so that one workload's servers never run during another's trials):
-    adapter setup → prime → warm-up rounds → measured rounds → teardown (always)
+Per workload (one workload's servers never run during another's): setup → prime → warm-up → measured → teardown.
 Each round runs every still-active cell of the workload once, in a seeded random order (or in A B B A variant
 blocks when a variant changes the system). After each round a cell stops when its CI half-width is within
 target_ci_pct of its mean (never because an A/B test became significant), at max_trials, or after

@@ -16,6 +16,7 @@ with the ∞ row, α at df 101 is 5.28 % and the verdict could disagree with its
 
 from __future__ import annotations
 
+import functools
 import math
 
 from fairmark.errors import UsageError
@@ -60,6 +61,9 @@ def _ministat_row(column: float, row: float) -> float:
     return ROWS[MINISTAT_MAX_DF if row == math.inf else int(row) - 1][MINISTAT_LEVELS.index(column)]
 
 
+@functools.lru_cache(
+    maxsize=4096
+)  # asked after every trial (the progress line's CI) with the same few arguments
 def t_quantile(confidence: float, df: float, *, ministat_compat: bool = False) -> float:
     """The t of ministat's lines: its table value at 80/90/95/98/99 (∞ row above df 100; at 99.5 only when
     `ministat_compat`), the exact quantile otherwise. Verdicts use `verdict_t`."""
