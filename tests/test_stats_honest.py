@@ -278,3 +278,34 @@ def test_median_interval_in_every_view(tmp_path: Path):
         assert "[" in own and cell_row(c)["median"] == own  # HTML
         assert terminal._cell_row(c, "")[2] == own  # fairmark show
         assert own.removesuffix(" s") in text  # report (text): never cut, the unit in the table's heading
+
+
+def test_the_outlier_check_of_all_candidates_at_once_answers_as_one_at_a_time() -> None:
+    """`_unusual_vs_rest_all` (the rest's mean and spread of every candidate from the sample's sums) gives the
+    answer of `_unusual_vs_rest` (a copy of the sample per candidate) on the hard shapes: heavy tails, clock ticks,
+    one value a billion times the rest (the sums cancel: decided exactly), constant samples with one step."""
+    import numpy as np
+
+    from fairmark.stats.checks import _unusual_vs_rest, _unusual_vs_rest_all
+
+    rng = np.random.default_rng(24)
+    shapes = [
+        lambda n: rng.normal(1, 0.1, n),
+        lambda n: rng.lognormal(0, 1, n),
+        lambda n: np.round(
+            1e-3 + rng.exponential(2e-4, n) + (rng.random(n) < 0.05) * rng.exponential(2e-3, n), 6
+        ),
+        lambda n: rng.integers(10, 14, n).astype(float) + (rng.random(n) < 0.02) * 50,
+        lambda n: np.r_[rng.normal(5, 1e-6, n - 1), 1e9],
+        lambda n: np.r_[rng.normal(5, 1e-3, n - 2), 1e12, -1e12],
+        lambda n: np.r_[np.full(n - 1, 7.0), 7.5],
+    ]
+    checked = 0
+    for shape in shapes:
+        for n in (5, 8, 30, 400):
+            for _ in range(8):
+                x = shape(n).astype(np.float64)
+                every = np.arange(n)
+                assert _unusual_vs_rest_all(x, every) == [_unusual_vs_rest(x, int(i)) for i in every]
+                checked += n
+    assert checked > 10_000

@@ -9,4 +9,5 @@ import numpy as np
 import numpy.typing as npt
 
 Floats: TypeAlias = npt.NDArray[np.float64]
+Indices: TypeAlias = npt.NDArray[np.intp]  # positions in a sample (np.flatnonzero's)
 Values: TypeAlias = Sequence[float] | Floats  # what a statistic takes: a list of values or an array of them

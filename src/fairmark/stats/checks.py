@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from fairmark.stats.arrays import Floats, Values
+from fairmark.stats.arrays import Floats, Indices, Values
 from fairmark.stats.describe import as_array
 from fairmark.stats.digits import format_value
 
@@ -58,6 +58,29 @@ def _unusual_vs_rest(x: Floats, i: int) -> bool:
     return bool(abs(x[i] - rest.mean()) > bound * sd * np.sqrt(1.0 + 1.0 / rest.size))
 
 
+def _unusual_vs_rest_all(x: Floats, candidates: Indices) -> list[bool]:
+    """`_unusual_vs_rest` of every candidate at once: each one's rest (its mean and spread) from the sums of all
+    values, in one pass instead of a copy of the sample per candidate — a run of 2000 trials of `true` had 274
+    candidates, and the copies made the check grow with n². A candidate whose answer these sums cannot settle
+    (within a relative 1e-9 of the bound, or a rest whose spread cancels out of the sums) is decided exactly."""
+    from scipy import special
+
+    n = x.size
+    mean = float(x.mean())
+    dev = x - mean
+    ss = float(dev @ dev)
+    d = dev[candidates]
+    rest_ss = ss - d * d * (n / (n - 1))  # Σ over the rest of (x − rest mean)², about the rest's own mean
+    bound = special.stdtrit(n - 2, 1.0 - OUTLIER_ALPHA / n / 2.0)
+    reach = bound * np.sqrt(np.maximum(rest_ss, 0.0) / (n - 2)) * np.sqrt(1.0 + 1.0 / (n - 1))
+    gap = np.abs(d) * (n / (n - 1))  # |x[i] − the rest's mean|
+    unsure = (np.abs(gap - reach) <= 1e-9 * (gap + reach)) | (rest_ss <= 1e-6 * ss)
+    return [
+        _unusual_vs_rest(x, int(i)) if u else bool(g > r)
+        for i, g, r, u in zip(candidates, gap, reach, unsure, strict=True)
+    ]
+
+
 def outlier_indices(values: Values) -> list[int]:
     """0-based positions (in the order given, i.e. trial order) of values that are outliers by both the MAD
     modified z-score (> 3.5) and a Bonferroni prediction-interval test against the rest, and that lie more than
@@ -67,11 +90,10 @@ def outlier_indices(values: Values) -> list[int]:
         return []
     z = modified_z(x)
     tick, med = _tick(x), float(np.median(x))
-    return [
-        int(i)
-        for i in np.flatnonzero(np.abs(z) > OUTLIER_Z)
-        if abs(x[i] - med) > tick * (1 + 1e-9) and _unusual_vs_rest(x, int(i))
-    ]
+    far = np.flatnonzero((np.abs(z) > OUTLIER_Z) & (np.abs(x - med) > tick * (1 + 1e-9)))
+    if far.size == 0:
+        return []
+    return [int(i) for i, unusual in zip(far, _unusual_vs_rest_all(x, far), strict=True) if unusual]
 
 
 def _lag1(r: Floats) -> tuple[float, float]:
