@@ -118,7 +118,9 @@ def test_an_affinity_reaches_the_whole_trial_tree_and_the_controller_keeps_its_o
     assert os.sched_getaffinity(0) == mine
 
 
-def test_outputs_are_the_trials_own_and_read_back_as_they_were_written(tmp_path: Path) -> None:
+def test_outputs_are_the_trials_own_and_read_back_as_they_were_written(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """Each trial's stdout and stderr hold its output alone (the same files written again, shorter: nothing of
     the last trial's is left), `read_outputs` reads them (their tails, "" for an empty one) as `read_text` reads
     the files; a missing output directory is made."""
@@ -135,6 +137,9 @@ def test_outputs_are_the_trials_own_and_read_back_as_they_were_written(tmp_path:
     assert read_outputs(second, TAIL_BYTES) == ("short\n", "")
     assert (Path(second.stdout_path).read_text(), Path(second.stderr_path).read_text()) == ("short\n", "")
     assert read_outputs(first) == ("short\n", "")  # (another trial's result: the files as they are now)
+    # the launch server says what the command wrote (an empty output is not opened); the launcher does not
+    served = request.node.callspec.params["start_path"] == "launch server"
+    assert (second.stdout_bytes, second.stderr_bytes) == ((6, 0) if served else (None, None))
 
 
 def test_a_timeout_after_many_trials_kills_that_trials_group(tmp_path: Path) -> None:

@@ -20,12 +20,12 @@ from typing import Any
 
 from fairmark.run import launch_server, thread_cgroup
 from fairmark.run.launcher import (
-    RSS_METHOD,
     group_alive,
     kill_group,
     launcher,
     outcome,
     read_launch_report,
+    report_fields,
     waited_fields,
 )
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, Status, TrialSpec
@@ -70,21 +70,14 @@ def read_text(path: str | Path, limit: int | None = None, *, tail: bool = True) 
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-# The last served trial's output sizes as the launch server saw them once the command had ended, with the
-# `Measured` they belong to: an empty output is not opened to be read (`read_outputs`). Only a trial that left no
-# process in its group and was not cut by its timeout: nothing else of it could write later.
-_sizes: list[Any] = [None, -1, -1]
-
-
 def read_outputs(result: Measured, limit: int | None = None) -> tuple[str, str]:
-    """The trial's stdout and stderr text (their last `limit` bytes), as `read_text` reads their files."""
-    sizes = _sizes
-    if sizes[0] is result:
-        return (
-            read_text(result.stdout_path, limit) if sizes[1] else "",
-            read_text(result.stderr_path, limit) if sizes[2] else "",
-        )
-    return read_text(result.stdout_path, limit), read_text(result.stderr_path, limit)
+    """The trial's stdout and stderr text (their last `limit` bytes), as `read_text` reads their files; an output
+    its executor saw empty once nothing of the trial could write any more (`Measured.stdout_bytes`) is not
+    opened."""
+    return (
+        "" if result.stdout_bytes == 0 else read_text(result.stdout_path, limit),
+        "" if result.stderr_bytes == 0 else read_text(result.stderr_path, limit),
+    )
 
 
 _HAVE_PIDFD = hasattr(os, "pidfd_open")
@@ -181,7 +174,6 @@ PID_WAIT_S = 30.0
 
 
 def execute_spec(spec: TrialSpec) -> Measured:
-    _sizes[0] = None
     for _ in range(2):  # a server that ended since its last trial is replaced once
         server = launch_server.claim(spec, THREAD_AFFINITY)
         if server is None:
@@ -233,7 +225,7 @@ def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
 def _answered(spec: TrialSpec, answer: tuple[int, ...], timed_out: bool) -> Measured:
     """The served trial's record from the server's answer (`LaunchServer.answer`: the launcher's report, the
     trial's pid, whether its group had a process left, its outputs' sizes)."""
-    status, exec_errno, wall_ns, user_us, sys_us, rss, minflt, majflt, nvcsw, nivcsw, pid, left = answer[1:13]
+    exec_errno, pid, left = answer[2], answer[11], answer[12]
     if exec_errno:
         why = "cannot make its output files" if pid == -2 else f"cannot start {spec.argv[0]!r}"
         return Measured.not_started(spec, f"{why}: {os.strerror(exec_errno)}")
@@ -242,32 +234,10 @@ def _answered(spec: TrialSpec, answer: tuple[int, ...], timed_out: bool) -> Meas
         # Background children outliving the trial would perturb the next one: end them, and say so.
         leftovers = 1
         kill_group(pid, spec.grace_s)
-    if status or timed_out:
-        exit_code, sig, st, err = outcome(status, spec.timeout_s if timed_out else None)
-    else:
-        exit_code, sig, st, err = 0, None, "ok", None
-    result = Measured(
-        spec.argv,
-        st,  # type: ignore[arg-type]
-        exit_code,
-        sig,
-        wall_ns / 1e9,
-        user_us / 1e6,
-        sys_us / 1e6,
-        rss,
-        spec.stdout_path,
-        spec.stderr_path,
-        err,
-        leftovers,
-        minflt,
-        majflt,
-        nvcsw,
-        nivcsw,
-        RSS_METHOD,
-    )
-    if not (left or timed_out):
-        _sizes[:] = result, answer[13], answer[14]
-    return result
+    # its outputs' sizes only when nothing of it could write later: no process left in its group, not cut short
+    sizes = {} if left or timed_out else {"stdout_bytes": answer[13], "stderr_bytes": answer[14]}
+    report = report_fields(answer[1:11])
+    return _measured(spec, report["status"], None, report["wall_s"], timed_out, leftovers, report, **sizes)
 
 
 def _kill_started(server: launch_server.LaunchServer, grace_s: float) -> None:
@@ -438,8 +408,10 @@ def _measured(
     timed_out: bool,
     leftovers: int,
     report: dict[str, Any] | None = None,
+    **outputs: int,
 ) -> Measured:
-    """The trial's record (run.launcher.waited_fields: the launcher's report, else the waited tree's)."""
+    """The trial's record (run.launcher.waited_fields: the launcher's report, else the waited tree's);
+    `outputs`: the sizes of its stdout and stderr when its executor knows them (`Measured.stdout_bytes`)."""
     status, fields = waited_fields(status, ru, wall, report)
     exit_code, sig, st, err = outcome(status, spec.timeout_s if timed_out else None)
     return Measured(
@@ -452,4 +424,5 @@ def _measured(
         error=err,
         leftovers_killed=leftovers,
         **fields,
+        **outputs,
     )

@@ -139,6 +139,10 @@ class Measured:
     # how max_rss_kib was measured: "launcher" (wait4 by fairmark's small launcher: the command's own peak,
     # fairmark.run.launcher); None from executors before it (the peak included fairmark's memory)
     max_rss_method: str | None = None
+    # the bytes the command wrote to stdout and stderr, when its executor saw them once nothing of the trial could
+    # write any more (the launch server: fairmark.run.executor.read_outputs opens no empty output); None: unknown
+    stdout_bytes: int | None = None
+    stderr_bytes: int | None = None
     version: int = field(default=SPEC_VERSION)
 
     @property
