@@ -669,14 +669,14 @@ class LaunchServer:
 
 
 # The run's server: `serving` opens it for the runner's thread, its first trial starts it.
-_state: dict[str, Any] = {"thread": None, "pid": None, "server": None, "failed": False}
+_state: dict[str, Any] = {"thread": None, "server": None, "failed": False}  # (a forked child: `_forked`)
 _state_lock = threading.Lock()
 
 
 def _forked() -> None:
     """In a child fairmark forked: no serving block (the thread that forked keeps its id there; the server is
     the parent's), so `claim` need not ask the pid for every trial."""
-    _state.update(thread=None, pid=None, server=None, failed=False)
+    _state.update(thread=None, server=None, failed=False)
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -688,16 +688,16 @@ def serving() -> Iterator[None]:
     them and closed at the end (the runner holds it around a workload's rounds). Inside another thread's or
     an enclosing block it changes nothing."""
     with _state_lock:
-        outer = _state["thread"] is not None and _state["pid"] == os.getpid()
+        outer = _state["thread"] is not None
         if not outer:
-            _state.update(thread=threading.get_ident(), pid=os.getpid(), server=None, failed=False)
+            _state.update(thread=threading.get_ident(), server=None, failed=False)
     try:
         yield
     finally:
         if not outer:
             with _state_lock:
                 server = _state["server"]
-                _state.update(thread=None, pid=None, server=None, failed=False)
+                _state.update(thread=None, server=None, failed=False)
             if server is not None:
                 server.close()
 
