@@ -18,18 +18,22 @@ def _typed(records: list[TrialRecord] | list[Sample]) -> list[list[tuple[type, o
     return [[(type(getattr(r, f.name)), getattr(r, f.name)) for f in fields(r)] for r in records]
 
 
+def _new_run(store: Store) -> str:
+    return store.create_run(
+        plan_path="p.toml",
+        plan_text="x",
+        plan_sha256="0" * 64,
+        seed=1,
+        status="running",
+        fairmark_version="test",
+    )
+
+
 def _store_with_runs(path: Path) -> tuple[Store, list[str]]:
     store = Store.open(f"sqlite:///{path}")
     run_ids = []
     for n in range(2):  # two runs: each read gives its own run's rows only
-        run_id = store.create_run(
-            plan_path="p.toml",
-            plan_text="x",
-            plan_sha256="0" * 64,
-            seed=1,
-            status="running",
-            fairmark_version="test",
-        )
+        run_id = _new_run(store)
         ids = store.ensure_cells(
             run_id,
             [CellRecord(k, "w", k[-1], (), "wall_s", ()) for k in ("w/A", "w/B")],
@@ -63,16 +67,7 @@ def _store_with_runs(path: Path) -> tuple[Store, list[str]]:
                 metrics = metrics[: 1 + seq % 3]
             store.add_trial(trial, [Sample(trial.id, cell, m, v, "s", "lower") for m, v in metrics])
         run_ids.append(run_id)
-    run_ids.append(
-        store.create_run(
-            plan_path="p.toml",
-            plan_text="x",
-            plan_sha256="0" * 64,
-            seed=1,
-            status="running",
-            fairmark_version="test",
-        )
-    )  # a run without trials
+    run_ids.append(_new_run(store))  # a run without trials
     return store, run_ids
 
 
