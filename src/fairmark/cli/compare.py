@@ -33,9 +33,12 @@ class DataFile:
     values: Values  # as read (a tuple), or converted once to an array for the statistics
 
 
-def parse_lines(lines: Iterable[str], name: str, *, column: int = 1, delimiters: str = " \t") -> DataFile:
+def parse_lines(
+    lines: Iterable[str], name: str, *, column: int = 1, delimiters: str = " \t", limit: float = MAX_ABS
+) -> DataFile:
     """ministat's rules: split on any delimiter character (runs count as one), a token starting with `#` ends
-    the line, lines without a value in `column` are skipped; anything else in that column must be a number."""
+    the line, lines without a value in `column` are skipped; anything else in that column must be a number
+    of magnitude at most `limit` (ministat's own mode takes every finite double)."""
     split = re.compile("[" + re.escape(delimiters) + "]+") if delimiters else None
     values, last = [], 0
     for last, raw in enumerate(lines, start=1):
@@ -50,7 +53,7 @@ def parse_lines(lines: Iterable[str], name: str, *, column: int = 1, delimiters:
         if not NUMBER.fullmatch(token):
             raise InputError(f"{name}:{last}: column {column}: {token!r} is not a number")
         value = float(token)
-        if not abs(value) <= MAX_ABS:  # beyond the largest double, or so large that sums of them overflow
+        if not abs(value) <= limit:  # beyond the largest double, or so large that sums of them overflow
             raise InputError(_too_large(name, last, column, token, value))
         values.append(value)
     if len(values) < MIN_VALUES:
@@ -88,23 +91,26 @@ def _plain(text: str) -> bool:
     return not any(pattern.search(text) for pattern in NOT_PLAIN)
 
 
-def parse_text(text: str, name: str, *, column: int = 1, delimiters: str = " \t") -> DataFile:
+def parse_text(
+    text: str, name: str, *, column: int = 1, delimiters: str = " \t", limit: float = MAX_ABS
+) -> DataFile:
     if column == 1 and set(delimiters) >= {" ", "\t"} and _plain(text):
         try:
             values = [float(token) for token in text.split()]
         except ValueError:
             values = []
-        if len(values) >= MIN_VALUES and all(abs(v) <= MAX_ABS for v in values):
+        if len(values) >= MIN_VALUES and all(abs(v) <= limit for v in values):
             return DataFile(name, tuple(values))
-    return parse_lines(text.splitlines(keepends=True), name, column=column, delimiters=delimiters)
+    lines = text.splitlines(keepends=True)
+    return parse_lines(lines, name, column=column, delimiters=delimiters, limit=limit)
 
 
-def read_file(path: str, *, column: int, delimiters: str) -> DataFile:
+def read_file(path: str, *, column: int, delimiters: str, limit: float = MAX_ABS) -> DataFile:
     if path == "-":
-        return parse_text(sys.stdin.read(), "<stdin>", column=column, delimiters=delimiters)
+        return parse_text(sys.stdin.read(), "<stdin>", column=column, delimiters=delimiters, limit=limit)
     try:
         with Path(path).open(encoding="utf-8", errors="strict") as fh:
-            return parse_text(fh.read(), path, column=column, delimiters=delimiters)
+            return parse_text(fh.read(), path, column=column, delimiters=delimiters, limit=limit)
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from exc
     except OSError as exc:
@@ -122,7 +128,7 @@ def _dataset_json(df: DataFile, confidence: float) -> dict:
     return {"name": df.name, **s.to_dict(), "warnings": sample_warnings(df.values)}
 
 
-def _emit_human(files, judged, *, width, plot, test, separate, compat, confidence) -> None:
+def _emit_human(files, judged, *, width, plot, test, separate, compat, confidence, relative=None) -> None:
     """ministat's part on stdout; fairmark's verdicts after it, or on stderr with --ministat-compat (stdout is
     then byte for byte what ministat prints)."""
     comparisons = [j.comparison for j in judged]
@@ -132,7 +138,7 @@ def _emit_human(files, judged, *, width, plot, test, separate, compat, confidenc
         comparisons,
         width=width,
         plot=plot,
-        relative=test,
+        relative=test if relative is None else relative,
         separate_bars=separate,
         ministat_compat=compat,
         confidence=confidence,
@@ -162,6 +168,38 @@ def _emit_human(files, judged, *, width, plot, test, separate, compat, confidenc
     for text in said:
         out.write(console.wrap(text) + "\n")
     out.flush()
+
+
+def _read_all(paths: list[str], column: int, delimiters: str, compat: bool) -> list[DataFile]:
+    # ministat's own mode takes every finite double, as ministat does (its sums may overflow: it prints nan)
+    limit = sys.float_info.max if compat else MAX_ABS
+    read = [read_file(p, column=column, delimiters=delimiters, limit=limit) for p in paths]
+    # one array per file, converted once (100 000 values: every later step would convert the tuple again)
+    return [DataFile(f.name, np.asarray(f.values, dtype=np.float64)) for f in read]
+
+
+def _ministat_only(data, width, *, plot, test, separate, confidence) -> None:
+    """--ministat-compat with values past 1e300: ministat's bytes on stdout; fairmark says on stderr why it
+    gives no verdict of its own (its sums would overflow, as ministat's do)."""
+    _emit_human(
+        data,
+        [],
+        width=width,
+        plot=plot,
+        test=False,
+        separate=separate,
+        compat=True,
+        confidence=confidence,
+        relative=test,
+    )
+    big = next(d for d in data if np.max(np.abs(d.values)) > MAX_ABS)
+    console.err.file.write(
+        console.wrap(
+            f"fairmark: no verdict of its own: {big.name} holds values larger in magnitude than "
+            f"{MAX_ABS_TEXT}, past which sums overflow (ministat's table above is its own arithmetic)"
+        )
+        + "\n"
+    )
 
 
 @click.command("compare")
@@ -232,9 +270,12 @@ def compare(
     paths = list(files) or ["-"]
     if len(paths) > ministat.MAX_DATASETS:
         raise UsageError(f"{len(paths)} files given; at most {ministat.MAX_DATASETS} can be compared at once")
-    read = [read_file(p, column=column, delimiters=delimiters) for p in paths]
-    # one array per file, converted once (100 000 values: every later step would convert the tuple again)
-    data = [DataFile(f.name, np.asarray(f.values, dtype=np.float64)) for f in read]
+    data = _read_all(paths, column, delimiters, ministat_compat and not console.json_mode)
+    if ministat_compat and any(np.max(np.abs(d.values)) > MAX_ABS for d in data):
+        plot = not (no_plot or no_test)
+        return _ministat_only(
+            data, width, plot=plot, test=not no_test, separate=separate_bars, confidence=confidence
+        )
     labels = _labels([d.name for d in data])
     judged = judge_files(
         [d.values for d in data],

@@ -107,7 +107,8 @@ def c_g(x: float, spec: str = "g") -> str:
 
 
 def _frame(stats: Sequence[Vitals], width: int, compat: bool) -> _Frame | None:
-    lo, hi = math.inf, -math.inf
+    # ministat starts its plot's ends at ±1e292, not ±inf: data all beyond 1e292 is drawn from there
+    lo, hi = (1e292, -1e292) if compat else (math.inf, -math.inf)
     for s in stats:
         ends = [s.min, s.max]
         if not math.isnan(s.stddev):  # ministat's comparisons with nan are false: such a point is skipped

@@ -167,8 +167,9 @@ def median_ci(values: Values, confidence: float) -> tuple[float, float]:
 
 
 def ministat_median(values: Sequence[float]) -> float:
-    """The median ministat 20150715 prints: the element at index n/2 of the sorted data (upper middle)."""
-    arr = np.sort(as_array(values))
+    """The median ministat 20150715 prints: the element at index n/2 of the sorted data (upper middle); any
+    finite double, as ministat takes it."""
+    arr = np.sort(np.asarray(values, dtype=np.float64).ravel())
     return float(arr[arr.size // 2])
 
 

@@ -219,8 +219,19 @@ def paired_by_round(
     use_log = positive(xa, xb) if log is None else log
     first = _first_stage_mask(keys, first_stage)
     if use_log:
+        if _no_raw_spread(xb - xa, xa, xb):
+            # Quantized values (ticks): the same difference in every round, whose logs vary only because the
+            # values do: the tick's resolution allows half to one and a half ticks, not a tight interval.
+            diff = float(np.mean(np.log(xb) - np.log(xa)))
+            return _sign_test("paired by round", "log", n, diff, math.exp(diff), confidence)
         return _paired_log(np.log(xb) - np.log(xa), first, confidence, length_planned)
     return _paired_raw(xa, xb, first, confidence, length_planned)
+
+
+def _no_raw_spread(d: Floats, xa: Floats, xb: Floats) -> bool:
+    """Every pair differs by the same amount, up to the rounding of the subtraction itself."""
+    scale = max(float(np.max(np.abs(xa))), float(np.max(np.abs(xb))))
+    return bool(float(np.ptp(d)) <= 8 * np.finfo(np.float64).eps * scale)
 
 
 def _first_stage_mask(keys: Sequence[RoundKey], first_stage: int | None) -> npt.NDArray[np.bool_] | None:
