@@ -300,6 +300,30 @@ def _missing(exe: str | None, cwd: str | None, env: dict[str, str] | None) -> st
     return "" if found else f"executable {shown} not found (not on PATH and not a file)"
 
 
+_COMMAND_START = {";", "&&", "||", "|", "&", "(", "do", "then", "else", "elif", "!", "{", "exec", "time"}
+
+
+def _checkout_missing(cmd: str, cwd: str | None, env: dict[str, str]) -> str:
+    """Why a word of a shell line that names $FAIRMARK_CHECKOUT cannot work ("" when it can): the variable unset
+    — a loop `for f in …; do "$FAIRMARK_CHECKOUT/lz4" …; done` names it past its first word, where every trial
+    would fail with exit 127 — or, a word in a command's place, no program there."""
+    try:
+        lexer = shlex.shlex(cmd, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        return ""
+    for i, word in enumerate(words):
+        if not re.search(r"\$\{?FAIRMARK_CHECKOUT\b", word):
+            continue
+        _, unset = expand_vars(word, env)
+        if "FAIRMARK_CHECKOUT" in unset:
+            return _missing(word, cwd, env)
+        if i > 0 and words[i - 1] in _COMMAND_START and (why := _missing(word, cwd, env)):
+            return why
+    return ""
+
+
 def command_programs(plan: Plan) -> list[str]:
     """The programs a plan's command workloads and variants start themselves (each command's first word; a shell
     line's other programs are not seen), in first-use order: what `fairmark setup` cannot install for them."""
@@ -345,6 +369,8 @@ def check_commands(plan: Plan, text: str, path: str) -> None:
         exe = _argv0(cmd, shell)
         in_shell = shell or isinstance(cmd, str)
         why = next(filter(None, (_missing(exe, cwd, env if in_shell else None) for env in envs)), "")
+        if not why and in_shell and isinstance(cmd, str):
+            why = next(filter(None, (_checkout_missing(cmd, cwd, env) for env in envs)), "")
         if why:
             raise PlanError(
                 why + _unexpanded(exe, in_shell),

@@ -98,7 +98,8 @@ def junit_xml(r: CheckResult, *, elapsed_s: float = 0.0) -> str:
         ("confidence", f"{r.confidence:g}"),
         ("baseline_runs", ",".join(r.baseline_runs)),
     ):
-        ET.SubElement(props, "property", {"name": name, "value": value})
+        if value or name != "commit":  # no commit tag: no property (an empty value reads as a commit "")
+            ET.SubElement(props, "property", {"name": name, "value": value})
     for key, value in sorted(r.tags.items()):  # every tag of the run, as `fairmark runs --tag` takes it
         ET.SubElement(props, "property", {"name": f"tag.{key}", "value": value})
     for c in r.cases:
