@@ -47,3 +47,57 @@ def test_item8_the_checkout_variable_is_checked_in_every_word(
     load_plan(str(_plan(tmp_path, loop)))
     # an argument naming the checkout (not a program) needs the variable, not a file
     load_plan(str(_plan(tmp_path, 'cat "$FAIRMARK_CHECKOUT/values.txt"; echo elapsed 1')))
+
+
+@pytest.fixture(scope="module")
+def screens(tmp_path_factory: pytest.TempPathFactory):  # -> Store with tests/screens_store.py's runs
+    import screens_store
+
+    return screens_store.build(tmp_path_factory.mktemp("s34") / "store.db")
+
+
+def test_item7_run_json_says_the_environment_warnings_on_stderr(screens, capsys: pytest.CaptureFixture[str]) -> None:
+    """`run --json`: stdout is the document; a CI log keeps stderr, and the busy host is said there."""
+    import screens_store
+
+    from fairmark.cli.run import _finish
+    from fairmark.console import console
+
+    console.configure(json_mode=True)
+    try:
+        _finish(screens, screens_store.RUN_IDS[0], None, None)
+    except Exception:  # the fixed store has a failed cell (exit 4): the output is what is looked at
+        pass
+    finally:
+        console.configure()
+    out, err = capsys.readouterr()
+    assert out.lstrip().startswith("{")
+    assert "warning: CPU frequency governor is not 'performance': governor: schedutil" in " ".join(err.split())
+
+
+FAILING = """title = "fail"
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 5
+[[workload]]
+name = "w"
+shell = true
+command = 'echo starting; echo "first of two" >&2; echo "sh: 1: /x/lz4: not found" >&2; exit 127'
+"""
+
+
+def test_item9_a_failed_cell_shows_its_last_error_lines_once(fairmark_cli, tmp_path: Path) -> None:
+    plan = tmp_path / "fail.toml"
+    plan.write_text(FAILING)
+    code, _, err = fairmark_cli("run", str(plan), "--accept-risk", "--no-monitors")
+    assert code == 4, err
+    log = err.splitlines()
+    assert sum("/x/lz4: not found" in line for line in log) == 1
+    assert sum("first of two" in line for line in log) == 1
+    first = next(i for i, line in enumerate(log) if "failure 1/3" in line)
+    assert "first of two" in log[first + 1] and "lz4: not found" in log[first + 2]
+    # the cell's abandonment comes after its last trial's line
+    assert max(i for i, line in enumerate(log) if "failure 3/3" in line) < next(
+        i for i, line in enumerate(log) if "abandoned —" in line
+    )

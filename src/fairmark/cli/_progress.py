@@ -61,6 +61,7 @@ class TerminalProgress(RunnerProgress):
         self.every_s = PLAIN_EVERY_S
         self._last_line = -math.inf
         self._held: dict[str, tuple[int, dict[str, Any]]] = {}  # cell → its last trial whose line was held
+        self._said: set[str] = set()  # the cells whose failed trial's last output lines the log has shown
 
     def started(self, run_id: str, cells: int, policy: RunPolicy, done: int = 0) -> None:
         self.cells, self.policy, self.done = cells, policy, done  # a resumed run counts on from its trials
@@ -99,6 +100,7 @@ class TerminalProgress(RunnerProgress):
             self._show_held()
             self._last_line = at
             console.line(f"[{self.done:4d}] {_message(ev)}")
+            self._say_output(ev)
             return
         self.bar.update(
             self.task,
@@ -106,6 +108,15 @@ class TerminalProgress(RunnerProgress):
             total=max(self.bar.tasks[0].total or 0, self.done + 1),
             description=escape(_message(ev)),
         )
+
+    def _say_output(self, ev: dict[str, Any]) -> None:
+        """A failed trial's last output lines, under its line, once per cell: "exit status 127" three times said
+        nothing of the `lz4: not found` above it."""
+        lines = ev.get("last_lines") or ()
+        if ev["status"] != "ok" and lines and ev["cell"] not in self._said:
+            self._said.add(ev["cell"])
+            for line in lines:
+                console.line(f"         | {line}", indent="           ")
 
     def _show_held(self) -> None:
         """The lines held back (PLAIN_EVERY_S), the last of each cell, in the order their trials ran."""

@@ -57,10 +57,22 @@ def _gate(report: RunReport, fail_on_regression: float | None) -> None:
         raise GateTripped(f"regression proven beyond {fail_on_regression:g}%: {lines}")
 
 
+def _environment_to_stderr(report: RunReport) -> None:
+    """With --json the tables go to stdout as JSON, but a CI log keeps only stderr: the environment's warnings
+    (a busy host, CPU pressure) are said there, once each, as `run` without --json shows them."""
+    seen: set[str] = set()
+    for f in report.findings:
+        if f["severity"] in ("error", "warn") and f["finding_id"] not in seen:
+            seen.add(f["finding_id"])
+            when = f" ({f['phase']} rounds)" if f["phase"] == "between" else ""
+            console.warn(f"{f['title']}{when}: {f['evidence']}")
+
+
 def _finish(store: Any, run_id: str, fail_on_regression: float | None, judged: RunVerdicts | None) -> None:
     report = load_report(store, run_id, judged)
     if console.json_mode:
         console.emit_json(report.to_dict())
+        _environment_to_stderr(report)
     else:
         from fairmark.report.terminal import render
 

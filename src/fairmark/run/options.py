@@ -66,6 +66,7 @@ def trial_event(
         "warmup": r < 0,
         "status": out.status,
         "error": out.error,
+        "last_lines": out.last_lines,
         "metric": primary,
         "unit": rt.metric_specs[primary].unit,
         "value": out.values.get(primary),

@@ -290,11 +290,11 @@ class Runner:
         cs.rounds_done.add(r)
         if out.status != "ok":
             cs.failures += 1
-            if self.policy.failures == "abandon" and cs.failures >= self.policy.max_failures:
-                self.stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")
         elif r >= 0:
             cs.values.append(out.values[rt.primary])
         self.progress.trial(trial_event(self.seq, self._running, self.policy, rt, cs, r, out))
+        if out.status != "ok" and self.policy.failures == "abandon" and cs.failures >= self.policy.max_failures:
+            self.stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")  # after its line
 
     def _path(self) -> TrialPath:
         if self._trial_path is None or self._trial_path.run_id != self.run_id:

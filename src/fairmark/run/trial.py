@@ -66,6 +66,8 @@ class Outcome:
     status: str  # "ok", "failed", "timeout"
     error: str | None  # scrubbed, as stored
     values: dict[str, float]  # metric → value (empty unless ok)
+    # a failure's last lines of output (stderr, else stdout): what the log shows of it, once per cell
+    last_lines: tuple[str, ...] = ()
 
 
 @dataclass
@@ -416,7 +418,7 @@ class TrialPath:
             if k in specs
         ]
         self.store.add_trial(trial, samples, [self._artifact(cs.cell.key, a) for a in artifacts])
-        return Outcome(status, trial.error, values)
+        return Outcome(status, trial.error, values, _last_lines(trial) if status != "ok" else ())
 
     def _boot_id(self, variant: str) -> str | None:
         """The boot the trial ran in: its machine's. A variant on the controller in a run on hosts records
@@ -436,3 +438,13 @@ class TrialPath:
             "data": a.data if json_data else None,
             "text": None if json_data else self.scrub(str(a.data)),
         }
+
+
+def _last_lines(trial: TrialRecord, limit: int = 3) -> tuple[str, ...]:
+    """The last non-blank lines of a failed trial's stderr (of its stdout when stderr is empty), each cut at 200
+    characters: where a shell or a program says why it stopped ("lz4: not found")."""
+    for text in (trial.stderr_tail, trial.stdout_tail):
+        found = [line.rstrip() for line in (text or "").splitlines() if line.strip()]
+        if found:
+            return tuple(line if len(line) <= 200 else line[:199] + "…" for line in found[-limit:])
+    return ()
