@@ -16,7 +16,9 @@ from fairmark.report.check_output import junit_xml
 def test_item12_junit_leaves_out_an_empty_commit_property() -> None:
     r = CheckResult("run1", "h", "tag:branch=main", ("b1",), "pooled", 3.0, 95.0, ())
     assert 'name="commit"' not in junit_xml(r)
-    tagged = CheckResult("run1", "h", "tag:branch=main", ("b1",), "pooled", 3.0, 95.0, (), tags={"commit": "abc"})
+    tagged = CheckResult(
+        "run1", "h", "tag:branch=main", ("b1",), "pooled", 3.0, 95.0, (), tags={"commit": "abc"}
+    )
     assert '<property name="commit" value="abc" />' in junit_xml(tagged)
 
 
@@ -24,7 +26,7 @@ def _plan(tmp_path: Path, command: str) -> Path:
     plan = tmp_path / "plan.toml"
     metric = '{ name = "elapsed_s", regex = "elapsed ([0-9.]+)", unit = "s", better = "lower" }'
     plan.write_text(
-        f'title = "t"\n[[workload]]\nname = "w"\nmetrics = [{metric}]\nshell = true\ncommand = \'\'\'{command}\'\'\'\n'
+        f"title = \"t\"\n[[workload]]\nname = \"w\"\nmetrics = [{metric}]\nshell = true\ncommand = '''{command}'''\n"
     )
     return plan
 
@@ -40,7 +42,7 @@ def test_item8_the_checkout_variable_is_checked_in_every_word(
     checkout = tmp_path / "co"
     (checkout / "programs").mkdir(parents=True)
     monkeypatch.setenv("FAIRMARK_CHECKOUT", str(checkout))
-    with pytest.raises(PlanError, match="programs/lz4.*not found"):  # set, but no program there
+    with pytest.raises(PlanError, match=r"programs/lz4.*not found"):  # set, but no program there
         load_plan(str(_plan(tmp_path, loop)))
     (checkout / "programs" / "lz4").write_text("#!/bin/sh\n")
     (checkout / "programs" / "lz4").chmod(0o755)
@@ -56,10 +58,11 @@ def screens(tmp_path_factory: pytest.TempPathFactory):  # -> Store with tests/sc
     return screens_store.build(tmp_path_factory.mktemp("s34") / "store.db")
 
 
-def test_item7_run_json_says_the_environment_warnings_on_stderr(screens, capsys: pytest.CaptureFixture[str]) -> None:
+def test_item7_run_json_says_the_environment_warnings_on_stderr(
+    screens, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`run --json`: stdout is the document; a CI log keeps stderr, and the busy host is said there."""
     import screens_store
-
     from fairmark.cli.run import _finish
     from fairmark.console import console
 
@@ -72,7 +75,9 @@ def test_item7_run_json_says_the_environment_warnings_on_stderr(screens, capsys:
         console.configure()
     out, err = capsys.readouterr()
     assert out.lstrip().startswith("{")
-    assert "warning: CPU frequency governor is not 'performance': governor: schedutil" in " ".join(err.split())
+    assert "warning: CPU frequency governor is not 'performance': governor: schedutil" in " ".join(
+        err.split()
+    )
 
 
 FAILING = """title = "fail"
@@ -101,3 +106,88 @@ def test_item9_a_failed_cell_shows_its_last_error_lines_once(fairmark_cli, tmp_p
     assert max(i for i, line in enumerate(log) if "failure 3/3" in line) < next(
         i for i, line in enumerate(log) if "abandoned —" in line
     )
+
+
+def test_item10_a_cancelled_bisect_says_so_and_that_the_repository_is_restored(tmp_path: Path) -> None:
+    """A CI cancel (SIGTERM) during a build: exit 143 with a sentence, not without a word."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import REPO
+    from test_continual_bisect import PLAN, make_repo, repo_state
+
+    repo = tmp_path / "repo"
+    make_repo(repo, 1.15)
+    before = repo_state(repo)
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    argv = [sys.executable, "-m", "fairmark", "bisect", "--good", "main~11", "--bad", "main"]
+    argv += [
+        "--plan",
+        str(plan),
+        "--repo",
+        str(repo),
+        "--build",
+        "kill -TERM $PPID; sleep 30",
+        "--accept-risk",
+    ]
+    env = os.environ | {"TMPDIR": str(tmp_path), "NO_COLOR": "1"}
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    assert done.returncode == 143, done.stderr[-2000:]
+    said = " ".join(done.stderr.split())
+    assert "bisect cancelled (signal SIGTERM); the repository is restored" in said, said
+    assert repo_state(repo) == before
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_item10_bisect_steps_name_their_commit_and_json_keeps_the_answer_on_stderr(
+    fairmark_cli, tmp_path: Path
+) -> None:
+    from helpers import raised_priority
+    from test_continual_bisect import SLOWER_AT, bisect, make_repo
+
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, 1.15)
+    with raised_priority():
+        code, _, err = bisect(fairmark_cli, tmp_path, repo, "--json")
+    assert code == 0, err[-4000:]
+    flat = " ".join(err.split())
+    assert f"first bad commit: {shas[SLOWER_AT - 1]} commit {SLOWER_AT}" in flat, flat[-3000:]
+    import re
+
+    steps = re.findall(
+        r"step (\d+): measuring ([0-9a-f]{12}) commit (\d+); (\d+) revisions? left to test", flat
+    )
+    assert steps and steps[0][0] == "1", flat[-3000:]
+    assert all(s[1] in {sha[:12] for sha in shas} for s in steps)
+
+
+def test_item11_compare_runs_compares_the_file_system_not_the_working_directory() -> None:
+    from fairmark.probe.diff import comparison_findings
+
+    def snap(workdir: str, mount: str, device: str, fstype: str = "ext4", options: tuple[str, ...] = ("rw",)):
+        disk = {"model": "QEMU HARDDISK", "rotational": False}
+        return {
+            "fs": {
+                "workdir": workdir,
+                "mount_point": mount,
+                "device": device,
+                "fstype": fstype,
+                "options": list(options),
+                "memory_fs": False,
+                "network_fs": False,
+                "disk": disk,
+            }
+        }
+
+    a, b = snap("/work/ws", "/", "/dev/vda1"), snap("/tmp/bundle", "/tmp", "/dev/vdb1")
+    assert comparison_findings(a, b) == []  # two directories, two mounts of one kind of file system
+    (f,) = comparison_findings(a, snap("/work/ws", "/", "/dev/vda1", options=("rw", "sync")))
+    assert f.severity == "error" and "fs.options" in f.evidence
+    (f,) = comparison_findings(a, snap("/work/ws", "/", "/dev/vda1", fstype="xfs"))
+    assert "fs.fstype" in f.evidence
+    b["fs"]["disk"] = {"model": "QEMU HARDDISK", "rotational": True}
+    (f,) = comparison_findings(a, b)
+    assert "fs.disk.rotational" in f.evidence

@@ -48,6 +48,7 @@ class BisectAnswer:
     first_bad: str | None = None
     candidates: tuple[str, ...] = ()  # when only skipped commits are left: the first bad one is among these
     done: bool = False
+    left: str = ""  # git's count of what remains: "3 revisions left to test after this (roughly 2 steps)"
 
 
 class Repo:
@@ -207,7 +208,8 @@ class Repo:
             )
         if "Bisecting:" not in out:
             raise GitError(f"git bisect said something unexpected: {out.strip()[:500]}")
-        return BisectAnswer()
+        left = re.search(r"Bisecting: (.*?)\s*$", out, re.MULTILINE)
+        return BisectAnswer(left=left.group(1) if left else "")
 
     def close(self) -> list[str]:
         """Undo everything: bisect state, worktrees, the temporary directory, the note of claim(). Returns what

@@ -21,6 +21,7 @@ printed as the bisect goes, once each.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import tomllib
 import uuid
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.bisect.git import Repo, UsageError
-from fairmark.errors import PlanError
+from fairmark.errors import PlanError, Terminated
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.run.launcher import kill_group
 from fairmark.run.runner import Progress, Runner, RunOptions
@@ -199,13 +200,23 @@ class Bisect:
             self.warn(line)
         try:
             result = self._search(good, bad)
-        finally:
-            problems = repo.close()
-            if repo.head_state() != before:
-                problems.append(f"HEAD was {before}, is now {repo.head_state()}")
+        except (Terminated, KeyboardInterrupt) as exc:
+            self.warn(_cancelled(exc, self._restore(before)))
+            raise
+        except BaseException:
+            self._restore(before)
+            raise
+        problems = self._restore(before)
         result = BisectResult(**{**vars(result), "cleanup_problems": tuple(problems)})
         self._store_result(result)
         return result
+
+    def _restore(self, before: tuple[str, str]) -> list[str]:
+        """The repository as it was (no bisect, no checkout of ours, HEAD where it was): what could not be put back."""
+        problems = self.repo.close()
+        if self.repo.head_state() != before:
+            problems.append(f"HEAD was {before}, is now {self.repo.head_state()}")
+        return problems
 
     def _store_result(self, result: BisectResult) -> None:
         """The outcome beside the runs it was judged from (an artifact of the bisect's first run): a report can
@@ -243,6 +254,8 @@ class Bisect:
         answer = self.repo.bisect_start(bad, good)
         while not answer.done:
             cand = self.repo.bisect_head()
+            left = f"; {answer.left}" if answer.left else ""
+            self.note(f"step {len(self.steps)}: measuring {cand[:12]} {self.repo.subject(cand)}{left}")
             step = self._step(cand, len(self.steps))
             answer = self.repo.answer(step.answer, cand)
         return BisectResult(
@@ -428,3 +441,12 @@ def build_tail(output: str) -> str:
 
 def _quoted(tail: str) -> str:
     return ":\n" + "\n".join(f"    {line}" for line in tail.splitlines()) if tail else ""
+
+
+def _cancelled(exc: BaseException, problems: list[str]) -> str:
+    """What a cancelled bisect says before it exits 128 + N (a CI cancel's SIGTERM) or 130: silence read as a
+    crash, or as a repository left mid-bisect."""
+    how = f"signal {signal.Signals(exc.signum).name}" if isinstance(exc, Terminated) else "Ctrl-C"
+    if problems:
+        return f"bisect cancelled ({how}); the repository is NOT as it was: " + "; ".join(problems)
+    return f"bisect cancelled ({how}); the repository is restored (no bisect in progress, HEAD as it was, our checkouts removed)"

@@ -103,6 +103,8 @@ def bisect(
         console.warn(f"the repository is not as it was: {problem}")
     if console.json_mode:
         console.emit_json(result.to_dict())
+        for line in _conclusion(result):  # a CI log keeps stderr: the answer is said there too
+            console.note(line)
         return
     _show(result)
 
@@ -122,24 +124,27 @@ def _show(result: BisectResult) -> None:
     for s in result.steps:  # what `fairmark show` can open, and why a step was skipped
         runs = f"run(s) {' '.join(r[:8] for r in s.runs)}" if s.runs else "no run"
         console.text(f"  {s.commit[:12]}: {runs}" + (f"; {s.note}" if s.note else ""))
+    for line in _conclusion(result):
+        console.text(line)
+
+
+def _conclusion(result: BisectResult) -> list[str]:
+    """What the bisect found, in a line or two: the first bad commit, the commits it is among, or none."""
     if not result.proven:
         first = result.steps[0].comparison if result.steps else None
         tail = f": {first.sentence}" if first else ""
-        console.text(f"no proven regression between {result.good[:12]} and {result.bad[:12]}{tail}")
-        return
+        return [f"no proven regression between {result.good[:12]} and {result.bad[:12]}{tail}"]
     if result.first_bad:
         step = result.step_of(result.first_bad)
         c = step.comparison if step else None
         subject = step.subject if step else ""
-        console.text(f"first bad commit: {result.first_bad} {subject}")
-        if c:
-            console.text(f"at that commit, against {result.good[:12]}: {_effect(c)} — {c.sentence}")
-        return
+        at = [f"at that commit, against {result.good[:12]}: {_effect(c)} — {c.sentence}"] if c else []
+        return [f"first bad commit: {result.first_bad} {subject}", *at]
     candidates = " ".join(c[:12] for c in result.candidates)
-    console.text(
+    return [
         "the first bad commit is one of these (the others could not be told apart and were skipped): "
         + candidates
-    )
+    ]
 
 
 commands = [bisect]

@@ -392,6 +392,11 @@ DIFF_CATEGORIES: tuple[tuple[str, str], ...] = (
     ("memory.total_kib", "validity"),
     ("memory.thp", "validity"),
     ("memory.aslr", "validity"),
+    # where the working directory is (a bundle's re-run elsewhere, two directories of one file system) is no
+    # difference of the measured system: its file system's type, options and disk are
+    ("fs.workdir", "info"),
+    ("fs.mount_point", "info"),
+    ("fs.device", "info"),
     ("fs", "validity"),
     ("toolchain", "validity"),
     ("tools", "validity"),

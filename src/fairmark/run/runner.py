@@ -293,7 +293,11 @@ class Runner:
         elif r >= 0:
             cs.values.append(out.values[rt.primary])
         self.progress.trial(trial_event(self.seq, self._running, self.policy, rt, cs, r, out))
-        if out.status != "ok" and self.policy.failures == "abandon" and cs.failures >= self.policy.max_failures:
+        if (
+            out.status != "ok"
+            and self.policy.failures == "abandon"
+            and cs.failures >= self.policy.max_failures
+        ):
             self.stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")  # after its line
 
     def _path(self) -> TrialPath:
