@@ -288,16 +288,12 @@ class Runner:
         self.seq += 1
         out = self._path().run(rt, contexts, cs, r, self.seq)
         cs.rounds_done.add(r)
-        if out.status != "ok":
-            cs.failures += 1
-        elif r >= 0:
+        failed = out.status != "ok"
+        cs.failures += failed
+        if not failed and r >= 0:
             cs.values.append(out.values[rt.primary])
         self.progress.trial(trial_event(self.seq, self._running, self.policy, rt, cs, r, out))
-        if (
-            out.status != "ok"
-            and self.policy.failures == "abandon"
-            and cs.failures >= self.policy.max_failures
-        ):
+        if failed and self.policy.failures == "abandon" and cs.failures >= self.policy.max_failures:
             self.stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")  # after its line
 
     def _path(self) -> TrialPath:
