@@ -280,3 +280,28 @@ def test_the_core_path_is_type_checked_strictly() -> None:
         name = "fairmark." + part.removesuffix("/").removesuffix(".py")
         assert name in strict["module"] and (part.endswith(".py") or name + ".*" in strict["module"])
     assert not {m for m in ignored if m.startswith(tuple("fairmark." + p.rstrip("/") for p in TYPED_CORE))}
+
+
+def test_one_place_assembles_a_run() -> None:
+    """A plan becomes a run in fairmark/assemble.py alone (issue 33 item 6: cli/run.py, cli/calibrate.py and
+    bisect/search.py each built their own Runner, and bisect dropped the hooks and --allow-concurrent): no other
+    module constructs a `Runner` or `RunOptions`, takes the `HostLock`, or builds a run's hosts; the verdicts come
+    back in its result, not through an attribute of the runner."""
+    names = ("Runner", "RunOptions", "HostLock", "hosts_for")
+    own = {("run/runner.py", "RunOptions")}  # the runner's default when it is given none (tests)
+    calls = [
+        (rel, node.lineno, node.func.id if isinstance(node.func, ast.Name) else node.func.attr)
+        for rel, tree in _modules()
+        if rel not in ("assemble.py", "run/lock.py", "remote/hosts.py")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
+    ]
+    found = [
+        f"{rel}:{line} {name}(…)" for rel, line, name in calls if name in names and (rel, name) not in own
+    ]
+    assert found == []
+    runner = next(tree for rel, tree in _modules() if rel == "run/runner.py")
+    assigned = {
+        ast.unparse(t) for node in ast.walk(runner) if isinstance(node, ast.Assign) for t in node.targets
+    }
+    assert "self.verdicts" not in assigned

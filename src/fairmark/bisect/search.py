@@ -30,18 +30,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from fairmark.assemble import RunRequest, execute_run
 from fairmark.bisect.git import Repo, UsageError
 from fairmark.errors import PlanError, Terminated
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.run.launcher import kill_group
-from fairmark.run.runner import Progress, Runner, RunOptions
+from fairmark.run.options import Progress
 from fairmark.run.signals import unwinding
 from fairmark.stats.compare import Comparison
 from fairmark.store.schema import BISECT_RESULT
 from fairmark.verdict import rule
 from fairmark.verdict.pairs import pooled_runs
 from fairmark.verdict.record import Verdict
-from fairmark.verdict.run import RunVerdicts, run_verdicts
+from fairmark.verdict.run import RunVerdicts
 
 GOOD, CANDIDATE, BAD = "good", "candidate", "bad"  # the variants of a step's run (the ends' check: good, bad)
 # What a step judges: the candidate against G ("group metric") and against B ("group metric vs bad").
@@ -68,6 +69,9 @@ class BisectOptions:
     tags: dict[str, str] = field(default_factory=dict)
     build_timeout_s: float = 3600.0
     command_line: str = ""
+    monitors: bool = True  # the trial hooks every run has (`run --no-monitors` turns them off)
+    monitor_interval: float = 1.0
+    allow_concurrent: bool = False  # also for the hosts' own locks (the bisect holds this machine's)
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,7 @@ class Bisect:
         self._target = ""  # "group metric" of the cell bisected, once G→B proved its regression
         self._good = ""
         self._last_verdicts: dict[str, Verdict] = {}
-        self._warned: set[str] = set()  # the environment findings already printed
+        self._warned: set[str] = set()  # the environment findings and the runs' warnings already printed
 
     def run(self) -> BisectResult:
         """The whole bisect; SIGTERM/SIGHUP unwind it (run.signals), the repository put back either way."""
@@ -366,20 +370,24 @@ class Bisect:
             "bisect.attempt": str(attempt),
             "bisect.id": self.id,
         }
-        options = RunOptions(
+        request = RunRequest(
+            loaded,
             quick=self.opts.quick,
             accept_risk=self.opts.accept_risk,
             tags=tags,
             command_line=self.opts.command_line,
+            monitors=self.opts.monitors,
+            monitor_interval=self.opts.monitor_interval,
+            allow_concurrent=self.opts.allow_concurrent,
+            hold_lock=False,  # the bisect holds it across its steps (cli/bisect.py)
         )
-        hosts = None
-        if loaded.plan.remote:  # the plan's variants on hosts (a run's hosts are built outside the run core)
-            from fairmark.remote.hosts import hosts_for
+        return execute_run(request, self.store, progress=self.progress(), warn=self._warn_once).verdicts
 
-            hosts = dict(hosts_for(loaded.plan, loaded.path))
-        runner = Runner(loaded, self.store, options, progress=self.progress(), hosts=hosts)
-        run_id = runner.start()
-        return runner.verdicts or run_verdicts(self.store, run_id)
+    def _warn_once(self, line: str) -> None:
+        """A run's warning (a monitor that cannot work here, a concurrent run) the first time a step's run has it."""
+        if line not in self._warned:
+            self._warned.add(line)
+            self.warn(line)
 
     def _check_ends(self, good: str, bad: str) -> tuple[str, Comparison | None]:
         """G against B: the most-regressed cell proven worse beyond the threshold (verdict.rule: the rule of `run

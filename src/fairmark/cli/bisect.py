@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 @click.option(
     "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
 )
+@click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials.")
+@click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
 @tag_option("Also tag every step's run with this (repeatable); each is tagged commit=SHA anyway.")
 @common_options
 def bisect(
@@ -70,13 +72,15 @@ def bisect(
     quick: bool,
     accept_risk: bool,
     allow_concurrent: bool,
+    no_monitors: bool,
+    monitor_interval: float,
     tag_items: tuple[str, ...],
 ) -> None:
     """Drive `git bisect` with proven verdicts: each candidate built in its own checkout and measured
     interleaved against the good commit; good/bad only when proven, else more runs, then skip."""
+    from fairmark.assemble import host_lock
     from fairmark.bisect.search import Bisect, BisectOptions
     from fairmark.cli._progress import TerminalProgress
-    from fairmark.run.lock import HostLock
     from fairmark.run.signals import unwinding
 
     opts = BisectOptions(
@@ -91,13 +95,14 @@ def bisect(
         accept_risk=accept_risk,
         tags=parse_tags(tag_items),
         command_line=shlex.join(["fairmark", *sys.argv[1:]]),
+        monitors=not no_monitors,
+        monitor_interval=monitor_interval,
+        allow_concurrent=allow_concurrent,
     )
     # SIGTERM/SIGHUP (a CI cancel) from here on unwind: the lock released, the repository put back, exit 128+N
     with unwinding():
         search = Bisect(opts, open_store(), progress=TerminalProgress, note=console.note, warn=console.warn)
-        with HostLock({"plan": plan_path, "run_id": "bisect"}, allow_concurrent=allow_concurrent) as lock:
-            for line in lock.notes:
-                console.warn(line)
+        with host_lock(plan_path, "bisect", allow_concurrent=allow_concurrent):
             result = search.run()
     for problem in result.cleanup_problems:
         console.warn(f"the repository is not as it was: {problem}")

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from fairmark.cli.common import common_options, open_store, run_hosts
+from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
 
 CALIBRATION_TAG = "calibration"  # tag of every A/A run `calibrate` stores: "K/N" (so `runs` tells them apart)
@@ -105,9 +105,8 @@ def calibrate(plan: str, runs: int, quick: bool, accept_risk: bool, allow_concur
     """Measure this machine's false-positive rate and detectable change for each workload of PLAN: K A/A runs
     (the baseline against an exact twin, interleaved, the plan's trial counts). Stored per host and workload;
     later verdicts on this host show them."""
+    from fairmark.assemble import RunRequest, execute_run, host_lock
     from fairmark.plan.load import LoadedPlan, load_plan
-    from fairmark.run.lock import HostLock
-    from fairmark.run.runner import Runner, RunOptions
 
     loaded = load_plan(plan)
     aa = LoadedPlan(plan=aa_plan(loaded.plan, loaded.path), path=loaded.path, text=loaded.text)
@@ -116,17 +115,24 @@ def calibrate(plan: str, runs: int, quick: bool, accept_risk: bool, allow_concur
     run_ids: list[str] = []
     host = ("", "")
     command = shlex.join(["fairmark", *sys.argv[1:]])
-    with HostLock({"plan": loaded.path, "run_id": "calibrate"}, allow_concurrent=allow_concurrent) as lock:
-        for note in lock.notes:
-            console.warn(note)
+    with host_lock(loaded.path, "calibrate", allow_concurrent=allow_concurrent):
         for k in range(runs):
             tags = {CALIBRATION_TAG: f"{k + 1}/{runs}"}
-            options = RunOptions(quick=quick, accept_risk=accept_risk, command_line=command, tags=tags)
-            runner = Runner(aa, store, options, hosts=run_hosts(aa, options))
-            run_ids.append(runner.start())
-            record = store.get_run(run_ids[-1])
-            host = (record.host_id, record.hostname)
-            for key, comp in _aa_verdicts(runner.verdicts).items():
+            # the lock is held across the K runs; no trial hooks, as calibrate always ran
+            request = RunRequest(
+                aa,
+                quick=quick,
+                accept_risk=accept_risk,
+                command_line=command,
+                tags=tags,
+                monitors=False,
+                allow_concurrent=allow_concurrent,
+                hold_lock=False,
+            )
+            result = execute_run(request, store)
+            run_ids.append(result.run_id)
+            host = (result.verdicts.run.host_id, result.verdicts.run.hostname)
+            for key, comp in _aa_verdicts(result.verdicts).items():
                 found.setdefault(key, []).append(comp)
             hits = sum(1 for c in found.values() if c[-1]["significant"])
             console.note(

@@ -37,15 +37,3 @@ def open_store():  # -> fairmark.store.db.Store (imported lazily: `fairmark comp
     from fairmark.store.db import Store
 
     return Store.open(state["store"])
-
-
-def run_hosts(loaded: Any, options: Any) -> dict[str, Any] | None:
-    """The [hosts.NAME] a run of `loaded` (a LoadedPlan) uses, for the runner (which connects them): the CLI builds
-    a run's hosts, the run core never imports remote/. None for a plan that runs on this machine alone."""
-    if not loaded.plan.remote:
-        return None
-    from fairmark.remote.hosts import hosts_for
-
-    return dict(
-        hosts_for(loaded.plan, loaded.path, hooks=options.hooks, allow_concurrent=options.allow_concurrent)
-    )

@@ -11,37 +11,15 @@ from typing import Any
 
 import click
 
+from fairmark.assemble import RunRequest, execute_run
 from fairmark.cli._tags import parse_tags, tag_option
-from fairmark.cli.common import common_options, open_store, run_hosts, state
+from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console
 from fairmark.errors import GateTripped, RunFailed, UsageError
 from fairmark.plan.load import LoadedPlan, check_hosts, load_plan, parse_plan
 from fairmark.report.data import RunReport, load_report
 from fairmark.report.failures import run_failure
-from fairmark.run.hooks import TrialHook
-from fairmark.run.lock import HostLock
-from fairmark.run.runner import Runner, RunOptions
 from fairmark.verdict.run import RunVerdicts
-
-
-def _hooks(monitors: bool, interval: float, profile: str | None, hosts: bool = False) -> list[TrialHook]:
-    """The run's trial hooks. `hosts`: the plan runs trials on hosts, where each profiler is checked on the host
-    (remote.profiling): one that cannot work here still profiles the trials there."""
-    hooks: list[TrialHook] = []
-    if monitors:
-        from fairmark.run.monitors import default_hooks
-
-        hooks += default_hooks(interval)
-    if profile:
-        from fairmark.run.profiles import hooks_for
-
-        hooks += hooks_for([p.strip() for p in profile.split(",") if p.strip()])
-    for h in hooks:
-        if h.unavailable and hosts and h.name.startswith("profile."):
-            console.warn(f"{h.name}: not available here — {h.unavailable}; only trials on hosts are profiled")
-        elif h.unavailable:
-            console.warn(f"{h.name}: not available here — {h.unavailable}; continuing without it")
-    return [h for h in hooks if not h.unavailable or (hosts and h.name.startswith("profile."))]
 
 
 def _gate(report: RunReport, fail_on_regression: float | None) -> None:
@@ -87,35 +65,16 @@ def _finish(store: Any, run_id: str, fail_on_regression: float | None, judged: R
     _gate(report, fail_on_regression)
 
 
-def _execute(
-    loaded: LoadedPlan,
-    options: RunOptions,
-    *,
-    resume: str | None,
-    allow_concurrent: bool,
-    fail_on_regression: float | None,
-    progress: Any = None,
-) -> None:
+def _execute(request: RunRequest, fail_on_regression: float | None, progress: Any = None) -> None:
     from fairmark.cli._progress import TerminalProgress
 
     store = open_store()
-    options.allow_concurrent = allow_concurrent  # also for the hosts' own locks
-    runner = Runner(
-        loaded, store, options, progress=progress or TerminalProgress(), hosts=run_hosts(loaded, options)
-    )
-    # The lock guards the measured machine: a plan whose every trial runs on other hosts leaves this one free
-    # (a fleet runs one controller process per host at once).
-    remote_only = all(v.host for v in runner.plan.variant)
-    allow_concurrent = allow_concurrent or remote_only
-    with HostLock({"plan": loaded.path, "run_id": resume or ""}, allow_concurrent=allow_concurrent) as lock:
-        for note in lock.notes:
-            console.warn(note)
-        run_id = runner.resume(resume) if resume else runner.start()
-    _finish(store, run_id, fail_on_regression, runner.verdicts)
-    if runner.hosts.remote and not console.json_mode:
+    result = execute_run(request, store, progress=progress or TerminalProgress())
+    _finish(store, result.run_id, fail_on_regression, result.verdicts)
+    if result.hosts and not console.json_mode:
         from fairmark.report.hosts import print_host_diff
 
-        print_host_diff(store, run_id)
+        print_host_diff(store, result.run_id)
 
 
 _run_options = [
@@ -235,22 +194,30 @@ def run(
     if dry_run:
         _dry_run(loaded, quick, rerun.warnings if rerun else ())
         return
-    options = RunOptions(
+    request = RunRequest(
+        loaded,
         quick=quick,
         seed=seed,
         accept_risk=accept_risk,
         keep_scratch=keep_scratch,
         calibrate=calibrate,
         command_line=shlex.join(["fairmark", *sys.argv[1:]]),
-        hooks=_hooks(not no_monitors, monitor_interval, profile, bool(loaded.plan.remote)),
         tags=tags,
         rerun_of=rerun.record if rerun else None,
+        allow_concurrent=allow_concurrent,
+        **_hook_options(no_monitors, monitor_interval, profile),
     )
-    _start(loaded, options, rerun, allow_concurrent=allow_concurrent, fail_on_regression=fail_on_regression)
+    _start(request, rerun, fail_on_regression)
 
 
-def _start(loaded: LoadedPlan, options: RunOptions, rerun: Any, **kw: Any) -> None:
-    run_one = functools.partial(_execute, loaded, options, resume=None, **kw)
+def _hook_options(no_monitors: bool, monitor_interval: float, profile: str | None) -> dict[str, Any]:
+    """--no-monitors, --monitor-interval and --profile as a RunRequest takes them."""
+    profilers = tuple(p.strip() for p in profile.split(",") if p.strip()) if profile else ()
+    return {"monitors": not no_monitors, "monitor_interval": monitor_interval, "profile": profilers}
+
+
+def _start(request: RunRequest, rerun: Any, fail_on_regression: float | None) -> None:
+    run_one = functools.partial(_execute, request, fail_on_regression)
     if rerun is None:
         run_one()
         return
@@ -316,21 +283,18 @@ def resume(
         host = ran_on[0]  # a run made with --host continues on that host
     if host:
         loaded = LoadedPlan(plan=loaded.plan.with_host(host), path=loaded.path, text=loaded.text)
-    options = RunOptions(
+    request = RunRequest(
+        loaded,
         quick=bool(opts.get("quick")),
         calibrate=bool(opts.get("calibrate")),
         seed=stored.seed,
         accept_risk=stored.accept_risk,
         command_line=stored.command_line,
-        hooks=_hooks(not no_monitors, monitor_interval, profile, bool(loaded.plan.remote)),
-    )
-    _execute(
-        loaded,
-        options,
         resume=stored.id,
         allow_concurrent=allow_concurrent,
-        fail_on_regression=fail_on_regression,
+        **_hook_options(no_monitors, monitor_interval, profile),
     )
+    _execute(request, fail_on_regression)
 
 
 def _dry_run(loaded: LoadedPlan, quick: bool, warnings: tuple[str, ...] = ()) -> None:

@@ -448,7 +448,7 @@ def trial_dict(t: TrialRecord, samples: Mapping[str, float]) -> dict[str, Any]:
 
 
 def load_report(store: Store, run_ref: str, judged: RunVerdicts | None = None) -> RunReport:
-    """The run's read model; `judged`: its cells and verdicts when the caller has them already (the runner)."""
+    """The run's read model; `judged`: its cells and verdicts when the caller has them already (assemble.RunResult)."""
     judged = judged or run_verdicts(store, run_ref)
     run, design = judged.run, judged.design
     calibrations: dict[str, Any] = {}

@@ -33,7 +33,6 @@ from fairmark.store.db import Store, now
 
 if TYPE_CHECKING:
     from fairmark.stats import RunningMean
-    from fairmark.verdict.run import RunVerdicts
 
 PROFILED_TRIALS = 2  # extra trials per cell and profiler (--profile), after the measured rounds
 
@@ -64,8 +63,6 @@ class Runner:
         self.watch = VolatileWatch(enabled=self.options.probe)
         self._trial_path: TrialPath | None = None
         self._running: dict[str, RunningMean] = {}  # each cell's mean ± CI for the progress line
-        self.verdicts: RunVerdicts | None = None  # the finished run's cells and verdicts (verdict.run)
-        self._completed = False  # every round ran (the run is done, or failed with no successful trial)
 
     # -- entry points ------------------------------------------------------------------------------------
     def _runtimes(self, stored: dict[str, int] | None = None) -> list[WorkloadRuntime]:
@@ -192,7 +189,6 @@ class Runner:
                     self._workload(rt, order)
             # a run in which no trial succeeded measured nothing: it failed (the CLI exits RUN_FAILED)
             status = "done" if any(cs.values for rt in runtimes for cs in rt.cells) else "failed"
-            self._completed = True
         except FairmarkError as exc:
             status = "interrupted" if getattr(exc, "resumable", False) else "failed"
             raise
@@ -210,10 +206,6 @@ class Runner:
         try:
             env_after = self.gate.after(status)
             self.store.update_run(self.run_id, status=status, ended_at=now(), env_after=env_after)
-            if self._completed:
-                from fairmark.verdict.run import run_verdicts
-
-                self.verdicts = run_verdicts(self.store, self.run_id)
         finally:  # a store that failed (full, gone) still gets the log's last trial line and the bar stopped
             self.progress.finished()
 

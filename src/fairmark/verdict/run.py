@@ -1,4 +1,4 @@
-"""A stored run's verdicts, computed from its records: what the runner gives its caller when the run ends, and
+"""A stored run's verdicts, computed from its records: what `assemble.execute_run` gives its caller when the run ends, and
 what `show`, `report`, `check`, `bisect` and `calibrate` read. Verdicts are never stored: they are a function of
 the stored samples, so every reader gets today's rule applied to the same data."""
 
