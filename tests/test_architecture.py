@@ -305,3 +305,22 @@ def test_one_place_assembles_a_run() -> None:
         ast.unparse(t) for node in ast.walk(runner) if isinstance(node, ast.Assign) for t in node.targets
     }
     assert "self.verdicts" not in assigned
+
+
+def test_the_text_reports_never_load_the_html_renderer() -> None:
+    """report/text.py and report/terminal.py share their views with the HTML report through report/views.py,
+    never by importing report/html.py (which pulls in matplotlib and jinja2, issue 33 item 5)."""
+    import subprocess
+    import sys
+
+    found = [
+        f"{rel}:{line} imports {name}"
+        for rel, tree in _modules()
+        if rel in ("report/text.py", "report/terminal.py", "report/views.py")
+        for line, name in _imports(tree)
+        if name.startswith(("fairmark.report.html", "fairmark.report.plots"))
+    ]
+    assert found == []
+    code = "import sys, fairmark.report.text, fairmark.report.terminal; print(sorted(m for m in sys.modules if m in ('matplotlib', 'jinja2', 'fairmark.report.html')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
-import math
 import multiprocessing
 import os
 from collections import defaultdict
@@ -26,18 +24,20 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from fairmark import __version__
 from fairmark.report import attribution as attr
 from fairmark.report import plots
-from fairmark.report.attribution import variant_definitions
 from fairmark.report.data import CellReport, RunArtifacts, RunReport
-from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.report.profiles import cpu_line, cpu_view, scope_of
-from fairmark.stats import format_median, format_value
-from fairmark.stats.digits import format_cv, shared_scale
+from fairmark.report.views import (
+    cell_row,
+    flatten,
+    lock_rows,
+    ministat_text,
+    syscall_view,
+    table_scale,
+    variant_table,
+    verdict_rows,
+)
+from fairmark.stats import format_value
 from fairmark.store.records import TrialRecord
-
-ENV_VALUE_MAX = 200  # characters of one environment value shown; the store keeps it whole
-TOP_LOCKS = 15
-TOP_SYSCALLS = 20
-
 
 BATCH = 6  # figures per task sent to a worker process
 
@@ -110,120 +110,6 @@ class Figures:
 
 
 # -- per-run pieces -----------------------------------------------------------------------------------------
-
-
-def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from fairmark.report.boots import levels_lines
-
-    caveats = attr.verdict_caveats(report, attributions)
-    rows = []
-    for v in report.verdicts:
-        c = v.comparison
-        unit = v.unit
-        caveat = caveats.get((v.group, v.variant, v.metric))
-        rows.append(
-            {
-                "group": v.group,
-                "metric": v.metric,
-                "baseline": v.baseline,
-                "variant": v.variant,
-                # the point difference of the means, and the change with the interval of the design that decided
-                # (paired by round, Welch, units): never ministat's unpaired ± beside a paired verdict
-                "difference": format_value(c.difference, None, unit),
-                "percent": c.interval,
-                "significant": v.significant,
-                "fdr_significant": v.fdr_significant,
-                "change": c.change,
-                "sentence": v.sentence,
-                "warnings": list(v.warnings),
-                "caveat": caveat,
-                "levels": levels_lines(c, unit),  # boots as the unit: per-boot means, sd at each level
-            }
-        )
-    return rows
-
-
-def cell_row(c: CellReport, scale: float | None = None, *, divisor: float | None = None) -> dict[str, Any]:
-    """A variant's row of a table; `scale`: the magnitude that picks the unit prefix the table shares. With
-    `divisor`, values divided by it and shown without their unit (the table's heading says it)."""
-    s = c.summaries.get(c.primary_metric)
-    unit = "" if divisor else c.spec(c.primary_metric).unit
-    d = divisor or 1.0
-    row = {"variant": c.variant, "n": c.n_ok, "failed": c.n_failed, "stop": c.stop_reason or c.status}
-    if s and s["n"] >= 2:
-        hw = s["ci_half_width"] / d
-        low, high = s.get("median_ci_low", math.nan), s.get("median_ci_high", math.nan)
-        low, high = (None if x is None else x / d for x in (low, high))
-        row |= {
-            "mean": format_value(s["mean"] / d, hw, unit, scale=scale),
-            "median": format_median(s["median"] / d, low, high, unit, fallback_half_width=hw, scale=scale),
-            "cv": format_cv(s.get("cv")),
-        }
-    elif s:
-        row |= {"mean": format_value(s["mean"] / d, None, unit, scale=scale), "median": "—", "cv": "—"}
-    else:
-        row |= {"mean": "—", "median": "—", "cv": "—"}
-    return row
-
-
-def table_scale(cells: Sequence[CellReport]) -> float | None:
-    """The largest mean of the cells' primary metric: one SI prefix for a whole table's column."""
-    return shared_scale((c.summaries.get(c.primary_metric) or {}).get("mean") for c in cells)
-
-
-def ministat_text(cells: Sequence[CellReport], metric: str) -> str:
-    datasets = [(c.variant, c.values.get(metric, [])) for c in cells if len(c.values.get(metric, [])) >= 1]
-    if not datasets:
-        return ""
-    try:
-        lines = legend(datasets) + ascii_plot(datasets, 74)
-    except ValueError as exc:
-        return f"[no plot: {exc}]"
-    lines.append("    N           Min           Max        Median           Avg        Stddev")
-    lines += [vitals_line(i, v) for i, (_, v) in enumerate(datasets)]
-    return "\n".join(lines)
-
-
-def lock_rows(docs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    merged: dict[tuple[str, str], dict[str, Any]] = {}
-    for doc in docs:
-        for r in doc.get("rows", []):
-            key = (r.get("type", ""), r.get("lock", "") + (" " + r["caller"] if r.get("caller") else ""))
-            m = merged.setdefault(
-                key, {"type": key[0], "lock": key[1], "contended": 0, "total": 0.0, "max": 0.0}
-            )
-            m["contended"] += r.get("contended", 0)
-            m["total"] += r.get("total_wait_ns", 0.0)
-            m["max"] = max(m["max"], r.get("max_wait_ns") or r.get("avg_wait_ns") or 0.0)
-    rows = sorted(merged.values(), key=lambda r: -r["total"])[:TOP_LOCKS]
-    return [r | {"total_ms": r["total"] / 1e6, "max_us": r["max"] / 1e3} for r in rows]
-
-
-def syscall_view(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    table: dict[str, dict[str, Any]] = {}
-    hists: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    for doc in docs:
-        for r in doc.get("table", []):
-            m = table.setdefault(
-                r["syscall"], {"syscall": r["syscall"], "calls": 0, "errors": 0, "seconds": 0.0}
-            )
-            m["calls"] += r.get("calls", 0)
-            m["errors"] += r.get("errors", 0)
-            m["seconds"] += r.get("seconds", 0.0)
-        for name, buckets in (doc.get("histograms_us") or {}).items():
-            for b in buckets:
-                hists[name][b["le_us"]] += b["count"]
-    total = sum(r["seconds"] for r in table.values()) or 1.0
-    rows = sorted(table.values(), key=lambda r: -r["seconds"])[:TOP_SYSCALLS]
-    for r in rows:
-        r["pct"] = 100 * r["seconds"] / total
-        r["usecs_per_call"] = 1e6 * r["seconds"] / r["calls"] if r["calls"] else 0.0
-    histograms = []
-    for name, buckets in hists.items():
-        peak = max(buckets.values())
-        bars = [{"le_us": b, "count": n, "width": 100 * n / peak} for b, n in sorted(buckets.items())]
-        histograms.append({"syscall": name, "bars": bars})
-    return {"rows": rows, "histograms": histograms, "source": docs[0].get("source", "") if docs else ""}
 
 
 def cell_profiles(c: CellReport, arts: RunArtifacts, baseline_folded: str | None) -> dict[str, Any] | None:
@@ -395,21 +281,6 @@ def failure_points(report: RunReport, workload: str, param: str) -> list[tuple[s
     ]
 
 
-def variant_table(report: RunReport) -> dict[str, Any]:
-    """What the plan changes per variant (env, sysctl, wrapper, CPUs …), keys that differ first."""
-    defs = variant_definitions(report)
-    names = [n for n in dict.fromkeys(c.variant for c in report.cells) if n in defs]
-    flats = {
-        n: flatten({k: v for k, v in defs[n].items() if k not in ("name", "description")}) for n in names
-    }
-    keys = sorted({k for f in flats.values() for k in f})
-    rows: list[dict[str, Any]] = [{"key": k, "values": [flats[n].get(k, "—") for n in names]} for k in keys]
-    rows = [r for r in rows if any(v not in ("—", "null", "{}", "[]", "false") for v in r["values"])]
-    for r in rows:
-        r["differ"] = len(set(r["values"])) > 1
-    return {"names": names, "rows": sorted(rows, key=lambda r: not r["differ"])}
-
-
 def _slim(series: Mapping[str, Any]) -> dict[str, Any]:
     """Only what the monitor plot draws: less to send to a worker process."""
     return {
@@ -509,20 +380,6 @@ def _finding(f: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # -- environment, across runs and before/after --------------------------------------------------------------
-
-
-def flatten(obj: Any, prefix: str = "", out: dict[str, str] | None = None) -> dict[str, str]:
-    out = {} if out is None else out
-    if isinstance(obj, Mapping):
-        for k, v in obj.items():
-            flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
-    elif isinstance(obj, list) and obj and all(isinstance(x, Mapping) for x in obj):
-        for i, v in enumerate(obj):
-            flatten(v, f"{prefix}[{i}]", out)
-    else:
-        text = obj if isinstance(obj, str) else json.dumps(obj, default=str)
-        out[prefix] = text if len(text) <= ENV_VALUE_MAX else text[:ENV_VALUE_MAX] + "…"
-    return out
 
 
 def environment_view(reports: Sequence[RunReport]) -> dict[str, Any]:

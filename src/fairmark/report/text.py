@@ -13,7 +13,8 @@ from typing import Any
 
 from fairmark.report import attribution as attr
 from fairmark.report.data import CellReport, RunArtifacts, RunReport
-from fairmark.report.html import (
+from fairmark.report.profiles import cpu_line, cpu_view, scope_of
+from fairmark.report.views import (
     cell_row,
     lock_rows,
     ministat_text,
@@ -21,7 +22,6 @@ from fairmark.report.html import (
     variant_table,
     verdict_rows,
 )
-from fairmark.report.profiles import cpu_line, cpu_view, scope_of
 from fairmark.stats import format_value
 from fairmark.stats.digits import column_unit
 
