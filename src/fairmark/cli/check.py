@@ -70,8 +70,9 @@ def check(
     from fairmark.report.check_output import junit_xml, markdown
 
     started = time.monotonic()
-    opts = CheckOptions(parse_against(against_text), threshold_pct, last, any_host)
-    result = run_check(open_store(), run_ref, opts)
+    against, store = parse_against(against_text), open_store()
+    opts = CheckOptions(against, threshold_pct, last, any_host, plan_thresholds(store, run_ref))
+    result = run_check(store, run_ref, opts)
     if junit_path:
         _write(junit_path, junit_xml(result, elapsed_s=time.monotonic() - started))
     if markdown_path:
@@ -85,6 +86,20 @@ def check(
             f"{len(result.regressions)} regression(s) proven beyond {threshold_pct:g}%: "
             + "; ".join(f"{c.cell} {c.metric}" for c in result.regressions)
         )
+
+
+def plan_thresholds(store, run_ref: str) -> dict[tuple[str, str], float]:
+    """The metrics' own `fail_on_pct` in the checked run's plan (none: a run stored from a bundle or a plan
+    this version cannot read keeps --threshold for every metric)."""
+    from fairmark.errors import FairmarkError
+    from fairmark.plan.load import parse_plan
+    from fairmark.plan.model import metric_thresholds
+
+    run = store.get_run(run_ref)
+    try:
+        return metric_thresholds(parse_plan(run.plan_text, run.plan_path))
+    except FairmarkError:
+        return {}
 
 
 def _write(path: str, text: str) -> None:

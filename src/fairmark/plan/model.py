@@ -89,6 +89,9 @@ class Metric(Strict):
     stream: Literal["stdout", "stderr"] = "stdout"
     unit: str | None = None
     better: Literal["higher", "lower"] | None = None
+    # The gates' threshold for this metric (`check`, `ab`): a regression proven beyond it fails, in place of
+    # --threshold / --fail-on (a noisy latency tail may need 10% where a throughput needs 2%).
+    fail_on_pct: float | None = Field(None, ge=0, lt=100)
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
@@ -522,3 +525,10 @@ class Plan(Strict):
 
     def variant_named(self, name: str) -> Variant:
         return next(v for v in self.variant if v.name == name)
+
+
+def metric_thresholds(plan: Plan) -> dict[tuple[str, str], float]:
+    """(workload, metric) → the metric's own `fail_on_pct`, where the plan gives one (the gates of check, ab)."""
+    return {
+        (w.name, m.name): m.fail_on_pct for w in plan.workload for m in w.metrics if m.fail_on_pct is not None
+    }

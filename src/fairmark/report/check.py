@@ -21,6 +21,7 @@ whose CI reaches inside the threshold is shown as a possible regression and does
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -86,6 +87,11 @@ class CheckOptions:
     threshold_pct: float = 3.0
     last: int = 10  # runs in a tag baseline
     any_host: bool = False  # a tag baseline may take runs of other hosts
+    # (workload, metric) → that metric's own threshold (a plan's `fail_on_pct`), in place of threshold_pct
+    thresholds: Mapping[tuple[str, str], float] = field(default_factory=dict)
+
+    def threshold_of(self, workload: str, metric: str) -> float:
+        return self.thresholds.get((workload, metric), self.threshold_pct)
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,7 @@ class Case:
     status: str  # REGRESSION | POSSIBLE | IMPROVEMENT | UNCHANGED | UNJUDGED
     sentence: str
     verdict: Verdict | None  # None: a side had too few values to be judged
+    threshold_pct: float = 3.0  # the gate's threshold for this metric (--threshold, or its fail_on_pct)
 
     @property
     def comparison(self) -> Comparison | None:
@@ -122,6 +129,7 @@ class Case:
             "sentence": self.sentence,
             "comparison": self.verdict.comparison_dict() if self.verdict else None,
             "worse_pct_bound": self.worse_pct_bound,
+            "threshold_pct": self.threshold_pct,
         }
 
 
@@ -238,7 +246,7 @@ def _against_variant(judged: RunVerdicts, opts: CheckOptions) -> CheckResult:
             hint=f"--against variant (or variant:{baseline})",
         )
     cases = tuple(
-        _case(v.workload, f"{v.group}/{v.variant}", v.metric, v, opts.threshold_pct)
+        _case(v.workload, f"{v.group}/{v.variant}", v.metric, v, opts.threshold_of(v.workload, v.metric))
         for v in judged.verdicts
         if not v.variant.endswith(AA_SUFFIX)
     )
@@ -260,7 +268,8 @@ def _case(workload: str, cell: str, metric: str, v: Verdict | None, threshold: f
     sentence = c.sentence if c else "fewer than 3 measured values on a side: not judged"
     if status == POSSIBLE:
         sentence += f" (not proven worse by more than the {threshold:g}% threshold)"
-    return Case(workload, cell, metric, c.unit if c else "", c.better if c else "", status, sentence, v)
+    unit, better = (c.unit, c.better) if c else ("", "")
+    return Case(workload, cell, metric, unit, better, status, sentence, v, threshold)
 
 
 def _against_runs(
@@ -282,7 +291,7 @@ def _against_runs(
             f"{k.cell.cell.group}/{k.cell.cell.variant}",
             k.metric,
             k.verdict,
-            opts.threshold_pct,
+            opts.threshold_of(k.cell.cell.workload, k.metric),
         )
         for k in checks
     )

@@ -67,6 +67,9 @@ def _means(c: Comparison | None) -> tuple[str, str]:
 
 
 def _title(r: CheckResult) -> str:
+    base, head = r.tags.get("ab.base"), r.tags.get("ab.head")
+    if base and head:  # `fairmark ab`: the two commits are what the reader wants to see
+        return f"fairmark ab {head[:12]} against its base {base[:12]} (run {r.run_id[:8]})"
     return f"fairmark check {r.run_id[:8]} against {r.against}"
 
 
@@ -119,7 +122,7 @@ def _testcase(suite: ET.Element, c: Case, r: CheckResult) -> None:
     attrs = {"classname": f"fairmark.{c.workload}", "name": f"{c.cell} {c.metric}", "time": "0"}
     case = ET.SubElement(suite, "testcase", attrs)
     if c.status == REGRESSION:
-        message = f"regression beyond {r.threshold_pct:g}%: {fmt_change(c.comparison)}"
+        message = f"regression beyond {c.threshold_pct:g}%: {fmt_change(c.comparison)}"
         fail = ET.SubElement(case, "failure", {"message": message, "type": "regression"})
         fail.text = c.sentence
     elif c.status == UNJUDGED:
@@ -131,10 +134,14 @@ def _testcase(suite: ET.Element, c: Case, r: CheckResult) -> None:
 def markdown(r: CheckResult) -> str:
     if r.skipped:
         return f"## {_title(r)}\n\n**skipped**: {_md_escape(r.skipped)}\n"
+    own = any(c.threshold_pct != r.threshold_pct for c in r.cases)
+    beyond = f"{r.threshold_pct:g}%" + (
+        " (a metric's own fail_on_pct where the plan gives one)" if own else ""
+    )
     verdict = (
-        f"**FAILED**: {len(r.regressions)} proven regression(s) beyond {r.threshold_pct:g}%"
+        f"**FAILED**: {len(r.regressions)} proven regression(s) beyond {beyond}"
         if r.failed
-        else f"**passed**: no regression proven beyond {r.threshold_pct:g}%"
+        else f"**passed**: no regression proven beyond {beyond}"
     )
     lines = [
         f"## {_title(r)}",
