@@ -475,8 +475,195 @@ def case_mde_units(units: int, *, run_sd=0.02, trial_cv=CV, trials=10):
     return one
 
 
+# ---- stop = "decision" (issue 36): the run stops when run.stoprule says so, judged as the run is -------------
+def decision_interleaved(rng, shape: RunShape, ratio: float = 1.0, cells: int = 2):
+    """`cells` cells' values over max_trials rounds (one trial sequence, random order inside each round), with the
+    shape's event at a random trial shortly after the first look (within its next 8 rounds: a run that decides
+    early would rarely see an event placed anywhere up to max_trials). The first cell is the baseline, the
+    second is `ratio` × it, a third (a bisect step's bad end) 1.10 ×."""
+    n_max, k = shape.max_trials, shape.min_trials
+    z = NOISE[shape.noise](rng, cells * n_max, shape.cv).reshape(n_max, cells)
+    order = np.argsort(rng.random((n_max, cells)), axis=1)  # each cell's position inside its round
+    pos = cells * np.arange(n_max)[:, None] + order  # each value's position in the trial sequence
+    if shape.cv_b is not None:
+        z[:, 1] = NOISE[shape.noise](rng, n_max, shape.cv_b)
+    mean = shape.integer or 100.0
+    x = mean * (1 + z) * np.array([1.0, ratio, 1.10][:cells])
+    if shape.event:
+        at = int(rng.integers(cells * k, cells * min(n_max, k + 8)))
+        if shape.event == "outlier":
+            x[pos == at] *= 1.2
+        elif shape.event == "step":
+            x[pos >= at] *= 1.15
+    if shape.integer:
+        x = np.round(x)
+    return x
+
+
+def decision_policy(shape: RunShape):
+    from fairmark.plan.model import RunPolicy
+
+    return RunPolicy(min_trials=shape.min_trials, max_trials=shape.max_trials, stop="decision")
+
+
+def decision_stop(x, shape: RunShape, names=("A", "B"), decide=((), False)):
+    """The round after which run.stoprule stops the group (the runner asks after every round), and its reason."""
+    from fairmark.run.stoprule import _decided
+
+    policy = decision_policy(shape)
+    for n in range(shape.min_trials, shape.max_trials + 1):
+        members = [
+            SimpleNamespace(
+                cell=SimpleNamespace(variant=v), values=list(x[:n, i]), value_rounds=list(range(n))
+            )
+            for i, v in enumerate(names)
+        ]
+        why = _decided(members, policy, names[0], decide)
+        if why:
+            return n, why
+    return shape.max_trials, "max_trials"
+
+
+def decision_verdict(x, n, why, names=("A", "B")):
+    """The run's verdict as `run`, `show`, `report` give it (verdict.pairs.within_run, the run's sequential design)."""
+    from fairmark.verdict.pairs import RunDesign, within_run
+    from fairmark.verdict.run import sequential_design
+
+    return within_run(
+        tuple(cell(v, x[:n, i], range(n), stop_reason=why) for i, v in enumerate(names)),
+        RunDesign(names[0], 95.0, sequential=sequential_design(decision_policy(SHAPE_OF[0]).model_dump())),
+    )
+
+
+SHAPE_OF: list[RunShape] = [RunShape()]  # the shape decision_verdict's design is read from (set per draw)
+
+
+def case_decision(shape: RunShape, ratio: float = 1.0, want: str = "different"):
+    """A run stopped when decided: (its verdict is `want` — "different", "equivalent" or "covers" the true
+    ratio —, the trials per side it took)."""
+
+    def one(rng):
+        SHAPE_OF[0] = shape
+        x = decision_interleaved(rng, shape, ratio)
+        n, why = decision_stop(x, shape)
+        (v,) = decision_verdict(x, n, why)
+        c = v.comparison
+        if want == "covers":
+            return bool(c.ratio_ci_low <= ratio <= c.ratio_ci_high), n
+        return (c.sequential or {}).get("decision") == want, n
+
+    return one
+
+
+def case_decision_bisect(shape: RunShape, ratio: float = 1.0):
+    """A bisect step under the decision stop (its candidate `ratio` × good, bad 1.10 ×): one run, stopped when
+    either of the step's questions is decided (run.stoprule with the step's pairs); (the step answers "bad",
+    trials per side). An A/A step (ratio 1) answers "bad" only on a false claim."""
+    from fairmark.bisect.search import BAD, CANDIDATE, GOOD, pooled_verdicts
+    from fairmark.verdict import rule
+
+    names = (GOOD, CANDIDATE, BAD)
+    decide = (((GOOD, CANDIDATE), (BAD, CANDIDATE)), True)
+
+    def one(rng):
+        SHAPE_OF[0] = shape
+        x = decision_interleaved(rng, shape, ratio, cells=3)
+        n, why = decision_stop(x, shape, names, decide)
+        cells = tuple(cell(v, x[:n, i], range(n), stop_reason=why) for i, v in enumerate(names))
+        design = SimpleNamespace(confidence=95.0, sequential=sequential_design_of(shape), calibrations=None)
+        verdicts = pooled_verdicts([SimpleNamespace(cells=cells, design=design)])
+        vg, vb = verdicts.get("w wall_s"), verdicts.get("w wall_s vs bad")
+        slower, faster = bool(vg and rule.proven_worse(vg)), bool(vb and rule.proven_better(vb))
+        return bool(slower and not faster), n
+
+    return one
+
+
+def sequential_design_of(shape: RunShape):
+    from fairmark.verdict.run import sequential_design
+
+    return sequential_design(decision_policy(shape).model_dump())
+
+
 QUICK = RunShape(min_trials=QUICK_MIN, max_trials=QUICK_MAX)
 QUICK_INT = RunShape(cv=0.03, integer=10.4, min_trials=QUICK_MIN, max_trials=QUICK_MAX)
+D = "run, stop = decision"
+DQ = RunShape(min_trials=QUICK_MIN, max_trials=QUICK_MAX)
+DECISION_CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
+    (D, "A/A", "normal, CV 2%", lambda: case_decision(RunShape())),
+    (D, "A/A", "lognormal (skew 1.75), CV 2%", lambda: case_decision(RunShape("lognormal"))),
+    (D, "A/A", "t(3), CV 2%", lambda: case_decision(RunShape("t3"))),
+    (D, "A/A", "two modes (30% at +4.4 sd)", lambda: case_decision(RunShape("bimodal"))),
+    (D, "A/A", "AR(1) φ 0.9 drift shared by the cells", lambda: case_decision(RunShape("ar1"))),
+    (D, "A/A", "one +20% outlier after the first look", lambda: case_decision(RunShape(event="outlier"))),
+    (D, "A/A", "hiccups: 3% of trials +20%", lambda: case_decision(RunShape("hiccups"))),
+    (D, "A/A", "+15% step in both cells after the first look", lambda: case_decision(RunShape(event="step"))),
+    (D, "A/A", "unequal CVs: A 0.5%, B 5%", lambda: case_decision(RunShape(cv=0.005, cv_b=0.05))),
+    (D, "A/A", "integers (mean 10.4, CV 3%)", lambda: case_decision(RunShape(cv=0.03, integer=10.4))),
+    (D, "A/A", "--quick (3 to 6 trials), normal CV 2%", lambda: case_decision(DQ)),
+    (
+        D,
+        "A/A",
+        "--quick, integers (mean 10.4, CV 3%)",
+        lambda: case_decision(RunShape(cv=0.03, integer=10.4, min_trials=QUICK_MIN, max_trials=QUICK_MAX)),
+    ),
+    (
+        D,
+        "power",
+        "3% slower, CV 1.5%, ≤ 20 trials",
+        lambda: case_decision(RunShape(cv=0.015, max_trials=20), 1.03),
+    ),
+    (
+        D,
+        "power",
+        "3% slower, CV 1.5%, ≤ 30 trials",
+        lambda: case_decision(RunShape(cv=0.015, max_trials=30), 1.03),
+    ),
+    (
+        D,
+        "equivalence",
+        "A/A proven within ±2%, CV 1.5%, ≤ 20 trials",
+        lambda: case_decision(RunShape(cv=0.015, max_trials=20), 1.0, "equivalent"),
+    ),
+    (
+        D,
+        "equivalence",
+        "A/A proven within ±2%, CV 1.5%, ≤ 30 trials",
+        lambda: case_decision(RunShape(cv=0.015, max_trials=30), 1.0, "equivalent"),
+    ),
+    (
+        D,
+        "equivalence",
+        "A/A proven within ±2%, CV 2%, ≤ 30 trials",
+        lambda: case_decision(RunShape(max_trials=30), 1.0, "equivalent"),
+    ),
+    (D, "coverage", "interval covers the ratio 1.0, CV 2%", lambda: case_decision(RunShape(), 1.0, "covers")),
+    (
+        D,
+        "coverage",
+        "interval covers the ratio 1.03, CV 2%",
+        lambda: case_decision(RunShape(), 1.03, "covers"),
+    ),
+    (D, "coverage", "interval covers the ratio 1.2, CV 2%", lambda: case_decision(RunShape(), 1.2, "covers")),
+    (
+        "bisect, stop = decision",
+        "A/A",
+        "step (candidate = good), normal CV 2%",
+        lambda: case_decision_bisect(RunShape()),
+    ),
+    (
+        "bisect, stop = decision",
+        "A/A",
+        "step, one +20% outlier after the first look",
+        lambda: case_decision_bisect(RunShape(event="outlier")),
+    ),
+    (
+        "bisect, stop = decision",
+        "power",
+        "step (candidate = bad, +10%), normal CV 2%",
+        lambda: case_decision_bisect(RunShape(), 1.10),
+    ),
+]
 CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     # (path, kind, description, factory)
     ("run", "A/A", "normal, CV 2%", lambda: case_run(RunShape())),
@@ -736,6 +923,7 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
         "3% slower, CV 1.5%, ≤ 20 trials, 1 run",
         lambda: case_bisect_verdict(RunShape(cv=0.015, max_trials=20), 1, 1.03),
     ),
+    *DECISION_CASES,
     ("history", "A/A", "20 independent points, α 0.01", lambda: case_history()),
     ("history", "A/A", "20 lognormal points, α 0.01", lambda: case_history(noise="lognormal")),
     ("history", "A/A", "20 t(3) points, α 0.01", lambda: case_history(noise="t3")),
@@ -759,11 +947,18 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _work(job: tuple[int, int, int]) -> tuple[int, int]:
+def _work(job: tuple[int, int, int]) -> tuple[int, int, int]:
+    """(case, hits, trials per side summed: a case of the decision stop returns (hit, trials), others a hit)."""
     index, sims, seed = job
     one = CASES[index][3]()
     rng = np.random.default_rng(seed)
-    return index, sum(bool(one(rng)) for _ in range(sims))
+    hits = trials = 0
+    for _ in range(sims):
+        out = one(rng)
+        hit, n = out if isinstance(out, tuple) else (out, 0)
+        hits += bool(hit)
+        trials += n
+    return index, hits, trials
 
 
 def main() -> None:
@@ -797,22 +992,25 @@ def main() -> None:
     ).stdout.strip()
     start, load0 = time.monotonic(), os.getloadavg()[0]
     hits: dict[int, int] = dict.fromkeys(chosen, 0)
+    trials: dict[int, int] = dict.fromkeys(chosen, 0)
     with Pool(args.jobs) as pool:
-        for i, k in pool.imap_unordered(_work, jobs):
+        for i, k, n in pool.imap_unordered(_work, jobs):
             hits[i] += k
+            trials[i] += n
     totals = {i: sum(n for j, n, _ in jobs if j == i) for i in chosen}
     print(
         f"commit {commit}, seed {args.seed}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, "
         f"{time.monotonic() - start:.0f} s"
     )
-    print("| path | case | kind | rate | 95% interval | simulations |")
-    print("|---|---|---|---|---|---|")
+    print("| path | case | kind | rate | 95% interval | trials per side (mean) | simulations |")
+    print("|---|---|---|---|---|---|---|")
     for i in chosen:
         path, kind, text, _ = CASES[i]
         lo, hi = wilson(hits[i], totals[i])
+        used = f"{trials[i] / totals[i]:.2f}" if trials[i] else ""
         print(
             f"| {path} | {text} | {kind} | {100 * hits[i] / totals[i]:.1f}% | [{100 * lo:.1f}, {100 * hi:.1f}] "
-            f"| {totals[i]} |"
+            f"| {used} | {totals[i]} |"
         )
     sys.stdout.flush()
 

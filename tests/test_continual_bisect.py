@@ -263,7 +263,9 @@ def test_what_a_bisect_prints_is_what_show_says_once(
     assert "skip (build failed (exit 1))" in flat
     assert flat.count("malloc debugging is on (environment: MALLOC_PERTURB_=1)") == 1
     ends, *steps = result["steps"]
-    assert "regression — bad is slower than good" in flat and ends["comparison"]["name_other"] == "bad"
+    # a bisect's runs stop when decided (issue 36): the sentence says after how many rounds
+    assert "regression — decided after" in flat and "bad is slower than good" in flat
+    assert ends["comparison"]["name_other"] == "bad"
     for step in [ends, *steps]:
         if len(step["runs"]) != 1:
             continue

@@ -62,6 +62,9 @@ class RunRequest:
     allow_concurrent: bool = False
     hold_lock: bool = True
     lock_label: str = ""
+    # stop = "decision" (plan.with_decision_stop()): the (baseline, other) variant pairs it decides, and whether
+    # one proven difference is enough (run.stoprule.Decide; a bisect step decides either of its two questions)
+    decide: tuple[tuple[tuple[str, str], ...], bool] = ((), False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tags", _frozen(self.tags))
@@ -122,6 +125,7 @@ def run_options(request: RunRequest, warn: Callable[[str], None] = console.warn)
         allow_concurrent=request.allow_concurrent,  # also for the hosts' own locks
         tags=dict(request.tags),
         rerun_of=dict(request.rerun_of) if request.rerun_of is not None else None,
+        decide=request.decide,
     )
 
 

@@ -362,6 +362,8 @@ class Bisect:
         if step_no:
             sides[BAD] = self.bad_dir
         loaded = step_plan(self.text, self.opts.plan_path, sides)
+        # a step asks "is the candidate slower than good, or faster than bad": stopped when that is decided
+        loaded = replace(loaded, plan=loaded.plan.with_decision_stop())
         tags = {
             **self.opts.tags,
             "commit": sha,
@@ -380,6 +382,7 @@ class Bisect:
             monitor_interval=self.opts.monitor_interval,
             allow_concurrent=self.opts.allow_concurrent,
             hold_lock=False,  # the bisect holds it across its steps (cli/bisect.py)
+            decide=((), False) if step_no == 0 else (((GOOD, CANDIDATE), (BAD, CANDIDATE)), True),
         )
         return execute_run(request, self.store, progress=self.progress(), warn=self._warn_once).verdicts
 
@@ -435,6 +438,7 @@ def pooled_verdicts(
         sides,
         confidence=design.confidence if design else 95.0,
         calibrations=getattr(design, "calibrations", None),
+        sequential=getattr(design, "sequential", None),
     )
 
 

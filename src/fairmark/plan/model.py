@@ -57,9 +57,18 @@ class RunPolicy(Strict):
     timeout_s: float = Field(600.0, gt=0)
     kill_grace_s: float = Field(2.0, ge=0)
     baseline: str | None = None
-    boots: int = Field(
+    boots: int | Literal["auto"] = Field(
         2, ge=1, le=1000
-    )  # boots per boot variant (A B B A …); < 2 leaves boot variance unknown
+    )  # boots per boot variant (A B B A …); < 2 leaves boot variance unknown; "auto": until decided
+    min_boots: int = Field(2, ge=2, le=1000)  # boots = "auto": boots per variant before the first look
+    max_boots: int = Field(8, ge=2, le=1000)  # boots = "auto": boots per variant at most
+    # "precision": run to the length the first stage plans for the CI target (stats.stopping), the estimate's
+    # users' stop. "decision": stop as soon as the A/B answer is decided — a difference, or equivalence within
+    # equivalence_pct — by a group-sequential test that spends α over its looks (stats.sequential).
+    stop: Literal["precision", "decision"] = "precision"
+    equivalence_pct: float = Field(
+        2.0, gt=0, le=100
+    )  # a change within ±this counts as none (stop = "decision")
 
     @field_validator("confidence")
     @classmethod
@@ -72,6 +81,8 @@ class RunPolicy(Strict):
     def _trials(self) -> RunPolicy:
         if self.max_trials < self.min_trials:
             raise ValueError(f"max_trials ({self.max_trials}) must be ≥ min_trials ({self.min_trials})")
+        if self.max_boots < self.min_boots:
+            raise ValueError(f"max_boots ({self.max_boots}) must be ≥ min_boots ({self.min_boots})")
         return self
 
 
@@ -507,6 +518,13 @@ class Plan(Strict):
                 "target_ci_pct": q.target_ci_pct or self.run.target_ci_pct,
             }
         )
+
+    def with_decision_stop(self) -> Plan:
+        """The plan with `stop = "decision"` unless its [run] chose a stop itself: the default where the question
+        is "is B different, and which way" — a bisect step, `fairmark ab` (issue 36)."""
+        if "stop" in self.run.model_fields_set:
+            return self
+        return self.model_copy(update={"run": self.run.model_copy(update={"stop": "decision"})})
 
     def with_aa_twin(self) -> Plan:
         """The plan plus an exact copy of the baseline variant, interleaved like any other: an A/A

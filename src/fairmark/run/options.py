@@ -30,6 +30,9 @@ class RunOptions:
     tags: dict[str, str] = field(default_factory=dict)  # `run --tag k=v`: stored with the run, queried later
     # `run BUNDLE.json`: the exported run this one re-runs (its id, host, commit, bundle), stored as options.rerun_of
     rerun_of: dict[str, Any] | None = None
+    # stop = "decision": the (baseline, other) pairs it decides and whether one proven difference is enough
+    # (run.stoprule.Decide; a bisect step sets both)
+    decide: tuple[tuple[tuple[str, str], ...], bool] = ((), False)
 
 
 class Progress:

@@ -29,6 +29,7 @@ class CellState:
     status: str = "active"
     reason: str | None = None
     values: list[float] = field(default_factory=list)  # primary metric, measured ok trials, in order
+    value_rounds: list[int] = field(default_factory=list)  # the round of each of `values` (the pairs' key)
     failures: int = 0
     rounds_done: set[int] = field(default_factory=set)
     params: dict[str, Any] = field(default_factory=dict)  # a tool cell's resolved parameters

@@ -27,8 +27,8 @@ from fairmark.run.options import Progress, RunOptions, trial_event
 from fairmark.run.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
 from fairmark.run.secrets import Scrubber
 from fairmark.run.stage import startup_notes, workload_stage
+from fairmark.run.stoprule import stops
 from fairmark.run.trial import Contexts, Executor, TrialPath, is_profiler
-from fairmark.stats.stopping import group_stop
 from fairmark.store.db import Store, now
 
 if TYPE_CHECKING:
@@ -156,6 +156,7 @@ class Runner:
                 cs.failures += 1
             elif not t.warmup and (t.id, rt.primary) in values:
                 cs.values.append(values[(t.id, rt.primary)])
+                cs.value_rounds.append(t.round)
         for c in self.store.cells(self.run_id):
             _, cs = by_id[c.id]
             cs.loops = (
@@ -284,6 +285,7 @@ class Runner:
         cs.failures += failed
         if not failed and r >= 0:
             cs.values.append(out.values[rt.primary])
+            cs.value_rounds.append(r)
         self.progress.trial(trial_event(self.seq, self._running, self.policy, rt, cs, r, out))
         if failed and self.policy.failures == "abandon" and cs.failures >= self.policy.max_failures:
             self.stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")  # after its line
@@ -304,32 +306,10 @@ class Runner:
         return self._trial_path
 
     def _stop_rule(self, rt: WorkloadRuntime) -> None:
-        """The cells compared with each other (one group) stop together, at a length set by their first stage
-        (stats.stopping.group_stop): every round holds every side to the end."""
-        p = self.policy
-        if p.failures == "measure":  # the failure rate needs the whole budget: no stop on precision
-            for cs in rt.cells:
-                if cs.status == "active" and len([r for r in cs.rounds_done if r >= 0]) >= p.max_trials:
-                    self.stop(cs, "done", f"trial budget ({p.max_trials}) used; failures = 'measure'")
-            return
-        groups: dict[str, list[CellState]] = {}
-        for cs in rt.cells:
-            if cs.status in ("active", "done"):  # an abandoned cell no longer holds its group back
-                groups.setdefault(cs.cell.group, []).append(cs)
-        for members in groups.values():
-            if not any(cs.status == "active" for cs in members):
-                continue
-            decision = group_stop(
-                [cs.values for cs in members],
-                confidence=p.confidence,
-                target_ci_pct=p.target_ci_pct,
-                min_trials=p.min_trials,
-                max_trials=p.max_trials,
-            )
-            if decision.stop:
-                for cs in members:
-                    if cs.status == "active":
-                        self.stop(cs, "done", decision.reason)
+        """The cells compared with each other (one group) stop together (run.stoprule): at a length set by their
+        first stage (stop = "precision"), or once their A/B answer is decided (stop = "decision")."""
+        for cs, reason in stops(rt, self.policy, self.plan.baseline, self.options.decide):
+            self.stop(cs, "done", reason)
 
     def stop(self, cs: CellState, status: str, reason: str) -> None:
         """Cell `cs` stops (done or abandoned) for `reason`: stored, and told."""

@@ -21,6 +21,7 @@ import numpy as np
 
 from fairmark.errors import InputError, UsageError
 from fairmark.jsonvalue import JSONObject
+from fairmark.stats import sequential as seq
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import Summary, as_array, describe, sample_sd
 from fairmark.stats.digits import format_pair
@@ -79,6 +80,8 @@ class Comparison:
     scale: str = "raw"  # "log": tested on the logarithms (ratio of geometric means); "raw": on the values
     constant: bool = False  # no spread: decided by a rank test, no interval
     claim: bool = True  # False: the data cannot support a claim (one unit per side), whatever they show
+    # stop = "decision" (stats.sequential): what the sequential test decided, at which look, its TOST interval
+    sequential: JSONObject | None = None
 
     @property
     def change_percent(self) -> float:
@@ -143,20 +146,24 @@ def compare(
     first_stage: int | None = None,
     length_planned: bool = False,
     calibration: Mapping[str, object] | None = None,
+    sequential: seq.Design | None = None,
 ) -> Comparison:
     """Compare `other` with `baseline`. `rounds`: the round of each value (same order; an int, or (run, round)
     when the values come from several runs), for the paired design; `first_stage`: the rounds from which the
     run chose its length (stats.stopping), `length_planned` whether it ran to that length (not cut at max_trials).
-    `aa_percent_half_width`: the ±% an A/A run of this workload showed on
-    this machine; a significant change smaller than that gets a warning. `calibration`: what `fairmark
-    calibrate` measured for this workload on this host (stats.calibration)."""
+    `aa_percent_half_width`: the ±% an A/A run of this workload showed on this machine; a significant change
+    smaller than that gets a warning. `calibration`: what `fairmark calibrate` measured for this workload on
+    this host (stats.calibration). `sequential`: the run stopped when decided (stats.sequential)."""
     a, b = _checked(baseline, other, better, (name_baseline, name_other))
     sa, sb = describe(a, confidence), describe(b, confidence)
     ministat = _ministat(a, b, sa, sb, confidence, ministat_compat)
-    test = _design_test(a, b, confidence, rounds, (first_stage, length_planned))
-    cross = _cross_check(a, b, test, rounds, confidence)
-    names = (name_baseline, name_other)
+    decided = _sequential_test(a, b, rounds, sequential)
+    test = decided[0] if decided else _design_test(a, b, confidence, rounds, (first_stage, length_planned))
+    cross, names = _cross_check(a, b, test, rounds, confidence), (name_baseline, name_other)
     sentence = verdict_sentence(names, test, sa.mean, test.significant, better, unit, confidence, calibration)
+    sentence = (
+        sequential_sentence(names, decided, sequential, better, unit, confidence) if decided else sentence
+    )
     return Comparison(
         name_baseline=name_baseline,
         name_other=name_other,
@@ -180,7 +187,47 @@ def compare(
         ),
         baseline=sa,
         other=sb,
+        sequential=seq.to_dict(decided[1], sequential, test.scale == "log")
+        if decided and sequential
+        else None,
     )
+
+
+def _sequential_test(
+    a: Floats, b: Floats, rounds: Rounds | None, design: seq.Design | None
+) -> tuple[RatioTest, seq.Look] | None:
+    """The sequential design's test of pairs by round (None: no such design, or fewer than 3 pairs)."""
+    if design is None or rounds is None:
+        return None
+    ra, rb = rounds
+    if len(ra) != a.size or len(rb) != b.size:
+        raise InputError("rounds must give one round per value")
+    return seq.paired_ratio_test(
+        dict(zip(ra, a.tolist(), strict=True)), dict(zip(rb, b.tolist(), strict=True)), design
+    )
+
+
+def sequential_sentence(
+    names: tuple[str, str],
+    decided: tuple[RatioTest, seq.Look],
+    design: seq.Design | None,
+    better: Better,
+    unit: str,
+    confidence: float,
+) -> str:
+    """'decided after 7 rounds: B is slower than A: +3.1% (95% CI, sequential: +1.2% to +5.0%)', or
+    equivalent / undecided with the same repeated interval (valid however early the run stopped)."""
+    test, look = decided
+    base, other = names
+    assert design is not None  # a sequential test was made with it
+    head = seq.outcome(look, log=test.scale == "log", design=design)
+    ci = percent_texts(test.ratio, test.ratio_ci_low, test.ratio_ci_high, test.significant)
+    observed = (
+        f"{ci[0]} ({confidence:g}% CI, sequential: {ci[1]} to {ci[2]})" if ci else "no bounded interval"
+    )
+    if test.significant:
+        return f"{head}: {other} is {_direction_word(test.ratio, better, unit)} than {base}: {observed}"
+    return f"{head}: {other} vs {base}: {observed}"
 
 
 class MinistatFields(TypedDict):

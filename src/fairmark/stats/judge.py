@@ -21,6 +21,7 @@ from fairmark.stats.compare import Better, Comparison, Rounds, compare
 from fairmark.stats.fdr import bh_adjust
 from fairmark.stats.levels import Labels, Unit, compare_levels, known, unit_level
 from fairmark.stats.paired import RoundKey
+from fairmark.stats.sequential import Design
 
 # The caller's tag of a pair, returned with its judgement (an untagged Pair is a Pair[None]).
 T = TypeVar("T", covariant=True, default=None)
@@ -75,6 +76,9 @@ class Pair(Generic[T]):
     # The older spelling of one level: `units` at `unit_level` ("boot" | "host" | "run").
     units: tuple[Sequence[Unit], Sequence[Unit]] | None = None
     unit_level: str = "boot"
+    # The run stopped when decided (stop = "decision"): its paired verdict is the sequential design's test at its
+    # last look (stats.sequential); ignored when the pairs come from several runs (each had its own looks).
+    sequential: Design | None = None
 
     def all_labels(self) -> dict[str, tuple[Sequence[Unit], Sequence[Unit]]]:
         out = dict(self.labels or {})
@@ -128,6 +132,7 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
     inside the units both sides share, the unit as the observation above them."""
     labels = p.all_labels()
     rounds, first_stage = _rounds(p, labels)
+    one_run = rounds is p.rounds
     within = compare(
         p.baseline,
         p.other,
@@ -142,6 +147,7 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
         first_stage=first_stage,
         length_planned=p.length_planned and first_stage is not None,
         calibration=p.host_calibration,
+        sequential=p.sequential if one_run else None,
     )
     level = unit_level(labels)
     if level is None:

@@ -22,6 +22,7 @@ from fairmark.plan.model import AA_SUFFIX, aa_twin_name
 from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.judge import Judgement, Pair, aa_spread, judge
+from fairmark.stats.sequential import Design
 from fairmark.stats.stopping import first_stage_of, length_was_planned
 from fairmark.store.records import JSONObject
 from fairmark.verdict.match import match_cells
@@ -44,6 +45,7 @@ class RunDesign:
     # what `fairmark calibrate` measured on the run's host: (group, metric) → its data (stats.calibration)
     calibrations: Mapping[tuple[str, str], JSONObject] = field(default_factory=dict)
     by_boot: bool = False  # boot variants: each variant in boots of its own, the boot is the unit
+    sequential: Design | None = None  # stop = "decision": the run's looks (stats.sequential)
 
 
 def _groups(cells: Sequence[MeasuredCell]) -> dict[str, list[MeasuredCell]]:
@@ -119,6 +121,7 @@ def _run_pair(
         length_planned=all(length_was_planned(c.cell.stop_reason) for c in (base, other)),
         host_calibration=None if twin else design.calibrations.get((base.cell.group, metric)),
         units=(a.boots, b.boots) if design.by_boot else None,
+        sequential=design.sequential,
     )
 
 
@@ -136,6 +139,7 @@ def pooled_runs(
     *,
     confidence: float,
     calibrations: Mapping[tuple[str, str], JSONObject] | None = None,
+    sequential: Design | None = None,
 ) -> dict[str, Verdict]:
     """Several runs of one design judged as one: in each group, for each (baseline, other, suffix) of `sides`, the
     primary metric of `other` against `baseline` over all the runs, keyed "group metric{suffix}". Values are
@@ -171,6 +175,7 @@ def pooled_runs(
                 tag=(key, base, other, metric),
                 first_stage=_first_stage(base, other),
                 host_calibration=(calibrations or {}).get((base.cell.group, metric)),
+                sequential=sequential if len(runs) == 1 else None,  # each run had its own looks
             )
         )
     return {j.pair.tag[0]: _verdict(j, *j.pair.tag[1:]) for j in judge(pairs, confidence=confidence)}

@@ -4,9 +4,11 @@ the stored samples, so every reader gets today's rule applied to the same data."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fairmark.stats.sequential import Design
 from fairmark.store.db import RunRecord
 from fairmark.verdict.pairs import RunDesign, within_run
 from fairmark.verdict.record import Verdict
@@ -32,12 +34,28 @@ def design_of(store: Store, run: RunRecord) -> RunDesign:
     policy = options.get("policy") or {}
     variants = options.get("variants") or {}
     baseline, confidence = policy.get("baseline"), policy.get("confidence", 95.0)
+    by_boot = any((v or {}).get("boot") for v in variants.values())
     return RunDesign(
         baseline=baseline if isinstance(baseline, str) and baseline else run.baseline,
         confidence=float(confidence) if isinstance(confidence, int | float) else 95.0,
         calibrations=store.calibrations(run.host_id),
         # A plan with boot variants measured each variant in its own boots: the boot is the verdict's unit.
-        by_boot=any((v or {}).get("boot") for v in variants.values()),
+        by_boot=by_boot,
+        sequential=None if by_boot else sequential_design(policy),
+    )
+
+
+def sequential_design(policy: Mapping[str, object]) -> Design | None:
+    """The looks of a run stopped when decided (its stored policy's `stop = "decision"`), else None."""
+    if policy.get("stop") != "decision":
+        return None
+    confidence, margin = policy.get("confidence", 95.0), policy.get("equivalence_pct", 2.0)
+    first, last = policy.get("min_trials", 5), policy.get("max_trials", 30)
+    return Design(
+        int(first) if isinstance(first, int) else 5,
+        int(last) if isinstance(last, int) else 30,
+        confidence=float(confidence) if isinstance(confidence, int | float) else 95.0,
+        equivalence_pct=float(margin) if isinstance(margin, int | float) else 2.0,
     )
 
 

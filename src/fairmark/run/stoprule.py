@@ -1,0 +1,73 @@
+"""When a workload's cells stop, after each round (the runner asks): the failure-rate budget, the precision stop
+(stats.stopping: a length planned from the first stage) or the decision stop (stats.sequential: as soon as the A/B
+answer is decided, α spent over the looks). The cells compared with each other (one group) stop together: every
+round holds every side to the end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from fairmark.plan.model import RunPolicy
+from fairmark.run.prepare import CellState, WorkloadRuntime
+from fairmark.stats.sequential import Design, group_decision
+from fairmark.stats.stopping import group_stop
+
+# which (baseline, other) variant pairs the decision stop decides, and whether one proven difference is enough
+# (a bisect step: the candidate proven slower than good, or faster than bad, answers it); () = every variant
+# against the baseline, all decided
+Decide = tuple[tuple[tuple[str, str], ...], bool]
+
+
+def design_of(policy: RunPolicy) -> Design:
+    """The looks of a decision stop: every round from min_trials to max_trials (stats.sequential)."""
+    return Design(
+        policy.min_trials,
+        policy.max_trials,
+        confidence=policy.confidence,
+        equivalence_pct=policy.equivalence_pct,
+    )
+
+
+def stops(
+    rt: WorkloadRuntime, policy: RunPolicy, baseline: str, decide: Decide = ((), False)
+) -> Iterator[tuple[CellState, str]]:
+    """The active cells that stop after this round, each with its reason."""
+    if policy.failures == "measure":  # the failure rate needs the whole budget: no stop on precision
+        for cs in rt.cells:
+            if cs.status == "active" and len([r for r in cs.rounds_done if r >= 0]) >= policy.max_trials:
+                yield cs, f"trial budget ({policy.max_trials}) used; failures = 'measure'"
+        return
+    groups: dict[str, list[CellState]] = {}
+    for cs in rt.cells:
+        if cs.status in ("active", "done"):  # an abandoned cell no longer holds its group back
+            groups.setdefault(cs.cell.group, []).append(cs)
+    for members in groups.values():
+        if not any(cs.status == "active" for cs in members):
+            continue
+        reason = _decided(members, policy, baseline, decide) if policy.stop == "decision" else None
+        if policy.stop != "decision":
+            decision = group_stop(
+                [cs.values for cs in members],
+                confidence=policy.confidence,
+                target_ci_pct=policy.target_ci_pct,
+                min_trials=policy.min_trials,
+                max_trials=policy.max_trials,
+            )
+            reason = decision.reason if decision.stop else None
+        if reason:
+            yield from ((cs, reason) for cs in members if cs.status == "active")
+
+
+def _decided(members: Sequence[CellState], policy: RunPolicy, baseline: str, decide: Decide) -> str | None:
+    """The decision stop's reason to stop the group now, or None to go on."""
+    by_variant = {cs.cell.variant: dict(zip(cs.value_rounds, cs.values, strict=True)) for cs in members}
+    pairs, any_different = decide
+    pairs = tuple(p for p in pairs if p[0] in by_variant and p[1] in by_variant)
+    if not pairs:
+        base = baseline if baseline in by_variant else members[0].cell.variant
+        pairs = tuple((base, v) for v in by_variant if v != base)
+        any_different = False
+    if not pairs:  # one variant: nothing to decide, the precision stop's length
+        return None
+    decision = group_decision(by_variant, pairs, design_of(policy), any_different=any_different)
+    return decision.reason if decision.stop else None
