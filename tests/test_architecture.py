@@ -324,3 +324,18 @@ def test_the_text_reports_never_load_the_html_renderer() -> None:
     code = "import sys, fairmark.report.text, fairmark.report.terminal; print(sorted(m for m in sys.modules if m in ('matplotlib', 'jinja2', 'fairmark.report.html')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_compare_commands_render_in_report() -> None:
+    """`compare` and `compare-runs` decide what is compared in cli/ and show it from report/ (issue 33 item 5:
+    both rendered inside cli/): their cli modules print nothing themselves but a --json document report/
+    built."""
+    shown = ("print", "print_table", "table", "text", "note", "warn", "write")
+    found = [
+        f"{rel}:{node.lineno} {ast.unparse(node.func)}(…)"
+        for rel, tree in _modules()
+        if rel in ("cli/compare.py", "cli/compare_runs.py")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in shown
+    ]
+    assert found == []

@@ -166,8 +166,8 @@ def test_a_variant_with_no_kernel_event_gets_an_upper_bound_on_its_rate() -> Non
 
 
 def test_between_boot_sd_is_not_its_own_plus_minus(capsys) -> None:
-    from fairmark.cli.compare_runs import show_levels
     from fairmark.report.boots import levels_lines
+    from fairmark.report.compare_runs import show_levels
     from fairmark.stats.levels import Levels, LevelsReport
 
     # the typed record a boots verdict carries since issue 22 (it was a dict)

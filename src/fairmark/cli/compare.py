@@ -16,7 +16,7 @@ from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import InputError, UsageError
 from fairmark.report import ministat
-from fairmark.stats import describe, sample_warnings
+from fairmark.report.compare_files import emit_human, json_doc, ministat_only
 from fairmark.stats.arrays import Values
 from fairmark.stats.describe import MAX_ABS, MAX_ABS_TEXT
 from fairmark.stats.judge import MIN_VALUES
@@ -123,83 +123,12 @@ def _labels(names: list[str]) -> list[str]:
     return short if len(set(short)) == len(set(names)) else names
 
 
-def _dataset_json(df: DataFile, confidence: float) -> dict:
-    s = describe(df.values, confidence)
-    return {"name": df.name, **s.to_dict(), "warnings": sample_warnings(df.values)}
-
-
-def _emit_human(files, judged, *, width, plot, test, separate, compat, confidence, relative=None) -> None:
-    """ministat's part on stdout; fairmark's verdicts after it, or on stderr with --ministat-compat (stdout is
-    then byte for byte what ministat prints)."""
-    comparisons = [j.comparison for j in judged]
-    datasets = [(f.name, f.values) for f in files]
-    lines = ministat.render(
-        datasets,
-        comparisons,
-        width=width,
-        plot=plot,
-        relative=test if relative is None else relative,
-        separate_bars=separate,
-        ministat_compat=compat,
-        confidence=confidence,
-    )
-    out = console.out.file  # verbatim: ministat's tabs and long plot lines must survive (rich would expand)
-    out.write("\n".join(lines) + "\n")
-    out.flush()
-    if not test:
-        return
-    if compat:
-        out = console.err.file
-    extra = [(f, sample_warnings(f.values)) for f in files]
-    said = []  # fairmark's own lines: prose, wrapped to a terminal's width like every other view's
-    if comparisons or any(w for _, w in extra):
-        said.append(
-            ("" if compat else "\n") + "fairmark (each set vs the first; its own verdict, Welch's t on the "
-            "logarithms where every value is positive, with a Mann-Whitney U cross-check):"
-        )
-    for k, c in enumerate(comparisons, start=1):
-        said.append(f"{ministat.SYMBOLS[k + 1]} " + "\n".join(ministat.verdict_lines(c)))
-    if len(comparisons) > 1:
-        qs = ", ".join(f"{ministat.SYMBOLS[k + 2]} {j.q_value:.2g}" for k, j in enumerate(judged))
-        said.append(
-            f"  {len(comparisons)} comparisons: Benjamini-Hochberg q-values (false discovery rate) {qs}"
-        )
-    said += [f"  {f.name}: {text}" for f, warnings in extra for text in warnings]
-    for text in said:
-        out.write(console.wrap(text) + "\n")
-    out.flush()
-
-
 def _read_all(paths: list[str], column: int, delimiters: str, compat: bool) -> list[DataFile]:
     # ministat's own mode takes every finite double, as ministat does (its sums may overflow: it prints nan)
     limit = sys.float_info.max if compat else MAX_ABS
     read = [read_file(p, column=column, delimiters=delimiters, limit=limit) for p in paths]
     # one array per file, converted once (100 000 values: every later step would convert the tuple again)
     return [DataFile(f.name, np.asarray(f.values, dtype=np.float64)) for f in read]
-
-
-def _ministat_only(data, width, *, plot, test, separate, confidence) -> None:
-    """--ministat-compat with values past 1e300: ministat's bytes on stdout; fairmark says on stderr why it
-    gives no verdict of its own (its sums would overflow, as ministat's do)."""
-    _emit_human(
-        data,
-        [],
-        width=width,
-        plot=plot,
-        test=False,
-        separate=separate,
-        compat=True,
-        confidence=confidence,
-        relative=test,
-    )
-    big = next(d for d in data if np.max(np.abs(d.values)) > MAX_ABS)
-    console.err.file.write(
-        console.wrap(
-            f"fairmark: no verdict of its own: {big.name} holds values larger in magnitude than "
-            f"{MAX_ABS_TEXT}, past which sums overflow (ministat's table above is its own arithmetic)"
-        )
-        + "\n"
-    )
 
 
 @click.command("compare")
@@ -273,7 +202,7 @@ def compare(
     data = _read_all(paths, column, delimiters, ministat_compat and not console.json_mode)
     if ministat_compat and any(np.max(np.abs(d.values)) > MAX_ABS for d in data):
         plot = not (no_plot or no_test)
-        return _ministat_only(
+        return ministat_only(
             data, width, plot=plot, test=not no_test, separate=separate_bars, confidence=confidence
         )
     labels = _labels([d.name for d in data])
@@ -286,16 +215,9 @@ def compare(
         ministat_compat=ministat_compat,
     )
     if console.json_mode:
-        console.emit_json(
-            {
-                "confidence": confidence,
-                "ministat_compat": ministat_compat,
-                "datasets": [_dataset_json(d, confidence) for d in data],
-                "comparisons": [{**j.comparison.to_dict(), "q_value": j.q_value} for j in judged],
-            }
-        )
+        console.emit_json(json_doc(data, judged, confidence=confidence, ministat_compat=ministat_compat))
         return
-    _emit_human(
+    emit_human(
         data,
         judged,
         width=width,
