@@ -130,3 +130,54 @@ def test_a_long_token_is_scrubbed_whole() -> None:
     text = f"{token} https://u:secret@example.org/x"
     out = redact_text(text)
     assert "secret" not in out and out.endswith("https://u:" + REDACTED + "@example.org/x")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mysql --password hunter2 -e 'select 1'", "mysql --password <redacted> -e 'select 1'"),
+        ('command = ["mysql", "--password", "hunter2"]', 'command = ["mysql", "--password", "<redacted>"]'),
+        ("sysbench --pgsql-password hunter2 run", "sysbench --pgsql-password <redacted> run"),
+        ("mysqlslap -uroot -phunter2 -h db", "mysqlslap -uroot -p<redacted> -h db"),
+        ("curl -u bench:hunter2 http://x", "curl -u bench:<redacted> http://x"),
+        (
+            "https://a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6@o1.ingest.example/1",
+            "https://<redacted>@o1.ingest.example/1",
+        ),
+        # what is no secret stays: a port, a bare prompting flag, a file of passwords, a user name in a URL
+        ("ssh -p 2222 host; make -j4 -p", "ssh -p 2222 host; make -j4 -p"),
+        ("mysql --password --host db", "mysql --password --host db"),
+        ("pgbench --password-file /etc/pw --bypass x", "pgbench --password-file /etc/pw --bypass x"),
+        ("postgres://postgres@localhost/db", "postgres://postgres@localhost/db"),
+        ("docker run -u 1000:1000 img", "docker run -u 1000:1000 img"),
+    ],
+)
+def test_flags_that_carry_secrets(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+def test_argv_secrets_are_hidden_by_their_flag_and_program() -> None:
+    found: set[str] = set()
+    argv = ["/usr/bin/mysql", "--password", "a,b'c9", "-pglued1", "-p", "db"]
+    assert redact.redact_argv(argv, found=found) == [
+        "/usr/bin/mysql",
+        "--password",
+        REDACTED,
+        "-p" + REDACTED,
+        "-p",
+        "db",
+    ]
+    assert redact.redact_argv(["curl", "--user", "u:pw1"], found=found) == ["curl", "--user", "u:" + REDACTED]
+    assert redact.redact_argv(["ssh", "-p2222", "host"]) == ["ssh", "-p2222", "host"]
+    assert found == {"a,b'c9", "glued1", "pw1"}
+
+
+def test_json_hides_values_under_secret_names_and_secrets_in_text() -> None:
+    doc = {
+        "env": {"PGPASSWORD": "x1", "URL": "postgres://u:pw@h/d", "N": 3},
+        "tags": {"token": "t", "branch": "main"},
+    }
+    assert redact.redact_json(doc) == {
+        "env": {"PGPASSWORD": REDACTED, "URL": f"postgres://u:{REDACTED}@h/d", "N": 3},
+        "tags": {"token": REDACTED, "branch": "main"},
+    }

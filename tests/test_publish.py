@@ -141,6 +141,49 @@ def test_a_second_publish_renders_only_what_changed(fairmark_cli, tmp_path: Path
     assert code == 0 and "wrote 0 pages" in text and "skipped 20 unchanged" in text
 
 
+def test_a_tampered_manifest_deletes_nothing_outside_the_site(fairmark_cli, tmp_path: Path) -> None:
+    """The manifest is a file in the site's directory: entries naming files outside it (absolute, `../`, through
+    a link to a file or to a directory out of the site), or what is not a page, are left alone (issue 37); a
+    stale page of the site itself still goes."""
+    lab_history(store(), "lab-a", 3, None, 1)
+    out = tmp_path / "site"
+    publish(fairmark_cli, out)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    victims = [outside / "victim.html", outside / "notes.txt", tmp_path / "beside.html"]
+    for v in victims:
+        v.write_text("keep me")
+    (out / "runs" / "link.html").symlink_to(victims[0])
+    (out / "away").symlink_to(outside)
+    (out / "runs" / "old.html").write_text("a page of an earlier publish")
+    (out / "data.txt").write_text("not a page")
+    manifest = json.loads((out / ".fairmark-publish.json").read_text())
+    hostile = [
+        str(victims[0]),
+        "../beside.html",
+        "runs/../../beside.html",
+        "runs/link.html",
+        "away/victim.html",
+        "away/notes.txt",
+        "data.txt",
+        "runs",
+    ]
+    manifest["pages"] |= {rel: "0" * 32 for rel in [*hostile, "runs/old.html"]}
+    (out / ".fairmark-publish.json").write_text(json.dumps(manifest))
+
+    done = publish(fairmark_cli, out)
+    assert done["removed"] == ["runs/old.html"] and not (out / "runs" / "old.html").exists()
+    assert sorted(done["refused"]) == sorted(hostile)
+    assert [v.read_text() for v in victims] == ["keep me"] * 3
+    assert (out / "runs" / "link.html").is_symlink() and (out / "data.txt").is_file()
+    manifest = json.loads((out / ".fairmark-publish.json").read_text())
+    assert not set(hostile) & set(manifest["pages"])  # the new manifest lists only the site's pages
+    manifest["pages"] |= {rel: "0" * 32 for rel in hostile}
+    (out / ".fairmark-publish.json").write_text(json.dumps(manifest))
+    code, text, _ = fairmark_cli("publish", "--out", str(out))
+    assert code == 0 and "left 8 entries of the manifest alone that name no page of the site" in text
+
+
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_a_postgresql_store_published_by_worker_processes(

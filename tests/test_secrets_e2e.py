@@ -173,3 +173,84 @@ def test_planted_secrets_appear_nowhere(
         if secret in text
     ]
     assert not leaks, "\n".join(leaks)
+
+
+# issue 37 (item 8): secrets the run kept raw outside its plan text — name → (the secret, where it is planted)
+STORED_SECRETS = {
+    "variant env URL": ("varEnvPlanted71", 'DATABASE_URL = "postgresql://bench:varEnvPlanted71@127.0.0.1/x"'),
+    "variant env by name": ("namedEnvPlanted5", 'API_TOKEN = "namedEnvPlanted5"'),
+    "--password VALUE": ("flagPlanted81", "mysql --password flagPlanted81"),
+    "-pVALUE": ("gluedPlanted82", "mysql -pgluedPlanted82"),
+    "curl -u": ("curlPlanted83", "curl -u bench:curlPlanted83"),
+    "DSN key": ("a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6", "https://a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6@127.0.0.1/1"),
+    "--tag by name": ("tagPlanted84", "--tag token=tagPlanted84"),
+    "--tag URL": ("tagUrlPlanted85", "--tag db=postgres://u:tagUrlPlanted85@127.0.0.1/x"),
+}
+
+
+@pytest.mark.slow
+def test_a_runs_options_commands_and_tags_keep_no_secret(
+    tmp_path: Path, fairmark_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Variants whose env carries a password (in a URL, and under a secret name), a mysql client given its
+    password as `--password VALUE` and `-pVALUE`, curl's `-u user:pw`, a DSN whose user part is a key, and
+    `--tag` values: none in the store, a bundle, the HTML report, `show --json`, the dashboard or the terminal.
+    The tools print their arguments and environment (`args: $*`), as a failing tool's usage message does."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("mysql", "curl"):
+        tool = bin_dir / name
+        tool.write_text(
+            '#!/bin/sh\necho "args: $*"\necho "env: $DATABASE_URL $API_TOKEN"\necho "result 42"\n'
+        )
+        tool.chmod(0o755)
+    plan = tmp_path / "plan.toml"
+    dsn = STORED_SECRETS["DSN key"][1]
+    plan.write_text(
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n"
+        f"[[variant]]\nname = 'a'\nenv = {{ {STORED_SECRETS['variant env URL'][1]} }}\n"
+        f"[[variant]]\nname = 'b'\nenv = {{ {STORED_SECRETS['variant env by name'][1]} }}\n"
+        f"[[workload]]\nname = 'db'\ncommand = ['{bin_dir}/mysql', '--password', 'flagPlanted81', "
+        "'-pgluedPlanted82', '-e', 'select 1']\n"
+        "[[workload.metrics]]\nname = 'result'\nregex = 'result (\\d+)'\nbetter = 'higher'\n"
+        f"[[workload]]\nname = 'http'\ncommand = ['{bin_dir}/curl', '-u', 'bench:curlPlanted83', '{dsn}']\n"
+        "[[workload.metrics]]\nname = 'result'\nregex = 'result (\\d+)'\nbetter = 'higher'\n"
+    )
+    env = dict(os.environ) | {"FAIRMARK_STORE": str(tmp_path / "store.db"), "NO_COLOR": "1"}
+    tags = [w for flag in ("--tag by name", "--tag URL") for w in STORED_SECRETS[flag][1].split()]
+    res = subprocess.run(
+        [sys.executable, "-m", "fairmark", "run", str(plan), "--accept-risk", "--no-monitors", *tags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode in (0, 1), res.stderr[-3000:]
+    terminal = [res.stdout + res.stderr]
+    monkeypatch.setenv("FAIRMARK_STORE", env["FAIRMARK_STORE"])
+    out = tmp_path / "out"
+    for args in (
+        ("show", "last"),
+        ("show", "last", "--json"),
+        ("runs", "--tag", "token=<redacted>"),
+        ("export", "last", "--format", "json", "--out", str(out)),
+        ("export", "last", "--format", "csv", "--out", str(out)),
+        ("report", "last", "--html", str(out / "r.html")),
+        ("publish", "--out", str(out / "site")),
+    ):
+        code, stdout, err = fairmark_cli(*args)
+        assert code in (0, 1), err[-3000:]
+        terminal.append(stdout + err)
+    assert "result" in terminal[1]
+    places = {"terminal output": "\n".join(terminal)}
+    for f in [*tmp_path.glob("store.db*"), *out.rglob("*")]:
+        if f.is_file():
+            places[str(f.relative_to(tmp_path))] = f.read_bytes().decode("utf-8", errors="replace")
+    assert any("site/runs/" in p for p in places)  # the dashboard drew the run's page
+    leaks = [
+        f"{name} in {place}"
+        for name, (secret, _) in STORED_SECRETS.items()
+        for place, text in places.items()
+        if secret in text
+    ]
+    assert not leaks, "\n".join(leaks)

@@ -9,7 +9,7 @@ little information; under-redacting leaks a password into a shared results datab
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -46,6 +46,30 @@ _ASSIGN_RE = re.compile(
     r"(?<![\w.-])(?P<name>[\w.-]*(?:" + "|".join(SECRET_WORDS) + r")[\w.-]*)(?P<sep>\s*[=:]\s*)"
     r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;\"']+)",  # unquoted: up to a quote (a TOML list's item ends there)
     re.IGNORECASE,
+)
+# `--password VALUE`, `--db-pass VALUE`: a flag that names a secret, then its value as the next word (between
+# them a space, or a TOML/JSON list's `", "`); `--password=VALUE` is _ASSIGN_RE's. A value starting with `-` is
+# the next flag (mysql's bare `--password` prompts).
+_SECRET_FLAG = r"--?(?:[a-z0-9]+[-_])*(?:password|passwd|pass|pw|secret|token|api[-_]?key|auth)"
+_SECRET_FLAG_RE = re.compile(_SECRET_FLAG, re.IGNORECASE)
+_FLAG_VALUE_RE = re.compile(
+    r"(?P<flag>(?<![\w-])" + _SECRET_FLAG + ")"
+    r"(?P<sep>(?:\s|[\"'],?\s*[\"']?)+)(?P<value>(?!-|<redacted>)[^\s\"',]+)",
+    re.IGNORECASE,
+)
+# mysql's clients take their password glued to -p (`-pVALUE`); elsewhere -p is a port or a count, so only in a
+# text or command line naming one of them.
+_MYSQL_RE = re.compile(r"\b(?:mysql\w*|mariadb\w*)\b", re.IGNORECASE)
+_GLUED_P_RE = re.compile(r"(?<![\w-])-p(?P<value>(?!<redacted>)[^\s\"',]+)")
+# curl's `-u user:password` / `--user user:password` (also glued: -uuser:pw)
+_CURL_RE = re.compile(r"\bcurl\b", re.IGNORECASE)
+_CURL_USER_RE = re.compile(
+    r"(?P<flag>(?<![\w-])(?:-u|--user)(?:[\s=]|[\"'],?\s*[\"'])*)(?P<user>[^\s\"',:]*):(?P<value>[^\s\"',]+)"
+)
+# A key as a URL's user part, without a password (a Sentry-style DSN: https://KEY@host/1): long, with digits —
+# a user name is rarely 20 characters of letters and digits.
+_URL_KEY_RE = re.compile(
+    r"(?P<head>[a-z][a-z0-9+.-]{0,31}://)(?P<key>(?=[^@/\s:]*\d)[A-Za-z0-9_~.+=-]{20,})(?=@)", re.I
 )
 _SWITCH_VALUES = {"yes", "no", "true", "false", "on", "off"}
 _RANDOMISH_RE = re.compile(r"^[A-Za-z0-9_+=.~-]{24,}$")  # ~ appears in Azure client secrets
@@ -92,7 +116,67 @@ def redact_text(text: str) -> str:
         return m[0] if keep else m["name"] + m["sep"] + REDACTED
 
     text = _ASSIGN_RE.sub(_assign, text)
+    text = _redact_flags(text)
     return _WORD_RE.sub(lambda m: REDACTED if looks_like_key(m[0]) else m[0], text)
+
+
+def _redact_flags(text: str) -> str:
+    """The secrets command-line flags carry: `--password VALUE`, mysql's `-pVALUE`, curl's `-u user:pw`, a key as
+    a URL's user part."""
+    text = _URL_KEY_RE.sub(lambda m: m["head"] + REDACTED, text)
+    text = _FLAG_VALUE_RE.sub(lambda m: m["flag"] + m["sep"] + REDACTED, text)
+    if _MYSQL_RE.search(text):
+        text = _GLUED_P_RE.sub("-p" + REDACTED, text)
+    if _CURL_RE.search(text):
+        text = _CURL_USER_RE.sub(lambda m: f"{m['flag']}{m['user']}:{REDACTED}", text)
+    return text
+
+
+def redact_argv(
+    argv: Iterable[str], text: Callable[[str], str] | None = None, found: set[str] | None = None
+) -> list[str]:
+    """A command's words with their secrets hidden: each word as redact_text does (or `text`), and the words a
+    flag names as secret (`--password VALUE`, `curl -u user:pw`, mysql's `-pVALUE`: the program decides).
+    `found` collects the raw secrets, for scrubbing the command's own output of them."""
+    words = [str(w) for w in argv]
+    out = [(text or redact_text)(w) for w in words]
+    program = words[0].rsplit("/", 1)[-1] if words else ""
+    for i, word in enumerate(words[1:], 1):
+        flag = words[i - 1]
+        if word and not word.startswith("-") and _SECRET_FLAG_RE.fullmatch(flag):
+            secret = word
+        elif program.startswith("curl") and flag in ("-u", "--user") and ":" in word:
+            secret = word.split(":", 1)[1]
+        elif _MYSQL_RE.fullmatch(program) and _GLUED_P_RE.fullmatch(word):
+            secret = word[2:]
+        else:
+            continue
+        out[i] = (text or redact_text)(word.replace(secret, REDACTED))
+        if found is not None:
+            found.add(secret)
+    return out
+
+
+def redact_json(obj: Any, text: Callable[[str], str] | None = None, found: set[str] | None = None) -> Any:
+    """A JSON-able structure with its secrets hidden: every string as redact_text does (or `text`), and the
+    string value of every key that names a secret (a variant's `env`, a tag `token=…`), as redact_env does;
+    `found` collects those values."""
+    scrub = text or redact_text
+
+    def walk(x: Any, key: str = "") -> Any:
+        if isinstance(x, str):
+            if key and x and x != REDACTED and is_secret_name(key):
+                if found is not None:
+                    found.add(x)
+                return REDACTED
+            return scrub(x)
+        if isinstance(x, dict):
+            return {scrub(str(k)): walk(v, str(k)) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [walk(v) for v in x]
+        return x
+
+    return walk(obj)
 
 
 def secret_values(mapping: Mapping[str, str]) -> set[str]:

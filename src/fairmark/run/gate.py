@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +128,9 @@ class VolatileWatch:
     env_before: dict[str, Any] | None = None
     noticed: set[str] = field(default_factory=set)  # findings already reported (before the run or earlier)
     last: float = 0.0
+    scrub: Callable[[Any], Any] = lambda doc: (
+        doc
+    )  # the run's Scrubber.json: a finding's evidence may quote env
 
     def sample(self, store: Store, run_id: str, note: Any) -> None:
         if not self.enabled or time.monotonic() - self.last < VOLATILE_EVERY_S:
@@ -149,7 +153,7 @@ class VolatileWatch:
         for f in new:
             self.noticed.add(f["id"])
             note(f"between rounds: {f['title']}: {f['evidence']}")
-        store.add_findings(run_id, "between", new)
+        store.add_findings(run_id, "between", self.scrub(new))
 
 
 def host_id(snap: dict[str, Any] | None) -> str:

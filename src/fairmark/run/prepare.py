@@ -4,7 +4,6 @@ store keeps for its cells. A bad parameter or a missing executable is refused he
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from fairmark.store.records import CellRecord
 
 if TYPE_CHECKING:
     from fairmark.run.host import Hosts
+    from fairmark.run.secrets import Scrubber
 
 
 @dataclass
@@ -167,7 +167,7 @@ def cell_params_of(
 
 
 def cell_rows(
-    plan: Plan, rt: WorkloadRuntime, scrub: Callable[[str], str], hosts: Hosts | None = None
+    plan: Plan, rt: WorkloadRuntime, scrub: Scrubber, hosts: Hosts | None = None
 ) -> list[CellRecord]:
     """What the store keeps about each cell of `rt`: its metrics (which get verdicts), the scrubbed command,
     the resolved parameters and the labels a report must state beside the numbers."""
@@ -186,7 +186,7 @@ def cell_rows(
                 point=tuple(cs.cell.point),
                 primary_metric=rt.primary,
                 metrics=metrics,
-                command=tuple(scrub(a) for a in command) or None,
+                command=scrub.argv(command) or None,
                 params=cs.params or None,
                 labels=labels or None,
                 loops=cs.loops,

@@ -60,7 +60,7 @@ class Runner:
         self.seq = 0
         self._scrub = Scrubber()
         self.gate = Gate(self.plan, self.options, self.hosts)
-        self.watch = VolatileWatch(enabled=self.options.probe)
+        self.watch = VolatileWatch(enabled=self.options.probe, scrub=self._scrub.json)
         self._trial_path: TrialPath | None = None
         self._running: dict[str, RunningMean] = {}  # each cell's mean ± CI for the progress line
 
@@ -103,23 +103,25 @@ class Runner:
             fairmark_version=__version__,
             accept_risk=self.options.accept_risk,
             env_before=snap,
-            options={
-                "quick": self.options.quick,
-                "calibrate": self.options.calibrate,
-                "policy": self.policy.model_dump(),
-                # resolved once here, so that reports never parse the plan again
-                "baseline": self.plan.baseline,
-                "variants": {v.name: v.model_dump(mode="json") for v in self.plan.variant},
-                "tuning": {name: t.model_dump(mode="json") for name, t in self.plan.tuning.items()},
-                "hooks": [h.name for h in self.options.hooks],
-                **self.gate.baselines(runtimes),  # wrap_costs, device_baselines
-                **({"hosts": self.hosts.describe()} if self.hosts.remote else {}),
-                **({"rerun_of": self.options.rerun_of} if self.options.rerun_of else {}),
-            },
+            options=self._scrub.json(  # a variant's env (a URL's password) hidden, as in the plan text
+                {
+                    "quick": self.options.quick,
+                    "calibrate": self.options.calibrate,
+                    "policy": self.policy.model_dump(),
+                    # resolved once here, so that reports never parse the plan again
+                    "baseline": self.plan.baseline,
+                    "variants": {v.name: v.model_dump(mode="json") for v in self.plan.variant},
+                    "tuning": {name: t.model_dump(mode="json") for name, t in self.plan.tuning.items()},
+                    "hooks": [h.name for h in self.options.hooks],
+                    **self.gate.baselines(runtimes),  # wrap_costs, device_baselines
+                    **({"hosts": self.hosts.describe()} if self.hosts.remote else {}),
+                    **({"rerun_of": self.options.rerun_of} if self.options.rerun_of else {}),
+                }
+            ),
             notes=[],
-            tags=self.options.tags,
+            tags=self._scrub.json(self.options.tags),
         )
-        self.store.add_findings(self.run_id, "before", found)
+        self.store.add_findings(self.run_id, "before", self._scrub.json(found))
         self.hosts.store_snapshots(self.store, self.run_id)
         return self._execute(runtimes, seed)
 

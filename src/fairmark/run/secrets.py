@@ -1,4 +1,5 @@
-"""Secret scrubbing for what a run stores: the plan text, the command line, commands, tool output and errors.
+"""Secret scrubbing for what a run stores: the plan text, the command line, its options (variants' env, hosts)
+and tags, commands, tool output, errors, findings and artifacts — one Scrubber per run over all of it.
 
 Secrets never leave the machine (product rule 6): the environment's secret values (those the environment
 capture redacts) are replaced first, then whatever looks like a credential — a tool's output or a plan's command
@@ -7,7 +8,8 @@ can carry secrets the environment does not."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 REDACTED = "<redacted>"
 MIN_SECRET_CHARS = 4  # shorter values ("1", "on") would scrub ordinary words out of every output
@@ -39,6 +41,33 @@ class Scrubber:
         self.secrets = secret_values(os.environ if env is None else env)
         self._redact = redact_text
         self._memo: dict[str, str] = {"": ""}
+
+    def argv(self, argv: Iterable[str]) -> tuple[str, ...]:
+        """A command's words: each one scrubbed, and the values its flags name as secret (`--password VALUE`,
+        `curl -u user:pw`, mysql's `-pVALUE`), which no word alone shows — learnt, so that the command's own
+        output (`args: $*`) is scrubbed of them too."""
+        from fairmark.probe.redact import redact_argv
+
+        found: set[str] = set()
+        words = tuple(redact_argv(argv, self, found))
+        self._learn(found)
+        return words
+
+    def json(self, doc: Any) -> Any:
+        """A JSON-able document (a run's options, its tags, a finding, an artifact): every string scrubbed, and
+        the string under every key that names a secret (a variant's `env = { DB_PASSWORD = … }`), learnt."""
+        from fairmark.probe.redact import redact_json
+
+        found: set[str] = set()
+        scrubbed = redact_json(doc, self, found)
+        self._learn(found)
+        return scrubbed
+
+    def _learn(self, found: set[str]) -> None:
+        new = {s for s in found if len(s) >= MIN_SECRET_CHARS} - set(self.secrets)
+        if new:
+            self.secrets = sorted({*self.secrets, *new}, key=len, reverse=True)
+            self._memo = {"": ""}  # what was scrubbed before did not know them
 
     def __call__(self, text: str) -> str:
         found = self._memo.get(text)

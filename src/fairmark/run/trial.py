@@ -31,6 +31,7 @@ from fairmark.store.schema import CLAIMED_IO, LOOPS_CALIBRATION
 
 if TYPE_CHECKING:
     from fairmark.run.host import Host, Hosts
+    from fairmark.run.secrets import Scrubber
 
 Executor = Callable[[TrialSpec], Measured]
 
@@ -79,7 +80,7 @@ class TrialPath:
     store: Store
     run_id: str
     hosts: Hosts  # where each variant runs: this machine, or a [hosts.NAME] (run.host)
-    scrub: Callable[[str], str]
+    scrub: Scrubber
     note: Callable[[str], None]
     hooks: tuple[TrialHook, ...] = ()
     keep_trial_dirs: bool = False  # `run --keep-scratch`: every trial's output in a directory of its own
@@ -407,7 +408,7 @@ class TrialPath:
             error=self.scrub(error) if error else None,
             stdout_tail=self.scrub(stdout_tail),
             stderr_tail=self.scrub(stderr_tail),
-            argv=tuple(self.scrub(a) for a in spec.argv),
+            argv=self.scrub.argv(spec.argv),
             host=self.hosts.host_of(cs.cell.variant),
             boot_id=self._boot_id(cs.cell.variant),
         )
@@ -435,7 +436,7 @@ class TrialPath:
             "kind": a.kind,
             "name": a.name,
             "content_type": a.content_type,
-            "data": a.data if json_data else None,
+            "data": self.scrub.json(a.data) if json_data else None,
             "text": None if json_data else self.scrub(str(a.data)),
         }
 

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -97,6 +98,23 @@ class Manifest:
     def stale(self) -> list[str]:
         """Pages an earlier publish wrote that this one does not make."""
         return sorted(set(self.old_pages) - set(self.pages))
+
+    def removable(self, rel: str) -> Path | None:
+        """The page `rel` of an earlier publish, if deleting it deletes a page of this site: a relative name
+        of an .html file, the file regular (not a link) and, with every link on its way resolved, inside the
+        site's directory. The manifest is a file in that directory, which others may have written (a copied
+        or restored site, a shared web root): one naming `../../etc/passwd` or a link out must delete nothing."""
+        if not rel.endswith(".html") or Path(rel).is_absolute() or ".." in Path(rel).parts:
+            return None
+        path = self.out / rel
+        if not os.path.lexists(path):
+            return path  # gone already: nothing to delete, the entry goes
+        try:
+            st = path.lstat()
+            inside = path.resolve(strict=True).is_relative_to(self.out.resolve(strict=True))
+        except (OSError, RuntimeError):  # a loop of links, a directory on the way that is not one
+            return None
+        return path if inside and stat.S_ISREG(st.st_mode) else None
 
     def save(self) -> None:
         doc = {"format": FORMAT, "pages": self.pages, "summaries": self.summaries}

@@ -56,12 +56,15 @@ class Outcome:
     skipped: Counter[str] = field(default_factory=Counter)
     removed: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # stale entries of the manifest that name no page of the site: left alone (a tampered manifest, issue 37)
+    refused: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "written": dict(self.written),
             "skipped": dict(self.skipped),
             "removed": self.removed,
+            "refused": self.refused,
             "seconds": round(self.seconds, 3),
         }
 
@@ -73,6 +76,12 @@ class Outcome:
             f"wrote {sum(self.written.values())} pages ({kinds(self.written)}), skipped "
             f"{sum(self.skipped.values())} unchanged ({kinds(self.skipped)}), removed {len(self.removed)}, "
             f"in {self.seconds:.1f} s"
+            + (
+                f"; left {len(self.refused)} entries of the manifest alone that name no page of the site "
+                f"({', '.join(self.refused[:3])}{', …' if len(self.refused) > 3 else ''})"
+                if self.refused
+                else ""
+            )
         )
 
 
@@ -202,7 +211,11 @@ class Site:
 
     def remove_stale(self) -> None:
         for rel in self.manifest.stale():
-            (self.out / rel).unlink(missing_ok=True)
+            path = self.manifest.removable(rel)
+            if path is None:
+                self.outcome.refused.append(rel)
+                continue
+            path.unlink(missing_ok=True)
             self.outcome.removed.append(rel)
 
 

@@ -2,8 +2,10 @@
 
 Two processes flipping the same sysctl would each journal the other's value as "original" and put the wrong
 one back, so a SystemState with machine-wide changes holds an exclusive flock on one file per machine
-(/run/lock/fairmark-system.lock; $FAIRMARK_SYSTEM_LOCK overrides) from construction to close(). The kernel
-drops the lock when the process dies, so a killed fairmark never leaves it stuck.
+(system.lock beside the host lock, where only its user can write: /run/fairmark for root, see run/lock.py;
+$FAIRMARK_SYSTEM_LOCK overrides) from construction to close(). The kernel drops the lock when the process dies,
+so a killed fairmark never leaves it stuck. (It was /run/lock/fairmark-system.lock: /run/lock is writable by
+every user, who could plant a symbolic link there for root's fairmark to truncate the file it names.)
 
 The lock is re-entrant within a process, and a process whose ancestor holds it runs under that ancestor's
 lock: a test suite or a wrapper script can hold it around the `fairmark` commands it starts.
@@ -14,13 +16,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import psutil
 
 from fairmark.errors import EnvironmentRefused
+from fairmark.run.lock import lock_dir, open_lock_file
 
 _HELD: dict[str, int] = {}  # lock path → fd, for the locks this process holds
 
@@ -29,14 +31,12 @@ def lock_path() -> Path:
     explicit = os.environ.get("FAIRMARK_SYSTEM_LOCK")
     if explicit:
         return Path(explicit)
-    run_lock = Path("/run/lock")
-    base = run_lock if run_lock.is_dir() and os.access(run_lock, os.W_OK) else Path(tempfile.gettempdir())
-    return base / "fairmark-system.lock"
+    return lock_dir() / "system.lock"
 
 
-def _holder(path: Path) -> int | None:
-    with contextlib.suppress(OSError, ValueError):
-        return int(path.read_text().split()[0])
+def _holder(fd: int) -> int | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(os.pread(fd, 64, 0).split()[0])
     return None
 
 
@@ -48,22 +48,29 @@ def _is_ancestor(pid: int) -> bool:
 
 class SystemLock:
     def __init__(self, path: Path | None = None):
-        self.path = path or lock_path()
+        self._path = path
         self.owned = False
+
+    @property
+    def path(self) -> Path:
+        """Found when first asked (acquire): a state that changes nothing machine-wide makes no directory."""
+        if self._path is None:
+            self._path = lock_path()
+        return self._path
 
     def acquire(self, wait_s: float = 0.0) -> None:
         """Take the lock, waiting up to wait_s; refuse (EnvironmentRefused) naming the holder otherwise."""
         key = str(self.path)
         if key in _HELD:
             return  # this process holds it already (nested use)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_lock_file(self.path)
         deadline = time.monotonic() + wait_s
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                holder = _holder(self.path)
+                holder = _holder(fd)
                 if holder is not None and _is_ancestor(holder):
                     os.close(fd)
                     return  # our parent holds it for us
