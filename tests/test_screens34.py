@@ -191,3 +191,32 @@ def test_item11_compare_runs_compares_the_file_system_not_the_working_directory(
     b["fs"]["disk"] = {"model": "QEMU HARDDISK", "rotational": True}
     (f,) = comparison_findings(a, b)
     assert "fs.disk.rotational" in f.evidence
+
+
+@pytest.mark.slow
+def test_item14_an_aa_python_loop_gets_one_count_and_reads_within_one_percent(
+    tmp_path: Path, fairmark_cli
+) -> None:
+    """Two identical cells of a Python loop (`loops = "auto"`): one calibration for the group, the same count for
+    both (they got 605 k to 1 027 k loops each, calibrated apart, and the per-loop value moved with the count),
+    and the CPU time per loop — the calibrated start taken off — reads within ±1% of each other."""
+    import json
+
+    body = "import os\nfor _ in range(int(os.environ['FAIRMARK_LOOPS'])): os.getpid()"
+    plan = tmp_path / "aa.toml"
+    plan.write_text(
+        "[run]\nwarmup = 1\nmin_trials = 10\nmax_trials = 12\ntarget_ci_pct = 0.5\n"
+        '[[workload]]\nname = "getpid"\nloops = "auto"\n'
+        f"command = {json.dumps(['python3', '-S', '-c', body])}\n"
+        '[[workload.metrics]]\nname = "cpu_s_per_loop"\n'
+        '[[variant]]\nname = "a1"\n[[variant]]\nname = "a2"\n'
+    )
+    code, out, err = fairmark_cli("run", str(plan), "--json", "--accept-risk", "--no-monitors")
+    assert code == 0, err[-3000:]
+    doc = json.loads(out)
+    counts = {c["variant"]: c["loops"] for c in doc["cells"]}
+    assert counts["a1"] == counts["a2"] and counts["a1"] > 1000, counts
+    assert sum("loops a trial" in line for line in err.splitlines()) == 1  # one calibration, said once
+    (v,) = [v for v in doc["verdicts"] if v["metric"] == "cpu_s_per_loop"]
+    ratio = v["mean_other"] / v["mean_baseline"]
+    assert abs(ratio - 1) <= 0.01, (ratio, v["sentence"])

@@ -69,6 +69,11 @@ LOOP_METRICS = {m.name: (m.unit, m.better) for m in LOOP_METRIC_SPECS}  # name: 
 PER_LOOP_SUFFIX = "_per_loop"
 
 
-def per_loop(values: dict[str, float], loops: int) -> dict[str, float]:
-    """The per-iteration metrics of a trial that ran `loops` iterations, from its built-in time metrics."""
-    return {name: values[name.removesuffix(PER_LOOP_SUFFIX)] / loops for name in LOOP_METRICS}
+def per_loop(values: dict[str, float], loops: int, start_s: float = 0.0) -> dict[str, float]:
+    """The per-iteration metrics of a trial that ran `loops` iterations, from its built-in time metrics. `start_s`:
+    the CPU time of the process start, where a `loops = "auto"` calibration measured it — taken off the trial's
+    CPU time before it is divided, so that cpu_s_per_loop is one iteration's, not one plus the start's share."""
+    out = {name: values[name.removesuffix(PER_LOOP_SUFFIX)] / loops for name in LOOP_METRICS}
+    if start_s:
+        out["cpu_s_per_loop"] = (values["cpu_s"] - start_s) / loops
+    return out

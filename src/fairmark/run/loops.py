@@ -1,4 +1,5 @@
-"""Microbenchmarks: the loop count of a workload with `loops = "auto"`, calibrated once per cell (issue 24).
+"""Microbenchmarks: the loop count of a workload with `loops = "auto"`, calibrated once per comparison group
+(issue 24; issue 34 item 14: every cell of a group the same count, as pyperf has one per benchmark).
 
 An operation of a few hundred nanoseconds (a system call, a context switch) is far below what one trial can
 resolve: starting the trial's process costs milliseconds and varies by more than the operation. As pyperf does
@@ -6,8 +7,10 @@ with its loops, the command repeats the operation N times (N handed to it as `{l
 `$FAIRMARK_LOOPS`), and the per-loop metrics divide the trial's times by N. `"auto"` picks N at the cell's first
 trial, before its first warm-up: calibration trials (not stored as trials) with growing N until the loops add at
 least `TARGET_S` to a trial with one loop; then N is set so that the loops last at least ten times the process
-start (at least TARGET_S, at most MAX_LOOPED_S). That N is the cell's for the whole run (stored with the cell;
-the steps, one iteration's time and the start's as an artifact, which the reports show).
+start (at least TARGET_S, at most MAX_LOOPED_S). That N is the count of every cell of the group (the cells
+compared with each other) for the whole run: stored with each cell, the steps, one iteration's time and the
+start's as an artifact of each, which the reports show. The calibrated start's CPU time is taken off each
+trial's CPU time before cpu_s_per_loop divides it (plan.metric.per_loop): what is left is the loops' own.
 
 A per-loop time is one iteration plus the start's share, op · (1 + S / L) for loops lasting L. The start is a
 tenth of L or less (unless it alone exceeds a tenth of MAX_LOOPED_S), so its noise — the reason for loops — is
@@ -113,5 +116,7 @@ def calibrate(run: Callable[[int], Measured]) -> Calibration:
     loop_s = (t - t1) / (n - n1)
     start_s = max(t1 - loop_s, 0.0)
     needed = min(max(TARGET_S, START_FACTOR * start_s), MAX_LOOPED_S)
-    final = max(n, min(MAX_LOOPS, math.ceil(needed / loop_s)))
+    # the count needed, not the last step's: that step aimed 20% high and doubled at least (a longer trial
+    # than asked, by up to twice — a cell's length then depended on where its steps happened to land)
+    final = max(1, min(MAX_LOOPS, math.ceil(needed / loop_s)))
     return Calibration(final, tuple(steps), loop_s, start_s)

@@ -76,12 +76,18 @@ def measured_only(metrics: list[Metric]) -> bool:
 
 
 def command_metrics(
-    metrics: list[Metric], result: ExecResult, stdout: str, stderr: str, loops: int | None = None
+    metrics: list[Metric],
+    result: ExecResult,
+    stdout: str,
+    stderr: str,
+    loops: int | None = None,
+    start_s: float = 0.0,
 ) -> dict[str, float]:
-    """The built-ins, the per-loop times when the trial was handed `loops`, and the plan's own metrics."""
+    """The built-ins, the per-loop times when the trial was handed `loops` (the CPU time less the calibrated
+    start `start_s`), and the plan's own metrics."""
     values = builtin_values(result)
     if loops is not None:
-        values |= per_loop(values, loops)
+        values |= per_loop(values, loops, start_s)
     for m in metrics:
         if m.name not in values:  # a built-in's name means the built-in (as it always did)
             values[m.name] = extract(m, stdout, stderr)

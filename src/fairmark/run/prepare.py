@@ -34,6 +34,7 @@ class CellState:
     rounds_done: set[int] = field(default_factory=set)
     params: dict[str, Any] = field(default_factory=dict)  # a tool cell's resolved parameters
     loops: int | None = None  # the loop count its trials are handed (`loops = "auto"`: None until calibrated)
+    loop_start_s: float | None = None  # `loops = "auto"`: the calibrated process start's CPU time (run.loops)
 
 
 @dataclass

@@ -117,8 +117,8 @@ class TrialPath:
             self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{seq}", str(trial_dir), r < 0
         )
         build = self._builder(w, variant, cell, command, prepared, wctx.env, trial_dir, host.local)
-        if w.loops == "auto" and cs.loops is None:  # the cell's first trial: its loop count first
-            failed_calibration = self._calibrate(w, cs, build, host.execute)
+        if w.loops == "auto" and cs.loop_start_s is None:  # the group's first trial: its loop count first
+            failed_calibration = self._group_loops(rt, cs, build, host.execute)
             if failed_calibration is not None:
                 return self._record(rt, cs, r, seq, now(), *failed_calibration, [])
         inputs = (list(command), dict(prepared), dict(wctx.env), trial_dir, host.local, cs.loops)
@@ -130,7 +130,7 @@ class TrialPath:
         started = now()
         result, artifacts = self._execute_hooked(hooks, hctx, spec, host)
         try:
-            status, error, values = self._measure(rt, tctx, result, spec.loops)
+            status, error, values = self._measure(rt, tctx, result, spec.loops, cs.loop_start_s or 0.0)
         finally:
             if rt.adapter:
                 rt.adapter.after_trial(tctx)
@@ -189,13 +189,45 @@ class TrialPath:
             base_env=self.base_env,
         )
 
+    def _group_loops(
+        self, rt: WorkloadRuntime, cs: CellState, build: Callable[..., TrialSpec], execute: Executor
+    ) -> tuple[TrialSpec, Measured, tuple[str, str, dict[str, float]]] | None:
+        """A `loops = "auto"` cell's count and calibrated start: its group's when a cell of the group has them
+        (one calibration per group: every cell the same count), the stored calibration's on resume, else
+        calibrated now on this cell for the whole group."""
+        group = [o for o in rt.cells if o.cell.group == cs.cell.group]
+        known = next((o for o in group if o.loop_start_s is not None), None)
+        if known is not None:
+            cs.loops, cs.loop_start_s = known.loops, known.loop_start_s
+            return None
+        arts = self.store.artifacts(self.run_id, LOOPS_CALIBRATION)
+        stored = {a["cell_key"]: a["data"] for a in arts if isinstance(a["data"], dict)}
+        done = next((o for o in group if o.loops is not None and o.cell.key in stored), None)
+        if (
+            done is not None
+        ):  # a resumed run: the group's count as calibrated, its start from the same calibration
+            for o in group:
+                if o.loops is None:
+                    o.loops = done.loops
+                    self.store.update_cell(o.id, loops=done.loops)
+                start = stored.get(o.cell.key, stored[done.cell.key]).get("start_s")
+                o.loop_start_s = float(start) if isinstance(start, (int, float)) else 0.0
+            return None
+        return self._calibrate(rt.workload, cs, group, build, execute)
+
     def _calibrate(
-        self, w: Workload, cs: CellState, build: Callable[..., TrialSpec], execute: Executor
+        self,
+        w: Workload,
+        cs: CellState,
+        group: list[CellState],
+        build: Callable[..., TrialSpec],
+        execute: Executor,
     ) -> tuple[TrialSpec, Measured, tuple[str, str, dict[str, float]]] | None:
         """`loops = "auto"` (run.loops): calibration trials of the cell — its before_trial step each time, no
-        hooks, not stored — until their loops take long enough; the count is the cell's from now on, stored with
-        it after the calibration (an artifact of the cell: a kill between the two calibrates again on resume,
-        and the reports read the last). When it fails: the failed calibration trial, recorded as this trial."""
+        hooks, not stored — until their loops take long enough; the count is its group's from now on, stored with
+        each of its cells after the calibration (an artifact of each: a kill between the two calibrates again on
+        resume, and the reports read the last). When it fails: the failed calibration trial, recorded as this
+        trial."""
         tried: list[TrialSpec] = []
 
         def run_with(n: int) -> Measured:
@@ -207,18 +239,20 @@ class TrialPath:
             cal = calibrate(run_with)
         except CalibrationFailed as exc:
             return tried[-1], exc.measured, ("failed", f'loops = "auto": {exc}', {})
-        doc = cal.to_dict()
-        self.store.add_artifact(
-            self.run_id,
-            kind=LOOPS_CALIBRATION,
-            name=w.name,
-            content_type="application/json",
-            data=doc,
-            cell_key=cs.cell.key,
-        )
-        cs.loops = cal.loops
-        self.store.update_cell(cs.id, loops=cal.loops)
-        self.note(f"{cs.cell.key}: {loops_text(cal.loops, doc)}")
+        doc = cal.to_dict() | {"calibrated_on": cs.cell.key}
+        for o in group:
+            self.store.add_artifact(
+                self.run_id,
+                kind=LOOPS_CALIBRATION,
+                name=w.name,
+                content_type="application/json",
+                data=doc,
+                cell_key=o.cell.key,
+            )
+            o.loops, o.loop_start_s = cal.loops, cal.start_s
+            self.store.update_cell(o.id, loops=cal.loops)
+        cells = f"its {len(group)} cells" if len(group) > 1 else "its cell"
+        self.note(f"{cs.cell.group}: {loops_text(cal.loops, doc)}; on {cs.cell.variant}, for {cells}")
         return None
 
     def _trial_context(
@@ -351,7 +385,12 @@ class TrialPath:
         return done, f"before_trial failed ({done.error}): {tail}"
 
     def _measure(
-        self, rt: WorkloadRuntime, tctx: TrialContext, result: Measured, loops: int | None = None
+        self,
+        rt: WorkloadRuntime,
+        tctx: TrialContext,
+        result: Measured,
+        loops: int | None = None,
+        start_s: float = 0.0,
     ) -> tuple[str, str | None, dict[str, float]]:
         if result.status != "ok":
             return result.status, result.error, {}
@@ -364,7 +403,7 @@ class TrialPath:
                 parsed = rt.adapter.parse(RawOutput(stdout, stderr, result.exit_code, files))
                 values = M.builtin_values(result) | parsed
             else:
-                values = M.command_metrics(rt.workload.metrics, result, stdout, stderr, loops)
+                values = M.command_metrics(rt.workload.metrics, result, stdout, stderr, loops, start_s)
             if rt.primary not in values:
                 raise ParseError(f"the output yielded no value for the primary metric {rt.primary!r}")
         except ParseError as exc:

@@ -143,9 +143,10 @@ def loops_text(loops: int, calibration: Mapping[str, object] | None = None) -> s
 
     loop_s, start_s = float(calibration["loop_s"]), float(calibration["start_s"])  # type: ignore[arg-type]
     steps = calibration.get("steps")
+    on = f" of {calibration['calibrated_on']}" if calibration.get("calibrated_on") else ""  # the group's one
     share = start_s / (start_s + loops * loop_s) if loops * loop_s > 0 else 1.0
     return (
-        f'{text} (loops = "auto", calibrated in {len(steps) if isinstance(steps, list) else "?"} trials on their '
+        f'{text} (loops = "auto", calibrated in {len(steps) if isinstance(steps, list) else "?"} trials{on} on their '
         f"CPU time: one iteration ≈ {format_value(loop_s, unit='s')}, the process start ≈ "
         f"{format_value(start_s, unit='s')}, {100 * share:.0f}% of a trial)"
     )
