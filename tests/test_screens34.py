@@ -220,3 +220,24 @@ def test_item14_an_aa_python_loop_gets_one_count_and_reads_within_one_percent(
     (v,) = [v for v in doc["verdicts"] if v["metric"] == "cpu_s_per_loop"]
     ratio = v["mean_other"] / v["mean_baseline"]
     assert abs(ratio - 1) <= 0.01, (ratio, v["sentence"])
+
+
+@pytest.mark.parametrize(
+    ("ratio", "low", "high", "estimate"),
+    [
+        (1.494, 0.0, 17.0, "+49%"),
+        (0.826, 0.0, 17.0, "-17%"),
+        (1.0512, 1.03, 1.07, "+5.1%"),
+        (1.3, 1.1, 1.5, "+30%"),
+    ],
+)
+def test_item4_the_estimate_keeps_two_significant_digits_under_a_wide_interval(
+    ratio: float, low: float, high: float, estimate: str
+) -> None:
+    from fairmark.stats.compare import interval_text, percent_texts
+    from fairmark.stats.digits import format_change
+
+    assert percent_texts(ratio, low, high, False)[0] == estimate  # type: ignore[index]
+    d = {"ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high, "significant": False}
+    assert interval_text(d).startswith(estimate + " (")
+    assert format_change(100 * (ratio - 1), 850).startswith(estimate)

@@ -24,7 +24,7 @@ from fairmark.jsonvalue import JSONObject
 from fairmark.stats import sequential as seq
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import Summary, as_array, describe, sample_sd
-from fairmark.stats.digits import format_pair
+from fairmark.stats.digits import estimate_text, format_pair
 from fairmark.stats.levels import LevelsReport
 from fairmark.stats.paired import RatioTest, RoundKey, paired_by_round, two_sided_p, welch
 from fairmark.stats.ranks import RankCheck, can_reach, exact_mann_whitney, signed_rank
@@ -450,7 +450,9 @@ def percent_texts(ratio: float, low: float, high: float, significant: bool) -> t
         while hw and _pct_value(texts[1 + pct[1:].index(near)]) * near <= 0 and hw > abs(near) * 1e-6:
             hw /= 10  # one more digit until the near bound shows its sign
             texts = [_signed(v, hw) for v in pct]
-    return (texts[0] + "%", texts[1] + "%", texts[2] + "%")
+    estimate = estimate_text(pct[0], hw)  # two significant digits at least, however wide the interval
+    estimate = estimate if estimate.startswith("-") or float(estimate) == 0 else "+" + estimate
+    return (estimate + "%", texts[1] + "%", texts[2] + "%")
 
 
 def _pct_value(text: str) -> float:

@@ -186,13 +186,25 @@ def format_spread(sd: float, unit: str = "") -> str:
     return f"{text}%" if shown == "%" else text + (f" {shown}" if shown else "")
 
 
+def estimate_text(value: float, half_width: float | None) -> str:
+    """A point estimate rounded with its interval, but to at least two significant digits: under a wide interval
+    a ratio of 1.494 rounded to the interval's precision printed "observed 0% (-100% to +1600%)" — the estimate
+    is what was observed, and it was +49%."""
+    text = format_pair(value, half_width)[0]
+    if not math.isfinite(value) or abs(value) < 1e-9 or half_width is None:
+        return text
+    own = math.floor(math.log10(abs(value))) - 1
+    exp = last_digit_exponent(half_width)
+    return text if exp is not None and exp <= own else _clean(round_to(value, own))
+
+
 def format_change(percent: float, half_width: float | None, *, floor: float | None = -100.0) -> str:
     """A signed change and its interval: '+12.3% ± 1.8%', or, when the symmetric interval would pass below
     `floor` (a ratio of two positive quantities cannot fall below -100%), the interval cut there and written
     out: '+50% (-100% to +230%)' — the cut interval holds the true value whenever the uncut one does."""
     if floor is None or half_width is None or not math.isfinite(half_width) or percent - half_width >= floor:
         return format_percent(percent, half_width, signed=True)
-    text, _ = format_pair(percent, half_width)
+    text = estimate_text(percent, half_width)
     low, high = (
         format_pair(v, half_width)[0] for v in (max(floor, percent - half_width), percent + half_width)
     )
