@@ -281,9 +281,8 @@ def test_two_python_loops_100_ns_apart_are_told_apart(tmp_path: Path, fairmark_c
         assert c["loops"] and c["loops"] > 1000 and 'loops = "auto"' in c["loops_note"]
         trial = next(t for t in c["trials"] if not t["warmup"])
         assert str(c["loops"]) in trial["argv"][-1] or c["variant"] == "getpid-getppid"
-        assert trial["samples"]["cpu_s_per_loop"] == pytest.approx(
-            (trial["user_s"] + trial["sys_s"]) / c["loops"], rel=1e-9
-        )
+        # the CPU time per loop: the trial's less the calibrated process start (issue 34 item 14), per loop
+        assert 0 < trial["samples"]["cpu_s_per_loop"] < (trial["user_s"] + trial["sys_s"]) / c["loops"]
         assert math.isfinite(trial["samples"]["wall_s_per_loop"])
 
 
