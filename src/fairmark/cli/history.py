@@ -25,6 +25,16 @@ if TYPE_CHECKING:
 @click.option(
     "--alpha", type=float, default=0.01, show_default=True, help="Change points' significance level."
 )
+@click.option(
+    "--new-since",
+    "new_since",
+    metavar="RUN|DATE",
+    help="Mark change points whose new level starts after this run started (or this ISO date/time, UTC when "
+    "no zone is given).",
+)
+@click.option(
+    "--exit-code", is_flag=True, help="Exit 1 when a change point is new (after --new-since; else any)."
+)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write an HTML plot here.")
 @click.option("--png", "png_path", type=click.Path(dir_okay=False), help="Write a PNG plot here.")
 @common_options
@@ -34,6 +44,8 @@ def history(
     tag_items: tuple[str, ...],
     order_tag: str | None,
     alpha: float,
+    new_since: str | None,
+    exit_code: bool,
     html_path: str | None,
     png_path: str | None,
 ) -> None:
@@ -49,7 +61,10 @@ def history(
     if not metric:  # the workload's primary metric; the others are named, not all printed
         primary, names = metrics_of(store, workload)
         metric, others = primary or "", [m for m in names if m != primary]
-    opts = HistoryOptions(workload, metric or None, host, parse_tags(tag_items), order_tag, alpha=alpha)
+    since = _mark(store, new_since) if new_since else None
+    opts = HistoryOptions(
+        workload, metric or None, host, parse_tags(tag_items), order_tag, alpha=alpha, new_since=since
+    )
     data = build_history(store, opts)
     if not data:
         raise InputError(
@@ -70,8 +85,15 @@ def history(
     if console.json_mode:
         console.emit_json(
             {"workload": workload, "metric": metric, "other_metrics": others, "alpha": alpha, "series": data}
+            | ({"new_since": since.isoformat()} if since else {})
         )
-        return
+    else:
+        _print(data, workload, metric, others, alpha)
+    if exit_code:
+        _gate(data, since)
+
+
+def _print(data: list[dict], workload: str, metric: str, others: list[str], alpha: float) -> None:
     for i, s in enumerate(data):
         if i:
             console.print()
@@ -81,6 +103,33 @@ def history(
             f"{metric} is {workload}'s primary metric; also stored: {', '.join(others)} "
             f"(`fairmark history {workload}:METRIC`)"
         )
+
+
+def _mark(store: Store, text: str):  # -> dt.datetime
+    """--new-since: an ISO date or time (UTC unless it names its zone), else a run (id, prefix, `last`)."""
+    import datetime as dt
+
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return store.get_run(text).started_at
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
+def _gate(data: list[dict], since) -> None:
+    """Otava's `regressions --since`: exit 1 when a change point lies after the mark (any, without one)."""
+    from fairmark.errors import GateTripped
+
+    new = [
+        f"{s['cell']} {s['metric']} on {s['host']} before point {cp['index'] + 1} "
+        f"({cp['between'][1]}): {cp['sentence'] or cp['change']}"
+        for s in data
+        for cp in s["change_points"]
+        if cp["new"] or since is None
+    ]
+    if new:
+        when = f" since {since.isoformat(timespec='seconds')}" if since else ""
+        raise GateTripped(f"{len(new)} change point(s){when}: " + "; ".join(new))
 
 
 def _all_left_out(store: Store, workload: str, metric: str, host: str | None, tags: dict | None) -> str:
@@ -122,15 +171,33 @@ def _table(workload: str, s: dict, alpha: float) -> None:
     elif not s["change_points"]:
         console.text(
             f"no change point at α = {alpha:g} ({len(s['points'])} runs; change points assume independent runs "
-            "and are also tested against autocorrelated noise)"
+            "and are also tested against autocorrelated noise)" + _blind(s["undetectable"], alpha)
         )
     for text in s.get("warnings", []):
         console.warn(text)
     for cp in s["change_points"]:
         console.text(
-            f"change point before point {cp['index'] + 1} (between {' and '.join(cp['between'])}), "
+            ("NEW " if cp.get("new") else "")
+            + f"change point before point {cp['index'] + 1} (between {' and '.join(cp['between'])}), "
             f"p = {cp['p_value']:.2g}: {cp['sentence']}"
         )
+
+
+def _blind(points: list[int], alpha: float) -> str:
+    """Where "no change point" says nothing: the points a new level could not have been shown to start at."""
+    if not points:
+        return ""
+    runs: list[str] = []
+    first = 0
+    for k in range(1, len(points) + 1):
+        if k == len(points) or points[k] != points[k - 1] + 1:
+            a, b = points[first], points[k - 1]
+            runs.append(f"{a}" if a == b else f"{a}–{b}")
+            first = k
+    return (
+        f"; a new level starting at point {' or '.join(runs)} could not have been shown at α = {alpha:g} "
+        "(fewer than 3 runs on a side, or too few orderings of the runs for that α): nothing is said there"
+    )
 
 
 commands = [history]

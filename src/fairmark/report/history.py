@@ -3,11 +3,18 @@ each with its significance and the shift's size ± CI (runs are the unit: betwee
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from fairmark.stats.changepoints import e_divisive, min_p_value, serial_warning, shortest_for
+from fairmark.stats.changepoints import (
+    e_divisive,
+    min_p_value,
+    serial_warning,
+    shortest_for,
+    undetectable,
+)
 from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.tdist import t_quantile
 from fairmark.store.db import jsonable_row
@@ -26,6 +33,8 @@ class HistoryOptions:
     permutations: int = 199
     confidence: float = 95.0
     window: int | None = None  # change points among the last `window` points only (None: the whole series)
+    # a change point whose new level's first run started after this is "new" (`history --new-since`, publish)
+    new_since: dt.datetime | None = None
 
 
 def ci_half_width(sd: float, n: int, confidence: float) -> float:
@@ -73,7 +82,13 @@ def _change_point(
         "ratio_ci": [comp.ratio_ci_low, comp.ratio_ci_high] if comp else None,
         "change": comp.change if comp else "none",
         "sentence": comp.sentence if comp else "",
+        "new": opts.new_since is not None and aware(series.points[index].started_at) > aware(opts.new_since),
     }
+
+
+def aware(t: dt.datetime) -> dt.datetime:
+    """A stored time compared as UTC (SQLite gives its timestamps back without their zone)."""
+    return t if t.tzinfo is not None else t.replace(tzinfo=dt.UTC)
 
 
 def series_view(series: Series, opts: HistoryOptions) -> dict[str, Any]:
@@ -102,7 +117,19 @@ def series_view(series: Series, opts: HistoryOptions) -> dict[str, Any]:
         "warnings": [w for w in [_serial(series, cps, opts), _left_out(series)] if w],
         "left_out": list(series.left_out),
         "too_short": too_short(len(series.points[_start(series, opts) :]), opts),
+        "undetectable": _undetectable(series, cps, opts),
     }
+
+
+def _undetectable(series: Series, cps: list[dict[str, Any]], opts: HistoryOptions) -> list[int]:
+    """Without a change point: the points (1-based) at which a new level could not have been shown at all — a
+    "no change point" says nothing about a step there."""
+    if cps:
+        return []
+    start = _start(series, opts)
+    return [
+        start + tau + 1 for tau in undetectable(len(series.points) - start, opts.alpha, opts.permutations)
+    ]
 
 
 def _left_out(series: Series) -> str | None:

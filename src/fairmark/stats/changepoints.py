@@ -147,6 +147,19 @@ def min_p_value(n: int, permutations: int = 199) -> float:
     return max(2 / math.comb(n, n // 2), 1 / (sims + 1))
 
 
+def undetectable(n: int, alpha: float, permutations: int = 199) -> list[int]:
+    """The splits τ (the new level's first point, 1 … n − 1) at which no step of any size can be shown at `alpha`
+    in a series of n points: fewer than MIN_SIZE points on a side, or too few orderings — the two sets of a split
+    at τ are in 2·τ!(n−τ)! of the n! orderings, so its p is at least 2/C(n, τ) (10 runs at α 0.01: τ = 3 and 7
+    reach only 0.017)."""
+    floor = min_p_value(n, permutations)
+    return [
+        tau
+        for tau in range(1, n)
+        if min(tau, n - tau) < MIN_SIZE or max(2 / math.comb(n, tau), floor) > alpha
+    ]
+
+
 def shortest_for(alpha: float, permutations: int = 199) -> int | None:
     """The fewest points in which a change point can be shown at `alpha` (None: in no series of 1000 points)."""
     return next((n for n in range(2 * MIN_SIZE, 1001) if min_p_value(n, permutations) <= alpha), None)

@@ -95,6 +95,13 @@ class Manifest:
         if summary is not None:
             self.summaries[rel] = summary
 
+    def published_runs(self) -> set[str] | None:
+        """The runs the last publish had pages of (None: there was none) — a change point whose new level
+        starts at a run not among them is new since then, whenever that run started (an imported run too)."""
+        if not self.old_pages:
+            return None
+        return {rel[5:-5] for rel in self.old_pages if rel.startswith("runs/") and rel != "runs/index.html"}
+
     def stale(self) -> list[str]:
         """Pages an earlier publish wrote that this one does not make."""
         return sorted(set(self.old_pages) - set(self.pages))

@@ -58,6 +58,7 @@ class Outcome:
     seconds: float = 0.0
     # stale entries of the manifest that name no page of the site: left alone (a tampered manifest, issue 37)
     refused: list[str] = field(default_factory=list)
+    new_change_points: list[str] = field(default_factory=list)  # since the last publish: series and shift
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +67,7 @@ class Outcome:
             "removed": self.removed,
             "refused": self.refused,
             "seconds": round(self.seconds, 3),
+            "new_change_points": self.new_change_points,
         }
 
     def sentence(self) -> str:
@@ -80,6 +82,12 @@ class Outcome:
                 f"; left {len(self.refused)} entries of the manifest alone that name no page of the site "
                 f"({', '.join(self.refused[:3])}{', …' if len(self.refused) > 3 else ''})"
                 if self.refused
+                else ""
+            )
+            + (
+                f"; {len(self.new_change_points)} new change point(s) since the last publish: "
+                + "; ".join(self.new_change_points)
+                if self.new_change_points
                 else ""
             )
         )
@@ -110,8 +118,13 @@ class Site:
             "has_bisects": False,
         }
         self.history = HistoryOptions(
-            "", tags=opts.tags, order_tag=opts.order_tag, alpha=opts.alpha, window=opts.window
+            "",
+            tags=opts.tags,
+            order_tag=opts.order_tag,
+            alpha=opts.alpha,
+            window=opts.window,
         )
+        self.published = self.manifest.published_runs()
 
     def _page(self, kind: str, rel: str, parts: Any, template: str, view: Any, summary: Any = None) -> None:
         """Render `view` into `rel` unless the page there was made from the same `parts` by the same code."""
@@ -142,6 +155,7 @@ class Site:
                 opts.alpha,
                 opts.window,
                 opts.repo_url,
+                self._has_new(src),  # marked "new" on the publish after its runs, unmarked on the next
             )
             page_digest = digest(self.code, self.common["has_bisects"], parts)
             summary = self.manifest.summary(rel)
@@ -150,9 +164,25 @@ class Site:
                 rows.append(summary)
                 continue
             page, row = views.series_page(src, self.history, links)
+            self._mark_new(page, row)
             self._page("series", rel, parts, "publish_series.html.j2", page, row)
             rows.append(row)
+            self.outcome.new_change_points += [
+                f"{row['host']} {row['workload']} {row['cell']} {row['metric']} {c['shift']}"
+                for c in page["change_points"]
+                if c["new"]
+            ]
         return rows
+
+    def _has_new(self, src: source.SeriesSource) -> bool:
+        return self.published is not None and any(p.run_id not in self.published for p in src.series.points)
+
+    def _mark_new(self, page: dict[str, Any], row: dict[str, Any]) -> None:
+        """Change points whose new level starts at a run the last publish did not have."""
+        for c in page["change_points"]:
+            c["new"] = self.published is not None and c["after"]["run"] not in self.published
+        if row.get("cp"):
+            row["cp"]["new"] = sum(c["new"] for c in page["change_points"])
 
     def _verdicts(self, run_id: str) -> list[dict[str, Any]]:
         """A run's verdicts (group, metric, sentence, …), computed from its samples: the store keeps none."""

@@ -78,6 +78,7 @@ def _cp_rows(view: dict[str, Any], links: Links, root: str) -> list[dict[str, An
                 "change": cp["change"],
                 "sentence": cp["sentence"],
                 "p_value": cp["p_value"],
+                "new": cp.get("new", False),
                 "before": {
                     "run": before["run_id"],
                     "href": links.run(before["run_id"], root),
@@ -258,6 +259,7 @@ def index_row(
             "before": latest_cp["before"]["commit"] or {"text": latest_cp["before"]["run"][:8]},
             "after": latest_cp["after"]["commit"] or {"text": latest_cp["after"]["run"][:8]},
             "count": len(cps),
+            "new": sum(c["new"] for c in cps),
         },
     }
 
