@@ -41,10 +41,30 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.errors import EnvironmentRefused, FairmarkError
-from fairmark.remote.agent import PROTOCOL
+from fairmark.remote import wire
+from fairmark.remote.agent import KILL_WAIT_S, PROTOCOL
 
 SSH_BASE_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
 CONNECT_TIMEOUT_S = 30.0
+# How long the controller waits for an answer (README: security model): an agent that never answers must not hang
+# it. A request at connection time gets AGENT_DEADLINE_S, the slower ones a multiple of it (DEADLINE_FACTOR: the
+# capture runs up to three 30 s commands, a scratch file system is made or unmounted, a tool's data set is
+# primed), a trial its own timeout + grace + the agent's kill wait + AGENT_DEADLINE_S. On expiry the host is
+# "connection lost": the run is interrupted, resumable. FAIRMARK_AGENT_DEADLINE_S overrides it (tests).
+AGENT_DEADLINE_S = 60.0
+DEADLINE_FACTOR = {
+    "capture": 3,
+    "mount": 10,
+    "cpus": 10,
+    "restore": 10,
+    "bye": 10,
+    "recover": 10,
+    "adapter": 60,
+}
+# The longest answer line taken (its bytes are held, then parsed: memory stays bounded by a few times this);
+# beyond it the agent is dropped with a protocol error. An exec answer carries at most tail_bytes (1 MiB) of each
+# output and of each output file, in base64. FAIRMARK_AGENT_MAX_LINE_BYTES overrides it (tests).
+MAX_LINE_BYTES = 64 << 20
 
 
 def _backoff() -> tuple[float, ...]:
@@ -53,11 +73,42 @@ def _backoff() -> tuple[float, ...]:
     return tuple(float(x) for x in text.split(",")) if text else (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
+def agent_deadline_s(op: str, args: dict[str, Any]) -> float | None:
+    """How long request `op` may take before its host counts as lost (None: no limit — a trial without a
+    timeout, as it has none on this machine)."""
+    base = float(os.environ.get("FAIRMARK_AGENT_DEADLINE_S") or AGENT_DEADLINE_S)
+    if op == "adapter":  # a tool's set-up primes its data set; its before_trial may run a command
+        return base * {"setup": 60, "teardown": 10, "before_trial": 10}.get(str(args.get("method")), 1)
+    if op != "exec":
+        return base * DEADLINE_FACTOR.get(op, 1)
+    spec = args.get("spec") or {}
+    if spec.get("timeout_s") is None:
+        return None
+    # a profiled trial's profiler reduces what it recorded there before the answer (perf report)
+    margin = base * (5 if args.get("profile") else 1)
+    return float(spec["timeout_s"]) + float(spec.get("grace_s") or 2.0) + 2 * KILL_WAIT_S + margin
+
+
+def max_line_bytes() -> int:
+    return int(os.environ.get("FAIRMARK_AGENT_MAX_LINE_BYTES") or MAX_LINE_BYTES)
+
+
 class ConnectionLost(FairmarkError):
     """The SSH connection or the agent went away in the middle of a request."""
 
     exit_status = EnvironmentRefused.exit_status
     resumable = True  # the run is marked interrupted: `fairmark resume RUN` continues it
+
+
+class ProtocolError(ConnectionLost):
+    """The agent broke the protocol: an answer too long, not JSON, of the wrong shape, naming a file it was not
+    asked for. Its session is dropped (out of step, or not to be trusted); like a lost connection the run is
+    interrupted and resumable, once the host is fixed."""
+
+
+class NoAnswer(ConnectionLost):
+    """The agent did not answer within the request's deadline (agent_deadline_s): its session is dropped; a host
+    that hangs is not retried within the run, which is interrupted (resumable)."""
 
 
 class AgentError(FairmarkError):
@@ -183,6 +234,7 @@ class HostConnection:
     _agent: subprocess.Popen[bytes] | None = None
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lines: wire.LineReader = field(default_factory=lambda: wire.LineReader(-1))
 
     # -- ssh ------------------------------------------------------------------------------------------------
     @property
@@ -261,6 +313,12 @@ class HostConnection:
             stderr=open(os.path.join(self._dir, "agent.err"), "ab"),  # noqa: SIM115
             start_new_session=True,
         )
+        assert self._agent.stdin is not None and self._agent.stdout is not None
+        # Both pipes are used through their descriptors alone, without blocking: every request and answer has
+        # a deadline (agent_deadline_s), every answer line a size limit (max_line_bytes).
+        os.set_blocking(self._agent.stdin.fileno(), False)
+        os.set_blocking(self._agent.stdout.fileno(), False)
+        self._lines = wire.LineReader(self._agent.stdout.fileno())
         if not self.spec.agent:
             self._ship_agent()
         self.generation += 1
@@ -277,14 +335,16 @@ class HostConnection:
         """The agent's source ahead of the protocol's lines on the same stdin (see shipped_agent_command)."""
         assert self._agent is not None and self._agent.stdin is not None
         # A host without python3 closes the pipe early: the hello that follows reports the lost connection
-        # with ssh's or the shell's words from agent.err.
-        with contextlib.suppress(BrokenPipeError, OSError):
-            self._agent.stdin.write(shipped_agent_payload())
-            self._agent.stdin.flush()
+        # with ssh's or the shell's words from agent.err (and one that reads nothing, that it did not answer).
+        with contextlib.suppress(OSError, wire.Silent):
+            deadline = time.monotonic() + (agent_deadline_s("hello", {}) or 0.0)
+            wire.send(self._agent.stdin.fileno(), shipped_agent_payload(), deadline)
 
-    def call(self, op: str, **args: Any) -> dict[str, Any]:
-        """One request, one answer. ConnectionLost when the session is gone (the request's effect on the
-        host is then unknown; the agent kills a trial whose controller vanished)."""
+    def call(self, op: str, deadline_s: float | None = None, **args: Any) -> dict[str, Any]:
+        """One request, one answer, held to its record (remote/wire.py). ConnectionLost when the session is gone
+        or the agent did not answer within `deadline_s` (default: agent_deadline_s; the request's effect on the
+        host is then unknown; the agent kills a trial whose controller vanished), ProtocolError when the answer
+        is not one (both drop the agent), AgentError when the agent answered with an error."""
         with self._lock:
             agent = self._agent
             if agent is None or agent.stdin is None or agent.stdout is None:
@@ -297,26 +357,45 @@ class HostConnection:
                 )
             rid = next(self._ids)
             line = json.dumps({"v": PROTOCOL, "id": rid, "op": op, **args}, separators=(",", ":")) + "\n"
+            wait = agent_deadline_s(op, args) if deadline_s is None else deadline_s
+            envelope = self._exchange(op, line.encode(), wait)
             try:
-                agent.stdin.write(line.encode())
-                agent.stdin.flush()
-                answer = agent.stdout.readline()
-            except (BrokenPipeError, OSError, ValueError):
-                answer = b""
-            except BaseException:
-                # Interrupted (Ctrl-C, SIGTERM) before the answer came: the session is out of step, and a "bye"
-                # would wait behind the trial the agent runs. The end of its input makes the agent kill that
-                # trial and put back what it changed, at once.
+                if envelope["id"] != rid:
+                    raise wire.BadAnswer(f"answer {envelope['id']} to request {rid}")
+                if not envelope["ok"]:
+                    raise AgentError(f"host {self.spec.name}: {op}: {envelope.get('error')}")
+                return wire.check(op, args, envelope["result"])
+            except wire.BadAnswer as exc:
                 self._drop_agent()
-                raise
+                raise ProtocolError(f"host {self.spec.name}: protocol error: {op}: {exc}") from None
+
+    def _exchange(self, op: str, request: bytes, wait: float | None) -> dict[str, Any]:
+        """Send one request and read its answer's envelope within `wait` seconds (called with the lock held)."""
+        assert self._agent is not None and self._agent.stdin is not None
+        deadline = None if wait is None else time.monotonic() + wait
+        try:
+            wire.send(self._agent.stdin.fileno(), request, deadline)
+            answer = self._lines.readline(deadline, max_line_bytes())
             if not answer:
                 raise ConnectionLost(f"host {self.spec.name}: connection lost{self._why()}")
-        reply = json.loads(answer)
-        if reply.get("id") != rid:
-            raise AgentError(f"host {self.spec.name}: answer {reply.get('id')} to request {rid}")
-        if not reply.get("ok"):
-            raise AgentError(f"host {self.spec.name}: {op}: {reply.get('error')}")
-        return dict(reply["result"])
+            return wire.decode(answer)
+        except wire.Silent:
+            self._drop_agent()
+            raise NoAnswer(
+                f"host {self.spec.name}: connection lost: no answer to {op} within {wait:g} s",
+                hint="FAIRMARK_AGENT_DEADLINE_S sets how long a request may take (README: security model)",
+            ) from None
+        except wire.BadAnswer as exc:
+            self._drop_agent()
+            raise ProtocolError(f"host {self.spec.name}: protocol error: {op}: {exc}") from None
+        except OSError:  # the pipe broke (EPIPE): the agent is gone
+            raise ConnectionLost(f"host {self.spec.name}: connection lost{self._why()}") from None
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM) before the answer came: the session is out of step, and a "bye"
+            # would wait behind the trial the agent runs. The end of its input makes the agent kill that
+            # trial and put back what it changed, at once.
+            self._drop_agent()
+            raise
 
     def _why(self) -> str:
         err = Path(self._dir, "agent.err")

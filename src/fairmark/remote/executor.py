@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection
+from fairmark.remote.confine import UnsafeName, inside, write_inside
+from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, NoAnswer, ProtocolError
 from fairmark.run.hooks import Artifact
 from fairmark.run.spec import Measured, TrialSpec
 
@@ -87,9 +88,7 @@ class RemoteExecutor:
     def __call__(self, spec: TrialSpec) -> Measured:
         if self.down is not None:
             raise self.down
-        out = Path(spec.out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        so, se = Path(spec.stdout_path), Path(spec.stderr_path)
+        Path(spec.out_dir).mkdir(parents=True, exist_ok=True)
         env_set, env_unset = env_delta(spec.env)
         mkdirs = [env_set[k] for k in ("FAIRMARK_SCRATCH",) if k in env_set]
         # The spec travels without its env: the host keeps its own environment plus what the plan changes.
@@ -101,35 +100,25 @@ class RemoteExecutor:
             res = self.conn.call(
                 "exec", spec=wire, env_set=env_set, env_unset=env_unset, mkdirs=mkdirs, **extra
             )
+        except (ProtocolError, NoAnswer) as exc:
+            return self._refused(spec, exc)
         except ConnectionLost as exc:
-            so.write_bytes(b"")
-            se.write_bytes(str(exc).encode())
-            try:
-                self._reconnect()
-            except (
-                ConnectionLost
-            ) as gone:  # this trial is recorded as failed; the next one interrupts the run
-                self.down = gone
-                return Measured.not_started(
-                    spec,
-                    f"connection lost to host {self.conn.spec.name} during the trial; could not reconnect",
-                )
-            return Measured.not_started(
-                spec, f"connection lost to host {self.conn.spec.name} during the trial; reconnected"
-            )
+            return self._lost(spec, exc)
         except AgentError as exc:
             if not profile:
                 raise
             # Its profiler could not start there (checked at connect: the host changed since): this profiled
             # trial fails with why, the run goes on.
-            so.write_bytes(b"")
-            se.write_bytes(exc.message.encode())
+            self._outputs(spec, b"", exc.message.encode())
             return Measured.not_started(spec, f"host {self.conn.spec.name}: {exc.message}")
-        so.write_bytes(base64.b64decode(res.pop("stdout_b64")))
-        se.write_bytes(base64.b64decode(res.pop("stderr_b64")))
-        for path, b64 in res.pop("files", {}).items():
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_bytes(base64.b64decode(b64))
+        try:
+            host = self.conn.spec.name
+            self._outputs(
+                spec, _bytes(res.pop("stdout_b64", ""), host), _bytes(res.pop("stderr_b64", ""), host)
+            )
+            self._files(spec, res.pop("files", {}))
+        except ProtocolError as exc:
+            return self._refused(spec, exc)
         self.last_boot_id = res.pop("boot_id", None)
         if res.get("monitor"):
             self._monitor_series(res.pop("monitor"))
@@ -137,9 +126,65 @@ class RemoteExecutor:
             from fairmark.remote.profiling import host_artifacts
 
             self._artifacts += host_artifacts(self.conn.spec.name, res.pop("profile"))
-        return Measured.from_dict(res["measured"] | {"stdout_path": str(so), "stderr_path": str(se)})
+        return Measured.from_dict(
+            res["measured"] | {"stdout_path": spec.stdout_path, "stderr_path": spec.stderr_path}
+        )
+
+    def _refused(self, spec: TrialSpec, exc: ConnectionLost) -> Measured:
+        """The host broke the protocol, or did not answer in time: this trial fails with why, and the next one
+        interrupts the run (another session would meet the same agent; `fairmark resume RUN` once the host is
+        fixed)."""
+        self._outputs(spec, b"", str(exc).encode())
+        self.down = exc
+        return Measured.not_started(spec, exc.message)
+
+    def _lost(self, spec: TrialSpec, exc: ConnectionLost) -> Measured:
+        """The connection went away during the trial: it fails; reconnected, the run goes on, else the next trial
+        interrupts it."""
+        self._outputs(spec, b"", str(exc).encode())
+        try:
+            self._reconnect()
+        except ConnectionLost as gone:
+            self.down = gone
+            return Measured.not_started(
+                spec, f"connection lost to host {self.conn.spec.name} during the trial; could not reconnect"
+            )
+        return Measured.not_started(
+            spec, f"connection lost to host {self.conn.spec.name} during the trial; reconnected"
+        )
+
+    def _outputs(self, spec: TrialSpec, stdout: bytes, stderr: bytes) -> None:
+        """The trial's output tails, at the paths the controller chose (made afresh: no link planted there is
+        followed)."""
+        for path, data in ((spec.stdout_path, stdout), (spec.stderr_path, stderr)):
+            write_inside(os.path.dirname(path), os.path.basename(path), data)
+
+    def _files(self, spec: TrialSpec, got: dict[str, str]) -> None:
+        """The output files the trial's spec asked for, each written at its own path inside the trial's output
+        directory; a file the host was not asked for is a protocol error (README: security model)."""
+        host = self.conn.spec.name
+        for path, b64 in got.items():
+            rel = inside(spec.out_dir, path) if path in spec.files else None
+            if rel is None:
+                raise ProtocolError(
+                    f"host {host}: protocol error: exec answered a file it was not asked for: {path!r}"
+                )
+            try:
+                write_inside(spec.out_dir, rel, _bytes(b64, host))
+            except UnsafeName as exc:
+                raise ProtocolError(
+                    f"host {host}: protocol error: exec: output file {path!r}: {exc}"
+                ) from None
 
     def _reconnect(self) -> None:
         self.conn.reconnect()
         if self.on_reconnect:
             self.on_reconnect()
+
+
+def _bytes(b64: str, host: str) -> bytes:
+    """Base64 text of an answer as bytes (the answer's shape was checked by the connection: a str)."""
+    try:
+        return base64.b64decode(b64, validate=True)
+    except ValueError:
+        raise ProtocolError(f"host {host}: protocol error: an output is not base64") from None

@@ -8,6 +8,7 @@ there."""
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -196,14 +197,14 @@ class RemoteAdapter:
         return self._argv.pop(str(tctx.trial_dir))
 
     def output_files(self, tctx: TrialContext) -> dict[str, Path]:
-        got = self._call(self._host(tctx), tctx.workload, "output_files", tctx=self._tctx(tctx))
-        out = {}
-        for name, (path, b64) in got["files"].items():
-            if b64 is not None:  # brought here, where the runner reads it
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-                Path(path).write_bytes(base64.b64decode(b64))
-            out[name] = Path(path)
-        return out
+        """The adapter's result files of the trial, brought here: each under a name the controller makes of the
+        file's key (a plain name, checked) in the trial's directory — the host's path is not used here."""
+        host = self._host(tctx)
+        got = self._call(host, tctx.workload, "output_files", tctx=self._tctx(tctx))
+        return {
+            name: _bring(host, tctx.trial_dir, name, b64)
+            for name, (_path, b64) in _output_files(host, got["files"]).items()
+        }
 
     def after_trial(self, tctx: TrialContext) -> None:
         from fairmark.remote.connection import ConnectionLost
@@ -214,12 +215,51 @@ class RemoteAdapter:
             pass  # the host went away with this trial: it is recorded as failed, the agent cleaned up there
 
     def teardown(self, ctx: WorkloadContext) -> None:
+        from fairmark.remote.connection import ConnectionLost
+
         for host, key in [k for k in self._ready if k[1] == _key(ctx)]:
             try:
                 if self._ready[(host, key)] == self._conn(host).generation:
                     self._call(host, ctx, "teardown")
+            except ConnectionLost:
+                pass  # its agent is gone (it tears its adapters down at its end): the error that ended it stands
             finally:
                 del self._ready[(host, key)]
+
+
+# A key of an adapter's output files (fio's "json", stress-ng's "yaml" …): a plain name, made into a file name here.
+OUTPUT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+MAX_OUTPUT_FILES = 32
+
+
+def _output_files(host: str, files: dict[str, Any]) -> dict[str, Any]:
+    """An "output_files" answer's files, each key a plain name; ProtocolError naming the host otherwise."""
+    from fairmark.remote.connection import ProtocolError
+
+    if len(files) > MAX_OUTPUT_FILES:
+        raise ProtocolError(f"host {host}: protocol error: output_files: {len(files)} files")
+    for name in files:
+        if not OUTPUT_KEY.fullmatch(name) or ".." in name:
+            raise ProtocolError(f"host {host}: protocol error: output_files: not a plain name: {name!r}")
+    return files
+
+
+def _bring(host: str, trial_dir: Path, name: str, b64: str | None) -> Path:
+    """Where the runner reads output file `name` of the trial: host-output.NAME in its directory here, written
+    afresh with the host's bytes (absent when the host had no such file)."""
+    from fairmark.remote.confine import write_inside
+    from fairmark.remote.connection import ProtocolError
+
+    local = trial_dir / f"host-output.{name}"
+    local.unlink(missing_ok=True)  # an earlier trial's, or whatever was planted there (not followed)
+    if b64 is not None:
+        try:
+            write_inside(str(trial_dir), local.name, base64.b64decode(b64, validate=True))
+        except ValueError:
+            raise ProtocolError(
+                f"host {host}: protocol error: output_files: {name!r} is not base64"
+            ) from None
+    return local
 
 
 def _key(ctx: WorkloadContext) -> str:
