@@ -33,9 +33,18 @@ run: setup
 	@mkdir -p out
 	$(BIN)/fairmark report last --html out/report.html
 
+# The trial launcher and the launch server (src/fairmark/run/c/) as C: every warning an error, with the C
+# library and without it (FAIRMARK_NOLIBC, Linux x86-64), as fairmark builds them at run time.
+C_SRC   := src/fairmark/run/c
+C_WARN  := -Wall -Wextra -Werror -O2 -c -o /dev/null
+C_NOLIBC := -ffreestanding -fno-stack-protector -fno-builtin -DFAIRMARK_NOLIBC
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	for f in $(C_SRC)/launcher.c $(C_SRC)/launch_server.c; do \
+	  cc $(C_WARN) $$f && { [ "$$(uname -sm)" != "Linux x86_64" ] || cc $(C_WARN) $(C_NOLIBC) $$f; } || exit 1; \
+	done
 
 # mypy as pyproject.toml configures it: strict and without Any on the core path (plan, store, verdict, stats);
 # its cache is .mypy_cache/ at the top of the checkout (a warm run re-checks only what changed).

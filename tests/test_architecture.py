@@ -339,3 +339,26 @@ def test_the_compare_commands_render_in_report() -> None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in shown
     ]
     assert found == []
+
+
+def test_no_c_source_in_a_python_string() -> None:
+    """The C programs fairmark builds (the trial launcher and the launch server) are .c files with one shared
+    header in the package (src/fairmark/run/c/), which `make lint` compiles with -Wall -Wextra -Werror — never
+    text in a Python string no compiler warning sees (issue 33 item 4)."""
+    import re
+
+    c_like = re.compile(
+        r"^\s*(#\s*include\s*[<\"][\w./]+[>\"]|#\s*(ifdef|ifndef|define|endif)\b|int main\s*\()", re.MULTILINE
+    )
+    found = [
+        f"{rel}:{node.lineno}"
+        for rel, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and c_like.search(node.value)
+    ]
+    assert found == []
+    c_dir = SRC / "run" / "c"
+    assert sorted(p.name for p in c_dir.iterdir()) == ["fairmark_launch.h", "launch_server.c", "launcher.c"]
+    for program in ("launcher.c", "launch_server.c"):
+        text = (c_dir / program).read_text()
+        assert '#include "fairmark_launch.h"' in text and c_like.search(text)  # what the check looks for

@@ -144,8 +144,8 @@ SHIPPED_MODULES: dict[str, str | None] = {
 
 def agent_source() -> bytes:
     """The agent as one standard-library program: the trial launcher's module (fairmark.run.launcher, which the
-    agent imports where fairmark is installed), the text of fairmark's modules it reuses (`_SHIPPED`), then
-    agent.py (its `from __future__` is the launcher's, first)."""
+    agent imports where fairmark is installed) and its C program's files (`_C_SOURCES`), the text of fairmark's
+    modules it reuses (`_SHIPPED`), then agent.py (its `from __future__` is the launcher's, first)."""
     root = Path(__file__).parents[1]
     launcher = (root / "run" / "launcher.py").read_bytes()
     shipped = {name: (root / rel).read_text() if rel else None for name, rel in SHIPPED_MODULES.items()}
@@ -154,7 +154,12 @@ def agent_source() -> bytes:
         .read_bytes()
         .replace(b"from __future__ import annotations\n", b"", 1)
     )
-    return launcher + b"\n\n_SHIPPED = " + repr(shipped).encode() + b"\n\n" + agent
+    # the launcher's C program, which the launcher module reads from the package where fairmark is installed
+    c_sources = {
+        name: (root / "run" / "c" / name).read_text() for name in ("launcher.c", "fairmark_launch.h")
+    }
+    shipped_c = b"\n\n_C_SOURCES = " + repr(c_sources).encode()
+    return launcher + shipped_c + b"\n\n_SHIPPED = " + repr(shipped).encode() + b"\n\n" + agent
 
 
 @functools.cache

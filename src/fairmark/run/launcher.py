@@ -39,228 +39,27 @@ from typing import Any
 # where the launcher cannot be built (no C compiler) records no peak RSS at all: a number known to include
 # fairmark's own memory is not recorded (`launcher()` says why, and a run says so at its start).
 RSS_METHOD = "launcher"  # Measured.max_rss_method of a peak measured this way; None: fairmark's own included
-PRELUDE_C = r"""
-/* What fairmark's trial launcher (fairmark.run.launcher.LAUNCHER_C) and its launch server
-   (fairmark.run.launch_server.SERVER_C) share: the system calls without a C library (FAIRMARK_NOLIBC, Linux
-   x86-64) or through it, vfork, the PATH search made before vfork (the child only execs, as Python's
-   subprocess searches: no shell for ENOEXEC) and the report line both write. */
-#ifdef FAIRMARK_NOLIBC
-typedef unsigned long size_t;
-struct timespec { long tv_sec, tv_nsec; };
-struct timeval { long tv_sec, tv_usec; };
-struct rusage {
-    struct timeval ru_utime, ru_stime;
-    long ru_maxrss, ru_ixrss, ru_idrss, ru_isrss, ru_minflt, ru_majflt, ru_nswap, ru_inblock, ru_oublock,
-        ru_msgsnd, ru_msgrcv, ru_nsignals, ru_nvcsw, ru_nivcsw;
-};
-#define EINTR 4
-#define ENOENT 2
-#define ENOTDIR 20
-static long sc(long n, long a, long b, long c, long d) {
-    register long r10 __asm__("r10") = d;
-    long ret;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
-    return ret;
-}
-/* vfork as glibc does it: the return address is kept in a register, so the child's use of the stack cannot
-   overwrite the one the parent returns through */
-long fm_vfork(void);
-__asm__(".text\n.globl fm_vfork\nfm_vfork:\n pop %rdi\n mov $58, %eax\n syscall\n push %rdi\n ret\n"
-        ".globl _start\n_start:\n xor %ebp, %ebp\n mov %rsp, %rdi\n and $-16, %rsp\n call fm_start\n hlt\n");
-void *memset(void *d, int c, size_t n) {
-    unsigned char *p = d;
-    while (n--) *p++ = (unsigned char)c;
-    return d;
-}
-void *memcpy(void *d, const void *s, size_t n) {
-    unsigned char *p = d;
-    const unsigned char *q = s;
-    while (n--) *p++ = *q++;
-    return d;
-}
-#define fm_write(fd, b, n) sc(1, fd, (long)(b), n, 0)
-#define fm_exit(code) sc(60, code, 0, 0, 0)
-#define fm_execve(p, a, e) sc(59, (long)(p), (long)(a), (long)(e), 0)
-#define fm_wait4(pid, st, ru) sc(61, pid, (long)(st), 0, (long)(ru))
-#define fm_cloexec(fd) sc(72, fd, 2, 1, 0)
-#define fm_monotonic(ts) sc(228, 1, (long)(ts), 0, 0)
-#else
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/time.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-static long fm_ret(long r) { return r < 0 ? -errno : r; }
-#define fm_write(fd, b, n) fm_ret(write(fd, b, n))
-#define fm_exit(code) _exit(code)
-#define fm_execve(p, a, e) fm_ret(execve(p, a, e))
-#define fm_wait4(pid, st, ru) fm_ret(wait4(pid, st, 0, ru))
-#define fm_cloexec(fd) fm_ret(fcntl(fd, F_SETFD, FD_CLOEXEC))
-#define fm_monotonic(ts) clock_gettime(CLOCK_MONOTONIC, ts)
-#define fm_vfork vfork
-#endif
+# The C programs are package data beside this module (c/launcher.c, c/launch_server.c and the header both
+# include, c/fairmark_launch.h); `make lint` compiles them with -Wall -Wextra -Werror.
+C_DIR = "c"
+C_HEADER = "fairmark_launch.h"
 
-static volatile int exec_errno;
-static char names[65536]; /* the command's candidate paths, made before vfork: the child only execs */
-static char *paths[1024];
 
-static size_t length(const char *s) {
-    size_t n = 0;
-    while (s[n]) n++;
-    return n;
-}
+@functools.cache
+def c_program(name: str) -> str:
+    """The C program `name` (launcher.c, launch_server.c) as one translation unit: the shared header inlined
+    where it is included. It is built from this one file, and named by this text's hash."""
+    return _c_text(name).replace(f'#include "{C_HEADER}"\n', _c_text(C_HEADER), 1)
 
-static void candidates(const char *file, char **envp) {
-    const char *path = "/bin:/usr/bin", *p;
-    char *out = names;
-    size_t k = 0, flen = length(file);
-    for (char **e = envp; *e; e++)
-        if ((*e)[0] == 'P' && (*e)[1] == 'A' && (*e)[2] == 'T' && (*e)[3] == 'H' && (*e)[4] == '=') path = *e + 5;
-    for (p = path; k + 1 < sizeof paths / sizeof paths[0];) {
-        const char *end = p;
-        while (*end && *end != ':') end++;
-        size_t dlen = (size_t)(end - p);
-        if (dlen == 0) {
-            paths[k++] = (char *)file; /* an empty entry is the current directory */
-        } else if ((size_t)(out - names) + dlen + flen + 2 <= sizeof names) {
-            paths[k++] = out;
-            for (size_t i = 0; i < dlen; i++) *out++ = p[i];
-            *out++ = '/';
-            for (size_t i = 0; i <= flen; i++) *out++ = file[i];
-        }
-        if (!*end) break;
-        p = end + 1;
-    }
-    paths[k] = 0;
-}
 
-/* In the vfork child: exec the command (its path, or each candidate); the errno of the exec that failed. */
-static int start(char *const argv[], char **envp) {
-    long first = 0, last = -ENOENT;
-    const char *file = argv[0];
-    for (const char *c = file; *c; c++)
-        if (*c == '/') return (int)-fm_execve(file, argv, envp);
-    for (char **p = paths; *p; p++) {
-        last = fm_execve(*p, argv, envp);
-        if (last != -ENOENT && last != -ENOTDIR && !first) first = last;
-    }
-    return (int)-(first ? first : last);
-}
-
-static char *put(char *p, long long v) {
-    char digits[24];
-    int n = 0;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do digits[n++] = (char)('0' + u % 10); while (u /= 10);
-    *p++ = ' ';
-    if (v < 0) *p++ = '-';
-    while (n) *p++ = digits[--n];
-    return p;
-}
-
-/* "fairmark-launcher 1 STATUS ERRNO WALL_NS USER_US SYS_US MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW\n" at p (the
-   clock from t0 to t1, the command's wait status and rusage); returns the end. */
-static char *report_line(char *p, int status, const struct timespec *t0, const struct timespec *t1,
-                         const struct rusage *ru) {
-    long long values[] = {status, exec_errno,
-                          (long long)(t1->tv_sec - t0->tv_sec) * 1000000000LL + (t1->tv_nsec - t0->tv_nsec),
-                          (long long)ru->ru_utime.tv_sec * 1000000LL + ru->ru_utime.tv_usec,
-                          (long long)ru->ru_stime.tv_sec * 1000000LL + ru->ru_stime.tv_usec, ru->ru_maxrss,
-                          ru->ru_minflt, ru->ru_majflt, ru->ru_nvcsw, ru->ru_nivcsw};
-    for (const char *c = "fairmark-launcher 1"; *c; c++) *p++ = *c;
-    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) p = put(p, values[i]);
-    *p++ = '\n';
-    return p;
-}
-"""
-LAUNCHER_C = (
-    r"""
-/* fairmark's trial launcher (fairmark.run.launcher.LAUNCHER_C): launcher REPORT_FD COMMAND [ARG...]
-   vforks COMMAND (searched in PATH as Python's subprocess does: no shell for ENOEXEC), waits for it and
-   writes one line to REPORT_FD: "fairmark-launcher 1 STATUS ERRNO WALL_NS USER_US SYS_US MAXRSS_KIB MINFLT
-   MAJFLT NVCSW NIVCSW" (ERRNO: why the exec failed, else 0). Exits with the command's status (127: no exec,
-   128 + N: killed by signal N). SIGTERM, SIGINT, SIGHUP and SIGQUIT are caught (exec resets them for the
-   command) so that a signal to the trial's process group ends the command and the report still comes.
-   Built with FAIRMARK_NOLIBC (Linux x86-64) it uses no C library: glibc's start-up alone (its CPU feature
-   probe: CPUID, which a virtual machine traps) cost 0.8 ms of CPU per exec on a VM, as much as /bin/true. */
-"""
-    + PRELUDE_C
-    + r"""
-#ifdef FAIRMARK_NOLIBC
-struct ksigaction { void (*handler)(int); unsigned long flags; void (*restorer)(void); unsigned long mask; };
-#define SIGHUP 1
-#define SIGINT 2
-#define SIGQUIT 3
-#define SIGTERM 15
-#define WIFEXITED(s) (((s) & 0x7f) == 0)
-#define WEXITSTATUS(s) (((s) >> 8) & 0xff)
-#define WTERMSIG(s) ((s) & 0x7f)
-void fm_restorer(void);
-__asm__(".text\n.globl fm_restorer\nfm_restorer:\n mov $15, %eax\n syscall\n");
-static void caught(int sig) { (void)sig; }
-static void fm_catch(int sig) {
-    struct ksigaction act = {caught, 0x04000000 | 0x10000000, fm_restorer, 0}, old; /* RESTORER | RESTART */
-    if (sc(13, sig, 0, (long)&old, 8) == 0 && old.handler != (void (*)(int))1) sc(13, sig, (long)&act, 0, 8);
-}
-#else
-#include <signal.h>
-static void caught(int sig) { (void)sig; }
-static void fm_catch(int sig) {
-    struct sigaction sa, old;
-    sa.sa_handler = caught;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sig, &sa, NULL);
-}
-#endif
-
-int main(int argc, char **argv, char **envp) {
-    static const char usage[] = "usage: fairmark-launcher REPORT_FD COMMAND [ARG...]\n";
-    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-    struct timespec t1;
-    struct rusage ru;
-    static int report;  /* static: nothing of the parent's is in the frame the vfork child runs on */
-    static struct timespec t0;
-    int status = 0;
-    char line[512];
-    if (argc < 3) {
-        fm_write(2, usage, sizeof usage - 1);
-        return 126;
-    }
-    for (const char *c = argv[1]; *c >= '0' && *c <= '9'; c++) report = report * 10 + (*c - '0');
-    if (fm_cloexec(report) < 0) return 126;
-    candidates(argv[2], envp);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) fm_catch(sigs[i]);
-    fm_monotonic(&t0);
-    long pid = fm_vfork();
-    if (pid < 0) return 126;
-    if (pid == 0) {
-        exec_errno = start(argv + 2, envp);
-        fm_exit(127);
-    }
-    long r;
-    while ((r = fm_wait4(pid, &status, &ru)) < 0)
-        if (r != -EINTR) return 126;
-    fm_monotonic(&t1);
-    char *p = report_line(line, status, &t0, &t1, &ru);
-    while (fm_write(report, line, p - line) == -EINTR) {
-    }
-    if (exec_errno) return 127;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-#ifdef FAIRMARK_NOLIBC
-void fm_start(long *sp) {
-    int argc = (int)sp[0];
-    char **argv = (char **)(sp + 1);
-    fm_exit(main(argc, argv, argv + argc + 1));
-}
-#endif
-"""
-)
+def _c_text(name: str) -> str:
+    # the shipped agent carries the texts (remote.connection.agent_source defines _C_SOURCES after this file's
+    # text, before any call); where fairmark is installed they are files of the package
+    shipped = globals().get("_C_SOURCES")
+    if shipped is not None:
+        return str(shipped[name])
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), C_DIR, name), encoding="utf-8") as fh:
+        return fh.read()
 
 
 def _cache_dir() -> str:
@@ -272,7 +71,8 @@ def _cache_dir() -> str:
 def launcher() -> tuple[str | None, str | None]:
     """(path, None): the launcher built for this host (once, into $XDG_CACHE_HOME/fairmark, named by its
     source's hash); (None, why not) where no C compiler builds one that works."""
-    digest = hashlib.sha256(LAUNCHER_C.encode()).hexdigest()[:16]
+    source = c_program("launcher.c")
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     path = os.path.join(_cache_dir(), f"launcher-{digest}-{platform.system().lower()}-{platform.machine()}")
     if os.access(path, os.X_OK):
         return path, None
@@ -288,7 +88,7 @@ def launcher() -> tuple[str | None, str | None]:
     try:
         src, out = os.path.join(work, "launcher.c"), os.path.join(work, "launcher")
         with open(src, "w") as fh:
-            fh.write(LAUNCHER_C)
+            fh.write(source)
         for cc, flags in ((cc, flags) for cc in compilers for flags in _launcher_flags()):
             why = _build_one([cc, "-O2", *flags, "-o", out, src], out)
             if not why:

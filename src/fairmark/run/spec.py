@@ -14,7 +14,7 @@ An executor's contract (what the runner relies on):
 2. Write the command's whole stdout and stderr to `<out_dir>/<name>.stdout` and `.stderr` on the controller
    (an agent sends at least the last `tail_bytes` of each back, and the output `files` the adapter parses).
 3. Measure the wall time on a monotonic clock and the rusage of the whole waited tree (wait4), taken by the
-   launcher (`fairmark.run.launcher.LAUNCHER_C`) that starts the command: its peak RSS is then the command's
+   launcher (`fairmark/run/c/launcher.c`) that starts the command: its peak RSS is then the command's
    own, not the executor's (`max_rss_method`); where no launcher can be built, no peak RSS (None).
 4. After `timeout_s`, SIGTERM the whole group, wait `grace_s`, SIGKILL what is left: status "timeout".
 5. Processes still in the group after the leader exited are killed and counted (`leftovers_killed`).
