@@ -41,11 +41,36 @@ def test_calibrate_stores_rate_and_mde_and_later_verdicts_show_them(tmp_path: Pa
     low, high = data["false_positive_ci"]
     assert 0 <= low <= data["false_positive_rate"] <= high <= 1  # exact binomial CI, wide at K = 3
     assert data["mde_percent"] > 0 and data["trials_per_side"] == [3, 3]
+    assert _hooks_of(data["run_ids"]) == [["monitor.system"]] * 3  # the monitors `run` has (issue 39)
     code, out, err = fairmark_cli("run", str(plan), "--json", "--no-monitors", "--accept-risk")
     assert code == 0, err
     (verdict,) = json.loads(out)["verdicts"]
     assert "calibration: this machine shows changes beyond ±" in verdict["sentence"]
     assert "false positives in 3 A/A runs" in verdict["sentence"]
+
+
+def _hooks_of(run_ids: list[str]) -> list[list[str]]:
+    """The trial hooks each stored run measured with."""
+    import os
+
+    from fairmark.store.db import Store
+
+    store = Store.open(os.environ["FAIRMARK_STORE"])
+    return [list(store.get_run(r).options["hooks"]) for r in run_ids]
+
+
+@pytest.mark.slow
+def test_calibrate_without_monitors_calibrates_runs_made_without_them(tmp_path: Path, fairmark_cli) -> None:
+    """Each A/A run measures with the hooks `run` would: none with --no-monitors (issue 39: calibrate had no
+    monitors while `run` had them by default, so it calibrated a harness the runs did not use)."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(PLAN)
+    code, out, err = fairmark_cli(
+        "calibrate", str(plan), "--runs", "2", "--no-monitors", "--accept-risk", "--json"
+    )
+    assert code == 0, err
+    (cal,) = json.loads(out)["calibrations"]
+    assert _hooks_of(cal["data"]["run_ids"]) == [[], []]
 
 
 def test_regression_gate_uses_the_fdr_decision():

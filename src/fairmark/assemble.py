@@ -61,6 +61,8 @@ class RunRequest:
     profile: tuple[str, ...] = ()
     allow_concurrent: bool = False
     hold_lock: bool = True
+    # the environment snapshots and the doctor's gate before the run (off: the suite's many short A/A runs)
+    probe: bool = True
     lock_label: str = ""
     # stop = "decision" (plan.with_decision_stop()): the (baseline, other) variant pairs it decides, and whether
     # one proven difference is enough (run.stoprule.Decide; a bisect step decides either of its two questions)
@@ -123,6 +125,7 @@ def run_options(request: RunRequest, warn: Callable[[str], None] = console.warn)
         keep_scratch=request.keep_scratch,
         calibrate=request.calibrate,
         allow_concurrent=request.allow_concurrent,  # also for the hosts' own locks
+        probe=request.probe,
         tags=dict(request.tags),
         rerun_of=dict(request.rerun_of) if request.rerun_of is not None else None,
         decide=request.decide,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -84,6 +85,28 @@ def _line(row: dict[str, Any]) -> str:
     )
 
 
+def aa_runs(
+    requests: Callable[[int], Any], store: Any, runs: int, note: Callable[[str], None] = console.note
+) -> tuple[dict[tuple[str, str, str], list[dict[str, Any]]], list[str], tuple[str, str]]:
+    """K A/A runs in this process, one after another, each a run of its own: `requests(k)` is run k's RunRequest
+    (assemble.py: its hooks are built afresh for each run, as for each `fairmark run`). The twin's comparisons
+    by (workload, group, metric), the run ids and the host."""
+    from fairmark.assemble import execute_run
+
+    found: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    run_ids: list[str] = []
+    host = ("", "")
+    for k in range(runs):
+        result = execute_run(requests(k), store)
+        run_ids.append(result.run_id)
+        host = (result.verdicts.run.host_id, result.verdicts.run.hostname)
+        for key, comp in _aa_verdicts(result.verdicts).items():
+            found.setdefault(key, []).append(comp)
+        hits = sum(1 for c in found.values() if c[-1]["significant"])
+        note(f"A/A run {k + 1}/{runs} ({run_ids[-1][:8]}): {hits} of {len(found)} called different")
+    return found, run_ids, host
+
+
 @click.command()
 @click.argument("plan", type=click.Path(dir_okay=False))
 @click.option(
@@ -100,44 +123,50 @@ def _line(row: dict[str, Any]) -> str:
 @click.option(
     "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
 )
+@click.option(
+    "--no-monitors",
+    is_flag=True,
+    help="Do not sample vmstat-like monitors during trials (calibrates runs made with --no-monitors).",
+)
+@click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
 @common_options
-def calibrate(plan: str, runs: int, quick: bool, accept_risk: bool, allow_concurrent: bool) -> None:
+def calibrate(
+    plan: str,
+    runs: int,
+    quick: bool,
+    accept_risk: bool,
+    allow_concurrent: bool,
+    no_monitors: bool,
+    monitor_interval: float,
+) -> None:
     """Measure this machine's false-positive rate and detectable change for each workload of PLAN: K A/A runs
-    (the baseline against an exact twin, interleaved, the plan's trial counts). Stored per host and workload;
-    later verdicts on this host show them."""
-    from fairmark.assemble import RunRequest, execute_run, host_lock
+    (the baseline against an exact twin, interleaved, the plan's trial counts, the monitors `run` samples unless
+    --no-monitors). Stored per host and workload; later verdicts on this host show them."""
+    from fairmark.assemble import RunRequest, host_lock
     from fairmark.plan.load import LoadedPlan, load_plan
 
     loaded = load_plan(plan)
     aa = LoadedPlan(plan=aa_plan(loaded.plan, loaded.path), path=loaded.path, text=loaded.text)
     store = open_store()
-    found: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    run_ids: list[str] = []
-    host = ("", "")
     command = shlex.join(["fairmark", *sys.argv[1:]])
+
+    def request(k: int) -> RunRequest:
+        # the trial hooks a `fairmark run` of the plan has (issue 39: calibrate ran without the monitors run
+        # samples by default, so the rate it stored was that of a harness the runs did not use)
+        return RunRequest(
+            aa,
+            quick=quick,
+            accept_risk=accept_risk,
+            command_line=command,
+            tags={CALIBRATION_TAG: f"{k + 1}/{runs}"},
+            monitors=not no_monitors,
+            monitor_interval=monitor_interval,
+            allow_concurrent=allow_concurrent,
+            hold_lock=False,  # held here across the K runs
+        )
+
     with host_lock(loaded.path, "calibrate", allow_concurrent=allow_concurrent):
-        for k in range(runs):
-            tags = {CALIBRATION_TAG: f"{k + 1}/{runs}"}
-            # the lock is held across the K runs; no trial hooks, as calibrate always ran
-            request = RunRequest(
-                aa,
-                quick=quick,
-                accept_risk=accept_risk,
-                command_line=command,
-                tags=tags,
-                monitors=False,
-                allow_concurrent=allow_concurrent,
-                hold_lock=False,
-            )
-            result = execute_run(request, store)
-            run_ids.append(result.run_id)
-            host = (result.verdicts.run.host_id, result.verdicts.run.hostname)
-            for key, comp in _aa_verdicts(result.verdicts).items():
-                found.setdefault(key, []).append(comp)
-            hits = sum(1 for c in found.values() if c[-1]["significant"])
-            console.note(
-                f"A/A run {k + 1}/{runs} ({run_ids[-1][:8]}): {hits} of {len(found)} called different"
-            )
+        found, run_ids, host = aa_runs(request, store, runs)
     policy = aa.plan.policy(quick)
     rows = _rows(found, run_ids, host, loaded, policy.confidence, policy)
     store.add_calibrations(rows)

@@ -1,0 +1,197 @@
+"""The A/A false-positive rate of real commands through the real harness (issue 39), with its 95% intervals.
+
+    .venv/bin/python bench/aa_rate.py [--runs K] [--batch B] [--plans gz,alloc,sleep] [--monitors on,off]
+                                      [--trees SRC,...] [--out FILE.jsonl]
+    .venv/bin/python bench/aa_rate.py --summarize FILE.jsonl ...
+
+K A/A runs (default 100) of each plan × monitors on/off × tree, `calibrate`'s way: the plan's baseline against
+an exact twin of it, interleaved, the plan's trial counts, each run a run of its own (a new seed, its own hooks,
+the environment probe and gate), B runs (default 5) in one process before the next configuration takes its turn,
+so that every configuration sees the same hours of this machine. A tree is a fairmark source directory (default:
+this one's src); an older tree (40c48e4, before `calibrate --no-monitors`) is driven through the same calls.
+
+Plans: gz — the issue's pipeline (`head -c 2000000 /dev/zero | gzip -1 > /dev/null`, 2 warm-ups, 12 trials a
+side); alloc — plans/quick.toml's allocation workload (its [run] section); sleep — `sleep 0.02` as gz is run.
+
+Prints one line per configuration: claims/runs, the rate, Wilson's and Clopper–Pearson's 95% intervals, the
+load average (1 min) over its runs. One JSON line per run goes to --out (default aa-rate.jsonl), which
+--summarize reads again (several files: their runs together).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GZ = """[run]
+warmup = 2
+min_trials = 12
+max_trials = 12
+confidence = 95
+[[workload]]
+name = "gz"
+command = ["sh", "-c", "head -c 2000000 /dev/zero | gzip -1 > /dev/null"]
+[[variant]]
+name = "A1"
+[[variant]]
+name = "A2"
+"""
+SLEEP = GZ.replace('name = "gz"', 'name = "sleep"').replace(
+    'command = ["sh", "-c", "head -c 2000000 /dev/zero | gzip -1 > /dev/null"]', 'command = ["sleep", "0.02"]'
+)
+
+# B A/A runs of PLAN in one process (argv: PLAN B on|off TREE-LABEL), one JSON line each on stdout. The calls of
+# cli/calibrate.py's loop, spelled so that a tree from before aa_runs and `calibrate --no-monitors` runs too.
+DRIVER = r"""
+import json, os, sys, time
+from fairmark.cli.calibrate import aa_plan
+from fairmark.plan.load import LoadedPlan, load_plan
+from fairmark.store.db import Store
+plan_path, k, monitors, tree = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "on", sys.argv[4]
+loaded = load_plan(plan_path)
+try:
+    p = aa_plan(loaded.plan, loaded.path)
+except TypeError:  # before a30d3ca
+    p = aa_plan(loaded.plan)
+aa = LoadedPlan(plan=p, path=loaded.path, text=loaded.text)
+store = Store.open(os.environ["FAIRMARK_STORE"])
+
+def one_run():
+    try:  # since issue 33: a run is assembled by fairmark.assemble
+        from fairmark.assemble import RunRequest, execute_run
+    except ImportError:
+        from fairmark.cli.run import _hooks
+        from fairmark.run.runner import Runner, RunOptions
+        opts = RunOptions(accept_risk=True, allow_concurrent=True, hooks=_hooks(monitors, 1.0, None))
+        try:
+            runner = Runner(aa, store, opts, hosts=None)
+        except TypeError:
+            runner = Runner(aa, store, opts)
+        run_id = runner.start()
+        if hasattr(runner, "verdicts"):
+            return run_id, [(v.metric, v.comparison_dict()) for v in runner.verdicts.verdicts if v.calibration]
+        from fairmark.plan.model import AA_SUFFIX
+        return run_id, [(v.metric, v.comparison) for v in runner.report.verdicts if v.variant.endswith(AA_SUFFIX)]
+    request = RunRequest(aa, accept_risk=True, allow_concurrent=True, hold_lock=False, monitors=monitors)
+    result = execute_run(request, store)
+    return result.run_id, [(v.metric, v.comparison_dict()) for v in result.verdicts.verdicts if v.calibration]
+
+for i in range(k):
+    t0, load0 = time.time(), os.getloadavg()[0]
+    run_id, comps = one_run()
+    for m, c in comps:
+        if m == "wall_s":
+            print(json.dumps({"tree": tree, "plan": os.path.basename(plan_path), "monitors": monitors,
+                              "run_id": run_id, "significant": bool(c.get("significant")),
+                              "p": c.get("p_value"), "t0": t0, "dt": time.time() - t0, "load0": load0,
+                              "load1": os.getloadavg()[0]}), flush=True)
+"""
+
+
+def alloc_plan() -> str:
+    """plans/quick.toml with its alloc workload alone (its [run], its two variants: the baseline is nodebug)."""
+    text = (REPO / "plans" / "quick.toml").read_text()
+    parts = re.split(r"(?m)^(?=\[\[workload\]\]|\[\[variant\]\])", text)
+    keep = [p for p in parts if not (p.startswith("[[workload]]") and 'name = "zstd"' in p)]
+    return "".join(keep)
+
+
+def plans(tmp: Path, names: list[str]) -> dict[str, Path]:
+    texts = {"gz": GZ, "sleep": SLEEP, "alloc": alloc_plan()}
+    out = {}
+    for name in names:
+        path = tmp / f"{name}.toml"
+        path.write_text(texts[name])
+        out[name] = path
+    return out
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    p = k / n
+    d = 1 + z * z / n
+    centre, half = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    """The exact binomial interval (scipy's beta quantiles; fairmark's own calibration uses the same)."""
+    from scipy.stats import beta
+
+    low = 0.0 if k == 0 else float(beta.ppf(0.025, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(0.975, k + 1, n - k))
+    return low, high
+
+
+def summarize(rows: list[dict]) -> None:
+    groups: dict[tuple[str, str, bool], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["plan"], r["tree"], r["monitors"]), []).append(r)
+    print(
+        f"{'plan':<12}{'tree':<10}{'monitors':<10}{'claims':>10}{'rate':>8}  {'Wilson 95%':<16}{'C-P 95%':<16}load"
+    )
+    for (plan, tree, monitors), rs in sorted(groups.items()):
+        k, n = sum(r["significant"] for r in rs), len(rs)
+        w, cp = wilson(k, n), clopper_pearson(k, n)
+        load = statistics.mean(r["load0"] for r in rs)
+        print(
+            f"{plan:<12}{tree:<10}{'on' if monitors else 'off':<10}{f'{k}/{n}':>10}{100 * k / n:>7.1f}%  "
+            f"{100 * w[0]:.1f}–{100 * w[1]:.1f}%{'':<5}{100 * cp[0]:.1f}–{100 * cp[1]:.1f}%{'':<5}{load:.1f}"
+        )
+
+
+def args(argv: list[str]) -> dict[str, str]:
+    out = {"--runs": "100", "--batch": "5", "--plans": "gz,alloc,sleep", "--monitors": "on,off"}
+    out |= {"--trees": str(REPO / "src"), "--out": "aa-rate.jsonl"}
+    it = iter(argv)
+    for key in it:
+        if key not in out:
+            sys.exit(__doc__)
+        out[key] = next(it, "")
+    return out
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--summarize"]:
+        summarize(
+            [json.loads(line) for f in sys.argv[2:] for line in Path(f).read_text().splitlines() if line]
+        )
+        return
+    a = args(sys.argv[1:])
+    runs, batch = int(a["--runs"]), int(a["--batch"])
+    trees = [str(Path(t).resolve()) for t in a["--trees"].split(",")]
+    out = Path(a["--out"])
+    with tempfile.TemporaryDirectory(prefix="aa-rate-") as tmp:
+        paths = plans(Path(tmp), a["--plans"].split(","))
+        for _ in range(math.ceil(runs / batch)):
+            for name, path in paths.items():
+                for i, tree in enumerate(trees):
+                    for monitors in a["--monitors"].split(","):
+                        env = os.environ | {
+                            "PYTHONPATH": tree,
+                            "FAIRMARK_STORE": f"sqlite:///{Path(tmp) / f'tree{i}.db'}",
+                        }
+                        label = "this" if i == 0 else Path(tree).parent.name
+                        done = subprocess.run(
+                            [sys.executable, "-c", DRIVER, str(path), str(batch), monitors, label],
+                            env=env,
+                            capture_output=True,
+                            text=True,
+                            check=False,
+                        )
+                        if done.returncode != 0:
+                            sys.exit(f"{name} at {tree}, monitors {monitors}: {done.stderr[-2000:]}")
+                        with out.open("a") as fh:
+                            fh.write(done.stdout)
+    summarize([json.loads(line) for line in out.read_text().splitlines() if line])
+
+
+if __name__ == "__main__":
+    main()
