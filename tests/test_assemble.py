@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from doubles import MockExecutor, plan_text
 from fairmark.assemble import RunRequest, execute_run, host_lock
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.store.db import Store
 from fairmark.verdict.run import run_verdicts
-from test_core_scheduler import FakeExecutor, plan_text
 
 
 def _request(**kw: object) -> RunRequest:
@@ -24,7 +24,7 @@ def _request(**kw: object) -> RunRequest:
 
 def test_a_run_comes_back_with_its_id_and_verdicts(tmp_path: Path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
-    fake = FakeExecutor({"A": 1.0, "B": 2.0}, sd=0.01)
+    fake = MockExecutor({"A": 1.0, "B": 2.0}, sd=0.01)
     result = execute_run(_request(tags={"commit": "abc"}, seed=5), store, executor=fake)
     run = store.get_run(result.run_id)
     assert (run.status, run.seed) == ("done", 5)
@@ -48,7 +48,7 @@ def test_the_request_and_result_are_frozen() -> None:
 
 def test_the_host_lock_is_taken_unless_the_caller_holds_it(tmp_path: Path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
-    fake = FakeExecutor({}, sd=0.01)
+    fake = MockExecutor({}, sd=0.01)
     with host_lock("other.toml", "r-1"):
         with pytest.raises(EnvironmentRefused, match="another fairmark run holds the host lock"):
             execute_run(_request(), store, executor=fake)

@@ -106,6 +106,7 @@ def test_the_blocks_trial_loop_in_this_boot(tmp_path: Path, monkeypatch) -> None
     """Everything of a boot run but the reboot (which would take this machine down): each block is entered as if
     its boot had just been verified, then runs its variant's cells — stage, a warm-up, the trials of one boot.
     Fast, so a change of the runner's API breaks here and not only in the QEMU test."""
+    from doubles import MockExecutor
     from fairmark.plan.load import LoadedPlan, parse_plan
     from fairmark.run import bootrun
     from fairmark.run.runner import Runner, RunOptions
@@ -119,8 +120,12 @@ def test_the_blocks_trial_loop_in_this_boot(tmp_path: Path, monkeypatch) -> None
     monkeypatch.setattr(bootrun.BootRun, "_enter", enter)
     text = Path(plan(tmp_path, 5)).read_text().replace("boots = 1", "boots = 2")
     store = Store.open(os.environ["FAIRMARK_STORE"])
-    run_id = Runner(LoadedPlan(parse_plan(text), "p.toml", text), store, RunOptions(probe=False)).start()
+    fake = MockExecutor({}, sd=0.01)  # the blocks' order and counts are the runner's: no process needed
+    run_id = Runner(
+        LoadedPlan(parse_plan(text), "p.toml", text), store, RunOptions(probe=False), executor=fake
+    ).start()
     assert entered == ["a", "b", "b", "a"]
+    assert len(fake.calls) == 16  # per variant, 2 boots × (a warm-up + 3 trials)
     cells = {c.id: c for c in store.cells(run_id)}
     trials = store.trials(run_id)
     for cell in cells.values():

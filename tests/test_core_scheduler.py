@@ -1,15 +1,15 @@
-"""The runner's scheduling, stopping and failure rules, made deterministic with a fake executor.
+"""The runner's scheduling, stopping and failure rules, made deterministic with a fake executor (doubles.py).
 
 The fake replaces only the process execution (what determinism needs); plan, runner, store and statistics are
 the real ones."""
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+from doubles import MockExecutor, plan_text, run_fake
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.report.data import load_report
 from fairmark.run.executor import ExecResult
@@ -18,78 +18,8 @@ from fairmark.run.spec import TrialSpec
 from fairmark.store.db import Store
 
 
-class FakeExecutor:
-    """Wall time drawn from N(mean, sd) per variant (picked by an env var the variant sets), seeded."""
-
-    def __init__(
-        self,
-        means: dict[str, float],
-        sd: float,
-        seed: int = 1,
-        fail: set[str] = frozenset(),
-        timeout: set[str] = frozenset(),
-    ):
-        self.means, self.sd, self.rng = means, sd, random.Random(seed)
-        self.fail, self.timeout = fail, timeout
-        self.calls: list[str] = []
-
-    def __call__(self, spec: TrialSpec) -> ExecResult:
-        argv, env, out_dir, name = spec.argv, spec.env or {}, spec.out_dir, spec.name
-        variant = env.get("FAKE_VARIANT", "A")
-        self.calls.append(variant)
-        out = Path(out_dir)
-        (out / f"{name}.stdout").write_text("result: 1\n")
-        (out / f"{name}.stderr").write_text("")
-        status, code, err = "ok", 0, None
-        if variant in self.fail:
-            status, code, err = "failed", 1, "exit status 1"
-        elif variant in self.timeout:
-            status, code, err = "timeout", None, "timed out after 1 s; process group killed"
-        wall = max(1e-6, self.rng.gauss(self.means.get(variant, 1.0), self.sd))
-        return ExecResult(
-            tuple(argv),
-            status,
-            code,
-            None,
-            wall,
-            wall * 0.9,
-            wall * 0.05,
-            1000,
-            str(out / f"{name}.stdout"),
-            str(out / f"{name}.stderr"),
-            err,
-            max_rss_method="launcher",
-        )
-
-
-def plan_text(
-    variants: list[str],
-    *,
-    min_trials: int = 5,
-    max_trials: int = 12,
-    target: float = 1.0,
-    warmup: int = 1,
-    max_failures: int = 3,
-) -> str:
-    text = (
-        f"[run]\nwarmup = {warmup}\nmin_trials = {min_trials}\nmax_trials = {max_trials}\n"
-        f"target_ci_pct = {target}\nmax_failures = {max_failures}\nseed = 42\n"
-        "[[workload]]\nname = 'w'\ncommand = ['true']\n"
-    )
-    for v in variants:
-        text += f"[[variant]]\nname = '{v}'\nenv = {{ FAKE_VARIANT = '{v}' }}\n"
-    return text
-
-
-def run_fake(tmp_path: Path, text: str, fake: FakeExecutor, seed: int | None = None) -> tuple[Store, str]:
-    store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
-    loaded = LoadedPlan(parse_plan(text), "plan.toml", text)
-    run_id = Runner(loaded, store, RunOptions(probe=False, seed=seed), executor=fake).start()
-    return store, run_id
-
-
 def test_rounds_interleave_every_cell_once(tmp_path: Path) -> None:
-    fake = FakeExecutor({"A": 1.0, "B": 1.0, "C": 1.0}, sd=0.3)
+    fake = MockExecutor({"A": 1.0, "B": 1.0, "C": 1.0}, sd=0.3)
     store, run_id = run_fake(tmp_path, plan_text(["A", "B", "C"], min_trials=4, max_trials=4), fake)
     trials = store.trials(run_id)
     variant = {c.id: c.variant for c in store.cells(run_id)}
@@ -103,7 +33,7 @@ def test_rounds_interleave_every_cell_once(tmp_path: Path) -> None:
 
 def test_same_seed_same_order_other_seed_other_order(tmp_path: Path) -> None:
     text = plan_text(["A", "B", "C", "D"], min_trials=5, max_trials=5)
-    a, b, c = FakeExecutor({}, 0.01), FakeExecutor({}, 0.01), FakeExecutor({}, 0.01)
+    a, b, c = MockExecutor({}, 0.01), MockExecutor({}, 0.01), MockExecutor({}, 0.01)
     run_fake(tmp_path / "1", text, a, seed=7)
     run_fake(tmp_path / "2", text, b, seed=7)
     run_fake(tmp_path / "3", text, c, seed=8)
@@ -113,13 +43,13 @@ def test_same_seed_same_order_other_seed_other_order(tmp_path: Path) -> None:
 
 def test_seed_is_recorded(tmp_path: Path) -> None:
     store, run_id = run_fake(
-        tmp_path, plan_text(["A"], min_trials=3, max_trials=3), FakeExecutor({}, 0.01), seed=99
+        tmp_path, plan_text(["A"], min_trials=3, max_trials=3), MockExecutor({}, 0.01), seed=99
     )
     assert store.get_run(run_id).seed == 99
 
 
 def test_precise_cells_stop_early_noisy_cells_run_to_max(tmp_path: Path) -> None:
-    fake = FakeExecutor({"A": 1.0, "B": 1.0}, sd=0.0005)
+    fake = MockExecutor({"A": 1.0, "B": 1.0}, sd=0.0005)
     store, run_id = run_fake(tmp_path, plan_text(["A", "B"], min_trials=5, max_trials=30, target=1.0), fake)
     report = load_report(store, run_id)
     for cell in report.cells:
@@ -127,7 +57,7 @@ def test_precise_cells_stop_early_noisy_cells_run_to_max(tmp_path: Path) -> None
         assert cell.stop_reason.startswith("planned length 5 (from the first 5 trials' spread")
         assert "CI achieved ±" in cell.stop_reason
 
-    noisy = FakeExecutor({"A": 1.0, "B": 1.0}, sd=0.5)
+    noisy = MockExecutor({"A": 1.0, "B": 1.0}, sd=0.5)
     store, run_id = run_fake(
         tmp_path / "n", plan_text(["A", "B"], min_trials=5, max_trials=9, target=0.1), noisy
     )
@@ -138,7 +68,7 @@ def test_precise_cells_stop_early_noisy_cells_run_to_max(tmp_path: Path) -> None
 
 def test_never_stops_because_significant(tmp_path: Path) -> None:
     # B is 50% slower (obviously significant after 3 trials) but noisy: both cells still run to precision/max.
-    fake = FakeExecutor({"A": 1.0, "B": 1.5}, sd=0.2)
+    fake = MockExecutor({"A": 1.0, "B": 1.5}, sd=0.2)
     store, run_id = run_fake(tmp_path, plan_text(["A", "B"], min_trials=5, max_trials=10, target=0.5), fake)
     report = load_report(store, run_id)
     assert all(c.n_ok == 10 for c in report.cells)
@@ -147,7 +77,7 @@ def test_never_stops_because_significant(tmp_path: Path) -> None:
 
 
 def test_failures_abandon_cell_and_plan_continues(tmp_path: Path) -> None:
-    fake = FakeExecutor({"A": 1.0, "B": 1.0}, sd=0.001, fail={"B"})
+    fake = MockExecutor({"A": 1.0, "B": 1.0}, sd=0.001, fail={"B"})
     store, run_id = run_fake(
         tmp_path, plan_text(["A", "B"], min_trials=4, max_trials=6, max_failures=2), fake
     )
@@ -163,7 +93,7 @@ def test_failures_abandon_cell_and_plan_continues(tmp_path: Path) -> None:
 
 
 def test_timeouts_are_recorded_not_measured(tmp_path: Path) -> None:
-    fake = FakeExecutor({"A": 1.0}, sd=0.001, timeout={"T"})
+    fake = MockExecutor({"A": 1.0}, sd=0.001, timeout={"T"})
     store, run_id = run_fake(
         tmp_path, plan_text(["A", "T"], min_trials=3, max_trials=3, max_failures=2), fake
     )
@@ -174,7 +104,7 @@ def test_timeouts_are_recorded_not_measured(tmp_path: Path) -> None:
 
 
 def test_warmups_are_stored_flagged_and_excluded(tmp_path: Path) -> None:
-    fake = FakeExecutor({"A": 1.0}, sd=0.01)
+    fake = MockExecutor({"A": 1.0}, sd=0.01)
     store, run_id = run_fake(tmp_path, plan_text(["A"], min_trials=3, max_trials=3, warmup=2), fake)
     (cell,) = load_report(store, run_id).cells
     warm = [t for t in cell.trials if t.warmup]
@@ -187,7 +117,7 @@ def test_unparseable_metric_is_a_failed_trial_with_raw_output(tmp_path: Path) ->
         "command = ['true']\n",
         "command = ['true']\n[[workload.metrics]]\nname = 'rate'\nregex = 'rate: ([0-9.]+)'\nbetter = 'higher'\n",
     )
-    store, run_id = run_fake(tmp_path, text, FakeExecutor({"A": 1.0}, 0.01))
+    store, run_id = run_fake(tmp_path, text, MockExecutor({"A": 1.0}, 0.01))
     (cell,) = load_report(store, run_id).cells
     assert cell.status == "abandoned"
     t = cell.trials[0]
@@ -198,7 +128,7 @@ def test_calibrate_adds_an_interleaved_aa_twin_of_the_baseline(tmp_path: Path) -
     text = plan_text(["A", "B"], min_trials=6, max_trials=6)
     store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
     loaded = LoadedPlan(parse_plan(text), "plan.toml", text)
-    fake = FakeExecutor({"A": 1.0, "B": 1.5}, sd=0.01)
+    fake = MockExecutor({"A": 1.0, "B": 1.5}, sd=0.01)
     run_id = Runner(loaded, store, RunOptions(probe=False, calibrate=True), executor=fake).start()
     report = load_report(store, run_id)
     assert [c.variant for c in report.cells] == ["A", "A.aa", "B"]
@@ -220,7 +150,7 @@ def test_variant_params_reach_the_tool_and_are_stored(tmp_path: Path) -> None:
     """A variant may change a tool's parameters; each cell's resolved params (and report labels) are stored."""
     fixtures = Path(__file__).parent / "fixtures" / "tools" / "openssl"
 
-    class OpensslOutput(FakeExecutor):
+    class OpensslOutput(MockExecutor):
         def __call__(self, spec: TrialSpec) -> ExecResult:
             self.calls.append(" ".join(spec.argv))
             res = super().__call__(replace(spec, env={}))

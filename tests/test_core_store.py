@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from doubles import MockExecutor, plan_text
 from fairmark.errors import InputError, StoreError
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.plan.metric import MetricSpec
@@ -20,7 +21,6 @@ from fairmark.report.data import load_report
 from fairmark.run.runner import Runner, RunOptions
 from fairmark.store.db import Store, normalize_url
 from fairmark.store.records import CellRecord, Sample, TrialRecord
-from test_core_scheduler import FakeExecutor, plan_text
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def test_runs_cells_trials_samples(store: Store) -> None:
 def test_whole_run_through_the_runner(store: Store) -> None:
     text = plan_text(["A", "B"], min_trials=3, max_trials=5)
     loaded = LoadedPlan(parse_plan(text), "plan.toml", text)
-    run_id = Runner(loaded, store, RunOptions(probe=False), executor=FakeExecutor({"B": 1.3}, 0.01)).start()
+    run_id = Runner(loaded, store, RunOptions(probe=False), executor=MockExecutor({"B": 1.3}, 0.01)).start()
     report = load_report(store, run_id)
     assert report.run.status == "done"
     assert all(3 <= c.n_ok <= 5 for c in report.cells)

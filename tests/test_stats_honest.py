@@ -221,11 +221,11 @@ def test_group_stops_together_at_the_first_stage_target():
 
 
 def test_runner_keeps_every_side_to_the_end(tmp_path: Path):
+    from doubles import MockExecutor, plan_text, run_fake
     from fairmark.report.data import load_report
-    from test_core_scheduler import FakeExecutor, plan_text, run_fake
 
     # A's CV is 5%, B's 0.5%: B alone would stop at min_trials and A would run on by itself.
-    fake = FakeExecutor({"A": 1.0, "B": 10.0}, sd=0.05)
+    fake = MockExecutor({"A": 1.0, "B": 10.0}, sd=0.05)
     store, run_id = run_fake(tmp_path, plan_text(["A", "B"], min_trials=5, max_trials=20, target=1.0), fake)
     cells = load_report(store, run_id).cells
     assert cells[0].n_ok == cells[1].n_ok > 5

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from scipy import special
 
+from doubles import MockExecutor, plan_text, run_fake
 from fairmark.errors import PlanError
 from fairmark.plan.load import load_plan, parse_plan
 from fairmark.report.data import load_report
 from fairmark.stats.sequential import Design, look, nominal_levels, paired_look, spent, tick
-from test_core_scheduler import FakeExecutor, plan_text, run_fake
 
 
 def decision_plan(variants: list[str], **kw: object) -> str:
@@ -54,7 +54,7 @@ def test_precision_stays_the_default_and_bisect_steps_default_to_decision() -> N
 
 
 def test_a_clear_difference_stops_early_with_the_sequential_interval(tmp_path: Path) -> None:
-    store, run_id = run_fake(tmp_path, decision_plan(["A", "B"]), FakeExecutor({"A": 1.0, "B": 1.1}, sd=0.02))
+    store, run_id = run_fake(tmp_path, decision_plan(["A", "B"]), MockExecutor({"A": 1.0, "B": 1.1}, sd=0.02))
     report = load_report(store, run_id)
     n = {c.n_ok for c in report.cells}
     assert len(n) == 1 and n.pop() < 20, "the cells stopped together, before max_trials"
@@ -69,7 +69,7 @@ def test_a_clear_difference_stops_early_with_the_sequential_interval(tmp_path: P
 
 def test_an_aa_run_stops_on_proven_equivalence(tmp_path: Path) -> None:
     store, run_id = run_fake(
-        tmp_path, decision_plan(["A", "B"]), FakeExecutor({"A": 1.0, "B": 1.0}, sd=0.004)
+        tmp_path, decision_plan(["A", "B"]), MockExecutor({"A": 1.0, "B": 1.0}, sd=0.004)
     )
     report = load_report(store, run_id)
     v = primary(report)
@@ -81,7 +81,7 @@ def test_an_aa_run_stops_on_proven_equivalence(tmp_path: Path) -> None:
 
 
 def test_noise_too_large_for_either_answer_is_undecided_at_max_trials(tmp_path: Path) -> None:
-    store, run_id = run_fake(tmp_path, decision_plan(["A", "B"]), FakeExecutor({"A": 1.0, "B": 1.0}, sd=0.1))
+    store, run_id = run_fake(tmp_path, decision_plan(["A", "B"]), MockExecutor({"A": 1.0, "B": 1.0}, sd=0.1))
     report = load_report(store, run_id)
     assert all(c.n_ok == 20 for c in report.cells)
     assert all(c.stop_reason.startswith("undecided after 20 rounds") for c in report.cells)
@@ -90,7 +90,7 @@ def test_noise_too_large_for_either_answer_is_undecided_at_max_trials(tmp_path: 
 
 def test_the_equivalence_margin_is_the_plans(tmp_path: Path) -> None:
     # 1% apart, little noise: not within ±0.5%, so a difference; within ±5%, so equivalent at once
-    fake = FakeExecutor({"A": 1.0, "B": 1.01}, sd=0.001)
+    fake = MockExecutor({"A": 1.0, "B": 1.01}, sd=0.001)
     store, run_id = run_fake(tmp_path / "wide", decision_plan(["A", "B"], equivalence_pct=5.0), fake)
     v = primary(load_report(store, run_id))
     assert v.comparison.sequential["decision"] in ("equivalent", "different")

@@ -5,7 +5,7 @@ fairmark's own placement (cpus) is applied by the launcher, so it adds no proces
 the first trial, the wrapper around a no-op (`true`) and the no-op alone are launched alternately through the
 same executor the trials use, PAIRS times each; the median of the per-pair differences, with its
 order-statistic CI, is the wrapper's own cost here. Reports show it beside every wall-time verdict of that
-variant and flag a difference that lies within it (report/wrapcost.py): it may be the wrapper, not the change.
+variant and flag a difference that lies within it (verdict/wrapcost.py): it may be the wrapper, not the change.
 """
 
 from __future__ import annotations

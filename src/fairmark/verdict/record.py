@@ -22,7 +22,7 @@ class Verdict:
     baseline: str
     variant: str
     judgement: Judgement[object]  # tagged as the pairs were (verdict.pairs): the tag is not read here
-    # What the variant's own `wrap` costs on this machine (measured before the run; report/wrapcost.py words it),
+    # What the variant's own `wrap` costs on this machine (measured before the run; verdict/wrapcost.py words it),
     # with its "note"; None for a variant without one or a metric it cannot reach.
     wrap_cost: JSONObject | None = None
 
