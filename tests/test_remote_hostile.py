@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import nethosts
 from helpers import REPO
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_agent.py"
@@ -41,12 +42,13 @@ LINE_MAX = 1 << 20
 class Scene:
     """One hostile host's test: its fake ssh, the environment of the fairmark under test, the listing."""
 
-    def __init__(self, tmp_path: Path):
+    def __init__(self, tmp_path: Path, fake_ssh: bool = True):
         self.tmp, self.token = tmp_path, uuid.uuid4().hex[:12]
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
-        (bin_dir / "ssh").write_text(FAKE_SSH)
-        (bin_dir / "ssh").chmod(0o755)
+        if fake_ssh:
+            (bin_dir / "ssh").write_text(FAKE_SSH)
+            (bin_dir / "ssh").chmod(0o755)
         self.own = tmp_path / "own"  # the run's own directory (its scratch: TMPDIR)
         self.own.mkdir()
         self.host = tmp_path / "host"  # the "host"'s own files (its agent's journal)
@@ -109,7 +111,7 @@ class Scene:
             waited[2].ru_maxrss,
         )
 
-    def plan(self, tool: bool = False) -> str:
+    def plan(self, tool: bool = False, hosts: str = '[hosts.evil]\nssh = "evil"\n') -> str:
         workload = (
             '[[workload]]\nname = "io"\ntool = "fio"\nparams = { size = "1M", runtime_s = 1 }\n'
             if tool
@@ -120,7 +122,7 @@ class Scene:
             "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\ntimeout_s = 2\n"
             + workload
             + '[[variant]]\nname = "a"\nhost = "evil"\n[[variant]]\nname = "b"\nhost = "evil"\n'
-            + '[hosts.evil]\nssh = "evil"\n'
+            + hosts
         )
         return str(path)
 
@@ -210,3 +212,22 @@ def test_doctor_against_a_hostile_host(tmp_path: Path, scenario: str) -> None:
 def test_a_tool_workload_against_a_hostile_host(tmp_path: Path, scenario: str) -> None:
     scene = Scene(tmp_path)
     _check(scene, scenario, "run", scene.plan(tool=True), "--quick")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(nethosts.available() is not None, reason=str(nethosts.available()))
+def test_a_hostile_agent_behind_a_real_sshd(tmp_path: Path) -> None:
+    """The same controller against the hostile agent behind a real OpenSSH sshd in a namespace host (the plan's
+    `agent` starts it): a file name climbing out of the trial's directory, then an endless line."""
+    scene = Scene(tmp_path, fake_ssh=False)
+    with nethosts.NetHosts(["evil"]) as net:
+        for scenario in ("exec:file-dotdot", "exec:endless"):
+            target = scene.targets()[1]
+            agent = [sys.executable, str(HOSTILE), scenario, target]
+            plan = scene.plan(hosts=net.hosts_toml(agent=agent))
+            before = scene.listing()
+            code, err, took, rss_kib = scene.fairmark(scenario, target, "run", plan, "--quick")
+            _clean(code, err, f"{scenario} over sshd")
+            assert scene.listing() == before, f"{scenario}: written outside: {scene.listing() - before}"
+            assert rss_kib < 300 << 10 and took < 90, (rss_kib, took)
+            assert net.hosts["evil"].count(str(HOSTILE)) == 0  # the dropped agent is gone from the host too

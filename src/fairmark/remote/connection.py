@@ -105,6 +105,14 @@ class ProtocolError(ConnectionLost):
     asked for. Its session is dropped (out of step, or not to be trusted); like a lost connection the run is
     interrupted and resumable, once the host is fixed."""
 
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(
+            message,
+            hint=hint
+            or "its agent answered what no fairmark agent sends (README: security model): check the host; "
+            "once it is fixed, `fairmark resume RUN` continues an interrupted run",
+        )
+
 
 class NoAnswer(ConnectionLost):
     """The agent did not answer within the request's deadline (agent_deadline_s): its session is dropped; a host
@@ -388,7 +396,8 @@ class HostConnection:
             self._drop_agent()
             raise NoAnswer(
                 f"host {self.spec.name}: connection lost: no answer to {op} within {wait:g} s",
-                hint="FAIRMARK_AGENT_DEADLINE_S sets how long a request may take (README: security model)",
+                hint="once the host answers again, `fairmark resume RUN` continues an interrupted run; "
+                "FAIRMARK_AGENT_DEADLINE_S sets how long a request may take (README: security model)",
             ) from None
         except wire.BadAnswer as exc:
             self._drop_agent()
