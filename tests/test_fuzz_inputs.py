@@ -9,6 +9,7 @@ import copy
 import functools
 import io
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,27 @@ def test_a_cell_metric_without_its_unit_is_refused_at_import(tmp_path) -> None:
     clean(code, err)
     assert code == 2 and "tables.cells.metrics[0].unit: expected a string" in err, err
     assert Store.open(str(tmp_path / "s.db")).list_runs() == []
+
+
+def test_a_sample_of_another_runs_trial_is_refused_at_import(tmp_path) -> None:
+    """A bundle whose samples name the trials of a run already in the store (issue 37): refused, naming the
+    row, and nothing of it kept — the other run is left as it was."""
+    first = copy.deepcopy(_bundle())
+    (tmp_path / "a.json").write_text(json.dumps(first))
+    assert cli("import", str(tmp_path / "a.json"), "--store", str(tmp_path / "s.db"))[0] == 0
+    second = copy.deepcopy(first)
+    run_id = str(uuid.uuid4())
+    for rows in second["tables"].values():
+        for row in rows:
+            if "run_id" in row:
+                row["run_id"] = run_id
+    second["tables"]["runs"][0]["id"] = run_id
+    for trial in second["tables"]["trials"]:
+        trial["id"] = str(uuid.uuid4())  # its own trials, but its samples keep pointing at the first run's
+    assert second["tables"]["samples"]
+    (tmp_path / "b.json").write_text(json.dumps(second))
+    code, err = cli("import", str(tmp_path / "b.json"), "--store", str(tmp_path / "s.db"))
+    clean(code, err)
+    assert code == 2 and "tables.samples[0].trial_id" in err and "is not a trial of the bundle" in err, err
+    store = Store.open(str(tmp_path / "s.db"))
+    assert [r["id"] for r in store.list_runs()] == [first["tables"]["runs"][0]["id"]]

@@ -17,15 +17,17 @@ import json
 import math
 import operator
 import os
+import re
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from rich import box
 from rich.console import Console as RichConsole
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -52,7 +54,28 @@ def _to_devnull(stream: Any) -> None:
         os.close(devnull)
 
 
+# Every character a terminal acts on instead of showing (C0 but newline and tab, DEL, C1), in caret notation as
+# `cat -v` shows them: stored text — a tool's output, a bundle's title, a host's answer — must not move the cursor,
+# retitle the window or clear the screen of whoever runs `show`.
+_CONTROL = {c: f"^{chr(c + 64)}" for c in range(0x20) if c not in (0x09, 0x0A)} | {0x7F: "^?"}
+_CONTROL |= {c: "\ufffd" for c in range(0x80, 0xA0)}
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with the control characters a terminal would act on made visible (newline and tab kept)."""
+    return text.translate(_CONTROL) if _CONTROL_RE.search(text) else text
+
+
 class _Rich(RichConsole):
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # the one place all text meets the terminal: rich's own control segments (a status line's cursor
+        # moves) and the styles it renders pass, the text never carries a control character
+        return super()._render_buffer(
+            Segment(printable(text), style, control) if not control else Segment(text, style, control)
+            for text, style, control in buffer
+        )
+
     def on_broken_pipe(self) -> None:
         # rich's own handler exits with status 1; fairmark goes on, silently, to its own status
         self.quiet = True

@@ -56,10 +56,35 @@ def bundle_of(store: Store, run_id: str) -> dict[str, Any]:
     }
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: one starting as a formula would (`=HYPERLINK(…)`, `@SUM(…)`,
+    `-2+3`: a cell a bundle or a tool's output put there) gets a leading `'`, as OWASP's CSV injection page
+    advises; numbers (-1.5, -inf) are left as they are."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        try:
+            float(value)
+        except ValueError:
+            return "'" + value
+    return value
+
+
+class _Writer:
+    """csv.writer whose text cells cannot act as formulas (_cell)."""
+
+    def __init__(self, f: Any):
+        self._w = csv.writer(f)
+
+    def writerow(self, row: list[Any]) -> None:
+        self._w.writerow([_cell(v) for v in row])
+
+
 def _write_csv(report: Any, out: Path) -> list[Path]:
     samples, trials = out / "samples.csv", out / "trials.csv"
     with samples.open("w", newline="") as f:
-        w = csv.writer(f)
+        w = _Writer(f)
         w.writerow(
             [
                 "run_id",
@@ -98,7 +123,7 @@ def _write_csv(report: Any, out: Path) -> list[Path]:
                         ]
                     )
     with trials.open("w", newline="") as f:
-        w = csv.writer(f)
+        w = _Writer(f)
         w.writerow(["run_id", "cell", *TRIAL_FIELDS])
         for c in report.cells:
             for t in c.trials:
@@ -259,7 +284,11 @@ def _metrics(v: Any, where: str) -> list[dict[str, Any]]:
 
 
 def _rows(
-    table: Any, rows: list[dict[str, Any]], run_id: str, cell_map: dict[Any, int]
+    table: Any,
+    rows: list[dict[str, Any]],
+    run_id: str,
+    cell_map: dict[Any, int],
+    trial_ids: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     out = []
     for i, r in enumerate(rows):
@@ -275,6 +304,11 @@ def _rows(
             if r["cell_id"] not in cell_map:
                 raise ValueError(f"tables.{table.name}: cell_id {r['cell_id']!r} is not a cell of the bundle")
             r["cell_id"] = cell_map[r["cell_id"]]
+        if r.get("trial_id") is not None and r["trial_id"] not in trial_ids:
+            # a sample or artifact of another run's trial (one already in this store) would join that run
+            raise ValueError(
+                f"tables.{table.name}[{i}].trial_id: {str(r['trial_id'])[:40]!r} is not a trial of the bundle"
+            )
         out.append(r)
     return out
 
@@ -292,8 +326,11 @@ def _insert(conn: sa.Connection, doc: dict[str, Any]) -> str:
         inserted = conn.execute(sa.insert(S.cells).values(**row)).inserted_primary_key
         assert inserted is not None  # a single-row INSERT has one
         cell_map[old] = inserted[0]
+    trial_ids: frozenset[str] = frozenset()
     for table in TABLES[2:]:
-        rows = _rows(table, t.get(table.name, []), run_id, cell_map)
+        rows = _rows(table, t.get(table.name, []), run_id, cell_map, trial_ids)
+        if table is S.trials:
+            trial_ids = frozenset(r["id"] for r in rows)
         if rows:
             conn.execute(sa.insert(table), rows)
     return run_id

@@ -9,6 +9,7 @@ from typing import Annotated, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from fairmark.errors import UsageError
 from fairmark.jsonvalue import JSONValue, Scalar
 from fairmark.plan.metric import BUILTIN_METRIC_SPECS as BUILTIN_METRIC_SPECS
 from fairmark.plan.metric import BUILTIN_METRICS as BUILTIN_METRICS
@@ -344,6 +345,17 @@ class HostEntry(Strict):
         None  # where clients on other hosts reach it (default: the address ssh connected to)
     )
 
+    @field_validator("ssh")
+    @classmethod
+    def _destination(cls, value: str) -> str:
+        # `-oProxyCommand=…` as a destination would be an option to ssh, run on the controller (issue 37)
+        if value.startswith("-") or any(c.isspace() or not c.isprintable() for c in value):
+            raise ValueError(
+                f"{value[:60]!r} is not an ssh destination (an alias, host or user@host: no leading '-', "
+                "no spaces or control characters); ssh's options go in ssh_options"
+            )
+        return value
+
 
 # What a plan may declare as the point of a comparison across hosts (hardware differences are refused else).
 Declarable = Literal["os", "kernel", "cpu_model", "cores", "memory", "disk", "fs"]
@@ -463,7 +475,10 @@ class Plan(Strict):
         """Every variant on `host` (`--host`): a name from [hosts], else an ssh destination."""
         hosts = dict(self.hosts)
         if host not in hosts:
-            hosts[host] = HostEntry(ssh=host)
+            try:
+                hosts[host] = HostEntry(ssh=host)
+            except ValidationError as exc:
+                raise UsageError(f"--host: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
         variants = [v.model_copy(update={"host": host}) for v in self.variant]
         return self.model_copy(update={"hosts": hosts, "variant": variants})
 

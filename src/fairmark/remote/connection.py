@@ -257,8 +257,9 @@ class HostConnection:
     def ssh_argv(self, *remote: str, master: bool = False) -> list[str]:
         """`ssh` with the user's options, over this connection's ControlMaster socket."""
         mux = ["-o", f"ControlPath={self.control_path}", "-o", f"ControlMaster={'yes' if master else 'no'}"]
-        tail = ["--", *remote] if remote else []
-        return ["ssh", *SSH_BASE_OPTIONS, *mux, *self.spec.ssh_options, self.spec.ssh, *tail]
+        # `--` before the destination: ssh parses options after it too unless `--` came first, so there it
+        # keeps both the destination and the remote command from being read as options
+        return ["ssh", *SSH_BASE_OPTIONS, *mux, *self.spec.ssh_options, "--", self.spec.ssh, *remote]
 
     def _start_master(self) -> None:
         if shutil.which("ssh") is None:

@@ -10,6 +10,7 @@ each original first and restores everything when the session ends."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import subprocess
@@ -272,7 +273,14 @@ class RemoteHost:
                 f"host {self.name}: its address for clients on other hosts is unknown",
                 hint=f'set address = "…" in [hosts.{self.name}]',
             )
-        return str(addr)
+        try:  # it goes into another host's pg_hba.conf and servers' command lines: an address, nothing more
+            return str(ipaddress.ip_address(str(addr)))
+        except ValueError:
+            said = "[hosts] gives" if self.entry.address else "its agent reports"
+            raise EnvironmentRefused(
+                f"host {self.name}: {said} {str(addr)[:60]!r} as its address for clients, not an IP address",
+                hint=f'set address = "…" (an IPv4 or IPv6 address) in [hosts.{self.name}]',
+            ) from None
 
     # -- the machine --------------------------------------------------------------------------------------------
     def boot_id(self) -> str | None:

@@ -418,12 +418,19 @@ def _num(x: Any, digits: int = 3) -> str:
     return "—"
 
 
+# Nothing from elsewhere, nothing that runs: styles inline, pictures inline SVG or data: URIs. A report of a
+# bundle from someone else shows their text (escaped); were any of it to get through as markup, this policy
+# still loads and runs nothing. The dashboard's pages (report/publish) are these reports and carry the same.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
 def render_html(
     reports: Sequence[RunReport], *, png_dir: Path | None = None, figures: Figures | None = None
 ) -> tuple[str, list[Path]]:
     """The report and the PNGs written (`png_dir`); `figures`: who draws the pictures (default: matplotlib)."""
     figs = figures or Figures(png_dir)
     view = {
+        "csp": CSP,
         "version": __version__,
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "runs": [run_view(r, figs) for r in reports],  # figures are collected here …

@@ -1,5 +1,5 @@
-"""One page per run: the run's HTML report (`fairmark report --html`, report/html.py) with the site's header
-and the site's content policy added. Many pages are drawn in worker processes, each with its own connection
+"""One page per run: the run's HTML report (`fairmark report --html`, report/html.py, with its content policy)
+with the site's header added. Many pages are drawn in worker processes, each with its own connection
 to the store."""
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from fairmark.report.html import CSP as html_csp
 from fairmark.report.publish.manifest import write_atomic
 
 # Nothing from elsewhere: styles inline, pictures inline SVG or data: URIs. A page that tried to load anything
-# would show it as an error in the browser's console (the tests look).
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+# would show it as an error in the browser's console (the tests look). A run's page is `fairmark report`'s,
+# which carries this policy already.
+CSP = html_csp
 NAV = (
     '<nav aria-label="site" style="border-bottom:1px solid #c6c6cc;padding:.4em 0;margin-bottom:.6em">'
     '<a href="../index.html">Dashboard</a> · <a href="index.html">All runs</a></nav>\n'
@@ -26,8 +28,7 @@ _store: Any = None  # a worker's own store connection
 
 
 def decorate(html: str) -> str:
-    head = f'<head>\n<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-    return html.replace("<head>", head, 1).replace("<body>", "<body>\n" + NAV, 1)
+    return html.replace("<body>", "<body>\n" + NAV, 1)
 
 
 def render_run(store: Any, run_id: str) -> str:
