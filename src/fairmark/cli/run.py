@@ -407,14 +407,14 @@ def _boot_plan(plan: Any, policy: Any) -> list[str]:
     """What a plan with boot variants would do, boot by boot (nothing for other plans)."""
     if not any(v.boot for v in plan.variant):
         return []
-    from fairmark.run.bootrun import blocks, trials_per_boot, warmup_per_boot
+    from fairmark.run.bootrun import blocks, boots_per_variant, trials_per_boot, warmup_per_boot
     from fairmark.run.boots import describe, reboot_command
 
     per = f"{warmup_per_boot(policy)} warm-up + {trials_per_boot(policy)} trials per cell"
     return [
         f"boot {b.index + 1}: {b.variant} — `{describe(boot)}`, then `{shlex.join(reboot_command(boot))}`; "
         f"verified, then {per}"
-        for b in blocks([v.name for v in plan.variant], policy.boots)
+        for b in blocks([v.name for v in plan.variant], boots_per_variant(policy))
         for boot in [plan.variant_named(b.variant).boot]
     ]
 

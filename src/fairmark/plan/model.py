@@ -58,9 +58,9 @@ class RunPolicy(Strict):
     timeout_s: float = Field(600.0, gt=0)
     kill_grace_s: float = Field(2.0, ge=0)
     baseline: str | None = None
-    boots: int | Literal["auto"] = Field(
-        2, ge=1, le=1000
-    )  # boots per boot variant (A B B A …); < 2 leaves boot variance unknown; "auto": until decided
+    # boots per boot variant (A B B A …); < 2 leaves boot variance unknown; "auto": from min_boots to max_boots,
+    # until the boot-level answer is decided (stats.sequential, a look after every A B B A block)
+    boots: Annotated[int, Field(ge=1, le=1000)] | Literal["auto"] = 2
     min_boots: int = Field(2, ge=2, le=1000)  # boots = "auto": boots per variant before the first look
     max_boots: int = Field(8, ge=2, le=1000)  # boots = "auto": boots per variant at most
     # "precision": run to the length the first stage plans for the CI target (stats.stopping), the estimate's
@@ -84,6 +84,11 @@ class RunPolicy(Strict):
             raise ValueError(f"max_trials ({self.max_trials}) must be ≥ min_trials ({self.min_trials})")
         if self.max_boots < self.min_boots:
             raise ValueError(f"max_boots ({self.max_boots}) must be ≥ min_boots ({self.min_boots})")
+        if self.boots == "auto" and (self.min_boots % 2 or self.max_boots % 2):
+            raise ValueError(
+                f"boots = 'auto' looks after each A B B A block (2 boots per variant): min_boots "
+                f"({self.min_boots}) and max_boots ({self.max_boots}) must be even"
+            )
         return self
 
 

@@ -104,10 +104,15 @@ def warmup_per_boot(policy: RunPolicy) -> int:
     return max(1, policy.warmup)
 
 
+def boots_per_variant(policy: RunPolicy) -> int:
+    """The boots each variant gets at most: `boots`, or `max_boots` when boots = "auto" (which may stop before)."""
+    return policy.max_boots if policy.boots == "auto" else policy.boots
+
+
 def trials_per_boot(policy: RunPolicy) -> int:
     """The run's trial budget spread over the boots (≥ min_trials per boot, so each boot has a within-boot
     variance); more boots, not more trials per boot, is what usually buys precision (the report says which)."""
-    return max(policy.min_trials, math.ceil(policy.max_trials / policy.boots))
+    return max(policy.min_trials, math.ceil(policy.max_trials / boots_per_variant(policy)))
 
 
 def block_rounds(k: int, warmup: int, per_boot: int) -> list[int]:
@@ -145,7 +150,7 @@ class BootRun:
         host = next(iter(hosts))
         self.machine: Host = runner.hosts.remote[host] if host else runner.hosts.local
         self.policy = runner.policy
-        self.blocks = blocks([v.name for v in plan.variant], self.policy.boots)
+        self.blocks = blocks([v.name for v in plan.variant], boots_per_variant(self.policy))
         self.warmup, self.per_boot = warmup_per_boot(self.policy), trials_per_boot(self.policy)
         self.verified: str | None = None  # the boot id the current block's trials must run in
         self.machine.guard(lambda: self.verified)
@@ -175,16 +180,28 @@ class BootRun:
     def execute(self, runtimes: list[WorkloadRuntime], order: Order) -> None:
         self.order = order
         records = self._records()
-        for block in self.blocks:
-            if self._block_done(runtimes, block):
-                continue
-            self._enter(block, records.get(block.index))
-            self._run_block(runtimes, block)
         reason = f"{self.policy.boots} boots per variant × {self.per_boot} trials per boot (A B B A …)"
+        for block in self.blocks:
+            if not self._block_done(runtimes, block):
+                self._enter(block, records.get(block.index))
+                self._run_block(runtimes, block)
+            decided = self._decided(runtimes, block)
+            if decided:
+                reason = decided
+                break
         for rt in runtimes:
             for cs in rt.cells:
                 if cs.status == "active":
                     self.runner.stop(cs, "done", reason)
+
+    def _decided(self, runtimes: list[WorkloadRuntime], block: Block) -> str | None:
+        """boots = "auto": after a block that completes an A B B A (each variant k boots, k even), the boot-level
+        answer, decided (or max_boots reached) — the reason every cell stops — or None to boot on."""
+        if self.policy.boots != "auto" or (block.index + 1) % (2 * len(self.runner.plan.variant)):
+            return None
+        from fairmark.run.stoprule import boot_decision
+
+        return boot_decision(runtimes, self.policy, self.runner.plan.baseline, self.per_boot, block.k + 1)
 
     def _cells(self, rt: WorkloadRuntime, block: Block) -> list[CellState]:
         return [cs for cs in rt.cells if cs.cell.variant == block.variant and cs.status == "active"]

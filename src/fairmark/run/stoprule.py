@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from fairmark.plan.model import RunPolicy
 from fairmark.run.prepare import CellState, WorkloadRuntime
-from fairmark.stats.sequential import Design, group_decision
+from fairmark.stats.sequential import Design, Look, after_fdr, boot_looks, group_decision, welch_look
 from fairmark.stats.stopping import group_stop
 
 # which (baseline, other) variant pairs the decision stop decides, and whether one proven difference is enough
@@ -71,3 +73,62 @@ def _decided(members: Sequence[CellState], policy: RunPolicy, baseline: str, dec
         return None
     decision = group_decision(by_variant, pairs, design_of(policy), any_different=any_different)
     return decision.reason if decision.stop else None
+
+
+def boot_design(policy: RunPolicy) -> Design:
+    """The looks of boots = "auto" (stats.sequential.boot_looks)."""
+    return boot_looks(
+        policy.min_boots,
+        policy.max_boots,
+        confidence=policy.confidence,
+        equivalence_pct=policy.equivalence_pct,
+    )
+
+
+def boot_decision(
+    runtimes: Sequence[WorkloadRuntime], policy: RunPolicy, baseline: str, per_boot: int, boots: int
+) -> str | None:
+    """After `boots` boots per variant: the reason the run stops (every group's variants against its baseline
+    decided on the boot means of the primary metric — a difference, or equivalence — or max_boots), or None."""
+    design = boot_design(policy)
+    if boots < design.looks[0]:
+        return None
+    looks: dict[tuple[str, str], Look] = {}
+    for rt in runtimes:
+        groups: dict[str, dict[str, list[float]]] = {}
+        for cs in rt.cells:
+            groups.setdefault(cs.cell.group, {})[cs.cell.variant] = _boot_means(cs, per_boot)
+        for group, means in groups.items():
+            base = baseline if baseline in means else next(iter(means))
+            for variant, mb in means.items():
+                ma = means[base]
+                if variant != base and len(ma) >= 2 and len(mb) >= 2:
+                    looks[(f"{rt.workload.name} {group}", variant)] = welch_look(
+                        np.array(ma), np.array(mb), design
+                    )
+    decided = after_fdr(looks, design.alpha)
+    done = bool(decided) and all(d in ("different", "equivalent") for d in decided.values())
+    if not done and boots < design.looks[-1]:
+        return None
+    words = "; ".join(f"{group}: {v} vs {baseline} {_word(d, design)}" for (group, v), d in decided.items())
+    head = (
+        f"boots = 'auto': decided after {boots} boots per variant"
+        if done
+        else (f"boots = 'auto': undecided after {boots} boots per variant (max_boots)")
+    )
+    return f"{head} × {per_boot} trials per boot (A B B A …): {words or 'nothing to compare'}"
+
+
+def _word(decision: str, design: Design) -> str:
+    return {"different": "different", "equivalent": f"within ±{design.equivalence_pct:g}%"}.get(
+        decision, "undecided"
+    )
+
+
+def _boot_means(cs: CellState, per_boot: int) -> list[float]:
+    """The mean logarithm of each boot's measured values of the cell's primary metric (a boot's rounds:
+    k·per_boot …), as stats.levels takes a unit's mean on the log scale; boots with a value ≤ 0 left out."""
+    boots: dict[int, list[float]] = {}
+    for r, v in zip(cs.value_rounds, cs.values, strict=True):
+        boots.setdefault(r // per_boot, []).append(v)
+    return [float(np.mean(np.log(v))) for _, v in sorted(boots.items()) if min(v) > 0]

@@ -214,13 +214,14 @@ def sequential_sentence(
     better: Better,
     unit: str,
     confidence: float,
+    units: str = "rounds",
 ) -> str:
     """'decided after 7 rounds: B is slower than A: +3.1% (95% CI, sequential: +1.2% to +5.0%)', or
     equivalent / undecided with the same repeated interval (valid however early the run stopped)."""
     test, look = decided
     base, other = names
     assert design is not None  # a sequential test was made with it
-    head = seq.outcome(look, log=test.scale == "log", design=design)
+    head = seq.outcome(look, log=test.scale == "log", design=design, units=units)
     ci = percent_texts(test.ratio, test.ratio_ci_low, test.ratio_ci_high, test.significant)
     observed = (
         f"{ci[0]} ({confidence:g}% CI, sequential: {ci[1]} to {ci[2]})" if ci else "no bounded interval"

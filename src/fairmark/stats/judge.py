@@ -147,13 +147,16 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
         first_stage=first_stage,
         length_planned=p.length_planned and first_stage is not None,
         calibration=p.host_calibration,
-        sequential=p.sequential if one_run else None,
+        sequential=p.sequential if one_run and p.sequential and not p.sequential.two_sample else None,
     )
     level = unit_level(labels)
     if level is None:
         return within
     ua, ub = labels[level]
-    return compare_levels(p.baseline, ua, p.other, ub, level=level, confidence=confidence, within=within)
+    units = p.sequential if p.sequential and p.sequential.two_sample else None  # boots = "auto"
+    return compare_levels(
+        p.baseline, ua, p.other, ub, level=level, confidence=confidence, within=within, sequential=units
+    )
 
 
 def _rounds(p: Pair[T], labels: Labels) -> tuple[Rounds | None, int | None]:

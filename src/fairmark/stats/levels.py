@@ -50,6 +50,7 @@ from fairmark.stats.paired import (
 
 if TYPE_CHECKING:
     from fairmark.stats.compare import Comparison
+    from fairmark.stats.sequential import Design
 
 LEVELS = ("host", "boot", "run")  # outermost first; below them: rounds (paired) and trials
 Unit: TypeAlias = str | None  # a value's run, boot or host (None: not recorded)
@@ -417,6 +418,7 @@ def compare_levels(
     level: str = "boot",
     confidence: float = 95.0,
     within: Comparison | None = None,
+    sequential: Design | None = None,
 ) -> Comparison:
     """The verdict of two sides measured in different units (runs, boots, hosts): the unit is the observation.
     The returned Comparison keeps the trial-level summaries and ministat lines; its verdict fields (significant,
@@ -424,17 +426,28 @@ def compare_levels(
     per-level n and sd with the advice. `within`: the comparison at the level below (e.g. paired by round
     inside the runs both sides share), shown when no claim can be made; by default the trials as independent
     samples."""
-    from fairmark.stats.compare import change_of, compare, verdict_fields, verdict_sentence
+    from fairmark.stats.compare import (
+        change_of,
+        compare,
+        sequential_sentence,
+        verdict_fields,
+        verdict_sentence,
+    )
+    from fairmark.stats.sequential import to_dict, unit_ratio_test
 
     below = within or compare(a, b, confidence=confidence)
     lv = levels(a, units_a, b, units_b, level)
-    test = unit_test(lv, confidence=confidence)
+    decided = unit_ratio_test(lv.groups_baseline, lv.groups_other, sequential, level) if sequential else None
+    test = decided[0] if decided else unit_test(lv, confidence=confidence)
     ma = float(np.mean(lv.unit_means_baseline))
     names = (below.name_baseline, below.name_other)
     if test is None:
         return _no_claim(below, lv, level, names)
     adv = advice(lv)
     sentence = verdict_sentence(names, test, ma, test.significant, below.better, below.unit, confidence)
+    if decided:  # boots = "auto": the boot-level sequential test the run stopped by
+        per = f"{level}s per variant"
+        sentence = sequential_sentence(names, decided, sequential, below.better, below.unit, confidence, per)
     counts = f"{lv.units_baseline} vs {lv.units_other} {level}s as the unit"
     if 1 in (lv.units_baseline, lv.units_other):
         counts += f"; the single {level} is assumed to vary like the others"
@@ -445,6 +458,7 @@ def compare_levels(
         sentence=f"{sentence} ({counts}); {advice_sentence(lv, adv, ma)}",
         levels=LevelsReport(lv, adv),
         claim=True,
+        sequential=to_dict(decided[1], sequential, test.scale == "log") if decided and sequential else None,
         warnings=tuple(w for w in below.warnings if "disagree" not in w),
     )
 

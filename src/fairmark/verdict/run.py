@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fairmark.stats.sequential import Design
+from fairmark.stats.sequential import Design, boot_looks
 from fairmark.store.db import RunRecord
 from fairmark.verdict.pairs import RunDesign, within_run
 from fairmark.verdict.record import Verdict
@@ -41,7 +41,21 @@ def design_of(store: Store, run: RunRecord) -> RunDesign:
         calibrations=store.calibrations(run.host_id),
         # A plan with boot variants measured each variant in its own boots: the boot is the verdict's unit.
         by_boot=by_boot,
-        sequential=None if by_boot else sequential_design(policy),
+        sequential=boot_design(policy) if by_boot else sequential_design(policy),
+    )
+
+
+def boot_design(policy: Mapping[str, object]) -> Design | None:
+    """The boot-level looks of a run with boots = "auto" (stats.sequential.boot_looks), else None."""
+    if policy.get("boots") != "auto":
+        return None
+    low, high = policy.get("min_boots", 2), policy.get("max_boots", 8)
+    confidence, margin = policy.get("confidence", 95.0), policy.get("equivalence_pct", 2.0)
+    return boot_looks(
+        low if isinstance(low, int) else 2,
+        high if isinstance(high, int) else 8,
+        confidence=float(confidence) if isinstance(confidence, int | float) else 95.0,
+        equivalence_pct=float(margin) if isinstance(margin, int | float) else 2.0,
     )
 
 
