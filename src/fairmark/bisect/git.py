@@ -161,6 +161,10 @@ class Repo:
             == 0
         )
 
+    def first_parent(self, ref: str = "HEAD") -> tuple[str, ...]:
+        """The commits of `ref`'s first-parent line, oldest first: a branch's history in the order it was made."""
+        return tuple(self._git("rev-list", "--first-parent", "--reverse", self.rev(ref)).split())
+
     def commits_between(self, good: str, bad: str) -> list[str]:
         """Commits after `good` up to `bad`, oldest first."""
         return self._git("rev-list", "--reverse", f"{good}..{bad}").split()

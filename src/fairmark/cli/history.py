@@ -21,6 +21,20 @@ if TYPE_CHECKING:
 @click.argument("target", metavar="WORKLOAD[:METRIC]")
 @click.option("--host", metavar="H", help="Only this host's series (default: every host, each apart).")
 @tag_option("Only runs with this tag (repeatable: all of them).")
+@click.option(
+    "--order",
+    type=click.Choice(["time", "commit"]),
+    default="time",
+    show_default=True,
+    help="Points by start time, or in the first-parent order of --repo's HEAD by their commit tag.",
+)
+@click.option(
+    "--repo",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="With --order commit: the git repository.",
+)
 @click.option("--by-tag", "order_tag", metavar="KEY", help="Order the points by this tag, not by time.")
 @click.option(
     "--alpha", type=float, default=0.01, show_default=True, help="Change points' significance level."
@@ -43,6 +57,8 @@ def history(
     host: str | None,
     tag_items: tuple[str, ...],
     order_tag: str | None,
+    order: str,
+    repo: str,
     alpha: float,
     new_since: str | None,
     exit_code: bool,
@@ -63,7 +79,14 @@ def history(
         metric, others = primary or "", [m for m in names if m != primary]
     since = _mark(store, new_since) if new_since else None
     opts = HistoryOptions(
-        workload, metric or None, host, parse_tags(tag_items), order_tag, alpha=alpha, new_since=since
+        workload,
+        metric or None,
+        host,
+        parse_tags(tag_items),
+        order_tag,
+        alpha=alpha,
+        new_since=since,
+        commit_order=commit_order(order, repo, order_tag),
     )
     data = build_history(store, opts)
     if not data:
@@ -75,13 +98,7 @@ def history(
             + f" in {store.safe_url}"
             + _all_left_out(store, workload, metric, host, opts.tags)
         )
-    if html_path or png_path:
-        from fairmark.report.history_plot import write_html, write_png
-
-        if html_path:
-            write_html(data, workload, html_path)
-        if png_path:
-            write_png(data, workload, png_path)
+    _plots(data, workload, html_path, png_path)
     if console.json_mode:
         console.emit_json(
             {"workload": workload, "metric": metric, "other_metrics": others, "alpha": alpha, "series": data}
@@ -91,6 +108,27 @@ def history(
         _print(data, workload, metric, others, alpha)
     if exit_code:
         _gate(data, since)
+
+
+def _plots(data: list[dict], workload: str, html_path: str | None, png_path: str | None) -> None:
+    if html_path or png_path:
+        from fairmark.report.history_plot import write_html, write_png
+
+        if html_path:
+            write_html(data, workload, html_path)
+        if png_path:
+            write_png(data, workload, png_path)
+
+
+def commit_order(order: str, repo: str, order_tag: str | None) -> tuple[str, ...] | None:
+    """--order commit: the first-parent line of --repo's HEAD, oldest first (None: by time)."""
+    if order != "commit":
+        return None
+    if order_tag:
+        raise click.UsageError("--order commit and --by-tag KEY are two orders: give one")
+    from fairmark.bisect.git import Repo
+
+    return Repo(repo).first_parent()
 
 
 def _print(data: list[dict], workload: str, metric: str, others: list[str], alpha: float) -> None:

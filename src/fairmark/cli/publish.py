@@ -38,6 +38,20 @@ def _window(ctx: click.Context, param: click.Parameter, value: int) -> int | Non
     metavar="URL",
     help="Link commits (tag commit=SHA) here: https://…/commit/{sha}.",
 )
+@click.option(
+    "--order",
+    type=click.Choice(["time", "commit"]),
+    default="time",
+    show_default=True,
+    help="Points by start time, or in the first-parent order of --repo's HEAD by their commit tag.",
+)
+@click.option(
+    "--repo",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="With --order commit: the git repository.",
+)
 @click.option("--by-tag", "order_tag", metavar="KEY", help="Order a series' points by this tag, not by time.")
 @click.option(
     "--alpha", type=float, default=0.01, show_default=True, help="Change points' significance level."
@@ -65,6 +79,8 @@ def publish(
     tag_items: tuple[str, ...],
     repo_url: str | None,
     order_tag: str | None,
+    order: str,
+    repo: str,
     alpha: float,
     window: int | None,
     workers: int,
@@ -72,6 +88,7 @@ def publish(
     """Write a static site from the store: an index of hosts × workloads × metrics (latest value and CI, trend,
     latest change point), a page per series, per run and per bisect. A second publish renders only what
     changed."""
+    from fairmark.cli.history import commit_order
     from fairmark.report.publish.site import PublishOptions
     from fairmark.report.publish.site import publish as write_site
 
@@ -84,6 +101,7 @@ def publish(
         alpha=alpha,
         window=window,
         order_tag=order_tag,
+        commit_order=commit_order(order, repo, order_tag),
         workers=workers,
     )
     outcome = write_site(open_store(), opts)

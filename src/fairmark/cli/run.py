@@ -105,6 +105,75 @@ _run_options = [
 ]
 
 
+_backfill_options = [
+    click.option(
+        "--commits",
+        metavar="A..B",
+        help="Backfill: one run per commit of A..B (first-parent line), each built with --build in a worktree of "
+        "its own ($FAIRMARK_CHECKOUT) and tagged commit=SHA; commits already stored for this plan on this host "
+        "are skipped.",
+    ),
+    click.option("--build", metavar="CMD", help="With --commits: the shell command that builds a checkout."),
+    click.option(
+        "--every",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="With --commits: every N-th.",
+    ),
+    click.option("--oldest-first", is_flag=True, help="With --commits: measure the oldest commit first."),
+    click.option(
+        "--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="With --commits."
+    ),
+]
+
+
+def _backfill(plan, tags, quick, accept_risk, allow_concurrent, no_monitors, interval, opts) -> None:
+    """`run PLAN --commits A..B --build CMD`: bisect/backfill.py, under this machine's lock for all of it."""
+    from fairmark.assemble import host_lock
+    from fairmark.bisect.backfill import Backfill
+    from fairmark.bisect.search import BisectOptions
+    from fairmark.cli._progress import TerminalProgress
+
+    if not opts["build"]:
+        raise UsageError("--commits A..B needs --build CMD: each commit is built before it is measured")
+    bopts = BisectOptions(
+        good="",
+        bad="",
+        plan_path=plan,
+        build=opts["build"],
+        repo=opts["repo"],
+        quick=quick,
+        accept_risk=accept_risk,
+        tags=tags,
+        command_line=shlex.join(["fairmark", *sys.argv[1:]]),
+        monitors=not no_monitors,
+        monitor_interval=interval,
+        allow_concurrent=allow_concurrent,
+    )
+    job = Backfill(
+        bopts,
+        open_store(),
+        spec=opts["commits"],
+        every=opts["every"],
+        oldest_first=opts["oldest_first"],
+        progress=TerminalProgress,
+        note=console.note,
+        warn=console.warn,
+    )
+    with host_lock(plan, "backfill", allow_concurrent=allow_concurrent):
+        done = job.run()
+    for problem in done.cleanup_problems:
+        console.warn(f"the repository is not as it was: {problem}")
+    if console.json_mode:
+        console.emit_json(done.to_dict())
+        return
+    console.text(
+        f"{len(done.commits)} commit(s): {len(done.measured)} measured, {len(done.stored)} already stored, "
+        f"{len(done.failed)} did not build"
+    )
+
+
 def _with(options: list[Any]):
     def deco(f: Any) -> Any:
         for opt in reversed(options):
@@ -153,6 +222,7 @@ def _with(options: list[Any]):
 )
 @tag_option("Tag the run (repeatable), e.g. --tag commit=$(git rev-parse HEAD) --tag branch=main.")
 @_with(_run_options)
+@_with(_backfill_options)
 @common_options
 def run(
     plan: str,
@@ -173,12 +243,17 @@ def run(
     profile: str | None,
     host: str | None,
     hosts: str | None,
+    **backfill: Any,
 ) -> None:
     """Run PLAN: interleaved trials of every cell, stored as they finish, then the verdicts.
 
     PLAN may be a bundle (`fairmark export RUN`): its run is run again here — its plan text, seed and scale —
     and recorded as a re-run of it; `fairmark compare-runs ORIGINAL RERUN` then holds the two side by side."""
     tags = parse_tags(tag_items)
+    if backfill["commits"]:
+        return _backfill(
+            plan, tags, quick, accept_risk, allow_concurrent, no_monitors, monitor_interval, backfill
+        )
     if checkout:  # before the plan is checked: its commands' "$FAIRMARK_CHECKOUT/…" name programs there
         os.environ["FAIRMARK_CHECKOUT"] = str(Path(checkout).resolve())
     fleet = [h.strip() for h in hosts.split(",") if h.strip()] if hosts else []

@@ -18,7 +18,7 @@ from fairmark.stats.changepoints import (
 from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.tdist import t_quantile
 from fairmark.store.db import jsonable_row
-from fairmark.store.history import Series, order_by_tag, query_history
+from fairmark.store.history import Series, order_by_commits, order_by_tag, query_history
 from fairmark.store.records import LEGACY_RSS
 
 
@@ -35,6 +35,9 @@ class HistoryOptions:
     window: int | None = None  # change points among the last `window` points only (None: the whole series)
     # a change point whose new level's first run started after this is "new" (`history --new-since`, publish)
     new_since: dt.datetime | None = None
+    commit_order: tuple[str, ...] | None = (
+        None  # points in this first-parent order (commit ids, oldest first)
+    )
 
 
 def ci_half_width(sd: float, n: int, confidence: float) -> float:
@@ -170,5 +173,7 @@ def build_history(store: Any, opts: HistoryOptions) -> list[dict[str, Any]]:
     for series in query_history(store, opts.workload, metric=opts.metric, host=opts.host, tags=opts.tags):
         if opts.order_tag:
             order_by_tag(series, opts.order_tag)
+        elif opts.commit_order is not None:
+            order_by_commits(series, opts.commit_order)
         out.append(series_view(series, opts))
     return out

@@ -379,6 +379,24 @@ class Store:
         with self.engine.connect() as conn:
             return list(conn.scalars(q.order_by(S.runs.c.started_at.desc()).limit(last)))
 
+    def commits_measured(self, plan_sha256: str, hostname: str, commits: Sequence[str]) -> set[str]:
+        """Which of `commits` have a finished run of this plan (its text's sha256) on this host, tagged
+        commit=SHA (a backfill skips them)."""
+        t = S.run_tags
+        q = (
+            sa.select(t.c.value)
+            .join(S.runs, S.runs.c.id == t.c.run_id)
+            .where(
+                t.c.key == "commit",
+                t.c.value.in_(list(commits)),
+                S.runs.c.plan_sha256 == plan_sha256,
+                S.runs.c.hostname == hostname,
+                S.runs.c.status == "done",
+            )
+        )
+        with self.engine.connect() as conn:
+            return set(conn.scalars(q))
+
     def update_run(self, run_id: str, **values: object) -> None:
         with self._begin() as conn:
             conn.execute(sa.update(S.runs).where(S.runs.c.id == run_id).values(**values))

@@ -4,6 +4,7 @@ store of a million samples answers in well under a second. Reads only the store.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -153,6 +154,22 @@ def workloads(store: Store, *, tags: dict[str, str] | None = None) -> list[str]:
         q = q.where(S.cells.c.run_id.in_(store.tagged(tags)))
     with store.engine.connect() as conn:
         return sorted(conn.scalars(q))
+
+
+def order_by_commits(series: Series, order: Sequence[str]) -> None:
+    """Points in a repository's first-parent order (`order`: commit ids, oldest first) by their `commit` tag (a
+    full id or a prefix of at least 7); several runs of a commit in time order; points whose commit is not on
+    that line last, in time order."""
+    pos = {sha: i for i, sha in enumerate(order)}
+
+    def key(p: Point) -> tuple[int, int, dt.datetime]:
+        c = p.tags.get("commit", "")
+        i = pos.get(c)
+        if i is None and len(c) >= 7:
+            i = next((k for sha, k in pos.items() if sha.startswith(c)), None)
+        return (0, i, p.started_at) if i is not None else (1, 0, p.started_at)
+
+    series.points.sort(key=key)
 
 
 def order_by_tag(series: Series, tag: str) -> None:

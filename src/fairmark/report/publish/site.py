@@ -47,6 +47,7 @@ class PublishOptions:
     alpha: float = 0.01
     window: int | None = 500  # change points among the last `window` runs of a series (None: all of them)
     order_tag: str | None = None  # order a series' points by this tag instead of time
+    commit_order: tuple[str, ...] | None = None  # or in this first-parent order of commits (oldest first)
     workers: int = 0  # processes drawing run pages (0: one per CPU, at most 4)
 
 
@@ -270,7 +271,9 @@ def publish(store: Any, opts: PublishOptions) -> Outcome:
     found = source.bisects(store, run_rows)
     site.common["has_bisects"] = bool(found)
     with site.run_pages(run_rows) as drawing:  # in worker processes, while this one does the rest
-        series_rows = site.series_pages(source.series(store, opts.tags, opts.order_tag), links)
+        series_rows = site.series_pages(
+            source.series(store, opts.tags, opts.order_tag, opts.commit_order), links
+        )
         bisect_rows = site.bisect_pages(found, links)
         drawing.finish()
     site.lists(run_rows, series_rows, bisect_rows, links)

@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairmark.store.history import Series, order_by_tag, query_history, workloads
+from fairmark.store.history import Series, order_by_commits, order_by_tag, query_history, workloads
 from fairmark.store.schema import BISECT_RESULT
 
 BISECT_TAGS = ("bisect.id", "bisect.good")  # a run made by `fairmark bisect` carries these
@@ -40,7 +40,12 @@ def runs(store: Any, tags: dict[str, str] | None) -> list[dict[str, Any]]:
     return store.list_runs(limit=None, tags=tags or None)
 
 
-def series(store: Any, tags: dict[str, str] | None, order_tag: str | None) -> list[SeriesSource]:
+def series(
+    store: Any,
+    tags: dict[str, str] | None,
+    order_tag: str | None,
+    commit_order: tuple[str, ...] | None = None,
+) -> list[SeriesSource]:
     """Every series (host × cell × metric) of every workload, in runs with these tags. A bisect's runs are left
     out: their cells are the bisect's sides (good, candidate, bad), a history of commits picked by the search,
     which the bisect's own page shows."""
@@ -52,6 +57,8 @@ def series(store: Any, tags: dict[str, str] | None, order_tag: str | None) -> li
                 continue
             if order_tag:
                 order_by_tag(s, order_tag)
+            elif commit_order is not None:
+                order_by_commits(s, commit_order)
             out.append(SeriesSource(workload, s))
     return out
 
