@@ -362,3 +362,26 @@ def test_no_c_source_in_a_python_string() -> None:
     for program in ("launcher.c", "launch_server.c"):
         text = (c_dir / program).read_text()
         assert '#include "fairmark_launch.h"' in text and c_like.search(text)  # what the check looks for
+
+
+def test_a_run_view_holds_no_store() -> None:
+    """report/data.RunReport is a view of one run: it holds the run's records, verdicts and an ArtifactSource
+    (its artifacts, read by the sections that show them), never a live Store a renderer could query (issue 33
+    item 5); nothing under report/ reaches a report's store."""
+    import dataclasses
+
+    from fairmark.report.data import RunReport
+
+    fields = {f.name: str(f.type) for f in dataclasses.fields(RunReport)}
+    assert not [name for name, kind in fields.items() if name == "store" or "Store" in kind.split("[")[0]]
+    found = [
+        f"{rel}:{node.lineno} {ast.unparse(node)}"
+        for rel, tree in _modules()
+        if rel.startswith("report/")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr == "store"
+        and isinstance(node.value, ast.Name)
+        and node.value.id in ("report", "r", "rep")
+    ]
+    assert found == []

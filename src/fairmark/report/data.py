@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from fairmark.plan.metric import MetricSpec
 from fairmark.report.failures import FailureRate, errors_start, failed_cells, failure_rates, run_failure
@@ -183,6 +183,29 @@ class Scaling:
         }
 
 
+class ArtifactSource(Protocol):
+    """What a run's view reads after it was loaded: the run's artifacts (monitor series, profiles, snapshots —
+    most of a run's bytes, read only by the section that shows them, and a series at a time where a section
+    keeps a part of each). The view holds this, not a Store: it cannot reach another run, query or write."""
+
+    def artifacts(self, kind: str | None = None) -> list[ArtifactRow]: ...
+    def iter_artifacts(self, kind: str) -> Iterator[ArtifactRow]: ...
+
+
+@dataclass(frozen=True)
+class StoredArtifacts:
+    """A stored run's artifacts (load_report's ArtifactSource)."""
+
+    store: Store = field(repr=False)
+    run_id: str
+
+    def artifacts(self, kind: str | None = None) -> list[ArtifactRow]:
+        return self.store.artifacts(self.run_id, kind)
+
+    def iter_artifacts(self, kind: str) -> Iterator[ArtifactRow]:
+        return self.store.iter_artifacts(self.run_id, kind)
+
+
 @dataclass(frozen=True)
 class RunReport:
     run: RunRecord
@@ -192,12 +215,12 @@ class RunReport:
     scaling: tuple[Scaling, ...]
     confidence: float
     baseline: str
-    store: Store = field(repr=False, compare=False)
+    source: ArtifactSource = field(repr=False, compare=False)  # the run's artifacts, read by the sections
     failures: tuple[FailureRate, ...] = ()  # failure rates of the workloads that had failures
     spreads: tuple[dict[str, Any], ...] = ()  # spread verdicts, when the plan asked ([run] spread = true)
 
     def artifacts(self, kind: str | None = None) -> list[ArtifactRow]:
-        return self.store.artifacts(self.run.id, kind)
+        return self.source.artifacts(kind)
 
     @property
     def risk_note(self) -> str | None:
@@ -362,7 +385,7 @@ class MonitorSeries:
 
         measured = {t.id for c in report.cells for t in c.trials if not t.warmup or t.profiled}
         self.by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for a in report.store.iter_artifacts(report.run.id, "monitor"):
+        for a in report.source.iter_artifacts("monitor"):
             if a["name"] == "system" and a["trial_id"] in measured and isinstance(a["data"], dict):
                 self.by_cell[a["cell_key"] or ""].append(attribution_view(a["data"]))
 
@@ -465,7 +488,7 @@ def load_report(store: Store, run_ref: str, judged: RunVerdicts | None = None) -
         scaling=_scaling(cells, design.confidence),
         confidence=design.confidence,
         baseline=design.baseline,
-        store=store,
+        source=StoredArtifacts(store, run.id),
         failures=failure_rates(cells, design.confidence),
         spreads=_spreads(cells, design.baseline, design.confidence) if policy.get("spread") else (),
     )

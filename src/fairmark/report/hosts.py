@@ -4,6 +4,7 @@ server on the variant's host, the client on its client host), and how the hosts'
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fairmark.console import console
@@ -15,12 +16,18 @@ if TYPE_CHECKING:
 def host_diff(store: Any, run_id: str) -> list[dict[str, Any]]:
     """Differences between the environment snapshots of the run's hosts (the first host against each other),
     each with `declared`: whether the plan's `declare` names it as the point of the comparison."""
+    return snapshot_diff(store.artifacts(run_id, kind="env.host"), lambda: store.get_run(run_id).plan_text)
+
+
+def snapshot_diff(artifacts: list[Any], plan_text: Callable[[], str]) -> list[dict[str, Any]]:
+    """host_diff of the run's "env.host" artifacts; `plan_text()`: the run's plan, read only for two hosts or
+    more (its `declare`)."""
     from fairmark.probe.diff import diff_snapshots
     from fairmark.probe.hosts import declare_word
 
-    snaps = {a["name"]: a["data"] for a in store.artifacts(run_id, kind="env.host")}
+    snaps = {a["name"]: a["data"] for a in artifacts}
     names = list(snaps)
-    declared = _declared(store, run_id) if len(names) > 1 else set()
+    declared = _declared(plan_text) if len(names) > 1 else set()
     out = []
     for other in names[1:]:
         for d in diff_snapshots(snaps[names[0]], snaps[other]):
@@ -28,12 +35,12 @@ def host_diff(store: Any, run_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def _declared(store: Any, run_id: str) -> set[str]:
+def _declared(plan_text: Callable[[], str]) -> set[str]:
     """The run's plan's `declare` words (the plan text is stored with the run)."""
     import tomllib
 
     try:
-        return set(tomllib.loads(store.get_run(run_id).plan_text).get("declare") or ())
+        return set(tomllib.loads(plan_text()).get("declare") or ())
     except (tomllib.TOMLDecodeError, AttributeError, TypeError):
         return set()
 
@@ -90,7 +97,7 @@ def hosts_json(report: RunReport) -> dict[str, Any]:
     return {
         "hosts": hosts,
         "where_ran": where_ran(report),
-        "host_differences": host_diff(report.store, report.run.id),
+        "host_differences": snapshot_diff(report.artifacts("env.host"), lambda: report.run.plan_text),
     }
 
 
@@ -107,7 +114,7 @@ def host_lines(report: RunReport) -> list[str]:
     for name, h in hosts.items():
         out.append(f"host {name}: ssh {h.get('ssh')}, boot {h.get('boot_id') or '?'}")
     out += where_ran(report)
-    diffs = host_diff(report.store, report.run.id)
+    diffs = snapshot_diff(report.artifacts("env.host"), lambda: report.run.plan_text)
     if len(hosts) > 1:
         out.append(f"the hosts' environments: {len(diffs)} difference(s)")
         out += ["  " + d for d in diff_lines(diffs)]
