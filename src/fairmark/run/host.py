@@ -1,7 +1,7 @@
 """The machines a run's trials run on, as the run core sees them: `Host` is the interface, run/ owns it and never
 imports remote/. `LocalHost` is the controller itself (the variants' journaled system changes of run/variants/,
 the local executor, its boot and the boot hook that resumes a run after rebooting it); a [hosts.NAME] is a
-`fairmark.remote.hosts.RemoteHost` (its SSH connection and fairmark's agent there), which cli/ builds and hands
+`fairmark.remote.hosts.RemoteHost` (its SSH connection and fairmark's agent there), which assemble.py builds and hands
 to the runner. `Hosts` is one run's machines: the controller, always, and a Host per [hosts.NAME] its variants
 (or their clients) use, with the plan's answer to "where does this variant run?"
 
@@ -265,7 +265,7 @@ def _await_shutdown(timeout_s: float) -> None:
 class Hosts:
     """The machines of one run: the controller (`local`, always: every variant's local half is activated here,
     and a variant on a host changes nothing here) and `remote`, a Host per [hosts.NAME] the plan's variants or
-    their clients use (built by cli/: remote.hosts.hosts_for). The runner, the trial path, the stage, the gate
+    their clients use (built by assemble.py: remote.hosts.hosts_for). The runner, the trial path, the stage, the gate
     and the boot run ask this object where a variant runs; none of them imports remote/."""
 
     def __init__(
@@ -285,7 +285,7 @@ class Hosts:
         if used - set(self.remote):
             raise FairmarkError(
                 f"the plan's variants run on host(s) {', '.join(sorted(used - set(self.remote)))}, which this "
-                "run was not given (cli/ builds a run's hosts: fairmark.remote.hosts.hosts_for)"
+                "run was not given (fairmark.assemble builds a run's hosts: fairmark.remote.hosts.hosts_for)"
             )
         self.local = LocalHost(local_part(plan), execute=execute)
         self.snaps: dict[str, dict[str, Any]] = {}  # each host's snapshot, taken by the gate

@@ -48,7 +48,7 @@ class Runner:
         progress: Progress | None = None,
         hosts: Mapping[str, Host] | None = None,
     ):
-        """`hosts`: the [hosts.NAME] the plan's variants run on, built by cli/ (remote.hosts.hosts_for);
+        """`hosts`: the [hosts.NAME] the plan's variants run on, built by assemble.py (remote.hosts.hosts_for);
         `executor` runs the trials on this machine (a test's stands in for execute_spec)."""
         self.options = options or RunOptions()
         self.loaded, self.store = loaded, store
