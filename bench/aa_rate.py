@@ -130,6 +130,14 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     return low, high
 
 
+def tree_label(src: str) -> str:
+    """A tree by its commit (its working copy's changes are not told apart), else its directory's name."""
+    done = subprocess.run(
+        ["git", "-C", src, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() or Path(src).parent.name
+
+
 def summarize(rows: list[dict]) -> None:
     groups: dict[tuple[str, str, bool], list[dict]] = {}
     for r in rows:
@@ -168,6 +176,7 @@ def main() -> None:
     runs, batch = int(a["--runs"]), int(a["--batch"])
     trees = [str(Path(t).resolve()) for t in a["--trees"].split(",")]
     out = Path(a["--out"])
+    labels = [tree_label(t) for t in trees]
     with tempfile.TemporaryDirectory(prefix="aa-rate-") as tmp:
         paths = plans(Path(tmp), a["--plans"].split(","))
         for _ in range(math.ceil(runs / batch)):
@@ -178,7 +187,7 @@ def main() -> None:
                             "PYTHONPATH": tree,
                             "FAIRMARK_STORE": f"sqlite:///{Path(tmp) / f'tree{i}.db'}",
                         }
-                        label = "this" if i == 0 else Path(tree).parent.name
+                        label = labels[i]
                         done = subprocess.run(
                             [sys.executable, "-c", DRIVER, str(path), str(batch), monitors, label],
                             env=env,
