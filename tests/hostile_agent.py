@@ -148,6 +148,7 @@ MANGLE = {
     "hostname-int": _put("hostname", 5),
     "files-list": _put("files", ["a", "b"]),
     "big-int": _measured("max_rss_kib", 10**30),
+    "argv-text": _put("argv", "rm -rf /"),  # a text where the command's argument list goes
 }
 
 

@@ -176,6 +176,9 @@ TOOL_SCENARIOS = [
     "adapter.output_files:output-dotdot",
     "adapter.output_files:silent",
     "adapter.output_files:notjson",
+    "adapter.before_trial:huge",
+    "adapter.setup:deep",
+    "adapter.before_trial:argv-text",
 ]
 
 
