@@ -241,3 +241,36 @@ def test_item4_the_estimate_keeps_two_significant_digits_under_a_wide_interval(
     d = {"ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high, "significant": False}
     assert interval_text(d).startswith(estimate + " (")
     assert format_change(100 * (ratio - 1), 850).startswith(estimate)
+
+
+def test_item5_a_failed_cell_has_no_attribution_and_show_wraps_at_80(
+    fairmark_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = tmp_path / "fail.toml"
+    plan.write_text(FAILING)
+    code, _, err = fairmark_cli("run", str(plan), "--accept-risk")  # monitors on: the host's split is there
+    assert code == 4, err
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = fairmark_cli("show", "last")
+    assert "FAILED" in out and "% user" not in out and "user time" not in out, out
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80, out
+
+
+def test_item5_show_of_an_interrupted_run_says_how_to_resume(
+    screens, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlalchemy as sa
+
+    import screens_store
+    from fairmark.console import console
+    from fairmark.report.data import load_report
+    from fairmark.report.terminal import render
+    from fairmark.store import schema
+
+    run_id = screens_store.RUN_IDS[1]
+    with screens.engine.begin() as conn:
+        conn.execute(sa.update(schema.runs).where(schema.runs.c.id == run_id).values(status="interrupted"))
+    console.configure()
+    render(load_report(screens, run_id))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "status interrupted" in out and f"`fairmark resume {run_id[:8]}` continues it" in out

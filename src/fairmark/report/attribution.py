@@ -128,7 +128,10 @@ def attribute(
     trials: Sequence[TrialRecord],
     series: Sequence[Mapping[str, Any]] = (),
 ) -> Attribution | None:
-    """The attribution of one cell; None when nothing was measured (no successful trial, no monitor)."""
+    """The attribution of one cell; None when nothing was measured (no successful trial: the host's split during
+    failed trials — "79% user, 21% system" of an all-failed run — describes whatever else ran, not the workload)."""
+    if not any(t.measured for t in trials):
+        return None
     own = rusage_seconds(trials)
     mon = monitor_cpu_seconds(series)
     flags = use_flags(series)

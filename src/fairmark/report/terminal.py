@@ -19,6 +19,12 @@ from fairmark.stats.digits import column_unit, format_cv, format_interval
 from fairmark.stats.judge import enough
 
 
+def resume_hint(run_id: str, status: str) -> str:
+    """What to do about a run that did not end: its finished trials are kept, `resume` runs the rest."""
+    how = "was interrupted" if status == "interrupted" else "has not ended (still running, or killed)"
+    return f"this run {how}: `fairmark resume {run_id[:8]}` continues it, keeping its finished trials"
+
+
 def _header(r: RunReport) -> None:
     run = r.run
     title = f" — {run.title}" if run.title else ""
@@ -27,6 +33,8 @@ def _header(r: RunReport) -> None:
         f"plan {run.plan_path} (sha256 {run.plan_sha256[:12]}), seed {run.seed}, status {run.status}, "
         f"started {run.started_at:%Y-%m-%d %H:%M:%S}, fairmark {run.fairmark_version}"
     )
+    if run.status in ("interrupted", "running"):  # a run killed mid-way stays "running" in the store
+        console.print(f"[yellow]{escape(console.wrap(resume_hint(run.id, run.status)))}[/]")
     if run.options.get("quick"):
         console.print(
             f"[yellow]{console.wrap('quick run: few trials and short parameters — a first look, not a result to quote')}[/]"
@@ -281,10 +289,13 @@ def _failed(r: RunReport) -> None:
         return
     verdict = run_failure(r)
     console.print(
-        f"[bold red]FAILED[/] {escape(verdict)}" if verdict else "[bold]cells with no successful trial[/]"
+        f"[bold red]FAILED[/] {escape(console.wrap(verdict, first=7))}"
+        if verdict
+        else "[bold]cells with no successful trial[/]"
     )
-    for line in found:
-        console.print(f"  [red]{escape(line)}[/]" if not line.startswith(" ") else f"  {escape(line)}")
+    for line in found:  # wrapped as `report --text` wraps them (a log is read at 80 columns)
+        text = escape(console.wrap(line, first=2, indent=" " * (len(line) - len(line.lstrip()) + 4)))
+        console.print(f"  [red]{text}[/]" if not line.startswith(" ") else f"  {text}")
 
 
 def render(r: RunReport, *, plot_width: int = 74) -> None:
