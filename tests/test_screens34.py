@@ -274,3 +274,52 @@ def test_item5_show_of_an_interrupted_run_says_how_to_resume(
     render(load_report(screens, run_id))
     out = " ".join(capsys.readouterr().out.split())
     assert "status interrupted" in out and f"`fairmark resume {run_id[:8]}` continues it" in out
+
+
+ZSTD = """title = "zstd"
+[run]
+warmup = 0
+min_trials = 3
+max_trials = 3
+[[workload]]
+name = "zstd"
+tool = "compress"
+params = { size_mib = 4, level_min = 1, level_max = 1 }
+[[variant]]
+name = "a"
+[[variant]]
+name = "b"
+"""
+
+
+@pytest.mark.slow
+def test_item2_no_false_alarm_for_what_cannot_vary(fairmark_cli, tmp_path: Path) -> None:
+    """zstd's ratio is the same in every trial by design: no "suspect a coarse clock" warning; its per-level
+    copies (compress_mb_s_L1 = compress_mb_s) are not listed beside them; the export says nothing of the
+    levels the plan never ran."""
+    plan = tmp_path / "zstd.toml"
+    plan.write_text(ZSTD)
+    code, out, err = fairmark_cli("run", str(plan), "--accept-risk", "--no-monitors")
+    assert code == 0, err[-3000:]
+    flat = " ".join(out.split())
+    assert "ratio: b vs a: the same value in every trial" in flat
+    assert "zero spread" not in flat
+    assert "decompress_mb_s " in flat and "compress_mb_s_L1" not in flat and "ratio_L1" not in flat
+    code, _, err = fairmark_cli("export", "last", "--format", "ministat", "--out", str(tmp_path / "m"))
+    assert code == 0 and "without" not in err, err
+    assert (tmp_path / "m").exists() and list((tmp_path / "m").glob("zstd__a__ratio.txt"))
+
+
+def test_item2_a_read_only_fio_test_expects_no_writes() -> None:
+    from fairmark.run.workloads.compress import Compress
+    from fairmark.run.workloads.fio import Fio
+    from fairmark.stats.compare import compare
+
+    assert Fio().constant_metrics({"rw": "randread"}) == {"write_iops"}
+    assert Fio().constant_metrics({"rw": "randwrite"}) == {"read_iops"}
+    assert Fio().constant_metrics({"rw": "randrw"}) == frozenset()
+    assert {"ratio", "ratio_L1", "ratio_L22"} <= Compress().constant_metrics({})
+    assert "compress_mb_s" not in Compress().constant_metrics({})
+    zeros = [0.0] * 6
+    assert any("zero spread" in w for w in compare(zeros, zeros).warnings)  # a time that reads 0: suspect
+    assert not any("zero spread" in w for w in compare(zeros, zeros, constant_expected=True).warnings)

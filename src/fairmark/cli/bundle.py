@@ -134,13 +134,16 @@ def _write_csv(report: Any, out: Path) -> list[Path]:
 def _write_ministat(report: Any, out: Path) -> list[Path]:
     """One file per cell and metric, one value per line: `ministat A.txt B.txt` works on them directly. A cell
     and metric without a measured value (never ran, or every trial failed) gets no file: a file of only its
-    header line is not data, and ministat refuses it."""
+    header line is not data, and ministat refuses it. Only the cells without a successful trial are said: a
+    metric the plan does not make (an adapter's zstd levels it did not run) is not missing."""
     files = []
     empty = 0
     for c in report.cells:
+        if not any(t.measured for t in c.trials):
+            empty += 1
+            continue
         for metric, values in c.values.items():
             if not values:
-                empty += 1
                 continue
             path = out / f"{_safe(c.group)}__{_safe(c.variant)}__{_safe(metric)}.txt"
             legacy = metric == "max_rss_kib" and any(t.measured and t.legacy_rss for t in c.trials)
@@ -151,7 +154,7 @@ def _write_ministat(report: Any, out: Path) -> list[Path]:
             )
             files.append(path)
     if empty:
-        console.note(f"{empty} cell metric(s) without a measured value: no file written for them")
+        console.note(f"{empty} cell(s) without a successful trial (never ran, or every trial failed): no file")
     return files
 
 

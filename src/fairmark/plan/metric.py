@@ -21,6 +21,9 @@ class MetricSpec:
     # Whether the run gives this metric a verdict, as stored with the cell (None: not recorded, a store older
     # than the flag: `CellRecord.verdict_metrics` applies the rule of that time).
     verdict: bool | None = None
+    # The same value in every trial by design — zstd's compression ratio of a fixed file, a read-only fio test's
+    # write_iops: no "zero spread, suspect a coarse clock" warning when it does not vary (Adapter.constant_metrics)
+    constant: bool = False
 
     def row(self, verdict: bool | None = None) -> dict[str, str | bool]:
         """As a cell row of the store keeps it (`verdict`: the run gives this metric a verdict)."""
@@ -28,6 +31,8 @@ class MetricSpec:
         flag = self.verdict if verdict is None else verdict
         if flag is not None:
             out["verdict"] = flag
+        if self.constant:
+            out["constant"] = True
         return out
 
     def judged(self, verdict: bool) -> MetricSpec:
@@ -43,6 +48,7 @@ class MetricSpec:
             unit=str(row.get("unit") or ""),
             better="higher" if better == "higher" else "lower",
             verdict=verdict if isinstance(verdict, bool) else None,
+            constant=row.get("constant") is True,
         )
 
 

@@ -208,18 +208,25 @@ def _summary_text(s: dict[str, Any], unit: str) -> str:
     return format_value(s["mean"], s.get("ci_half_width"), unit)
 
 
+def _numbers(s: dict[str, Any] | None) -> tuple[Any, ...]:
+    return tuple((s or {}).get(k) for k in ("n", "mean", "median", "stddev", "ci_half_width", "min", "max"))
+
+
 def _other_metrics(cells: list[CellReport]) -> None:
     """The tool's other metrics (mean ± CI of each), one line per cell: the table shows only the primary one,
     and a workload such as pbuild reports its percentiles, tail and rates there."""
     for c in cells:
-        parts = [
-            f"{m.name} {_summary_text(s, m.unit)}"
-            for m in c.metrics[1:]
-            if m.name not in BUILTIN_METRICS  # the runner's wall/CPU/RSS: the attribution line has them
-            and (s := c.summaries.get(m.name))
-            and s.get("n")
-            and s.get("mean") is not None
-        ]
+        # a metric with the numbers of one shown before (compress_mb_s_L1 is compress_mb_s when one level ran)
+        # is a copy: listed once, under its first name
+        seen = {_numbers(c.summaries.get(c.primary_metric))}
+        parts = []
+        for m in c.metrics[1:]:
+            s = c.summaries.get(m.name)
+            if m.name in BUILTIN_METRICS or not s or not s.get("n") or s.get("mean") is None:
+                continue  # the runner's wall/CPU/RSS: the attribution line has them
+            if _numbers(s) not in seen:
+                seen.add(_numbers(s))
+                parts.append(f"{m.name} {_summary_text(s, m.unit)}")
         if parts:
             console.text(f"  [{c.variant}] also: " + ", ".join(parts))
 

@@ -4,7 +4,7 @@ store keeps for its cells. A bad parameter or a missing executable is refused he
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -174,7 +174,11 @@ def cell_rows(
     the resolved parameters and the labels a report must state beside the numbers."""
     rows = []
     for cs in rt.cells:
-        metrics = tuple(m.judged(n in rt.declared) for n, m in rt.metric_specs.items())
+        constant = rt.adapter.constant_metrics(cs.params) if rt.adapter else frozenset()
+        metrics = tuple(
+            replace(m.judged(n in rt.declared), constant=m.constant or n in constant)
+            for n, m in rt.metric_specs.items()
+        )
         command = command_for(rt.workload, plan.variant_named(cs.cell.variant)) or []
         labels = (_labels(rt.adapter, cs.params) or {}) | (
             hosts.labels(cs.cell.variant, rt.workload.name) if hosts else {}

@@ -60,6 +60,7 @@ class Pair(Generic[T]):
     name_other: str = "B"
     aa_percent_half_width: float | None = None  # the ±% an A/A twin showed (see aa_spread)
     calibration: bool = False  # this pair IS the A/A twin against its baseline
+    constant_expected: bool = False  # the metric cannot vary by design: its zero spread is no warning
     tag: T = None  # type: ignore[assignment]  # the default of the untagged Pair[None] (T's default, PEP 696)
     # The round of each value (same order), when the two cells were interleaved round by round: the verdict is
     # then paired by round (stats.paired); `first_stage`: the rounds from which the run fixed its length.
@@ -148,6 +149,7 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
         length_planned=p.length_planned and first_stage is not None,
         calibration=p.host_calibration,
         sequential=p.sequential if one_run and p.sequential and not p.sequential.two_sample else None,
+        constant_expected=p.constant_expected,
     )
     level = unit_level(labels)
     if level is None:

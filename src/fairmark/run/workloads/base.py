@@ -126,6 +126,11 @@ class Adapter:
         """The programs a run with these parameters executes (a choice of server changes them)."""
         return self.executables
 
+    def constant_metrics(self, params: Mapping[str, Any]) -> frozenset[str]:
+        """The metrics that cannot vary between trials with these parameters (MetricSpec.constant): a ratio of a
+        fixed input, a direction the mode does not do. Their zero spread is no sign of a coarse clock."""
+        return frozenset(m.name for m in self.metrics if m.constant)
+
     def data_set(self, params: Mapping[str, Any]) -> DataSet | None:
         """The data set a file-system adapter works on (None: the tool has none on a disk)."""
         return None

@@ -65,6 +65,15 @@ class Fio(Adapter):
     )
     measures = ("disk", "kernel")
 
+    def constant_metrics(self, params: Mapping[str, Any]) -> frozenset[str]:
+        """A read-only pattern does no write (write_iops is 0 in every trial), a write-only one no read."""
+        rw = str(params.get("rw", ""))
+        if rw in ("read", "randread"):
+            return frozenset({"write_iops"})
+        if rw in ("write", "randwrite", "trim", "randtrim"):
+            return frozenset({"read_iops"})
+        return frozenset()
+
     def check(self, params: dict[str, Any]) -> None:
         tools.require_choice(self.name, params, "rw", RW_MODES)
         tools.require_positive_ints(self.name, params, ("iodepth", "numjobs", "runtime_s"))
