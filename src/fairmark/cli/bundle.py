@@ -154,7 +154,9 @@ def _write_ministat(report: Any, out: Path) -> list[Path]:
             )
             files.append(path)
     if empty:
-        console.note(f"{empty} cell(s) without a successful trial (never ran, or every trial failed): no file")
+        console.note(
+            f"{empty} cell(s) without a successful trial (never ran, or every trial failed): no file"
+        )
     return files
 
 

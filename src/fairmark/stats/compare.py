@@ -147,15 +147,13 @@ def compare(
     length_planned: bool = False,
     calibration: Mapping[str, object] | None = None,
     sequential: seq.Design | None = None,
-    constant_expected: bool = False,
 ) -> Comparison:
     """Compare `other` with `baseline`. `rounds`: the round of each value (same order; an int, or (run, round)
     when the values come from several runs), for the paired design; `first_stage`: the rounds from which the
     run chose its length (stats.stopping), `length_planned` whether it ran to that length (not cut at max_trials).
     `aa_percent_half_width`: the ±% an A/A run of this workload showed on this machine; a significant change
     smaller than that gets a warning. `calibration`: what `fairmark calibrate` measured for this workload on
-    this host (stats.calibration). `sequential`: the run stopped when decided (stats.sequential).
-    `constant_expected`: the metric cannot vary by design (MetricSpec.constant): no zero-spread warning."""
+    this host (stats.calibration). `sequential`: the run stopped when decided (stats.sequential)."""
     a, b = _checked(baseline, other, better, (name_baseline, name_other))
     sa, sb = describe(a, confidence), describe(b, confidence)
     ministat = _ministat(a, b, sa, sb, confidence, ministat_compat)
@@ -183,9 +181,9 @@ def compare(
         mann_whitney=cross,
         change=change_of(test, better),
         sentence=sentence,
-        warnings=tuple(
-            _warnings(sa, sb, names, test, cross, confidence, constant_expected)
-            + _calibration_warning(test, aa_percent_half_width)
+        warnings=(
+            *_warnings(sa, sb, names, test, cross, confidence),
+            *_calibration_warning(test, aa_percent_half_width),
         ),
         baseline=sa,
         other=sb,
@@ -590,6 +588,9 @@ def _calibration_warning(test: RatioTest, aa_pct: float | None) -> list[str]:
     ]
 
 
+ZERO_SPREAD = "both samples have zero spread"  # (stats.judge drops it for a metric constant by design)
+
+
 def _warnings(
     sa: Summary,
     sb: Summary,
@@ -597,14 +598,13 @@ def _warnings(
     test: RatioTest,
     cross: RankCheck,
     confidence: float,
-    constant_expected: bool = False,
 ) -> list[str]:
     out = []
     for name, s in zip(names, (sa, sb), strict=True):
         if s.n < FEW_TRIALS:
             out.append(f"{name} has only {s.n} values; fewer than {FEW_TRIALS} make a fragile verdict")
-    if sa.stddev == 0 and sb.stddev == 0 and not constant_expected:
-        out.append("both samples have zero spread; suspect a coarse clock, a cached result or a constant")
+    if sa.stddev == 0 and sb.stddev == 0:
+        out.append(f"{ZERO_SPREAD}; suspect a coarse clock, a cached result or a constant")
     alpha = 1.0 - confidence / 100.0
     # A rank test that cannot reach α with these n (3 + 3 values: p ≥ 0.1) has nothing to disagree with.
     if not test.constant and test.significant != cross["significant"] and can_reach(cross, alpha):

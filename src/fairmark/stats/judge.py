@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic
 
 from typing_extensions import TypeVar
 
 from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Values
-from fairmark.stats.compare import Better, Comparison, Rounds, compare
+from fairmark.stats.compare import ZERO_SPREAD, Better, Comparison, Rounds, compare
 from fairmark.stats.fdr import bh_adjust
 from fairmark.stats.levels import Labels, Unit, compare_levels, known, unit_level
 from fairmark.stats.paired import RoundKey
@@ -149,8 +149,9 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
         length_planned=p.length_planned and first_stage is not None,
         calibration=p.host_calibration,
         sequential=p.sequential if one_run and p.sequential and not p.sequential.two_sample else None,
-        constant_expected=p.constant_expected,
     )
+    if p.constant_expected:  # a metric constant by design (MetricSpec.constant): its zero spread is expected
+        within = replace(within, warnings=tuple(w for w in within.warnings if not w.startswith(ZERO_SPREAD)))
     level = unit_level(labels)
     if level is None:
         return within
