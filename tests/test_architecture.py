@@ -392,3 +392,29 @@ def test_a_run_view_holds_no_store() -> None:
         and node.value.id in ("report", "r", "rep")
     ]
     assert found == []
+
+
+def test_every_renderer_iterates_the_one_section_list() -> None:
+    """A run's report has one list of sections in one order (report/sections.SECTIONS, issue 33 item 5): the
+    terminal, the text and Markdown, the --json and the HTML renderers each iterate it and show the sections they
+    have a part for — none has a part named otherwise, and each HTML section is its own template."""
+    from fairmark.report import data, html, terminal, text
+    from fairmark.report.sections import SECTIONS
+
+    def iterates(rel: str, function: str) -> bool:
+        tree = dict(_modules())[rel]
+        return any(
+            isinstance(node, ast.For) and ast.unparse(node.iter) == "SECTIONS"
+            for f in ast.walk(tree)
+            if isinstance(f, ast.FunctionDef) and f.name == function
+            for node in ast.walk(f)
+        )
+
+    assert iterates("report/terminal.py", "render") and iterates("report/text.py", "_run")
+    assert iterates("report/data.py", "to_dict")
+    assert "{% for name in sections %}" in (SRC / "report/templates/report.html.j2").read_text()
+    for parts in (terminal.PARTS, text.PARTS, data.JSON_PARTS):
+        assert set(parts) <= set(SECTIONS), set(parts) - set(SECTIONS)
+    templates = {p.name.removesuffix(".html.j2") for p in (SRC / "report/templates/sections").iterdir()}
+    assert templates <= set(SECTIONS) and html.html_sections() == templates
+    assert len(set(SECTIONS)) == len(SECTIONS)

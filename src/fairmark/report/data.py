@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fairmark.plan.metric import MetricSpec
 from fairmark.report.failures import FailureRate, errors_start, failed_cells, failure_rates, run_failure
+from fairmark.report.sections import SECTIONS
 from fairmark.stats import describe, format_value, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, enough
 from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
@@ -288,31 +289,54 @@ class RunReport:
         return dict(out)
 
     def to_dict(self, *, trials: bool = True) -> dict[str, Any]:
-        run = self.run.to_dict()
-        return (
-            {
-                "run": run,
-                "confidence": self.confidence,
-                "baseline": self.baseline,
-                "findings": [jsonable_row(f) for f in self.findings],
-                "cells": [_cell_dict(c, trials) for c in self.cells],
-                "verdicts": [v.to_dict() for v in self.verdicts],
-                "scaling": [s.to_dict() for s in self.scaling],
-                "profiled_note": self.profiled_note,
-                "rerun_note": self.rerun_note,
-                "rss_note": self.rss_note,
-                "failures": [f.to_dict() for f in self.failures],
-                "failed_cells": [f.to_dict() for f in failed_cells(self.cells)],
-                "run_failure": run_failure(self),
-                "errors_start": errors_start(self.failures),
-                "spread": list(self.spreads),
-                "page_cache": _page_cache(self),
-            }
-            | _stability(self)
-            | _hosts(self)
-            | _boots(self)
-            | _profiles(self)
-        )
+        """The run as `--json` has it: each section's keys (report/sections.py), in the sections' order."""
+        doc: dict[str, Any] = {}
+        for name in SECTIONS:
+            if name in JSON_PARTS:
+                doc |= JSON_PARTS[name](self, trials)
+        return doc
+
+
+def _header_json(r: RunReport, _: bool) -> dict[str, Any]:
+    return {
+        "run": r.run.to_dict(),
+        "confidence": r.confidence,
+        "baseline": r.baseline,
+        "profiled_note": r.profiled_note,
+        "rerun_note": r.rerun_note,
+        "rss_note": r.rss_note,
+    }
+
+
+def _failures_json(r: RunReport, _: bool) -> dict[str, Any]:
+    return {
+        "failures": [f.to_dict() for f in r.failures],
+        "errors_start": errors_start(r.failures),
+        "spread": list(r.spreads),
+        "page_cache": _page_cache(r),
+    }
+
+
+def _groups_json(r: RunReport, trials: bool) -> dict[str, Any]:
+    return {"cells": [_cell_dict(c, trials) for c in r.cells]} | _profiles(r)
+
+
+# What `--json` has of each section (report/sections.py), in the sections' order.
+JSON_PARTS: dict[str, Callable[[RunReport, bool], dict[str, Any]]] = {
+    "header": _header_json,
+    "failed": lambda r, _: {
+        "failed_cells": [f.to_dict() for f in failed_cells(r.cells)],
+        "run_failure": run_failure(r),
+    },
+    "verdicts": lambda r, _: {"verdicts": [v.to_dict() for v in r.verdicts]},
+    "hosts": lambda r, _: _hosts(r),
+    "boots": lambda r, _: _boots(r),
+    "groups": _groups_json,
+    "scaling": lambda r, _: {"scaling": [s.to_dict() for s in r.scaling]},
+    "stability": lambda r, _: _stability(r),
+    "failures": _failures_json,
+    "findings": lambda r, _: {"findings": [jsonable_row(f) for f in r.findings]},
+}
 
 
 def _profiles(r: RunReport) -> dict[str, Any]:

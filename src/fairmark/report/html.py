@@ -26,6 +26,7 @@ from fairmark.report import attribution as attr
 from fairmark.report import plots
 from fairmark.report.data import CellReport, RunArtifacts, RunReport
 from fairmark.report.profiles import cpu_line, cpu_view, scope_of
+from fairmark.report.sections import SECTIONS
 from fairmark.report.views import (
     cell_row,
     flatten,
@@ -424,6 +425,13 @@ def _num(x: Any, digits: int = 3) -> str:
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
+@functools.cache
+def html_sections() -> frozenset[str]:
+    """The sections the HTML report shows: each by its template, report/templates/sections/NAME.html.j2."""
+    here = Path(__file__).parent / "templates" / "sections"
+    return frozenset(name for name in SECTIONS if (here / f"{name}.html.j2").is_file())
+
+
 def render_html(
     reports: Sequence[RunReport], *, png_dir: Path | None = None, figures: Figures | None = None
 ) -> tuple[str, list[Path]]:
@@ -436,6 +444,9 @@ def render_html(
         "runs": [run_view(r, figs) for r in reports],  # figures are collected here …
         "environment": environment_view(reports),
         "flame_renderer": (Path(renderer).name if (renderer := plots.flame_renderer()) else None),
+        # each run's sections in their order (report/sections.py): those with a template of their own
+        "sections": SECTIONS,
+        "html_sections": html_sections(),
     }
     figs.render()  # … and drawn here, all at once
     return _env().get_template("report.html.j2").render(**view), figs.png_paths

@@ -4,6 +4,7 @@ plot, verdict sentences, scaling data, warnings and findings. Digits are rounded
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from rich.markup import escape
@@ -13,6 +14,7 @@ from fairmark.plan.model import BUILTIN_METRICS
 from fairmark.report.boots import levels_lines
 from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
+from fairmark.report.sections import SECTIONS
 from fairmark.stats import format_median, format_value
 from fairmark.stats.compare import Comparison
 from fairmark.stats.digits import column_unit, format_cv, format_interval
@@ -305,9 +307,7 @@ def _failed(r: RunReport) -> None:
         console.print(f"  [red]{text}[/]" if not line.startswith(" ") else f"  {text}")
 
 
-def render(r: RunReport, *, plot_width: int = 74) -> None:
-    _header(r)
-    _failed(r)
+def _groups(r: RunReport, plot_width: int) -> None:
     from fairmark.report.attribution import attribute_cells, verdict_caveats
     from fairmark.report.data import MonitorSeries
 
@@ -316,21 +316,33 @@ def render(r: RunReport, *, plot_width: int = 74) -> None:
     for group, cells in r.groups().items():
         console.print()
         _group(r, group, cells, plot_width, attrs, caveats)
+
+
+def _scaling_part(r: RunReport) -> None:
     if r.scaling:
         console.print()
         _scaling(r)
-    from fairmark.report.boots import boot_lines
+
+
+def _stability(r: RunReport) -> None:
     from fairmark.report.stability import lines as stability_lines
 
     for line in stability_lines(r):
         console.text(line)
+
+
+def _boots(r: RunReport) -> None:
+    from fairmark.report.boots import boot_lines
+
     boots = boot_lines(r)
     if boots:
         console.print()
         console.text("boots (A B B A …; the verdicts take the boot as their unit):")
         for line in boots:
             console.text(f"  {line}")
-    _failures(r)
+
+
+def _summary(r: RunReport) -> None:
     significant = [v for v in r.verdicts if v.significant]
     if r.verdicts:
         console.print()
@@ -339,4 +351,23 @@ def render(r: RunReport, *, plot_width: int = 74) -> None:
             f"{sum(v.fdr_significant for v in r.verdicts)} survive Benjamini-Hochberg (FDR "
             f"{100 - r.confidence:g}%) across the run"
         )
-    _findings(r)
+
+
+# What `fairmark show` shows of each section (report/sections.py), in the sections' order.
+PARTS: dict[str, Callable[[RunReport, int], None]] = {
+    "header": lambda r, _: _header(r),
+    "failed": lambda r, _: _failed(r),
+    "boots": lambda r, _: _boots(r),
+    "groups": _groups,
+    "scaling": lambda r, _: _scaling_part(r),
+    "stability": lambda r, _: _stability(r),
+    "failures": lambda r, _: _failures(r),
+    "summary": lambda r, _: _summary(r),
+    "findings": lambda r, _: _findings(r),
+}
+
+
+def render(r: RunReport, *, plot_width: int = 74) -> None:
+    for name in SECTIONS:
+        if name in PARTS:
+            PARTS[name](r, plot_width)

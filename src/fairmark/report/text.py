@@ -8,12 +8,13 @@ then scaling, doctor findings and how to reproduce. Markdown wraps the same text
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fairmark.report import attribution as attr
 from fairmark.report.data import CellReport, RunArtifacts, RunReport
 from fairmark.report.profiles import cpu_line, cpu_view, scope_of
+from fairmark.report.sections import SECTIONS
 from fairmark.report.views import (
     cell_row,
     lock_rows,
@@ -279,7 +280,7 @@ def _reproduce(w: Writer, report: RunReport) -> None:
     w.block(_fold(run.plan_text.rstrip("\n").splitlines(), w.md))
 
 
-def _run(w: Writer, report: RunReport) -> None:
+def _header(w: Writer, report: RunReport, _: TextContext) -> None:
     run = report.run
     w.heading(f"fairmark run {run.id}" + (f" — {run.title}" if run.title else ""), 2)
     w.para(
@@ -296,13 +297,9 @@ def _run(w: Writer, report: RunReport) -> None:
         w.para(report.profiled_note)
     if report.rss_note:
         w.para(report.rss_note)
-    _failed(w, report)
-    arts = RunArtifacts(report)
-    attrs = attr.attribute_cells(report, arts)
-    _verdicts(w, report, attrs)
-    _hosts(w, report)
-    _boots(w, report)
-    _variants(w, report)
+
+
+def _groups(w: Writer, report: RunReport, ctx: TextContext) -> None:
     for group, cells in report.groups().items():
         metric = cells[0].primary_metric
         spec = cells[0].spec(metric)
@@ -314,11 +311,38 @@ def _run(w: Writer, report: RunReport) -> None:
             w.blank()
             w.block(plot.splitlines())
         for c in cells:
-            _cell(w, c, arts, attrs.get(c.key))
-    _scaling(w, report)
-    _failures(w, report)
-    _findings(w, report)
-    _reproduce(w, report)
+            _cell(w, c, ctx.arts, ctx.attrs.get(c.key))
+
+
+class TextContext:
+    """What several sections of one run's text read: its artifacts by cell, and each cell's attribution."""
+
+    def __init__(self, report: RunReport):
+        self.arts = RunArtifacts(report)
+        self.attrs = attr.attribute_cells(report, self.arts)
+
+
+# What the text and Markdown reports show of each section (report/sections.py), in the sections' order.
+PARTS: dict[str, Callable[[Writer, RunReport, TextContext], None]] = {
+    "header": _header,
+    "failed": lambda w, r, _: _failed(w, r),
+    "verdicts": lambda w, r, ctx: _verdicts(w, r, ctx.attrs),
+    "hosts": lambda w, r, _: _hosts(w, r),
+    "boots": lambda w, r, _: _boots(w, r),
+    "variants": lambda w, r, _: _variants(w, r),
+    "groups": _groups,
+    "scaling": lambda w, r, _: _scaling(w, r),
+    "failures": lambda w, r, _: _failures(w, r),
+    "findings": lambda w, r, _: _findings(w, r),
+    "reproduce": lambda w, r, _: _reproduce(w, r),
+}
+
+
+def _run(w: Writer, report: RunReport) -> None:
+    ctx = TextContext(report)
+    for name in SECTIONS:
+        if name in PARTS:
+            PARTS[name](w, report, ctx)
 
 
 def render_text(reports: Sequence[RunReport], *, markdown: bool = False) -> str:
