@@ -3,7 +3,8 @@
 Both commits are checked out in worktrees of their own and built with bisect's machinery (bisect.git.Repo:
 signal-safe, the repository left exactly as found, what a killed predecessor left undone first), then measured
 in ONE run whose two variants are the two builds — `base` (the baseline) and `head`, each workload finding its
-build in `$FAIRMARK_CHECKOUT` — interleaved in the run's seeded random order and stopped as every run is. Both
+build in `$FAIRMARK_CHECKOUT` — interleaved in the run's seeded random order and stopped when decided (`stop =
+"decision"`, issue 36, unless the plan's [run] chose a stop). Both
 sides see the same machine at the same moments, so a shared CI runner's load is in both: the verdict is the
 run's own, paired by round, which is the strongest evidence fairmark has. The gate is `check --against
 variant`'s (report.check: the one regression rule of run, check and bisect), a metric's own `fail_on_pct`
@@ -13,7 +14,7 @@ taking the place of the threshold where the plan gives one. The run is tagged wi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fairmark.assemble import RunRequest, execute_run
 from fairmark.bisect.search import Bisect, BisectOptions, step_plan
@@ -61,6 +62,8 @@ class AB(Bisect):
     def _measure_both(self, base: str, head: str) -> tuple[str, dict[tuple[str, str], float]]:
         base_dir, head_dir = self._built(base, BASE), self._built(head, HEAD)
         loaded = step_plan(self.text, self.opts.plan_path, {BASE: base_dir, HEAD: head_dir})
+        # the question is "is head different, and which way": stop when decided, unless the plan chose a stop
+        loaded = replace(loaded, plan=loaded.plan.with_decision_stop())
         request = RunRequest(
             loaded,
             quick=self.opts.quick,
