@@ -60,6 +60,7 @@ class RunRequest:
     monitor_interval: float = 1.0
     profile: tuple[str, ...] = ()
     allow_concurrent: bool = False
+    wait_lock: float = 0.0  # seconds to wait for another run's host lock (--wait-lock) before refusing
     hold_lock: bool = True
     # the environment snapshots and the doctor's gate before the run (off: the suite's many short A/A runs)
     probe: bool = True
@@ -179,19 +180,31 @@ def _host_lock(
         return nullcontext()
     label = request.lock_label or request.resume or ""
     return host_lock(
-        request.loaded.path, label, allow_concurrent=request.allow_concurrent or remote_only, warn=warn
+        request.loaded.path,
+        label,
+        allow_concurrent=request.allow_concurrent or remote_only,
+        wait_s=request.wait_lock,
+        warn=warn,
     )
 
 
 @contextmanager
 def host_lock(
-    plan_path: str, label: str, *, allow_concurrent: bool = False, warn: Callable[[str], None] = console.warn
+    plan_path: str,
+    label: str,
+    *,
+    allow_concurrent: bool = False,
+    wait_s: float = 0.0,
+    warn: Callable[[str], None] = console.warn,
 ) -> Iterator[None]:
-    """This machine's lock for one or several runs of `plan_path` (`label`: the run id, "calibrate", "bisect"),
-    its notes (a stale lock taken over, a concurrent run allowed) said through `warn`."""
+    """This machine's lock for one or several runs of `plan_path` (`label`: the run id, "calibrate", "bisect";
+    each run writes its own id into it when it starts), its notes (a stale lock taken over, a concurrent run
+    allowed) said through `warn`. `wait_s`: how long to wait for another run's lock (--wait-lock), saying once
+    who holds it, before refusing (exit 3)."""
     from fairmark.run.lock import HostLock
 
-    with HostLock({"plan": plan_path, "run_id": label}, allow_concurrent=allow_concurrent) as lock:
+    info = {"plan": plan_path, "run_id": label}
+    with HostLock(info, allow_concurrent=allow_concurrent, wait_s=wait_s, on_wait=console.note) as lock:
         for note in lock.notes:
             warn(note)
         yield

@@ -8,6 +8,7 @@ import time
 
 import click
 
+from fairmark.cli._lockwait import lock_first, wait_lock_option
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.check import _show, _threshold, _write
 from fairmark.cli.common import common_options, open_store
@@ -56,6 +57,7 @@ from fairmark.errors import GateTripped
 @click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials.")
 @click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
 @tag_option("Also tag the run with this (repeatable); it is tagged ab.base, ab.head and commit anyway.")
+@wait_lock_option
 @common_options
 def ab(
     base: str,
@@ -73,9 +75,11 @@ def ab(
     no_monitors: bool,
     monitor_interval: float,
     tag_items: tuple[str, ...],
+    wait_lock: float,
 ) -> None:
     """Build BASE and HEAD in checkouts of their own and measure both in ONE run, interleaved (the variants
     `base` and `head`); exit 1 on a regression of HEAD proven beyond --fail-on, as `check` does."""
+    lock_first(wait_lock, allow_concurrent=allow_concurrent)  # before the imports a refusal need not pay for
     from fairmark.assemble import host_lock
     from fairmark.bisect.ab import AB
     from fairmark.bisect.search import BisectOptions
@@ -102,7 +106,7 @@ def ab(
     # SIGTERM/SIGHUP (a CI cancel) from here on unwind: the lock released, the repository put back, exit 128+N
     with unwinding():
         job = AB(opts, store, seed=seed, progress=TerminalProgress, note=console.note, warn=console.warn)
-        with host_lock(plan_path, "ab", allow_concurrent=allow_concurrent):
+        with host_lock(plan_path, "ab", allow_concurrent=allow_concurrent, wait_s=wait_lock):
             done = job.run()
     for problem in done.cleanup_problems:
         console.warn(f"the repository is not as it was: {problem}")

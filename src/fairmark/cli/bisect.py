@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
+from fairmark.cli._lockwait import lock_first, wait_lock_option
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.check import _threshold
 from fairmark.cli.common import common_options, open_store
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 @click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials.")
 @click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
 @tag_option("Also tag every step's run with this (repeatable); each is tagged commit=SHA anyway.")
+@wait_lock_option
 @common_options
 def bisect(
     good: str,
@@ -75,9 +77,11 @@ def bisect(
     no_monitors: bool,
     monitor_interval: float,
     tag_items: tuple[str, ...],
+    wait_lock: float,
 ) -> None:
     """Drive `git bisect` with proven verdicts: each candidate built in its own checkout and measured
     interleaved against the good commit; good/bad only when proven, else more runs, then skip."""
+    lock_first(wait_lock, allow_concurrent=allow_concurrent)  # before the imports a refusal need not pay for
     from fairmark.assemble import host_lock
     from fairmark.bisect.search import Bisect, BisectOptions
     from fairmark.cli._progress import TerminalProgress
@@ -102,7 +106,7 @@ def bisect(
     # SIGTERM/SIGHUP (a CI cancel) from here on unwind: the lock released, the repository put back, exit 128+N
     with unwinding():
         search = Bisect(opts, open_store(), progress=TerminalProgress, note=console.note, warn=console.warn)
-        with host_lock(plan_path, "bisect", allow_concurrent=allow_concurrent):
+        with host_lock(plan_path, "bisect", allow_concurrent=allow_concurrent, wait_s=wait_lock):
             result = search.run()
     for problem in result.cleanup_problems:
         console.warn(f"the repository is not as it was: {problem}")

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from fairmark.cli._lockwait import lock_first, wait_lock_option
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
 
@@ -129,6 +130,7 @@ def aa_runs(
     help="Do not sample vmstat-like monitors during trials (calibrates runs made with --no-monitors).",
 )
 @click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
+@wait_lock_option
 @common_options
 def calibrate(
     plan: str,
@@ -138,10 +140,12 @@ def calibrate(
     allow_concurrent: bool,
     no_monitors: bool,
     monitor_interval: float,
+    wait_lock: float,
 ) -> None:
     """Measure this machine's false-positive rate and detectable change for each workload of PLAN: K A/A runs
     (the baseline against an exact twin, interleaved, the plan's trial counts, the monitors `run` samples unless
     --no-monitors). Stored per host and workload; later verdicts on this host show them."""
+    lock_first(wait_lock, allow_concurrent=allow_concurrent)  # before the imports a refusal need not pay for
     from fairmark.assemble import RunRequest, host_lock
     from fairmark.plan.load import LoadedPlan, load_plan
 
@@ -165,7 +169,7 @@ def calibrate(
             hold_lock=False,  # held here across the K runs
         )
 
-    with host_lock(loaded.path, "calibrate", allow_concurrent=allow_concurrent):
+    with host_lock(loaded.path, "calibrate", allow_concurrent=allow_concurrent, wait_s=wait_lock):
         found, run_ids, host = aa_runs(request, store, runs)
     policy = aa.plan.policy(quick)
     rows = _rows(found, run_ids, host, loaded, policy.confidence, policy)

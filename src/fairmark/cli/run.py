@@ -7,19 +7,23 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from fairmark.assemble import RunRequest, execute_run
+from fairmark.cli._lockwait import lock_first, wait_lock_option
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console
 from fairmark.errors import GateTripped, RunFailed, UsageError
-from fairmark.plan.load import LoadedPlan, check_hosts, load_plan, parse_plan
-from fairmark.report.data import RunReport, load_report
-from fairmark.report.failures import run_failure
-from fairmark.verdict.run import RunVerdicts
+
+# The rest is imported when a run is on its way, after the host lock was looked at (cli/_lockwait.py): a run
+# refused because another holds the lock does not pay a second of CPU for imports first.
+if TYPE_CHECKING:
+    from fairmark.assemble import RunRequest
+    from fairmark.plan.load import LoadedPlan
+    from fairmark.report.data import RunReport
+    from fairmark.verdict.run import RunVerdicts
 
 
 def _gate(report: RunReport, fail_on_regression: float | None) -> None:
@@ -47,6 +51,9 @@ def _environment_to_stderr(report: RunReport) -> None:
 
 
 def _finish(store: Any, run_id: str, fail_on_regression: float | None, judged: RunVerdicts | None) -> None:
+    from fairmark.report.data import load_report
+    from fairmark.report.failures import run_failure
+
     report = load_report(store, run_id, judged)
     if console.json_mode:
         console.emit_json(report.to_dict())
@@ -66,6 +73,7 @@ def _finish(store: Any, run_id: str, fail_on_regression: float | None, judged: R
 
 
 def _execute(request: RunRequest, fail_on_regression: float | None, progress: Any = None) -> None:
+    from fairmark.assemble import execute_run
     from fairmark.cli._progress import TerminalProgress
 
     store = open_store()
@@ -102,6 +110,7 @@ _run_options = [
     click.option(
         "--hosts", metavar="A,B,…", help="A fleet: the plan on each host at once, one run per host."
     ),
+    wait_lock_option,
 ]
 
 
@@ -161,7 +170,7 @@ def _backfill(plan, tags, quick, accept_risk, allow_concurrent, no_monitors, int
         note=console.note,
         warn=console.warn,
     )
-    with host_lock(plan, "backfill", allow_concurrent=allow_concurrent):
+    with host_lock(plan, "backfill", allow_concurrent=allow_concurrent, wait_s=opts["wait_lock"]):
         done = job.run()
     for problem in done.cleanup_problems:
         console.warn(f"the repository is not as it was: {problem}")
@@ -243,14 +252,18 @@ def run(
     profile: str | None,
     host: str | None,
     hosts: str | None,
+    wait_lock: float,
     **backfill: Any,
 ) -> None:
     """Run PLAN: interleaved trials of every cell, stored as they finish, then the verdicts.
 
     PLAN may be a bundle (`fairmark export RUN`): its run is run again here — its plan text, seed and scale —
     and recorded as a re-run of it; `fairmark compare-runs ORIGINAL RERUN` then holds the two side by side."""
+    if not (dry_run or host or hosts):  # on hosts only (--host, a fleet): this machine is not locked
+        lock_first(wait_lock, allow_concurrent=allow_concurrent, plan=plan)
     tags = parse_tags(tag_items)
     if backfill["commits"]:
+        backfill["wait_lock"] = wait_lock
         return _backfill(
             plan, tags, quick, accept_risk, allow_concurrent, no_monitors, monitor_interval, backfill
         )
@@ -263,26 +276,41 @@ def run(
         return
     if jobs is not None:
         raise UsageError("--jobs N is for --hosts A,B,…: how many of the hosts run at once")
-    if rerun:
-        quick, calibrate = quick or rerun.quick, calibrate or rerun.calibrate
-        seed = rerun.seed if seed is None else seed
-    if dry_run:
-        _dry_run(loaded, quick, rerun.warnings if rerun else ())
-        return
-    request = RunRequest(
+    _one(
         loaded,
+        rerun,
+        dry_run,
+        fail_on_regression,
         quick=quick,
         seed=seed,
         accept_risk=accept_risk,
         keep_scratch=keep_scratch,
         calibrate=calibrate,
-        command_line=shlex.join(["fairmark", *sys.argv[1:]]),
         tags=tags,
-        rerun_of=rerun.record if rerun else None,
         allow_concurrent=allow_concurrent,
+        wait_lock=wait_lock,
         **_hook_options(no_monitors, monitor_interval, profile),
     )
-    _start(request, rerun, fail_on_regression)
+
+
+def _one(
+    loaded: LoadedPlan, rerun: Any, dry_run: bool, fail_on_regression: float | None, **fields: Any
+) -> None:
+    """One run of `loaded` (a bundle's re-run: its scale, its seed unless --seed), or its --dry-run."""
+    from fairmark.assemble import RunRequest
+
+    if rerun:
+        fields["quick"] = fields["quick"] or rerun.quick
+        fields["calibrate"] = fields["calibrate"] or rerun.calibrate
+        fields["seed"] = rerun.seed if fields["seed"] is None else fields["seed"]
+    if dry_run:
+        _dry_run(loaded, fields["quick"], rerun.warnings if rerun else ())
+        return
+    command_line = shlex.join(["fairmark", *sys.argv[1:]])
+    rerun_of = rerun.record if rerun else None
+    _start(
+        RunRequest(loaded, command_line=command_line, rerun_of=rerun_of, **fields), rerun, fail_on_regression
+    )
 
 
 def _hook_options(no_monitors: bool, monitor_interval: float, profile: str | None) -> dict[str, Any]:
@@ -316,6 +344,7 @@ def _load(plan: str, map_hosts: tuple[str, ...], host: str | None) -> tuple[Load
     """PLAN as a plan file, or as a bundle whose run is run again (cli/_rerun.py); `host`: --host (or the first
     of --hosts, to check the bundle before the fleet starts)."""
     from fairmark.cli._rerun import is_bundle
+    from fairmark.plan.load import LoadedPlan, check_hosts, load_plan
 
     if is_bundle(plan):
         from fairmark.cli._rerun import load_rerun, parse_map_hosts
@@ -346,8 +375,12 @@ def resume(
     profile: str | None,
     host: str | None,
     hosts: str | None,
+    wait_lock: float,
 ) -> None:
     """Continue an interrupted run: finished trials are kept, the interrupted one is re-run."""
+    from fairmark.assemble import RunRequest
+    from fairmark.plan.load import LoadedPlan, parse_plan
+
     stored = open_store().get_run(run_ref)
     loaded = LoadedPlan(
         plan=parse_plan(stored.plan_text, stored.plan_path), path=stored.plan_path, text=stored.plan_text
@@ -367,6 +400,7 @@ def resume(
         command_line=stored.command_line,
         resume=stored.id,
         allow_concurrent=allow_concurrent,
+        wait_lock=wait_lock,
         **_hook_options(no_monitors, monitor_interval, profile),
     )
     _execute(request, fail_on_regression)

@@ -18,6 +18,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,9 +135,94 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+POLL_S = 0.25  # how often a waiting run tries the lock again
+
+
+def holder_text(holder: dict[str, Any]) -> str:
+    """Who holds the lock, as its file says: PID, plan, run (or what the holder runs: calibrate, bisect, ab)."""
+    since = holder.get("since")
+    held = f", for {time.time() - since:.0f} s" if isinstance(since, int | float) else ""
+    return f"PID {holder.get('pid', '?')}, plan {holder.get('plan') or '?'}, run {holder.get('run_id') or '?'}{held}"
+
+
+def _read(fd: int) -> dict[str, Any]:
+    try:
+        doc = json.loads(os.pread(fd, 65536, 0).decode() or "{}")
+    except (ValueError, OSError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _flock(fd: int, wait_s: float, on_wait: Callable[[str], None] | None) -> dict[str, Any] | None:
+    """Lock `fd` exclusively, trying again for up to wait_s seconds; None once locked, else the holder (read
+    from the file at the last try). `on_wait` hears once who holds it, when this starts waiting."""
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return None
+        except BlockingIOError:
+            holder = _read(fd)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return holder
+        if on_wait is not None and not told:
+            on_wait(
+                f"the host lock is held by {holder_text(holder)}; waiting up to {_duration(wait_s)} for it"
+            )
+            told = True
+        time.sleep(min(POLL_S, left))
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 120 else f"{seconds:g} s"
+
+
+def _refusal(holder: dict[str, Any], wait_s: float) -> EnvironmentRefused:
+    waited = f"waited {_duration(wait_s)}; " if wait_s > 0 else ""
+    return EnvironmentRefused(
+        f"another fairmark run holds the host lock: {holder_text(holder)}",
+        hint=f"{waited}wait for it with --wait-lock DURATION, or pass --allow-concurrent (both results are then "
+        "perturbed)",
+    )
+
+
+def wait_until_free(wait_s: float = 0.0, on_wait: Callable[[str], None] | None = None) -> None:
+    """Return when the host lock is free — tried with one flock, taken and let go at once —, waiting up to wait_s
+    seconds for it (`on_wait` hears once who holds it); else EnvironmentRefused (exit 3) naming the holder.
+    For a command's first lines, before its heavy imports: a run that is refused (or waits) costs a few
+    milliseconds of CPU, not the second of imports a loaded machine stretches to many. Standard library only.
+    The run still takes the lock itself (HostLock): another may take it in between."""
+    path = lock_path()
+    if os.environ.get("FAIRMARK_LOCK_PATH"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fd = open_lock_file(path)
+    try:
+        holder = _flock(fd, wait_s, on_wait)
+        if holder is not None:
+            raise _refusal(holder, wait_s)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 class HostLock:
-    def __init__(self, info: dict[str, Any], *, allow_concurrent: bool = False):
+    """This machine's lock, held while a run (or calibrate's, a bisect's, ab's runs) measures. `wait_s`: wait
+    that long for a holder to finish (`--wait-lock`), `on_wait` hearing once who it is, before refusing."""
+
+    _held: HostLock | None = None  # the lock this process holds (announce_run writes the run's id into it)
+
+    def __init__(
+        self,
+        info: dict[str, Any],
+        *,
+        allow_concurrent: bool = False,
+        wait_s: float = 0.0,
+        on_wait: Callable[[str], None] | None = None,
+    ):
         self.info, self.allow_concurrent = info, allow_concurrent
+        self.wait_s, self.on_wait = wait_s, on_wait
         self.path = lock_path()
         self.fd: int | None = None
         self.notes: list[str] = []
@@ -145,10 +231,8 @@ class HostLock:
         if os.environ.get("FAIRMARK_LOCK_PATH"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = open_lock_file(self.path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = self._read(fd)
+        holder = _flock(fd, 0.0 if self.allow_concurrent else self.wait_s, self.on_wait)
+        if holder is not None:
             os.close(fd)
             if self.allow_concurrent:
                 self.notes.append(
@@ -156,34 +240,27 @@ class HostLock:
                     "running concurrently as asked (--allow-concurrent): both are perturbed"
                 )
                 return self
-            raise EnvironmentRefused(
-                f"another fairmark run holds the host lock: PID {holder.get('pid', '?')}, "
-                f"plan {holder.get('plan', '?')}, run {holder.get('run_id', '?')}",
-                hint="wait for it to finish, or pass --allow-concurrent (both results are then perturbed)",
-            ) from None
-        previous = self._read(fd)
+            raise _refusal(holder, self.wait_s)
+        previous = _read(fd)
         if previous.get("pid") and previous["pid"] != os.getpid() and not pid_alive(int(previous["pid"])):
             self.notes.append(
                 f"took over a stale host lock of PID {previous['pid']} "
                 f"(plan {previous.get('plan', '?')}), which died without releasing it"
             )
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(self.info | {"pid": os.getpid(), "since": time.time()}).encode(), 0)
+        self.info |= {"pid": os.getpid(), "since": time.time()}
+        self._write(fd)
         self.fd = fd
+        HostLock._held = self
         return self
 
-    @staticmethod
-    def _read(fd: int) -> dict[str, Any]:
-        try:
-            return json.loads(os.pread(fd, 65536, 0).decode() or "{}")
-        except (ValueError, OSError):
-            return {}
+    def _write(self, fd: int) -> None:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(self.info).encode(), 0)
 
     def update(self, **info: Any) -> None:
         if self.fd is not None:
             self.info |= info
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, json.dumps(self.info | {"pid": os.getpid()}).encode(), 0)
+            self._write(self.fd)
 
     def __exit__(self, *exc: object) -> None:
         from fairmark.run.signals import held
@@ -194,3 +271,12 @@ class HostLock:
                 fcntl.flock(self.fd, fcntl.LOCK_UN)
                 os.close(self.fd)
                 self.fd = None
+            if HostLock._held is self:
+                HostLock._held = None
+
+
+def announce_run(run_id: str) -> None:
+    """The run this process measures now, written into the host lock it holds (if it holds it): a run refused or
+    waiting names it. The lock is taken before the run has an id (and calibrate's and a bisect's span several)."""
+    if HostLock._held is not None:
+        HostLock._held.update(run_id=run_id)

@@ -23,6 +23,7 @@ from fairmark.run.executor import execute_spec
 from fairmark.run.gate import Gate, VolatileWatch, host_id, hostname
 from fairmark.run.host import Host, Hosts
 from fairmark.run.launch_server import serving
+from fairmark.run.lock import announce_run
 from fairmark.run.options import Progress, RunOptions, trial_event
 from fairmark.run.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
 from fairmark.run.secrets import Scrubber
@@ -121,6 +122,7 @@ class Runner:
             notes=[],
             tags=self._scrub.json(self.options.tags),
         )
+        announce_run(self.run_id)  # the host lock says which run holds it
         self.store.add_findings(self.run_id, "before", self._scrub.json(found))
         self.hosts.store_snapshots(self.store, self.run_id)
         return self._execute(runtimes, seed)
@@ -132,6 +134,7 @@ class Runner:
         if run.status == "done":
             raise FairmarkError(f"run {run.id} is already complete; nothing to resume")
         self.run_id = run.id
+        announce_run(run.id)
         cells = self.store.cells(run.id)
         if run.status == "failed" and not any(c.status == "active" for c in cells):
             raise FairmarkError(
