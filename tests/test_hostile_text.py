@@ -133,6 +133,8 @@ def test_options_end_before_the_destination() -> None:
     argv = conn.ssh_argv("python3", "-c", "print(1)")
     assert argv[argv.index("--") :] == ["--", "root@box", "python3", "-c", "print(1)"]
     assert argv[argv.index("--") - 2 : argv.index("--")] == ["-p", "2222"]
+    master = conn._master_argv()  # the ControlMaster's -N (no command) is an option: before `--`
+    assert master[master.index("--") - 1 :] == ["-N", "--", "root@box"]
 
 
 @pytest.mark.parametrize(

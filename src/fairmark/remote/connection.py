@@ -293,8 +293,11 @@ class HostConnection:
             time.sleep(0.02)
 
     def _master_argv(self) -> list[str]:
-        argv = self.ssh_argv(master=True)  # ends with the destination; -N (no command) goes before it
-        return [*argv[:-1], "-N", argv[-1]]
+        argv = self.ssh_argv(
+            master=True
+        )  # ends with `-- DESTINATION`; -N (no command) is an option: before it
+        end = argv.index("--")
+        return [*argv[:end], "-N", *argv[end:]]
 
     def _stop_master(self) -> None:
         if self._master and self._master.poll() is None:
