@@ -579,6 +579,58 @@ def case_decision_bisect(shape: RunShape, ratio: float = 1.0):
     return one
 
 
+def boot_values(rng, boots: int, per_boot: int, factor: float, boot_sd: float, trial_cv: float):
+    """One variant's boots: each its own offset (σ boot_sd), each trial its own noise (CV trial_cv)."""
+    offsets = rng.normal(0.0, boot_sd, boots)
+    return 100.0 * factor * (1 + offsets[:, None]) * (1 + trial_cv * rng.standard_normal((boots, per_boot)))
+
+
+def case_boots(ratio=1.0, *, boot_sd=0.01, trial_cv=0.015, auto=True, boots=2, want="different"):
+    """A run of two boot variants, A B B A …: boots = "auto" (min 2, max 8, looking after every block with
+    run.stoprule.boot_decision, judged as the run is: the boot as the unit, its sequential test) or a fixed
+    number of boots per variant (judged by stats.levels' unit test); 5 trials per boot. (the verdict is `want`,
+    boots per variant used)."""
+    from fairmark.plan.model import RunPolicy
+    from fairmark.run.stoprule import boot_decision
+    from fairmark.verdict.pairs import RunDesign, within_run
+    from fairmark.verdict.run import boot_design
+
+    policy = RunPolicy(min_trials=5, max_trials=30, boots="auto" if auto else boots, min_boots=2, max_boots=8)
+    per, most = 5, (8 if auto else boots)
+
+    def stops(xa, xb, k):
+        cs = [
+            SimpleNamespace(
+                cell=SimpleNamespace(group="w", variant=v),
+                values=list(x[:k].ravel()),
+                value_rounds=list(range(k * per)),
+            )
+            for v, x in (("A", xa), ("B", xb))
+        ]
+        return boot_decision(
+            [SimpleNamespace(workload=SimpleNamespace(name="w"), cells=cs)], policy, "A", per, k
+        )
+
+    def one(rng):
+        xa = boot_values(rng, most, per, 1.0, boot_sd, trial_cv)
+        xb = boot_values(rng, most, per, ratio, boot_sd, trial_cv)
+        k = most
+        for k in range(2, most + 1, 2) if auto else [most]:
+            if auto and stops(xa, xb, k):
+                break
+        cells = tuple(
+            cell(v, x[:k].ravel(), range(k * per), boots=[f"{v}{i // per}" for i in range(k * per)])
+            for v, x in (("A", xa), ("B", xb))
+        )
+        design = RunDesign("A", 95.0, by_boot=True, sequential=boot_design(policy.model_dump()))
+        (v,) = within_run(cells, design)
+        c = v.comparison
+        hit = c.significant if want == "different" else (c.sequential or {}).get("decision") == want
+        return hit, k
+
+    return one
+
+
 def sequential_design_of(shape: RunShape):
     from fairmark.verdict.run import sequential_design
 
@@ -645,6 +697,19 @@ DECISION_CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
         lambda: case_decision(RunShape(), 1.03, "covers"),
     ),
     (D, "coverage", "interval covers the ratio 1.2, CV 2%", lambda: case_decision(RunShape(), 1.2, "covers")),
+    ("boots = auto", "A/A", "boot σ 1%, trial CV 1.5%, 2 to 8 boots", lambda: case_boots()),
+    ("boots = auto", "A/A", "boot σ 3%, trial CV 1.5%, 2 to 8 boots", lambda: case_boots(boot_sd=0.03)),
+    ("boots = auto", "A/A", "boot σ 0.2%, trial CV 1.5%, 2 to 8 boots", lambda: case_boots(boot_sd=0.002)),
+    ("boots = auto", "power", "3% slower, boot σ 1%, trial CV 1.5%", lambda: case_boots(1.03)),
+    (
+        "boots = auto",
+        "equivalence",
+        "A/A proven within ±2%, boot σ 1%",
+        lambda: case_boots(1.0, want="equivalent"),
+    ),
+    ("boots = 2", "A/A", "boot σ 1%, trial CV 1.5% (before: fixed)", lambda: case_boots(auto=False)),
+    ("boots = 2", "power", "3% slower, boot σ 1% (before: fixed)", lambda: case_boots(1.03, auto=False)),
+    ("boots = 8", "power", "3% slower, boot σ 1% (fixed)", lambda: case_boots(1.03, auto=False, boots=8)),
     (
         "bisect, stop = decision",
         "A/A",
