@@ -186,3 +186,5 @@ def test_run_shows_planted_events_with_their_time(tmp_path: Path):
     monitor = next(svg.split("</svg>")[0] for svg in page.split("<svg")[1:] if "CPU % by state" in svg)
     assert "hung_task" in monitor and "oops" in monitor and "#7b2cbf" in monitor
     assert "purple lines on the timeline above" in page and "fairmark planted test message" in page
+    # … and its stability section (report/stability.SECTION: one module and its template) says what show says
+    assert "<h3>Stability</h3>" in page and "stability overload/default: survived" in page

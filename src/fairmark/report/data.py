@@ -17,7 +17,6 @@ from typing import Any, Protocol
 
 from fairmark.plan.metric import MetricSpec
 from fairmark.report.failures import FailureRate, errors_start, failed_cells, failure_rates, run_failure
-from fairmark.report.sections import SECTIONS
 from fairmark.stats import describe, format_value, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, enough
 from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
@@ -290,10 +289,14 @@ class RunReport:
 
     def to_dict(self, *, trials: bool = True) -> dict[str, Any]:
         """The run as `--json` has it: each section's keys (report/sections.py), in the sections' order."""
+        from fairmark.report.sections import SECTIONS  # its sections' modules read this one
+
         doc: dict[str, Any] = {}
-        for name in SECTIONS:
-            if name in JSON_PARTS:
-                doc |= JSON_PARTS[name](self, trials)
+        for section in SECTIONS:
+            if section.json:
+                doc |= section.json(self)
+            elif section.name in JSON_PARTS:
+                doc |= JSON_PARTS[section.name](self, trials)
         return doc
 
 
@@ -333,7 +336,6 @@ JSON_PARTS: dict[str, Callable[[RunReport, bool], dict[str, Any]]] = {
     "boots": lambda r, _: _boots(r),
     "groups": _groups_json,
     "scaling": lambda r, _: {"scaling": [s.to_dict() for s in r.scaling]},
-    "stability": lambda r, _: _stability(r),
     "failures": _failures_json,
     "findings": lambda r, _: {"findings": [jsonable_row(f) for f in r.findings]},
 }
@@ -354,15 +356,6 @@ def _page_cache(r: RunReport) -> list[dict[str, Any]]:
     from fairmark.report.pagecache import flags
 
     return flags(r)
-
-
-def _stability(r: RunReport) -> dict[str, Any]:
-    """Stability runs' kernel events and verdicts (only for runs with a stability workload)."""
-    if not any("kernel_events" in c.values for c in r.cells):
-        return {}
-    from fairmark.report.stability import kernel_events, stability
-
-    return {"kernel_events": kernel_events(r), "stability": stability(r)}
 
 
 def _hosts(r: RunReport) -> dict[str, Any]:

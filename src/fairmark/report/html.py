@@ -26,7 +26,7 @@ from fairmark.report import attribution as attr
 from fairmark.report import plots
 from fairmark.report.data import CellReport, RunArtifacts, RunReport
 from fairmark.report.profiles import cpu_line, cpu_view, scope_of
-from fairmark.report.sections import SECTIONS
+from fairmark.report.sections import NAMES, SECTIONS
 from fairmark.report.views import (
     cell_row,
     flatten,
@@ -332,7 +332,7 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
             "command_line": run.command_line,
             "seed": run.seed,
         },
-    }
+    } | {s.name: s.html(report) for s in SECTIONS if s.html}  # a section's own view, under its name
 
 
 def host_lines(report: RunReport) -> list[str]:
@@ -429,7 +429,7 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 def html_sections() -> frozenset[str]:
     """The sections the HTML report shows: each by its template, report/templates/sections/NAME.html.j2."""
     here = Path(__file__).parent / "templates" / "sections"
-    return frozenset(name for name in SECTIONS if (here / f"{name}.html.j2").is_file())
+    return frozenset(name for name in NAMES if (here / f"{name}.html.j2").is_file())
 
 
 def render_html(
@@ -445,7 +445,7 @@ def render_html(
         "environment": environment_view(reports),
         "flame_renderer": (Path(renderer).name if (renderer := plots.flame_renderer()) else None),
         # each run's sections in their order (report/sections.py): those with a template of their own
-        "sections": SECTIONS,
+        "sections": NAMES,
         "html_sections": html_sections(),
     }
     figs.render()  # … and drawn here, all at once

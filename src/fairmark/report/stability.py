@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from fairmark.console import console
 from fairmark.report.data import CellReport, RunReport
+from fairmark.report.section import Section
 from fairmark.stats.rates import compare_rates, poisson_ci
 from fairmark.store.events import events_in
 
@@ -95,3 +97,18 @@ def lines(r: RunReport) -> list[str]:
         if "vs_baseline" in v:
             text.append(f"    event rate vs {r.baseline}: {v['vs_baseline']['sentence']}")
     return text
+
+
+def _terminal(r: RunReport) -> None:
+    for line in lines(r):
+        console.text(line)
+
+
+def _json(r: RunReport) -> dict[str, Any]:
+    """Only for runs with a stability workload."""
+    if not any("kernel_events" in c.values for c in r.cells):
+        return {}
+    return {"kernel_events": kernel_events(r), "stability": stability(r)}
+
+
+SECTION = Section("stability", terminal=_terminal, json=_json, html=lines)

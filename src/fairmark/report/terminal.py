@@ -324,13 +324,6 @@ def _scaling_part(r: RunReport) -> None:
         _scaling(r)
 
 
-def _stability(r: RunReport) -> None:
-    from fairmark.report.stability import lines as stability_lines
-
-    for line in stability_lines(r):
-        console.text(line)
-
-
 def _boots(r: RunReport) -> None:
     from fairmark.report.boots import boot_lines
 
@@ -360,7 +353,6 @@ PARTS: dict[str, Callable[[RunReport, int], None]] = {
     "boots": lambda r, _: _boots(r),
     "groups": _groups,
     "scaling": lambda r, _: _scaling_part(r),
-    "stability": lambda r, _: _stability(r),
     "failures": lambda r, _: _failures(r),
     "summary": lambda r, _: _summary(r),
     "findings": lambda r, _: _findings(r),
@@ -368,6 +360,8 @@ PARTS: dict[str, Callable[[RunReport, int], None]] = {
 
 
 def render(r: RunReport, *, plot_width: int = 74) -> None:
-    for name in SECTIONS:
-        if name in PARTS:
-            PARTS[name](r, plot_width)
+    for section in SECTIONS:
+        if section.terminal:
+            section.terminal(r)
+        elif section.name in PARTS:
+            PARTS[section.name](r, plot_width)

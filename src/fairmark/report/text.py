@@ -340,9 +340,11 @@ PARTS: dict[str, Callable[[Writer, RunReport, TextContext], None]] = {
 
 def _run(w: Writer, report: RunReport) -> None:
     ctx = TextContext(report)
-    for name in SECTIONS:
-        if name in PARTS:
-            PARTS[name](w, report, ctx)
+    for section in SECTIONS:
+        if section.text:
+            section.text(w, report)
+        elif section.name in PARTS:
+            PARTS[section.name](w, report, ctx)
 
 
 def render_text(reports: Sequence[RunReport], *, markdown: bool = False) -> str:
