@@ -326,3 +326,48 @@ def test_item2_a_read_only_fio_test_expects_no_writes() -> None:
         "zero spread" in w for w in judge_one(Pair(zeros, zeros)).warnings
     )  # a time reading 0: suspect
     assert not any("zero spread" in w for w in judge_one(Pair(zeros, zeros, constant_expected=True)).warnings)
+
+
+def test_item1_a_cell_stopped_at_max_trials_gives_its_own_ci_and_no_planned_count() -> None:
+    from fairmark.plan.model import RunPolicy
+    from fairmark.plan.schedule import Cell
+    from fairmark.run.prepare import CellState, WorkloadRuntime
+    from fairmark.run.stoprule import stops
+
+    quiet = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2]  # ±0.6%
+    noisy = [100.0, 160.0, 70.0, 130.0, 90.0, 140.0]  # ±30%
+    cells = [
+        CellState(Cell("w", v), i, values=list(x)) for i, (v, x) in enumerate((("a", quiet), ("b", noisy)))
+    ]
+    for cs in cells:
+        cs.rounds_done = set(range(6))
+    rt = WorkloadRuntime(None, None, {}, {}, cells, [])  # type: ignore[arg-type]
+    policy = RunPolicy(min_trials=3, max_trials=6, target_ci_pct=1.0)
+    reasons = dict((cs.cell.variant, why) for cs, why in stops(rt, policy, "a"))
+    assert set(reasons) == {"a", "b"}
+    for why in reasons.values():
+        assert "max_trials (6) reached before the CI target ±1%" in why and "were planned" not in why, why
+    assert reasons["a"].endswith("CI achieved ±0.75%") and reasons["b"].endswith("CI achieved ±31%"), reasons
+
+
+def test_item1_a_busy_machine_gets_one_headline_not_a_line_per_cell(
+    screens, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import screens_store
+    from fairmark.console import console
+    from fairmark.report.data import load_report
+    from fairmark.report.terminal import render
+
+    run_id = screens_store.RUN_IDS[2]
+    load = {"id": "load", "severity": "warn", "title": "The host is not idle", "why": "", "fix": ""}
+    screens.add_findings(run_id, "before", [load | {"evidence": "load average 7.85 4.02 1.66 on 2 CPUs"}])
+    console.configure()
+    render(load_report(screens, run_id))
+    out = capsys.readouterr().out
+    flat = " ".join(out.split())
+    assert flat.count("busy machine:") == 1 and "load average 7.85 4.02 1.66 on 2 CPUs" in flat
+    assert (
+        "Cost: the verdicts below detect only changes of ±" in flat and "To do: stop the other work" in flat
+    )
+    assert out.index("busy machine:") < out.index("alloc — wall_s")  # before the tables
+    assert "USE CPU saturated" not in flat

@@ -313,6 +313,13 @@ def _groups(r: RunReport, plot_width: int) -> None:
 
     attrs = attribute_cells(r, MonitorSeries(r))
     caveats = verdict_caveats(r, attrs)
+    from fairmark.report.busy import busy_headline, without_saturation
+
+    headline = busy_headline(r, attrs)
+    if headline:  # once, before the tables, instead of "CPU saturated" under every cell
+        console.print()
+        console.print(f"[bold yellow]{escape(console.wrap(headline))}[/]")
+        attrs = without_saturation(attrs)
     for group, cells in r.groups().items():
         console.print()
         _group(r, group, cells, plot_width, attrs, caveats)

@@ -12,7 +12,7 @@ import numpy as np
 from fairmark.plan.model import RunPolicy
 from fairmark.run.prepare import CellState, WorkloadRuntime
 from fairmark.stats.sequential import Design, Look, after_fdr, boot_looks, group_decision, welch_look
-from fairmark.stats.stopping import group_stop
+from fairmark.stats.stopping import group_stop, own_ci
 
 # which (baseline, other) variant pairs the decision stop decides, and whether one proven difference is enough
 # (a bisect step: the candidate proven slower than good, or faster than bad, answers it); () = every variant
@@ -57,7 +57,9 @@ def stops(
             )
             reason = decision.reason if decision.stop else None
         if reason:
-            yield from ((cs, reason) for cs in members if cs.status == "active")
+            yield from (
+                (cs, own_ci(reason, cs.values, policy.confidence)) for cs in members if cs.status == "active"
+            )
 
 
 def _decided(members: Sequence[CellState], policy: RunPolicy, baseline: str, decide: Decide) -> str | None:

@@ -121,14 +121,21 @@ def group_stop(
         return GroupStop(
             True,
             target,
-            f"max_trials ({max_trials}) reached; {need} trials were planned ({planned}); "
-            f"the compared cells stopped together; {achieved}",
+            f"max_trials ({max_trials}) reached before the CI target ±{target_ci_pct:g}% (the length planned "
+            f"from the first {min_trials} trials' spread is longer); the compared cells stopped together; {achieved}",
         )
     # not "precision reached": the length was planned from the first stage, and the final interval can be wider
     # than the target (it was in 45–49% of simulated runs), so the interval achieved is said beside it
     return GroupStop(
         True, target, f"planned length {target} ({planned}); the compared cells stopped together; {achieved}"
     )
+
+
+def own_ci(reason: str, values: Sequence[float], confidence: float) -> str:
+    """A cell's stop reason with its own CI achieved, not its group's widest ("CI achieved ±33%" was said of a
+    cell at ±15% when its partner was at ±33%)."""
+    head, sep, _ = reason.rpartition("; CI achieved")
+    return f"{head}; {_achieved([values], confidence)}" if sep else reason
 
 
 def _achieved(values: Sequence[Sequence[float]], confidence: float) -> str:

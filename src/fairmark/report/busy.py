@@ -1,0 +1,55 @@
+"""One headline for a run on a busy machine (issue 34 item 1): on a shared machine every cell said "CPU saturated"
+and a newcomer could not tell a broken tool from a busy machine. Said once, before the tables: what was seen,
+what it cost (the change the run's verdicts can detect), and what to do — the per-cell saturation lines go."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from fairmark.report.data import RunReport
+from fairmark.stats.digits import format_spread
+
+BUSY_FINDINGS = ("load", "busy-process", "pressure")  # the doctor's rules for other work on the machine
+SATURATED = "cpu_saturation"
+
+
+def busy_headline(r: RunReport, attrs: dict[str, Any]) -> str | None:
+    """The headline, or None when neither the doctor nor the monitors saw the machine busy."""
+    seen = {f["finding_id"]: f for f in r.findings if f.get("finding_id") in BUSY_FINDINGS}
+    waited = [k for k, a in attrs.items() if a is not None and any(f.key == SATURATED for f in a.flags)]
+    if not seen and not waited:
+        return None
+    what = [str(seen["load"]["evidence"])] if "load" in seen else []
+    what += ["tasks waited for a CPU (pressure stall)"] if "pressure" in seen and not waited else []
+    if waited:
+        what.append(f"tasks waited for a CPU during {len(waited)} of {len(r.cells)} cell(s)")
+    if "busy-process" in seen:
+        what.append("another process used the CPU (below)")
+    return f"busy machine: {'; '.join(what)}. {_cost(r)}To do: stop the other work and run again; " + (
+        "`fairmark doctor` names it, `fairmark calibrate PLAN` says what this machine can detect."
+    )
+
+
+def _cost(r: RunReport) -> str:
+    """The change the primary metrics' verdicts could detect (80% power): what the noise cost."""
+    primary = {c.group: c.primary_metric for c in r.cells}
+    mde = [
+        v.comparison.mde_percent
+        for v in r.verdicts
+        if primary.get(v.group) == v.metric and math.isfinite(v.comparison.mde_percent)
+    ]
+    if not mde:
+        return "The intervals are wider for it. "
+    low, high = min(mde), max(mde)
+    span = f"±{format_spread(low, '%')}" + (f" to ±{format_spread(high, '%')}" if high > low * 1.05 else "")
+    return f"Cost: the verdicts below detect only changes of {span} (80% power); a quiet machine detects less. "
+
+
+def without_saturation(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The cells' attributions without their "CPU saturated" flag: the headline said it once for all."""
+    return {
+        k: a if a is None else replace(a, flags=tuple(f for f in a.flags if f.key != SATURATED))
+        for k, a in attrs.items()
+    }
