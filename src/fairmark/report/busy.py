@@ -44,7 +44,9 @@ def _cost(r: RunReport) -> str:
         return "The intervals are wider for it. "
     low, high = min(mde), max(mde)
     span = f"±{format_spread(low, '%')}" + (f" to ±{format_spread(high, '%')}" if high > low * 1.05 else "")
-    return f"Cost: the verdicts below detect only changes of {span} (80% power); a quiet machine detects less. "
+    return (
+        f"Cost: the verdicts below detect only changes of {span} (80% power); a quiet machine detects less. "
+    )
 
 
 def without_saturation(attrs: dict[str, Any]) -> dict[str, Any]:
