@@ -145,7 +145,7 @@ class VolatileWatch:
             kind="env.volatile",
             name=str(snap.get("taken_at", "")),
             content_type="application/json",
-            data=snap,
+            data=self.scrub(snap),  # the busiest processes are named in it
         )
         baseline = volatile_part(self.env_before) if self.env_before else None
         new = [f.to_dict() for f in diagnose_volatile(snap, baseline)]
