@@ -7,10 +7,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from fairmark.console import console
+from fairmark.report.section import Section
 from fairmark.stats.digits import column_unit, format_pair, format_spread
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
+    from fairmark.report.text import Writer
     from fairmark.stats.compare import Comparison
 
 
@@ -68,3 +71,30 @@ def levels_lines(comparison: Comparison, unit: str) -> list[str]:
         f"between-{level} sd {sd(lv.sd_unit)} ({lv.units_baseline} vs {lv.units_other} {level}s); within-{level} "
         f"sd {sd(lv.sd_trial)} ({lv.trials} trials, {lv.trials_per_unit:.3g} per {level})",
     ]
+
+
+# -- the section: a boot run's boots (report/sections.py) ------------------------------------------------------
+def _terminal(r: RunReport) -> None:
+    boots = boot_lines(r)
+    if boots:
+        console.print()
+        console.text("boots (A B B A …; the verdicts take the boot as their unit):")
+        for line in boots:
+            console.text(f"  {line}")
+
+
+def _text(w: Writer, r: RunReport) -> None:
+    boots = boot_lines(r)
+    if boots:
+        w.heading("Boots (A B B A …; the verdicts take the boot as their unit)", 3)
+        for line in boots:
+            w.para(line, "- ")
+
+
+def _json(r: RunReport) -> dict[str, Any]:
+    """A boot-variant run's boots, each with what was verified (only for such runs)."""
+    records = boot_records(r)
+    return {"boots": records} if records else {}
+
+
+SECTION = Section("boots", terminal=_terminal, text=_text, json=_json)

@@ -332,8 +332,6 @@ JSON_PARTS: dict[str, Callable[[RunReport, bool], dict[str, Any]]] = {
         "run_failure": run_failure(r),
     },
     "verdicts": lambda r, _: {"verdicts": [v.to_dict() for v in r.verdicts]},
-    "hosts": lambda r, _: _hosts(r),
-    "boots": lambda r, _: _boots(r),
     "groups": _groups_json,
     "scaling": lambda r, _: {"scaling": [s.to_dict() for s in r.scaling]},
     "failures": _failures_json,
@@ -356,21 +354,6 @@ def _page_cache(r: RunReport) -> list[dict[str, Any]]:
     from fairmark.report.pagecache import flags
 
     return flags(r)
-
-
-def _hosts(r: RunReport) -> dict[str, Any]:
-    """Runs on hosts: the hosts, where each cell ran, how the hosts' environments differ."""
-    from fairmark.report.hosts import hosts_json
-
-    return hosts_json(r)
-
-
-def _boots(r: RunReport) -> dict[str, Any]:
-    """A boot-variant run's boots, each with what was verified (only for such runs)."""
-    from fairmark.report.boots import boot_records
-
-    records = boot_records(r)
-    return {"boots": records} if records else {}
 
 
 class RunArtifacts:

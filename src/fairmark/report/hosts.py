@@ -8,9 +8,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fairmark.console import console
+from fairmark.report.section import Section
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
+    from fairmark.report.text import Writer
 
 
 def host_diff(store: Any, run_id: str) -> list[dict[str, Any]]:
@@ -119,3 +121,15 @@ def host_lines(report: RunReport) -> list[str]:
         out.append(f"the hosts' environments: {len(diffs)} difference(s)")
         out += ["  " + d for d in diff_lines(diffs)]
     return out
+
+
+# -- the section: where each side ran (report/sections.py; `show` prints print_host_diff after a run) ---------
+def _text(w: Writer, r: RunReport) -> None:
+    lines = host_lines(r)
+    if lines:
+        w.heading("Hosts (where each side ran)", 3)
+        for line in lines:
+            w.para(line.strip(), "    " if line.startswith("  ") else "- ")
+
+
+SECTION = Section("hosts", text=_text, json=hosts_json, html=host_lines)

@@ -322,7 +322,6 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "run_failure": run_failure(report),
         "page_cache": page_cache_lines(report),
         "spreads": spread_lines(report),
-        "hosts": host_lines(report),
         "variants": variant_table(report),
         "reproduce": {
             "version": run.fairmark_version,
@@ -333,12 +332,6 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
             "seed": run.seed,
         },
     } | {s.name: s.html(report) for s in SECTIONS if s.html}  # a section's own view, under its name
-
-
-def host_lines(report: RunReport) -> list[str]:
-    from fairmark.report.hosts import host_lines
-
-    return host_lines(report)
 
 
 def spread_lines(report: RunReport) -> list[str]:

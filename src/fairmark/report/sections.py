@@ -5,13 +5,13 @@ iterate SECTIONS and show the sections they have a part for; a renderer shows no
 (tests/test_architecture.py).
 
 A section's parts are written in its own module (a `Section` with `terminal`, `text`, `json`, `html`: the
-stability section, report/stability.py), or — for the sections written before this list — in each renderer's
+hosts, boots and stability sections), or — for the sections written before this list — in each renderer's
 table of parts by name (terminal.PARTS, text.PARTS, data.JSON_PARTS, and html.run_view for their templates). A
 new section is its module with its parts, its template if HTML shows it, and its entry here."""
 
 from __future__ import annotations
 
-from fairmark.report import stability
+from fairmark.report import boots, hosts, stability
 from fairmark.report.section import Section
 
 SECTIONS: tuple[Section, ...] = (
@@ -20,8 +20,8 @@ SECTIONS: tuple[Section, ...] = (
     ),  # the run: its facts and notes (--accept-risk, quick, a re-run, profiled trials, old RSS)
     Section("failed"),  # cells with no successful trial, with their first error lines
     Section("verdicts"),  # every comparison in a sentence
-    Section("hosts"),  # where each side of each cell ran, and how the hosts' environments differ
-    Section("boots"),  # a boot run's boots, each verified
+    hosts.SECTION,  # where each side of each cell ran, and how the hosts' environments differ
+    boots.SECTION,  # a boot run's boots, each verified
     Section("variants"),  # what each variant changes
     Section(
         "groups"

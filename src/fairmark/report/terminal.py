@@ -331,17 +331,6 @@ def _scaling_part(r: RunReport) -> None:
         _scaling(r)
 
 
-def _boots(r: RunReport) -> None:
-    from fairmark.report.boots import boot_lines
-
-    boots = boot_lines(r)
-    if boots:
-        console.print()
-        console.text("boots (A B B A …; the verdicts take the boot as their unit):")
-        for line in boots:
-            console.text(f"  {line}")
-
-
 def _summary(r: RunReport) -> None:
     significant = [v for v in r.verdicts if v.significant]
     if r.verdicts:
@@ -357,7 +346,6 @@ def _summary(r: RunReport) -> None:
 PARTS: dict[str, Callable[[RunReport, int], None]] = {
     "header": lambda r, _: _header(r),
     "failed": lambda r, _: _failed(r),
-    "boots": lambda r, _: _boots(r),
     "groups": _groups,
     "scaling": lambda r, _: _scaling_part(r),
     "failures": lambda r, _: _failures(r),

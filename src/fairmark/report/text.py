@@ -78,12 +78,6 @@ def _verdicts(w: Writer, report: RunReport, attrs: dict) -> None:
                 w.para(extra, "    ")
 
 
-def _boots(w: Writer, report: RunReport) -> None:
-    from fairmark.report.boots import boot_lines
-
-    _bullets(w, "Boots (A B B A …; the verdicts take the boot as their unit)", boot_lines(report))
-
-
 def _bullets(w: Writer, heading: str, lines: list[str]) -> None:
     """A section of one bullet per line, or nothing when there are no lines."""
     if lines:
@@ -222,16 +216,6 @@ def _failed(w: Writer, report: RunReport) -> None:
             w.block(["    " + line for line in f.lines])
 
 
-def _hosts(w: Writer, report: RunReport) -> None:
-    from fairmark.report.hosts import host_lines
-
-    lines = host_lines(report)
-    if lines:
-        w.heading("Hosts (where each side ran)", 3)
-        for line in lines:
-            w.para(line.strip(), "    " if line.startswith("  ") else "- ")
-
-
 def _findings(w: Writer, report: RunReport) -> None:
     w.heading("Doctor findings", 3)
     if not report.findings:
@@ -327,8 +311,6 @@ PARTS: dict[str, Callable[[Writer, RunReport, TextContext], None]] = {
     "header": _header,
     "failed": lambda w, r, _: _failed(w, r),
     "verdicts": lambda w, r, ctx: _verdicts(w, r, ctx.attrs),
-    "hosts": lambda w, r, _: _hosts(w, r),
-    "boots": lambda w, r, _: _boots(w, r),
     "variants": lambda w, r, _: _variants(w, r),
     "groups": _groups,
     "scaling": lambda w, r, _: _scaling(w, r),
