@@ -28,10 +28,13 @@ HOSTILE = Path(__file__).resolve().parent / "hostile_agent.py"
 FAKE_SSH = f"""#!{sys.executable}
 import os, signal, sys
 argv = sys.argv[1:]
-if "-N" in argv:  # the ControlMaster: its socket's path is all the controller looks for
-    open(next(a.split("=", 1)[1] for a in argv if a.startswith("ControlPath=")), "w").close()
+# as OpenSSH reads it: options, then the destination (after `--`), then the remote command
+options, (destination, *command) = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+if destination.startswith("-") or not destination.isidentifier():
+    sys.exit(f"ssh: Could not resolve hostname {{destination}}: hostname contains invalid characters")
+if "-N" in options:  # the ControlMaster: its socket's path is all the controller looks for
+    open(next(a.split("=", 1)[1] for a in options if a.startswith("ControlPath=")), "w").close()
     signal.pause()
-command = argv[argv.index("--") + 1 :]
 os.execv(sys.executable, [sys.executable, "{HOSTILE}", os.environ["FAIRMARK_HOSTILE"],
                           os.environ["FAIRMARK_HOSTILE_TARGET"], *command])
 """
