@@ -207,3 +207,16 @@ def test_an_exec_answer_with_a_file_it_was_not_asked_for_stops_the_host(tmp_path
     assert not victim.exists()
     with pytest.raises(ConnectionLost, match="protocol error"):
         run(TrialSpec(("true",), str(out)))  # the next trial interrupts the run
+
+
+def test_words_for_the_terminal_lose_their_control_characters() -> None:
+    """An escape sequence a host puts in an error or a restored line never reaches the controller's terminal."""
+    got = wire.check(
+        "exec", {}, {"measured": {**MEASURED, "error": "boom\x1b]0;pwned\x07\x1b[2J\nnext\tline"}}
+    )
+    assert got["measured"]["error"] == "boom\ufffd]0;pwned\ufffd\ufffd[2J\nnext\tline"
+    assert wire.check("bye", {}, {"restored": ["\x9b31m"]}) == {"restored": ["\ufffd31m"]}
+    envelope = wire.decode(b'{"v":2,"id":1,"ok":false,"error":"\\u001b[1mbad"}')
+    assert envelope["error"] == "\ufffd[1mbad"
+    environ = wire.check("capture", {}, {"hostname": "h", "environ": {"X": "\udcff\x1b"}})["environ"]
+    assert environ == {"X": "\udcff\x1b"}  # raw: filtered where it is stored (remote/probe.py)

@@ -17,12 +17,13 @@ import functools
 import json
 import math
 import os
+import re
 import reprlib
 import select
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from fairmark.jsonvalue import JSONValue
 
@@ -34,9 +35,14 @@ class BadAnswer(ValueError):
     """An answer that is not what its request's record says (the connection names the host and the request)."""
 
 
-class RawStr(str):
-    """A str field whose text may hold what is not Unicode (a host's environment: undecodable bytes travel as
-    lone surrogates); whoever stores it filters it (remote/probe.py)."""
+# A str field whose text may hold what is not Unicode (a host's environment: undecodable bytes travel as lone
+# surrogates); whoever stores it filters it (remote/probe.py).
+RawStr = Annotated[str, "raw"]
+# A str field of words for a person (an error, a line of what was restored, a host name): shown on the controller's
+# terminal and stored, so a control character in it (an escape sequence a host sends to the terminal) is replaced
+# with U+FFFD — newline and tab stay.
+Words = Annotated[str, "words"]
+WORDS_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 # -- the records ---------------------------------------------------------------------------------------------
@@ -46,25 +52,25 @@ class Envelope:
     id: int | None
     ok: bool
     result: dict[str, JSONValue] | None = None
-    error: str | None = None
+    error: Words | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Hello:
     protocol: int
-    agent_version: str = ""
+    agent_version: Words = ""
     pid: int = 0
-    os: str = ""
-    release: str = ""
-    hostname: str = ""
-    address: str | None = None
-    boot_id: str | None = None
-    python: str = ""
+    os: Words = ""
+    release: Words = ""
+    hostname: Words = ""
+    address: Words | None = None
+    boot_id: Words | None = None
+    python: Words = ""
     fairmark: bool = False
     state_dir: str = ""
-    launcher: str | None = None
-    recovered: list[str] = field(default_factory=list)
-    swept: list[str] = field(default_factory=list)
+    launcher: Words | None = None
+    recovered: list[Words] = field(default_factory=list)
+    swept: list[Words] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +85,7 @@ class WireMeasured:
     user_s: float
     sys_s: float
     max_rss_kib: int | None
-    error: str | None = None
+    error: Words | None = None
     leftovers_killed: int = 0
     minor_faults: int = 0
     major_faults: int = 0
@@ -100,7 +106,7 @@ class MonitorSample:
 @dataclass(frozen=True, slots=True)
 class MonitorReply:
     samples: list[MonitorSample]
-    errors: list[str] = field(default_factory=list)
+    errors: list[Words] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +147,12 @@ class LockReply:
 
 @dataclass(frozen=True, slots=True)
 class CheckReply:
-    refused: dict[str, str]
+    refused: dict[str, Words]
 
 
 @dataclass(frozen=True, slots=True)
 class ProfilersReply:
-    unavailable: dict[str, str | None]
+    unavailable: dict[str, Words | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,19 +172,19 @@ class Prepared:
 
 @dataclass(frozen=True, slots=True)
 class ChangeReply:
-    applied: list[str] = field(default_factory=list)
-    reverted: list[str] = field(default_factory=list)
+    applied: list[Words] = field(default_factory=list)
+    reverted: list[Words] = field(default_factory=list)
     prepared: Prepared | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RestoreReply:
-    restored: list[str]
+    restored: list[Words]
 
 
 @dataclass(frozen=True, slots=True)
 class RecoverReply:
-    recovered: list[str]
+    recovered: list[Words]
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +288,7 @@ def check(op: str, args: dict[str, Any], result: dict[str, Any]) -> dict[str, An
 
 @functools.cache
 def _hints(record: type) -> dict[str, Any]:
-    return get_type_hints(record)
+    return get_type_hints(record, include_extras=True)
 
 
 def shape(tp: Any, value: Any, where: str) -> Any:
@@ -293,6 +299,8 @@ def shape(tp: Any, value: Any, where: str) -> Any:
         _bounded(value, where)
         return value
     origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        return _text(args[1], value, where)
     if origin in (Union, types.UnionType):
         for arm in sorted(args, key=lambda a: a is not type(None)):  # None first: cheap and unambiguous
             try:
@@ -346,11 +354,18 @@ def _scalar(tp: Any, value: Any, where: str) -> Any:
         return value
     if tp is float and type(value) in (int, float) and -INT_BOUND <= value < INT_BOUND:
         return float(value)
-    if tp in (str, RawStr) and isinstance(value, str):
-        if tp is str and not _unicode(value):
-            raise BadAnswer(f"{where}: a text that is not Unicode")
-        return value
+    if tp is str:
+        return _text("", value, where)
     raise BadAnswer(f"{where}: {_what(value)} where {_name(tp)} was expected")
+
+
+def _text(kind: str, value: Any, where: str) -> str:
+    """A str field: Unicode (but "raw"), its control characters replaced ("words")."""
+    if not isinstance(value, str):
+        raise BadAnswer(f"{where}: {_what(value)} where str was expected")
+    if kind != "raw" and not _unicode(value):
+        raise BadAnswer(f"{where}: a text that is not Unicode")
+    return WORDS_CONTROL.sub("\ufffd", value) if kind == "words" else value
 
 
 def _unicode(text: str) -> bool:
