@@ -20,7 +20,7 @@ from fairmark.report.failures import FailureRate, errors_start, failed_cells, fa
 from fairmark.stats import describe, format_value, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, enough
 from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
-from fairmark.store.db import RunRecord, Store, jsonable_row
+from fairmark.store.db import RunRecord, Store
 from fairmark.store.records import (
     LEGACY_RSS,
     ArtifactRow,
@@ -335,7 +335,6 @@ JSON_PARTS: dict[str, Callable[[RunReport, bool], dict[str, Any]]] = {
     "groups": _groups_json,
     "scaling": lambda r, _: {"scaling": [s.to_dict() for s in r.scaling]},
     "failures": _failures_json,
-    "findings": lambda r, _: {"findings": [jsonable_row(f) for f in r.findings]},
 }
 
 

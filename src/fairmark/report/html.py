@@ -316,7 +316,6 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "verdicts": verdict_rows(report, attrs),
         "groups": groups,
         "scaling": scaling_views(report, figs),
-        "findings": [_finding(f) for f in report.findings],
         "failures": failure_lines(report),
         "failed_cells": [f.to_dict() for f in failed_cells(report.cells)],
         "run_failure": run_failure(report),
@@ -366,11 +365,6 @@ def failure_lines(report: RunReport) -> list[str]:
 
 def _when(t: dt.datetime | None) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S %Z").strip() if t else "—"
-
-
-def _finding(f: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("phase", "finding_id", "severity", "title", "evidence", "why", "fix")
-    return {k: f.get(k, "") for k in keys}
 
 
 # -- environment, across runs and before/after --------------------------------------------------------------

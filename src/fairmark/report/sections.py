@@ -5,13 +5,13 @@ iterate SECTIONS and show the sections they have a part for; a renderer shows no
 (tests/test_architecture.py).
 
 A section's parts are written in its own module (a `Section` with `terminal`, `text`, `json`, `html`: the
-hosts, boots and stability sections), or — for the sections written before this list — in each renderer's
+hosts, boots, stability and findings sections), or — for the sections written before this list — in each renderer's
 table of parts by name (terminal.PARTS, text.PARTS, data.JSON_PARTS, and html.run_view for their templates). A
 new section is its module with its parts, its template if HTML shows it, and its entry here."""
 
 from __future__ import annotations
 
-from fairmark.report import boots, hosts, stability
+from fairmark.report import boots, findings, hosts, stability
 from fairmark.report.section import Section
 
 SECTIONS: tuple[Section, ...] = (
@@ -30,7 +30,7 @@ SECTIONS: tuple[Section, ...] = (
     stability.SECTION,  # kernel events and survival of stability workloads
     Section("failures"),  # the page cache, the spread, failed trials' rates
     Section("summary"),  # how many comparisons, significant, surviving Benjamini-Hochberg
-    Section("findings"),  # the doctor's findings before and between rounds
+    findings.SECTION,  # the doctor's findings before and between rounds
     Section("reproduce"),  # how to run it again
 )
 NAMES: tuple[str, ...] = tuple(s.name for s in SECTIONS)

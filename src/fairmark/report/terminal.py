@@ -251,27 +251,6 @@ def _scaling(r: RunReport) -> None:
         console.text(f"  {s.summary}")
 
 
-def _findings(r: RunReport) -> None:
-    seen: set[str] = set()
-    shown = []
-    for f in r.findings:  # the same noise noticed again between rounds is shown once, first occurrence
-        if f["severity"] in ("error", "warn") and f["finding_id"] not in seen:
-            seen.add(f["finding_id"])
-            shown.append(f)
-    if not shown:
-        return
-    console.print(
-        f"[bold]environment findings[/bold] {escape(console.wrap('(fairmark doctor; `fairmark show --json` has them all)', first=21))}"
-    )
-    for f in shown:
-        colour = "red" if f["severity"] == "error" else "yellow"
-        when = "" if f["phase"] == "before" else f" ({f['phase']} rounds)" if f["phase"] == "between" else ""
-        text = console.wrap(
-            f"{f['title']}{when}: {f['evidence']}", first=3 + len(f["severity"]), indent="    "
-        )
-        console.print(f"  [{colour}]{f['severity']}[/] {escape(text)}")
-
-
 def _failures(r: RunReport) -> None:
     from fairmark.report.failures import lines, spread_lines
     from fairmark.report.pagecache import lines as page_cache_lines
@@ -350,7 +329,6 @@ PARTS: dict[str, Callable[[RunReport, int], None]] = {
     "scaling": lambda r, _: _scaling_part(r),
     "failures": lambda r, _: _failures(r),
     "summary": lambda r, _: _summary(r),
-    "findings": lambda r, _: _findings(r),
 }
 
 

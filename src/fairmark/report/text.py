@@ -216,16 +216,6 @@ def _failed(w: Writer, report: RunReport) -> None:
             w.block(["    " + line for line in f.lines])
 
 
-def _findings(w: Writer, report: RunReport) -> None:
-    w.heading("Doctor findings", 3)
-    if not report.findings:
-        w.para("none recorded")
-    for f in report.findings:
-        w.para(f"[{f.get('severity', '')}] {f.get('title', '')}: {f.get('evidence', '')}", "- ")
-        if f.get("fix"):
-            w.para(f"fix: {f['fix']}", "    ")
-
-
 FOLD = "↪ "
 
 
@@ -315,7 +305,6 @@ PARTS: dict[str, Callable[[Writer, RunReport, TextContext], None]] = {
     "groups": _groups,
     "scaling": lambda w, r, _: _scaling(w, r),
     "failures": lambda w, r, _: _failures(w, r),
-    "findings": lambda w, r, _: _findings(w, r),
     "reproduce": lambda w, r, _: _reproduce(w, r),
 }
 
