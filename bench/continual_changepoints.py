@@ -1,18 +1,25 @@
-"""Change-point detection for `fairmark history`: false alarms on noise-only series and detection of a step, for
-fairmark's e-divisive (stats/changepoints.py) and, on the same series, MongoDB's signal-processing-algorithms
-(e-divisive, permutation test), Apache Otava (e-divisive windows + Student t merge) and ruptures (PELT, a
-penalty instead of a significance level).
+"""Change-point detection for `fairmark history`, beside its peers on the same series: fairmark's detector
+(stats/changepoints.py), MongoDB's signal-processing-algorithms (e-divisive, permutation test) and Apache Otava
+(e-divisive in windows + Student t merge).
 
-The series (identical for every method: numpy's PCG64 with fixed seeds): N noise-only series of 20 points
-(normal, sd 3% of the mean; and lognormal, same spread, skewed), and S series of 22 points with a +10% step at
-point 12 (index 11), noise sd 3%. Printed per method and level: false alarms k/N with the exact binomial 95% CI,
-the share of step series with exactly one change point within ±1 of index 11, CPU time per series.
+The series (identical for every method: numpy's PCG64 with fixed seeds; noise sd in % of the level):
+- false alarms, noise only: 20 points normal (sd 3%), lognormal (sd 3%), AR(1) φ 0.3 and 0.6 (sd 3%), 50 points
+  AR(1) φ 0.6 and normal — the goal is at most 2α on every shape;
+- a staircase: +10% steps at indices 6 and 13 of 20 (sd 3%): both found within ±1;
+- a +10% step at index 10 of 20 and a newest run ×1.3 (sd 3%): the step found within ±1;
+- a +5% step at index 10 of 20 (sd 2%): found within ±1;
+- a +10% step at index 11 of 22 (sd 3%), the old table's row;
+and the one real history, tigerbeetle's 365 runs (Otava's test data, tests/fixtures/changepoints/): the change
+points of its first 100, 120, …, 365 runs (the clear steps at 15, 61, 71 and 95 should stay once found); and,
+first, the CPU time and peak memory of one 1 000-point series in the fresh process.
 
 The other libraries pin numpy/scipy versions fairmark cannot share, so they run from their own virtualenvs:
 
     .venv/bin/python bench/continual_changepoints.py                           # fairmark (α 0.01, 0.05)
     python3 -m venv /tmp/spa && /tmp/spa/bin/pip install signal-processing-algorithms scipy
-    /tmp/spa/bin/python bench/continual_changepoints.py --method spa           # likewise ruptures, otava
+    /tmp/spa/bin/python bench/continual_changepoints.py --method spa
+    python3 -m venv /tmp/otava && /tmp/otava/bin/pip install apache-otava==0.8.0
+    /tmp/otava/bin/python bench/continual_changepoints.py --method otava
 """
 
 from __future__ import annotations
@@ -20,20 +27,22 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))  # fairmark's own, for any interpreter
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))  # fairmark's own, for any interpreter
 
 Detector = Callable[[np.ndarray, float, int], list[int]]
 
 
 def fairmark_detector(x: np.ndarray, alpha: float, seed: int) -> list[int]:
-    from fairmark.stats.changepoints import e_divisive
+    from fairmark.stats.changepoints import detect
 
-    return [c.index for c in e_divisive(x, alpha=alpha, permutations=199, seed=seed)]
+    return [c.index for c in detect(x, alpha=alpha)]
 
 
 def spa_detector(x: np.ndarray, alpha: float, seed: int) -> list[int]:
@@ -50,34 +59,47 @@ def otava_detector(x: np.ndarray, alpha: float, seed: int) -> list[int]:
     return sorted(int(c.index) for c in cps)
 
 
-def ruptures_detector(x: np.ndarray, alpha: float, seed: int) -> list[int]:
-    """PELT on the mean (l2) with a BIC-like penalty 2·σ²·ln n, σ from the MAD of first differences: ruptures
-    has no significance level, so `alpha` is not used — the false-alarm rate is whatever this penalty gives."""
-    import ruptures as rpt
-
-    sigma = 1.4826 * np.median(np.abs(np.diff(x) - np.median(np.diff(x)))) / np.sqrt(2)
-    bkps = rpt.Pelt(model="l2", min_size=3, jump=1).fit(x).predict(pen=2 * sigma**2 * np.log(len(x)))
-    return [int(b) for b in bkps[:-1]]  # the last breakpoint is the series' end
+METHODS: dict[str, Detector] = {"fairmark": fairmark_detector, "spa": spa_detector, "otava": otava_detector}
 
 
-METHODS: dict[str, tuple[Detector, tuple[float, ...]]] = {
-    "fairmark": (fairmark_detector, (0.01, 0.05)),
-    "spa": (spa_detector, (0.01, 0.05)),
-    "otava": (otava_detector, (0.01, 0.05)),
-    "ruptures": (ruptures_detector, (0.0,)),
+def ar1(rng: np.random.Generator, n: int, phi: float, sd: float) -> np.ndarray:
+    e = rng.standard_normal(n + 50)
+    z = np.zeros(n + 50)
+    for t in range(1, n + 50):
+        z[t] = phi * z[t - 1] + np.sqrt(1 - phi * phi) * e[t]
+    return 100 * (1 + sd * z[50:])
+
+
+NOISE: dict[str, Callable[[int], np.ndarray]] = {
+    "normal, 20": lambda i: np.random.default_rng(10_000 + i).normal(100, 3, 20),
+    "lognormal, 20": lambda i: 100 * np.exp(np.random.default_rng(11_000 + i).normal(0, 0.03, 20)),
+    "AR(1) φ 0.3, 20": lambda i: ar1(np.random.default_rng(12_000 + i), 20, 0.3, 0.03),
+    "AR(1) φ 0.6, 20": lambda i: ar1(np.random.default_rng(13_000 + i), 20, 0.6, 0.03),
+    "AR(1) φ 0.6, 50": lambda i: ar1(np.random.default_rng(14_000 + i), 50, 0.6, 0.03),
+    "normal, 50": lambda i: np.random.default_rng(15_000 + i).normal(100, 3, 50),
 }
 
 
-def noise(i: int, kind: str) -> np.ndarray:
-    rng = np.random.default_rng(10_000 + i)
-    if kind == "normal":
-        return rng.normal(100.0, 3.0, 20)
-    return 100.0 * np.exp(rng.normal(0.0, 0.03, 20)) * np.exp(rng.exponential(0.03, 20) - 0.03)
+def _noisy(levels: list[tuple[int, float]], sd: float, seed: int) -> np.ndarray:
+    x = np.concatenate([np.full(k, v) for k, v in levels])
+    return x * (1 + sd * np.random.default_rng(seed).standard_normal(x.size))
 
 
-def step(i: int) -> np.ndarray:
-    rng = np.random.default_rng(20_000 + i)
-    return np.r_[rng.normal(100.0, 3.0, 11), rng.normal(110.0, 3.0, 11)]
+def _step_and_outlier(i: int) -> np.ndarray:
+    x = _noisy([(10, 100.0), (10, 110.0)], 0.03, 21_000 + i)
+    x[-1] *= 1.3
+    return x
+
+
+STEPS: dict[str, tuple[Callable[[int], np.ndarray], list[int]]] = {
+    "staircase +10% at 6 and 13 of 20 (sd 3%)": (
+        lambda i: _noisy([(6, 100.0), (7, 110.0), (7, 121.0)], 0.03, 20_000 + i),
+        [6, 13],
+    ),
+    "+10% at 10 of 20, newest run x1.3 (sd 3%)": (_step_and_outlier, [10]),
+    "+5% at 10 of 20 (sd 2%)": (lambda i: _noisy([(10, 100.0), (10, 105.0)], 0.02, 22_000 + i), [10]),
+    "+10% at 11 of 22 (sd 3%)": (lambda i: _noisy([(11, 100.0), (11, 110.0)], 0.03, 23_000 + i), [11]),
+}
 
 
 def binom_ci(k: int, n: int) -> tuple[float, float]:
@@ -87,31 +109,59 @@ def binom_ci(k: int, n: int) -> tuple[float, float]:
     return 100 * ci.low, 100 * ci.high
 
 
+def rates(detect: Detector, level: float, n_noise: int, n_steps: int, name: str) -> None:
+    for shape, make in NOISE.items():
+        t = time.process_time()
+        k = sum(bool(detect(make(i), level, i)) for i in range(n_noise))
+        per = (time.process_time() - t) / n_noise
+        lo, hi = binom_ci(k, n_noise)
+        print(
+            f"| {name} | {level:g} | false alarms, {shape} | {k}/{n_noise} = {100 * k / n_noise:.1f}% "
+            f"[{lo:.1f}, {hi:.1f}] | {1000 * per:.1f} ms |"
+        )
+    for shape, (make, want) in STEPS.items():
+        hit = 0
+        for i in range(n_steps):
+            got = detect(make(i), level, i)
+            hit += all(any(abs(g - w) <= 1 for g in got) for w in want)
+        lo, hi = binom_ci(hit, n_steps)
+        print(
+            f"| {name} | {level:g} | found, {shape} | {hit}/{n_steps} = {100 * hit / n_steps:.1f}% [{lo:.1f}, {hi:.1f}] | |"
+        )
+
+
+def tigerbeetle(detect: Detector, level: float, name: str) -> None:
+    x = np.loadtxt(ROOT / "tests" / "fixtures" / "changepoints" / "tigerbeetle.txt")
+    for n in (100, 120, 145, 160, 175, 200, 250, 300, 365):
+        print(f"| {name} | {level:g} | tigerbeetle, first {n} runs | {detect(x[:n], level, 0)} |")
+
+
+def thousand(detect: Detector, name: str) -> None:
+    rng = np.random.default_rng(5)
+    x = np.r_[rng.normal(100, 3, 500), rng.normal(106, 3, 500)]
+    tracemalloc.start()
+    t = time.process_time()
+    found = detect(x, 0.01, 0)
+    cpu = time.process_time() - t
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    print(
+        f"| {name} | 0.01 | 1 000 points, +6% at 500 (sd 3%) | {found}: {cpu:.2f} s CPU, peak {peak:.0f} MiB traced |"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--method", choices=sorted(METHODS), default="fairmark")
-    ap.add_argument("--noise", type=int, default=1000, help="noise-only series per kind")
-    ap.add_argument("--steps", type=int, default=200, help="series with a step")
+    ap.add_argument("--noise", type=int, default=1000, help="noise-only series per shape")
+    ap.add_argument("--steps", type=int, default=300, help="series per step shape")
+    ap.add_argument("--levels", default="0.01,0.05")
     args = ap.parse_args()
-    detect, levels = METHODS[args.method]
-    for level in levels:
-        at = f"α = {level:g}" if level else "BIC penalty"
-        for kind in ("normal", "lognormal"):
-            t = time.process_time()
-            k = sum(bool(detect(noise(i, kind), level, i)) for i in range(args.noise))
-            per = (time.process_time() - t) / args.noise
-            lo, hi = binom_ci(k, args.noise)
-            print(
-                f"{args.method} {at}: false alarms on {args.noise} noise-only series ({kind}, n = 20): {k} = "
-                f"{100 * k / args.noise:.1f}% [{lo:.1f}, {hi:.1f}]; {1000 * per:.1f} ms CPU per series"
-            )
-        found = [detect(step(i), level, i) for i in range(args.steps)]
-        hit = sum(len(f) == 1 and abs(f[0] - 11) <= 1 for f in found)
-        lo, hi = binom_ci(hit, args.steps)
-        print(
-            f"{args.method} {at}: +10% step at point 12 of 22 (noise sd 3%): found alone within ±1 in {hit} of "
-            f"{args.steps} = {100 * hit / args.steps:.1f}% [{lo:.1f}, {hi:.1f}]"
-        )
+    detect = METHODS[args.method]
+    print("| method | α | series | result | CPU per series |\n|---|---|---|---|---|")
+    thousand(detect, args.method)  # first: in a process whose caches are cold
+    for level in (float(v) for v in args.levels.split(",")):
+        rates(detect, level, args.noise, args.steps, args.method)
+        tigerbeetle(detect, level, args.method)
     return 0
 
 

@@ -65,7 +65,7 @@ def history(
     html_path: str | None,
     png_path: str | None,
 ) -> None:
-    """One point per run (mean, CI, n) of a workload's cells, per host; change points by e-divisive means."""
+    """One point per run (mean, CI, n) of a workload's cells, per host; change points by binary segmentation that holds its level under drift (stats/changepoints.py)."""
     from fairmark.report.history import HistoryOptions, build_history
     from fairmark.store.history import metrics_of
 

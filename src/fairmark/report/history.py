@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairmark.stats.changepoints import (
-    e_divisive,
+    detect,
     min_p_value,
     serial_warning,
     shortest_for,
@@ -30,7 +30,6 @@ class HistoryOptions:
     tags: dict[str, str] | None = None
     order_tag: str | None = None  # order points by this tag instead of time
     alpha: float = 0.01
-    permutations: int = 199
     confidence: float = 95.0
     window: int | None = None  # change points among the last `window` points only (None: the whole series)
     # a change point whose new level's first run started after this is "new" (`history --new-since`, publish)
@@ -55,7 +54,7 @@ def _label(series: Series, i: int, order_tag: str | None) -> str:
 def change_points(series: Series, opts: HistoryOptions) -> list[dict[str, Any]]:
     start = _start(series, opts)
     means = [p.mean for p in series.points[start:]]
-    found = e_divisive(means, alpha=opts.alpha, permutations=opts.permutations)
+    found = detect(means, alpha=opts.alpha)
     if not found:
         return []
     bounds = [0, *(c.index for c in found), len(means)]
@@ -130,9 +129,7 @@ def _undetectable(series: Series, cps: list[dict[str, Any]], opts: HistoryOption
     if cps:
         return []
     start = _start(series, opts)
-    return [
-        start + tau + 1 for tau in undetectable(len(series.points) - start, opts.alpha, opts.permutations)
-    ]
+    return [start + tau + 1 for tau in undetectable(len(series.points) - start, opts.alpha)]
 
 
 def _left_out(series: Series) -> str | None:
@@ -144,10 +141,10 @@ def _left_out(series: Series) -> str | None:
 
 def too_short(n: int, opts: HistoryOptions) -> str | None:
     """A sentence when no series of n runs can show a change point at α (None when one can)."""
-    smallest = min_p_value(n, opts.permutations)
+    smallest = min_p_value(n)
     if smallest <= opts.alpha:
         return None
-    need = shortest_for(opts.alpha, opts.permutations)
+    need = shortest_for(opts.alpha)
     reach = f"the smallest p-value {n} runs can reach is {smallest:.2g}" if n >= 2 else "no split is tested"
     enough = f"{need} runs can" if need else "no series can"
     return f"{n} runs are too few to show any change point at α = {opts.alpha:g} ({reach}; {enough})"

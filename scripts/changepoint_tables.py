@@ -1,0 +1,37 @@
+"""Writes src/fairmark/stats/changepoint_nulls.npz: the AR(1) null tables of `fairmark history`'s change-point
+test for every tabulated segment length up to SHIPPED_UP_TO (stats/changepoints.py). They are deterministic
+(seeded by length); tests/test_continual_changepoints.py recomputes a few and compares. Run it again after a
+change to the statistic, PHI_GRID, SIMULATIONS or TAIL:
+
+    .venv/bin/python scripts/changepoint_tables.py
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from fairmark.stats import changepoints as cp  # noqa: E402
+
+
+def main() -> int:
+    t = time.process_time()
+    lengths = cp.tabulated_lengths()
+    tables = np.stack([cp.simulate_null(n) for n in lengths])
+    out = ROOT / "src" / "fairmark" / "stats" / cp.SHIPPED_FILE
+    np.savez_compressed(out, lengths=np.array(lengths), tables=tables)
+    print(
+        f"{len(lengths)} lengths ({lengths[0]}…{lengths[-1]}), {out.stat().st_size} bytes, "
+        f"{time.process_time() - t:.0f} s CPU"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
