@@ -299,6 +299,19 @@ def r_check(t: Tour, line: str) -> list[Step]:
     return [Step("fairmark check last --against tag:branch=main --junit j.xml", codes=(0, 1), note=note)]
 
 
+def r_ab(t: Tour, line: str) -> list[Step]:
+    repo = t.tmp / "prog-ab"
+    shas = _bisect_repo(repo)
+    (t.clone / "ab.toml").write_text(BISECT_PLAN)
+    note = (
+        f"prepared: a git repository in {repo.name}/ — the C program of the bisect below; its 4th commit doubles "
+        "its work: HEAD is that commit, the base the one before; ab.toml runs the program of each build"
+    )
+    shown = f"fairmark ab --base {shas[2][:12]} --head {shas[3][:12]} --plan ab.toml --build make"
+    run = f"{shown} --repo {shlex.quote(str(repo))}"
+    return [Step(shown, run, codes=(0, 1), note=note + f" (run with --repo {repo.name})")]
+
+
 def r_bisect(t: Tour, line: str) -> list[Step]:
     repo = t.tmp / "prog"
     shas = _bisect_repo(repo)
@@ -341,6 +354,7 @@ RECIPES: dict[str, Callable[[Tour, str], list[Step]]] = {
     "fairmark runs --tag branch=main": r_runs_tag,
     "fairmark history WORKLOAD[:METRIC]": r_history,
     "fairmark check RUN --against tag:branch=main --junit j.xml": r_check,
+    "fairmark ab --base main --head HEAD --plan P --build make": r_ab,
     "fairmark bisect --good G --bad B --plan P --build 'make'": r_bisect,
     "fairmark publish --out site --repo-url 'https://…/commit/{sha}'": r_publish,
 }
