@@ -371,3 +371,32 @@ def test_item1_a_busy_machine_gets_one_headline_not_a_line_per_cell(
     )
     assert out.index("busy machine:") < out.index("alloc — wall_s")  # before the tables
     assert "USE CPU saturated" not in flat
+
+
+def test_item13_the_dashboard_marks_the_primary_metric_says_too_few_runs_and_scales_its_axis(
+    tmp_path: Path, fairmark_cli
+) -> None:
+    import re
+
+    import screens_store
+    from fairmark.store.db import Store
+
+    store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
+    for i in range(3):  # three runs: too few for a change point at α = 0.01
+        screens_store._run(store, i)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    code, _, err = fairmark_cli("publish", "--out", str(tmp_path / "site"), "--store", url)
+    assert code == 0, err
+    index = (tmp_path / "site" / "index.html").read_text()
+    rows = re.findall(
+        r'<th scope="row"><a href="[^"]+">alloc/nodebug · (\w+)</a>( <strong>\(primary\)</strong>)?', index
+    )
+    assert rows and rows[0] == ("wall_s", " <strong>(primary)</strong>"), rows  # first, and marked
+    assert all(not marked for _, marked in rows[1:])
+    assert "too few runs" in index and ">none<" not in index
+    page = next((tmp_path / "site" / "series").glob("*alloc-nodebug--wall_s-*.html")).read_text()
+    assert "wall_s (ms), lower is better" in page  # ~57 ms: the tables' unit, not 0.057 s
+    ticks = re.findall(
+        r'<text class="tick" x="[\d.]+" y="[\d.]+" text-anchor="end" dy="0.35em">([^<]+)</text>', page
+    )
+    assert len(ticks) >= 3 and all(40 < float(t) < 70 for t in ticks), ticks

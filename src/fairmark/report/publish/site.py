@@ -229,7 +229,9 @@ class Site:
         parts = ([run_key(r) for r in run_rows], self.opts.repo_url)
         self._page("lists", "runs/index.html", parts, "publish_runs.html.j2", runs_view)
         hosts: dict[str, list[dict[str, Any]]] = {}
-        for row in sorted(series_rows, key=lambda r: (r["host"], r["workload"], r["cell"], r["metric"])):
+        # the primary metric first in each cell (marked), the others after it, alphabetically
+        order = lambda r: (r["host"], r["workload"], r["cell"], not r.get("primary"), r["metric"])  # noqa: E731
+        for row in sorted(series_rows, key=order):
             hosts.setdefault(row["host"], []).append(row)
         index = {
             "hosts": [{"name": h, "rows": rows} for h, rows in hosts.items()],

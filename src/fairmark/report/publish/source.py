@@ -8,7 +8,14 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairmark.store.history import Series, order_by_commits, order_by_tag, query_history, workloads
+from fairmark.store.history import (
+    Series,
+    metrics_of,
+    order_by_commits,
+    order_by_tag,
+    query_history,
+    workloads,
+)
 from fairmark.store.schema import BISECT_RESULT
 
 BISECT_TAGS = ("bisect.id", "bisect.good")  # a run made by `fairmark bisect` carries these
@@ -18,6 +25,7 @@ BISECT_TAGS = ("bisect.id", "bisect.good")  # a run made by `fairmark bisect` ca
 class SeriesSource:
     workload: str
     series: Series
+    primary: str = ""  # the workload's primary metric (its newest cell's): marked, and listed first
 
 
 @dataclass
@@ -51,6 +59,7 @@ def series(
     which the bisect's own page shows."""
     out = []
     for workload in workloads(store, tags=tags or None):
+        primary = metrics_of(store, workload)[0] or ""
         for s in query_history(store, workload, tags=tags or None):
             s.points = [p for p in s.points if not is_bisect_run(p.tags)]
             if not s.points:
@@ -59,7 +68,7 @@ def series(
                 order_by_tag(s, order_tag)
             elif commit_order is not None:
                 order_by_commits(s, commit_order)
-            out.append(SeriesSource(workload, s))
+            out.append(SeriesSource(workload, s, primary))
     return out
 
 

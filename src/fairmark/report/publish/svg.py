@@ -60,9 +60,16 @@ def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     if raw <= 0 or not math.isfinite(raw):
         return [lo]
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step) * step
-    return [first + i * step for i in range(int((hi - first) / step) + 1)]
+    ticks: list[float] = []
+    # the largest round step that still gives three ticks (a step just above `raw` could give two: an axis of
+    # two numbers reads as no scale)
+    for m in (10, 5, 2, 1, 0.5, 0.2):
+        step = m * mag
+        first = math.ceil(lo / step) * step
+        ticks = [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+        if len(ticks) >= 3:
+            break
+    return ticks
 
 
 def _tick_text(v: float) -> str:

@@ -18,6 +18,7 @@ from fairmark.report.history import HistoryOptions, series_view
 from fairmark.report.publish import svg
 from fairmark.report.publish.source import BisectSource, SeriesSource
 from fairmark.stats import format_value
+from fairmark.stats.digits import scale_unit
 
 SPARK_POINTS = 100  # the index's trend line: the last runs of each series
 _HEX = re.compile(r"^[0-9a-fA-F]{7,64}$")
@@ -127,15 +128,19 @@ def _chart(
     opts: HistoryOptions,
 ) -> str:
     points = view["points"]
+    # the unit the tables use (ms, MB/s…), not the stored base unit: an axis in s beside a table in ms misleads
+    d, shown = scale_unit(max((abs(p["mean"]) for p in points), default=0.0), view["unit"])
     dots = [
-        svg.ChartPoint(p["mean"], p["ci_half_width"], links.run(p["run_id"], "../"), _point_label(p, v, c))
+        svg.ChartPoint(
+            p["mean"] / d, p["ci_half_width"] / d, links.run(p["run_id"], "../"), _point_label(p, v, c)
+        )
         for p, v, c in zip(points, values, commits, strict=True)
     ]
     marks = [
         svg.ChartMark(r["index"], r["shift"], f"change point: {r['sentence']}", f"mark-{r['anchor']}")
         for r in cps
     ]
-    unit_text = f" ({view['unit']})" if view["unit"] else ""
+    unit_text = f" ({shown})" if shown else ""
     return svg.chart(
         dots,
         marks,
@@ -236,6 +241,8 @@ def index_row(
     return {
         "host": view["host"],
         "workload": src.workload,
+        "primary": src.primary == view["metric"],
+        "too_short": bool(view.get("too_short")),
         "cell": view["cell"],
         "metric": view["metric"],
         "unit": unit,
