@@ -13,7 +13,7 @@ from fairmark.stats.digits import column_unit, format_pair, format_spread
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
-    from fairmark.report.text import Writer
+    from fairmark.report.writer import Writer
     from fairmark.stats.compare import Comparison
 
 

@@ -15,7 +15,7 @@ from fairmark.store.db import jsonable_row
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
-    from fairmark.report.text import Writer
+    from fairmark.report.writer import Writer
 
 
 def _terminal(r: RunReport) -> None:

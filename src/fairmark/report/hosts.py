@@ -12,7 +12,7 @@ from fairmark.report.section import Section
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
-    from fairmark.report.text import Writer
+    from fairmark.report.writer import Writer
 
 
 def host_diff(store: Any, run_id: str) -> list[dict[str, Any]]:

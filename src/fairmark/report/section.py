@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
-    from fairmark.report.text import Writer
+    from fairmark.report.writer import Writer
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ then scaling, doctor findings and how to reproduce. Markdown wraps the same text
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,39 +22,11 @@ from fairmark.report.views import (
     variant_table,
     verdict_rows,
 )
+from fairmark.report.writer import WIDTH, Writer
 from fairmark.stats import format_value
 from fairmark.stats.digits import column_unit
 
-WIDTH = 80
 NAME_W = 14
-
-
-class Writer:
-    def __init__(self, markdown: bool):
-        self.md = markdown
-        self.lines: list[str] = []
-
-    def heading(self, text: str, level: int = 2) -> None:
-        if self.md:
-            self.lines += ["", "#" * level + " " + text, ""]
-        else:
-            rule = "=" if level <= 2 else "-"
-            wrapped = textwrap.wrap(text, WIDTH, break_long_words=False, break_on_hyphens=False) or [""]
-            self.lines += ["", *wrapped, rule * min(max(map(len, wrapped)), WIDTH)]
-
-    def para(self, text: str, indent: str = "") -> None:
-        rest = " " * len(indent) + "  "
-        self.lines += textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=rest) or [""]
-
-    def block(self, lines: Sequence[str]) -> None:
-        """Preformatted lines (tables, plots): fenced in Markdown so they keep their columns."""
-        if self.md:
-            self.lines += ["```", *lines, "```"]
-        else:
-            self.lines += list(lines)
-
-    def blank(self) -> None:
-        self.lines.append("")
 
 
 def _short(text: Any, width: int = NAME_W) -> str:
