@@ -75,6 +75,13 @@ def hiccups(rng, n, cv=CV):
     return normal(rng, n, cv) + 0.2 * (rng.random(n) < 0.03)
 
 
+def slow_outliers(rng, n, cv=CV, share=0.1):
+    """Go's benchmarks as benchstat sees them (issue 38): normal noise, and each value with probability 10% a
+    few (5–20%) percent slow — one or two slow values in a file of 10, often none."""
+    slow = rng.random(n) < share
+    return (1 + normal(rng, n, cv)) * (1 + slow * rng.uniform(0.05, 0.20, n)) - 1
+
+
 NOISE: dict[str, Callable[..., np.ndarray]] = {
     "normal": normal,
     "lognormal": lognormal,
@@ -82,6 +89,7 @@ NOISE: dict[str, Callable[..., np.ndarray]] = {
     "bimodal": bimodal,
     "ar1": ar1_drift,
     "hiccups": hiccups,
+    "slow": slow_outliers,
 }
 
 
@@ -637,6 +645,7 @@ def sequential_design_of(shape: RunShape):
     return sequential_design(decision_policy(shape).model_dump())
 
 
+SLOW_EFFECTS = (0, 2, 5)  # issue 38: benchstat beside fairmark on a few slow values
 QUICK = RunShape(min_trials=QUICK_MIN, max_trials=QUICK_MAX)
 QUICK_INT = RunShape(cv=0.03, integer=10.4, min_trials=QUICK_MIN, max_trials=QUICK_MAX)
 D = "run, stop = decision"
@@ -801,6 +810,15 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
         lambda: case_compare(10, 10, cv_a=0.015, cv_b=0.015, ratio=1.03),
     ),
     ("compare", "MDE", "at the stated MDE, 10 vs 10", lambda: case_mde_compare(10, 10)),
+    *[
+        (
+            "compare",
+            "power" if pct else "A/A",
+            f"10 vs 10, CV 2%, 10% of values 5–20% slow, B +{pct}%",
+            (lambda pct=pct: case_slow(1 + pct / 100)),
+        )
+        for pct in SLOW_EFFECTS
+    ],
     ("compare-runs", "A/A", "1 vs 1 run, one boot, run offset 2%", lambda: case_runs(1, 1, run_sd=0.02)),
     ("compare-runs", "A/A", "1 vs 1 run, one boot, no run offset", lambda: case_runs(1, 1, run_sd=0.0)),
     (
@@ -1004,6 +1022,50 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
 ]
 
 
+# ---- benchstat beside fairmark (issue 38) ----------------------------------------------------------------------
+BENCHSTAT_N = 10
+
+
+def _slow_pair(rng, ratio: float) -> tuple[np.ndarray, np.ndarray]:
+    return (
+        100.0 * (1 + slow_outliers(rng, BENCHSTAT_N)),
+        100.0 * ratio * (1 + slow_outliers(rng, BENCHSTAT_N)),
+    )
+
+
+def case_slow(ratio: float):
+    """10 vs 10 values with a few slow ones (slow_outliers), B `ratio` × A, judged as `fairmark compare`."""
+
+    def one(rng):
+        a, b = _slow_pair(rng, ratio)
+        (j,) = _files(list(a), list(b), unit="s")
+        return j.comparison.significant
+
+    return one
+
+
+def benchstat_hits(ratio: float, sims: int, seed: int) -> int | None:
+    """How many pairs drawn from the same shape Go's benchstat (golang.org/x/perf/cmd/benchstat, its U test at α
+    0.05) calls different: all pairs in one call, one benchmark per pair. None without a benchstat binary."""
+    import shutil
+    import tempfile
+
+    tool = shutil.which("benchstat") or os.path.expanduser("~/go/bin/benchstat")
+    if not os.access(tool, os.X_OK):
+        return None
+    rng = np.random.default_rng(seed)
+    pairs = [_slow_pair(rng, ratio) for _ in range(sims)]
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [os.path.join(tmp, name) for name in ("a.txt", "b.txt")]
+        for side, path in enumerate(paths):
+            with open(path, "w") as fh:
+                for i, pair in enumerate(pairs):
+                    fh.writelines(f"BenchmarkSim{i} 1 {float(v)!r} ns/op\n" for v in pair[side])
+        out = subprocess.run([tool, "-format", "csv", *paths], capture_output=True, text=True, check=True)
+    rows = [line.split(",") for line in out.stdout.splitlines() if line.startswith("Sim")]
+    return sum(1 for row in rows if row[-2] != "~")
+
+
 def wilson(k: int, n: int) -> tuple[float, float]:
     z = 1.96
     p = k / n
@@ -1078,6 +1140,26 @@ def main() -> None:
             f"| {used} | {totals[i]} |"
         )
     sys.stdout.flush()
+    _benchstat_table(chosen, hits, totals, args.seed)
+
+
+def _benchstat_table(chosen: list[int], hits: dict[int, int], totals: dict[int, int], seed: int) -> None:
+    """The slow-value cases again, with Go's benchstat on as many pairs of the same shape beside them."""
+    slow = [i for i in chosen if "slow, B +" in CASES[i][2]]
+    if not slow:
+        return
+    print("\n| case | fairmark | benchstat (Go, U test) | simulations |")
+    print("|---|---|---|---|")
+    for i in slow:
+        pct = SLOW_EFFECTS[[k for k, c in enumerate(CASES) if "slow, B +" in c[2]].index(i)]
+        theirs = benchstat_hits(1 + pct / 100, totals[i], 10**6 * seed + 7 * i + 1)
+        other = "no benchstat binary" if theirs is None else _rate(theirs, totals[i])
+        print(f"| {CASES[i][2]} | {_rate(hits[i], totals[i])} | {other} | {totals[i]} |")
+
+
+def _rate(k: int, n: int) -> str:
+    lo, hi = wilson(k, n)
+    return f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
 if __name__ == "__main__":

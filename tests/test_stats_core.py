@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from fairmark.errors import InputError, UsageError
@@ -132,10 +133,40 @@ def test_zero_spread():
 
 def test_student_and_mann_whitney_disagreement_is_warned():
     # every B value is above every A value (ranks: a clear difference), but one huge B value inflates the
-    # variance so much that Welch's t (even on the logarithms) proves nothing
-    c = compare([10, 11, 12, 13, 14, 15, 16, 17], [18, 19, 20, 21, 22, 23, 24, 600])
-    assert not c.significant and c.mann_whitney["significant"]
+    # variance so much that Welch's t (even on the logarithms) proves nothing; 7 values a side: too few for
+    # the robust rule (stats.robust.MIN_N), so Welch's verdict stands and the disagreement is said
+    c = compare([10, 11, 12, 13, 14, 15, 16], [18, 19, 20, 21, 22, 23, 600])
+    assert not c.significant and c.mann_whitney["significant"] and c.design == "Welch"
     assert any("disagree (only Mann-Whitney U finds a difference" in w for w in c.warnings)
+
+
+def test_an_outlier_makes_the_verdict_yuens():
+    # the same shape with 8 values a side: the outlier is flagged, and Yuen's t on trimmed means decides
+    c = compare([10, 11, 12, 13, 14, 15, 16, 17], [18, 19, 20, 21, 22, 23, 24, 600])
+    assert c.significant and c.design == "Yuen's t, 20% trimmed" and c.mann_whitney["significant"]
+    assert not any("disagree" in w for w in c.warnings)
+    (note,) = [w for w in c.warnings if w.startswith("decided by")]
+    assert "outliers flagged in B" in note and "Welch's t alone: +140%" in note
+    # the estimate is the one Yuen's test decided on: the ratio of the trimmed geometric means
+    # (8 values: floor(0.2·8) = 1 off each end)
+    trimmed_a, trimmed_b = np.log([11, 12, 13, 14, 15, 16]).mean(), np.log([19, 20, 21, 22, 23, 24]).mean()
+    assert c.ratio == pytest.approx(math.exp(trimmed_b - trimmed_a))
+    assert c.ratio_ci_low > 1 and "Yuen's t, 20% trimmed" in c.sentence
+
+
+def test_yuen_matches_an_independent_computation():
+    # Yuen (1974) by hand on the logarithms: 20% trimmed means, winsorized variances, Welch-type df
+    from scipy import stats as st
+
+    a = np.log([65.4, 65.5, 65.2, 65.5, 65.3, 66.0, 65.3, 70.2, 65.7, 65.6])
+    b = np.log([65.4, 65.9, 66.4, 66.7, 72.1, 66.3, 66.2, 68.6, 66.3, 66.1])
+    ref = st.ttest_ind(b, a, equal_var=False, trim=0.2)
+    from fairmark.stats.robust import yuen
+
+    mine = yuen(np.exp(a), np.exp(b), confidence=95.0)
+    assert mine is not None
+    assert mine.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    assert mine.difference / mine.se == pytest.approx(ref.statistic, rel=1e-9)
 
 
 def test_aa_calibration_warning():

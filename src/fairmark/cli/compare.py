@@ -16,7 +16,7 @@ from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import InputError, UsageError
 from fairmark.report import ministat
-from fairmark.report.compare_files import emit_human, json_doc, ministat_only
+from fairmark.report.compare_files import emit_human, json_doc, ministat_only, not_judged
 from fairmark.stats.arrays import Values
 from fairmark.stats.describe import MAX_ABS, MAX_ABS_TEXT
 from fairmark.stats.judge import MIN_VALUES
@@ -34,7 +34,13 @@ class DataFile:
 
 
 def parse_lines(
-    lines: Iterable[str], name: str, *, column: int = 1, delimiters: str = " \t", limit: float = MAX_ABS
+    lines: Iterable[str],
+    name: str,
+    *,
+    column: int = 1,
+    delimiters: str = " \t",
+    limit: float = MAX_ABS,
+    least: int = MIN_VALUES,
 ) -> DataFile:
     """ministat's rules: split on any delimiter character (runs count as one), a token starting with `#` ends
     the line, lines without a value in `column` are skipped; anything else in that column must be a number
@@ -56,7 +62,7 @@ def parse_lines(
         if not abs(value) <= limit:  # beyond the largest double, or so large that sums of them overflow
             raise InputError(_too_large(name, last, column, token, value))
         values.append(value)
-    if len(values) < MIN_VALUES:
+    if len(values) < least:
         raise InputError(
             f"{name}:{last}: {len(values)} value(s) in column {column}; at least {MIN_VALUES} are needed",
             hint="one value per line; `#` starts a comment; -C picks the column, -d the delimiters",
@@ -92,25 +98,38 @@ def _plain(text: str) -> bool:
 
 
 def parse_text(
-    text: str, name: str, *, column: int = 1, delimiters: str = " \t", limit: float = MAX_ABS
+    text: str,
+    name: str,
+    *,
+    column: int = 1,
+    delimiters: str = " \t",
+    limit: float = MAX_ABS,
+    least: int = MIN_VALUES,
 ) -> DataFile:
+    """A plain file's values; fewer than `least` is an error naming the file."""
     if column == 1 and set(delimiters) >= {" ", "\t"} and _plain(text):
         try:
             values = [float(token) for token in text.split()]
         except ValueError:
             values = []
-        if len(values) >= MIN_VALUES and all(abs(v) <= limit for v in values):
+        if len(values) >= max(least, 1) and all(abs(v) <= limit for v in values):
             return DataFile(name, tuple(values))
     lines = text.splitlines(keepends=True)
-    return parse_lines(lines, name, column=column, delimiters=delimiters, limit=limit)
+    return parse_lines(lines, name, column=column, delimiters=delimiters, limit=limit, least=least)
 
 
 def read_file(path: str, *, column: int, delimiters: str, limit: float = MAX_ABS) -> DataFile:
+    name, text = read_text(path)
+    return parse_text(text, name, column=column, delimiters=delimiters, limit=limit)
+
+
+def read_text(path: str) -> tuple[str, str]:
+    """(name, text) of a data file; `-` is standard input."""
     if path == "-":
-        return parse_text(sys.stdin.read(), "<stdin>", column=column, delimiters=delimiters, limit=limit)
+        return "<stdin>", sys.stdin.read()
     try:
         with Path(path).open(encoding="utf-8", errors="strict") as fh:
-            return parse_text(fh.read(), path, column=column, delimiters=delimiters, limit=limit)
+            return path, fh.read()
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from exc
     except OSError as exc:
@@ -123,12 +142,67 @@ def _labels(names: list[str]) -> list[str]:
     return short if len(set(short)) == len(set(names)) else names
 
 
-def _read_all(paths: list[str], column: int, delimiters: str, compat: bool) -> list[DataFile]:
+def _read_all(texts: list[tuple[str, str]], column: int, delimiters: str, compat: bool) -> list[DataFile]:
     # ministat's own mode takes every finite double, as ministat does (its sums may overflow: it prints nan)
     limit = sys.float_info.max if compat else MAX_ABS
-    read = [read_file(p, column=column, delimiters=delimiters, limit=limit) for p in paths]
+    read = _judgeable(
+        [parse_text(t, n, column=column, delimiters=delimiters, limit=limit, least=0) for n, t in texts]
+    )
     # one array per file, converted once (100 000 values: every later step would convert the tuple again)
     return [DataFile(f.name, np.asarray(f.values, dtype=np.float64)) for f in read]
+
+
+def _judgeable(files: list[DataFile]) -> list[DataFile]:
+    """The files with enough values to judge; each other one said so on stderr (the first must have them, and
+    one other at least, as before: then the command fails naming the file)."""
+    short = [f for f in files[1:] if len(f.values) < MIN_VALUES]
+    if len(files[0].values) < MIN_VALUES or len(short) == len(files) - 1 > 0:
+        bad = files[0] if len(files[0].values) < MIN_VALUES else short[0]
+        raise InputError(
+            f"{bad.name}: {len(bad.values)} value(s); at least {MIN_VALUES} are needed",
+            hint="one value per line; `#` starts a comment; -C picks the column, -d the delimiters",
+        )
+    not_judged([(f.name, len(f.values)) for f in short], MIN_VALUES)
+    return [f for f in files if len(f.values) >= MIN_VALUES]
+
+
+def _other_tools(texts: list[tuple[str, str]], column: int, delimiters: str) -> list | None:
+    """Each file as another tool's results (go test -bench, hyperfine …: fairmark.formats), or None when they
+    are plain files of numbers. A file of one number per line never loads the readers (compare's start)."""
+    if all(_plain(text) for _, text in texts):
+        return None
+    from fairmark.formats import parse_results
+
+    results = [parse_results(text, name) for name, text in texts]
+    if all(r is None for r in results):
+        return None
+    if column != 1 or delimiters != " \t":  # -C 3 on Go's output pooled every benchmark into one sample
+        raise UsageError(
+            "-C and -d pick a column of plain files; these are another tool's results, whose benchmarks and "
+            "units fairmark reads and judges one by one (leave -C and -d out)"
+        )
+    plain = [name for (name, _), r in zip(texts, results, strict=True) if r is None]
+    if plain:
+        tools = sorted({r.tool for r in results if r is not None})
+        raise UsageError(
+            f"{plain[0]} is a plain file of numbers but the others are {' and '.join(tools)} output; "
+            "compare files of one kind"
+        )
+    return results
+
+
+def _compare_other_tools(results: list, confidence: float) -> None:
+    from dataclasses import replace
+
+    from fairmark.report import series_compare
+
+    labels = _labels([r.path for r in results])
+    results = [replace(r, path=label) for r, label in zip(results, labels, strict=True)]
+    rows = series_compare.compare_results(results, confidence=confidence)
+    if console.json_mode:
+        console.emit_json({"confidence": confidence, **series_compare.to_json(results, rows)})
+        return
+    series_compare.render(results, rows, confidence=confidence)
 
 
 @click.command("compare")
@@ -197,9 +271,13 @@ def compare(
     Prints ministat's table and plot (same numbers as ministat), then fairmark's verdict: the difference in
     percent with its confidence interval, Welch's CI of the ratio and a Mann-Whitney U cross-check."""
     paths = list(files) or ["-"]
+    texts = [read_text(p) for p in paths]
+    results = _other_tools(texts, column, delimiters)
+    if results is not None:
+        return _compare_other_tools(results, confidence)
     if len(paths) > ministat.MAX_DATASETS:
         raise UsageError(f"{len(paths)} files given; at most {ministat.MAX_DATASETS} can be compared at once")
-    data = _read_all(paths, column, delimiters, ministat_compat and not console.json_mode)
+    data = _read_all(texts, column, delimiters, ministat_compat and not console.json_mode)
     if ministat_compat and any(np.max(np.abs(d.values)) > MAX_ABS for d in data):
         plot = not (no_plot or no_test)
         return ministat_only(

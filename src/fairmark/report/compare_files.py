@@ -106,3 +106,12 @@ def ministat_only(data, width, *, plot, test, separate, confidence) -> None:
         )
         + "\n"
     )
+
+
+def not_judged(files: Sequence[tuple[str, int]], least: int) -> None:
+    """The files left out for too few values (name, count), one line each on stderr: the others are judged."""
+    for name, count in files:
+        console.err.print(
+            console.wrap(f"{name}: {count} value(s): cannot be judged (at least {least} are needed)"),
+            highlight=False,
+        )

@@ -3,7 +3,9 @@
 
 The verdict (`significant`, `change`, `sentence`, the ratio and its interval) comes from one design
 (stats.paired): **paired by round** when the trials' rounds are given (an interleaved run), **Welch** otherwise
-(`fairmark compare`: unequal variances and n allowed) — on the logarithms when every value is positive. The
+(`fairmark compare`: unequal variances and n allowed) — on the logarithms when every value is positive; two
+independent samples with outliers flagged, or whose Welch t and rank test disagree, are decided by Yuen's t on
+trimmed means (stats.robust: the rule and why). The
 sentence gives the ratio's interval in percent (asymmetric where it is), and when nothing is proven the change
 this design detects with 80% power (stats.power). ministat's own numbers (pooled Student t with its t table:
 `difference`, `half_width`, `percent`, `percent_half_width`, `pooled_stddev`, `ministat_significant`) are kept
@@ -147,19 +149,18 @@ def compare(
     length_planned: bool = False,
     calibration: Mapping[str, object] | None = None,
     sequential: seq.Design | None = None,
+    robust: bool = True,
 ) -> Comparison:
     """Compare `other` with `baseline`. `rounds`: the round of each value (same order; an int, or (run, round)
-    when the values come from several runs), for the paired design; `first_stage`: the rounds from which the
-    run chose its length (stats.stopping), `length_planned` whether it ran to that length (not cut at max_trials).
-    `aa_percent_half_width`: the ±% an A/A run of this workload showed on this machine; a significant change
-    smaller than that gets a warning. `calibration`: what `fairmark calibrate` measured for this workload on
-    this host (stats.calibration). `sequential`: the run stopped when decided (stats.sequential)."""
-    a, b = _checked(baseline, other, better, (name_baseline, name_other))
+    from several runs), for the paired design; `first_stage`: the rounds the run chose its length from
+    (stats.stopping), `length_planned` whether it ran to that length. `aa_percent_half_width`: the ±% an A/A run
+    showed here (a smaller significant change is warned of). `calibration`: `fairmark calibrate`'s figures
+    (stats.calibration). `sequential`: the run stopped when decided. `robust`: stats.robust's rule may decide."""
+    a, b = _checked(baseline, other, better, names := (name_baseline, name_other))
     sa, sb = describe(a, confidence), describe(b, confidence)
     ministat = _ministat(a, b, sa, sb, confidence, ministat_compat)
-    decided = _sequential_test(a, b, rounds, sequential)
-    test = decided[0] if decided else _design_test(a, b, confidence, rounds, (first_stage, length_planned))
-    cross, names = _cross_check(a, b, test, rounds, confidence), (name_baseline, name_other)
+    stages = (first_stage, length_planned)
+    decided, test, cross, note = _decide((a, b), names, confidence, rounds, stages, sequential, robust)
     sentence = verdict_sentence(names, test, sa.mean, test.significant, better, unit, confidence, calibration)
     sentence = (
         sequential_sentence(names, decided, sequential, better, unit, confidence) if decided else sentence
@@ -182,6 +183,7 @@ def compare(
         change=change_of(test, better),
         sentence=sentence,
         warnings=(
+            *note,
             *_warnings(sa, sb, names, test, cross, confidence),
             *_calibration_warning(test, aa_percent_half_width),
         ),
@@ -349,6 +351,45 @@ def _design_test(
         if test is not None:
             return test
     return welch(a, b, confidence=confidence)
+
+
+def _decide(
+    samples: tuple[Floats, Floats],
+    names: tuple[str, str],
+    confidence: float,
+    rounds: Rounds | None,
+    stages: tuple[int | None, bool],
+    sequential: seq.Design | None,
+    robust: bool,
+) -> tuple[tuple[RatioTest, seq.Look] | None, RatioTest, RankCheck, list[str]]:
+    """The test that decides (sequential, the design's, or Yuen's where stats.robust says so), the rank test
+    that cross-checks it, and the line saying why Yuen's decided."""
+    a, b = samples
+    decided = _sequential_test(a, b, rounds, sequential)
+    test = decided[0] if decided else _design_test(a, b, confidence, rounds, stages)
+    cross = _cross_check(a, b, test, rounds, confidence)
+    if not robust or decided:
+        return decided, test, cross, []
+    robust_test, note = _robust(a, b, names, test, cross, confidence)
+    return decided, robust_test, cross, note
+
+
+def _robust(
+    a: Floats, b: Floats, names: tuple[str, str], test: RatioTest, cross: RankCheck, confidence: float
+) -> tuple[RatioTest, list[str]]:
+    """Yuen's trimmed t in place of Welch's when stats.robust's rule says the data call for it, with a line
+    saying why and what Welch's t alone said."""
+    from fairmark.stats import robust
+
+    why = robust.robust_reason((a, b), names, test, cross, 1.0 - confidence / 100.0)
+    decided = robust.yuen(a, b, confidence=confidence) if why else None
+    if decided is None:
+        return test, []
+    welch_text = interval_text({**verdict_fields(test, 1.0), "claim": True})
+    return decided, [
+        f"decided by {robust.DESIGN} (the middle 60% of each sample, on the logarithms) because {why}; "
+        f"Welch's t alone: {welch_text}, p = {test.p_value:.2g}"
+    ]
 
 
 def _cross_check(
@@ -608,9 +649,11 @@ def _warnings(
     alpha = 1.0 - confidence / 100.0
     # A rank test that cannot reach α with these n (3 + 3 values: p ≥ 0.1) has nothing to disagree with.
     if not test.constant and test.significant != cross["significant"] and can_reach(cross, alpha):
-        mine = {"paired by round": "Student's t (paired)", "Welch": "Welch's t"}.get(
-            test.design, "the t test"
-        )
+        mine = {
+            "paired by round": "Student's t (paired)",
+            "Welch": "Welch's t",
+            "Yuen's t, 20% trimmed": "Yuen's t",
+        }.get(test.design, "the t test")
         which = mine if test.significant else cross["test"]
         out.append(
             f"{mine} and {cross['test']} disagree (only {which} finds a difference, "

@@ -134,6 +134,7 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
     labels = p.all_labels()
     rounds, first_stage = _rounds(p, labels)
     one_run = rounds is p.rounds
+    level = unit_level(labels)
     within = compare(
         p.baseline,
         p.other,
@@ -149,10 +150,10 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
         length_planned=p.length_planned and first_stage is not None,
         calibration=p.host_calibration,
         sequential=p.sequential if one_run and p.sequential and not p.sequential.two_sample else None,
+        robust=level is None,  # above the trials the unit decides (stats.levels): its trials are only shown
     )
     if p.constant_expected:  # a metric constant by design (MetricSpec.constant): its zero spread is expected
         within = replace(within, warnings=tuple(w for w in within.warnings if not w.startswith(ZERO_SPREAD)))
-    level = unit_level(labels)
     if level is None:
         return within
     ua, ub = labels[level]

@@ -331,3 +331,37 @@ def judge_files(
         for d, name in zip(datasets[1:], names[1:], strict=True)
     ]
     return judge(pairs, confidence=confidence, ministat_compat=ministat_compat)
+
+
+@dataclass(frozen=True)
+class SeriesPair:
+    """One benchmark and unit of another tool's results (`compare` of go test, hyperfine … files): the
+    baseline file's values and another file's, each its own sample. `tag` is the caller's."""
+
+    baseline: Values
+    other: Values
+    better: Better
+    unit: str
+    names: tuple[str, str]
+    tag: tuple[int, int]
+
+
+def judge_series(pairs: Sequence[SeriesPair], *, confidence: float) -> list[Judgement[tuple[int, int]]]:
+    """`compare` of other tools' files: each benchmark and unit of each file against the same one of the first,
+    as independent samples, never pooled across benchmarks; the false discovery rate controlled across all of
+    them. A pair with fewer than 3 values on a side is left out (the caller says it cannot be judged)."""
+    return judge(
+        [
+            Pair(
+                p.baseline,
+                p.other,
+                better=p.better,
+                unit=p.unit,
+                name_baseline=p.names[0],
+                name_other=p.names[1],
+                tag=p.tag,
+            )
+            for p in pairs
+        ],
+        confidence=confidence,
+    )

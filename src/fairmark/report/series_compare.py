@@ -1,0 +1,212 @@
+"""`fairmark compare` of other tools' results (go test -bench, hyperfine, pyperf, Google Benchmark, criterion):
+benchstat's layout — one table per package and unit, one row per benchmark, a geometric-mean row — with
+fairmark's statistics: each row's change is its own verdict (Welch's t on the logarithms, or Yuen's trimmed t
+where stats.robust's rule says so) with its interval, and q the Benjamini-Hochberg false discovery rate across
+every row of the command. A benchmark with fewer than 3 values on a side says it cannot be judged; the others are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fairmark.console import console
+from fairmark.formats.model import Results, Series
+from fairmark.jsonvalue import JSONObject
+from fairmark.stats.compare import Comparison
+from fairmark.stats.describe import describe
+from fairmark.stats.digits import format_value
+from fairmark.stats.judge import MIN_VALUES, Judgement
+from fairmark.stats.robust import DESIGN as ROBUST
+from fairmark.verdict.pairs import SeriesPair, judge_series
+
+Key = tuple[str, str, str]  # (group, name, unit)
+
+
+@dataclass(frozen=True)
+class Row:
+    key: Key
+    series: tuple[Series | None, ...]  # one per file (None: the file has no such benchmark)
+    judged: tuple[Judgement[tuple[int, int]] | None, ...]  # one per file after the first
+
+
+def compare_results(files: Sequence[Results], *, confidence: float) -> list[Row]:
+    """Every benchmark and unit of the first file (or, for one hyperfine file, every command against the
+    first) judged against the same one in each other file."""
+    columns = _columns(files)
+    keys = list(dict.fromkeys(k for col in columns for k in col))
+    pairs = [
+        SeriesPair(
+            base.values, other.values, base.better, base.unit, (_label(files, 0), _label(files, j)), (i, j)
+        )
+        for i, key in enumerate(keys)
+        if (base := columns[0].get(key)) is not None
+        for j in range(1, len(columns))
+        if (other := columns[j].get(key)) is not None
+    ]
+    by_tag = {j.pair.tag: j for j in judge_series(pairs, confidence=confidence)}
+    return [
+        Row(
+            key,
+            tuple(col.get(key) for col in columns),
+            tuple(by_tag.get((i, j)) for j in range(1, len(columns))),
+        )
+        for i, key in enumerate(keys)
+    ]
+
+
+def _commands(files: Sequence[Results]) -> bool:
+    """One hyperfine file of several commands: each command is a column (the first the baseline)."""
+    return len(files) == 1 and files[0].tool == "hyperfine" and len(files[0].series) > 1
+
+
+def _columns(files: Sequence[Results]) -> list[dict[Key, Series]]:
+    if _commands(files):
+        # one hyperfine file of several commands: each command is a column, its rows matched by unit
+        return [{("", "time", s.unit): s} for s in files[0].series]
+    return [{s.key: s for s in f.series} for f in files]
+
+
+def _label(files: Sequence[Results], j: int) -> str:
+    if _commands(files):
+        return files[0].series[j].name
+    return files[j].path
+
+
+def render(files: Sequence[Results], rows: Sequence[Row], *, confidence: float) -> None:
+    """The tables, one per group and unit, each closed by its geomean row; then the notes."""
+    names = [_label(files, j) for j in range(len(_columns(files)))]
+    for line in _config_lines(files):
+        console.print(line, highlight=False)
+    notes: list[str] = []
+    for group, unit in dict.fromkeys((r.key[0], r.key[2]) for r in rows):
+        mine = [r for r in rows if r.key[0] == group and r.key[2] == unit]
+        table = console.table("benchmark", *_headers(names), right=tuple(names))
+        for r in mine:
+            table.add_row(r.key[1], *_cells(r, notes))
+        if len(mine) > 1:
+            table.add_row("geomean", *_geomean(mine, len(names)))
+        better = mine[0].series[0].better if mine[0].series[0] else "lower"
+        title = f"{unit or 'value'} ({better} is better)" + (f", pkg: {group}" if group else "")
+        console.print_table(table, title)
+    said = "; ".join(dict.fromkeys(notes))
+    console.print(
+        console.wrap(
+            f"~: no difference proven at {confidence:g}% confidence. Each change is fairmark's verdict for that "
+            "benchmark (Welch's t on the logarithms; † Yuen's t on 20%-trimmed means, where outliers were "
+            "flagged or the rank test disagreed), with its interval; q: the false discovery rate across all "
+            f"rows (Benjamini-Hochberg). Medians ± the half-width of their {confidence:g}% interval."
+            + (f" {said}." if said else "")
+        ),
+        highlight=False,
+    )
+
+
+def _headers(names: Sequence[str]) -> list[str]:
+    out = [names[0]]
+    for name in names[1:]:
+        out += [name, f"vs {names[0]}"]
+    return out
+
+
+def _center(s: Series | None) -> str:
+    if s is None:
+        return "—"
+    if len(s.values) < 2:
+        return f"{format_value(s.values[0])} (n=1)" if s.values else "(n=0)"
+    d = describe(s.values)
+    if math.isfinite(d.median_ci_low) and d.median:
+        half = 50.0 * (d.median_ci_high - d.median_ci_low) / abs(d.median)
+        return f"{format_value(d.median)} ± {half:.2g}%"
+    return format_value(d.median)
+
+
+def _cells(r: Row, notes: list[str]) -> list[str]:
+    out = [_center(r.series[0])]
+    for j, judged in enumerate(r.judged, start=1):
+        out += [_center(r.series[j]), _change(r, j, judged, notes)]
+    return out
+
+
+def _change(r: Row, j: int, judged: Judgement[tuple[int, int]] | None, notes: list[str]) -> str:
+    base, other = r.series[0], r.series[j]
+    if base is None or other is None:
+        return "missing"
+    if judged is None:
+        least = min(len(base.values), len(other.values))
+        notes.append(f"cannot be judged: fewer than {MIN_VALUES} values on a side (go test -count=1?)")
+        return f"cannot be judged (n={least})"
+    c = judged.comparison
+    mark = "†" if c.design == ROBUST else ""
+    n = f"n={c.n_baseline}+{c.n_other}"
+    if not judged.fdr_significant:
+        return f"~ {c.interval}{mark} q={judged.q_value:.2g} {n}"
+    return f"{c.interval}{mark} {_word(c)} q={judged.q_value:.2g} {n}"
+
+
+TIMES = ("ns", "us", "µs", "ms", "s", "sec", "ns/op", "sec/op", "s/op", "ns real_time", "ns cpu_time")
+
+
+def _word(c: Comparison) -> str:
+    """faster/slower for a time, better/worse for anything else."""
+    if c.unit in TIMES or c.unit.endswith(("_time", "s/op")):
+        return {"better": "faster", "worse": "slower"}.get(c.change, "")
+    return c.change if c.change != "none" else ""
+
+
+def _geomean(rows: Sequence[Row], columns: int) -> list[str]:
+    """Each column's geometric mean of the benchmarks' medians over the rows every column has (positive
+    values only), and the geometric mean of the rows' verdict ratios — a summary, not a test."""
+    full = [r for r in rows if all(s is not None and s.values and min(s.values) > 0 for s in r.series)]
+    if not full:
+        return [""] * (2 * columns - 1)
+    centers = [
+        format_value(math.exp(float(np.mean([math.log(describe(r.series[j].values).median) for r in full]))))  # type: ignore[union-attr]
+        for j in range(columns)
+    ]
+    out = [centers[0]]
+    for j in range(1, columns):
+        ratios = [r.judged[j - 1].comparison.ratio for r in full if r.judged[j - 1] is not None]  # type: ignore[union-attr]
+        ratios = [x for x in ratios if math.isfinite(x) and x > 0]
+        change = f"{100.0 * (math.exp(float(np.mean(np.log(ratios)))) - 1.0):+.2f}%" if ratios else ""
+        out += [centers[j], change]
+    return out
+
+
+def _config_lines(files: Sequence[Results]) -> list[str]:
+    seen: dict[str, list[str]] = {}
+    for f in files:
+        for k, v in f.config.items():
+            if k != "pkg" and v not in seen.setdefault(k, []):
+                seen[k].append(v)
+    return [f"{k}: {' | '.join(v)}" for k, v in seen.items()]
+
+
+def to_json(files: Sequence[Results], rows: Sequence[Row]) -> JSONObject:
+    names = [_label(files, j) for j in range(len(_columns(files)))]
+    return {
+        "files": [{"path": f.path, "tool": f.tool, "config": dict(f.config)} for f in files],
+        "columns": list(names),
+        "rows": [
+            {
+                "group": r.key[0],
+                "benchmark": r.key[1],
+                "unit": r.key[2],
+                "n": [len(s.values) if s else None for s in r.series],
+                "comparisons": [
+                    None
+                    if j is None
+                    else {
+                        **j.comparison.to_dict(),
+                        "q_value": j.q_value,
+                        "significant_fdr": j.fdr_significant,
+                    }
+                    for j in r.judged
+                ],
+            }
+            for r in rows
+        ],
+    }
