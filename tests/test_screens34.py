@@ -400,3 +400,20 @@ def test_item13_the_dashboard_marks_the_primary_metric_says_too_few_runs_and_sca
         r'<text class="tick" x="[\d.]+" y="[\d.]+" text-anchor="end" dy="0.35em">([^<]+)</text>', page
     )
     assert len(ticks) >= 3 and all(40 < float(t) < 70 for t in ticks), ticks
+
+
+def test_item6_a_levelling_sweep_levels_off_and_a_noisy_flat_one_says_nothing() -> None:
+    from fairmark.stats.scaling import curve_shape, shape_summary
+
+    level = [
+        [100.0, 101.0, 102.0, 101.0, 100.0],
+        [196.0, 190.0, 201.0, 195.0, 198.0],
+        [204.0, 199.0, 207.0, 190.0, 210.0],
+    ]
+    shape = curve_shape(level, higher=True)
+    text = shape_summary(shape, "threads", [1, 4, 8], [sum(p) / len(p) for p in level])
+    assert "rises to the end" not in text and text.startswith("rises, then levels off from threads = 4"), text
+    noisy = [[1.0, 9.0, 3.0], [2.0, 11.0, 0.5], [8.0, 1.0, 4.0]]
+    shape = curve_shape(noisy, higher=True)
+    text = shape_summary(shape, "jobs", [1, 2, 4], [sum(p) / len(p) for p in noisy])
+    assert text.startswith("nothing can be said of its shape") and "flat within" not in text, text

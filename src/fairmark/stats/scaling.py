@@ -150,6 +150,11 @@ def curve_shape(points: Sequence[Sequence[float]], *, higher: bool, confidence: 
     )
 
 
+FLAT_SAYS_NOTHING_PCT = (
+    50.0  # "flat within ±x%" beyond this: the points could differ twofold — no shape at all
+)
+
+
 def shape_summary(
     shape: CurveShape, parameter: str, xs: Sequence[object], means: Sequence[float], *, beyond: str = ""
 ) -> str:
@@ -157,6 +162,13 @@ def shape_summary(
     curve's last point that have no measurement (their trials failed), so the curve's end is not the sweep's."""
     at = f"{parameter} = {xs[shape.best]}"
     holm_note = f"Holm across {shape.pairs} pair{'s' if shape.pairs != 1 else ''}"
+    if (
+        shape.flat_pct is not None and shape.flat_pct > FLAT_SAYS_NOTHING_PCT
+    ):  # "flat within ±250%" said nothing
+        return (
+            f"nothing can be said of its shape: no two points differ, but they could differ by up to "
+            f"±{_pct(shape.flat_pct)}% (too few trials or too much noise; {holm_note})"
+        )
     if shape.flat_pct is not None:
         return f"flat within ±{_pct(shape.flat_pct)}% (no two points differ; {holm_note})"
     tied = [str(xs[i]) for i in shape.tied]
@@ -178,6 +190,13 @@ def shape_summary(
         )
         where = "the last measured point" if beyond else "the end of the sweep"
         verb = "rises" if shape.higher else "improves"  # a time that rises is getting worse
+        if (
+            shape.tied
+        ):  # 101 → 196 → 204: the last two not told apart — it levels off, it does not rise to the end
+            level = f"{parameter} = {xs[min(shape.tied)]}"
+            return (
+                f"{verb}, then levels off from {level}: best mean at {at}, {end}, {above}{also} ({holm_note})"
+            )
         return f"{verb} to {where}: best at {at}, {end}, {above}{also} ({holm_note})"
     if above:
         later = len(xs) - 1 - shape.best
