@@ -417,3 +417,29 @@ def test_item6_a_levelling_sweep_levels_off_and_a_noisy_flat_one_says_nothing() 
     shape = curve_shape(noisy, higher=True)
     text = shape_summary(shape, "jobs", [1, 2, 4], [sum(p) / len(p) for p in noisy])
     assert text.startswith("nothing can be said of its shape") and "flat within" not in text, text
+
+
+def test_item6_the_lock_table_lines_up_under_its_caption() -> None:
+    from types import SimpleNamespace
+
+    from fairmark.report.text import Writer, _profiles
+
+    doc = {
+        "scope": "the trial's cgroup",
+        "rows": [
+            {
+                "type": "futex",
+                "lock": "0x7f00",
+                "caller": "malloc",
+                "contended": 12,
+                "total_wait_ns": 3.4e6,
+                "max_wait_ns": 9e5,
+            }
+        ],
+    }
+    arts = SimpleNamespace(data=lambda key, name: [doc] if name == "profile.locks/contention" else [])
+    w = Writer(markdown=False)
+    _profiles(w, SimpleNamespace(key="w/a", variant="a"), arts)  # type: ignore[arg-type]
+    caption, header, row = w.lines[0], w.lines[1], w.lines[2]
+    assert caption.startswith("    lock contention of a") and header.startswith("    lock / caller"), w.lines
+    assert row.startswith("    futex") or row.startswith("    0x7f00"), w.lines

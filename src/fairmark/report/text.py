@@ -110,9 +110,9 @@ def _profiles(w: Writer, c: CellReport, arts: RunArtifacts) -> None:
     sys_docs = arts.data(c.key, "profile.syscalls/summary")
     if sys_docs:
         view = syscall_view(sys_docs)
-        lines = [f"  {'syscall':<18} {'calls':>10} {'errors':>7} {'seconds':>10} {'%time':>6}"]
+        lines = [f"    {'syscall':<18} {'calls':>10} {'errors':>7} {'seconds':>10} {'%time':>6}"]
         lines += [
-            f"  {_short(r['syscall'], 18):<18} {r['calls']:>10} {r['errors']:>7} {format_value(r['seconds']):>10} "
+            f"    {_short(r['syscall'], 18):<18} {r['calls']:>10} {r['errors']:>7} {format_value(r['seconds']):>10} "
             f"{r['pct']:>6.1f}"
             for r in view["rows"][:8]
         ]
@@ -124,9 +124,11 @@ def _profiles(w: Writer, c: CellReport, arts: RunArtifacts) -> None:
         scope = scope_of(locks)
         w.para(f"lock contention of {c.variant}, {scope}: " + ("none recorded" if not rows else ""), "    ")
         if rows:
-            lines = [f"  {'lock / caller':<36} {'contended':>9} {'wait ms':>9} {'max µs':>9}"]
+            lines = [
+                f"    {'lock / caller':<36} {'contended':>9} {'wait ms':>9} {'max µs':>9}"
+            ]  # under its caption
             lines += [
-                f"  {_short(r['lock'], 36):<36} {r['contended']:>9} {format_value(r['total_ms']):>9} "
+                f"    {_short(r['lock'], 36):<36} {r['contended']:>9} {format_value(r['total_ms']):>9} "
                 f"{format_value(r['max_us']):>9}"
                 for r in rows
             ]
