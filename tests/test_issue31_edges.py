@@ -42,3 +42,29 @@ def test_ministat_compat_takes_values_past_1e300_as_ministat_does(tmp_path, caps
             assert out.out == theirs, (names, opts)
             assert "larger in magnitude than 1e300" in out.err
     assert main(["compare", "a", "c"]) == 2  # fairmark's own view still refuses them
+
+
+def test_mde_of_a_baseline_near_zero_is_in_the_unit() -> None:
+    from fairmark.stats.compare import compare
+
+    a = [0.9, -1.2, 2.1, 0.4, -0.8, 1.7, 0.2, -0.5, 1.1, 0.1]  # a difference around 0.4 ms, spread 1.1 ms
+    b = [x + 0.05 for x in reversed(a)]
+    c = compare(a, b, confidence=95, unit="ms")
+    said = c.sentence.split("would detect a change of ")[1]
+    assert said.startswith("±") and " ms (the baseline's mean, " in said and "too near 0" in said, c.sentence
+    assert "%" not in said.split(" with ")[0], c.sentence
+
+
+def test_a_plan_whose_min_trials_cannot_reach_the_stated_power_is_warned_of() -> None:
+    from fairmark.assemble import POWER_BY_MIN_TRIALS, RunRequest, power_notes
+    from fairmark.plan.load import LoadedPlan, parse_plan
+
+    def request(run: str, quick: bool = False) -> RunRequest:
+        text = f'title = "p"\n[run]\n{run}\n[[workload]]\nname = "w"\ncommand = ["true"]\n'
+        return RunRequest(LoadedPlan(plan=parse_plan(text), path="p.toml", text=text), quick=quick)
+
+    (line,) = power_notes(request("min_trials = 3"))
+    assert f"proven only {POWER_BY_MIN_TRIALS[3]} of the time" in line and "2 degrees of freedom" in line
+    assert "3 degrees of freedom" in power_notes(request("min_trials = 4"))[0]
+    assert power_notes(request("min_trials = 5")) == [] and power_notes(request("")) == []
+    assert power_notes(request("min_trials = 3", quick=True)) == []  # --quick is a first look, said so

@@ -560,6 +560,11 @@ def verdict_sentence(
 
 def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
     pct = mde_percent(test, mean_baseline)
+    if math.isfinite(pct) and test.scale == "raw" and pct > 100 and math.isfinite(test.mde):
+        # values around 0 (a difference, a count): a percentage of a mean near 0 says nothing ("±800%")
+        suffix = f" {unit}" if unit else ""
+        near = format_pair(mean_baseline, test.mde)[0]
+        return f"±{format_pair(test.mde, test.mde)[0]}{suffix} (the baseline's mean, {near}{suffix}, is too near 0 for a percentage)"
     if math.isfinite(pct):
         return f"±{format_pair(pct, pct)[0]}%"
     if math.isfinite(test.mde):  # a baseline mean of 0: in the values' unit (once, not "±2.1 ± 2.1")

@@ -80,6 +80,9 @@ class Pair(Generic[T]):
     # The run stopped when decided (stop = "decision"): its paired verdict is the sequential design's test at its
     # last look (stats.sequential); ignored when the pairs come from several runs (each had its own looks).
     sequential: Design | None = None
+    # When each unit (run, boot) started, by its label: the verdict says whether the sides were interleaved in
+    # time or measured in blocks, and widens a block design's interval for drift (stats.timeorder).
+    starts: Mapping[str, float] | None = None
 
     def all_labels(self) -> dict[str, tuple[Sequence[Unit], Sequence[Unit]]]:
         out = dict(self.labels or {})
@@ -159,7 +162,15 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
     ua, ub = labels[level]
     units = p.sequential if p.sequential and p.sequential.two_sample else None  # boots = "auto"
     return compare_levels(
-        p.baseline, ua, p.other, ub, level=level, confidence=confidence, within=within, sequential=units
+        p.baseline,
+        ua,
+        p.other,
+        ub,
+        level=level,
+        confidence=confidence,
+        within=within,
+        sequential=units,
+        starts=p.starts,
     )
 
 

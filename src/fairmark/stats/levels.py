@@ -47,6 +47,7 @@ from fairmark.stats.paired import (
     welch,
     welch_part,
 )
+from fairmark.stats.timeorder import TimeOrder, time_order
 
 if TYPE_CHECKING:
     from fairmark.stats.compare import Comparison
@@ -256,7 +257,7 @@ def levels(
     )
 
 
-def unit_test(lv: Levels, *, confidence: float) -> RatioTest | None:
+def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> RatioTest | None:
     """The verdict's test with the unit as the observation; None with one unit per side (no unit-to-unit
     variance is known). Two tests must both reject, and the interval is the union of theirs:
 
@@ -289,6 +290,9 @@ def unit_test(lv: Levels, *, confidence: float) -> RatioTest | None:
     names = ["Welch"] if parts else []
     names += ["the nested model", "its single unit's own trial spread"][: len(nested)]
     parts += nested
+    if inflation > 1:  # units measured in blocks on a machine that may drift (stats.timeorder)
+        base = float(np.exp(xa.mean()) if log else xa.mean() * c)
+        parts = [_widened(q, inflation, log, base, confidence) for q in parts]
     design = f"{lv.unit}s as the unit"
     if not parts:  # every unit mean equal and no spread inside the units: no t test
         return welch(
@@ -308,6 +312,19 @@ def unit_test(lv: Levels, *, confidence: float) -> RatioTest | None:
         confidence,
         " and ".join(names) if len(parts) >= 2 else "",
     )
+
+
+def _widened(q: Part, inflation: float, log: bool, base: float, confidence: float) -> Part:
+    """The part with its variance multiplied by `inflation` (its df kept)."""
+    from fairmark.stats.paired import _log_part, two_sided_p
+
+    se = q.se * math.sqrt(inflation)
+    if log:
+        return _log_part(q.est, se, q.df, confidence)
+    low, high = (
+        ((base + q.est - q.t * se) / base, (base + q.est + q.t * se) / base) if base else (q.low, q.high)
+    )
+    return replace(q, se=se, p=two_sided_p(q.est / se, q.df), low=low, high=high)
 
 
 def _nested_parts(ga: list[Floats], gb: list[Floats], log: bool, c: float, confidence: float) -> list[Part]:
@@ -419,6 +436,7 @@ def compare_levels(
     confidence: float = 95.0,
     within: Comparison | None = None,
     sequential: Design | None = None,
+    starts: Mapping[str, float] | None = None,
 ) -> Comparison:
     """The verdict of two sides measured in different units (runs, boots, hosts): the unit is the observation.
     The returned Comparison keeps the trial-level summaries and ministat lines; its verdict fields (significant,
@@ -438,7 +456,9 @@ def compare_levels(
     below = within or compare(a, b, confidence=confidence)
     lv = levels(a, units_a, b, units_b, level)
     decided = unit_ratio_test(lv.groups_baseline, lv.groups_other, sequential, level) if sequential else None
-    test = decided[0] if decided else unit_test(lv, confidence=confidence)
+    order = _time_order(lv, units_a, units_b, starts)
+    widen = order.inflation if order else 1.0
+    test = decided[0] if decided else unit_test(lv, confidence=confidence, inflation=widen)
     ma = float(np.mean(lv.unit_means_baseline))
     names = (below.name_baseline, below.name_other)
     if test is None:
@@ -451,6 +471,8 @@ def compare_levels(
     counts = f"{lv.units_baseline} vs {lv.units_other} {level}s as the unit"
     if 1 in (lv.units_baseline, lv.units_other):
         counts += f"; the single {level} is assumed to vary like the others"
+    if order:
+        counts += f"; {order.sentence(level)}"
     return replace(
         below,
         **verdict_fields(test, ma),
@@ -461,6 +483,16 @@ def compare_levels(
         sequential=to_dict(decided[1], sequential, test.scale == "log") if decided and sequential else None,
         warnings=tuple(w for w in below.warnings if "disagree" not in w),
     )
+
+
+def _time_order(
+    lv: Levels, units_a: Sequence[Unit], units_b: Sequence[Unit], starts: Mapping[str, float] | None
+) -> TimeOrder | None:
+    """The units' arrangement in time (stats.timeorder), when every unit's start is known."""
+    if not starts or not known(units_a) or not known(units_b):
+        return None
+    names_a, names_b = list(dict.fromkeys(units_a)), list(dict.fromkeys(units_b))
+    return time_order(names_a, lv.unit_means_baseline, names_b, lv.unit_means_other, starts)
 
 
 def _no_claim(below: Comparison, lv: Levels, level: str, names: tuple[str, str]) -> Comparison:

@@ -27,7 +27,7 @@ from fairmark.stats.stopping import first_stage_of, length_was_planned
 from fairmark.store.records import JSONObject
 from fairmark.verdict.match import match_cells
 from fairmark.verdict.record import Verdict
-from fairmark.verdict.values import Labelled, MeasuredCell
+from fairmark.verdict.values import Labelled, MeasuredCell, starts_of
 
 RunTag: TypeAlias = tuple[
     MeasuredCell, MeasuredCell, str
@@ -208,6 +208,7 @@ def against_runs(
     """Each cell's primary metric against the same cell in the baseline runs, each run one unit (its mean one
     observation: the run-to-run variance is in the verdict). Also the cells no baseline run measured."""
     matched = [{id(a): b for a, b in match_cells(mine, runs)} for runs in baselines]
+    starts = starts_of([*mine, *(c for runs in baselines for c in runs)])
     pairs: list[Pair[CellTag]] = []
     unmatched: list[MeasuredCell] = []
     for cell in mine:
@@ -230,6 +231,7 @@ def against_runs(
                 name_other=name,
                 tag=(cell, metric),
                 labels={"run": (base.runs, own.runs), "boot": (base.boots, own.boots)},
+                starts=starts,
             )
         )
     judged = {id(j.pair): j for j in judge(pairs, confidence=confidence)}
@@ -276,6 +278,7 @@ def across_runs(
     highest level at which the sides differ); judged together."""
     values_a = sides[0].values([a for a, _ in pairs])
     values_b = sides[1].values([b for _, b in pairs])
+    starts = starts_of(c for side in sides for run in side.runs for c in run)
     todo: list[Pair[CellTag]] = []
     for ca, cb in pairs:
         va, vb = values_a[id(ca)], values_b[id(cb)]
@@ -293,6 +296,7 @@ def across_runs(
                 name_other=sides[1].name,
                 tag=(ca, name),
                 labels={level: (a.level(level), b.level(level)) for level in ("host", "boot", "run")},
+                starts=starts,
             )
             todo.append(pair)
     judged = judge(todo, confidence=confidence)

@@ -4,8 +4,9 @@ run) and at which level the sides differ (runs ⊂ boots ⊂ hosts), so the desi
 
 from __future__ import annotations
 
+import math
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,9 @@ class MeasuredCell:
     trials: tuple[TrialRecord, ...]
     samples: Mapping[str, Mapping[str, float]]  # trial id → metric → value
     metrics: Mapping[str, Labelled] = field(default_factory=dict)
+    # when each of its runs and boots started (epoch seconds of its first measured trial), by their label:
+    # runs or boots as the unit are then seen in time order (stats.timeorder)
+    starts: Mapping[str, float] = field(default_factory=dict)
 
     def labelled(self, metric: str) -> Labelled:
         return self.metrics.get(metric) or Labelled()
@@ -87,7 +91,26 @@ def measure(
     elif shapes:
         metrics |= _by_trial(counted, yielded, host_id)
     own = {t.id: samples.get(t.id, {}) for t in trials}
-    return MeasuredCell(cell, tuple(trials), own, metrics)
+    return MeasuredCell(cell, tuple(trials), own, metrics, _starts(counted))
+
+
+def _starts(trials: Sequence[TrialRecord]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for t in trials:
+        when = t.started_at.timestamp()
+        for unit in (t.run_id, t.boot_id):
+            if unit is not None and when < out.get(unit, math.inf):
+                out[unit] = when
+    return out
+
+
+def starts_of(cells: Iterable[MeasuredCell]) -> dict[str, float]:
+    """The start of every run and boot of these cells (the earliest of their trials)."""
+    out: dict[str, float] = {}
+    for c in cells:
+        for unit, when in c.starts.items():
+            out[unit] = min(when, out.get(unit, math.inf))
+    return out
 
 
 def _by_trial(
