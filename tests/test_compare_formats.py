@@ -169,6 +169,17 @@ def test_google_benchmark_repetitions(capsys):
     assert all(r["comparisons"] == [None] for r in doc["rows"])
 
 
+def test_criterion_sample_json_as_criterion_writes_it(capsys):
+    base = fixture("criterion", "sum 1000", "base", "sample.json")
+    new = fixture("criterion", "sum 1000", "new", "sample.json")
+    r = read("criterion", "sum 1000", "new", "sample.json")
+    raw = json.loads(Path(new).read_text())
+    assert r.tool == "criterion" and [(s.name, s.unit) for s in r.series] == [("sum 1000", "ns")]
+    assert r.series[0].values == tuple(t / n for t, n in zip(raw["times"], raw["iters"], strict=True))
+    (row,) = run_json(capsys, base, new)["rows"]
+    assert row["benchmark"] == "sum 1000" and row["comparisons"][0]["n_baseline"] == 10
+
+
 def test_criterion_per_iteration_times(tmp_path):
     sample = tmp_path / "criterion" / "sum 1000" / "new" / "sample.json"
     sample.parent.mkdir(parents=True)

@@ -120,7 +120,11 @@ def _center(s: Series | None) -> str:
     d = describe(s.values)
     if math.isfinite(d.median_ci_low) and d.median:
         half = 50.0 * (d.median_ci_high - d.median_ci_low) / abs(d.median)
-        return f"{format_value(d.median)} ± {half:.2g}%"
+        return (
+            f"{format_value(d.median)} ± {half:.0f}%"
+            if half >= 10
+            else f"{format_value(d.median)} ± {half:.2g}%"
+        )
     return format_value(d.median)
 
 
