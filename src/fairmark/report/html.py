@@ -34,7 +34,6 @@ from fairmark.report.views import (
     ministat_text,
     syscall_view,
     table_scale,
-    variant_table,
     verdict_rows,
 )
 from fairmark.stats import format_value
@@ -321,7 +320,6 @@ def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
         "run_failure": run_failure(report),
         "page_cache": page_cache_lines(report),
         "spreads": spread_lines(report),
-        "variants": variant_table(report),
         "reproduce": {
             "version": run.fairmark_version,
             "plan_path": run.plan_path,

@@ -5,13 +5,13 @@ iterate SECTIONS and show the sections they have a part for; a renderer shows no
 (tests/test_architecture.py).
 
 A section's parts are written in its own module (a `Section` with `terminal`, `text`, `json`, `html`: the
-hosts, boots, stability and findings sections), or — for the sections written before this list — in each renderer's
-table of parts by name (terminal.PARTS, text.PARTS, data.JSON_PARTS, and html.run_view for their templates). A
-new section is its module with its parts, its template if HTML shows it, and its entry here."""
+hosts, boots, variants, stability and findings sections), or — for the sections written before this list — in
+each renderer's table of parts by name (terminal.PARTS, text.PARTS, data.JSON_PARTS, and html.run_view for their
+templates). A new section is its module with its parts, its template if HTML shows it, and its entry here."""
 
 from __future__ import annotations
 
-from fairmark.report import boots, findings, hosts, stability
+from fairmark.report import boots, findings, hosts, stability, variants
 from fairmark.report.section import Section
 
 SECTIONS: tuple[Section, ...] = (
@@ -22,7 +22,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("verdicts"),  # every comparison in a sentence
     hosts.SECTION,  # where each side of each cell ran, and how the hosts' environments differ
     boots.SECTION,  # a boot run's boots, each verified
-    Section("variants"),  # what each variant changes
+    variants.SECTION,  # what each variant changes
     Section(
         "groups"
     ),  # each workload and sweep point: the table, ministat's plot, each cell (its profiles too)

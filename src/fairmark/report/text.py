@@ -19,7 +19,6 @@ from fairmark.report.views import (
     lock_rows,
     ministat_text,
     syscall_view,
-    variant_table,
     verdict_rows,
 )
 from fairmark.report.writer import WIDTH, Writer
@@ -55,16 +54,6 @@ def _bullets(w: Writer, heading: str, lines: list[str]) -> None:
         w.heading(heading, 3)
         for line in lines:
             w.para(line, "- ")
-
-
-def _variants(w: Writer, report: RunReport) -> None:
-    table = variant_table(report)
-    differ = [r for r in table["rows"] if r["differ"]]
-    if differ:
-        w.heading("What the variants change", 3)
-        for i, name in enumerate(table["names"]):
-            parts = [f"{r['key']}={r['values'][i]}" for r in differ if r["values"][i] != "—"]
-            w.para(f"{name}: " + (", ".join(parts) or "(as the system is)"), "- ")
 
 
 def _table(cells: Sequence[CellReport], divisor: float) -> list[str]:
@@ -274,7 +263,6 @@ PARTS: dict[str, Callable[[Writer, RunReport, TextContext], None]] = {
     "header": _header,
     "failed": lambda w, r, _: _failed(w, r),
     "verdicts": lambda w, r, ctx: _verdicts(w, r, ctx.attrs),
-    "variants": lambda w, r, _: _variants(w, r),
     "groups": _groups,
     "scaling": lambda w, r, _: _scaling(w, r),
     "failures": lambda w, r, _: _failures(w, r),

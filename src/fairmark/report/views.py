@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fairmark.report import attribution as attr
-from fairmark.report.attribution import variant_definitions
 from fairmark.report.data import CellReport, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.stats import format_median, format_value
@@ -135,21 +134,6 @@ def syscall_view(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         bars = [{"le_us": b, "count": n, "width": 100 * n / peak} for b, n in sorted(buckets.items())]
         histograms.append({"syscall": name, "bars": bars})
     return {"rows": rows, "histograms": histograms, "source": docs[0].get("source", "") if docs else ""}
-
-
-def variant_table(report: RunReport) -> dict[str, Any]:
-    """What the plan changes per variant (env, sysctl, wrapper, CPUs …), keys that differ first."""
-    defs = variant_definitions(report)
-    names = [n for n in dict.fromkeys(c.variant for c in report.cells) if n in defs]
-    flats = {
-        n: flatten({k: v for k, v in defs[n].items() if k not in ("name", "description")}) for n in names
-    }
-    keys = sorted({k for f in flats.values() for k in f})
-    rows: list[dict[str, Any]] = [{"key": k, "values": [flats[n].get(k, "—") for n in names]} for k in keys]
-    rows = [r for r in rows if any(v not in ("—", "null", "{}", "[]", "false") for v in r["values"])]
-    for r in rows:
-        r["differ"] = len(set(r["values"])) > 1
-    return {"names": names, "rows": sorted(rows, key=lambda r: not r["differ"])}
 
 
 def flatten(obj: Any, prefix: str = "", out: dict[str, str] | None = None) -> dict[str, str]:
