@@ -70,6 +70,7 @@ def main() -> None:
     ap.add_argument(
         "--defaults", action="store_true", help="min_trials, max_trials, target: fairmark's defaults"
     )
+    ap.add_argument("--no-realtime", action="store_true", help="the program's sleep without chrt -f")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE)
     load0 = os.getloadavg()[0]
@@ -90,8 +91,10 @@ def main() -> None:
                     f"trials per side per run: mean {sum(trials) / len(trials):.1f}",
                     flush=True,
                 )
+    which = "fairmark's defaults (5, 30, ±1%)" if args.defaults else "the suite's plan (6, 12, ±2%)"
+    which += ", without chrt" if args.no_realtime else ""
     print(
-        f"commit {commit.stdout.strip()}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        f"{which}; commit {commit.stdout.strip()}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     for stop in ("precision", "decision"):
         mine = [r for r in results if r["stop"] == stop]

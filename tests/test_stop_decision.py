@@ -132,3 +132,9 @@ def test_integer_values_never_claim_equivalence_below_their_resolution() -> None
     assert tick(a + b) == 1.0
     assert test.decision == "different"
     assert np.exp(test.high) - 1 > 0.012
+
+
+def test_a_plan_of_one_variant_takes_the_precision_stops_length(tmp_path: Path) -> None:
+    store, run_id = run_fake(tmp_path, decision_plan(["A"]), MockExecutor({"A": 1.0}, sd=0.0005))
+    (cell,) = load_report(store, run_id).cells
+    assert cell.n_ok == 5 and cell.stop_reason.startswith("planned length 5")

@@ -46,8 +46,10 @@ def stops(
     for members in groups.values():
         if not any(cs.status == "active" for cs in members):
             continue
-        reason = _decided(members, policy, baseline, decide) if policy.stop == "decision" else None
-        if policy.stop != "decision":
+        # a group of one variant has nothing to decide: it takes the precision stop's length
+        deciding = policy.stop == "decision" and len({cs.cell.variant for cs in members}) > 1
+        reason = _decided(members, policy, baseline, decide) if deciding else None
+        if not deciding:
             decision = group_stop(
                 [cs.values for cs in members],
                 confidence=policy.confidence,
@@ -71,7 +73,7 @@ def _decided(members: Sequence[CellState], policy: RunPolicy, baseline: str, dec
         base = baseline if baseline in by_variant else members[0].cell.variant
         pairs = tuple((base, v) for v in by_variant if v != base)
         any_different = False
-    if not pairs:  # one variant: nothing to decide, the precision stop's length
+    if not pairs:  # no variant left to compare (stops() gives one variant the precision stop)
         return None
     decision = group_decision(by_variant, pairs, design_of(policy), any_different=any_different)
     return decision.reason if decision.stop else None
