@@ -287,8 +287,19 @@ def look(d: Floats, design: Design, *, resolution: float = 0.0, margin: float | 
         # one pair alone must not make the proof: without its most extreme pair the change must still be
         # significant (at the fixed-sample level), the same way
         drop = int(np.argmax(np.abs(d - np.median(d))))
-        if not _plain_rejects(np.delete(d, drop), design.alpha, test.estimate):
-            test = replace(test, decision="undecided" if n >= design.looks[-1] else "continue")
+        rest = np.delete(d, drop)
+        if not _plain_rejects(rest, design.alpha, test.estimate):
+            # no proof: the interval shown is widened by that test's (it reaches no change), so that it
+            # excludes no change exactly when a difference is decided
+            sd = float(rest.std(ddof=1)) if rest.size > 1 else 0.0
+            half = _t(design.alpha, rest.size - 1.0) * sd / math.sqrt(rest.size)
+            low, high = float(rest.mean()) - half, float(rest.mean()) + half
+            test = replace(
+                test,
+                decision="undecided" if n >= design.looks[-1] else "continue",
+                low=min(test.low, low),
+                high=max(test.high, high),
+            )
     return test
 
 
