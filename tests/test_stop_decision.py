@@ -119,7 +119,9 @@ def test_one_outlier_pair_cannot_make_the_proof() -> None:
     d = np.array([0.004, -0.003, 0.002, -0.004, 0.003, -0.002, 0.001, 0.0, 0.3])  # one round 35% off
     vetoed = look(d, design)
     assert vetoed.decision != "different"
-    assert vetoed.low <= 0 <= vetoed.high, "the interval shown reaches no change when no difference is decided"
+    assert vetoed.low <= 0 <= vetoed.high, (
+        "the interval shown reaches no change when no difference is decided"
+    )
     assert look(d[:-1] + 0.03, design).decision == "different"  # a real 3% change in every round is
 
 
