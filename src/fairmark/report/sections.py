@@ -11,7 +11,7 @@ templates). A new section is its module with its parts, its template if HTML sho
 
 from __future__ import annotations
 
-from fairmark.report import boots, findings, hosts, stability, variants
+from fairmark.report import boots, explain, findings, hosts, stability, variants
 from fairmark.report.section import Section
 
 SECTIONS: tuple[Section, ...] = (
@@ -20,6 +20,7 @@ SECTIONS: tuple[Section, ...] = (
     ),  # the run: its facts and notes (--accept-risk, quick, a re-run, profiled trials, old RSS)
     Section("failed"),  # cells with no successful trial, with their first error lines
     Section("verdicts"),  # every comparison in a sentence
+    explain.SECTION,  # where a significant difference went: per-function CPU time differences (profiles)
     hosts.SECTION,  # where each side of each cell ran, and how the hosts' environments differ
     boots.SECTION,  # a boot run's boots, each verified
     variants.SECTION,  # what each variant changes

@@ -1,0 +1,125 @@
+"""The "where the difference went" section (issue 35 item 2): a stored run whose B is slower because of a planted
+function, with profiled trials kept apart from the measured ones: the sentence names that function, the text
+report shows it with an 80-column table, --json has every function tested; with no function to blame, it says
+so and points to the syscall and lock profiles."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+from fairmark.plan.metric import MetricSpec
+from fairmark.report.data import load_report
+from fairmark.report.explain import SECTION, explanations
+from fairmark.store.records import CellRecord, Sample, TrialRecord
+from test_report_fixture import PLAN, open_store, store_now
+
+BASE = "lz;main;compress {c}\nlz;main;read;ksys_read_[k] {r}\n"
+
+
+def _stored(tmp_path, planted: bool) -> tuple[object, str]:
+    store = open_store(tmp_path / "x.db")
+    run_id = store.create_run(
+        plan_path="plan.toml",
+        plan_text=PLAN,
+        plan_sha256=hashlib.sha256(PLAN.encode()).hexdigest(),
+        title="explain",
+        seed=1,
+        host_id="h1",
+        hostname="bench-host",
+        status="done",
+        command_line="fairmark run plan.toml --profile cpu",
+        fairmark_version="0.1.0",
+        accept_risk=False,
+        options={"policy": {"confidence": 95.0, "baseline": "A"}},
+        env_before={},
+        env_after={},
+        notes=[],
+    )
+    metrics = (MetricSpec("wall_s", "s", "lower"),)
+    cells = [
+        CellRecord(
+            key=f"w0|{v}|()",
+            workload="w0",
+            variant=v,
+            point=(),
+            primary_metric="wall_s",
+            metrics=metrics,
+            status="done",
+            stop_reason="max_trials",
+            command=("lz",),
+        )
+        for v in ("A", "B")
+    ]
+    ids = store.ensure_cells(run_id, cells)
+    rng = random.Random(3)
+    for r in range(16):
+        profiled = r >= 8  # the last 8 rounds: profiled trials, never in a statistic
+        for cell in cells:
+            slow = cell.variant == "B"
+            wall = rng.gauss(1.1 if slow else 1.0, 0.01)
+            trial = TrialRecord(
+                run_id=run_id,
+                cell_id=ids[cell.key],
+                seq=2 * r + slow,
+                round=r,
+                warmup=profiled,
+                profiled=profiled,
+                status="ok",
+                started_at=store_now(),
+                wall_s=wall,
+                # unplanted: B waits longer off-CPU, its CPU time is A's
+                user_s=wall * 0.9 if planted else rng.gauss(0.9, 0.01),
+                sys_s=0.1 * wall if planted else 0.1,
+                argv=cell.command,
+            )
+            samples = [] if profiled else [Sample(trial.id, ids[cell.key], "wall_s", wall, "s", "lower")]
+            arts = []
+            if profiled:
+                c, rd = 900 + rng.randint(-20, 20), 100 + rng.randint(-10, 10)
+                extra = f"lz;main;extra_work {100 + rng.randint(-10, 10)}\n" if slow and planted else ""
+                text = BASE.format(c=c, r=rd) + extra
+                arts.append(
+                    {
+                        "cell_key": cell.key,
+                        "kind": "profile.cpu",
+                        "name": "folded",
+                        "content_type": "text/plain",
+                        "data": None,
+                        "text": text,
+                    }
+                )
+            store.add_trial(trial, samples, arts)
+    return store, run_id
+
+
+def test_sentence_names_the_planted_function_and_the_table_fits_80_columns(tmp_path) -> None:
+    from fairmark.report.text import render_text
+
+    store, run_id = _stored(tmp_path, planted=True)
+    report = load_report(store, run_id)  # type: ignore[arg-type]
+    (e,) = explanations(report)
+    assert e["diff"].design == "paired"
+    s = e["sentence"]
+    assert s.startswith("B is +"), s
+    assert "slower" in s
+    first = s.split(": ", 1)[1]
+    assert "ms per trial in `extra_work`" in first.split(";")[0], s
+    assert "the rest within noise" in s
+    text = render_text([report])
+    assert "Where the difference went" in text
+    table = text[text.index("function (self)") :].splitlines()[:4]
+    assert "extra_work" in table[1] and table[1].startswith("*")
+    assert all(len(line) <= 80 for line in table), table
+    doc = SECTION.json(report)  # type: ignore[misc]
+    (row,) = doc["explain"]
+    top = row["functions"][0]
+    assert (top["function"], top["mode"], top["claimed"]) == ("extra_work", "self", True)
+    assert top["low_s"] > 0
+
+
+def test_nothing_to_blame_says_off_cpu_and_points_to_the_other_profiles(tmp_path) -> None:
+    store, run_id = _stored(tmp_path, planted=False)
+    (e,) = explanations(load_report(store, run_id))  # type: ignore[arg-type]
+    assert "no function's CPU time per trial differs provably" in e["sentence"]
+    assert "--profile syscalls,locks" in e["sentence"]
