@@ -221,3 +221,20 @@ def test_a_short_plain_file_does_not_fail_the_others(capsys, tmp_path):
     captured = capsys.readouterr()
     assert "b.txt: 1 value(s): cannot be judged" in " ".join(captured.err.split())
     assert "c.txt" in captured.out
+
+
+def test_plain_files_load_no_reader(tmp_path):
+    # compare's start on plain files (issue ab31: ≤ 0.3 s): the readers are imported only for other tools' files
+    import subprocess
+    import sys
+
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("1\n2\n3\n")
+    b.write_text("2\n3\n4\n")
+    code = (
+        "import sys\nfrom fairmark.cli.main import main\n"
+        f"main(['compare', {str(a)!r}, {str(b)!r}])\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('fairmark.formats', 'fairmark.report.series'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"

@@ -269,7 +269,10 @@ def compare(
     (up to 7; `-` or no file reads standard input).
 
     Prints ministat's table and plot (same numbers as ministat), then fairmark's verdict: the difference in
-    percent with its confidence interval, Welch's CI of the ratio and a Mann-Whitney U cross-check."""
+    percent with its confidence interval, Welch's CI of the ratio and a Mann-Whitney U cross-check.
+
+    Other tools' files are read as they are — `go test -bench` output, hyperfine --export-json, pyperf and Google
+    Benchmark JSON, criterion's sample.json — and judged per benchmark and unit (benchstat's layout)."""
     paths = list(files) or ["-"]
     texts = [read_text(p) for p in paths]
     results = _other_tools(texts, column, delimiters)

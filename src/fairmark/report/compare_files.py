@@ -69,7 +69,8 @@ def emit_human(files, judged, *, width, plot, test, separate, compat, confidence
     if comparisons or any(w for _, w in extra):
         said.append(
             ("" if compat else "\n") + "fairmark (each set vs the first; its own verdict, Welch's t on the "
-            "logarithms where every value is positive, with a Mann-Whitney U cross-check):"
+            "logarithms where every value is positive — Yuen's trimmed t where outliers or the rank test call for "
+            "it —, with a Mann-Whitney U cross-check):"
         )
     for k, c in enumerate(comparisons, start=1):
         said.append(f"{ministat.SYMBOLS[k + 1]} " + "\n".join(ministat.verdict_lines(c)))
