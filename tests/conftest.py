@@ -93,6 +93,12 @@ def fairmark_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int,
 ONE_WORKER_MODULES = {"test_architecture"}  # parses src/ once per process: once, not once per worker
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist registers its `xdist_group` marker only when it is loaded: without it (`-p no:xdist`, or a machine
+    # without pytest-xdist) the groups added below would fail --strict-markers before any test ran
+    config.addinivalue_line("markers", "xdist_group(name): run on one xdist worker with its group (conftest)")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:

@@ -197,13 +197,15 @@ def hosts_of(request: RunRequest, options: RunOptions) -> dict[str, Host] | None
 def _host_lock(
     request: RunRequest, remote_only: bool, warn: Callable[[str], None]
 ) -> AbstractContextManager[None]:
-    if not request.hold_lock:
+    if not request.hold_lock or remote_only:
+        # a run measured on hosts only perturbs nothing here: each host's own lock guards it, and a sibling
+        # of a fleet (or a local run) beside it is neither refused nor told that it was "asked" to run along
         return nullcontext()
     label = request.lock_label or request.resume or ""
     return host_lock(
         request.loaded.path,
         label,
-        allow_concurrent=request.allow_concurrent or remote_only,
+        allow_concurrent=request.allow_concurrent,
         wait_s=request.wait_lock,
         warn=warn,
     )

@@ -439,6 +439,7 @@ def _dry_run(loaded: LoadedPlan, quick: bool, warnings: tuple[str, ...] = ()) ->
         "loops": {w.name: w.loops for w in plan.workload if w.loops is not None},
         "system_changes": _system_changes(plan),
         "hosts": hosts,
+        "client_hosts": _client_hosts(plan),
         "boots": _boot_plan(plan, policy),
     }
     if console.json_mode:
@@ -482,14 +483,36 @@ def _print_dry_run(plan: Any, doc: dict[str, Any]) -> None:
         made = [_host_change(kind, value) for kind, value in h.items() if kind not in ("host", "ssh")]
         there = f", setting {'; '.join(m for m in made if m)} there" if any(made) else ""
         console.text(f"  variant {variant} runs on host {h['host']} (ssh {h['ssh']}){there}")
+    for cell, h in doc["client_hosts"].items():
+        console.text(f"  {cell}: its client runs on host {h['host']} (ssh {h['ssh']})")
     changes = doc["system_changes"]
     for variant, items in changes.items():
         for item in items:
             console.text(f"  variant {variant} would change the system: {item}")
     if not any(changes.values()):
-        console.text("  no system changes (env/wrap/command variants only)")
+        # a host variant's changes are said above, on its own line: this one speaks of this machine only
+        console.text(
+            "  no system changes on this machine"
+            + (
+                " (the hosts' changes are listed above)"
+                if doc["hosts"]
+                else " (env/wrap/command variants only)"
+            )
+        )
     for line in doc["boots"]:
         console.text(f"  {line}")
+
+
+def _client_hosts(plan: Any) -> dict[str, dict[str, str]]:
+    """Each workload × variant whose tool client runs on a [hosts.NAME] (the variant's client_host, else the
+    workload's), with that host's ssh destination."""
+    out: dict[str, dict[str, str]] = {}
+    for w in plan.workload:
+        for v in plan.variant:
+            name = v.client_host or w.client_host
+            if name:
+                out[f"{w.name} × {v.name}"] = {"host": name, "ssh": plan.hosts[name].ssh}
+    return out
 
 
 def _host_change(kind: str, value: Any) -> str:
