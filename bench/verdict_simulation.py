@@ -207,7 +207,7 @@ def _files(a, b, unit=""):
 def case_run(shape: RunShape, ratio: float = 1.0):
     def one(rng):
         a, b, n = interleaved(rng, shape, ratio)
-        return run_verdict(a, b, n, shape).significant
+        return run_verdict(a, b, n, shape).significant, n  # with the trials per side the run took
 
     return one
 
@@ -466,7 +466,7 @@ def case_coverage(shape: RunShape, ratio: float):
         a, b, n = interleaved(rng, shape, ratio)
         c = run_verdict(a, b, n, shape)
         low, high = c.ratio_ci_low, c.ratio_ci_high  # nan: no interval (never covers)
-        return bool(low <= ratio <= high)
+        return bool(low <= ratio <= high), n
 
     return one
 
@@ -1215,10 +1215,12 @@ def main() -> None:
         default=0,
         help="another set of random draws (0: the README's; a check needs others)",
     )
+    ap.add_argument("--path", default="", help="only the cases of this path (e.g. run)")
     args = ap.parse_args()
     if args.no_time_order:  # read by the worker processes too (inherited environment)
         os.environ["SIM_NO_TIME_ORDER"] = "1"
     chosen = [i for i, c in enumerate(CASES) if args.only in c[0] or args.only in c[2]]
+    chosen = [i for i in chosen if not args.path or CASES[i][0] == args.path]
     chunks = 8
     jobs = []
     for i in chosen:
