@@ -520,6 +520,24 @@ def case_mde_run(shape: RunShape):
     return one
 
 
+def case_mde_run_regime(shape: RunShape, capped: bool):
+    """case_mde_run for the runs that ended in one regime only: stopped at the length their first stage planned
+    (`capped` False), or cut at max_trials (True) — drawn until the first run ended that way."""
+
+    def one(rng):
+        while True:
+            a, b, n = interleaved(rng, shape)
+            if (n >= shape.max_trials) == capped:
+                break
+        mde = run_verdict(a, b, n, shape).mde_percent
+        if not math.isfinite(mde):
+            return False
+        a, b, n = interleaved(rng, shape, 1 + mde / 100)
+        return run_verdict(a, b, n, shape).significant
+
+    return one
+
+
 def case_mde_compare(n_a, n_b, cv=CV):
     def one(rng):
         (j,) = _files(list(100 * (1 + normal(rng, n_a, cv))), list(100 * (1 + normal(rng, n_b, cv))))
@@ -842,6 +860,18 @@ CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     ],
     ("run", "MDE", "at the stated MDE, normal CV 2%", lambda: case_mde_run(RunShape())),
     ("run", "MDE", "at the stated MDE, --quick", lambda: case_mde_run(QUICK)),
+    (
+        "run",
+        "MDE",
+        "at the stated MDE, runs that stopped at their planned length",
+        lambda: case_mde_run_regime(RunShape(), capped=False),
+    ),
+    (
+        "run",
+        "MDE",
+        "at the stated MDE, runs cut at max_trials",
+        lambda: case_mde_run_regime(RunShape(), capped=True),
+    ),
     ("run", "coverage", "interval covers the ratio 1.0, CV 2%", lambda: case_coverage(RunShape(), 1.0)),
     ("run", "coverage", "interval covers the ratio 1.2, CV 2%", lambda: case_coverage(RunShape(), 1.2)),
     ("run", "coverage", "interval covers the ratio 2.0, CV 2%", lambda: case_coverage(RunShape(), 2.0)),

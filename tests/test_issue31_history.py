@@ -67,3 +67,13 @@ def test_publish_marks_change_points_new_since_the_last_publish(fairmark_cli, tm
     assert '<strong class="new">' not in next((out / "series").glob("*.html")).read_text()
     code, text, _ = fairmark_cli("publish", "--out", str(out))
     assert code == 0 and "new change point" not in text
+
+
+def test_an_ab_run_is_no_point_of_a_published_series(fairmark_cli, tmp_path) -> None:
+    """A run of `fairmark ab` (tagged ab.base, ab.head) answers one change's question: its page is published, but
+    it is no point of a branch's series (as a bisect's runs are not)."""
+    api_runs([0.1] * 3, {"ab.base": "a" * 40, "ab.head": "b" * 40, "commit": "b" * 40})
+    code, stdout, err = fairmark_cli("publish", "--out", str(tmp_path / "site"), "--json")
+    assert code == 0, err
+    written = json.loads(stdout)["written"]
+    assert written.get("runs") == 3 and "series" not in written, written

@@ -43,6 +43,12 @@ def is_bisect_run(tags: dict[str, str]) -> bool:
     return any(k in tags for k in BISECT_TAGS)
 
 
+def is_ab_run(tags: dict[str, str]) -> bool:
+    """A run of `fairmark ab`: its cells are a change's two builds (base, head), one pull request's question, not
+    a point of a branch's history; its own run page shows it."""
+    return "ab.head" in tags
+
+
 def runs(store: Any, tags: dict[str, str] | None) -> list[dict[str, Any]]:
     """Every run with these tags, newest first (fairmark runs' rows: status, hosts, tags, trial counts)."""
     return store.list_runs(limit=None, tags=tags or None)
@@ -56,12 +62,12 @@ def series(
 ) -> list[SeriesSource]:
     """Every series (host × cell × metric) of every workload, in runs with these tags. A bisect's runs are left
     out: their cells are the bisect's sides (good, candidate, bad), a history of commits picked by the search,
-    which the bisect's own page shows."""
+    which the bisect's own page shows; so are `fairmark ab`'s (is_ab_run)."""
     out = []
     for workload in workloads(store, tags=tags or None):
         primary = metrics_of(store, workload)[0] or ""
         for s in query_history(store, workload, tags=tags or None):
-            s.points = [p for p in s.points if not is_bisect_run(p.tags)]
+            s.points = [p for p in s.points if not is_bisect_run(p.tags) and not is_ab_run(p.tags)]
             if not s.points:
                 continue
             if order_tag:
