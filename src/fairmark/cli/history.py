@@ -208,8 +208,8 @@ def _table(workload: str, s: dict, alpha: float) -> None:
         console.text(s["too_short"])
     elif not s["change_points"]:
         console.text(
-            f"no change point at α = {alpha:g} ({len(s['points'])} runs; change points assume independent runs "
-            "and are also tested against autocorrelated noise)" + _blind(s["undetectable"], alpha)
+            f"no change point at α = {alpha:g} ({len(s['points'])} runs; each split was tested against run-to-run "
+            "drift up to AR(1) φ 0.6 as well)" + _blind(s["undetectable"], alpha)
         )
     for text in s.get("warnings", []):
         console.warn(text)

@@ -156,7 +156,7 @@ def _start(series: Series, opts: HistoryOptions) -> int:
 
 
 def _serial(series: Series, cps: list[dict[str, Any]], opts: HistoryOptions) -> str | None:
-    """Change points assume independent runs: say so when the runs around the segments' means are correlated."""
+    """Say so when the runs around the segments' means are correlated: drift can look like a step."""
     from fairmark.stats.changepoints import ChangePoint
 
     start = _start(series, opts)
