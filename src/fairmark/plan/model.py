@@ -47,6 +47,9 @@ class RunPolicy(Strict):
     target_ci_pct: float = Field(1.0, gt=0, le=100)
     confidence: float = 95.0
     max_failures: int = Field(3, ge=1)
+    # --profile: extra trials per cell and profiler, kept apart from the measured ones; where a difference went
+    # (report/explain.py) pairs them by round and needs at least 3 a side to claim a function
+    profiled_trials: int = Field(2, ge=1, le=1000)
     # "abandon": a cell stops after max_failures failed trials. "measure": failures are data (seed 004's "able
     # to run at 3000 connections, but not consistently"): every cell runs its whole max_trials budget and the
     # reports give its failure rate with a Wilson interval and where along a sweep errors start.

@@ -7,7 +7,6 @@ same, --json every function tested."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -86,10 +85,11 @@ def sentence(v: Verdict, d: AttributionDiff) -> str:
     named = "; ".join(_named(f) for f in claimed[:TOP])
     more = f" and {len(claimed) - TOP} more" if len(claimed) > TOP else ""
     explained = sum(f.diff_s for f in claimed)
+    # the CPU time per trial (rusage) is noisier than a function's share of it: a share far from 100% says so
     share = (
         f" ({100 * explained / total:.0f}% of the CPU time's {_ms(total)} ms per trial)"
-        if total and explained / total > 0
-        else ""
+        if total and 0 < explained / total <= 1.5
+        else f" (the CPU time per trial differs by {_ms(total)} ms)"
     )
     return f"{head}: {named}{more}{share}, the rest within noise"
 
@@ -163,7 +163,7 @@ def _text(w: Writer, r: RunReport) -> None:
 
 
 def _json(r: RunReport) -> dict[str, Any]:
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    out: dict[str, list[dict[str, Any]]] = {"explain": []}
     for e in explanations(r):
         v, d = e["verdict"], e["diff"]
         out["explain"].append(
@@ -182,7 +182,7 @@ def _json(r: RunReport) -> dict[str, Any]:
                 "functions": [f.to_dict() for f in d.functions],
             }
         )
-    return dict(out)
+    return out
 
 
 SECTION = Section("explain", terminal=_terminal, text=_text, json=_json)

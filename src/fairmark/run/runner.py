@@ -244,18 +244,20 @@ class Runner:
         return [by_cell[c] for c in cells]
 
     def _profiled_rounds(self, rt: WorkloadRuntime, contexts: Contexts, order: Order) -> None:
-        """With --profile: PROFILED_TRIALS extra rounds per profiler after the measured ones, every cell that
-        finished, one profiler per trial (two in one trial profile each other: strace's ptrace stops topped
-        the lock table). They are stored apart (profiled, and warm-up for every statistic): perf and strace
+        """With --profile: the plan's `profiled_trials` (default PROFILED_TRIALS) extra rounds per profiler after
+        the measured ones, every cell that finished, one profiler per trial (two in one trial profile each
+        other: strace's ptrace stops topped the lock table). They are stored apart (profiled, and warm-up for every statistic): perf and strace
         slow what they watch, so their times never reach a verdict or the regression gate."""
         profilers = [h for h in self.options.hooks if is_profiler(h)]
         first = self.policy.max_trials + self.policy.max_failures
         done = [cs for cs in rt.cells if cs.status == "done"]
         for i, profiler in enumerate(profilers):
-            start = first + i * PROFILED_TRIALS  # fixed per profiler, so that resume skips what ran
+            start = (
+                first + i * self.policy.profiled_trials
+            )  # fixed per profiler, so that resume skips what ran
             # a profiler that cannot work here is in a run on hosts for theirs: this machine's cells go without
             cells = [cs for cs in done if not (profiler.unavailable and self._runs_here(rt, cs))]
-            for r in range(start, start + PROFILED_TRIALS):
+            for r in range(start, start + self.policy.profiled_trials):
                 for cs in self._round_order(order, rt.workload.name, r, cells):
                     if r not in cs.rounds_done:
                         self.seq += 1
