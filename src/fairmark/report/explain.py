@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 
 TOP = 3  # functions named in the sentence
 TABLE_ROWS = 12
-NAME_WIDTH = 30  # the table fits 80 columns: function, space, A, B, difference, interval
+NAME_WIDTH = (
+    28  # the table fits 80 columns with show's indent of 4: function, space, A, B, difference, interval
+)
 
 
 def profiled_trials(report: RunReport, cell: CellReport) -> list[ProfiledTrial]:
@@ -117,7 +119,7 @@ def table(d: AttributionDiff) -> list[str]:
     """80 columns: each function's self time per trial on A and B (ms), the difference and its interval; claimed
     functions first, then the largest differences."""
     rows = sorted((f for f in d.functions if f.mode == "self"), key=lambda f: (not f.claimed, -abs(f.diff_s)))
-    head = f"{'function (self)':<{NAME_WIDTH}} {'A ms':>8} {'B ms':>8} {'B-A ms':>8}  {'interval':<19}"
+    head = f"{'function (self)':<{NAME_WIDTH}} {'A ms':>8} {'B ms':>8} {'B-A ms':>8}  interval"
     lines = [head]
     for f in rows[:TABLE_ROWS]:
         name = f.function + (" [k]" if f.space == "kernel" else "")
@@ -125,14 +127,15 @@ def table(d: AttributionDiff) -> list[str]:
         mark = "*" if f.claimed else " "
         interval = f"{_ms(f.low_s)} to {_ms(f.high_s)}"
         lines.append(
-            f"{mark}{name:<{NAME_WIDTH - 1}} {f.a_s * 1e3:8.1f} {f.b_s * 1e3:8.1f} {_ms(f.diff_s):>8}  {interval:<19}"
+            f"{mark}{name:<{NAME_WIDTH - 1}} {f.a_s * 1e3:8.1f} {f.b_s * 1e3:8.1f} {_ms(f.diff_s):>8}  {interval}"
         )
     rest = len(rows) - TABLE_ROWS
     design = "paired by round" if d.design == "paired" else "unpaired (Welch)"
     lines.append(
-        f"* claimed (FDR {100 * d.alpha:g}% over {d.tested} functions); {d.n_a} and {d.n_b} profiled trials, "
-        f"{design}" + (f"; {rest} more in --json" if rest > 0 else "")
+        f"* claimed: FDR {100 * d.alpha:g}% over {d.tested} functions; {d.n_a} + {d.n_b} profiled trials, {design}"
     )
+    if rest > 0:
+        lines.append(f"  {rest} more functions tested: --json has them all")
     return lines
 
 
