@@ -10,6 +10,7 @@ from rich.markup import escape
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console
+from fairmark.store.owner import GONE as CONTROLLER_GONE
 
 if TYPE_CHECKING:
     from fairmark.store.records import RunListing
@@ -30,9 +31,13 @@ def runs(limit: int, host: str | None, tag_items: tuple[str, ...]) -> None:
         console.text(f"no runs in {url}")
         return
     console.text(f"runs in {url}, newest first")
-    status_w = max(len(r["status"]) for r in rows)
+    status_w = max(len(_status(r)) for r in rows)
     for r in rows:
         console.text(_run_line(r, status_w))
+        if r["controller_gone"]:
+            console.text(
+                " " * 10 + f"`fairmark resume {r['id'][:8]}` continues it, keeping its finished trials"
+            )
         indent = " " * 10
         console.print(f"[bold]{escape(console.wrap(indent + (r['title'] or r['plan_path'])))}[/bold]")
         tags = " ".join(f"{k}={short_tag(v)}" for k, v in sorted(r["tags"].items()))
@@ -48,13 +53,18 @@ def _run_line(r: RunListing, status_w: int) -> str:
     fields = [
         r["id"][:8],
         f"{r['started_at']:%Y-%m-%d %H:%M}",
-        f"{r['status']:<{status_w}}",
+        f"{_status(r):<{status_w}}",
         trials,
         f"{r['cells']} cells",
         where,
         risk,
     ]
     return "  ".join(f for f in fields if f)
+
+
+def _status(r: RunListing) -> str:
+    """The store's status, or that the run's controller died without ending it (kill -9, `timeout`)."""
+    return CONTROLLER_GONE if r["controller_gone"] else r["status"]
 
 
 def short_tag(value: str) -> str:

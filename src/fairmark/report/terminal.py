@@ -19,24 +19,29 @@ from fairmark.stats import format_median, format_value
 from fairmark.stats.compare import Comparison
 from fairmark.stats.digits import column_unit, format_cv, format_interval
 from fairmark.stats.judge import enough
+from fairmark.store.owner import GONE
 
 
 def resume_hint(run_id: str, status: str) -> str:
     """What to do about a run that did not end: its finished trials are kept, `resume` runs the rest."""
-    how = "was interrupted" if status == "interrupted" else "has not ended (still running, or killed)"
+    how = {
+        "interrupted": "was interrupted",
+        GONE: "was interrupted: its controller is gone (killed)",
+    }.get(status, "has not ended (still running, or killed)")
     return f"this run {how}: `fairmark resume {run_id[:8]}` continues it, keeping its finished trials"
 
 
 def _header(r: RunReport) -> None:
     run = r.run
+    status = GONE if run.controller_gone else run.status
     title = f" — {run.title}" if run.title else ""
     console.print(f"[bold]{escape(console.wrap(f'run {run.id}{title}'))}[/bold]")
     console.text(
-        f"plan {run.plan_path} (sha256 {run.plan_sha256[:12]}), seed {run.seed}, status {run.status}, "
+        f"plan {run.plan_path} (sha256 {run.plan_sha256[:12]}), seed {run.seed}, status {status}, "
         f"started {run.started_at:%Y-%m-%d %H:%M:%S}, fairmark {run.fairmark_version}"
     )
     if run.status in ("interrupted", "running"):  # a run killed mid-way stays "running" in the store
-        console.print(f"[yellow]{escape(console.wrap(resume_hint(run.id, run.status)))}[/]")
+        console.print(f"[yellow]{escape(console.wrap(resume_hint(run.id, status)))}[/]")
     if run.options.get("quick"):
         console.print(
             f"[yellow]{console.wrap('quick run: few trials and short parameters — a first look, not a result to quote')}[/]"

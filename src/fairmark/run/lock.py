@@ -23,6 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.errors import EnvironmentRefused
+from fairmark.store.owner import owner_alive as owner_alive
+from fairmark.store.owner import pid_alive as pid_alive
+from fairmark.store.owner import proc_state as proc_state
+from fairmark.store.owner import process_start as process_start
 
 
 def _private_dir(path: Path) -> Path:
@@ -93,46 +97,6 @@ def open_lock_file(path: Path) -> int:
     if st.st_mode & 0o077:
         os.fchmod(fd, 0o600)  # an older fairmark's 0666 file: nobody else may lock it read-only
     return fd
-
-
-def proc_state(pid: int) -> str | None:
-    """The state letter from /proc/PID/stat ('Z' for a zombie), or None when the process is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return text.rsplit(")", 1)[1].split()[0]
-
-
-def process_start(pid: int) -> str | None:
-    """When `pid` started (clock ticks since boot, /proc/PID/stat field 22): with the PID it names one process,
-    not whichever reuses the number later (None without /proc or when it is gone)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    return text.rsplit(")", 1)[1].split()[19]
-
-
-def owner_alive(pid: int, start: str | None) -> bool:
-    """True while the process that recorded (pid, start) runs: the PID alive and, where known, started then."""
-    if not pid_alive(pid):
-        return False
-    return start is None or process_start(pid) in (None, start)
-
-
-def pid_alive(pid: int) -> bool:
-    """True while `pid` runs. A zombie does not count (PID 1 here reaps orphans late, and kill -0 says
-    "alive" for one); without /proc (FreeBSD) kill -0 is all there is."""
-    if Path("/proc/self/stat").exists():
-        return proc_state(pid) not in (None, "Z")
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 POLL_S = 0.25  # how often a waiting run tries the lock again

@@ -31,6 +31,7 @@ from fairmark.run.stage import startup_notes, workload_stage
 from fairmark.run.stoprule import stops
 from fairmark.run.trial import Contexts, Executor, TrialPath, is_profiler
 from fairmark.store.db import Store, now
+from fairmark.store.owner import controller
 
 if TYPE_CHECKING:
     from fairmark.stats import RunningMean
@@ -114,6 +115,7 @@ class Runner:
                     "variants": {v.name: v.model_dump(mode="json") for v in self.plan.variant},
                     "tuning": {name: t.model_dump(mode="json") for name, t in self.plan.tuning.items()},
                     "hooks": [h.name for h in self.options.hooks],
+                    "controller": controller(),  # a kill -9 leaves "running": show tells it is gone
                     **self.gate.baselines(runtimes),  # wrap_costs, device_baselines
                     **({"hosts": self.hosts.describe()} if self.hosts.remote else {}),
                     **({"rerun_of": self.options.rerun_of} if self.options.rerun_of else {}),
@@ -146,7 +148,8 @@ class Runner:
         self._load_progress(runtimes)
         for line in self.hosts.connect():  # what a dead run's agents left on its hosts, undone now
             self.progress.note(line)
-        self.store.update_run(run.id, status="running", ended_at=None)
+        options = dict(run.options or {}) | {"controller": controller()}
+        self.store.update_run(run.id, status="running", ended_at=None, options=options)
         self.progress.note(f"resuming run {run.id}: {self.seq} trial(s) already stored are kept")
         return self._execute(runtimes, run.seed)
 

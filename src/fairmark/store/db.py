@@ -23,6 +23,7 @@ from fairmark.errors import InputError, StoreError, StoreFailed
 from fairmark.store import schema as S
 from fairmark.store.base import normalize_url as normalize_url  # where callers have imported it from
 from fairmark.store.definitions import Definitions, legacy_definitions, legacy_tuning
+from fairmark.store.owner import controller_gone
 from fairmark.store.records import (
     SAMPLE_COLUMNS,
     TRIAL_COLUMNS,
@@ -160,7 +161,12 @@ class RunRecord:
     notes: list[JSONValue]
 
     def to_dict(self) -> dict[str, object]:
-        return jsonable_row(vars(self))
+        return jsonable_row(vars(self)) | {"controller_gone": self.controller_gone}
+
+    @property
+    def controller_gone(self) -> bool:
+        """The store says "running" but the process that ran it is dead (kill -9, `timeout`)."""
+        return controller_gone(self.status, self.options)
 
     @property
     def baseline(self) -> str:
@@ -466,6 +472,7 @@ class Store:
                 trials_ok=r.trials_ok,
                 hosts=sorted((r.options or {}).get("hosts") or {}),
                 tags=all_tags[r.id],
+                controller_gone=controller_gone(r.status, r.options),
             )
             for r in found
         ]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fairmark.store.base import SCHEMA_VERSION
+from fairmark.store.owner import controller_gone
 
 if (
     TYPE_CHECKING
@@ -85,6 +86,7 @@ def _list_runs(
             "trials_ok": trials_ok,
             "hosts": sorted((json.loads(options or "null") or {}).get("hosts") or {}),
             "tags": all_tags[run_id],
+            "controller_gone": controller_gone(status, json.loads(options or "null")),
         }
         for (
             run_id,

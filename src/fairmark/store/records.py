@@ -300,6 +300,7 @@ class RunOptions(TypedDict, total=False):
     device_baselines: JSONObject  # what the disks can do (run/devicebase.py)
     hosts: dict[str, JSONObject]  # [hosts.NAME] → what the run recorded of it
     rerun_of: JSONObject  # the bundle's run this one re-ran
+    controller: JSONObject  # the process that ran it (run/owner.py): a kill -9 leaves it "running"
 
 
 class RunListing(TypedDict):
@@ -318,6 +319,7 @@ class RunListing(TypedDict):
     trials_ok: int
     hosts: list[str]  # the [hosts.NAME] its trials ran on
     tags: dict[str, str]
+    controller_gone: bool  # "running" in the store, but its controller died (run/owner.py)
 
 
 class FindingRow(TypedDict):
