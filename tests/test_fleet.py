@@ -167,6 +167,34 @@ def test_sigterm_to_the_fleet_interrupts_every_hosts_run(
     assert proc.returncode == 128 + signal.SIGTERM, out
 
 
+@needs_hosts
+def test_kill_9_of_the_fleet_stops_every_hosts_run(
+    tmp_path: Path,
+    net: nethosts.NetHosts,
+    postgres_url: str,  # noqa: F811
+) -> None:
+    """Issue 32 item 4: the per-host controllers ran on to the end, their output lost; they stop with the fleet
+    (PR_SET_PDEATHSIG) and store their runs as interrupted — before the gate opens, so not by finishing."""
+    hosts = ["k1", "k3"]
+    plan, gate = gated_plan(tmp_path, net)
+    proc = start_fleet(plan, hosts, postgres_url, "kill9")
+    waiting = "sh -c if [ -e"
+    try:
+        assert wait_until(lambda: stored_first_trial(postgres_url, "kill9", hosts, proc), timeout_s=300)
+        assert wait_until(lambda: all(net.hosts[h].count(waiting) == 1 for h in hosts), timeout_s=300)
+        proc.kill()  # SIGKILL to the fleet's controller only
+        proc.wait()
+        assert wait_until(
+            lambda: all(r["status"] == "interrupted" for r in runs_of(postgres_url, "kill9").values()),
+            timeout_s=120,
+        )
+        assert wait_until(lambda: all(net.hosts[h].count(waiting) == 0 for h in hosts), timeout_s=60)
+    finally:
+        (gate / "go").touch()
+        proc.communicate(timeout=600)
+    assert len(runs_of(postgres_url, "kill9")) == 2
+
+
 def test_each_host_gets_the_command_line_with_host_instead_of_hosts_and_jobs() -> None:
     argv = [
         "run",

@@ -21,6 +21,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from fairmark.console import console
 from fairmark.errors import ExitStatus, FairmarkError, UsageError
@@ -186,10 +187,12 @@ def _fork(
     read, write = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: runs `fairmark run PLAN --host HOST` and never returns here
         code = 70  # EX_SOFTWARE: the child failed before the command ran
         try:
+            die_with(parent)
             for fd in [read, *close]:
                 os.close(fd)
             _child_streams(write)
@@ -207,6 +210,32 @@ def _fork(
     return _Child(host, pid, read)
 
 
+def die_with(parent: int) -> None:
+    """A `kill -9` of the fleet leaves no one to read a child's output nor to stop it: the kernel sends the
+    child SIGTERM when its parent dies (Linux's PR_SET_PDEATHSIG), which unwinds its run like a SIGTERM from the
+    fleet and stores it as interrupted. A parent already gone before the call: the signal is sent here. Elsewhere
+    (no prctl) the children run on, as before; `runs` then says their controller is gone once they end."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+class _Pipe(io.FileIO):
+    """The child's output pipe (fd 1); once the fleet is gone (nobody reads), what is written is dropped, so that
+    the run's unwinding is not cut by a broken pipe before it stores the run as interrupted."""
+
+    def write(self, data: Any) -> int:
+        try:
+            return super().write(data)
+        except BrokenPipeError:
+            return len(data)
+
+
 def _child_streams(write: int) -> None:
     """stdout and stderr (the file descriptors, for the child's own children, and Python's streams, so that the
     console binds anew to a pipe rather than to this terminal) go to the pipe, stdin from /dev/null."""
@@ -217,7 +246,7 @@ def _child_streams(write: int) -> None:
     os.dup2(null, 0)
     os.close(null)
     out = io.TextIOWrapper(
-        io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace", write_through=True
+        _Pipe(1, "w", closefd=False), encoding="utf-8", errors="replace", write_through=True
     )
     sys.stdout = sys.stderr = out
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
