@@ -363,6 +363,8 @@ LATER = {
     "fairmark compare-runs RUN_A RUN_B",
     "fairmark compare-runs A1 A2 --vs B1 B2",
     "fairmark env [--diff RUN_A RUN_B]",
+    # its run would be `check last`'s (the README's next line), which wants the last tagged run of quick.toml
+    "fairmark ab --base main --head HEAD --plan P --build make",
 }
 
 BISECT_PLAN = """title = "the tour's bisect: prog of each checkout"
