@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import re
 import shlex
@@ -160,6 +161,22 @@ def r_resume(t: Tour, line: str) -> list[Step]:
         f"(run {run_id[:8]})"
     )
     return [Step(f"fairmark resume {run_id[:8]}", note=note)]
+
+
+GO_BENCH = "goos: linux\ngoarch: amd64\npkg: example.org/tour\n{rows}PASS\n"
+
+
+def r_compare_bench(t: Tour, line: str) -> list[Step]:
+    """Two `go test -bench` outputs (8 runs of two benchmarks each): Alloc 6% slower in new.txt, Parse the same."""
+    for name, factor in (("old.txt", 1.0), ("new.txt", 1.06)):
+        rows = "".join(
+            f"BenchmarkAlloc-2   \t 1000000\t      {1050 * factor * (1 + 0.01 * math.sin(i + 3 * factor)):.1f} ns/op\n"
+            f"BenchmarkParse-2   \t  200000\t      {5230 * (1 + 0.012 * math.cos(i + 2 * factor)):.1f} ns/op\n"
+            for i in range(8)
+        )
+        (t.clone / name).write_text(GO_BENCH.format(rows=rows))
+    note = "prepared: old.txt and new.txt, `go test -bench` output of two benchmarks, 8 runs each; Alloc made 6% slower"
+    return [Step(line, note=note)]
 
 
 def r_compare_files(t: Tour, line: str) -> list[Step]:
@@ -337,6 +354,7 @@ RECIPES: dict[str, Callable[[Tour, str], list[Step]]] = {
     "fairmark show last": lambda t, line: [Step(line)],
     "fairmark resume RUN": r_resume,
     "fairmark compare a.txt b.txt": r_compare_files,
+    "fairmark compare old.txt new.txt": r_compare_bench,
     "fairmark export RUN --format json|csv|ministat --out DIR": r_export,
     "fairmark import BUNDLE.json": r_import,
     "fairmark run BUNDLE.json": r_rerun,
