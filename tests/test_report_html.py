@@ -146,7 +146,9 @@ def test_scaling_and_two_runs(tmp_path):
     # threads 2 and 4 take the same time (1/min(threads, 2)): no peak is proven, none is named; threads 8 failed
     assert "(peak)" not in html and "threads = 2 not proven worse" in html
     # 2 and 4 take the same time: it rises, then levels off (issue 34 item 6), its best mean at the last point
-    assert "best mean at threads = 4, its last measured point (threads = 8: under 2 successful trials)" in html
+    assert (
+        "best mean at threads = 4, its last measured point (threads = 8: under 2 successful trials)" in html
+    )
     assert "A: every trial failed at threads = 8 (failure point)" in html
     assert len(pngs) >= 4 and all(p.stat().st_size > 1000 for p in pngs)
 
