@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -17,24 +18,29 @@ if TYPE_CHECKING:
     from fairmark.store.db import Store
 
 
+def order_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--order time|commit` and `--repo`, as `history` and `publish` take them (see commit_order)."""
+    func = click.option(
+        "--repo",
+        default=".",
+        show_default=True,
+        type=click.Path(file_okay=False),
+        help="With --order commit: the git repository.",
+    )(func)
+    return click.option(
+        "--order",
+        type=click.Choice(["time", "commit"]),
+        default="time",
+        show_default=True,
+        help="Points by start time, or in the first-parent order of --repo's HEAD by their commit tag.",
+    )(func)
+
+
 @click.command()
 @click.argument("target", metavar="WORKLOAD[:METRIC]")
 @click.option("--host", metavar="H", help="Only this host's series (default: every host, each apart).")
 @tag_option("Only runs with this tag (repeatable: all of them).")
-@click.option(
-    "--order",
-    type=click.Choice(["time", "commit"]),
-    default="time",
-    show_default=True,
-    help="Points by start time, or in the first-parent order of --repo's HEAD by their commit tag.",
-)
-@click.option(
-    "--repo",
-    default=".",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="With --order commit: the git repository.",
-)
+@order_options
 @click.option("--by-tag", "order_tag", metavar="KEY", help="Order the points by this tag, not by time.")
 @click.option(
     "--alpha", type=float, default=0.01, show_default=True, help="Change points' significance level."

@@ -9,6 +9,7 @@ import click
 
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store
+from fairmark.cli.history import order_options
 from fairmark.console import console
 
 
@@ -38,20 +39,7 @@ def _window(ctx: click.Context, param: click.Parameter, value: int) -> int | Non
     metavar="URL",
     help="Link commits (tag commit=SHA) here: https://…/commit/{sha}.",
 )
-@click.option(
-    "--order",
-    type=click.Choice(["time", "commit"]),
-    default="time",
-    show_default=True,
-    help="Points by start time, or in the first-parent order of --repo's HEAD by their commit tag.",
-)
-@click.option(
-    "--repo",
-    default=".",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="With --order commit: the git repository.",
-)
+@order_options
 @click.option("--by-tag", "order_tag", metavar="KEY", help="Order a series' points by this tag, not by time.")
 @click.option(
     "--alpha", type=float, default=0.01, show_default=True, help="Change points' significance level."
