@@ -31,19 +31,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-GZ = """[run]
-warmup = 2
-min_trials = 12
-max_trials = 12
-confidence = 95
-[[workload]]
-name = "gz"
-command = ["sh", "-c", "head -c 2000000 /dev/zero | gzip -1 > /dev/null"]
-[[variant]]
-name = "A1"
-[[variant]]
-name = "A2"
-"""
+GZ = (REPO / "plans" / "aa-gzip.toml").read_text()
 SLEEP = GZ.replace('name = "gz"', 'name = "sleep"').replace(
     'command = ["sh", "-c", "head -c 2000000 /dev/zero | gzip -1 > /dev/null"]', 'command = ["sleep", "0.02"]'
 )

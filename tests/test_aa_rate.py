@@ -17,20 +17,7 @@ from pathlib import Path
 
 import pytest
 
-PLAN = """
-[run]
-warmup = 2
-min_trials = 12
-max_trials = 12
-confidence = 95
-[[workload]]
-name = "gz"
-command = ["sh", "-c", "head -c 2000000 /dev/zero | gzip -1 > /dev/null"]
-[[variant]]
-name = "A1"
-[[variant]]
-name = "A2"
-"""
+PLAN = Path(__file__).resolve().parent.parent / "plans" / "aa-gzip.toml"  # bench/aa_rate.py's too
 STAGE, LIMIT = 100, 0.08
 
 
@@ -41,9 +28,7 @@ def _claims(tmp_path: Path, runs: int, start: int) -> list[bool]:
     from fairmark.plan.load import LoadedPlan, load_plan
     from fairmark.store.db import Store
 
-    path = tmp_path / "gz.toml"
-    path.write_text(PLAN)
-    loaded = load_plan(str(path))
+    loaded = load_plan(str(PLAN))
     aa = LoadedPlan(plan=aa_plan(loaded.plan, loaded.path), path=loaded.path, text=loaded.text)
     store = Store.open(f"sqlite:///{tmp_path / f'aa-{start}.db'}")
 
