@@ -506,13 +506,13 @@ def _print_dry_run(plan: Any, doc: dict[str, Any]) -> None:
 def _client_hosts(plan: Any) -> dict[str, dict[str, str]]:
     """Each workload × variant whose tool client runs on a [hosts.NAME] (the variant's client_host, else the
     workload's), with that host's ssh destination."""
-    out: dict[str, dict[str, str]] = {}
-    for w in plan.workload:
-        for v in plan.variant:
-            name = v.client_host or w.client_host
-            if name:
-                out[f"{w.name} × {v.name}"] = {"host": name, "ssh": plan.hosts[name].ssh}
-    return out
+    clients = plan.client_hosts()
+    return {
+        f"{w.name} × {v.name}": {"host": name, "ssh": plan.hosts[name].ssh}
+        for w in plan.workload  # workload by workload, as the cells are listed
+        for v in plan.variant
+        if (name := clients.get((v.name, w.name)))
+    }
 
 
 def _host_change(kind: str, value: Any) -> str:

@@ -490,6 +490,16 @@ class Plan(Strict):
         variants = [v.model_copy(update={"host": host}) for v in self.variant]
         return self.model_copy(update={"hosts": hosts, "variant": variants})
 
+    def client_hosts(self) -> dict[tuple[str, str], str]:
+        """(variant, workload) → the [hosts.NAME] that runs the workload's tool client, where one does: the
+        variant's client_host, else the workload's."""
+        return {
+            (v.name, w.name): host
+            for v in self.variant
+            for w in self.workload
+            if (host := v.client_host or w.client_host)
+        }
+
     @property
     def remote(self) -> bool:
         return any(v.host or v.client_host for v in self.variant) or any(w.client_host for w in self.workload)

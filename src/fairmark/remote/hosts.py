@@ -385,12 +385,7 @@ def check_plan(plan: Plan, path: str = "<plan>") -> list[str]:
 
     check_hosts(plan, path=path)  # the kinds an agent cannot apply there (plan/kinds.py: the table of kinds)
     # (variant, workload) → the host running the client
-    client_host = {
-        (v.name, w.name): v.client_host or w.client_host
-        for v in plan.variant
-        for w in plan.workload
-        if (v.client_host or w.client_host)
-    }
+    client_host = plan.client_hosts()
     for (v, _w), c in client_host.items():
         if not plan.variant_named(v).host:
             raise PlanError(

@@ -275,12 +275,7 @@ class Hosts:
         self.remote: dict[str, Host] = dict(remote or {})
         self.variant_host = {v.name: v.host for v in plan.variant}
         # (variant, workload) → the host running the client, where it is not the variant's host
-        self.client_host = {
-            (v.name, w.name): v.client_host or w.client_host
-            for v in plan.variant
-            for w in plan.workload
-            if (v.client_host or w.client_host)
-        }
+        self.client_host = plan.client_hosts()
         used = {h for h in [*self.variant_host.values(), *self.client_host.values()] if h}
         if used - set(self.remote):
             raise FairmarkError(
