@@ -59,3 +59,36 @@ def test_dry_run_of_host_variants_speaks_of_this_machine_and_names_the_client_ho
     assert "kv × a: its client runs on host h1 (ssh root@h1)" in out
     assert "no system changes on this machine (the hosts' changes are listed above)" in out
     assert "no system changes (env/wrap/command variants only)" not in out
+
+
+FLEET_PLAN = (
+    '[hosts.f00]\nssh = "root@f00"\n[hosts.f01]\nssh = "root@f01"\n[hosts.cl]\nssh = "root@cl"\n'
+    '[[workload]]\nname = "kv"\ntool = "redis"\nparams = { requests = 1000, transport = "tcp" }\n'
+    'client_host = "cl"\n[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n'
+)
+
+
+def test_a_fleet_whose_client_host_is_one_of_its_hosts_is_refused_before_it_starts(
+    tmp_path: Path, fairmark_cli
+) -> None:
+    """Before: every host's run but one failed with "host cl is in use by another fairmark run", and the fleet
+    then suggested `resume` for runs that did not exist."""
+    path = tmp_path / "plan.toml"
+    path.write_text(FLEET_PLAN)
+    code, _out, err = fairmark_cli("run", str(path), "--hosts", "f00,cl")
+    assert code == 2, err
+    assert "client_host 'cl' is also one of --hosts" in err
+    assert "resume" not in err
+
+
+def test_a_fleet_sharing_one_client_host_runs_its_hosts_one_at_a_time(tmp_path: Path) -> None:
+    from fairmark.cli.run import fleet_jobs
+    from fairmark.plan.load import load_plan
+
+    path = tmp_path / "plan.toml"
+    path.write_text(FLEET_PLAN)
+    loaded = load_plan(str(path))
+    assert fleet_jobs(loaded, ["f00", "f01"], None) == 1
+    assert fleet_jobs(loaded, ["f00", "f01"], 4) == 1
+    path.write_text(FLEET_PLAN.replace('client_host = "cl"\n', ""))
+    assert fleet_jobs(load_plan(str(path)), ["f00", "f01"], None) is None

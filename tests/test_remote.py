@@ -259,8 +259,11 @@ def test_kill_9_of_the_controller_leaves_no_sysctl_changed_on_the_host(tmp_path,
 
 
 @pytest.mark.slow
-def test_a_dead_agents_journal_is_undone_at_the_next_contact(tmp_path, net) -> None:
-    proc, before, flipped = _start_sysctl_run(tmp_path, net, "p2.toml")
+@pytest.mark.parametrize("command", ["doctor", "restore"])
+def test_a_dead_agents_journal_is_undone_at_the_next_contact(tmp_path, net, command) -> None:
+    """`doctor --host` undoes it as it looks; `restore --host` (issue 32: it said "nothing to restore" while the
+    host kept its changes) does it on purpose and says so."""
+    proc, before, flipped = _start_sysctl_run(tmp_path, net, f"p2-{command}.toml")
     try:
         journal = list((net.hosts["h1"].state_dir / "journal").glob("*.json"))
         assert len(journal) == 1 and json.loads(journal[0].read_text())["entries"][0]["original"] == before
@@ -275,9 +278,9 @@ def test_a_dead_agents_journal_is_undone_at_the_next_contact(tmp_path, net) -> N
     finally:
         if proc.poll() is None:
             proc.kill()
-    res = fairmark_subprocess("doctor", "--host", "h1", "--ssh-option=-F", f"--ssh-option={net.ssh_config}")
+    res = fairmark_subprocess(command, "--host", "h1", "--ssh-option=-F", f"--ssh-option={net.ssh_config}")
     assert res.returncode == 0, res.stderr
-    assert f"restored sysctl {SYSCTL} = {before}" in res.stderr
+    assert f"restored sysctl {SYSCTL} = {before}" in res.stdout + res.stderr
     assert _sysctl(net, "h1") == before  # 0 tunables left changed
     assert not list((net.hosts["h1"].state_dir / "journal").glob("*.json"))
 

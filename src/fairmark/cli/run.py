@@ -272,7 +272,7 @@ def run(
     fleet = [h.strip() for h in hosts.split(",") if h.strip()] if hosts else []
     loaded, rerun = _load(plan, map_hosts, host or (fleet[0] if fleet else None))
     if hosts:
-        _fleet(plan, fleet, rerun, jobs)
+        _fleet(plan, fleet, rerun, fleet_jobs(loaded, fleet, jobs))
         return
     if jobs is not None:
         raise UsageError("--jobs N is for --hosts A,B,…: how many of the hosts run at once")
@@ -338,6 +338,25 @@ def _fleet(plan: str, fleet: list[str], rerun: Any, jobs: int | None) -> None:
 
         bring_in(rerun, open_store())
     run_fleet(plan, fleet, sys.argv[1:], state["store"], main=main, jobs=jobs)
+
+
+def fleet_jobs(loaded: LoadedPlan, fleet: list[str], jobs: int | None) -> int | None:
+    """How many of the fleet's hosts may run at once, given the plan's client hosts: each run locks every host it
+    uses, so a client host shared by the fleet's runs serves them one at a time, and a client host that is also
+    one of the fleet's hosts would be locked by two runs at once — refused before anything starts."""
+    clients = sorted(set(loaded.plan.client_hosts().values()))
+    if both := [c for c in clients if c in fleet]:
+        raise UsageError(
+            f"{loaded.path}: client_host {both[0]!r} is also one of --hosts: every host's run uses it as its "
+            "client, and a host measures one run at a time; leave it out of --hosts, or give it a run of its own"
+        )
+    if clients and (jobs is None or jobs > 1) and len(fleet) > 1:
+        console.note(
+            f"the fleet's runs share the client host{'s' if len(clients) > 1 else ''} {', '.join(clients)} "
+            f"(client_host): they run one host at a time (--jobs 1), each with the client to itself"
+        )
+        return 1
+    return jobs
 
 
 def _load(plan: str, map_hosts: tuple[str, ...], host: str | None) -> tuple[LoadedPlan, Any]:
