@@ -11,7 +11,7 @@
 Wall-time slopes are what the goal is stated in; on a busy machine they carry the neighbours' load, so the
 CPU-time slopes (user + sys of the whole waited tree, from wait4) are printed beside them, and the load average.
 
-Run: .venv/bin/python bench/harness_cost.py   (the README's Performance section quotes its output)
+Run: .venv/bin/python bench/harness_cost.py   (docs/performance.md quotes its output)
      .venv/bin/python bench/harness_cost.py --against OTHER/src   also runs the fairmark in OTHER/src (e.g. a
      copy of main's) alternately in the same run, monitors off and on: a change measured as a ratio on a busy
      machine

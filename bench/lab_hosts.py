@@ -22,7 +22,7 @@ Everything it made is removed at the end, also after a failure, Ctrl-C or SIGTER
 agents, the PostgreSQL server and its directory).
 
 Run: .venv/bin/python bench/lab_hosts.py [--hosts 50] [--trials 5] [--jobs N]
-     (the README's "A lab of hosts" quotes its output)
+     (docs/performance.md, "A lab of 50 hosts", quotes its output)
 """
 
 from __future__ import annotations

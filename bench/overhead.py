@@ -4,7 +4,7 @@
    progress) vs `hyperfine -N --runs 200 true` over the same 200 executions.
 2. fairmark's own CPU time while a `sleep 10` trial runs (monitors on, as by default, and off).
 
-Run: .venv/bin/python bench/overhead.py   (prints a small table; numbers go in the README's Performance section)
+Run: .venv/bin/python bench/overhead.py   (prints a small table; numbers go in docs/performance.md)
 """
 
 from __future__ import annotations

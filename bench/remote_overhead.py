@@ -18,7 +18,7 @@ the ratio remote/local:
      agent/local with its 95% CI and the difference of the means with its CI (for wall_s: the agent's
      overhead per trial, where it has one).
 
-Run: .venv/bin/python bench/remote_overhead.py   (the README's Performance section quotes its output)
+Run: .venv/bin/python bench/remote_overhead.py   (docs/performance.md quotes its output)
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@
 
 The load average is printed at the start and the end: on this shared VM start times swing with the neighbours.
 
-Run: .venv/bin/python bench/start_memory.py   (the README's Performance section quotes its output)
+Run: .venv/bin/python bench/start_memory.py   (docs/performance.md quotes its output)
      .venv/bin/python bench/start_memory.py --against OTHER/src   also measures the fairmark in OTHER/src (e.g. an
      older commit's, from `git archive`) alternately in the same run: a change as a ratio on a busy machine
 """

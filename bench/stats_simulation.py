@@ -11,7 +11,7 @@ judged the way every verdict is (stats.compare with the rounds: paired by round,
 3. Coverage of the headline interval (Fieller's ratio CI in the sentence) at ratios 1.0, 1.2, 2.0 (goal 94-96%).
 
 Run: .venv/bin/python bench/stats_simulation.py [RUNS]   (default 20000 per figure: a rate of 5% is then known
-to ±0.3%; the README quotes the output)
+to ±0.3%; docs/statistics.md quotes the output)
 """
 
 from __future__ import annotations

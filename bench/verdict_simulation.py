@@ -1243,7 +1243,7 @@ def main() -> None:
         "--seed",
         type=int,
         default=0,
-        help="another set of random draws (0: the README's; a check needs others)",
+        help="another set of random draws (0: docs/statistics.md's; a check needs others)",
     )
     ap.add_argument("--path", default="", help="only the cases of this path (e.g. run)")
     args = ap.parse_args()

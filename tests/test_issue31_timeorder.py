@@ -1,7 +1,7 @@
 """Runs in time order (issue 31 item 6): where runs are the verdict's unit (`compare-runs --vs`, `check --against`),
 their start times say whether the sides were interleaved or measured in blocks; in blocks, the lag-1
 autocorrelation of the run means in time order widens the interval (a slowly drifting machine moves a block as a
-whole). The rates are bench/verdict_simulation.py's (README); here the mechanism, on fixed values."""
+whole). The rates are bench/verdict_simulation.py's (docs/statistics.md); here the mechanism, on fixed values."""
 
 from __future__ import annotations
 

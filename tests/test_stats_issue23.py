@@ -1,5 +1,5 @@
 """Verdicts that hold under the noise real machines make (issue 23): one test per defect, each failing on the code
-before it. Simulations here are small and seeded (bench/verdict_simulation.py runs the large ones for the README);
+before it. Simulations here are small and seeded (bench/verdict_simulation.py runs the large ones for docs/statistics.md);
 the whole file takes a few seconds."""
 
 from __future__ import annotations

@@ -115,8 +115,8 @@ def execute_run(
 
 
 # The power of a run's verdict at 3% with CV 1.5% (at most 20 trials) by its plan's min_trials, from
-# `bench/verdict_simulation.py --only min_trials --sims 4000` (the README's table): the first stage's spread
-# (Stein's part) has min_trials − 1 degrees of freedom, and below 5 it cannot reach the README's 95%.
+# `bench/verdict_simulation.py --only min_trials --sims 4000` (docs/statistics.md's table): the first stage's spread
+# (Stein's part) has min_trials − 1 degrees of freedom, and below 5 it cannot reach the 95% the README states.
 POWER_BY_MIN_TRIALS = {3: "74.0%", 4: "93.6%"}
 
 
@@ -129,7 +129,7 @@ def power_notes(request: RunRequest) -> list[str]:
     return [
         f"min_trials = {run.min_trials}: the verdict's first stage has {run.min_trials - 1} degrees of freedom, "
         f"so a 3% change at CV 1.5% is proven only {power} of the time (95% or more from min_trials = 5, the "
-        "default; README, Verdicts under the noise real machines make)"
+        "default; docs/statistics.md, Power by min_trials)"
     ]
 
 

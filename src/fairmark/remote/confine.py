@@ -1,7 +1,7 @@
 """Files the controller writes with what a host sent (a trial's outputs, a tool's result files, the probe's inputs):
 the controller chooses every path itself and takes only bytes from the host.
 
-A host is not trusted with the controller's file system (README: security model): a name it sends is a key the
+A host is not trusted with the controller's file system (docs/security.md): a name it sends is a key the
 controller asked for, checked as a plain relative name (no absolute path, no `..`, no control character), and the
 file is made under a directory the controller chose — each directory on the way opened without following a
 symbolic link (O_NOFOLLOW), the file itself created afresh (what was there is unlinked: a link planted in its

@@ -46,7 +46,7 @@ from fairmark.remote.agent import KILL_WAIT_S, PROTOCOL
 
 SSH_BASE_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
 CONNECT_TIMEOUT_S = 30.0
-# How long the controller waits for an answer (README: security model): an agent that never answers must not hang
+# How long the controller waits for an answer (docs/security.md): an agent that never answers must not hang
 # it. A request at connection time gets AGENT_DEADLINE_S, the slower ones a multiple of it (DEADLINE_FACTOR: the
 # capture runs up to three 30 s commands, a scratch file system is made or unmounted, a tool's data set is
 # primed), a trial its own timeout + grace + the agent's kill wait + AGENT_DEADLINE_S. On expiry the host is
@@ -109,7 +109,7 @@ class ProtocolError(ConnectionLost):
         super().__init__(
             message,
             hint=hint
-            or "its agent answered what no fairmark agent sends (README: security model): check the host; "
+            or "its agent answered what no fairmark agent sends (docs/security.md): check the host; "
             "once it is fixed, `fairmark resume RUN` continues an interrupted run",
         )
 
@@ -401,7 +401,7 @@ class HostConnection:
             raise NoAnswer(
                 f"host {self.spec.name}: connection lost: no answer to {op} within {wait:g} s",
                 hint="once the host answers again, `fairmark resume RUN` continues an interrupted run; "
-                "FAIRMARK_AGENT_DEADLINE_S sets how long a request may take (README: security model)",
+                "FAIRMARK_AGENT_DEADLINE_S sets how long a request may take (docs/security.md)",
             ) from None
         except wire.BadAnswer as exc:
             self._drop_agent()

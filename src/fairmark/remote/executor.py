@@ -161,7 +161,7 @@ class RemoteExecutor:
 
     def _files(self, spec: TrialSpec, got: dict[str, str]) -> None:
         """The output files the trial's spec asked for, each written at its own path inside the trial's output
-        directory; a file the host was not asked for is a protocol error (README: security model)."""
+        directory; a file the host was not asked for is a protocol error (docs/security.md)."""
         host = self.conn.spec.name
         for path, b64 in got.items():
             rel = inside(spec.out_dir, path) if path in spec.files else None

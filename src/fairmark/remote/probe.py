@@ -27,7 +27,7 @@ LINKS = {"etc/malloc.conf": "malloc.conf.txt"}
 def capture_sysroot(conn: HostConnection, dest: str) -> list[str]:
     """Write the host's probe inputs under `dest`; secrets are redacted here, before anything is stored.
 
-    What the host answers is confined (README: security model): a file, directory or command is taken only under
+    What the host answers is confined (docs/security.md): a file, directory or command is taken only under
     a name the request's patterns match (relative, no `..`), written afresh under `dest` without following a
     link (remote/confine.py), a link's target is kept as text, and an environment variable whose name or value
     holds a control character (a newline would forge the next line) is not kept."""

@@ -1,6 +1,6 @@
 """The agent's answers as the controller accepts them: one JSON line each, of the shape its request's record below
 says — anything else is refused as a protocol error naming the host (remote/connection.py), never an internal
-error and never a value of the wrong type further down (README: security model; issue 37).
+error and never a value of the wrong type further down (docs/security.md; issue 37).
 
 `decode` reads one line: JSON only (no NaN or Infinity, no number beyond a float, no nesting deeper than the
 interpreter's recursion), an object of the envelope {"v", "id", "ok", "result" | "error"}. `check` holds a
