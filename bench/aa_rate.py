@@ -1,7 +1,7 @@
 """The A/A false-positive rate of real commands through the real harness (issue 39), with its 95% intervals.
 
     .venv/bin/python bench/aa_rate.py [--runs K] [--batch B] [--plans gz,alloc,sleep] [--monitors on,off]
-                                      [--trees SRC,...] [--out FILE.jsonl]
+                                      [--trees SRC,...] [--out FILE.jsonl] [--until HH:MM]
     .venv/bin/python bench/aa_rate.py --summarize FILE.jsonl ...
 
 K A/A runs (default 20; the issue asked 200) of each plan × monitors on/off × tree, `calibrate`'s way: the plan's baseline against
@@ -10,8 +10,13 @@ the environment probe and gate), B runs (default 5) in one process before the ne
 so that every configuration sees the same hours of this machine. A tree is a fairmark source directory (default:
 this one's src); an older tree (40c48e4, before `calibrate --no-monitors`) is driven through the same calls.
 
-Plans: gz — the issue's pipeline (`head -c 2000000 /dev/zero | gzip -1 > /dev/null`, 2 warm-ups, 12 trials a
-side); alloc — plans/quick.toml's allocation workload (its [run] section); sleep — `sleep 0.02` as gz is run.
+Plans (committed: plans/aa-gzip.toml, aa-alloc.toml, aa-sleep.toml; one protocol: 2 warm-ups, a fixed 12 trials
+a side, 95%): gz — the issue's pipeline (`head -c 2000000 /dev/zero | gzip -1 > /dev/null`); alloc —
+plans/quick.toml's allocation workload; sleep — `sleep 0.02`.
+
+Resumable: runs already in --out count towards K (by plan file, tree and monitors), so the same command started
+again goes on where it stopped; --until HH:MM (UTC) starts no batch past that time. Several sweeps may run at once
+(one plan each, the same --out or not): every run takes `--allow-concurrent`'s path.
 
 Prints one line per configuration: claims/runs, the rate, Wilson's and Clopper–Pearson's 95% intervals, the
 load average (1 min) over its runs. One JSON line per run goes to --out (default aa-rate.jsonl), which
@@ -23,18 +28,20 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-GZ = (REPO / "plans" / "aa-gzip.toml").read_text()
-SLEEP = GZ.replace('name = "gz"', 'name = "sleep"').replace(
-    'command = ["sh", "-c", "head -c 2000000 /dev/zero | gzip -1 > /dev/null"]', 'command = ["sleep", "0.02"]'
-)
+# The three plans of issue 39, one protocol (2 warm-ups, a fixed 12 trials a side, 95%): committed files, so that
+# a figure names the plan it measured.
+PLANS = {
+    name: REPO / "plans" / f"aa-{file}.toml"
+    for name, file in (("gz", "gzip"), ("alloc", "alloc"), ("sleep", "sleep"))
+}
 
 # B A/A runs of PLAN in one process (argv: PLAN B on|off TREE-LABEL), one JSON line each on stdout. The calls of
 # cli/calibrate.py's loop, spelled so that a tree from before aa_runs and `calibrate --no-monitors` runs too.
@@ -84,24 +91,6 @@ for i in range(k):
 """
 
 
-def alloc_plan() -> str:
-    """plans/quick.toml with its alloc workload alone (its [run], its two variants: the baseline is nodebug)."""
-    text = (REPO / "plans" / "quick.toml").read_text()
-    parts = re.split(r"(?m)^(?=\[\[workload\]\]|\[\[variant\]\])", text)
-    keep = [p for p in parts if not (p.startswith("[[workload]]") and 'name = "zstd"' in p)]
-    return "".join(keep)
-
-
-def plans(tmp: Path, names: list[str]) -> dict[str, Path]:
-    texts = {"gz": GZ, "sleep": SLEEP, "alloc": alloc_plan()}
-    out = {}
-    for name in names:
-        path = tmp / f"{name}.toml"
-        path.write_text(texts[name])
-        out[name] = path
-    return out
-
-
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     p = k / n
     d = 1 + z * z / n
@@ -145,13 +134,48 @@ def summarize(rows: list[dict]) -> None:
 
 def args(argv: list[str]) -> dict[str, str]:
     out = {"--runs": "20", "--batch": "5", "--plans": "gz,alloc,sleep", "--monitors": "on,off"}
-    out |= {"--trees": str(REPO / "src"), "--out": "aa-rate.jsonl"}
+    out |= {"--trees": str(REPO / "src"), "--out": "aa-rate.jsonl", "--until": ""}
     it = iter(argv)
     for key in it:
         if key not in out:
             sys.exit(__doc__)
         out[key] = next(it, "")
     return out
+
+
+def done_counts(out: Path) -> dict[tuple[str, str, bool], int]:
+    """The runs --out already holds, by (plan file, tree, monitors): a sweep started again resumes where it was."""
+    counts: dict[tuple[str, str, bool], int] = {}
+    if out.exists():
+        for line in out.read_text().splitlines():
+            if line:
+                r = json.loads(line)
+                key = (r["plan"], r["tree"], r["monitors"])
+                counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def past(until: str) -> bool:
+    """Whether the UTC clock is past --until (HH:MM; empty: never)."""
+    if not until:
+        return False
+    now = time.gmtime()
+    return (now.tm_hour, now.tm_min) >= tuple(int(x) for x in until.split(":"))
+
+
+def batch_of(path: Path, tree: str, label: str, store: Path, monitors: str, batch: int) -> str:
+    """B A/A runs of one configuration in a process of their own, their JSON lines."""
+    env = os.environ | {"PYTHONPATH": tree, "FAIRMARK_STORE": f"sqlite:///{store}"}
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(path), str(batch), monitors, label],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.exit(f"{path.name} at {tree}, monitors {monitors}: {done.stderr[-2000:]}")
+    return done.stdout
 
 
 def main() -> None:
@@ -166,27 +190,18 @@ def main() -> None:
     out = Path(a["--out"])
     labels = [tree_label(t) for t in trees]
     with tempfile.TemporaryDirectory(prefix="aa-rate-") as tmp:
-        paths = plans(Path(tmp), a["--plans"].split(","))
         for _ in range(math.ceil(runs / batch)):
-            for name, path in paths.items():
+            for name in a["--plans"].split(","):
                 for i, tree in enumerate(trees):
                     for monitors in a["--monitors"].split(","):
-                        env = os.environ | {
-                            "PYTHONPATH": tree,
-                            "FAIRMARK_STORE": f"sqlite:///{Path(tmp) / f'tree{i}.db'}",
-                        }
-                        label = labels[i]
-                        done = subprocess.run(
-                            [sys.executable, "-c", DRIVER, str(path), str(batch), monitors, label],
-                            env=env,
-                            capture_output=True,
-                            text=True,
-                            check=False,
+                        key = (PLANS[name].name, labels[i], monitors == "on")
+                        if past(a["--until"]) or done_counts(out).get(key, 0) >= runs:
+                            continue
+                        lines = batch_of(
+                            PLANS[name], tree, labels[i], Path(tmp) / f"tree{i}.db", monitors, batch
                         )
-                        if done.returncode != 0:
-                            sys.exit(f"{name} at {tree}, monitors {monitors}: {done.stderr[-2000:]}")
                         with out.open("a") as fh:
-                            fh.write(done.stdout)
+                            fh.write(lines)
     summarize([json.loads(line) for line in out.read_text().splitlines() if line])
 
 
