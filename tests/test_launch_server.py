@@ -4,6 +4,7 @@ and the next trial gets a new server, as does one after the server was killed.""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -149,3 +150,37 @@ def test_a_runs_trials_keep_their_output_tails_and_a_failed_trial_its_raw_output
             assert (t.stdout_tail, t.stderr_tail) == ("o\n" * (TAIL_BYTES // 2), "e\n" * (TAIL_BYTES // 2))
         else:
             assert t.status == "failed" and (t.stdout_tail, t.stderr_tail) == ("o\n" * 10000, "e\n" * 6000)
+
+
+def _cpus(text: str) -> set[int]:
+    """A kernel CPU list ("0-1,3") as a set."""
+    out: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        out |= set(range(int(low), int(high or low) + 1))
+    return out
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to draw")
+def test_a_trial_starts_on_a_cpu_drawn_for_it_and_its_command_keeps_every_cpu(tmp_path: Path) -> None:
+    """Issue 39: on an idle machine the CPU a trial's command started on alternated with the trial's number (the
+    server woken where the last command ended, the new one placed on the other CPU), tying a round's first and
+    second trials to two CPUs. The server now vforks each trial on a CPU drawn for it: during the trial it is
+    pinned there (its /proc status, read by the command), the draws of 60 trials are neither constant nor an
+    alternation (at random, fewer than 10 or more than 49 changes of 59 come about once in 10^8), and the
+    command may run on every CPU this process may (it is not pinned)."""
+    # the command's allowed CPUs and its parent's (the server's), as the kernel lists them
+    script = "grep Cpus_allowed_list /proc/$$/status /proc/$PPID/status | cut -f2"
+    drawn, allowed = [], set()
+    mine = frozenset(os.sched_getaffinity(0))
+    with serving():
+        for i in range(60):
+            done = execute(["sh", "-c", script], out_dir=tmp_path, name=f"t{i}")
+            assert done.status == "ok", done.error
+            command, server = Path(done.stdout_path).read_text().split()
+            allowed.add(frozenset(_cpus(command)))
+            drawn.append(_cpus(server))
+    assert allowed == {mine}
+    assert all(len(d) == 1 and d <= mine for d in drawn), drawn
+    changes = sum(a != b for a, b in itertools.pairwise(drawn))
+    assert 10 <= changes <= 49, drawn

@@ -11,8 +11,9 @@
    the command writes: created, or emptied, by the server), ARGC, ARGV..., then ENVC and ENV... or "-" (the
    previous request's environment). Before the clock starts the server takes the output files as its own 1
    and 2 (its 0 is /dev/null, every trial's stdin), moves to CWD and into the placement (the command inherits
-   all of it); between the clock's start and the exec the child only calls setsid (the command's own session
-   and process group: the launcher's child did not need it, its launcher had one). PID_MAGIC PID T_NS — the
+   all of it), then onto one of the CPUs the command may use, drawn at random for each trial (start_cpu); between
+   the clock's start and the exec the child only gives itself those CPUs back and calls setsid (the command's own
+   session and process group: the launcher's child did not need it, its launcher had one). PID_MAGIC PID T_NS — the
    command's pid (-1: not started) and CLOCK_MONOTONIC once it has exec'd, 3 native 64-bit integers — goes to
    the socket PIDS_FD, which fairmark reads only to kill the trial's group (and then those of a few trials at
    once, to keep the socket from filling), so it is not woken in the middle of a trial. Exits 0 at EOF, 126 on
@@ -107,7 +108,10 @@ static int sock, pids, home, devnull;
 static char body[1 << 21];    /* a request (its pages count in the commands' peak only once touched) */
 static char envs[1 << 21];    /* the environment kept for the requests that say "-" */
 static char *envp[1 << 15], *argv[1 << 15];
-static unsigned long mask[16], want[16]; /* CPU masks of up to 1024 CPUs: the server's own, the trial's */
+/* CPU masks of up to 1024 CPUs: the server's own, the trial's, the CPUs the command may use, its start CPU */
+static unsigned long mask[16], want[16], span[16], one[16];
+static unsigned long long draws; /* xorshift64: the start CPUs' draws, seeded from the clock at start */
+static int drawn;                /* whether this trial's start CPU was drawn (the child gives span back) */
 static struct timespec t0;
 
 static long number(const char *s) {
@@ -209,6 +213,29 @@ static void unplace(const char *cpus, const char *join, const char *leave) {
     if (*cpus || *join) fm_setaffinity(sizeof mask, mask);
 }
 
+/* Issue 39: this process vforks each trial's command on a CPU drawn at random from those the command may use
+   (span), and the child (which can only start there) gives itself span back before its exec, where the scheduler
+   places the command (on an idle 2-CPU VM: on the other CPU, 604 of 604 trials). Left to the scheduler, this
+   process was woken where the last trial's command ended and the command went to the other CPU: on an idle
+   machine the start CPU alternated with the trial's number (586 of 603 trials), so a round's first and second
+   trials started on two fixed CPUs for a whole run (+5.3% apart for the gzip pipeline). Drawn, it follows the
+   draw, not the trial's number. 1 when drawn; 0 (left to the scheduler) with one CPU, or a mask that cannot be
+   read or set. */
+static int start_cpu(void) {
+    long n = 0, k;
+    if (fm_getaffinity(sizeof span, span) < 0) return 0;
+    for (int cpu = 0; cpu < 1024; cpu++) n += (long)(span[cpu / 64] >> (cpu % 64) & 1);
+    if (n < 2) return 0;
+    draws ^= draws << 13;
+    draws ^= draws >> 7;
+    draws ^= draws << 17;
+    k = (long)(draws % (unsigned long long)n);
+    memset(one, 0, sizeof one);
+    for (int cpu = 0; cpu < 1024; cpu++)
+        if ((span[cpu / 64] >> (cpu % 64) & 1) && k-- == 0) one[cpu / 64] = 1UL << (cpu % 64);
+    return fm_setaffinity(sizeof one, one) == 0;
+}
+
 /* The file at PATH, made empty (not O_TRUNC: that costs ext4 a journalled update of an empty file too), as this
    process's descriptor TO; 0 or -errno. */
 static long output(const char *path, int to) {
@@ -232,6 +259,7 @@ static long outputs(const char *out, const char *err) {
 static long __attribute__((noinline)) spawn(void) {
     long pid = fm_vfork();
     if (pid == 0) {
+        if (drawn) fm_setaffinity(sizeof span, span);
         fm_setsid();
         exec_errno = start(argv, envp);
         fm_exit(127);
@@ -253,6 +281,7 @@ static int answer(long pid, char *const f[4]) {
         if (r != -EINTR) return -1;
     fm_monotonic(&t1);
     long long left = pid > 0 && fm_kill(-pid, 0) != -ESRCH; /* EPERM: a process is there */
+    if (drawn) fm_setaffinity(sizeof span, span);
     unplace(f[1], f[2], f[3]); /* before the answer: fairmark may remove the cpuset once it has it */
     long long done[15] = {ANSWER_MAGIC, status, exec_errno,
                           (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
@@ -274,6 +303,7 @@ static int serve(long len) {
         r = place(f[1], f[2]);
     }
     exec_errno = r < 0 ? (int)-r : 0;
+    drawn = !exec_errno && start_cpu();
     fm_monotonic(&t0);
     if (!exec_errno && (pid = spawn()) < 0) {
         exec_errno = (int)-pid;
@@ -286,7 +316,10 @@ static int serve(long len) {
 }
 
 int main(int argc, char **args) {
+    struct timespec now;
     if (argc != 3) return 126;
+    fm_monotonic(&now);
+    draws = ((unsigned long long)now.tv_nsec * 0x9E3779B97F4A7C15ULL ^ (unsigned long long)now.tv_sec) | 1;
     sock = (int)number(args[1]);
     pids = (int)number(args[2]);
     devnull = (int)fm_open("/dev/null", O_RDWR | O_CLOEXEC);
