@@ -5,6 +5,11 @@
         net.hosts["h1"].address   # its address on the test network (a random private 10.x.y.0/24)
         net.host_table()          # {"h1": {"ssh": "h1", "ssh_options": ["-F", …]}, …} for a plan's [hosts]
 
+`NetHosts([...], login="fmlab")` is a lab that forbids root logins: sshd (PermitRootLogin no) lets in only the
+user LOGIN, who may run anything as root with `sudo -n`. The user exists only in the sshd's private mount
+namespace (copies of /etc/passwd, group, shadow and sudoers bound over the originals there, as for dropbear): the
+machine's accounts and sudoers are not touched.
+
 `NetHosts([...], server="dropbear")` runs dropbear instead (a small SSH server: no SetEnv, no AuthorizedKeysFile,
 and no command longer than 9000 bytes). Dropbear reads root's authorized_keys from root's home only, so each
 dropbear runs in its own mount namespace where /etc/passwd is a copy naming a directory of the test as root's
@@ -127,9 +132,13 @@ class NetHost:
 
 
 class NetHosts:
-    def __init__(self, names: list[str], *, tag: str | None = None, server: str = "openssh"):
+    def __init__(
+        self, names: list[str], *, tag: str | None = None, server: str = "openssh", login: str | None = None
+    ):
         assert server in SERVERS, server
+        assert login is None or server == "openssh", "a login user: OpenSSH hosts only"
         self.names = names
+        self.login = login
         self.server = server
         self.tag = tag or _free_tag()
         self.dir = Path(tempfile.mkdtemp(prefix="fairmark-nethosts-"))
@@ -173,6 +182,8 @@ class NetHosts:
         netns, veth = f"fm{self.tag}{name}"[:30], f"fmv{self.tag}{i}"[:15]
         host = NetHost(name, netns, f"{self.subnet}.{11 + i}", self.dir / f"{name}-agent-state")
         host.state_dir.mkdir()
+        if self.login:  # the agent's state is the login user's, as in its home on a real host
+            os.chown(host.state_dir, 64123, 64123)
         _sh("ip", "netns", "add", netns)
         _sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns)
         _sh("ip", "link", "set", veth, "master", self.bridge)
@@ -195,7 +206,7 @@ class NetHosts:
             f"HostKey {key}\n"
             f"PidFile {self.dir / f'{name}-sshd.pid'}\n"
             f"AuthorizedKeysFile {self.dir / 'authorized_keys'}\n"
-            "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+            f"PermitRootLogin {'no' if self.login else 'prohibit-password'}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
             "UsePAM no\nStrictModes no\nMaxSessions 50\nMaxStartups 50\n"
             # An SSH session starts with an environment of its own: a fairmark agent run from this checkout
             # would write __pycache__ into src/ (see conftest.py).
@@ -228,7 +239,7 @@ class NetHosts:
             pub = (self.dir / f"{name}-hostkey.pub").read_text().split()
             known.append(f"{h.address} {pub[0]} {pub[1]}\n")
             lines.append(
-                f"Host {name}\n  HostName {h.address}\n  User root\n  IdentityFile {self.dir / 'id'}\n"
+                f"Host {name}\n  HostName {h.address}\n  User {self.login or 'root'}\n  IdentityFile {self.dir / 'id'}\n"
                 f"  IdentitiesOnly yes\n  UserKnownHostsFile {self.dir / 'known_hosts'}\n"
                 "  StrictHostKeyChecking yes\n  BatchMode yes\n  ConnectTimeout 10\n"
             )
@@ -243,6 +254,8 @@ class NetHosts:
         else:
             argv = [SSHD, "-D", "-e", "-f", str(self.dir / f"{host.name}-sshd_config")]
             env = None
+            if self.login:
+                argv = self._with_login(argv)
         host.sshd = subprocess.Popen(
             ["ip", "netns", "exec", host.netns, *argv],
             stdin=subprocess.DEVNULL,
@@ -273,6 +286,35 @@ class NetHosts:
             str(passwd),
             *dropbear,
         ]
+
+    def _with_login(self, sshd: list[str]) -> list[str]:
+        """sshd in a private mount namespace where the user self.login exists (uid 64 123, a home in the test's
+        directory) and may `sudo -n` anything, keeping the variables the test's sshd sets for the agent."""
+        if not (self.dir / "etc-sudoers").exists():
+            self._login_files()
+        binds = ("passwd", "group", "shadow", "sudoers")
+        script = "".join(f'mount --bind "$1" /etc/{b} && shift && ' for b in binds) + 'exec "$@"'
+        files = [str(self.dir / f"etc-{b}") for b in binds]
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *files, *sshd]
+
+    def _login_files(self) -> None:
+        user, uid = self.login, 64123
+        home = self.dir / f"{user}-home"
+        home.mkdir()
+        os.chown(home, uid, uid)
+        extra = {
+            "passwd": f"{user}:x:{uid}:{uid}:fairmark test lab user:{home}:/bin/sh\n",
+            "group": f"{user}:x:{uid}:\n",
+            "shadow": f"{user}:*:19000:0:99999:7:::\n",
+            "sudoers": (
+                f"{user} ALL=(ALL) NOPASSWD: ALL\n"
+                f'Defaults:{user} env_keep += "FAIRMARK_AGENT_STATE PYTHONPYCACHEPREFIX"\n'
+            ),
+        }
+        for name, line in extra.items():
+            path = self.dir / f"etc-{name}"
+            path.write_text(Path(f"/etc/{name}").read_text() + line)
+            path.chmod({"shadow": 0o640, "sudoers": 0o440}.get(name, 0o644))
 
     def stop_sshd(self, name: str) -> None:
         """The host's sshd and every session it serves die (the host becomes unreachable)."""

@@ -348,7 +348,11 @@ class HostEntry(Strict):
     ssh: str = Field(min_length=1)  # what `ssh` is given: an alias from ~/.ssh/config, user@addr …
     ssh_options: list[str] = Field(default_factory=list)  # passed to ssh before the destination
     agent: list[str] | None = Field(None, min_length=1)  # e.g. ["fairmark", "agent"]; default: shipped copy
-    python: str = "python3"  # the host's Python 3 that runs the shipped agent
+    python: str | None = Field(None, min_length=1)  # the host's Python 3 for the shipped agent; None: probed
+    # A lab that forbids root logins: log in as a user, run the agent (and reboots) as root through `sudo -n`
+    # (sudo = true) or another non-interactive command (become = ["doas", "-n"]).
+    sudo: bool = False
+    become: list[str] | None = Field(None, min_length=1)
     address: str | None = (
         None  # where clients on other hosts reach it (default: the address ssh connected to)
     )
@@ -363,6 +367,12 @@ class HostEntry(Strict):
                 "no spaces or control characters); ssh's options go in ssh_options"
             )
         return value
+
+    @model_validator(mode="after")
+    def _one_way_to_root(self) -> HostEntry:
+        if self.sudo and self.become:
+            raise ValueError("sudo = true and become = [...] both say how to become root: keep one")
+        return self
 
 
 # What a plan may declare as the point of a comparison across hosts (hardware differences are refused else).

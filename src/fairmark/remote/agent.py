@@ -898,6 +898,7 @@ class Session:
             "python": platform.python_version(),
             "fairmark": has_fairmark,
             "state_dir": state_dir(),
+            "uid": os.geteuid() if hasattr(os, "geteuid") else None,  # root, or the login user without sudo
             "launcher": launcher()[1],  # why trials here record no peak RSS; None: they do
             "recovered": recover_dead() if req.get("recover", True) else [],
             "swept": sweep_dead_outputs(),

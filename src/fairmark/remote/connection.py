@@ -129,7 +129,8 @@ class HostSpec:
     ssh: str  # what `ssh` is given: an alias from ~/.ssh/config, user@addr, …
     ssh_options: tuple[str, ...] = ()
     agent: tuple[str, ...] = ()  # e.g. ("fairmark", "agent") when fairmark is installed there
-    python: str = "python3"
+    python: str | None = None  # None: the first Python 3 of PYTHON_PLACES on the host
+    become: tuple[str, ...] = ()  # e.g. ("sudo", "-n"): the agent and plain commands run as root through it
 
 
 # fairmark's modules the agent makes the variants' system changes with (remote/agent.py: SystemKinds, the trial's
@@ -177,7 +178,33 @@ def shipped_agent_payload() -> bytes:
     return zlib.compress(agent_source(), 9)
 
 
-def shipped_agent_command(python: str = "python3") -> str:
+# Where a host's Python 3 is looked for when its [hosts] entry names none, in this order: the login PATH's, then
+# the places packages put it where it is not on that PATH or not called python3 (FreeBSD's pkg installs
+# /usr/local/bin/python3.11 and a `python3` link only with the python3 meta-package).
+PYTHON_PLACES = (
+    "python3",
+    "/usr/local/bin/python3",
+    "/usr/bin/python3",
+    *(f"{d}python3.{m}" for m in range(14, 8, -1) for d in ("", "/usr/local/bin/")),
+)
+
+
+def python_probe(python: str | None) -> list[str]:
+    """The argv prefix that runs the host's Python 3: `python` as given, or a POSIX sh that execs the first of
+    PYTHON_PLACES found (one line, no single quote and no `!`: it is quoted once for the login shell, csh
+    included), and says which places were tried when none is."""
+    if python:
+        return [python]
+    places = " ".join(PYTHON_PLACES)
+    script = (
+        f'for p in {places}; do if command -v "$p" >/dev/null 2>&1; then exec "$p" "$@"; fi; done; '
+        'echo "fairmark: no Python 3 on this host (python3, python3.9 to 3.14, on the login PATH, in /usr/bin '
+        'or /usr/local/bin): set python = in its [hosts] entry" >&2; exit 127'
+    )
+    return ["/bin/sh", "-c", script, "sh"]
+
+
+def shipped_agent_command(python: str | None = None, become: tuple[str, ...] = ()) -> str:
     """A shell command that runs this package's agent with nothing installed on the host but Python 3.
 
     The command is a short bootstrap (under 400 bytes whatever the agent's size; dropbear refuses a command
@@ -195,7 +222,7 @@ def shipped_agent_command(python: str = "python3") -> str:
         f'hashlib.sha256(b).hexdigest()=="{digest}" or sys.exit("fairmark agent: short or damaged on stdin");'
         'exec(compile(zlib.decompress(b),"fairmark-agent","exec"))'
     )
-    return f"{shlex.quote(python)} -c {shlex.quote(boot)}"
+    return shlex.join([*become, *python_probe(python), "-c", boot])
 
 
 DIR_PREFIX = "fm-ssh-"
@@ -315,8 +342,8 @@ class HostConnection:
     # -- the agent --------------------------------------------------------------------------------------------
     def _agent_command(self) -> str:
         if self.spec.agent:
-            return shlex.join(self.spec.agent)
-        return shipped_agent_command(self.spec.python)
+            return shlex.join([*self.spec.become, *self.spec.agent])
+        return shipped_agent_command(self.spec.python, self.spec.become)
 
     def connect(self) -> dict[str, Any]:
         """Open the master (if needed) and start an agent; returns its hello (also kept in .hello)."""
@@ -457,7 +484,7 @@ class HostConnection:
             self._stop_master()
             self._start_master()
         return subprocess.run(
-            self.ssh_argv(shlex.join(argv)),
+            self.ssh_argv(shlex.join([*self.spec.become, *argv])),
             capture_output=True,
             text=True,
             timeout=timeout_s,

@@ -38,6 +38,7 @@ def host_spec(name: str, entry: Any) -> HostSpec:
         ssh_options=tuple(entry.ssh_options),
         agent=tuple(entry.agent or ()),
         python=entry.python,
+        become=tuple(entry.become or (("sudo", "-n") if entry.sudo else ())),
     )
 
 
@@ -147,6 +148,7 @@ class RemoteHost:
             changes = {k: v for k, v in wire_changes(variant, self.tuning).items() if given(v)}
             if not changes:
                 continue
+            self._need_root(variant.name, changes)
             try:
                 refused = self._connection().call("check", changes=changes, variant=variant.name)["refused"]
             except AgentError as exc:
@@ -159,6 +161,17 @@ class RemoteHost:
                     f"variant {variant.name!r} on host {self.name}: {kind}: {why}",
                     hint=f"remove {kind} from variant {variant.name!r}, or run it on a host that has it",
                 )
+
+    def _need_root(self, variant: str, changes: dict[str, Any]) -> None:
+        """A variant's system changes need root there: an agent that logged in as a user without `sudo` would
+        fail at its first block, after the other variants' trials."""
+        uid = self._connection().hello.get("uid")
+        if uid not in (None, 0):
+            raise EnvironmentRefused(
+                f"variant {variant!r} changes {', '.join(sorted(changes))} on host {self.name}, and the agent "
+                f"there runs as uid {uid}, not root",
+                hint=f"let it become root: `sudo = true` (sudo -n) or `become = [...]` in [hosts.{self.name}]",
+            )
 
     def _lock(self) -> None:
         """The host's own lock (held by its agent for the session): one run measures a host at a time."""

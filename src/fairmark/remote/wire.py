@@ -68,6 +68,7 @@ class Hello:
     python: Words = ""
     fairmark: bool = False
     state_dir: str = ""
+    uid: int | None = None  # the agent's effective user (None: an agent that does not say, or no POSIX uid)
     launcher: Words | None = None
     recovered: list[Words] = field(default_factory=list)
     swept: list[Words] = field(default_factory=list)
