@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from rich.markup import escape
@@ -21,7 +22,7 @@ from fairmark.console import console
 from fairmark.plan.model import RunPolicy
 from fairmark.run.runner import Progress as RunnerProgress
 from fairmark.stats import format_pair, format_value
-from fairmark.stats.digits import scale_unit
+from fairmark.stats.digits import bounds, format_bounded, scale_unit
 
 # A plain (not a terminal: a log, CI) line per trial, but not more than one per PLAIN_EVERY_S: a plan of thousands
 # of millisecond trials wrote thousands of lines nobody reads, and formatting them was a tenth of fairmark's own
@@ -32,21 +33,33 @@ from fairmark.stats.digits import scale_unit
 PLAIN_EVERY_S = 0.05
 
 
-def _estimate(ev: dict[str, Any]) -> str:
+@dataclass(frozen=True)
+class Shown:
+    """How a cell's numbers are shown in its lines: one unit prefix, picked at its first value (735.5 ms → 0.9 s →
+    1000 ms flipped within one cell; MB/s → 0.2 GB/s), and the bounds its values never left (a throughput is
+    never below zero: "50 ± 130 MB/s" becomes "50 [0, 180] MB/s"; stats.digits.bounds)."""
+
+    scale: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+
+def _estimate(ev: dict[str, Any], shown: Shown) -> str:
     if ev.get("mean") is None:
         return ""
-    return f"{format_value(ev['mean'], ev.get('ci_half_width'), ev.get('unit', ''))}"
+    hw, unit = ev.get("ci_half_width"), ev.get("unit", "")
+    return format_bounded(ev["mean"], hw, unit, low=shown.low, high=shown.high, scale=shown.scale)
 
 
-def _value(ev: dict[str, Any]) -> str:
-    """The trial's value in the prefix of the cell's running mean, rounded where the mean's CI puts the last
-    digit once there is one (4 significant digits before)."""
+def _value(ev: dict[str, Any], shown: Shown) -> str:
+    """The trial's value in the cell's unit, rounded where the mean's CI puts the last digit once there is one
+    (4 significant digits before)."""
     if ev["value"] is None:
         return "?"
     hw, mean = ev.get("ci_half_width"), ev.get("mean")
     if hw is None or mean is None or not math.isfinite(hw) or not hw > 0:
-        return format_value(ev["value"], None, ev["unit"])
-    divisor, unit = scale_unit(max(abs(mean), hw), ev["unit"])
+        return format_value(ev["value"], None, ev["unit"], scale=shown.scale)
+    divisor, unit = scale_unit(shown.scale if shown.scale is not None else max(abs(mean), hw), ev["unit"])
     text = format_pair(ev["value"] / divisor, hw / divisor)[0]
     return f"{text}%" if unit == "%" else text + (f" {unit}" if unit else "")
 
@@ -60,7 +73,8 @@ class TerminalProgress(RunnerProgress):
         self.done = 0
         self.every_s = PLAIN_EVERY_S
         self._last_line = -math.inf
-        self._held: dict[str, tuple[int, dict[str, Any]]] = {}  # cell → its last trial whose line was held
+        self._held: dict[str, tuple[int, dict[str, Any], Shown]] = {}  # cell → its last trial held back
+        self._ranges: dict[str, tuple[float, float, float]] = {}  # cell → (first value, smallest, largest)
         self._said: set[str] = set()  # the cells whose failed trial's last output lines the log has shown
 
     def started(self, run_id: str, cells: int, policy: RunPolicy, done: int = 0) -> None:
@@ -91,23 +105,35 @@ class TerminalProgress(RunnerProgress):
 
     def trial(self, ev: dict[str, Any]) -> None:
         self.done += 1
+        shown = self._shown(ev)
         if self.bar is None:
             at = time.monotonic()
             if ev["status"] == "ok" and at - self._last_line < self.every_s:
-                self._held[ev["cell"]] = (self.done, ev)  # formatted only if shown (`_show_held`)
+                self._held[ev["cell"]] = (self.done, ev, shown)  # formatted only if shown (`_show_held`)
                 return
             self._held.pop(ev["cell"], None)
             self._show_held()
             self._last_line = at
-            console.line(f"[{self.done:4d}] {_message(ev)}")
+            console.line(f"[{self.done:4d}] {_message(ev, shown)}")
             self._say_output(ev)
             return
         self.bar.update(
             self.task,
             completed=self.done,
             total=max(self.bar.tasks[0].total or 0, self.done + 1),
-            description=escape(_message(ev)),
+            description=escape(_message(ev, shown)),
         )
+
+    def _shown(self, ev: dict[str, Any]) -> Shown:
+        """The cell's unit (its first value's) and the range of its values so far."""
+        value = ev.get("value") if ev["status"] == "ok" and not ev.get("profiled") else None
+        if value is not None and math.isfinite(value):
+            first, low, high = self._ranges.get(ev["cell"], (value, value, value))
+            self._ranges[ev["cell"]] = (first, min(low, value), max(high, value))
+        if ev["cell"] not in self._ranges:
+            return Shown()
+        first, low, high = self._ranges[ev["cell"]]
+        return Shown(abs(first) or None, *bounds(ev.get("unit", ""), low, high))
 
     def _say_output(self, ev: dict[str, Any]) -> None:
         """A failed trial's last output lines, under its line, once per cell: "exit status 127" three times said
@@ -120,8 +146,8 @@ class TerminalProgress(RunnerProgress):
 
     def _show_held(self) -> None:
         """The lines held back (PLAIN_EVERY_S), the last of each cell, in the order their trials ran."""
-        for done, ev in sorted(self._held.values(), key=lambda held: held[0]):
-            console.line(f"[{done:4d}] {_message(ev)}")
+        for done, ev, shown in sorted(self._held.values(), key=lambda held: held[0]):
+            console.line(f"[{done:4d}] {_message(ev, shown)}")
         self._held.clear()
 
     def cell_stopped(self, key: str, status: str, reason: str) -> None:
@@ -143,7 +169,7 @@ class TerminalProgress(RunnerProgress):
             self.bar = None
 
 
-def _message(ev: dict[str, Any]) -> str:
+def _message(ev: dict[str, Any], shown: Shown = Shown()) -> str:
     """A trial's progress line (after its [number])."""
     tag = "warm-up" if ev["warmup"] else f"trial {ev['n']}/{ev['max_trials']}"
     if ev.get("profiled"):  # an extra trial with a profiler attached: kept apart, counted nowhere
@@ -151,8 +177,8 @@ def _message(ev: dict[str, Any]) -> str:
     if ev["status"] != "ok":
         tag = f"failure {ev['failures']}/{ev['max_failures']}" + (" (warm-up)" if ev["warmup"] else "")
     if ev["status"] == "ok":
-        est = "" if ev.get("profiled") else _estimate(ev)
-        msg = f"{ev['cell']}  {tag}  {_value(ev)}" + (f"  (mean {est}, n={ev['n']})" if est else "")
+        est = "" if ev.get("profiled") else _estimate(ev, shown)
+        msg = f"{ev['cell']}  {tag}  {_value(ev, shown)}" + (f"  (mean {est}, n={ev['n']})" if est else "")
     else:
         msg = f"{ev['cell']}  {tag}  {ev['status'].upper()}: {ev['error']}"
     return msg

@@ -130,8 +130,14 @@ def _show(r) -> None:  # r: fairmark.report.check.CheckResult
         row = [escape(c.cell), c.metric] if several else [escape(c.cell)]
         t.add_row(*row, fmt_change(c.comparison), c.status)
     console.print_table(t, f"run {r.run_id[:8]} against {r.against} ({r.design})")
-    for c in r.cases:
-        console.text(f"  {c.cell} {c.metric}: {c.sentence}")
+    from fairmark.stats.timeorder import said_once
+
+    levels = [c.verdict.comparison.levels if c.verdict else None for c in r.cases]
+    once, sentences = said_once([(c.sentence, lv) for c, lv in zip(r.cases, levels, strict=True)])
+    if once:  # the same runs on every line: their arrangement in time said once, not in every sentence
+        console.text(f"  {once[0].upper()}{once[1:]}.")
+    for c, sentence in zip(r.cases, sentences, strict=True):
+        console.text(f"  {c.cell} {c.metric}: {sentence}")
     for note in r.notes:
         console.note(note)
     if not r.failed:

@@ -209,7 +209,9 @@ def _table(workload: str, s: dict, alpha: float) -> None:
         )
     better = f", {s['better']} is better" if s.get("better") else ""
     unit_text = f" in {unit}" if unit else ""
-    console.print_table(t, f"{workload} {s['cell']} {s['metric']}{unit_text} on {s['host']}{better}")
+    # the cell's key names its workload ("alloc/nodebug"): "alloc alloc/nodebug" said it twice
+    cell = s["cell"] if str(s["cell"]).startswith(workload) else f"{workload} {s['cell']}"
+    console.print_table(t, f"{cell} {s['metric']}{unit_text} on {s['host']}{better}")
     if s.get("too_short"):
         console.text(s["too_short"])
     elif not s["change_points"]:

@@ -455,6 +455,7 @@ def _dry_run(loaded: LoadedPlan, quick: bool, warnings: tuple[str, ...] = ()) ->
             c.key: command_for(plan.workload_named(c.workload), plan.variant_named(c.variant)) for c in cells
         },
         "tool_params": {cs.cell.key: cs.params for rt in runtimes if rt.adapter for cs in rt.cells},
+        "tools": {c.key: w.tool for c in cells if (w := plan.workload_named(c.workload)).tool},
         "loops": {w.name: w.loops for w in plan.workload if w.loops is not None},
         "system_changes": _system_changes(plan),
         "hosts": hosts,
@@ -486,7 +487,8 @@ def _system_changes(plan: Any) -> dict[str, list[str]]:
 def _print_dry_run(plan: Any, doc: dict[str, Any]) -> None:
     for key, argv in doc["commands"].items():
         params = " ".join(f"{k}={v}" for k, v in doc["tool_params"].get(key, {}).items())
-        console.text(f"  {key}: {shlex.join(argv) if argv else f'tool with {params}'}")
+        tool = doc["tools"].get(key, "tool")
+        console.text(f"  {key}: {shlex.join(argv) if argv else f'tool {tool} with {params}'}")
     for name, loops in doc["loops"].items():
         how = (
             "calibrated at each cell's first trial (its loops last ≥ 100 ms and 10× the process start, up to 1 s)"

@@ -63,7 +63,7 @@ class SetupPlan:
         where = " (variants on hosts need them on their host)" if self.remote else ""
         todo = "; install what is not found yourself" if not all(ok for _, ok in self.programs) else ""
         return (
-            f"the programs the command workloads start (each command's first word) are not setup's to "
+            f"the programs the command workloads start (each shell line's commands) are not setup's to "
             f"install{where}: {listed}{todo}"
         )
 

@@ -325,16 +325,25 @@ def _checkout_missing(cmd: str, cwd: str | None, env: dict[str, str]) -> str:
 
 
 def command_programs(plan: Plan) -> list[str]:
-    """The programs a plan's command workloads and variants start themselves (each command's first word; a shell
-    line's other programs are not seen), in first-use order: what `fairmark setup` cannot install for them."""
+    """The programs a plan's command workloads and variants start themselves (a shell line's every simple
+    command: plan.shellwords), in first-use order: what `fairmark setup` cannot install for them."""
     out: list[str] = []
     for w in plan.workload:
         cmds = [getattr(w, k) for k in ("command", "setup", "teardown", "prime", "before_trial")]
-        out += [p for c in cmds if c is not None and (p := _argv0(c, w.shell))]
+        out += [p for c in cmds if c is not None for p in _programs(c, w.shell)]
     for v in plan.variant:
         cmds = [v.wrap or None, v.command, *v.commands.values()]
-        out += [p for c in cmds if c is not None and (p := _argv0(c, bool(v.shell)))]
+        out += [p for c in cmds if c is not None for p in _programs(c, bool(v.shell))]
     return list(dict.fromkeys(out))
+
+
+def _programs(cmd: list[str] | str, shell: bool) -> list[str]:
+    from fairmark.plan.shellwords import shell_programs
+
+    if isinstance(cmd, str) and shell:
+        return shell_programs(cmd)
+    first = _argv0(cmd, shell)
+    return [first] if first else []
 
 
 def _unexpanded(exe: str | None, in_shell: bool) -> str:

@@ -123,8 +123,13 @@ def _table(verdicts: list[Verdict], title: str) -> None:
     """Per workload, sweep point and metric (as `show` lays out a run): each variant's mean in A and B and the
     change, one line each; the verdicts' sentences below, wrapped."""
     from fairmark.report.terminal import in_unit, short_verdict
+    from fairmark.stats.timeorder import said_once
 
     console.text(title)
+    once, sentences = said_once([(v.comparison.sentence, v.comparison.levels) for v in verdicts])
+    said = {id(v): s for v, s in zip(verdicts, sentences, strict=True)}
+    if once:  # the same runs in every verdict: their arrangement in time said once, not in every sentence
+        console.text(f"{once[0].upper()}{once[1:]}.")
     groups: dict[tuple[str, str, str], list[Verdict]] = {}
     for v in verdicts:
         groups.setdefault((v.group, v.metric, v.comparison.better), []).append(v)
@@ -140,7 +145,7 @@ def _table(verdicts: list[Verdict], title: str) -> None:
         console.print()
         console.print_table(table, f"{name} — {metric}{in_unit(unit)} ({better} is better)")
         for v in members:
-            console.text(f"  {v.variant}: {v.comparison.sentence}")
+            console.text(f"  {v.variant}: {said[id(v)]}")
 
 
 def _json(v: Verdict) -> dict[str, Any]:

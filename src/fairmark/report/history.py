@@ -173,4 +173,29 @@ def build_history(store: Any, opts: HistoryOptions) -> list[dict[str, Any]]:
         elif opts.commit_order is not None:
             order_by_commits(series, opts.commit_order)
         out.append(series_view(series, opts))
-    return out
+    return baseline_first(store, out)
+
+
+def baseline_first(store: Any, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The series in a stable order — host, metric, cell — each workload's baseline cell first, as every other
+    screen lists it (its run's `baseline`, read from the newest run of each series: a few rows)."""
+    import sqlalchemy as sa
+
+    from fairmark.store import schema as S
+
+    newest = {v["points"][-1]["run_id"] for v in views if v["points"]}
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.select(S.runs.c.id, S.runs.c.options).where(S.runs.c.id.in_(newest))).all()
+    # runs before the options kept `baseline` had it in their policy; unknown: the order the runs gave
+    baseline = {
+        row.id: (row.options or {}).get("baseline")
+        or ((row.options or {}).get("policy") or {}).get("baseline")
+        for row in rows
+    }
+
+    def key(v: dict[str, Any]) -> tuple[Any, ...]:
+        base = baseline.get(v["points"][-1]["run_id"]) if v["points"] else None
+        group, _, variant = str(v["cell"]).rpartition("/")
+        return (v["host"], v["metric"], group, bool(base) and variant != base)
+
+    return sorted(views, key=key)

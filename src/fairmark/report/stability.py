@@ -13,6 +13,10 @@ from fairmark.report.section import Section
 from fairmark.stats.rates import compare_rates, poisson_ci
 from fairmark.store.events import events_in
 
+# What the stability line says with its exact Poisson interval: a cell's other-metrics line leaves it out (it
+# showed "events_per_min 0 ± 0" beside the line's right "[0, 4.9]")
+SHOWN = frozenset({"events_per_min"})
+
 
 def kernel_events(r: RunReport) -> list[dict[str, Any]]:
     """Every kernel event a watch reported, with where it happened (`kernel_events` in `run --json`)."""

@@ -15,6 +15,8 @@ from fairmark.report.boots import levels_lines
 from fairmark.report.data import CellReport, RunReport, Verdict
 from fairmark.report.ministat import ascii_plot, legend
 from fairmark.report.sections import SECTIONS
+from fairmark.report.stability import SHOWN as STABILITY_SHOWN
+from fairmark.report.views import mean_text
 from fairmark.stats import format_median, format_value
 from fairmark.stats.compare import Comparison
 from fairmark.stats.digits import column_unit, format_cv, format_interval
@@ -76,7 +78,7 @@ def _cell_row(
         escape(c.variant),
         str(s["n"]),
         median,
-        format_value(s["mean"] / d, hw, unit),
+        mean_text(s, c.spec(c.primary_metric).unit, d, shown=unit),
         cv,
         str(c.n_failed),
         escape(verdict),
@@ -212,7 +214,7 @@ def _summary_text(s: dict[str, Any], unit: str) -> str:
     """mean ± CI; a count of rare events: its mean and exact Poisson interval, never below zero."""
     if s.get("interval") == "exact Poisson":
         return format_interval(s["mean"], s["ci_low"], s["ci_high"], unit) + " (exact Poisson)"
-    return format_value(s["mean"], s.get("ci_half_width"), unit)
+    return mean_text(s, unit)
 
 
 def _numbers(s: dict[str, Any] | None) -> tuple[Any, ...]:
@@ -231,6 +233,8 @@ def _other_metrics(cells: list[CellReport]) -> None:
             s = c.summaries.get(m.name)
             if m.name in BUILTIN_METRICS or not s or not s.get("n") or s.get("mean") is None:
                 continue  # the runner's wall/CPU/RSS: the attribution line has them
+            if m.name in STABILITY_SHOWN and "kernel_events" in c.values:
+                continue  # the stability line gives it with its exact interval ("0 ± 0" beside [0, 4.9])
             if _numbers(s) not in seen:
                 seen.add(_numbers(s))
                 parts.append(f"{m.name} {_summary_text(s, m.unit)}")

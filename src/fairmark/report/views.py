@@ -15,7 +15,7 @@ from fairmark.report import attribution as attr
 from fairmark.report.data import CellReport, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.stats import format_median, format_value
-from fairmark.stats.digits import format_cv, shared_scale
+from fairmark.stats.digits import bounds, format_bounded, format_cv, shared_scale
 
 ENV_VALUE_MAX = 200  # characters of one environment value shown; the store keeps it whole
 TOP_LOCKS = 15
@@ -53,6 +53,29 @@ def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dic
     return rows
 
 
+def mean_text(
+    s: dict[str, Any],
+    unit: str,
+    divisor: float = 1.0,
+    *,
+    scale: float | None = None,
+    shown: str | None = None,
+) -> str:
+    """A summary's mean ± CI — its interval cut at the metric's bounds (a count is never below zero, a share
+    never above 100%: stats.digits.bounds) — divided by `divisor` and shown in `shown` (default: `unit`)."""
+    hw = s.get("ci_half_width")
+    low, high = bounds(unit, s.get("min"), s.get("max"))
+    d = divisor
+    return format_bounded(
+        s["mean"] / d,
+        None if hw is None else hw / d,
+        unit if shown is None else shown,
+        low=None if low is None else low / d,
+        high=None if high is None else high / d,
+        scale=scale,
+    )
+
+
 def cell_row(c: CellReport, scale: float | None = None, *, divisor: float | None = None) -> dict[str, Any]:
     """A variant's row of a table; `scale`: the magnitude that picks the unit prefix the table shares. With
     `divisor`, values divided by it and shown without their unit (the table's heading says it)."""
@@ -65,7 +88,7 @@ def cell_row(c: CellReport, scale: float | None = None, *, divisor: float | None
         low, high = s.get("median_ci_low", math.nan), s.get("median_ci_high", math.nan)
         low, high = (None if x is None else x / d for x in (low, high))
         row |= {
-            "mean": format_value(s["mean"] / d, hw, unit, scale=scale),
+            "mean": mean_text(s, c.spec(c.primary_metric).unit, d, scale=scale, shown=unit),
             "median": format_median(s["median"] / d, low, high, unit, fallback_half_width=hw, scale=scale),
             "cv": format_cv(s.get("cv")),
         }

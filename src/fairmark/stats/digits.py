@@ -271,3 +271,42 @@ def format_interval(value: float, low: float, high: float, unit: str = "") -> st
     ]
     suffix = "%" if shown == "%" else f" {shown}" if shown else ""
     return f"{texts[0]} [{texts[1]}, {texts[2]}]{suffix}"
+
+
+def bounds(unit: str, smallest: float | None, largest: float | None) -> tuple[float | None, float | None]:
+    """The range a metric cannot leave (issue 34 item 6), from its unit and the values it took: a quantity that
+    was never negative — a count, a rate, a time, a share — is at least 0; a percentage that stayed within
+    [0, 100] (a CPU share of one process, an idle share) is at most 100. A symmetric t-interval ignores both
+    ("retransmits 80 ± 340", "cpu_pct_remote 20% ± 60%")."""
+    if smallest is None or largest is None or not (math.isfinite(smallest) and math.isfinite(largest)):
+        return None, None
+    low = 0.0 if smallest >= 0 else None
+    high = 100.0 if unit == "%" and low is not None and largest <= 100 else None
+    return low, high
+
+
+def format_bounded(
+    value: float,
+    half_width: float | None,
+    unit: str = "",
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    scale: float | None = None,
+) -> str:
+    """format_value's 'mean ± CI' — unless the symmetric interval passes one of the quantity's bounds (`low`,
+    `high`, see bounds()): then the interval cut there and written out, '80 [0, 420] segments', its estimate
+    with at least one digit ('0.21% [0, 1.0%]', not '0.0% ± 0.8%'). The cut interval holds the true value
+    whenever the uncut one does: the true value is within the bounds."""
+    if half_width is None or not math.isfinite(half_width) or not math.isfinite(value) or half_width <= 0:
+        return format_value(value, half_width, unit, scale=scale)
+    lo, hi = value - half_width, value + half_width
+    if (low is None or lo >= low) and (high is None or hi <= high):
+        return format_value(value, half_width, unit, scale=scale)
+    lo, hi = max(lo, low) if low is not None else lo, min(hi, high) if high is not None else hi
+    ref = scale if scale is not None else max(abs(value), abs(lo), abs(hi))
+    divisor, shown = scale_unit(ref, unit)
+    hw = half_width / divisor
+    texts = [_at_least_one_digit(v / divisor, hw) if v else "0" for v in (value, lo, hi)]
+    suffix = "%" if shown == "%" else f" {shown}" if shown else ""
+    return f"{texts[0]} [{texts[1]}, {texts[2]}]{suffix}"

@@ -199,6 +199,9 @@ class LevelsReport:
     levels: Levels
     advice: Advice | None = None
     within_lower_bound: WithinBound | None = None
+    order: TimeOrder | None = (
+        None  # the units' arrangement in time (a screen says it once: timeorder.said_once)
+    )
 
     def to_dict(self) -> JSONObject:
         out = self.levels.to_dict(advice=self.advice)
@@ -478,7 +481,7 @@ def compare_levels(
         **verdict_fields(test, ma),
         change=change_of(test, below.better),
         sentence=f"{sentence} ({counts}); {advice_sentence(lv, adv, ma)}",
-        levels=LevelsReport(lv, adv),
+        levels=LevelsReport(lv, adv, order=order),
         claim=True,
         sequential=to_dict(decided[1], sequential, test.scale == "log") if decided and sequential else None,
         warnings=tuple(w for w in below.warnings if "disagree" not in w),
