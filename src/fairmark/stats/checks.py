@@ -14,6 +14,7 @@ import numpy as np
 from fairmark.stats.arrays import Floats, Indices, Values
 from fairmark.stats.describe import as_array
 from fairmark.stats.digits import format_value
+from fairmark.stats.tlight import t_isf, t_sf  # not scipy: a one-cell run's end loads none (tlight's doc)
 
 OUTLIER_Z = 3.5  # Iglewicz & Hoaglin's cut-off for the MAD modified z-score
 OUTLIER_ALPHA = 0.01  # per cell, Bonferroni over its values: a normal cell is flagged at most 1% of the time
@@ -50,11 +51,9 @@ def _tick(x: Floats) -> float:
 def _unusual_vs_rest(x: Floats, i: int) -> bool:
     """x[i] lies outside the (1 − α/n) prediction interval of the other values (normal theory): under normal
     data this flags a cell at most α of the time, whatever n (the MAD z alone flags 29% of normal cells at n = 3)."""
-    from scipy import special
-
     rest = np.delete(x, i)
     sd = float(np.std(rest, ddof=1))
-    bound = special.stdtrit(rest.size - 1, 1.0 - OUTLIER_ALPHA / x.size / 2.0)
+    bound = t_isf(rest.size - 1, OUTLIER_ALPHA / x.size / 2.0)
     return bool(abs(x[i] - rest.mean()) > bound * sd * np.sqrt(1.0 + 1.0 / rest.size))
 
 
@@ -63,15 +62,13 @@ def _unusual_vs_rest_all(x: Floats, candidates: Indices) -> list[bool]:
     values, in one pass instead of a copy of the sample per candidate — a run of 2000 trials of `true` had 274
     candidates, and the copies made the check grow with n². A candidate whose answer these sums cannot settle
     (within a relative 1e-9 of the bound, or a rest whose spread cancels out of the sums) is decided exactly."""
-    from scipy import special
-
     n = x.size
     mean = float(x.mean())
     dev = x - mean
     ss = float(dev @ dev)
     d = dev[candidates]
     rest_ss = ss - d * d * (n / (n - 1))  # Σ over the rest of (x − rest mean)², about the rest's own mean
-    bound = special.stdtrit(n - 2, 1.0 - OUTLIER_ALPHA / n / 2.0)
+    bound = t_isf(n - 2, OUTLIER_ALPHA / n / 2.0)
     reach = bound * np.sqrt(np.maximum(rest_ss, 0.0) / (n - 2)) * np.sqrt(1.0 + 1.0 / (n - 1))
     gap = np.abs(d) * (n / (n - 1))  # |x[i] − the rest's mean|
     unsure = (np.abs(gap - reach) <= 1e-9 * (gap + reach)) | (rest_ss <= 1e-6 * ss)
@@ -120,8 +117,6 @@ def drift(values: Values) -> tuple[float, float] | None:
     n = x.size
     if n < DRIFT_MIN_N or np.ptp(x) == 0:
         return None
-    from scipy import special
-
     i = np.arange(n) - (n - 1) / 2
     slope = float(i @ x) / float(i @ i)
     resid = x - x.mean() - slope * i
@@ -132,7 +127,7 @@ def drift(values: Values) -> tuple[float, float] | None:
     if se == 0:  # a perfect line: nothing but trend
         return (math.copysign(math.inf, slope), 0.0)
     t = slope / se
-    p = float(2 * special.stdtr(n - 2, -abs(t)))
+    p = 2.0 * t_sf(n - 2, abs(t))
     return (t, p) if p < DRIFT_P else None
 
 
