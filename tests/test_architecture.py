@@ -421,3 +421,29 @@ def test_every_renderer_iterates_the_one_section_list() -> None:
     assert templates <= set(NAMES) and html.html_sections() == templates
     assert len(set(NAMES)) == len(NAMES)
     assert any(s.terminal or s.text or s.json for s in SECTIONS)  # a section in its own module (stability)
+
+
+def test_every_variant_kind_is_one_driver_used_by_both_sides() -> None:
+    """A variant kind is one driver, run/variants/<kind>.py, in the registry keyed by the kinds table (issue 33
+    item 1): the controller (system.py) and the agent on a host (its one `change` operation) both make, and
+    undo, every kind through it — neither keeps a table or an operation of its own per kind — and the modules
+    shipped to an agent are derived from the registry, never listed by hand. The trial's placement is written
+    once (run/placer.py), for the local executor and the agent alike."""
+    from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
+    from fairmark.remote.connection import shipped_modules
+    from fairmark.run.variants import driver
+
+    for kind in VARIANT_KINDS:
+        assert driver.load(kind).__file__ == str(SRC / "run" / "variants" / f"{kind}.py"), kind
+    agent = dict(_modules())["remote/agent.py"]
+    ops = {n.name for n in ast.walk(agent) if isinstance(n, ast.FunctionDef) and n.name.startswith("op_")}
+    assert not {f"op_{k}" for k in VARIANT_KINDS} & ops, ops  # one generic operation, no op per kind
+    assert {f"fairmark.run.variants.{k}" for k in REMOTE_KEYS} | {"fairmark.run.placer"} <= set(
+        shipped_modules()
+    )
+    connection = (SRC / "remote" / "connection.py").read_text()
+    assert "run/variants/" not in connection  # no module of a kind named by hand
+    for rel, tree in _modules():
+        calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        if "os.sched_setaffinity" in calls and rel not in ("run/placer.py", "run/thread_cgroup.py"):
+            raise AssertionError(f"{rel} places a trial itself: run/placer.py does")

@@ -105,7 +105,7 @@ def test_the_shipped_agent_is_the_launcher_and_the_agent_in_one_standard_library
     library and itself."""
     import ast
 
-    from fairmark.remote.connection import SHIPPED_MODULES, agent_source
+    from fairmark.remote.connection import agent_source, shipped_modules
 
     def imports(tree: ast.AST) -> set[str]:
         """What runs: not the imports under `if TYPE_CHECKING:` (only a type checker reads those)."""
@@ -117,23 +117,20 @@ def test_the_shipped_agent_is_the_launcher_and_the_agent_in_one_standard_library
 
     tree = ast.parse(agent_source())
     names = imports(tree)
-    assert {n for n in names if n.split(".")[0] == "fairmark"} == {
-        "fairmark.run.launcher",
-        "fairmark.remote.tooling",
-        "fairmark.remote.profiling",
-        "fairmark.run.thread_cgroup",
-        "fairmark.run.variants",
-        "fairmark.run.variants.cpus",
-        "fairmark.run.variants.malloc_debug",
-        "fairmark.run.variants.mount",
-        "fairmark.run.variants.tunable",
-    }
+    shipped = shipped_modules()
+    # what only an installed fairmark has (a tool adapter, a profiler), the launcher (shipped ahead), the rest
+    # shipped: the drivers of the kinds an agent applies and what they import
+    installed = {"fairmark.run.launcher", "fairmark.remote.tooling", "fairmark.remote.profiling"}
+    assert {n for n in names if n.split(".")[0] == "fairmark"} - installed <= set(shipped)
+    assert {"fairmark.run.placer", "fairmark.run.variants.driver", "fairmark.run.variants.sysctl"} <= set(
+        shipped
+    )
     assert all(n.split(".")[0] in (*sys.stdlib_module_names, "fairmark") for n in names), names
     top = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
     assert len(top) == 1 and tree.body.index(top[0]) == 1  # after the launcher's docstring, once
-    (shipped,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "_SHIPPED"]
-    sources = ast.literal_eval(shipped)
-    assert set(sources) == set(SHIPPED_MODULES)
+    (text,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "_SHIPPED"]
+    sources = ast.literal_eval(text)
+    assert set(sources) == set(shipped)
     for name, text in sources.items():
         # psutil: only in the controller's own journal's liveness check (Journal.for_this_process, owner_alive),
         # which the agent does not call: its journal is its own, locked while it lives
@@ -142,30 +139,41 @@ def test_the_shipped_agent_is_the_launcher_and_the_agent_in_one_standard_library
 
 
 def test_a_freebsd_sysctl_is_journaled_set_and_restored(freebsd: Path) -> None:
+    """The sysctl driver (fairmark.run.variants.sysctl, the controller's own) through the agent's one `change`
+    operation, on a FreeBSD sysctl(8) that answers with FreeBSD's own outputs."""
+    from fairmark.errors import EnvironmentRefused
+
     assert agent.state_dir().endswith("agent-state")
     original = _value(freebsd, "hw.ibrs_disable")
     want = "0" if original == "1" else "1"
-    tunables = agent.Tunables()
-    got = tunables.set_active({"hw.ibrs_disable": want})
+    session = agent.Session()
+
+    def change(value: object) -> dict:
+        return session.op_change({"kind": "sysctl", "set": value, "variant": "a"})
+
+    got = change({"hw.ibrs_disable": want})
     assert (
-        got["applied"] == [f"sysctl hw.ibrs_disable: {original} → {want}"]
-        and _value(freebsd, "hw.ibrs_disable") == want
+        got["applied"] == [f"sysctl hw.ibrs_disable → {want}"] and _value(freebsd, "hw.ibrs_disable") == want
     )
     (journal,) = (Path(agent.state_dir()) / "journal").glob("*.json")
-    assert json.loads(journal.read_text())["entries"][0] | {} == {
-        "type": "sysctl",
+    (entry,) = json.loads(journal.read_text())["entries"]
+    assert {k: entry[k] for k in ("type", "name", "original")} == {
+        "type": "freebsd-sysctl",
         "name": "hw.ibrs_disable",
         "original": original,
-        "want": want,
     }
-    # a loader tunable cannot be set at run time: FreeBSD's message, and nothing left changed or journaled
-    with pytest.raises(OSError, match="read only tunable"):
-        tunables.set_active({"hw.ibrs_disable": want, "vm.pmap.pg_ps_enabled": "0"})
+    # a loader tunable cannot be set at run time: FreeBSD's reason, and nothing left changed or journaled
+    with pytest.raises(EnvironmentRefused, match=r"vm.pmap.pg_ps_enabled: a loader tunable"):
+        change({"hw.ibrs_disable": want, "vm.pmap.pg_ps_enabled": "0"})
     assert _value(freebsd, "vm.pmap.pg_ps_enabled") == captured_tree()["vm.pmap.pg_ps_enabled"]
+    assert _value(freebsd, "hw.ibrs_disable") == original and not journal.exists()
+    refused = session.op_check({"changes": {"sysctl": {"kern.nosuch": 1}}, "variant": "a"})["refused"]
+    assert refused == {"sysctl": "sysctl kern.nosuch: no such sysctl on this kernel"}
     with pytest.raises(OSError, match=r"unknown oid 'kern\.nosuch'"):
         agent.sysctl_read("kern.nosuch")
-    assert tunables.restore() == [f"restored sysctl hw.ibrs_disable = {original} (was {want})"]
-    assert _value(freebsd, "hw.ibrs_disable") == original and not journal.exists()
+    change({"hw.ibrs_disable": want})
+    assert session.restore() == [f"restored sysctl hw.ibrs_disable = {original}"]
+    assert _value(freebsd, "hw.ibrs_disable") == original and list(journal.parent.iterdir()) == []
 
 
 def test_a_dead_freebsd_agents_journal_is_undone_by_the_next(freebsd: Path) -> None:
@@ -228,35 +236,37 @@ def test_the_agent_accepts_only_its_protocol_and_acts_on_nothing_else(tmp_path: 
 def test_a_hosts_machine_wide_kinds_are_journaled_switched_and_undone_and_a_dead_agents_by_its_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """thp and aslr on a host, made by the agent with the controller's own settings (fairmark.run.variants.kernel)
+    """thp and aslr on a host, made by the agent with the controller's own drivers (fairmark.run.variants.thp, aslr)
     on stand-ins of their kernel files: each original journaled before the change, a switch to another value or
     to none puts the original back, and the journal of an agent that died with a change in place is undone by
     the next one — known dead by its journal's lock, though its PID (this process's) is alive."""
-    import functools
-
-    from fairmark.run.variants import kernel
+    from fairmark.run.variants import aslr as aslr_driver
+    from fairmark.run.variants import thp as thp_driver
 
     thp, aslr = tmp_path / "enabled", tmp_path / "randomize_va_space"
     thp.write_text("always [madvise] never\n")
     aslr.write_text("2\n")
-    monkeypatch.setattr(kernel, "thp_setting", functools.partial(kernel.thp_setting, path=str(thp)))
-    monkeypatch.setattr(kernel, "aslr_setting", functools.partial(kernel.aslr_setting, path=str(aslr)))
+    monkeypatch.setattr(thp_driver, "THP", str(thp))
+    monkeypatch.setattr(aslr_driver, "ASLR", str(aslr))
     monkeypatch.setenv("FAIRMARK_AGENT_STATE", str(tmp_path / "state"))
     session = agent.Session()
-    got = session.op_thp({"set": "never", "variant": "a"})
+
+    def change(kind: str, value: object, variant: str) -> dict:
+        return session.op_change({"kind": kind, "set": value, "variant": variant})
+
+    got = change("thp", "never", "a")
     assert got["applied"] == ["transparent hugepages → never"] and thp.read_text() == "never"
     (journal,) = (tmp_path / "state" / "journal").glob("*.json")
     (entry,) = json.loads(journal.read_text())["entries"]
     assert entry["type"] == "file" and entry["path"] == str(thp) and entry["original"] == "madvise"
-    assert session.op_aslr({"set": 0, "variant": "a"})["applied"] == ["ASLR kernel.randomize_va_space → 0"]
-    assert session.op_aslr({"set": None, "variant": "b"})["reverted"] == [
-        "restored ASLR kernel.randomize_va_space = 2"
-    ]
+    assert change("aslr", 0, "a")["applied"] == ["ASLR kernel.randomize_va_space → 0"]
+    assert change("aslr", None, "b")["reverted"] == ["restored ASLR kernel.randomize_va_space = 2"]
     assert aslr.read_text() == "2" and len(json.loads(journal.read_text())["entries"]) == 1
     # the agent dies with thp changed: its lock goes with it (the kernel drops a dead process's flock)
-    dead = session.tunables.journal
+    dead = session.journal
+    assert dead.lock_fd is not None
     os.close(dead.lock_fd)
-    agent._MINE.discard(dead.path)
+    agent._MINE.discard(str(dead.path))
     assert agent.recover_dead() == [
         f"restored transparent hugepages = madvise (was never) (left by agent {os.getpid()})"
     ]

@@ -334,8 +334,8 @@ def test_what_a_host_cannot_change_is_refused_before_any_trial_and_nothing_is_ma
     )
     assert res.returncode == 3, res.stderr
     assert (
-        "variant 'plain' on host vh: sysctl: sysctl net.ipv4.fairmark_nosuch: it does not exist here"
-        in " ".join(res.stderr.split())
+        "variant 'plain' on host vh: sysctl: sysctl net.ipv4.fairmark_nosuch: no such sysctl on this kernel "
+        "(/proc/sys/net/ipv4/fairmark_nosuch does not exist)" in " ".join(res.stderr.split())
     ), res.stderr
 
 

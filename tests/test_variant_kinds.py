@@ -11,18 +11,27 @@ import pytest
 from fairmark.plan.kinds import KERNEL_PATH_KEYS, REMOTE_KEYS, USER_SPEED_KEYS, VARIANT_KINDS, given_keys
 from fairmark.plan.model import SystemChanges
 from fairmark.remote.agent import Session
+from fairmark.remote.connection import shipped_modules
 from fairmark.report.attribution import is_kernel_path_change
-from fairmark.run.variants.system import RESOLVE
+from fairmark.run.variants import driver
 
 
-def test_every_system_change_field_is_a_kind_and_every_kind_resolves() -> None:
+def test_every_system_change_field_is_a_kind_and_every_kind_has_its_driver() -> None:
     assert set(VARIANT_KINDS) == set(SystemChanges.model_fields) - {"settle_s"}
-    assert set(RESOLVE) == set(VARIANT_KINDS)
     assert set(KERNEL_PATH_KEYS) | set(USER_SPEED_KEYS) == set(VARIANT_KINDS)
     assert not set(KERNEL_PATH_KEYS) & set(USER_SPEED_KEYS)
-    # the kinds that can run on a host, each an operation of the agent's (which journals it there)
-    assert REMOTE_KEYS == ("sysctl", "mount", "cpus", "thp", "governor", "aslr", "malloc_debug")
-    assert all(callable(getattr(Session, f"op_{k}", None)) for k in REMOTE_KEYS)
+    # one driver per kind, fairmark.run.variants.<kind>, found by its name
+    for kind, module in driver.ordered(VARIANT_KINDS):
+        assert module.__name__ == f"fairmark.run.variants.{kind}" and module.SCOPE in ("block", "variant")
+    assert len({driver.load(k).ORDER for k in VARIANT_KINDS}) == len(VARIANT_KINDS)  # one order, no ties
+    # the kinds that can run on a host: the agent's one `change` operation makes them with the same drivers,
+    # shipped to it (the list derived from the kinds table)
+    assert {"sysctl", "mount", "cpus", "thp", "governor", "aslr", "malloc_debug"} <= set(REMOTE_KEYS)
+    assert callable(Session.op_change)
+    assert {f"fairmark.run.variants.{k}" for k in REMOTE_KEYS} <= set(shipped_modules())
+    for name in ("journal", "tunable", "driver", "basic", "system", "../x", "_private"):
+        with pytest.raises(ValueError, match="no such kind"):
+            driver.load(name)  # a module that is no driver, or a name off the wire that is no module
 
 
 def test_kinds_of_a_stored_definition_include_its_tuning_set() -> None:
@@ -73,10 +82,10 @@ def test_a_tuning_sets_kind_is_refused_on_a_host_and_its_host_kinds_travel(
     )
     loaded = load_plan(path)
     assert wire_changes(loaded.plan.variant[0], loaded.plan.tuning)["sysctl"] == {
-        "vm.swappiness": "20",
-        "vm.dirty_ratio": "5",
+        "vm.swappiness": 20,
+        "vm.dirty_ratio": 5,
     }
-    assert wire_changes(loaded.plan.variant[0])["sysctl"] == {"vm.swappiness": "20"}  # no sets: its own only
+    assert wire_changes(loaded.plan.variant[0])["sysctl"] == {"vm.swappiness": 20}  # no sets: its own only
     path.write_text(
         tuning + "online_cpus = 1\n" + HOST + '[[variant]]\nname = "a"\nhost = "box"\ntuning = "lean"\n'
     )
@@ -131,7 +140,8 @@ def test_a_hosts_variants_are_sent_kind_by_kind_and_settle_as_on_the_controller(
 
     class Agent:
         def call(self, op: str, **req: object) -> dict[str, object]:
-            calls.append((op, req["set"], str(req["variant"])))
+            assert op == "change"  # one operation for every kind
+            calls.append((str(req["kind"]), req["set"], str(req["variant"])))
             return {"applied": [op] if req["set"] else [], "prepared": {}}
 
     host = remote_hosts.RemoteHost("box", plan.hosts["box"], tuning=plan.tuning)
@@ -151,13 +161,13 @@ def test_a_hosts_variants_are_sent_kind_by_kind_and_settle_as_on_the_controller(
         "soft_updates": None,
         "image_dir": None,
     }
-    assert activate("a") == ([("sysctl", {"vm.swappiness": "10"}, "a"), ("mount", mount, "a")], [1.0])
+    assert activate("a") == ([("sysctl", {"vm.swappiness": 10}, "a"), ("mount", mount, "a")], [1.0])
     assert activate("a") == ([], [])  # already active: nothing sent
-    assert activate("b") == ([("sysctl", {}, "b"), ("mount", mount, "b"), ("cpus", 1, "b")], [])
+    assert activate("b") == ([("sysctl", None, "b"), ("mount", mount, "b"), ("cpus", 1, "b")], [])
     assert activate("c") == ([("mount", None, "c"), ("cpus", None, "c"), ("thp", "never", "c")], [0.25])
     assert activate("d") == ([], [])  # the same thp as c: nothing applied, nothing to settle
     activate("a")
-    assert activate("d") == ([("sysctl", {}, "d"), ("mount", None, "d"), ("thp", "never", "d")], [])
+    assert activate("d") == ([("sysctl", None, "d"), ("mount", None, "d"), ("thp", "never", "d")], [])
 
 
 def test_a_host_whose_agent_cannot_undo_a_change_is_a_loud_error_at_close() -> None:

@@ -17,6 +17,7 @@ import pytest
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.load import parse_plan
 from fairmark.run.variants import tunable
+from fairmark.run.variants.driver import Prepared
 from fairmark.run.variants.syslock import SystemLock
 from fairmark.run.variants.system import SystemState, pending_findings, recover_pending
 
@@ -181,7 +182,7 @@ def test_dry_run_describes_and_changes_nothing(state, metrics_save):
     assert f"sysctl net.ipv4.tcp_no_metrics_save: {metrics_save} → {other}" in lines
     assert any("scratch ext4" in x for x in lines) and any("CPU(s) 0" in x for x in lines)
     assert s.describe()["A"] == []
-    assert prep["workdir"].startswith("<scratch")
+    assert str(prep.workdir).startswith("<scratch")
     s.close()
     assert read(SYSCTL) == metrics_save and not state.exists()
 
@@ -189,9 +190,9 @@ def test_dry_run_describes_and_changes_nothing(state, metrics_save):
 @pytest.mark.skipif(not Path("/dev/loop-control").exists(), reason="no loop devices in this environment")
 def test_scratch_fs_is_created_used_and_removed(state):
     s = SystemState(plan_with('mount = { fs = "ext4", options = "sync", size = "64M" }'), state_dir=state)
-    assert s.prepare("A") == {}
+    assert s.prepare("A") == Prepared()
     s.activate("B")
-    workdir = Path(s.prepare("B")["workdir"])
+    workdir = Path(str(s.prepare("B").workdir))
     (workdir / "data").write_text("x" * 4096)
     mounts = Path("/proc/self/mounts").read_text()
     line = next(m for m in mounts.splitlines() if m.split()[1] == str(workdir))
@@ -199,7 +200,7 @@ def test_scratch_fs_is_created_used_and_removed(state):
     image = workdir.parent / "image"
     assert str(image) in loops_of(image)
     s.activate("A")
-    assert s.prepare("B")["workdir"] == str(workdir)  # kept across blocks: the data set survives
+    assert s.prepare("B").workdir == str(workdir)  # kept across blocks: the data set survives
     s.close()
     assert str(workdir) not in Path("/proc/self/mounts").read_text()
     assert str(image) not in loops_of(image)
@@ -210,7 +211,7 @@ def test_scratch_fs_is_created_used_and_removed(state):
 def test_tmpfs_scratch(state):
     s = SystemState(plan_with('mount = { fs = "tmpfs", size = "16M" }'), state_dir=state)
     s.activate("B")
-    workdir = s.prepare("B")["workdir"]
+    workdir = str(s.prepare("B").workdir)
     assert any(
         m.split()[1] == workdir and m.split()[2] == "tmpfs"
         for m in Path("/proc/self/mounts").read_text().splitlines()
@@ -224,13 +225,12 @@ def test_cpus_puts_the_whole_trial_tree_in_a_cpuset(state):
     s = SystemState(plan_with("cpus = 1"), state_dir=state)
     assert not s.changes_system  # per-trial: no need to order trials in blocks
     s.activate("B")
-    placement = s.prepare("B")["placement"]
+    cgroup = Path(str(s.prepare("B").cgroup))
     # the launcher places the trial's own process (no wrapper); a grandchild of the trial sees it too
     from fairmark.run.executor import execute_spec
     from fairmark.run.spec import TrialSpec
 
     argv = ("sh", "-c", "sh -c 'grep Cpus_allowed_list /proc/self/status; cat /proc/self/cpuset'")
-    cgroup = Path(placement["cgroup"])
     home, mine = Path("/proc/thread-self/cpuset").read_text(), os.sched_getaffinity(0)
     # by vfork from the launching thread, which joins the cpuset for the trial; and by fork + the child's step
     for fork in (False, True):
@@ -308,7 +308,7 @@ from fairmark.run.variants.system import SystemState
 plan = parse_plan(open(sys.argv[1]).read())
 s = SystemState(plan, state_dir=sys.argv[2])
 s.activate("B")
-print(s.prepare("B").get("workdir"), flush=True)
+print(s.prepare("B").workdir, flush=True)
 time.sleep(60)
 """
 
@@ -451,7 +451,7 @@ def test_a_run_starts_all_its_trials_the_same_way(state, monkeypatch):
     """On Linux the launching thread hands down both an affinity and a v1 cpuset (it joins it for the
     trial), so every trial of a run with `cpus` starts by vfork; where a placement needs a step in the child
     between fork and exec, every trial of the run (the unplaced side too) starts through fork."""
-    from fairmark.run import executor
+    from fairmark.run import placer
     from fairmark.run import trial as trial_mod
     from fairmark.run.variants import cpus as cpus_mod
 
@@ -464,5 +464,5 @@ def test_a_run_starts_all_its_trials_the_same_way(state, monkeypatch):
     assert not path_for(plan_with("cpus = 1")).fork_places
     monkeypatch.setattr(cpus_mod, "cpuset_usable", lambda *a: True)
     assert not path_for(plan_with("cpus = 1")).fork_places
-    monkeypatch.setattr(executor, "THREAD_AFFINITY", False)  # FreeBSD's launcher, say
+    monkeypatch.setattr(placer, "THREAD_AFFINITY", False)  # FreeBSD's launcher, say
     assert path_for(plan_with("cpus = 1")).fork_places

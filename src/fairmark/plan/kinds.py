@@ -1,8 +1,8 @@
 """The table of variant kinds: every kind of system change a variant (or a [tuning.NAME] set) can make, with
 what it is (plan.model.VariantKind), derived from the plan model's fields. Attribution (is this a change on the
 kernel's path?), the remote hosts (which kinds an agent applies) and the variants' resolution
-(run/variants/system.py: key → the module that resolves, applies and undoes it) all read this one table
-instead of keeping their own lists of keys."""
+(run/variants/driver.py: key → its driver, run/variants/<key>.py, which checks, applies and undoes it) all read
+this one table instead of keeping their own lists of keys."""
 
 from __future__ import annotations
 

@@ -286,7 +286,7 @@ class MountSpec(Strict):
 @dataclass(frozen=True)
 class VariantKind:
     """What a kind of system change is, declared on its field of SystemChanges (the table of kinds,
-    plan/kinds.py, is derived from these; run/variants/system.py resolves each kind through its own module)."""
+    plan/kinds.py, is derived from these; each kind's driver is run/variants/<kind>.py)."""
 
     kernel_path: bool  # acts only on the kernel's path: a user-bound cell's kernel share bounds what it moves
     machine_wide: bool  # flips machine-wide state (trials then run in A B B A blocks); else per trial
@@ -303,14 +303,14 @@ USER_SPEED_PER_TRIAL_ON_HOSTS = VariantKind(kernel_path=False, machine_wide=Fals
 class SystemChanges(Strict):
     """Changes to the system under test, applied before a variant's block of trials and reverted after
     (see run/variants/system.py). Shared by [[variant]] and [tuning.NAME]. Each field is a kind of change
-    (its VariantKind): adding one means a field here, its module under run/variants/ and its row in
-    run/variants/system.py's RESOLVE table."""
+    (its VariantKind): adding one means a field here and its driver, run/variants/<kind>.py (found by the
+    kind's name: run/variants/driver.py), which the controller and a host's agent both use."""
 
     sysctl: Annotated[dict[str, SysctlValue], KERNEL_WIDE] = Field(default_factory=dict)
     mount: Annotated[MountSpec | None, KERNEL_WIDE] = None
     # a count (first N online CPUs) or a list "0-1,3"
     cpus: Annotated[int | str | None, USER_SPEED_PER_TRIAL_ON_HOSTS] = None
-    # CPU hotplug: keep this many online (on the controller only: the agent has no such operation)
+    # CPU hotplug: keep this many online (on the controller only: no agent takes CPUs offline on a host)
     online_cpus: Annotated[int | None, USER_SPEED_WIDE] = Field(None, ge=1)
     thp: Annotated[Literal["always", "madvise", "never"] | None, USER_SPEED_WIDE_ON_HOSTS] = None
     governor: Annotated[str | None, USER_SPEED_WIDE_ON_HOSTS] = None

@@ -1,7 +1,7 @@
 """fairmark's agent on a remote host: one process per SSH session, speaking versioned JSON lines on stdin/stdout.
 
 This file imports only Python 3's standard library and the few modules of fairmark it is shipped with (the trial
-launcher; the variants' system changes, fairmark.run.variants, standard library only too): the controller ships
+launcher and placer; the variants' drivers, fairmark.run.variants, standard library only too): the controller ships
 them on the SSH session's stdin (a short `python3 -c` bootstrap reads them) to hosts where fairmark is not
 installed, Linux or FreeBSD alike. `fairmark agent` runs the same code.
 
@@ -22,12 +22,11 @@ Operations:
   capture               the probe's input files (globs) and, on FreeBSD, sysctl -a / uname -a / mount
   read                  files' contents (monitors sample /proc or sysctl output here, between trials)
   lock                  take the host's run lock for this session (one run measures a host at a time)
-  sysctl                make these sysctls the active set: revert what is no longer wanted, apply the rest, each
-                        original value journaled (fsync'd) on this host before it is changed
-  mount, cpus, thp,     the variant's other system changes (plan/kinds.py: the kinds that can run on a host), made
-  governor, aslr,       by fairmark.run.variants' modules and journaled here alike; a scratch file system's
-  malloc_debug          mount point is its trials' workdir, a CPU set their placement (exec applies it), the
-                        allocator's debugging mode their environment
+  change                one kind's value for a variant (plan/kinds.py: the kinds that can run on a host): made by
+                        that kind's driver, fairmark.run.variants.<kind> — the controller's own code, shipped
+                        — and journaled here (each original fsync'd before it is changed); a machine-wide kind
+                        holds the active variant's value, a scratch file system, a CPU set or an environment is
+                        the variant's own; the answer says what its trials get (workdir, placement, env)
   check                 whether a variant's changes can be made here (nothing changed: refusals before any trial)
   restore               revert everything this agent changed; recover: undo dead agents' journals
   adapter               a tool workload's adapter life cycle (servers, data, command line) run here; needs
@@ -56,10 +55,9 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
-PROTOCOL = 2  # 2: exec carries a TrialSpec and answers a Measured
+PROTOCOL = 3  # 2: exec carries a TrialSpec and answers a Measured; 3: one `change` operation for every kind
 SPEC_VERSION = 1  # fairmark.run.spec.SPEC_VERSION this agent executes (a test keeps the two equal)
 AGENT_VERSION = "0.1.0"
 KILL_WAIT_S = 5.0
@@ -132,90 +130,6 @@ def _alive(pid: int) -> bool:
         return True
 
 
-class Journal:
-    """One file per agent process; an entry is on disk (fsync'd) before the change it describes is made."""
-
-    def __init__(self, path: str, data: dict, lock_fd: int | None = None):
-        self.path, self.data = path, data
-        # The journal's lock file (PATH.lock), held (flock) while it has entries: the kernel drops it when its
-        # agent dies, so the next agent knows a dead one's journal without guessing from a PID (PIDs are reused).
-        self.lock_fd = lock_fd
-
-    @classmethod
-    def mine(cls) -> Journal:
-        d = os.path.join(state_dir(), "journal")
-        path = os.path.join(d, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json")
-        _MINE.add(path)
-        return cls(path, {"format": 1, "pid": os.getpid(), "started": time.time(), "entries": []})
-
-    @property
-    def lock_path(self) -> str:
-        return self.path.removesuffix(".json") + ".lock"
-
-    def _hold(self) -> None:
-        while self.lock_fd is None:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:  # a recovering agent that took it first (no journal yet) removed it: make another
-                same = os.path.samestat(os.stat(self.lock_path), os.fstat(fd))
-            except FileNotFoundError:
-                same = False
-            if same:
-                self.lock_fd = fd
-            else:
-                os.close(fd)
-
-    def _release(self) -> None:
-        if self.lock_fd is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.lock_path)  # after the journal: a journal without its lock is an old agent's
-            os.close(self.lock_fd)
-            self.lock_fd = None
-
-    # The interface fairmark.run.variants' modules journal through (add before a change, update, remove after
-    # its undo): their entries ("file", "scratch", "cgroup") sit beside this agent's own sysctl entries.
-    @property
-    def entries(self) -> list:
-        return self.data["entries"]
-
-    def add(self, entry: dict) -> str:
-        entry = {"id": uuid.uuid4().hex[:12], "at": time.time(), **entry}
-        self.data["entries"].append(entry)
-        self.save()
-        return entry["id"]
-
-    def get(self, entry_id: str) -> dict:
-        return next(e for e in self.data["entries"] if e.get("id") == entry_id)
-
-    def update(self, entry_id: str, **fields) -> None:
-        self.get(entry_id).update(fields)
-        self.save()
-
-    def remove(self, entry_id: str) -> None:
-        self.data["entries"] = [e for e in self.data["entries"] if e.get("id") != entry_id]
-        self.save()
-
-    def save(self) -> None:
-        if not self.data["entries"]:
-            if os.path.exists(self.path):
-                os.unlink(self.path)
-            self._release()
-            return
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-        self._hold()
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(self.data, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(os.path.dirname(self.path), os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _linux_sysctl_path(name: str) -> str:
     rel = name.strip("/") if "/" in name else name.replace(".", "/")
     return "/proc/sys/" + rel
@@ -229,51 +143,6 @@ def sysctl_read(name: str) -> str:
     if out.returncode != 0:
         raise OSError(out.stderr.strip() or f"sysctl -n {name} failed")
     return " ".join(out.stdout.split())
-
-
-def sysctl_write(name: str, value: str) -> None:
-    if sys.platform.startswith("linux"):
-        with open(_linux_sysctl_path(name), "w") as fh:
-            fh.write(value)
-        return
-    out = subprocess.run(["sysctl", f"{name}={value}"], capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise OSError(out.stderr.strip() or f"sysctl {name}={value} failed")
-
-
-def undo_entry(entry: dict) -> tuple[str, str | None]:
-    """Undo one journal entry, whoever wrote it: (what was done, the problem or None). A sysctl is this file's;
-    a file value, a scratch file system and a cpuset cgroup are fairmark.run.variants' (their own undo)."""
-    kind = entry.get("type")
-    if kind == "sysctl":
-        try:
-            return _undo(entry), None
-        except OSError as exc:
-            return f"sysctl {entry['name']}: not restored", f"sysctl {entry['name']}: {exc}"
-    if kind == "file":
-        from fairmark.run.variants.tunable import undo_file
-
-        return undo_file(entry)
-    if kind == "scratch":
-        from fairmark.run.variants.mount import undo_scratch
-
-        return undo_scratch(entry)
-    if kind == "cgroup":
-        from fairmark.run.variants.cpus import undo_cgroup
-
-        return undo_cgroup(entry)
-    return f"unknown journal entry {kind!r}", f"unknown journal entry type {kind!r}: {entry}"
-
-
-def _undo(entry: dict) -> str:
-    name, original = entry["name"], entry["original"]
-    now = sysctl_read(name)
-    if now != original:
-        sysctl_write(name, original)
-        if sysctl_read(name) != original:
-            raise OSError(f"sysctl {name}: reads {sysctl_read(name)!r} after restoring {original!r}")
-        return f"restored sysctl {name} = {original} (was {now})"
-    return f"sysctl {name} is {original} (original)"
 
 
 OUT_PREFIX = (
@@ -377,249 +246,6 @@ def _dead_owner(path: str) -> tuple[bool, int | None]:
             time.sleep(0.05)
 
 
-def recover_dead() -> list[str]:
-    """Undo the journals of agents that are gone (their controller died, or the connection dropped)."""
-    lines = []
-    for path in sorted(glob.glob(os.path.join(state_dir(), "journal", "*.json"))):
-        if path in _MINE:
-            continue
-        gone, fd = _dead_owner(path)
-        if not gone:
-            continue
-        try:
-            with open(path) as fh:
-                data = json.load(fh)
-        except FileNotFoundError:  # its owner undid it all before it died
-            Journal(path, {"entries": []}, fd).save()
-            continue
-        except (OSError, ValueError) as exc:
-            lines.append(f"unreadable journal {path}: {exc}")
-            if fd is not None:
-                os.close(fd)
-            continue
-        pid = data.get("pid")
-        journal = Journal(path, data, fd)
-        for entry in reversed(list(data["entries"])):
-            done, problem = undo_entry(entry)
-            lines.append(done + f" (left by agent {pid})")
-            if problem:  # kept: `fairmark doctor --host` shows it and the next contact tries again
-                lines.append(f"FAILED: {problem}")
-                continue
-            data["entries"].remove(entry)
-            journal.save()
-        if journal.lock_fd is not None and data["entries"]:
-            os.close(journal.lock_fd)  # what is left waits for the next contact
-            journal.lock_fd = None
-    return lines
-
-
-class Tunables:
-    """The sysctls this agent has changed: {name: entry}; every change journaled first."""
-
-    def __init__(self) -> None:
-        self.journal = Journal.mine()
-        self.active: dict[str, dict] = {}
-
-    def set_active(self, wanted: dict[str, str]) -> dict:
-        reverted = [
-            self._revert(n)
-            for n in list(self.active)
-            if n not in wanted or self.active[n]["want"] != wanted[n]
-        ]
-        applied = []
-        for name, value in wanted.items():
-            if name in self.active:
-                continue
-            original = sysctl_read(name)
-            entry = {"type": "sysctl", "name": name, "original": original, "want": value}
-            self.journal.data["entries"].append(entry)
-            self.journal.save()
-            self.active[name] = entry
-            try:
-                sysctl_write(name, value)
-                got = sysctl_read(name)
-            except OSError:
-                self._revert(name)
-                raise
-            if got != value:
-                self._revert(name)
-                raise OSError(f"sysctl {name}: wrote {value!r} but the kernel kept {got!r}")
-            applied.append(f"sysctl {name}: {original} → {value}")
-        return {"applied": applied, "reverted": reverted}
-
-    def _revert(self, name: str) -> str:
-        entry = self.active.pop(name)
-        line = _undo(entry)
-        self.journal.data["entries"].remove(entry)
-        self.journal.save()
-        return line
-
-    def restore(self) -> list[str]:
-        return [self._revert(n) for n in reversed(list(self.active))]
-
-
-class SystemKinds:
-    """The other kinds of system change a variant makes on this host (plan/kinds.py: the kinds that can run on a
-    host), made by fairmark's own modules as on the controller (fairmark.run.variants: mount, cpus, kernel;
-    shipped with this file) and journaled in this agent's journal.
-
-    Machine-wide kinds (thp, governor, aslr) hold one value at a time, the active variant's; a scratch file
-    system (mount) and a CPU set (cpus) are the variant's own, made at its first block and kept until the
-    session ends, as the controller's SystemState keeps them (each variant's data directory stays on its
-    file system between its blocks)."""
-
-    SETTINGS = ("aslr", "thp", "governor")
-
-    def __init__(self, journal: Journal):
-        self.journal = journal
-        self.settings: dict[str, tuple[object, list]] = {}  # kind → (value, its applied FileSettings)
-        self.scratch: dict[str, tuple[object, object]] = {}  # variant → (its mount value, ScratchFs)
-        self.cpusets: dict[str, tuple[object, object]] = {}  # variant → (its cpus value, CpuSet)
-
-    def setting(self, kind: str, value: object) -> dict:
-        """Make `value` the active one of a machine-wide kind (None: the host's own): revert, then apply."""
-        from fairmark.run.variants import kernel
-
-        reverted = []
-        for s in reversed(self.settings.pop(kind, (None, []))[1]):
-            if s.entry_id is None:
-                continue  # it already had the wanted value: nothing was changed
-            problem = s.revert(self.journal)
-            if problem:
-                raise OSError(problem)
-            reverted.append(f"restored {s.label} = {s.original}")
-        if value is None:
-            return {"applied": [], "reverted": reverted}
-        make = {"aslr": kernel.aslr_setting, "thp": kernel.thp_setting, "governor": kernel.governor_settings}
-        made = make[kind](value)
-        settings = made if isinstance(made, list) else [made]
-        done: list = []
-        for s in settings:
-            try:
-                s.apply(self.journal)  # journaled (fsync'd) first; refused as on the controller
-            except BaseException:
-                for d in reversed(done):  # nothing left half-applied
-                    d.revert(self.journal)
-                raise
-            done.append(s)
-        self.settings[kind] = (value, done)
-        return {"applied": [f"{s.label} → {s.want}" for s in done], "reverted": reverted}
-
-    def check(self, kind: str, value: object) -> None:
-        """Refuse (raise) what cannot be done here, changing nothing: what the controller's SystemState refuses
-        before any trial (a missing sysctl or kernel file, a value the kernel does not list, no cpufreq, no loop
-        devices or mkfs, more CPUs than are online)."""
-        if kind == "sysctl":
-            for name in value or {}:
-                try:
-                    sysctl_read(str(name))
-                except OSError as exc:
-                    why = "it does not exist here" if isinstance(exc, FileNotFoundError) else str(exc)
-                    raise OSError(f"sysctl {name}: {why}") from None
-        elif kind in self.SETTINGS:
-            from fairmark.run.variants import kernel
-
-            {"aslr": kernel.aslr_setting, "thp": kernel.thp_setting, "governor": kernel.governor_settings}[
-                kind
-            ](value)
-        elif kind == "mount":
-            from fairmark.run.variants import mount
-
-            ns = _Spec(value)
-            base = Path(ns.image_dir or os.path.join(state_dir(), "scratch"))
-            mount.ScratchFs("check", ns, base, freebsd=sys.platform.startswith("freebsd")).check()
-        elif kind == "cpus":
-            from fairmark.run.variants import cpus as cpus_mod
-
-            cpus_mod.resolve_cpus(value, cpus_mod.online_cpu_ids())
-        elif kind == "malloc_debug":
-            pass  # an environment: nothing this host can refuse
-        else:
-            raise ValueError(f"no such kind of system change here: {kind!r}")
-
-    def mount(self, variant: str, spec: dict | None) -> dict:
-        """The variant's scratch file system (made at its first use): its mount point is the trials' workdir."""
-        if spec is None:
-            return {"applied": [], "reverted": [], "prepared": {}}
-        if variant in self.scratch and self.scratch[variant][0] != spec:
-            self._undo_scratch(variant)
-        applied = []
-        if variant not in self.scratch:
-            from fairmark.run.variants import mount
-
-            ns = _Spec(spec)
-            base = ns.image_dir or os.path.join(state_dir(), "scratch")
-            scratch = mount.ScratchFs(variant, ns, Path(base), freebsd=sys.platform.startswith("freebsd"))
-            scratch.check()
-            self.scratch[variant] = (spec, scratch)
-            try:
-                scratch.create(self.journal)
-            except BaseException:
-                self._undo_scratch(variant)
-                raise
-            applied.append(mount.describe(ns) + f": {scratch.mountpoint}")
-        return {
-            "applied": applied,
-            "reverted": [],
-            "prepared": {"workdir": self.scratch[variant][1].mountpoint},
-        }
-
-    def _undo_scratch(self, variant: str) -> None:
-        from fairmark.run.variants.mount import undo_scratch
-
-        scratch = self.scratch.pop(variant)[1]
-        if scratch.entry_id is not None:
-            problem = undo_scratch(self.journal.get(scratch.entry_id))[1]
-            if problem:
-                raise OSError(problem)
-            self.journal.remove(scratch.entry_id)
-
-    def cpus(self, variant: str, value: object) -> dict:
-        """The variant's CPU set: a cpuset cgroup the trial joins, or an affinity, as on the controller."""
-        if value is None:
-            return {"applied": [], "reverted": [], "prepared": {}}
-        from fairmark.run.variants import cpus as cpus_mod
-
-        if variant in self.cpusets and self.cpusets[variant][0] != value:
-            self._undo_cpuset(variant)
-        applied = []
-        if variant not in self.cpusets:
-            chosen = cpus_mod.resolve_cpus(value, cpus_mod.online_cpu_ids())
-            cpuset = cpus_mod.CpuSet(variant, chosen, use_cgroup=cpus_mod.cpuset_usable())
-            self.cpusets[variant] = (value, cpuset)
-            applied.append(cpuset.describe())
-        cpuset = self.cpusets[variant][1]
-        return {"applied": applied, "reverted": [], "prepared": {"placement": cpuset.placement(self.journal)}}
-
-    def _undo_cpuset(self, variant: str) -> None:
-        from fairmark.run.variants.cpus import undo_cgroup
-
-        cpuset = self.cpusets.pop(variant)[1]
-        if cpuset.entry_id is not None:
-            problem = undo_cgroup(self.journal.get(cpuset.entry_id))[1]
-            if problem:
-                raise OSError(problem)
-            self.journal.remove(cpuset.entry_id)
-
-    def forget(self) -> None:
-        """Their journal entries are undone (Session.restore): nothing is active any more."""
-        self.settings.clear()
-        self.scratch.clear()
-        self.cpusets.clear()
-
-
-class _Spec:
-    """A `mount` value as the controller sent it (the plan model's MountSpec as JSON), with its attributes."""
-
-    def __init__(self, spec: dict):
-        self.fs = str(spec.get("fs", "ext4"))
-        self.options = str(spec.get("options") or "")
-        self.size = str(spec.get("size", "1G"))
-        self.mkfs_options = spec.get("mkfs_options") or ""
-        self.soft_updates = spec.get("soft_updates")
-        self.image_dir = spec.get("image_dir")
-
-
 # -- the trial launcher: the workload's own peak RSS ----------------------------------------------------------
 # fairmark.run.launcher (standard library only, like this file): shipped ahead of this file's text to a host
 # without fairmark (remote.connection.agent_source), imported where fairmark is installed.
@@ -666,8 +292,114 @@ def _serve(sources: dict) -> None:
     sys.meta_path.insert(0, Shipped())
 
 
-if "_SHIPPED" in globals():
-    _serve(_SHIPPED)  # noqa: F821 - defined ahead of this file's text by the shipped program
+if "_SHIPPED" in globals():  # defined ahead of this file's text by the shipped program
+    _serve(globals()["_SHIPPED"])
+
+
+# fairmark's shipped modules (served above where fairmark is not installed): the variants' drivers, their journal,
+# the trial's placer — the controller's own code, so a change is made and undone here as it is there.
+from fairmark.run import placer  # noqa: E402
+from fairmark.run.variants import driver  # noqa: E402
+from fairmark.run.variants.driver import Change, Context  # noqa: E402
+from fairmark.run.variants.journal import Journal  # noqa: E402
+
+
+def recover_dead() -> list[str]:
+    """Undo the journals of agents that are gone (their controller died, or the connection dropped)."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(state_dir(), "journal", "*.json"))):
+        if path in _MINE:
+            continue
+        gone, fd = _dead_owner(path)
+        if not gone:
+            continue
+        try:
+            journal = Journal.load(Path(path))
+        except ValueError as exc:
+            if os.path.exists(path):
+                lines.append(str(exc))
+                if fd is not None:
+                    os.close(fd)
+                continue
+            journal = Journal(Path(path), 0, None)  # its owner undid it all before it died: its lock goes
+        journal.locked, journal.lock_fd = True, fd
+        for done, problem in driver.sweep(journal):
+            lines.append(done + f" (left by agent {journal.pid})")
+            if problem:  # kept: `fairmark doctor --host` shows it and the next contact tries again
+                lines.append(f"FAILED: {problem}")
+        if journal.entries:
+            journal.let_go()  # what is left waits for the next contact
+        else:
+            journal.discard()
+    return lines
+
+
+class Changes:
+    """The variants' changes on this host: each kind's driver (fairmark.run.variants.driver, the controller's
+    own), journaled in this agent's journal. A kind of scope "block" (machine-wide) holds one value at a time,
+    the active variant's; one of scope "variant" (a scratch file system, a CPU set, an environment) is the
+    variant's own, made at its first block and kept until the session ends, as on the controller."""
+
+    def __init__(self, journal: Journal):
+        self.journal = journal
+        self.held: dict[
+            tuple[str, str], tuple[object, Change]
+        ] = {}  # (kind, variant or "") → (value, change)
+        self.made: list[Change] = []  # in the order made: undone in reverse
+
+    @staticmethod
+    def context(req: dict) -> Context:
+        env = {str(k): v for k, v in (req.get("env") or {}).items() if isinstance(v, str | bool)}
+        return Context(str(req.get("variant") or ""), state_dir=state_dir(), env=env)
+
+    def check(self, kind: str, value: object, ctx: Context) -> None:
+        """Refuse (raise) what cannot be done here, changing nothing: what the controller's SystemState refuses
+        before any trial (a missing sysctl or kernel file, no cpufreq, no loop devices or mkfs …)."""
+        driver.load(kind).check(value, ctx)
+
+    def change(self, kind: str, value: object, ctx: Context) -> dict:
+        """Make `value` the kind's value for the variant (None: the host's own): undo what it replaces, then
+        apply. Answers what was applied and reverted, and what the variant's trials get ("prepared")."""
+        module = driver.load(kind)
+        key = (kind, ctx.variant if module.SCOPE == "variant" else "")
+        reverted: list[str] = []
+        held = self.held.get(key)
+        if held is not None and (value is None or held[0] != value):
+            reverted = self._undo(key)
+            held = None
+        if value is None:
+            return {"applied": [], "reverted": reverted, "prepared": {}}
+        if held is None:
+            made = module.check(value, ctx)
+            applied = made.apply(self.journal)  # journaled first; nothing left half-made when it raises
+            self.held[key] = (value, made)
+            self.made.append(made)
+        else:
+            made, applied = held[1], []
+        return {"applied": applied, "reverted": reverted, "prepared": made.prepared(self.journal).to_json()}
+
+    def _undo(self, key: tuple[str, str]) -> list[str]:
+        made = self.held.pop(key)[1]
+        self.made.remove(made)
+        done, problems = made.undo(self.journal)
+        if problems:
+            raise OSError("; ".join(problems))
+        return done
+
+    def restore(self) -> tuple[list[str], list[str]]:
+        """Undo everything, newest first, then whatever the journal still holds: (lines, problems)."""
+        lines: list[str] = []
+        problems: list[str] = []
+        for made in reversed(self.made):
+            undone, failed = made.undo(self.journal)
+            lines += undone
+            problems += failed
+        self.held.clear()
+        self.made.clear()
+        for line, problem in driver.sweep(self.journal):
+            lines.append(line)
+            problems += [problem] if problem else []
+        return lines, problems
 
 
 # -- one trial -----------------------------------------------------------------------------------------------
@@ -694,65 +426,33 @@ def _exit_fd(pid: int) -> tuple[int, threading.Thread | None]:
     return r, t
 
 
-# The process-group helpers below repeat fairmark.run.executor's (and _alive repeats run.lock.pid_alive): this
-# file is shipped alone to hosts without fairmark, so it cannot import them.
-def _placement(spec: dict, stack: contextlib.ExitStack) -> tuple:
-    """The trial's placement (`place_cgroup`, `place_cpus`: the variant's `cpus` on this host) as the local
-    executor makes it (fairmark.run.executor): on Linux this thread joins a cgroup v1 cpuset for the trial
-    (fairmark.run.thread_cgroup; it leaves when `stack` closes, after the trial's wait) and hands its CPU mask
-    down, so the trial starts by vfork and inherits both; what a thread cannot hand down is written by the child
-    between fork and exec. Returns (the cpus this thread sets around the start, the child's step or None)."""
-    cgroup, cpus = spec.get("place_cgroup"), tuple(int(c) for c in spec.get("place_cpus") or ())
-    linux = sys.platform.startswith("linux")
-    if cgroup and linux:
-        from fairmark.run.thread_cgroup import joinable, joined
-
-        if joinable(cgroup):
-            try:
-                stack.enter_context(joined(str(cgroup)))
-                cgroup = None
-            except OSError:
-                pass
-    if not cgroup and not spec.get("fork_places") and (linux or not cpus):
-        return cpus, None
-
-    def place() -> None:
-        if cgroup:
-            fd = os.open(f"{cgroup}/cgroup.procs", os.O_WRONLY)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
-        if cpus:
-            os.sched_setaffinity(0, cpus)
-
-    return (), place
+def _placed(argv: list[str], fo, fe, env: dict, cwd: str | None, spec: dict, joined: bool, w: int | None):
+    """Start a trial as the local executor does (fairmark.run.placer: the same placement, the same start)."""
+    path, _ = launcher()
+    return placer.popen(
+        [path, str(w), *argv] if path else argv,
+        cgroup=spec.get("place_cgroup") or None,
+        cpus=tuple(int(c) for c in spec.get("place_cpus") or ()),
+        fork_places=bool(spec.get("fork_places")),
+        joined=joined,
+        stdin=subprocess.DEVNULL,
+        stdout=fo,
+        stderr=fe,
+        env=env,
+        cwd=cwd,
+        pass_fds=(w,) if path and w is not None else (),
+    )
 
 
 def _launch(
-    argv: list[str], fo, fe, env: dict, cwd: str | None, place: tuple = ((), None)
+    argv: list[str], fo, fe, env: dict, cwd: str | None, spec: dict, joined: bool
 ) -> tuple[subprocess.Popen, int | None]:
-    """Start a trial as the local executor does, through the launcher where this host has one: (the process,
-    the read end of the launcher's report, None without a launcher). `place`: see _placement."""
+    """Start a trial, through the launcher where this host has one: (the process, the read end of the
+    launcher's report, None without a launcher). `joined`: this thread is in the trial's cgroup (placer.join)."""
     path, _ = launcher()
     r, w = os.pipe() if path else (None, None)
-    cpus, step = place
-    mine = os.sched_getaffinity(0) if cpus else None
     try:
-        if cpus:
-            os.sched_setaffinity(0, cpus)  # this thread's mask: the child inherits it
-        proc = subprocess.Popen(
-            [path, str(w), *argv] if path else argv,
-            stdin=subprocess.DEVNULL,
-            stdout=fo,
-            stderr=fe,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=(w,) if path else (),
-            preexec_fn=step,
-        )
+        proc = _placed(argv, fo, fe, env, cwd, spec, joined, w)
     except OSError:
         if r is not None:
             os.close(r)
@@ -760,8 +460,6 @@ def _launch(
     finally:
         if w is not None:
             os.close(w)  # the launcher's end: ours reads EOF once it exited
-        if mine is not None:
-            os.sched_setaffinity(0, mine)  # the agent never runs on the trial's CPUs during the trial
     return proc, r
 
 
@@ -818,8 +516,9 @@ class Session:
         self.rfd, self.wfd = rfd, wfd
         self.buf = b""
         self.eof = False
-        self.tunables = Tunables()
-        self.kinds = SystemKinds(self.tunables.journal)  # one journal for all this agent changes
+        self.journal = Journal.for_agent(state_dir())  # one journal for all this agent changes
+        _MINE.add(str(self.journal.path))
+        self.changes = Changes(self.journal)
 
     # -- wire ---------------------------------------------------------------------------------------------
     def _readline(self) -> bytes | None:
@@ -912,17 +611,7 @@ class Session:
         """Undo everything this agent changed, newest first (its journal's order: a cpuset after the scratch
         file system made before it …). An entry that cannot be undone stays journaled (the next contact tries
         again, `fairmark doctor --host` shows it) and the answer is an error naming it."""
-        journal, lines, problems = self.tunables.journal, [], []
-        for entry in reversed(list(journal.entries)):
-            done, problem = undo_entry(entry)
-            lines.append(done)
-            if problem:
-                problems.append(problem)
-                continue
-            journal.entries.remove(entry)
-            journal.save()
-        self.tunables.active.clear()
-        self.kinds.forget()
+        lines, problems = self.changes.restore()
         if problems:
             raise OSError("not restored: " + "; ".join(problems))
         return lines
@@ -1013,10 +702,10 @@ class Session:
         if monitor:
             monitor.sample()  # before the trial exists, as the local monitor does
         with open(so, "wb") as fo, open(se, "wb") as fe, contextlib.ExitStack() as placed:
-            place = _placement(spec, placed)
+            joined = placer.join(spec.get("place_cgroup") or None, placed)  # before the clock starts
             t0 = time.monotonic()
             try:
-                proc, r = _launch(argv, fo, fe, _env(req), spec.get("cwd") or None, place)
+                proc, r = _launch(argv, fo, fe, _env(req), spec.get("cwd") or None, spec, joined)
             except OSError as exc:
                 m["error"] = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
                 return res
@@ -1113,7 +802,7 @@ class Session:
         }
 
     def op_read(self, req: dict) -> dict:
-        out = {}
+        out: dict[str, str | None] = {}
         for path in req.get("paths") or ():
             try:
                 with open(path, "rb") as fh:
@@ -1142,9 +831,6 @@ class Session:
         self.__dict__["lock_fd"] = fd  # held until this agent exits
         return {"held": True}
 
-    def op_sysctl(self, req: dict) -> dict:
-        return self.tunables.set_active({str(k): str(v) for k, v in (req.get("set") or {}).items()})
-
     def op_sysctl_read(self, req: dict) -> dict:
         return {"values": {n: sysctl_read(n) for n in req.get("names") or ()}}
 
@@ -1155,39 +841,18 @@ class Session:
         """Whether a variant's changes can be made here, changing nothing: {"refused": {kind: why}} for
         req["changes"] {kind: value} (the controller asks at connect, before any trial)."""
         refused = {}
+        ctx = self.changes.context(req)
         for kind, value in (req.get("changes") or {}).items():
             try:
-                self.kinds.check(str(kind), value)
+                self.changes.check(str(kind), value, ctx)
             except Exception as exc:
                 refused[kind] = getattr(exc, "message", None) or str(exc)
         return {"refused": refused}
 
-    # The kinds of plan/kinds.py that can run on a host besides sysctl: `set` is the variant's value (None: the
-    # host's own), `variant` its name; the answer says what was applied and what its trials get ("prepared").
-    def op_mount(self, req: dict) -> dict:
-        return self.kinds.mount(str(req.get("variant")), req.get("set"))
-
-    def op_cpus(self, req: dict) -> dict:
-        return self.kinds.cpus(str(req.get("variant")), req.get("set"))
-
-    def op_malloc_debug(self, req: dict) -> dict:
-        """The allocator's debugging mode as this host's libc takes it (glibc's tunables and its debug library
-        where it has one, FreeBSD's MALLOC_CONF): an environment for the trials, nothing journaled."""
-        if not req.get("set"):
-            return {"applied": [], "reverted": [], "prepared": {}}
-        from fairmark.run.variants.malloc_debug import describe, malloc_env
-
-        env = malloc_env(dict(req["set"].get("env") or {}), freebsd=sys.platform.startswith("freebsd"))
-        return {"applied": [describe(env)], "reverted": [], "prepared": {"env": env}}
-
-    def op_thp(self, req: dict) -> dict:
-        return self.kinds.setting("thp", req.get("set"))
-
-    def op_governor(self, req: dict) -> dict:
-        return self.kinds.setting("governor", req.get("set"))
-
-    def op_aslr(self, req: dict) -> dict:
-        return self.kinds.setting("aslr", req.get("set"))
+    def op_change(self, req: dict) -> dict:
+        """One kind's value for a variant (req: kind, set — None: the host's own —, variant, env): its driver's
+        change, the same as the controller's (fairmark.run.variants.<kind>), journaled here."""
+        return self.changes.change(str(req.get("kind")), req.get("set"), self.changes.context(req))
 
     def op_recover(self, req: dict) -> dict:
         return {"recovered": recover_dead()}

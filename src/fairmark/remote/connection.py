@@ -22,6 +22,7 @@ short bootstrap: dropbear takes no command over 9000 bytes) and run by the host'
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import hashlib
@@ -133,22 +134,44 @@ class HostSpec:
     become: tuple[str, ...] = ()  # e.g. ("sudo", "-n"): the agent and plain commands run as root through it
 
 
-# fairmark's modules the agent makes the variants' system changes with (remote/agent.py: SystemKinds, the trial's
-# placement), shipped with it (standard library only; a test checks that what they import is here or stdlib).
-# None: a package, served empty where the host has no fairmark.
-SHIPPED_MODULES: dict[str, str | None] = {
-    "fairmark": None,
-    "fairmark.errors": "errors.py",
-    "fairmark.run": None,
-    "fairmark.run.thread_cgroup": "run/thread_cgroup.py",
-    "fairmark.run.variants": None,
-    "fairmark.run.variants.journal": "run/variants/journal.py",
-    "fairmark.run.variants.tunable": "run/variants/tunable.py",
-    "fairmark.run.variants.cpus": "run/variants/cpus.py",
-    "fairmark.run.variants.kernel": "run/variants/kernel.py",
-    "fairmark.run.variants.mount": "run/variants/mount.py",
-    "fairmark.run.variants.malloc_debug": "run/variants/malloc_debug.py",
-}
+def _fairmark_imports(path: Path) -> set[str]:
+    """The fairmark modules a source file imports, wherever (in a function too), but not for type checking."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            node.body = []
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return {n for n in names if n.split(".")[0] == "fairmark"}
+
+
+@functools.cache
+def shipped_modules() -> dict[str, str | None]:
+    """fairmark's modules the agent makes the variants' system changes with, shipped with it: the driver of
+    every kind an agent applies (plan/kinds.py REMOTE_KEYS, fairmark.run.variants.<kind>), the trial's placer,
+    and every fairmark module they import (standard library only; a test checks it). {module: its file under
+    fairmark/, None for a package, served empty where the host has no fairmark}. The launcher travels apart."""
+    from fairmark.plan.kinds import REMOTE_KEYS
+
+    root = Path(__file__).parents[1]
+    todo = ["fairmark.run.placer", "fairmark.run.variants.driver"]
+    todo += [f"fairmark.run.variants.{kind}" for kind in REMOTE_KEYS]
+    out: dict[str, str | None] = {}
+    while todo:
+        name = todo.pop()
+        rel = Path(*name.split(".")[1:])
+        if name in out or name == "fairmark.run.launcher" or not (root / rel.with_suffix(".py")).is_file():
+            continue  # a package, a name imported from a module, or what travels apart
+        out[name] = rel.with_suffix(".py").as_posix()
+        todo += sorted(_fairmark_imports(root / rel.with_suffix(".py")))
+    for name in list(out):
+        parts = name.split(".")
+        out |= {".".join(parts[:i]): None for i in range(1, len(parts))}
+    return dict(sorted(out.items()))
 
 
 def agent_source() -> bytes:
@@ -157,7 +180,7 @@ def agent_source() -> bytes:
     modules it reuses (`_SHIPPED`), then agent.py (its `from __future__` is the launcher's, first)."""
     root = Path(__file__).parents[1]
     launcher = (root / "run" / "launcher.py").read_bytes()
-    shipped = {name: (root / rel).read_text() if rel else None for name, rel in SHIPPED_MODULES.items()}
+    shipped = {name: (root / rel).read_text() if rel else None for name, rel in shipped_modules().items()}
     agent = (
         (Path(__file__).parent / "agent.py")
         .read_bytes()

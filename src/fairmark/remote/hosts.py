@@ -4,9 +4,11 @@ agent), its boot, snapshot and reboot. `hosts_for` builds a run's hosts from its
 to the runner); the run core never imports this package.
 
 A variant's system changes travel generically: for every kind the agent applies (plan/kinds.py REMOTE_KEYS, from
-the plan model's `VariantKind(remote=True)`), the agent's operation of that name gets the variant's value
-(`set`) and answers what it applied and what a trial there gets ("prepared": env, workdir); the agent journals
-each original first and restores everything when the session ends."""
+the plan model's `VariantKind(remote=True)`), the agent's one `change` operation gets the kind, the variant's
+value (`set`) and its name and environment; the kind's driver there — the same module as on the controller,
+fairmark.run.variants.<kind> — makes it and answers what it applied and what a trial there gets ("prepared":
+env, workdir, placement); the agent journals each original first and restores everything when the session
+ends."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from fairmark.errors import EnvironmentRefused, PlanError
 from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, HostSpec
 from fairmark.remote.executor import RemoteExecutor
 from fairmark.run.boots import HostDidNotReturn, reboot_command
+from fairmark.run.variants.driver import Prepared
 
 if TYPE_CHECKING:
     from fairmark.plan.model import Boot, HostEntry, Plan, TuningSet, Variant
@@ -42,28 +45,22 @@ def host_spec(name: str, entry: Any) -> HostSpec:
     )
 
 
-def _sysctl_wire(value: Any) -> Any:
-    from fairmark.run.variants.sysctl import value_text
+def per_variant(kind: str) -> bool:
+    """Whether the kind's change is the variant's own, as on the controller (a scratch file system, a CPU set, an
+    environment: made at the variant's first block, kept until the session ends): its driver's scope. Such a
+    kind is sent at every change of variant, with its name."""
+    from fairmark.run.variants import driver
 
-    return {k: value_text(v) for k, v in value.items()}
-
-
-# The kinds whose agent state is the variant's own, as on the controller (a scratch file system, a CPU set: made at
-# the variant's first block, kept until the session ends): sent at every change of variant, with its name.
-PER_VARIANT = ("mount", "cpus")
-
-# How a kind's value travels to the agent where it is not the plan's JSON as is (a sysctl's value as the text the
-# kernel reads back: a bool is 1 or 0).
-WIRE: dict[str, Callable[[Any], Any]] = {"sysctl": _sysctl_wire}
+    return str(driver.load(kind).SCOPE) == "variant"
 
 
 def wire_changes(variant: Variant, tuning: Mapping[str, TuningSet] | None = None) -> dict[str, Any]:
     """The variant's value of every kind an agent applies, its [tuning.NAME] set's underneath as on the
-    controller (run/variants/system.merged_changes: its own keys win, sysctl tables merge key by key), as the
-    agent's operation of that name takes it (JSON, as the plan model dumps it)."""
+    controller (run/variants/system.merged_changes: its own keys win, sysctl tables merge key by key), as JSON
+    (as the plan model dumps it): what the kind's driver takes, there as here. None: the host's own."""
     from pydantic import BaseModel
 
-    from fairmark.plan.kinds import REMOTE_KEYS
+    from fairmark.plan.kinds import REMOTE_KEYS, given
 
     values = {k: getattr(variant, k) for k in REMOTE_KEYS}
     base = (tuning or {}).get(variant.tuning) if variant.tuning else None
@@ -73,12 +70,15 @@ def wire_changes(variant: Variant, tuning: Mapping[str, TuningSet] | None = None
                 values[k] = {**base.sysctl, **variant.sysctl}
             elif k not in variant.model_fields_set:
                 values[k] = getattr(base, k)
-    if values.get("malloc_debug"):  # the host's allocator settings join what the variant's env sets for them
-        values["malloc_debug"] = {"env": {k: v for k, v in variant.env.items() if isinstance(v, str)}}
     return {
-        k: WIRE[k](v) if k in WIRE else v.model_dump(mode="json") if isinstance(v, BaseModel) else v
+        k: None if not given(v) else v.model_dump(mode="json") if isinstance(v, BaseModel) else v
         for k, v in values.items()
     }
+
+
+def _env(variant: Variant) -> dict[str, str]:
+    """The variant's own environment as its kinds' drivers there see it (malloc_debug joins what it sets)."""
+    return {k: v for k, v in variant.env.items() if isinstance(v, str)}
 
 
 class RemoteHost:
@@ -110,7 +110,8 @@ class RemoteHost:
         self.executor: RemoteExecutor | None = None
         self.wanted: dict[str, Any] = {}  # kind → the value active there now (as sent)
         self.variant: str | None = None  # the variant whose changes are active there
-        self.prepared: dict[str, dict[str, Any]] = {}  # kind → what the agent made ready for trials
+        self.prepared: dict[str, Prepared] = {}  # kind → what the agent made ready for trials
+        self.env: dict[str, str] = {}  # the active variant's environment (a driver may join it: malloc_debug)
 
     def _connection(self) -> HostConnection:
         if self.conn is None:
@@ -142,15 +143,15 @@ class RemoteHost:
         governor, no loop devices …), as the controller's own SystemState does at its start: the agent checks
         each variant's changes without making them. An agent without the check (older) leaves it to the
         variant's first block."""
-        from fairmark.plan.kinds import given
-
         for variant in self.variants:
-            changes = {k: v for k, v in wire_changes(variant, self.tuning).items() if given(v)}
+            changes = {k: v for k, v in wire_changes(variant, self.tuning).items() if v is not None}
             if not changes:
                 continue
             self._need_root(variant.name, changes)
             try:
-                refused = self._connection().call("check", changes=changes, variant=variant.name)["refused"]
+                refused = self._connection().call(
+                    "check", changes=changes, variant=variant.name, env=_env(variant)
+                )["refused"]
             except AgentError as exc:
                 if "unknown op" in exc.message:
                     return
@@ -216,28 +217,22 @@ class RemoteHost:
     # -- the variant's system changes ---------------------------------------------------------------------------
     def activate(self, variant: Variant) -> None:
         """Make the variant's changes the active set on this host (the agent journals each original first)."""
-        from fairmark.plan.kinds import VARIANT_KINDS, given
-
         settle = False
         for kind, want in wire_changes(variant, self.tuning).items():
-            current = self.wanted.get(kind)
-            own = kind in PER_VARIANT and given(want) and self.variant != variant.name
-            if not own and (want == current or (current is None and not given(want))):
+            own = per_variant(kind) and want is not None and self.variant != variant.name
+            if not own and want == self.wanted.get(kind):
                 continue
             down = self._executor().down
             if down is not None:
                 raise down
             try:
-                got = self._connection().call(kind, set=want, variant=variant.name)
+                got = self._change(kind, want, variant.name, _env(variant))
             except AgentError as exc:
                 raise EnvironmentRefused(
                     f"variant {variant.name!r} on host {self.name}: {exc.message}"
                 ) from None
-            self.wanted[kind] = want
-            self.prepared[kind] = dict(got.get("prepared") or {})
-            settle |= (
-                bool(got.get("applied")) and VARIANT_KINDS[kind].machine_wide and kind not in PER_VARIANT
-            )
+            self.wanted[kind], self.env = want, _env(variant)
+            settle |= bool(got.get("applied")) and not per_variant(kind)
         self.variant = variant.name
         settle_s = self._settle_s(variant) if settle else 0.0
         if settle_s:  # as on the controller: caches, governors, the scheduler adapt before the block's trials
@@ -254,17 +249,23 @@ class RemoteHost:
                 return settle_s
         return DEFAULT_SETTLE_S
 
-    def prepare(self, variant: Variant) -> dict[str, Any]:
-        return {k: v for ready in self.prepared.values() for k, v in ready.items()}
+    def _change(self, kind: str, want: Any, variant: str | None, env: dict[str, str]) -> dict[str, Any]:
+        """The agent's `change` of one kind; what it made ready for trials is kept for `prepare`."""
+        got = self._connection().call("change", kind=kind, set=want, variant=variant, env=env)
+        self.prepared[kind] = Prepared.from_json(got.get("prepared"))
+        return got
+
+    def prepare(self, variant: Variant) -> Prepared:
+        out = Prepared()
+        for ready in self.prepared.values():
+            out = out.merged(ready)
+        return out
 
     def _reapply(self) -> None:
         """After a reconnection: the new agent applies what the lost one restored."""
-        from fairmark.plan.kinds import given
-
         for kind, want in self.wanted.items():
-            if given(want):
-                got = self._connection().call(kind, set=want, variant=self.variant)
-                self.prepared[kind] = dict(got.get("prepared") or {})
+            if want is not None:
+                self._change(kind, want, self.variant, self.env)
 
     # -- trials -------------------------------------------------------------------------------------------------
     def execute(self, spec: TrialSpec) -> Measured:

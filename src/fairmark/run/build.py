@@ -10,12 +10,12 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from fairmark.plan.model import RunPolicy, Variant, Workload
 from fairmark.plan.schedule import Cell
 from fairmark.run.spec import TrialSpec
 from fairmark.run.variants.basic import apply_env
+from fairmark.run.variants.driver import Prepared
 
 NON_NAME = re.compile(r"\W")
 LOOPS_FIELD = "{loops}"  # where a command workload with loops takes its loop count in its argv
@@ -43,7 +43,7 @@ def trial_spec(
     variant: Variant,
     cell: Cell,
     command: Sequence[str],
-    prepared: Mapping[str, Any],
+    prepared: Prepared,
     workload_env: Mapping[str, str],
     trial_dir: Path,
     policy: RunPolicy,
@@ -61,22 +61,22 @@ def trial_spec(
     argv, `$FAIRMARK_LOOPS` in its environment."""
     if loops is not None:
         command = [a.replace(LOOPS_FIELD, str(loops)) for a in command]
-    placement = dict(prepared.get("placement", {}))
+    place_cgroup, place_cpus = prepared.cgroup, prepared.cpus
     sweep_cpus = cpuset_of(cell)
     if sweep_cpus is not None and launcher_places:
         from fairmark.run.variants.cpus import parse_cpu_list
 
-        placement["cpus"] = parse_cpu_list(sweep_cpus)
+        place_cpus = tuple(parse_cpu_list(sweep_cpus))
     place_wrap = [] if launcher_places else cpus_wrap(cell)
     argv = list(variant.wrap or []) + place_wrap + list(command)
     for wrap in wrappers:
         argv = wrap(argv)
     base = os.environ if base_env is None else base_env
-    env = apply_env(base, workload.env, workload_env, variant.env, prepared.get("env", {}))
+    env = apply_env(base, workload.env, workload_env, variant.env, prepared.env)
     # A command workload learns its sweep point from the environment (a tool's adapter gets it as params).
     env |= {"FAIRMARK_SWEEP_" + NON_NAME.sub("_", k).upper(): str(v) for k, v in cell.point}
-    if prepared.get("workdir"):
-        env["FAIRMARK_WORKDIR"] = str(prepared["workdir"])
+    if prepared.workdir:
+        env["FAIRMARK_WORKDIR"] = prepared.workdir
     if loops is not None:
         env["FAIRMARK_LOOPS"] = str(loops)
     return TrialSpec(
@@ -84,12 +84,12 @@ def trial_spec(
         out_dir=str(trial_dir),
         name="trial",
         env=env,
-        cwd=prepared.get("workdir") or workload.cwd or None,
+        cwd=prepared.workdir or workload.cwd or None,
         timeout_s=workload.timeout_s or policy.timeout_s,
         grace_s=policy.kill_grace_s,
         cpuset=sweep_cpus,
-        place_cgroup=placement.get("cgroup"),
-        place_cpus=tuple(placement.get("cpus", ())),
+        place_cgroup=place_cgroup,
+        place_cpus=place_cpus,
         fork_places=fork_places and launcher_places,
         loops=loops,
     )

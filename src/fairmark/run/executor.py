@@ -11,14 +11,12 @@ import functools
 import os
 import select
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fairmark.run import launch_server, thread_cgroup
+from fairmark.run import launch_server, placer
 from fairmark.run.launcher import (
     group_alive,
     kill_group,
@@ -137,34 +135,8 @@ def execute(
     )
 
 
-# Linux's sched_setaffinity(0, …) sets the calling thread's mask, which a child it starts inherits; elsewhere an
-# affinity is set in the child between fork and exec.
-THREAD_AFFINITY = sys.platform.startswith("linux")
-
-
-def forks_to_place(cgroup: bool, cpus: bool) -> bool:
-    """Whether trials placed this way must start through fork with a placement step in the child (a cgroup
-    or an affinity the launching thread cannot hand down: see `fairmark.run.thread_cgroup`). A run sets
-    `TrialSpec.fork_places` on every trial when any of its trials does, so that both sides of a comparison
-    start the same way."""
-    return (cgroup or cpus) and not THREAD_AFFINITY
-
-
-def _placer(cgroup: str | None, cpus: tuple[int, ...]) -> Callable[[], None]:
-    """Runs in the child between fork and exec: join the cgroup and set the affinity (inherited by the whole
-    tree), so the trial's own process is placed and no wrapper process (`sh -c`, taskset) is measured."""
-
-    def place() -> None:
-        if cgroup:
-            fd = os.open(f"{cgroup}/cgroup.procs", os.O_WRONLY)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
-        if cpus:
-            os.sched_setaffinity(0, cpus)
-
-    return place
+# The placement (a variant's cpuset cgroup, its CPUs) is fairmark.run.placer's, the agent's on a host too.
+forks_to_place = placer.forks_to_place
 
 
 _OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
@@ -175,7 +147,7 @@ PID_WAIT_S = 30.0
 
 def execute_spec(spec: TrialSpec) -> Measured:
     for _ in range(2):  # a server that ended since its last trial is replaced once
-        server = launch_server.claim(spec, THREAD_AFFINITY)
+        server = launch_server.claim(spec, placer.THREAD_AFFINITY)
         if server is None:
             break
         try:
@@ -258,7 +230,7 @@ def _launched_trial(spec: TrialSpec) -> Measured:
         fe = os.open(spec.stderr_path, _OUTPUT_FLAGS, 0o644)
         try:
             with contextlib.ExitStack() as placed:
-                joined = _join_cgroup(spec, placed)
+                joined = placer.join(spec.place_cgroup, placed)
                 argv, pipe = _launched(spec, placed)
                 t0 = time.monotonic()
                 try:
@@ -320,56 +292,31 @@ def _devnull() -> int:
     return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
 
-def _join_cgroup(spec: TrialSpec, stack: contextlib.ExitStack) -> bool:
-    """Whether this thread joined the trial's cgroup for the trial (`fairmark.run.thread_cgroup`); when it
-    cannot, the child joins it between fork and exec."""
-    if not (THREAD_AFFINITY and thread_cgroup.joinable(spec.place_cgroup)):
-        return False
-    try:
-        stack.enter_context(thread_cgroup.joined(str(spec.place_cgroup)))
-    except OSError:
-        return False
-    return True
-
-
 def _spawn(
     spec: TrialSpec,
-    fo: Any,
-    fe: Any,
+    fo: int,
+    fe: int,
     joined: bool = False,
     argv: tuple[str, ...] | None = None,
     pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
-    """Start the trial's process in its own session and process group (the timeout kills the whole tree).
-
-    Without a preexec function subprocess starts the child by vfork: it borrows the controller's memory until
-    exec instead of copying the page tables of a ~90 MB process and faulting pages back in while it runs Python
-    code — the fork path cost ~4 ms more per measured trial here (bench/harness_cost.py). On Linux every
-    placement is handed down by the launching thread (an affinity; a v1 cpuset it `joined` for the trial); a
-    placement that needs a step in the child (`fork_places`; a cgroup the thread cannot join) takes the fork
-    path, and `fork_places` makes every trial of the run take it (see `forks_to_place`). `argv` is the
-    launcher's (`_launched`), which starts the command by vfork itself: what is placed here is inherited."""
-    kw: dict[str, Any] = dict(
+    """Start the trial's process in its own session and process group (the timeout kills the whole tree),
+    placed by `fairmark.run.placer` (vfork where the launching thread hands the placement down: the fork path
+    cost ~4 ms more per measured trial here, bench/harness_cost.py). `argv` is the launcher's (`_launched`),
+    which starts the command by vfork itself: what is placed here is inherited."""
+    return placer.popen(
+        argv or spec.argv,
+        cgroup=spec.place_cgroup,
+        cpus=spec.place_cpus,
+        fork_places=spec.fork_places,
+        joined=joined,
         stdin=_devnull() if spec.stdin_devnull else None,
         stdout=fo,
         stderr=fe,
         env=spec.env,
         cwd=spec.cwd,
-        start_new_session=True,
-        close_fds=True,
         pass_fds=pass_fds,  # the launcher's report descriptor
     )
-    argv = argv or spec.argv
-    if not joined and (spec.fork_places or spec.place_cgroup or forks_to_place(False, bool(spec.place_cpus))):
-        return subprocess.Popen(argv, preexec_fn=_placer(spec.place_cgroup, spec.place_cpus), **kw)
-    if not spec.place_cpus:
-        return subprocess.Popen(argv, **kw)
-    mine = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, spec.place_cpus)  # this thread's mask: the child inherits it
-    try:
-        return subprocess.Popen(argv, **kw)
-    finally:
-        os.sched_setaffinity(0, mine)  # the controller never runs on the trial's CPUs during the trial
 
 
 def _wait(proc: subprocess.Popen[bytes], spec: TrialSpec, timed_out: threading.Event) -> tuple[int, Any]:

@@ -26,6 +26,7 @@ from fairmark.errors import EnvironmentRefused, FairmarkError
 from fairmark.run.boots import HostDidNotReturn, reboot_command
 from fairmark.run.executor import execute_spec
 from fairmark.run.spec import Measured, TrialSpec
+from fairmark.run.variants.driver import Prepared
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState, merged_changes
 
@@ -64,8 +65,8 @@ class Host(Protocol):
         """Undo the previous variant's changes here and apply this one's (each original journaled first)."""
         ...
 
-    def prepare(self, variant: Variant) -> dict[str, Any]:
-        """What a trial of the active variant gets: {"env", "placement", "workdir"}, the keys that apply."""
+    def prepare(self, variant: Variant) -> Prepared:
+        """What a trial of the active variant gets: an environment, a working directory, a placement."""
         ...
 
     def execute(self, spec: TrialSpec) -> Measured:
@@ -178,7 +179,7 @@ class LocalHost:
     def activate(self, variant: Variant) -> None:
         self.system.activate(variant.name)
 
-    def prepare(self, variant: Variant) -> dict[str, Any]:
+    def prepare(self, variant: Variant) -> Prepared:
         return self.system.prepare(variant.name)
 
     def execute(self, spec: TrialSpec) -> Measured:
@@ -338,7 +339,7 @@ class Hosts:
         if host is not self.local:
             host.activate(variant)
 
-    def prepare(self, variant: Variant) -> dict[str, Any]:
+    def prepare(self, variant: Variant) -> Prepared:
         return self.of(variant.name).prepare(variant)
 
     def adapter(self, adapter: Adapter, workload: str) -> Adapter:

@@ -24,6 +24,7 @@ from fairmark.run.loops import CalibrationFailed, calibrate
 from fairmark.run.prepare import CellState, WorkloadRuntime
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, TrialSpec
 from fairmark.run.variants.basic import command_for
+from fairmark.run.variants.driver import Prepared
 from fairmark.run.workloads.base import ParseError, RawOutput, TrialContext, WorkloadContext
 from fairmark.store.db import Store, now
 from fairmark.store.records import Sample, TrialRecord, loops_text
@@ -107,7 +108,7 @@ class TrialPath:
         variant = self.plan.variant_named(cell.variant)
         self.hosts.activate(variant)
         prepared = self.hosts.prepare(variant)
-        wctx, extra = self._adapter_context(rt, contexts, cell.variant, prepared.get("workdir"))
+        wctx, extra = self._adapter_context(rt, contexts, cell.variant, prepared.workdir)
         host = self.hosts.runs(cell.variant, w.name)  # its client host, else the variant's machine
         hooks = self._hooks_for(host, profiler, servers=not self.hosts.client_of(cell.variant, w.name))
         # a tool's adapter and the profilers write files of their own beside the output
@@ -121,7 +122,7 @@ class TrialPath:
             failed_calibration = self._group_loops(rt, cs, build, host.execute)
             if failed_calibration is not None:
                 return self._record(rt, cs, r, seq, now(), *failed_calibration, [])
-        inputs = (list(command), dict(prepared), dict(wctx.env), trial_dir, host.local, cs.loops)
+        inputs = (list(command), prepared, dict(wctx.env), trial_dir, host.local, cs.loops)
         spec = self._spec(cs, build, hooks, hctx, inputs)
         failed = self._before_trial(w, spec, host.execute)
         if failed is not None:
@@ -167,7 +168,7 @@ class TrialPath:
         variant: Variant,
         cell: Cell,
         command: list[str],
-        prepared: dict[str, Any],
+        prepared: Prepared,
         workload_env: dict[str, str],
         trial_dir: Path,
         launcher_places: bool,
@@ -333,7 +334,10 @@ class TrialPath:
     def fork_places(self) -> bool:
         """Whether every local trial of this run starts through fork with a placement step in the child
         (`executor.forks_to_place`): decided once for the run, so that all its sides start the same way."""
-        cpusets = [r.cpuset for r in self.hosts.local.system.variants.values() if r.cpuset]
+        from fairmark.run.variants.cpus import CpuSet
+
+        found = (r.change("cpus") for r in self.hosts.local.system.variants.values())
+        cpusets = [c for c in found if isinstance(c, CpuSet)]
         cpus = any(not c.use_cgroup for c in cpusets) or any("cpus" in w.sweep for w in self.plan.workload)
         return forks_to_place(any(c.use_cgroup for c in cpusets), cpus)
 

@@ -1,9 +1,9 @@
-"""`cpus = N | "LIST"` (the trial's whole process tree on those CPUs) and `online_cpus = N` (CPU hotplug).
+"""`cpus = N | "LIST"`: the trial's whole process tree on those CPUs (`online_cpus`, CPU hotplug, is its own kind).
 
 `cpus` uses a cpuset cgroup (v1, /sys/fs/cgroup/cpuset) when fairmark may create one: the trial joins it
 before exec, so every child inherits it and no child can widen its own affinity. Without it (not root, no
-cgroup v1 cpuset) it falls back to `taskset -c LIST`, whose affinity children inherit too. Servers a tool
-adapter starts before the trial are outside the tree; `online_cpus` limits the whole machine instead.
+cgroup v1 cpuset) the trial gets the CPUs as its affinity, which children inherit too. Servers a tool adapter
+starts before the trial are outside the tree; `online_cpus` limits the whole machine instead.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 from fairmark.errors import EnvironmentRefused
-from fairmark.run.variants.journal import Journal
-from fairmark.run.variants.tunable import FileSetting, read_value, write_value
+from fairmark.run.variants.driver import Context, Prepared
+from fairmark.run.variants.journal import Journal, JournalEntry
+from fairmark.run.variants.tunable import read_value, write_value
 
+KIND, ORDER, SCOPE = "cpus", 70, "variant"
 CPU_ROOT = "/sys/devices/system/cpu"
 CPUSET_ROOT = "/sys/fs/cgroup/cpuset"
 
@@ -78,49 +80,6 @@ def resolve_cpus(spec: int | str, online: list[int]) -> list[int]:
     return wanted
 
 
-# -- online_cpus: hotplug --------------------------------------------------------------------------------
-def online_settings(count: int, root: str = CPU_ROOT, cpuset_root: str = CPUSET_ROOT) -> list[FileSetting]:
-    """Keep the first `count` present CPUs online and take the others offline (order: guards, online, off)."""
-    present = present_cpu_ids(root)
-    if count > len(present):
-        raise EnvironmentRefused(f"online_cpus = {count}: this machine has only {len(present)} CPU(s)")
-    keep = set(present[:count])
-    ups, downs = [], []
-    for cpu in present:
-        path = f"{root}/cpu{cpu}/online"
-        if not Path(path).exists():
-            if cpu not in keep:
-                raise EnvironmentRefused(
-                    f"online_cpus = {count}: cpu{cpu} cannot be taken offline here ({path})"
-                )
-            continue
-        setting = FileSetting(label=f"cpu{cpu} online", path=path, want="1" if cpu in keep else "0")
-        _check_hotplug(setting)
-        (ups if cpu in keep else downs).append(setting)
-    return _cpuset_guards(cpuset_root) + ups + downs if downs else ups
-
-
-def _check_hotplug(setting: FileSetting) -> None:
-    try:
-        setting.check()
-    except EnvironmentRefused as exc:
-        raise EnvironmentRefused(
-            f"online_cpus: CPU hotplug is not allowed here: {exc.message}",
-            hint="use `cpus = N` (a cpuset for the trial's processes) instead",
-        ) from None
-
-
-def _cpuset_guards(cpuset_root: str) -> list[FileSetting]:
-    # cgroup v1 removes an offlined CPU from every child cpuset and never gives it back on online.
-    root = Path(cpuset_root)
-    if not (root / "cpuset.cpus").exists():
-        return []
-    return [
-        FileSetting(label=f"cpuset {p.parent.relative_to(root)}", path=str(p), want="", guard=True)
-        for p in sorted(root.glob("*/**/cpuset.cpus"))
-    ]
-
-
 # -- cpus: cpuset cgroup or taskset ----------------------------------------------------------------------
 def cpuset_usable(cpuset_root: str = CPUSET_ROOT) -> bool:
     root = Path(cpuset_root)
@@ -137,20 +96,41 @@ class CpuSet:
     cpuset_root: str = CPUSET_ROOT
     entry_id: str | None = None
     path: str | None = None
+    scope: ClassVar[str] = SCOPE
 
-    def describe(self) -> str:
+    @property
+    def needs_root(self) -> bool:
+        return self.use_cgroup
+
+    def description(self) -> str:
         how = "a cpuset cgroup" if self.use_cgroup else "taskset affinity"
         n = len(self.cpus)
         return f"trial processes on CPU(s) {format_cpu_list(self.cpus)} ({n} CPU{'s' if n > 1 else ''}, via {how})"
 
-    def placement(self, journal: Journal, dry_run: bool = False) -> dict[str, Any]:
+    def describe(self) -> list[str]:
+        return [self.description()]
+
+    def apply(self, journal: Journal) -> list[str]:
+        return []  # its cgroup is made at the first trial's placement (`prepared`)
+
+    def prepared(self, journal: Journal, dry_run: bool = False) -> Prepared:
         """Where the launcher puts the trial's process before it execs the command (fairmark.run.spec:
         `place_cgroup` / `place_cpus`): no wrapper process, so this side carries nothing the other lacks."""
         if not self.use_cgroup:
-            return {"cpus": list(self.cpus)}  # sched_setaffinity, inherited by the whole tree
+            return Prepared(cpus=tuple(self.cpus))  # sched_setaffinity, inherited by the whole tree
         if self.path is None and not dry_run:
             self.create(journal)
-        return {"cgroup": self.path or self.cpuset_root + "/fairmark-…"}
+        return Prepared(cgroup=self.path or self.cpuset_root + "/fairmark-…")
+
+    def undo(self, journal: Journal) -> tuple[list[str], list[str]]:
+        if self.entry_id is None:
+            return [], []
+        done, problem = undo_cgroup(journal.get(self.entry_id))
+        if problem:
+            return [done], [problem]
+        journal.remove(self.entry_id)
+        self.entry_id, self.path = None, None
+        return [done], []
 
     def create(self, journal: Journal) -> None:
         name = f"fairmark-{os.getpid()}-{self.variant}"
@@ -162,7 +142,18 @@ class CpuSet:
         self.path = path
 
 
-def undo_cgroup(entry: dict[str, Any]) -> tuple[str, str | None]:
+def check(value: object, ctx: Context) -> CpuSet:
+    """The driver (driver.py): the CPUs must be online here — within what `online_cpus` keeps online."""
+    online = online_cpu_ids()
+    keep = ctx.changes.get("online_cpus")
+    if isinstance(keep, int) and keep:  # the CPU set must fit in what stays online
+        online = online[:keep]
+    if not isinstance(value, int | str):
+        raise EnvironmentRefused(f'cpus: a count or a list such as "0-1,3", not {value!r}')
+    return CpuSet(ctx.variant, resolve_cpus(value, online), use_cgroup=cpuset_usable())
+
+
+def undo_cgroup(entry: JournalEntry) -> tuple[str, str | None]:
     """Move any process left in the cgroup to its parent and remove it. Idempotent."""
     path = Path(entry["path"])
     if not path.exists():

@@ -6,11 +6,17 @@ therefore lists a superset of what is changed at any instant, and undoing an ent
 original value again, unmounting only what is mounted). One file per fairmark process,
 ``STATE_DIR/journal/PID-START.json``; a journal whose process is gone is *pending* and is undone by the next
 fairmark command (`recover_pending`). Files are replaced atomically (write, fsync, rename, fsync directory).
+
+The agent on a host (remote/agent.py) writes the same journal (`Journal.for_agent`): the entries of the same
+drivers (driver.py), its liveness told by a lock file (PATH.lock, flock'd while the journal has entries: the
+kernel drops it when the agent dies, so the next agent never guesses from a PID, which other PID namespaces and
+reuse defeat). A journal of an agent from before (its "started" instead of "created") loads alike.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import socket
@@ -21,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = 1
+JournalEntry = dict[str, Any]  # {"id", "at", "type", …}: what driver.undo_entry undoes
 
 
 def default_state_dir() -> Path:
@@ -64,11 +71,13 @@ class Journal:
     path: Path
     pid: int
     start: float | None
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[JournalEntry] = field(default_factory=list)
     created: float = field(default_factory=time.time)
     host: str = field(default_factory=socket.gethostname)
     tags: dict[str, Any] = field(default_factory=dict)  # merged into new entries (variant, scope)
-    history: list[dict[str, Any]] = field(default_factory=list)  # every entry ever added, for the final check
+    history: list[JournalEntry] = field(default_factory=list)  # every entry ever added, for the final check
+    locked: bool = False  # an agent's: PATH.lock held while it has entries (see the module's text)
+    lock_fd: int | None = None
 
     # -- construction ------------------------------------------------------------------------------------
     @classmethod
@@ -77,6 +86,12 @@ class Journal:
         start = _process_start(pid)
         name = f"{pid}-{int((start or 0) * 1000)}.json"
         return cls(path=Path(state_dir) / "journal" / name, pid=pid, start=start)
+
+    @classmethod
+    def for_agent(cls, state_dir: str | Path) -> Journal:
+        """An agent's journal: its liveness is its lock file's (no process start time, no psutil there)."""
+        path = Path(state_dir) / "journal" / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+        return cls(path=path, pid=os.getpid(), start=None, locked=True)
 
     @classmethod
     def load(cls, path: Path) -> Journal:
@@ -96,7 +111,7 @@ class Journal:
             pid=int(data.get("pid", 0)),
             start=data.get("start"),
             entries=data["entries"],
-            created=float(data.get("created", 0)),
+            created=float(data.get("created", data.get("started", 0)) or 0),
             host=str(data.get("host", "")),
         )
 
@@ -122,11 +137,16 @@ class Journal:
         self.save()
 
     def remove(self, entry_id: str) -> None:
-        self.entries = [e for e in self.entries if e["id"] != entry_id]
+        self.entries = [e for e in self.entries if e.get("id") != entry_id]
         self.save()
 
-    def get(self, entry_id: str) -> dict[str, Any]:
-        return next(e for e in self.entries if e["id"] == entry_id)
+    def drop(self, entry: JournalEntry) -> None:
+        """Remove an entry that has no id (an older agent's)."""
+        self.entries = [e for e in self.entries if e is not entry]
+        self.save()
+
+    def get(self, entry_id: str) -> JournalEntry:
+        return next(e for e in self.entries if e.get("id") == entry_id)
 
     def save(self) -> None:
         """Write the journal durably; with no entries left, delete the file (nothing is pending)."""
@@ -134,6 +154,8 @@ class Journal:
             self.discard()
             return
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.locked:
+            self._hold()
         data = {
             "format": FORMAT,
             "pid": self.pid,
@@ -148,6 +170,38 @@ class Journal:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
             _fsync_dir(self.path.parent)
+        self._release()
+
+    # -- an agent's lock file ----------------------------------------------------------------------------
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_suffix(".lock")
+
+    def _hold(self) -> None:
+        while self.lock_fd is None:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:  # a recovering agent that took it first (no journal yet) removed it: make another
+                same = os.path.samestat(os.stat(self.lock_path), os.fstat(fd))
+            except FileNotFoundError:
+                same = False
+            if same:
+                self.lock_fd = fd
+            else:
+                os.close(fd)
+
+    def _release(self) -> None:
+        if self.lock_fd is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.lock_path)  # after the journal: a journal without its lock is an old agent's
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+    def let_go(self) -> None:
+        """Close the lock without removing it (what is left waits for the next agent)."""
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
 
 
 def journal_paths(state_dir: Path) -> list[Path]:

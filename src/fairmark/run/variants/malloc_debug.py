@@ -12,6 +12,10 @@ import os
 import sys
 from collections.abc import Mapping
 
+from fairmark.run.variants.driver import Context, Prepared
+from fairmark.run.variants.journal import Journal
+
+KIND, ORDER, SCOPE = "malloc_debug", 80, "variant"
 GLIBC_TUNABLES = "glibc.malloc.check=3:glibc.malloc.perturb=165"
 FREEBSD_MALLOC_CONF = "junk:true,abort:true"
 LIB_DIRS = ("/usr/lib/*-linux-gnu", "/lib/*-linux-gnu", "/usr/lib64", "/lib64", "/usr/lib", "/lib")
@@ -48,3 +52,31 @@ def describe(env: Mapping[str, str]) -> str:
         else " (libc_malloc_debug.so not found: perturb only)"
     )
     return f"malloc debugging: {parts}{note}"
+
+
+class DebugEnv:
+    """The allocator's debugging mode as this machine's libc takes it: an environment, nothing journaled."""
+
+    scope = SCOPE
+    needs_root = False
+
+    def __init__(self, env: dict[str, str]):
+        self.env = env
+
+    def describe(self) -> list[str]:
+        return [describe(self.env)]
+
+    def apply(self, journal: Journal) -> list[str]:
+        return []
+
+    def prepared(self, journal: Journal, dry_run: bool = False) -> Prepared:
+        return Prepared(env=dict(self.env))
+
+    def undo(self, journal: Journal) -> tuple[list[str], list[str]]:
+        return [], []
+
+
+def check(value: object, ctx: Context) -> DebugEnv:
+    """The driver (driver.py): glibc's tunables (and its debug library where it has one), FreeBSD's MALLOC_CONF,
+    joined to what the variant's own environment sets for them."""
+    return DebugEnv(malloc_env(ctx.env, freebsd=ctx.freebsd))

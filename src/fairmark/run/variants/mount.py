@@ -15,17 +15,60 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import ClassVar, Protocol
 
 from fairmark.errors import EnvironmentRefused
-from fairmark.run.variants.journal import Journal
+from fairmark.run.variants.driver import Context, Prepared
+from fairmark.run.variants.journal import Journal, JournalEntry
 from fairmark.run.variants.tunable import run_command
 
-if TYPE_CHECKING:  # the plan model (pydantic) is not needed to recover or to diagnose
-    from fairmark.plan.model import MountSpec
+KIND, ORDER, SCOPE = "mount", 60, "variant"
+
+
+class MountSpec(Protocol):
+    """A `mount` value: the plan model's MountSpec, or `Mount` (the same as JSON, on a host)."""
+
+    @property
+    def fs(self) -> str: ...
+    @property
+    def options(self) -> str: ...
+    @property
+    def size(self) -> str: ...
+    @property
+    def mkfs_options(self) -> list[str] | str: ...
+    @property
+    def soft_updates(self) -> bool | None: ...
+    @property
+    def image_dir(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A `mount` value as JSON has it (the plan model's MountSpec dumped), with its defaults."""
+
+    fs: str = "ext4"
+    options: str = ""
+    size: str = "1G"
+    mkfs_options: list[str] | str = ""
+    soft_updates: bool | None = None
+    image_dir: str | None = None
+
+    @classmethod
+    def of(cls, value: Mapping[str, object]) -> Mount:
+        opts = value.get("mkfs_options") or ""
+        soft = value.get("soft_updates")
+        return cls(
+            fs=str(value.get("fs") or "ext4"),
+            options=str(value.get("options") or ""),
+            size=str(value.get("size") or "1G"),
+            mkfs_options=[str(o) for o in opts] if isinstance(opts, list) else str(opts),
+            soft_updates=soft if isinstance(soft, bool) else None,
+            image_dir=str(value["image_dir"]) if value.get("image_dir") else None,
+        )
+
 
 Runner = Callable[[Sequence[str]], str]
 
@@ -139,6 +182,36 @@ class ScratchFs:
     run: Runner = run_command  # injectable: FreeBSD's sequence is tested with a fake here
     entry_id: str | None = None
     mountpoint: str | None = None
+    scope: ClassVar[str] = SCOPE
+    needs_root: ClassVar[bool] = True
+
+    def describe(self) -> list[str]:
+        return [describe(self.spec)]
+
+    def apply(self, journal: Journal) -> list[str]:
+        if self.mountpoint is not None:
+            return []
+        try:
+            self.create(journal)
+        except BaseException:
+            self.undo(journal)  # nothing left half-made
+            raise
+        return [f"{describe(self.spec)}: {self.mountpoint}"]
+
+    def prepared(self, journal: Journal, dry_run: bool = False) -> Prepared:
+        if self.mountpoint is None and not dry_run:
+            self.apply(journal)
+        return Prepared(workdir=self.mountpoint or f"<scratch {self.spec.fs} of {self.variant}>")
+
+    def undo(self, journal: Journal) -> tuple[list[str], list[str]]:
+        if self.entry_id is None:
+            return [], []
+        done, problem = undo_scratch(journal.get(self.entry_id), self.run)
+        if problem:
+            return [done], [problem]
+        journal.remove(self.entry_id)
+        self.entry_id, self.mountpoint = None, None
+        return [done], []
 
     def check(self) -> None:
         if self.spec.fs == "tmpfs":
@@ -158,16 +231,17 @@ class ScratchFs:
 
     def create(self, journal: Journal) -> str:
         folder = self.base_dir / f"{os.getpid()}-{self.variant}-{uuid.uuid4().hex[:8]}"
-        entry = {
+        entry: dict[str, str] = {
             "type": "scratch",
             "os": "freebsd" if self.freebsd else "linux",
             "dir": str(folder),
             "image": str(folder / "image"),
             "mountpoint": str(folder / "mnt"),
-            "loop": None,  # loop device (Linux) or md unit (FreeBSD), recorded once it exists
             "label": f"scratch {self.spec.fs} of variant {self.variant}",
         }
-        self.entry_id = journal.add(entry)  # before anything exists: recovery can always find it
+        # before anything exists: recovery can always find it; "loop", the loop device (Linux) or md unit
+        # (FreeBSD), is recorded once it exists
+        self.entry_id = journal.add({**entry, "loop": None})
         (folder / "mnt").mkdir(parents=True, mode=0o755)
         if self.spec.fs == "tmpfs":
             self.run(tmpfs_command(self.spec, entry["mountpoint"]))
@@ -179,14 +253,16 @@ class ScratchFs:
         self.mountpoint = entry["mountpoint"]
         return self.mountpoint
 
-    def _attach_and_mount(self, journal: Journal, entry: dict[str, Any]) -> None:
+    def _attach_and_mount(self, journal: Journal, entry: dict[str, str]) -> None:
         image, mnt = entry["image"], entry["mountpoint"]
+        build: Callable[[MountSpec, str, str, str], list[list[str]]]
         if self.freebsd:
             device = self.run(freebsd_attach(image, self.spec.size)[1]).strip()
             build = freebsd_commands
         else:
             device = self.run(["losetup", "--find", "--show", image]).strip()
             build = linux_commands
+        assert self.entry_id is not None  # journaled by create() before anything exists
         journal.update(self.entry_id, loop=device)
         for argv in build(self.spec, image, device, mnt):
             self.run(argv)
@@ -203,7 +279,7 @@ def _umount(mountpoint: str, run: Runner) -> str | None:
     return "forcibly (it was busy)"
 
 
-def _devices_of(entry: dict[str, Any], run: Runner) -> list[str]:
+def _devices_of(entry: JournalEntry, run: Runner) -> list[str]:
     """The loop devices / md units backed by the journaled image: asked from the kernel, not trusted."""
     image, recorded = entry["image"], entry.get("loop")
     if entry.get("os") == "freebsd":
@@ -221,11 +297,11 @@ def _devices_of(entry: dict[str, Any], run: Runner) -> list[str]:
     return devices
 
 
-def _detach(entry: dict[str, Any], device: str) -> list[str]:
+def _detach(entry: JournalEntry, device: str) -> list[str]:
     return freebsd_detach(device) if entry.get("os") == "freebsd" else ["losetup", "-d", device]
 
 
-def undo_scratch(entry: dict[str, Any], run: Runner = run_command) -> tuple[str, str | None]:
+def undo_scratch(entry: JournalEntry, run: Runner = run_command) -> tuple[str, str | None]:
     """Unmount, detach, delete — only what the journal entry names. Idempotent."""
     done, mountpoint, folder = [], entry["mountpoint"], Path(entry["dir"])
     try:
@@ -248,3 +324,14 @@ def undo_scratch(entry: dict[str, Any], run: Runner = run_command) -> tuple[str,
     if mounted(mountpoint) or leftovers:
         return f"{entry['label']}: cleanup incomplete", f"{entry['label']}: still present: {leftovers}"
     return (f"{entry['label']}: " + ", ".join(done)) if done else f"{entry['label']} is gone", None
+
+
+def check(value: object, ctx: Context) -> ScratchFs:
+    """The driver (driver.py): the file system can be made here (mkfs, loop devices; UFS on FreeBSD)."""
+    if not isinstance(value, Mapping):
+        raise EnvironmentRefused(f'mount: a table such as {{ fs = "ext4", size = "1G" }}, not {value!r}')
+    spec = Mount.of(value)
+    base = Path(spec.image_dir) if spec.image_dir else Path(ctx.state_dir or ".") / "scratch"
+    scratch = ScratchFs(ctx.variant, spec, base, freebsd=ctx.freebsd)
+    scratch.check()
+    return scratch

@@ -7,15 +7,17 @@ needs a reboot between trials, which fairmark does not do, so it is refused with
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fairmark.errors import EnvironmentRefused
+from fairmark.run.variants.driver import Context, Settings
 from fairmark.run.variants.journal import Journal
 from fairmark.run.variants.tunable import FileSetting, normalize, run_command
 
+KIND, ORDER, SCOPE = "sysctl", 10, "block"
 PROC_SYS = "/proc/sys"
 
 # Linux settings people try as sysctls that are kernel command-line parameters (no /proc/sys entry).
@@ -193,7 +195,18 @@ def undo_freebsd(entry: dict[str, Any], run: Runner = run_command) -> tuple[str,
     return f"restored sysctl {name} = {original} (was {now})", None
 
 
-def settings(sysctls: dict[str, Any], *, freebsd: bool, root: str = PROC_SYS) -> list[Any]:
+def settings(sysctls: Mapping[str, Any], *, freebsd: bool, root: str = PROC_SYS) -> list[Any]:
     if freebsd:
         return [FreeBSDSysctl(name, normalize(value_text(v))) for name, v in sysctls.items()]
     return [linux_setting(name, v, root) for name, v in sysctls.items()]
+
+
+def check(value: object, ctx: Context) -> Settings:
+    """The driver (driver.py): every sysctl exists here and can be written at run time."""
+    if not isinstance(value, Mapping):
+        raise EnvironmentRefused(f"sysctl: a table of names and values, not {value!r}")
+    made = settings(value, freebsd=ctx.freebsd)
+    for s in made:
+        if isinstance(s, FreeBSDSysctl):
+            s.check()
+    return Settings(made)

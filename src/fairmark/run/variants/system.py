@@ -8,14 +8,17 @@ Interface the runner uses:
                                in A B B A blocks instead of shuffling every trial
   .activate(variant)           revert the previous variant's machine-wide changes, apply this one's (each
                                original value journaled and fsync'd first), wait settle_s
-  .prepare(variant)            -> {"env": {...}, "placement": {"cgroup": dir} or {"cpus": [...]}, "workdir": path}
-                                  (the keys that apply; the launcher applies the placement before exec)
+  .prepare(variant)            -> Prepared (driver.py): env, workdir, a cgroup or CPUs to place the trial on
+                                  (the launcher applies the placement before exec)
   .describe()                  -> {variant: [human-readable change, …]} for --dry-run and the report
   .close()                     revert everything, check every touched value is its original again; raises
                                RevertError (loudly) if not. Idempotent; call it in a finally.
   recover_pending()            undo what a killed fairmark left (a dead process's journal); a line per action
   pending_findings()           the same, as doctor findings (severity "error"), without changing anything
-The journal (journal.py) is the truth: close() and recovery both undo its entries, newest first.
+Each kind's change is its driver's (driver.py: `fairmark.run.variants.<kind>`, the kinds of plan/kinds.py), made
+and undone by the same code as on a host's agent. The journal (journal.py) is the truth: close() undoes the
+changes in the reverse of their making, then whatever the journal still holds; recovery undoes a dead process's
+journal entries, newest first.
 """
 
 from __future__ import annotations
@@ -34,21 +37,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fairmark.errors import EnvironmentRefused, Terminated
-from fairmark.run.variants import cpus as cpus_mod
-from fairmark.run.variants import kernel, malloc_debug, mount, sysctl
-from fairmark.run.variants.journal import Journal, default_state_dir, journal_paths
+from fairmark.run.variants import driver
+from fairmark.run.variants.driver import Change, Context, Prepared, undo_entry
+from fairmark.run.variants.journal import Journal, JournalEntry, default_state_dir, journal_paths
 from fairmark.run.variants.syslock import SystemLock
-from fairmark.run.variants.tunable import RevertError, undo_file, verify_files
+from fairmark.run.variants.tunable import RevertError, verify_files
 
 if TYPE_CHECKING:  # the plan model (pydantic) is not needed to recover or to diagnose
-    from fairmark.plan.model import MountSpec, Plan, Variant
+    from fairmark.plan.model import Plan, Variant
 
 DEFAULT_SETTLE_S = 1.0
 
 
 def merged_changes(plan: Plan, variant: Variant) -> dict[str, Any]:
     """The variant's changes with its [tuning.NAME] set underneath (the variant's own keys win; sysctl
-    tables merge key by key)."""
+    tables merge key by key), as JSON (what a driver takes, here and on a host)."""
+    from pydantic import BaseModel
+
     from fairmark.plan.kinds import VARIANT_KINDS  # with a plan at hand; recovery needs no plan model
 
     base: dict[str, Any] = {}
@@ -58,23 +63,28 @@ def merged_changes(plan: Plan, variant: Variant) -> dict[str, Any]:
     own = {k: getattr(variant, k) for k in variant.model_fields_set if k in (*VARIANT_KINDS, "settle_s")}
     out = {**base, **own}
     out["sysctl"] = {**base.get("sysctl", {}), **own.get("sysctl", {})}
-    return out
+    return {k: v.model_dump(mode="json") if isinstance(v, BaseModel) else v for k, v in out.items()}
 
 
 @dataclass
 class Resolved:
-    """One variant's changes, checked against this machine."""
+    """One variant's changes, checked against this machine: (kind, its driver's change), in the order made."""
 
     name: str
-    settings: list[Any] = field(default_factory=list)  # machine-wide, flipped per block
-    scratch: mount.ScratchFs | None = None  # kept from first use to close()
-    cpuset: cpus_mod.CpuSet | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    changes: list[tuple[str, Change]] = field(default_factory=list)
     settle_s: float = 0.0
 
     @property
     def needs_root(self) -> bool:
-        return bool(self.settings or self.scratch or (self.cpuset and self.cpuset.use_cgroup))
+        return any(c.needs_root for _, c in self.changes)
+
+    @property
+    def block(self) -> list[Change]:
+        """The machine-wide changes, undone when another variant's block starts."""
+        return [c for _, c in self.changes if c.scope == "block"]
+
+    def change(self, kind: str) -> Change | None:
+        return next((c for k, c in self.changes if k == kind), None)
 
 
 class SystemState:
@@ -85,30 +95,27 @@ class SystemState:
         self.variants = {v.name: self._resolve(v) for v in plan.variant}
         self.active: str | None = None
         self.journal = Journal.for_this_process(self.state_dir)
+        self.made: list[Change] = []  # in the order they were made: undone in reverse by close()
         self._old_handlers: dict[int, Any] = {}
         self._closed = False
         self.lock = SystemLock()
         if not dry_run and any(r.needs_root for r in self.variants.values()):
             self._refuse_unless_possible()
-        if not dry_run and any(r.settings for r in self.variants.values()):
+        if not dry_run and any(r.block for r in self.variants.values()):
             self.lock.acquire()  # machine-wide settings: one fairmark at a time (released by close())
 
     # -- resolution (all refusals happen here, before any trial) -----------------------------------------
     def _resolve(self, variant: Variant) -> Resolved:
-        ch = merged_changes(self.plan, variant)
-        r = Resolved(variant.name)
-        for key, (given, resolve) in RESOLVE.items():
-            if given(ch.get(key)):
-                resolve(self, r, variant, ch)
-        settle = ch.get("settle_s")
-        r.settle_s = settle if settle is not None else (DEFAULT_SETTLE_S if r.settings else 0.0)
-        return r
+        from fairmark.plan.kinds import VARIANT_KINDS, given
 
-    def _scratch(self, name: str, spec: MountSpec) -> mount.ScratchFs:
-        base = Path(spec.image_dir) if spec.image_dir else self.state_dir / "scratch"
-        scratch = mount.ScratchFs(name, spec, base, freebsd=self.freebsd)
-        scratch.check()
-        return scratch
+        ch = merged_changes(self.plan, variant)
+        ctx = Context(variant.name, self.freebsd, str(self.state_dir), dict(variant.env), ch)
+        r = Resolved(variant.name)
+        for kind, module in driver.ordered(k for k in VARIANT_KINDS if given(ch.get(k))):
+            r.changes.append((kind, module.check(ch[kind], ctx)))
+        settle = ch.get("settle_s")
+        r.settle_s = settle if settle is not None else (DEFAULT_SETTLE_S if r.block else 0.0)
+        return r
 
     def _refuse_unless_possible(self) -> None:
         if os.geteuid() != 0:
@@ -130,35 +137,30 @@ class SystemState:
     # -- the runner's interface ---------------------------------------------------------------------------
     @property
     def changes_system(self) -> bool:
-        return any(r.settings or r.scratch for r in self.variants.values())
+        """Whether a variant flips machine-wide state (the kinds table's machine_wide): blocks, not shuffles."""
+        from fairmark.plan.kinds import VARIANT_KINDS
+
+        return any(VARIANT_KINDS[k].machine_wide for r in self.variants.values() for k, _ in r.changes)
 
     def describe(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for name, r in self.variants.items():
-            lines = [s.describe() for s in r.settings if not getattr(s, "guard", False)]
-            if r.scratch:
-                lines.append(mount.describe(r.scratch.spec))
-            if r.cpuset:
-                lines.append(r.cpuset.describe())
-            if r.env:
-                lines.append(malloc_debug.describe(r.env))
-            if r.settings and r.settle_s:
+            lines = [line for _, c in r.changes for line in c.describe()]
+            if r.block and r.settle_s:
                 lines.append(f"settle {r.settle_s:g} s after applying")
             out[name] = lines
         return out
 
-    def prepare(self, variant: Variant | str) -> dict[str, Any]:
+    def prepare(self, variant: Variant | str) -> Prepared:
         r = self.variants[_name(variant)]
-        out: dict[str, Any] = {}
-        if r.env:
-            out["env"] = dict(r.env)
-        if r.cpuset:
-            out["placement"] = r.cpuset.placement(self._tagged(r.name, "run"), dry_run=self.dry_run)
-        if r.scratch:
-            if r.scratch.mountpoint is None and not self.dry_run:
+        out = Prepared()
+        for _, c in r.changes:
+            if not self.dry_run:
                 self._install_signal_handlers()
-                r.scratch.create(self._tagged(r.name, "run"))
-            out["workdir"] = r.scratch.mountpoint or f"<scratch {r.scratch.spec.fs} of {r.name}>"
+            made = c.prepared(self._tagged(r.name, c.scope), dry_run=self.dry_run)
+            if not self.dry_run and c not in self.made:
+                self.made.append(c)
+            out = out.merged(made)
         return out
 
     def activate(self, variant: Variant | str) -> None:
@@ -172,16 +174,15 @@ class SystemState:
         self._install_signal_handlers()
         self._revert_block()
         self.active = name
-        journal = self._tagged(name, "block")
-        for setting in r.settings:
+        for _, c in r.changes:
+            if c not in self.made:
+                self.made.append(c)
             try:
-                setting.apply(journal)
+                c.apply(self._tagged(name, c.scope))
             except BaseException:
                 self._revert_block()  # leave nothing half-applied
                 raise
-        if r.scratch and r.scratch.mountpoint is None:
-            r.scratch.create(self._tagged(name, "run"))
-        if r.settings and r.settle_s:
+        if r.block and r.settle_s:
             time.sleep(r.settle_s)  # let caches, governors, the scheduler adapt before the block's trials
 
     def close(self) -> None:
@@ -189,7 +190,8 @@ class SystemState:
             return
         self._closed = True
         try:
-            problems = self._undo(lambda e: True)
+            problems = self._undo(self.made)
+            problems += [p for _, p in driver.sweep(self.journal) if p]  # what no change holds (a boot hook)
             problems += self._verify()
         finally:
             self.active = None
@@ -205,38 +207,28 @@ class SystemState:
 
     # -- internals ----------------------------------------------------------------------------------------
     def _tagged(self, variant: str, scope: str) -> Journal:
-        self.journal.tags = {"variant": variant, "scope": scope}
+        self.journal.tags = {"variant": variant, "scope": "block" if scope == "block" else "run"}
         return self.journal
 
     def _revert_block(self) -> None:
-        problems = self._undo(lambda e: e.get("scope") == "block")
+        if self.active is None:
+            return
+        problems = self._undo(self.variants[self.active].block)
         if problems:
             raise RevertError(
                 f"could not revert variant {self.active}: " + "; ".join(problems),
                 hint=f"the journal {self.journal.path} is kept; `fairmark restore` retries",
             )
-        for r in self.variants.values():
-            for s in r.settings:
-                s.entry_id = None  # their entries are undone and gone
 
-    def _undo(self, which: Any) -> list[str]:
-        problems = []
-        for entry in reversed([e for e in self.journal.entries if which(e)]):
-            problem = undo_entry(entry)[1]
-            if problem:
-                problems.append(problem)
-            else:
-                self.journal.remove(entry["id"])
-        for r in self.variants.values():
-            if r.scratch and r.scratch.entry_id not in {e["id"] for e in self.journal.entries}:
-                r.scratch.entry_id, r.scratch.mountpoint = None, None
-            if r.cpuset and r.cpuset.entry_id not in {e["id"] for e in self.journal.entries}:
-                r.cpuset.entry_id, r.cpuset.path = None, None
+    def _undo(self, changes: list[Change]) -> list[str]:
+        problems: list[str] = []
+        for c in reversed(changes):
+            problems += c.undo(self.journal)[1]
         return problems
 
     def _verify(self) -> list[str]:
         """Each touched file holds the value it had before the run (the first original seen per path)."""
-        first: dict[str, dict[str, Any]] = {}
+        first: dict[str, JournalEntry] = {}
         for e in self.journal.history:
             if e["type"] == "file":
                 first.setdefault(e["path"], e)
@@ -261,86 +253,8 @@ def _exit_on_signal(signum: int, _frame: Any) -> None:
     raise Terminated(signum)
 
 
-# -- the variant kinds: key (a field of plan.model.SystemChanges, see plan/kinds.py) → (is it given?, resolve) ----
-# Each resolve adds to the variant's Resolved what its own module makes of the value: machine-wide settings
-# (applied in this order, each journaled, undone by undo_entry), a scratch file system, a CPU set, env.
-def _sysctl(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
-    r.settings += sysctl.settings(ch["sysctl"], freebsd=s.freebsd)
-
-
-def _aslr(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
-    r.settings.append(kernel.aslr_setting(ch["aslr"]))
-
-
-def _thp(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
-    r.settings.append(kernel.thp_setting(ch["thp"]))
-
-
-def _governor(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
-    r.settings += kernel.governor_settings(ch["governor"])
-
-
-def _online_cpus(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
-    r.settings += cpus_mod.online_settings(ch["online_cpus"])
-
-
-def _mount(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
-    r.scratch = s._scratch(v.name, ch["mount"])
-
-
-def _cpus(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
-    online = cpus_mod.online_cpu_ids()
-    if ch.get("online_cpus"):  # the CPU set must fit in what stays online
-        online = online[: ch["online_cpus"]]
-    chosen = cpus_mod.resolve_cpus(ch["cpus"], online)
-    r.cpuset = cpus_mod.CpuSet(v.name, chosen, use_cgroup=cpus_mod.cpuset_usable())
-
-
-def _malloc_debug(s: SystemState, r: Resolved, v: Variant, ch: dict[str, Any]) -> None:
-    r.env = malloc_debug.malloc_env(v.env, freebsd=s.freebsd)
-
-
-def _truthy(value: Any) -> bool:
-    return bool(value)
-
-
-def _not_none(value: Any) -> bool:  # aslr = 0 and cpus = 0 … are values, not absences
-    return value is not None
-
-
-# In the order the settings are applied (sysctls first, CPU hotplug last); plan/kinds.py has the same keys.
-RESOLVE: dict[str, tuple[Any, Any]] = {
-    "sysctl": (_truthy, _sysctl),
-    "aslr": (_not_none, _aslr),
-    "thp": (_truthy, _thp),
-    "governor": (_truthy, _governor),
-    "online_cpus": (_truthy, _online_cpus),
-    "mount": (_truthy, _mount),
-    "cpus": (_not_none, _cpus),
-    "malloc_debug": (_truthy, _malloc_debug),
-}
-
-
 def _name(variant: Variant | str) -> str:
     return variant if isinstance(variant, str) else variant.name
-
-
-# -- undo of one journal entry, shared by close() and recovery -------------------------------------------
-def undo_entry(entry: dict[str, Any]) -> tuple[str, str | None]:
-    kind = entry.get("type")
-    if kind == "file":
-        return undo_file(entry)
-    if kind == "freebsd-sysctl":
-        return sysctl.undo_freebsd(entry)
-    if kind == "scratch":
-        return mount.undo_scratch(entry)
-    if kind == "cgroup":
-        return cpus_mod.undo_cgroup(entry)
-    if kind == "boot-hook":
-        from fairmark.run.variants.boothook import undo_hook
-
-        return undo_hook(entry)
-    return f"unknown journal entry {kind!r}", f"unknown journal entry type {kind!r}: {entry}"
 
 
 @contextlib.contextmanager
@@ -383,7 +297,7 @@ def recover_pending(state_dir: Path | str | None = None) -> list[str]:
                 f"fairmark pid {journal.pid} ended at some point after {_when(journal)} without "
                 f"reverting its changes; restoring ({path}):"
             )
-            remaining = []
+            remaining: list[JournalEntry] = []
             for entry in reversed(journal.entries):
                 done, problem = undo_entry(entry)
                 lines.append(f"  {done}")
@@ -430,7 +344,7 @@ def pending_findings(state_dir: Path | str | None = None) -> list[dict[str, Any]
     return findings
 
 
-def _entry_summary(entry: dict[str, Any]) -> str:
+def _entry_summary(entry: JournalEntry) -> str:
     if entry.get("type") in ("file", "freebsd-sysctl"):
         return f"{entry.get('label')} (original {entry.get('original')!r})"
     if entry.get("type") == "scratch":

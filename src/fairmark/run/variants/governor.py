@@ -1,7 +1,5 @@
-"""`thp`, `governor`, `aslr`: kernel knobs that live in sysfs/procfs files on Linux (sysctls on FreeBSD).
-
-Each is refused with the reason where the kernel does not expose it (a VM without cpufreq has no governor).
-"""
+"""`governor = "performance" | …`: every online CPU's cpufreq governor, refused where the kernel has no cpufreq
+(usual in VMs, where the host decides the frequency)."""
 
 from __future__ import annotations
 
@@ -9,31 +7,15 @@ from pathlib import Path
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.run.variants.cpus import online_cpu_ids
+from fairmark.run.variants.driver import Context, Settings
 from fairmark.run.variants.tunable import FileSetting, read_value
 
-THP = "/sys/kernel/mm/transparent_hugepage/enabled"
-ASLR = "/proc/sys/kernel/randomize_va_space"
+KIND, ORDER, SCOPE = "governor", 40, "block"
 CPU_ROOT = "/sys/devices/system/cpu"
 
 
-def thp_setting(value: str, path: str = THP) -> FileSetting:
-    if not Path(path).exists():
-        raise EnvironmentRefused(f"thp: this kernel has no transparent huge pages ({path} does not exist)")
-    choices = tuple(Path(path).read_text().replace("[", "").replace("]", "").split())
-    setting = FileSetting(
-        label="transparent hugepages", path=path, want=value, select="bracket", allowed=choices
-    )
-    setting.check()
-    return setting
-
-
-def aslr_setting(value: int, path: str = ASLR) -> FileSetting:
-    setting = FileSetting(label="ASLR kernel.randomize_va_space", path=path, want=str(value))
-    setting.check()
-    return setting
-
-
-def governor_settings(value: str, root: str = CPU_ROOT) -> list[FileSetting]:
+def governor_settings(value: str, root: str | None = None) -> list[FileSetting]:
+    root = root or CPU_ROOT
     out = []
     for cpu in online_cpu_ids(root):
         path = f"{root}/cpu{cpu}/cpufreq/scaling_governor"
@@ -49,3 +31,7 @@ def governor_settings(value: str, root: str = CPU_ROOT) -> list[FileSetting]:
         setting.check()
         out.append(setting)
     return out
+
+
+def check(value: object, ctx: Context) -> Settings:
+    return Settings(list(governor_settings(str(value))))
