@@ -316,6 +316,8 @@ class SystemChanges(Strict):
     governor: Annotated[str | None, USER_SPEED_WIDE_ON_HOSTS] = None
     aslr: Annotated[Literal[0, 1, 2] | None, USER_SPEED_WIDE_ON_HOSTS] = None
     malloc_debug: Annotated[bool, USER_SPEED_PER_TRIAL_ON_HOSTS] = False
+    # SMT (hyper-threading) on or off for the variant's blocks: seed 002's UP vs SMP question on one machine
+    smt: Annotated[Literal["on", "off"] | None, USER_SPEED_WIDE_ON_HOSTS] = None
     # seconds to wait after applying, before the block's first trial (default 1 s when anything changed)
     settle_s: float | None = Field(None, ge=0, le=600)
 
