@@ -112,7 +112,10 @@ class SystemState:
         ctx = Context(variant.name, self.freebsd, str(self.state_dir), dict(variant.env), ch)
         r = Resolved(variant.name)
         for kind, module in driver.ordered(k for k in VARIANT_KINDS if given(ch.get(k))):
-            r.changes.append((kind, module.check(ch[kind], ctx)))
+            try:
+                r.changes.append((kind, module.check(ch[kind], ctx)))
+            except EnvironmentRefused as exc:  # named as on a host: the variant, then the driver's reason
+                raise EnvironmentRefused(f"variant {variant.name!r}: {exc.message}", hint=exc.hint) from None
         settle = ch.get("settle_s")
         r.settle_s = settle if settle is not None else (DEFAULT_SETTLE_S if r.block else 0.0)
         return r
