@@ -172,3 +172,81 @@ def test_time_order_is_said_once_on_check_and_compare_runs(screens, fairmark_cli
         assert flat.count("in time order") == 1, flat
         assert flat.count("alternating between the sides tell drift and change apart") == 1, flat
         assert "the interval widened ×" in flat  # each verdict keeps its own widening
+
+
+def test_item7_run_json_says_a_busy_machine_on_stderr(
+    fairmark_cli, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --json` (the README's CI recipe): stdout is the one JSON document, and a CI log — stderr — says the
+    machine was busy, as `run` without --json does. The busy condition is made, not hoped for: the probe reads
+    a load average of 64 (the doctor's real rule and text judge it)."""
+    import json
+
+    from fairmark.probe import linux
+
+    monkeypatch.setattr(linux, "loadavg", lambda root: [64.0, 60.0, 50.0])
+    plan = tmp_path / "p.toml"
+    plan.write_text(
+        'title = "t"\n[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n'
+        '[[workload]]\nname = "w"\ncommand = ["true"]\n[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n'
+    )
+    code, out, err = fairmark_cli("run", str(plan), "--json", "--accept-risk", "--no-monitors")
+    assert code == 0, err[-3000:]
+    assert json.loads(out)["run"]  # stdout: the document alone
+    said = " ".join(err.split())
+    assert "fairmark: warning: busy machine: load average 64.00 60.00 50.00 on" in said, said[-3000:]
+    assert "fairmark: warning: The host is not idle: load average 64.00 60.00 50.00 on" in said, said[-3000:]
+    assert said.count("The host is not idle") == 1
+
+
+PROFILED = """title = "profiled"
+[run]
+warmup = 0
+min_trials = 5
+max_trials = 5
+[[workload]]
+name = "sum"
+shell = true
+command = 'head -c "$N" /dev/zero | md5sum'
+[[workload.metrics]]
+name = "cpu_s"
+[[variant]]
+name = "a"
+env = { N = "20000000" }
+[[variant]]
+name = "b"
+env = { N = "60000000" }
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.machine  # perf: the kernel lowers its sample rate machine-wide under load
+def test_item3_run_and_show_say_what_was_profiled_its_top_and_where_the_flame_graph_is(
+    fairmark_cli, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --profile cpu` ended with "16 extra trial(s)" and `show` had nothing more. Both now name the
+    profiler and its trials, the functions that held the CPU samples, and the command that draws the flame
+    graphs; every line of the screen within 80 columns (issue 35's table of where a difference went
+    included, which this plan's 3× larger input of b brings)."""
+    from fairmark.run.profiles import hooks_for
+
+    if any(h.unavailable for h in hooks_for(["cpu"])):
+        pytest.skip("; ".join(h.unavailable for h in hooks_for(["cpu"]) if h.unavailable))
+    monkeypatch.setenv("COLUMNS", "80")
+    (tmp_path / "p.toml").write_text(PROFILED)
+    monkeypatch.chdir(tmp_path)  # the header names the plan: a temporary path under xdist is one long word
+    code, out, err = fairmark_cli("run", "p.toml", "--accept-risk", "--no-monitors", "--profile", "cpu")
+    assert code == 0, err[-3000:]
+    _, shown, _ = fairmark_cli("show", "last")
+    for screen in (out, shown):
+        flat = " ".join(screen.split())
+        assert "profiled: cpu — 4 extra trial(s) after the measured rounds" in flat, flat[-3000:]
+        for cell in ("sum/a", "sum/b"):
+            lines = screen.splitlines()
+            at = lines.index(f"  {cell}")
+            assert lines[at + 1].lstrip().startswith("cpu (2 trials): the workload's processes"), lines[at:]
+            assert re.match(r"^ +\d+\.\d% +\S", lines[at + 3]), lines[at:]  # the top function and its share
+        assert re.search(r"flame graphs .*`fairmark report [0-9a-f]{8} --html FILE`", flat), flat[-2000:]
+        assert "where the difference went" in flat, flat[:3000]  # b's CPU time, 3× a's: proven
+        wide = [line for line in screen.splitlines() if len(line) > 80]
+        assert not wide, wide

@@ -41,7 +41,15 @@ def _gate(report: RunReport, fail_on_regression: float | None) -> None:
 
 def _environment_to_stderr(report: RunReport) -> None:
     """With --json the tables go to stdout as JSON, but a CI log keeps only stderr: the environment's warnings
-    (a busy host, CPU pressure) are said there, once each, as `run` without --json shows them."""
+    (a busy host, CPU pressure) are said there, once each, as `run` without --json shows them — the busy-machine
+    headline first, as the tables have it."""
+    from fairmark.report.attribution import attribute_cells
+    from fairmark.report.busy import busy_headline
+    from fairmark.report.data import MonitorSeries
+
+    headline = busy_headline(report, attribute_cells(report, MonitorSeries(report)))
+    if headline:
+        console.warn(headline)
     seen: set[str] = set()
     for f in report.findings:
         if f["severity"] in ("error", "warn") and f["finding_id"] not in seen:

@@ -11,7 +11,7 @@ templates). A new section is its module with its parts, its template if HTML sho
 
 from __future__ import annotations
 
-from fairmark.report import boots, explain, findings, hosts, stability, variants
+from fairmark.report import boots, explain, findings, hosts, profiled, stability, variants
 from fairmark.report.section import Section
 
 SECTIONS: tuple[Section, ...] = (
@@ -27,6 +27,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "groups"
     ),  # each workload and sweep point: the table, ministat's plot, each cell (its profiles too)
+    profiled.SECTION,  # --profile: what was profiled, the top of each cell's profiles, where the flame graphs are
     Section("scaling"),  # each swept parameter's curve
     stability.SECTION,  # kernel events and survival of stability workloads
     Section("failures"),  # the page cache, the spread, failed trials' rates
