@@ -123,3 +123,33 @@ def test_nothing_to_blame_says_off_cpu_and_points_to_the_other_profiles(tmp_path
     (e,) = explanations(load_report(store, run_id))  # type: ignore[arg-type]
     assert "no function's CPU time per trial differs provably" in e["sentence"]
     assert "--profile syscalls,locks" in e["sentence"]
+
+
+def test_html_flame_graph_is_coloured_only_where_proven(tmp_path) -> None:
+    """Issue 35 item 4: B's flame graph in the HTML report, red only on the function whose difference is proven,
+    grey on every other frame (the noise of main and compress is not coloured)."""
+    import base64
+    import re
+
+    from fairmark.report import plots
+    from fairmark.report.explain import GREY, palette
+    from fairmark.report.html import render_html
+
+    store, run_id = _stored(tmp_path, planted=True)
+    report = load_report(store, run_id)  # type: ignore[arg-type]
+    (e,) = explanations(report)
+    folded = plots.merge_folded([t.folded for t in e["trials_b"]])
+    colours = palette(e["diff"], folded)
+    assert colours["extra_work"] == "rgb(255,0,0)"  # the largest proven difference: the deepest red
+    assert colours["compress"] == colours["main"] == GREY["user"]
+    assert colours["ksys_read_[k]"] == GREY["kernel"]
+    if plots.flame_renderer() is None:
+        return
+    html, _ = render_html([report])
+    assert "Where the difference went" in html
+    uri = re.search(r'alt="flame graph of B coloured[^"]*" src="data:image/svg\+xml;base64,([^"]+)"', html)
+    assert uri is not None
+    svg = base64.b64decode(uri.group(1)).decode()
+    fills = dict(re.findall(r"<title>([^<(]+?) \(.*?</title><rect [^>]*fill=\"(rgb\([^\"]+\))\"", svg))
+    assert fills["extra_work"] == "rgb(255,0,0)"
+    assert {fills[f] for f in ("compress", "main", "lz")} == {GREY["user"]}

@@ -73,6 +73,8 @@ class AB(Bisect):
             command_line=self.opts.command_line,
             monitors=self.opts.monitors,
             monitor_interval=self.opts.monitor_interval,
+            profile=self.opts.profile,
+            explain=self.opts.explain,
             allow_concurrent=self.opts.allow_concurrent,
             hold_lock=False,  # held by the command around the builds too (cli/ab.py)
         )

@@ -72,6 +72,8 @@ class BisectOptions:
     monitors: bool = True  # the trial hooks every run has (`run --no-monitors` turns them off)
     monitor_interval: float = 1.0
     allow_concurrent: bool = False  # also for the hosts' own locks (the bisect holds this machine's)
+    profile: tuple[str, ...] = ()  # --profile: every run's profiled trials (report/explain: where it went)
+    explain: bool = False  # --explain: CPU-profiled trials only in a run whose difference is significant
 
 
 @dataclass(frozen=True)
@@ -380,6 +382,8 @@ class Bisect:
             command_line=self.opts.command_line,
             monitors=self.opts.monitors,
             monitor_interval=self.opts.monitor_interval,
+            profile=self.opts.profile,
+            explain=self.opts.explain,
             allow_concurrent=self.opts.allow_concurrent,
             hold_lock=False,  # the bisect holds it across its steps (cli/bisect.py)
             decide=((), False) if step_no == 0 else (((GOOD, CANDIDATE), (BAD, CANDIDATE)), True),

@@ -11,7 +11,7 @@ import click
 from fairmark.cli._lockwait import lock_first, wait_lock_option
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.check import _show, _threshold, _write
-from fairmark.cli.common import common_options, open_store
+from fairmark.cli.common import common_options, open_store, profile_options, profilers
 from fairmark.console import console
 from fairmark.errors import GateTripped
 
@@ -56,6 +56,7 @@ from fairmark.errors import GateTripped
 )
 @click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials.")
 @click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
+@profile_options
 @tag_option("Also tag the run with this (repeatable); it is tagged ab.base, ab.head and commit anyway.")
 @wait_lock_option
 @common_options
@@ -74,6 +75,8 @@ def ab(
     allow_concurrent: bool,
     no_monitors: bool,
     monitor_interval: float,
+    profile: str | None,
+    explain: bool,
     tag_items: tuple[str, ...],
     wait_lock: float,
 ) -> None:
@@ -101,6 +104,7 @@ def ab(
         monitors=not no_monitors,
         monitor_interval=monitor_interval,
         allow_concurrent=allow_concurrent,
+        **profilers(profile, explain),
     )
     store = open_store()
     # SIGTERM/SIGHUP (a CI cancel) from here on unwind: the lock released, the repository put back, exit 128+N
@@ -138,6 +142,7 @@ def _gate(
             "proven beyond the threshold: "
             + "; ".join(
                 f"{c.cell} {c.metric} {c.comparison.sentence if c.comparison else ''}"
+                + (f" (where it went: {c.where})" if c.where else "")
                 for c in result.regressions
             )
         )

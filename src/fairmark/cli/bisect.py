@@ -12,7 +12,7 @@ from rich.markup import escape
 from fairmark.cli._lockwait import lock_first, wait_lock_option
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.check import _threshold
-from fairmark.cli.common import common_options, open_store
+from fairmark.cli.common import common_options, open_store, profile_options, profilers
 from fairmark.console import console
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 )
 @click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials.")
 @click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
+@profile_options
 @tag_option("Also tag every step's run with this (repeatable); each is tagged commit=SHA anyway.")
 @wait_lock_option
 @common_options
@@ -76,6 +77,8 @@ def bisect(
     allow_concurrent: bool,
     no_monitors: bool,
     monitor_interval: float,
+    profile: str | None,
+    explain: bool,
     tag_items: tuple[str, ...],
     wait_lock: float,
 ) -> None:
@@ -102,6 +105,7 @@ def bisect(
         monitors=not no_monitors,
         monitor_interval=monitor_interval,
         allow_concurrent=allow_concurrent,
+        **profilers(profile, explain),
     )
     # SIGTERM/SIGHUP (a CI cancel) from here on unwind: the lock released, the repository put back, exit 128+N
     with unwinding():
@@ -110,12 +114,41 @@ def bisect(
             result = search.run()
     for problem in result.cleanup_problems:
         console.warn(f"the repository is not as it was: {problem}")
+    where = _where(result)
     if console.json_mode:
-        console.emit_json(result.to_dict())
+        console.emit_json(result.to_dict() | {"where": where or None})
         for line in _conclusion(result):  # a CI log keeps stderr: the answer is said there too
             console.note(line)
+        if where:
+            console.note(f"where it went: {where}")
         return
     _show(result)
+    if where:  # a CI log that says which function regressed
+        console.text(f"where it went: {where}")
+
+
+def _where(result: BisectResult) -> str:
+    """Where the first bad commit's difference from the good end went, when its step's run took CPU profiles
+    (--profile cpu or --explain; report/explain)."""
+    from fairmark.bisect.search import BAD, CANDIDATE
+    from fairmark.report.data import load_report
+    from fairmark.report.explain import where_by_cell
+
+    step = result.step_of(result.first_bad) if result.proven and result.first_bad else None
+    if step is None or not step.runs:
+        return ""
+    store = open_store()
+    for run_id in reversed(step.runs):  # the last attempt, the one that decided
+        if not store.artifacts(run_id, "profile.cpu"):
+            continue
+        found = [
+            w
+            for (_, variant), w in where_by_cell(load_report(store, run_id)).items()
+            if variant in (CANDIDATE, BAD)
+        ]
+        if found:
+            return found[0]
+    return ""
 
 
 def _effect(c: Comparison | None) -> str:

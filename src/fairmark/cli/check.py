@@ -138,6 +138,8 @@ def _show(r) -> None:  # r: fairmark.report.check.CheckResult
         console.text(f"  {once[0].upper()}{once[1:]}.")
     for c, sentence in zip(r.cases, sentences, strict=True):
         console.text(f"  {c.cell} {c.metric}: {sentence}")
+        if c.where:  # a CI log that says which function regressed
+            console.text(f"    where it went: {c.where}")
     for note in r.notes:
         console.note(note)
     if not r.failed:

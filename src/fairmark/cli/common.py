@@ -37,3 +37,24 @@ def open_store():  # -> fairmark.store.db.Store (imported lazily: `fairmark comp
     from fairmark.store.db import Store
 
     return Store.open(state["store"])
+
+
+def profile_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--profile LIST` and `--explain` for the commands that run a plan between two builds (ab, bisect): when
+    the gate trips, the line that says which function regressed (report/explain)."""
+    func = click.option(
+        "--explain",
+        is_flag=True,
+        help="CPU-profiled trials only in a run whose difference is significant: where it went, per function.",
+    )(func)
+    return click.option(
+        "--profile",
+        metavar="LIST",
+        help="Profilers (cpu,locks,syscalls) of every run: extra trials per cell, kept apart from the measured.",
+    )(func)
+
+
+def profilers(profile: str | None, explain: bool) -> dict[str, Any]:
+    """--profile and --explain as BisectOptions takes them."""
+    names = tuple(p.strip() for p in profile.split(",") if p.strip()) if profile else ()
+    return {"profile": names, "explain": explain}

@@ -107,6 +107,8 @@ class Case:
     sentence: str
     verdict: Verdict | None  # None: a side had too few values to be judged
     threshold_pct: float = 3.0  # the gate's threshold for this metric (--threshold, or its fail_on_pct)
+    # a regression's profiled trials: where its difference went (report/explain.where); "" without profiles
+    where: str = ""
 
     @property
     def comparison(self) -> Comparison | None:
@@ -130,6 +132,7 @@ class Case:
             "comparison": self.verdict.comparison_dict() if self.verdict else None,
             "worse_pct_bound": self.worse_pct_bound,
             "threshold_pct": self.threshold_pct,
+            "where": self.where or None,
         }
 
 
@@ -188,12 +191,31 @@ def check(store: Any, run_ref: str, opts: CheckOptions) -> CheckResult:
     judged = run_verdicts(store, run_ref)
     tags = store.tags([judged.run.id])[judged.run.id]
     if opts.against.kind == "variant":
-        return replace(_against_variant(judged, opts), tags=tags)
+        return replace(_with_where(store, _against_variant(judged, opts)), tags=tags)
     base_ids = _baseline_ids(store, judged.run, opts)
     if not base_ids:
         return _no_baseline(judged, opts, tags)
     cells = [load_cells(store, store.get_run(r)) for r in base_ids]
     return replace(_against_runs(judged, base_ids, cells, opts), tags=tags)
+
+
+def _with_where(store: Any, result: CheckResult) -> CheckResult:
+    """Each regression of the run's own comparison with where it went, when the run took CPU profiles (its
+    profiled trials, paired by round: report/explain). Against other runs there is none: one run's profiles
+    against others' would take trials for the unit, where the verdict takes runs."""
+    if not result.regressions or not store.artifacts(result.run_id, "profile.cpu"):
+        return result
+    from fairmark.report.data import load_report
+    from fairmark.report.explain import where_by_cell
+
+    where = where_by_cell(load_report(store, result.run_id))
+    cases = tuple(
+        replace(c, where=where.get((c.verdict.group, c.verdict.variant), ""))
+        if c.status == REGRESSION and c.verdict
+        else c
+        for c in result.cases
+    )
+    return replace(result, cases=cases)
 
 
 def _no_baseline(judged: RunVerdicts, opts: CheckOptions, tags: dict[str, str]) -> CheckResult:

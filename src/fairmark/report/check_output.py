@@ -124,7 +124,7 @@ def _testcase(suite: ET.Element, c: Case, r: CheckResult) -> None:
     if c.status == REGRESSION:
         message = f"regression beyond {c.threshold_pct:g}%: {fmt_change(c.comparison)}"
         fail = ET.SubElement(case, "failure", {"message": message, "type": "regression"})
-        fail.text = c.sentence
+        fail.text = c.sentence + (f"\nwhere it went: {c.where}" if c.where else "")
     elif c.status == UNJUDGED:
         ET.SubElement(case, "skipped", {"message": c.sentence})
     else:
@@ -162,6 +162,8 @@ def markdown(r: CheckResult) -> str:
     for c in r.cases:
         if c.status in (REGRESSION, POSSIBLE):
             lines.append(f"- {_md_escape(c.cell)} {c.metric}: {_md_escape(c.sentence)}")
+            if c.where:
+                lines.append(f"  - where it went: {_md_escape(c.where)}")
     lines += [f"- {_md_escape(n)}" for n in r.notes]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -13,7 +13,13 @@ from rich.markup import escape
 
 from fairmark.console import console
 from fairmark.report.section import Section
-from fairmark.stats.attribution_diff import AttributionDiff, FunctionDiff, ProfiledTrial, compare_profiles
+from fairmark.stats.attribution_diff import (
+    AttributionDiff,
+    FunctionDiff,
+    ProfiledTrial,
+    compare_profiles,
+    frame_space,
+)
 from fairmark.stats.compare import TIME_UNITS, percent_texts
 
 if TYPE_CHECKING:
@@ -73,14 +79,18 @@ def _named(f: FunctionDiff) -> str:
 
 
 def sentence(v: Verdict, d: AttributionDiff) -> str:
-    """The verdict, then the functions whose CPU time per trial differs provably, and what share of the CPU
-    time's difference they explain — or that none does, and where to look instead."""
+    """The verdict, then where its difference went (`where`)."""
+    return f"{_head(v)}: {where(d)}"
+
+
+def where(d: AttributionDiff) -> str:
+    """The functions whose CPU time per trial differs provably, and what share of the CPU time's difference
+    they explain — or that none does, and where to look instead."""
     claimed = d.claimed("self")
     total = d.cpu_b_s - d.cpu_a_s
-    head = _head(v)
     if not claimed:
         return (
-            f"{head}: no function's CPU time per trial differs provably ({d.tested} tested, CPU time "
+            f"no function's CPU time per trial differs provably ({d.tested} tested, CPU time "
             f"{_ms(total)} ms per trial); the difference may be off-CPU (waiting for I/O, locks or sleep), which a "
             "CPU profile cannot see: see the syscall and lock profiles (--profile syscalls,locks)"
         )
@@ -93,7 +103,7 @@ def sentence(v: Verdict, d: AttributionDiff) -> str:
         if total and 0 < explained / total <= 1.5
         else f" (the CPU time per trial differs by {_ms(total)} ms)"
     )
-    return f"{head}: {named}{more}{share}, the rest within noise"
+    return f"{named}{more}{share}, the rest within noise"
 
 
 def explanations(report: RunReport) -> list[dict[str, Any]]:
@@ -107,12 +117,19 @@ def explanations(report: RunReport) -> list[dict[str, Any]]:
         base, other = _cell(report, v, v.baseline), _cell(report, v, v.variant)
         if base is None or other is None:
             continue
-        d = compare_profiles(profiled_trials(report, base), profiled_trials(report, other))
+        trials_b = profiled_trials(report, other)
+        d = compare_profiles(profiled_trials(report, base), trials_b)
         if d is None:
             continue
         seen.add(key)
-        out.append({"verdict": v, "diff": d, "sentence": sentence(v, d)})
+        out.append({"verdict": v, "diff": d, "sentence": sentence(v, d), "trials_b": trials_b})
     return out
+
+
+def where_by_cell(report: RunReport) -> dict[tuple[str, str], str]:
+    """(group, variant) -> where its significant difference from the baseline went (check's and bisect's line
+    when the gate trips: a CI log that says which function regressed)."""
+    return {(e["verdict"].group, e["verdict"].variant): where(e["diff"]) for e in explanations(report)}
 
 
 def table(d: AttributionDiff) -> list[str]:
@@ -188,4 +205,56 @@ def _json(r: RunReport) -> dict[str, Any]:
     return out
 
 
-SECTION = Section("explain", terminal=_terminal, text=_text, json=_json)
+# -- HTML: B's flame graph coloured only where a function's difference is proven ----------------------------
+
+GREY = {"user": "rgb(190,190,190)", "kernel": "rgb(214,214,214)"}
+
+
+def palette(d: AttributionDiff, folded: str) -> dict[str, str]:
+    """Every frame of `folded` -> its colour: red where the function's own (self) CPU time per trial is proven
+    higher on B, blue where proven lower, deeper the larger its share of the largest proven difference; grey
+    (lighter for the kernel) where no difference is proven — a frame's width alone says nothing about A."""
+    claimed = {(f.function, f.space): f.diff_s for f in d.claimed("self")}
+    top = max((abs(x) for x in claimed.values()), default=1.0) or 1.0
+    colours = {"": GREY["user"]}  # inferno's root frame ("all")
+    for line in folded.splitlines():
+        stack, _, _ = line.rpartition(" ")
+        for frame in stack.split(";"):
+            if frame in colours:
+                continue
+            diff = claimed.get(frame_space(frame))
+            if diff is None:
+                colours[frame] = GREY[frame_space(frame)[1]]
+                continue
+            pale = round(150 * (1 - abs(diff) / top))
+            colours[frame] = f"rgb(255,{pale},{pale})" if diff > 0 else f"rgb({pale},{pale},255)"
+    return colours
+
+
+def _flame_view(e: dict[str, Any]) -> dict[str, str]:
+    from fairmark.report import plots  # matplotlib: the HTML report's alone (tests/test_architecture.py)
+
+    v, d = e["verdict"], e["diff"]
+    folded = plots.merge_folded([t.folded for t in e["trials_b"]])
+    title = f"{v.workload}: {v.variant} vs {v.baseline}, coloured where proven (FDR {100 * d.alpha:g}%)"
+    made = plots.flamegraph_svg(folded, title, palette=palette(d, folded))
+    if made is None:
+        return {"missing": "no flame graph renderer: `cargo install inferno` (or FlameGraph on PATH)"}
+    return {"uri": plots.svg_data_uri(made[0]), "renderer": made[1]}
+
+
+def _html(r: RunReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "title": _title(e),
+            "sentence": e["sentence"],
+            "table": table(e["diff"]),
+            "variant": e["verdict"].variant,
+            "baseline": e["verdict"].baseline,
+            "flame": _flame_view(e),
+        }
+        for e in explanations(r)
+    ]
+
+
+SECTION = Section("explain", terminal=_terminal, text=_text, json=_json, html=_html)

@@ -250,9 +250,12 @@ def flame_renderer() -> str | None:
     return find_tool("inferno-flamegraph") or find_tool("flamegraph.pl")
 
 
-def flamegraph_svg(folded: str, title: str, *, diff_of: str | None = None) -> tuple[str, str] | None:
+def flamegraph_svg(
+    folded: str, title: str, *, diff_of: str | None = None, palette: Mapping[str, str] | None = None
+) -> tuple[str, str] | None:
     """SVG text and the renderer's name; `diff_of` = baseline folded stacks for a differential graph
-    (red: more samples in `folded` than in the baseline, blue: fewer). None when no renderer is installed."""
+    (red: more samples in `folded` than in the baseline, blue: fewer); `palette`: frame name -> "rgb(r,g,b)",
+    every frame's colour (both renderers' consistent palette, palette.map). None when no renderer is installed."""
     tool = flame_renderer()
     if tool is None or not folded.strip():
         return None
@@ -264,9 +267,15 @@ def flamegraph_svg(folded: str, title: str, *, diff_of: str | None = None) -> tu
     argv = [tool, "--title", title]
     if tool.endswith("inferno-flamegraph"):
         argv += ["--minwidth", "0.1", "--deterministic"]  # tiny frames out: the report stays small
-    proc = subprocess.run(
-        argv, input=folded, capture_output=True, text=True, timeout=FLAME_TIMEOUT_S, check=False
-    )
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="fairmark-flame-") as tmp:
+        if palette is not None:  # --cp reads (and writes back) palette.map in the working directory
+            Path(tmp, "palette.map").write_text("".join(f"{k}->{v}\n" for k, v in palette.items()))
+            argv.append("--cp")
+        proc = subprocess.run(
+            argv, input=folded, capture_output=True, text=True, timeout=FLAME_TIMEOUT_S, check=False, cwd=tmp
+        )
     if proc.returncode != 0 or "<svg" not in proc.stdout:
         return None
     return proc.stdout, Path(tool).name
