@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from fairmark.run.profiles import hooks_for
-from fairmark.run.runner import PROFILED_TRIALS
+
+PROFILED_TRIALS = 2  # the plan's: the CPU profiler's too (max_profiled), which would go on until decided
 
 # One at a time under xdist (tests/conftest.py): perf, whose sample rate the kernel lowers machine-wide under load.
 pytestmark = pytest.mark.machine
@@ -21,6 +22,8 @@ PLAN = """
 warmup = 0
 min_trials = 3
 max_trials = 3
+profiled_trials = 2
+max_profiled = 2
 
 [[workload]]
 name = "sum"

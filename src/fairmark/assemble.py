@@ -68,6 +68,7 @@ class RunRequest:
     # stop = "decision" (plan.with_decision_stop()): the (baseline, other) variant pairs it decides, and whether
     # one proven difference is enough (run.stoprule.Decide; a bisect step decides either of its two questions)
     decide: tuple[tuple[tuple[str, str], ...], bool] = ((), False)
+    explain: bool = False  # --explain: CPU profiles (as --profile cpu) only where a difference is significant
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tags", _frozen(self.tags))
@@ -143,7 +144,7 @@ def run_options(request: RunRequest, warn: Callable[[str], None] = console.warn)
         seed=request.seed,
         accept_risk=request.accept_risk,
         command_line=request.command_line,
-        hooks=trial_hooks(request.monitors, request.monitor_interval, request.profile, hosts, warn),
+        hooks=trial_hooks(request.monitors, request.monitor_interval, _profilers(request), hosts, warn),
         keep_scratch=request.keep_scratch,
         calibrate=request.calibrate,
         allow_concurrent=request.allow_concurrent,  # also for the hosts' own locks
@@ -151,7 +152,13 @@ def run_options(request: RunRequest, warn: Callable[[str], None] = console.warn)
         tags=dict(request.tags),
         rerun_of=dict(request.rerun_of) if request.rerun_of is not None else None,
         decide=request.decide,
+        explain=request.explain,
     )
+
+
+def _profilers(request: RunRequest) -> tuple[str, ...]:
+    """--profile's, and with --explain the CPU profiler (its trials taken only if a difference is significant)."""
+    return (*request.profile, "cpu") if request.explain else request.profile
 
 
 def trial_hooks(

@@ -110,7 +110,13 @@ _run_options = [
         "--profile",
         metavar="LIST",
         help="Profilers (cpu,locks,syscalls): extra trials per cell, each profiler in trials of its own, of the "
-        "workload's own processes.",
+        "workload's own processes; cpu's go on until the top function's difference is decided (max_profiled).",
+    ),
+    click.option(
+        "--explain",
+        is_flag=True,
+        help="Where a significant difference went: CPU-profiled trials (as --profile cpu) only for a workload "
+        "whose measured trials ended significant, and per-function differences with intervals.",
     ),
     click.option(
         "--host", metavar="NAME", help="Run every variant on this host ([hosts.NAME] or an ssh destination)."
@@ -258,6 +264,7 @@ def run(
     no_monitors: bool,
     monitor_interval: float,
     profile: str | None,
+    explain: bool,
     host: str | None,
     hosts: str | None,
     wait_lock: float,
@@ -297,7 +304,7 @@ def run(
         tags=tags,
         allow_concurrent=allow_concurrent,
         wait_lock=wait_lock,
-        **_hook_options(no_monitors, monitor_interval, profile),
+        **_hook_options(no_monitors, monitor_interval, profile, explain),
     )
 
 
@@ -321,10 +328,13 @@ def _one(
     )
 
 
-def _hook_options(no_monitors: bool, monitor_interval: float, profile: str | None) -> dict[str, Any]:
-    """--no-monitors, --monitor-interval and --profile as a RunRequest takes them."""
+def _hook_options(
+    no_monitors: bool, monitor_interval: float, profile: str | None, explain: bool = False
+) -> dict[str, Any]:
+    """--no-monitors, --monitor-interval, --profile and --explain as a RunRequest takes them."""
     profilers = tuple(p.strip() for p in profile.split(",") if p.strip()) if profile else ()
-    return {"monitors": not no_monitors, "monitor_interval": monitor_interval, "profile": profilers}
+    hooks = {"monitors": not no_monitors, "monitor_interval": monitor_interval, "profile": profilers}
+    return hooks | {"explain": explain}
 
 
 def _start(request: RunRequest, rerun: Any, fail_on_regression: float | None) -> None:
@@ -400,6 +410,7 @@ def resume(
     no_monitors: bool,
     monitor_interval: float,
     profile: str | None,
+    explain: bool,
     host: str | None,
     hosts: str | None,
     wait_lock: float,
@@ -428,7 +439,7 @@ def resume(
         resume=stored.id,
         allow_concurrent=allow_concurrent,
         wait_lock=wait_lock,
-        **_hook_options(no_monitors, monitor_interval, profile),
+        **_hook_options(no_monitors, monitor_interval, profile, explain),
     )
     _execute(request, fail_on_regression)
 

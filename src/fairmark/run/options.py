@@ -33,6 +33,8 @@ class RunOptions:
     # stop = "decision": the (baseline, other) pairs it decides and whether one proven difference is enough
     # (run.stoprule.Decide; a bisect step sets both)
     decide: tuple[tuple[tuple[str, str], ...], bool] = ((), False)
+    # --explain: the CPU profiler's trials only for a workload that ended with a significant difference
+    explain: bool = False
 
 
 class Progress:

@@ -19,6 +19,7 @@ from fairmark import __version__
 from fairmark.errors import FairmarkError
 from fairmark.plan.load import LoadedPlan
 from fairmark.plan.schedule import Order, new_seed
+from fairmark.run import profiled
 from fairmark.run.executor import execute_spec
 from fairmark.run.gate import Gate, VolatileWatch, host_id, hostname
 from fairmark.run.host import Host, Hosts
@@ -29,14 +30,12 @@ from fairmark.run.prepare import CellState, WorkloadRuntime, build_runtimes, cel
 from fairmark.run.secrets import Scrubber
 from fairmark.run.stage import startup_notes, workload_stage
 from fairmark.run.stoprule import stops
-from fairmark.run.trial import Contexts, Executor, TrialPath, is_profiler
+from fairmark.run.trial import Contexts, Executor, TrialHook, TrialPath
 from fairmark.store.db import Store, now
 from fairmark.store.owner import controller
 
 if TYPE_CHECKING:
     from fairmark.stats import RunningMean
-
-PROFILED_TRIALS = 2  # extra trials per cell and profiler (--profile), after the measured rounds
 
 
 class Runner:
@@ -247,29 +246,32 @@ class Runner:
         return [by_cell[c] for c in cells]
 
     def _profiled_rounds(self, rt: WorkloadRuntime, contexts: Contexts, order: Order) -> None:
-        """With --profile: the plan's `profiled_trials` (default PROFILED_TRIALS) extra rounds per profiler after
-        the measured ones, every cell that finished, one profiler per trial (two in one trial profile each
-        other: strace's ptrace stops topped the lock table). They are stored apart (profiled, and warm-up for every statistic): perf and strace
-        slow what they watch, so their times never reach a verdict or the regression gate."""
-        profilers = [h for h in self.options.hooks if is_profiler(h)]
-        first = self.policy.max_trials + self.policy.max_failures
+        """With --profile: the plan's `profiled_trials` extra rounds per profiler after the measured ones, every
+        cell that finished, one profiler per trial (two in one trial profile each other: strace's ptrace stops
+        topped the lock table); the CPU profiler's go on, a round at a time, until run.profiled says decided
+        (--explain: only a workload with a significant difference, CPU only). Stored apart (profiled, warm-up
+        for every statistic): perf and strace slow what they watch, so their times never reach a verdict."""
         done = [cs for cs in rt.cells if cs.status == "done"]
-        for i, profiler in enumerate(profilers):
-            start = (
-                first + i * self.policy.profiled_trials
-            )  # fixed per profiler, so that resume skips what ran
+        first = self.policy.max_trials + self.policy.max_failures
+        for i, profiler in enumerate(profiled.profilers(self.options, rt, self.policy, self.plan.baseline)):
+            start = first + i * profiled.span(self.policy)  # fixed per profiler: resume skips what ran
             # a profiler that cannot work here is in a run on hosts for theirs: this machine's cells go without
             cells = [cs for cs in done if not (profiler.unavailable and self._runs_here(rt, cs))]
-            for r in range(start, start + self.policy.profiled_trials):
+            for r in range(start, start + profiled.span(self.policy)):
+                if r >= start + self.policy.profiled_trials and self._profiled_enough(profiler, cells):
+                    break
                 for cs in self._round_order(order, rt.workload.name, r, cells):
                     if r not in cs.rounds_done:
                         self.seq += 1
                         out = self._path().run(rt, contexts, cs, r, self.seq, profiler=profiler)
                         cs.rounds_done.add(r)
-                        self.progress.trial(
-                            trial_event(self.seq, self._running, self.policy, rt, cs, r, out)
-                            | {"profiled": True}
-                        )
+                        event = trial_event(self.seq, self._running, self.policy, rt, cs, r, out)
+                        self.progress.trial(event | {"profiled": True})
+
+    def _profiled_enough(self, profiler: TrialHook, cells: list[CellState]) -> bool:
+        return not profiled.adaptive(profiler) or profiled.decided(
+            self.store, self.run_id, cells, self.plan.baseline
+        )
 
     def _runs_here(self, rt: WorkloadRuntime, cs: CellState) -> bool:
         return self.hosts.runs(cs.cell.variant, rt.workload.name).local

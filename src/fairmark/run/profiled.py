@@ -1,0 +1,111 @@
+"""How many profiled trials a workload's CPU profiles take (issue 35 item 3), and whether `--explain` takes any.
+
+`--profile cpu` takes the plan's `profiled_trials` rounds of profiled trials (interleaved by round like the
+measured ones, apart from them), then one round more at a time until, for every variant compared with the
+baseline, the top contributor's interval is decided — its function's difference B - A proven (the interval
+excludes 0), or bounded within ±EQUIVALENT_SHARE of the CPU time per trial (nothing that large to find) — or
+`max_profiled` rounds are done. The rounds are stopped on the profiles alone (stats.attribution_diff, the
+report's own test), never on the measured trials, whose verdict the profiles do not touch.
+
+`--explain` profiles only a workload whose measured trials ended with a significant difference from the
+baseline on the primary metric: the same adaptive CPU profiling, after the measured rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from fairmark.stats.attribution_diff import AttributionDiff, ProfiledTrial, compare_profiles
+
+if TYPE_CHECKING:
+    from fairmark.plan.model import RunPolicy
+    from fairmark.run.options import RunOptions
+    from fairmark.run.prepare import CellState, WorkloadRuntime
+    from fairmark.run.trial import TrialHook
+    from fairmark.store.db import Store
+
+EQUIVALENT_SHARE = 0.01  # a top contributor bounded within ±1% of the CPU time per trial: nothing to find
+MIN_PAIRED = 3  # the paired design needs 3 rounds a side (stats.attribution_diff)
+
+
+def adaptive(profiler: TrialHook) -> bool:
+    """The CPU profiler's trials are compared per function; the lock and syscall profiles are not."""
+    return profiler.name == "profile.cpu"
+
+
+def span(policy: RunPolicy) -> int:
+    """The rounds each profiler has (fixed, so that resume finds the rounds already run)."""
+    return max(policy.profiled_trials, policy.max_profiled)
+
+
+def top_decided(d: AttributionDiff | None) -> bool:
+    """The self-time function with the largest difference: proven, or bounded near 0."""
+    if d is None:
+        return False
+    rows = [f for f in d.functions if f.mode == "self"]
+    if not rows:
+        return True  # nothing sampled above the floor: more trials of the same will not name anything
+    top = rows[0]  # sorted by |difference|, largest first
+    bound = EQUIVALENT_SHARE * (d.cpu_a_s + d.cpu_b_s) / 2
+    return top.claimed or (-bound <= top.low_s and top.high_s <= bound)
+
+
+def cell_trials(store: Store, run_id: str, cell_ids: set[int]) -> dict[int, list[ProfiledTrial]]:
+    """Each cell's profiled trials so far that left folded stacks, with their round and CPU time."""
+    trials = {
+        t.id: t
+        for t in store.trials(run_id)
+        if t.cell_id in cell_ids and t.profiled and t.status == "ok" and t.user_s is not None
+    }
+    out: dict[int, list[ProfiledTrial]] = {c: [] for c in cell_ids}
+    for a in store.artifacts(run_id, "profile.cpu"):
+        t = trials.get(a["trial_id"] or "")
+        if t is None or a["name"] != "folded" or not a["text"]:
+            continue
+        out[t.cell_id].append(ProfiledTrial(t.round, a["text"], (t.user_s or 0.0) + (t.sys_s or 0.0)))
+    return out
+
+
+def pairs(cells: Sequence[CellState], baseline: str) -> list[tuple[CellState, CellState]]:
+    """(baseline cell, other cell) of each group: what the report compares."""
+    base = {cs.cell.group: cs for cs in cells if cs.cell.variant == baseline}
+    return [
+        (base[cs.cell.group], cs) for cs in cells if cs.cell.variant != baseline and cs.cell.group in base
+    ]
+
+
+def decided(store: Store, run_id: str, cells: Sequence[CellState], baseline: str) -> bool:
+    """Every compared pair's top contributor decided (a workload of one variant: nothing to decide)."""
+    compared = pairs(cells, baseline)
+    if not compared:
+        return True
+    trials = cell_trials(store, run_id, {cs.id for pair in compared for cs in pair})
+    return all(top_decided(compare_profiles(trials[a.id], trials[b.id])) for a, b in compared)
+
+
+def significant(rt: WorkloadRuntime, policy: RunPolicy, baseline: str) -> bool:
+    """A cell whose measured values differ significantly from its baseline's on the primary metric (the paired
+    or Welch test of stats.compare, as the verdict's, before the false-discovery-rate correction)."""
+    from fairmark.stats.compare import compare
+
+    spec = rt.metric_specs[rt.primary]
+    for a, b in pairs([cs for cs in rt.cells if cs.status == "done"], baseline):
+        if len(a.values) < 3 or len(b.values) < 3:
+            continue
+        rounds = (a.value_rounds, b.value_rounds)
+        c = compare(a.values, b.values, confidence=policy.confidence, better=spec.better, rounds=rounds)
+        if c.significant:
+            return True
+    return False
+
+
+def profilers(options: RunOptions, rt: WorkloadRuntime, policy: RunPolicy, baseline: str) -> list[TrialHook]:
+    """The profilers of this workload's profiled rounds, in order: with --explain, the CPU profiler only when
+    the measured trials ended with a significant difference."""
+    from fairmark.run.trial import is_profiler
+
+    hooks = [h for h in options.hooks if is_profiler(h)]
+    if options.explain and any(adaptive(h) for h in hooks) and not significant(rt, policy, baseline):
+        return [h for h in hooks if not adaptive(h)]
+    return hooks
