@@ -114,6 +114,11 @@ def bisect(
             result = search.run()
     for problem in result.cleanup_problems:
         console.warn(f"the repository is not as it was: {problem}")
+    _report(result)
+
+
+def _report(result: BisectResult) -> None:
+    """The table and the answer (--json: the document, and the answer on stderr for a CI log)."""
     where = _where(result)
     if console.json_mode:
         console.emit_json(result.to_dict() | {"where": where or None})
