@@ -38,7 +38,10 @@ def net() -> Iterator[nethosts.NetHosts]:
 def _plan(tmp_path: Path, net: nethosts.NetHosts, body: str, agent: list[str] = AGENT) -> str:
     path = tmp_path / "plan.toml"
     path.write_text(
-        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\n" + body + net.hosts_toml(agent=agent)
+        # 2 profiled rounds, CPU's too (max_profiled: not until decided, as an A/A pair would take 20)
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\nprofiled_trials = 2\nmax_profiled = 2\n"
+        + body
+        + net.hosts_toml(agent=agent)
     )
     return str(path)
 
@@ -107,6 +110,39 @@ def test_cpu_lock_and_syscall_profiles_of_trials_on_a_host(tmp_path: Path, net, 
     assert "process tree (cgroup) on host h1" in html and "<h4>CPU flame graph — a</h4>" in html
     assert not [p for p in net.hosts["h1"].processes() if p.startswith(("perf ", "strace "))]
     assert not list(tmp_path.glob("**/perf.cpu.data"))
+
+
+@pytest.mark.slow
+def test_where_the_difference_went_from_profiles_taken_on_a_host(tmp_path: Path, net, fairmark_cli) -> None:
+    """Issue 35 item 5: both variants on h1, CPU-profiled by its agent; B calls a planted function. The
+    profiles that came back are compared as local ones are: paired by round, the planted function claimed
+    first, its interval above 0 (the profiled rounds go on until it is decided)."""
+    if why := _perf_and_strace():
+        pytest.skip(why)
+    from test_explain_planted import PROGRAM
+
+    src, exe = tmp_path / "planted.c", tmp_path / "planted"
+    src.write_text(PROGRAM)
+    flags = ["-O1", "-fno-omit-frame-pointer", "-fno-inline"]
+    subprocess.run(["cc", *flags, "-o", str(exe), str(src)], check=True)
+    body = (
+        f'[[workload]]\nname = "planted"\ncommand = ["{exe}"]\nmetrics = [{{ name = "cpu_s" }}]\n'
+        '[[variant]]\nname = "a"\nhost = "h1"\n[[variant]]\nname = "b"\nhost = "h1"\n'
+        'env = { PLANT = "2" }\n'
+    )
+    _mount_cgroups(net, "h1")
+    plan = Path(_plan(tmp_path, net, body))
+    plan.write_text(plan.read_text().replace("max_profiled = 2", "max_profiled = 12"))
+    code, out, err = fairmark_cli("run", str(plan), "--profile", "cpu", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    profiled = [t for c in doc["cells"] for t in c["trials"] if t["profiled"]]
+    assert profiled and all(t["host"] == "h1" for t in profiled)
+    (e,) = doc["explain"]
+    assert e["design"] == "paired" and e["profiled_trials"][0] >= 3
+    top = next(f for f in e["functions"] if f["mode"] == "self")
+    assert (top["function"], top["claimed"]) == ("planted_extra", True) and top["low_s"] > 0
+    assert "ms per trial in `planted_extra`" in e["sentence"]
 
 
 @pytest.mark.slow
