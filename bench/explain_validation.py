@@ -1,0 +1,350 @@
+"""Issue 35's validation of "where the difference went" (stats/attribution_diff.py, report/explain.py).
+
+    .venv/bin/python bench/explain_validation.py                  (`make bench`: A/A, perf diff, cost; ~3 min)
+    .venv/bin/python bench/explain_validation.py --planted-runs 10  (+ 10 planted runs through `fairmark run`)
+    .venv/bin/python bench/explain_validation.py --aa-store DB --aa-reps 1000
+
+1. Planted function (--planted-runs N): a C program built here with frame pointers; B calls planted_extra, a
+   tenth of main_work's loop. N runs of `fairmark run --profile cpu` (adaptive profiled rounds): per run the
+   function claimed first, its difference B - A per trial and interval, and the planted cost (B's main_work
+   self time / 10: the same loop, a tenth of the iterations) with whether the interval covers it.
+2. A/A on recorded profiles: the profiled trials of one program on both sides of a `fairmark run` (two identical
+   variants, 30 profiled rounds, or --aa-store's runs) are pooled; each replication draws n + n of them without
+   replacement, pairs them by round and runs compare_profiles (the report's own code). The share of
+   replications in which no function is claimed (self and inclusive), per n.
+3. Against `perf diff`: perf.data files recorded here (perf record -e cpu-clock -g, the process's CPU time from
+   its rusage), folded by the collapser fairmark uses, for the planted program and for glibc malloc debugging;
+   fairmark's claims over the 8 + 8 trials against `perf diff` of each of the 8 (A_i, B_i) pairs: for each
+   function both name, whether the signs agree; for each function `perf diff` moves by >= 1 point in some pair
+   that fairmark does not claim, whether fairmark's interval includes 0.
+4. Cost: compare_profiles of 30 profiled trials x 2 cells (the pooled A/A trials, drawn with replacement when
+   fewer), median of 5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fairmark.stats.attribution_diff import ProfiledTrial, compare_profiles
+
+FAIRMARK = str(Path(sys.executable).with_name("fairmark"))
+
+PROGRAM = r"""
+#include <stdlib.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) void main_work(unsigned long n) {
+    unsigned long x = 1;
+    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink = x;
+}
+__attribute__((noinline)) void planted_extra(unsigned long n) {
+    unsigned long x = 3;
+    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink ^= x;
+}
+int main(void) {
+    unsigned long n = 150000000UL;
+    main_work(n);
+    if (getenv("PLANT")) planted_extra(n / 10);
+    return 0;
+}
+"""
+
+ALLOC = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+    void *pool[1024] = {0};
+    unsigned x = 12345, sum = 0;
+    for (long i = 0; i < 1000000; i++) {
+        x = x * 1103515245u + 12345u;
+        unsigned slot = (x >> 8) & 1023, size = 16 + ((x >> 18) & 1023);
+        free(pool[slot]);
+        pool[slot] = malloc(size);
+        ((unsigned char *)pool[slot])[size - 1] = (unsigned char)i;
+        sum += ((unsigned char *)pool[slot])[size - 1];
+    }
+    printf("%u\n", sum);
+    return 0;
+}
+"""
+DEBUG_ENV = {
+    "LD_PRELOAD": "libc_malloc_debug.so.0",
+    "GLIBC_TUNABLES": "glibc.malloc.check=3:glibc.malloc.perturb=165",
+}
+
+PLAN = """
+[run]
+warmup = 0
+min_trials = {measured}
+max_trials = {measured}
+profiled_trials = {profiled}
+max_profiled = {max_profiled}
+
+[[workload]]
+name = "planted"
+command = ["{exe}"]
+metrics = [{{ name = "cpu_s" }}]
+
+[[variant]]
+name = "A"
+
+[[variant]]
+name = "B"
+{b_env}
+"""
+
+
+def build(tmp: Path, name: str, source: str) -> Path:
+    src, exe = tmp / f"{name}.c", tmp / name
+    src.write_text(source)
+    flags = ["-O1", "-fno-omit-frame-pointer", "-fno-inline"]
+    subprocess.run(["cc", *flags, "-o", str(exe), str(src)], check=True)
+    return exe
+
+
+def fairmark_run(plan: Path, store: str) -> str:
+    args = [FAIRMARK, "run", str(plan), "--store", store, "--json", "--accept-risk", "--no-monitors"]
+    args += ["--allow-concurrent", "--profile", "cpu"]
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"fairmark run failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout)["run"]["id"]
+
+
+def stored_trials(store_url: str, run_id: str) -> dict[str, list[ProfiledTrial]]:
+    """Each variant's profiled trials of the run, as the report reads them (report/explain.profiled_trials)."""
+    from fairmark.report.data import load_report
+    from fairmark.report.explain import profiled_trials
+    from fairmark.store.db import Store
+
+    report = load_report(Store.open(store_url), run_id)
+    return {c.variant: profiled_trials(report, c) for c in report.cells}
+
+
+# -- 1. planted ---------------------------------------------------------------------------------------------
+
+
+def planted(tmp: Path, runs: int) -> None:
+    exe = build(tmp, "planted", PROGRAM)
+    plan = tmp / "planted.toml"
+    plan.write_text(
+        PLAN.format(exe=exe, measured=6, profiled=3, max_profiled=16, b_env='env = { PLANT = "1" }')
+    )
+    store = f"sqlite:///{tmp / 'planted.db'}"
+    print(
+        f"1. planted function: {runs} runs of `fairmark run --profile cpu` (profiled_trials 3, max_profiled 16)"
+    )
+    print(
+        f"{'run':>3} {'n a side':>8}  {'first claimed':<15} {'B-A ms':>7}  {'interval ms':<15} {'planted ms':>10}  covered"
+    )
+    named = covered = 0
+    for i in range(runs):
+        trials = stored_trials(store, fairmark_run(plan, store))
+        d = compare_profiles(trials["A"], trials["B"])
+        assert d is not None
+        top = d.claimed("self")[0] if d.claimed("self") else None
+        main = next(f for f in d.functions if f.mode == "self" and f.function == "main_work")
+        cost = main.b_s / 10  # the same loop, a tenth of the iterations
+        ok_name = top is not None and top.function == "planted_extra"
+        ok_cover = ok_name and top.low_s <= cost <= top.high_s  # type: ignore[union-attr]
+        named += ok_name
+        covered += ok_cover
+        name = top.function if top else "(none)"
+        diff = f"{top.diff_s * 1e3:+7.1f}" if top else "      —"
+        interval = f"{top.low_s * 1e3:+.1f} to {top.high_s * 1e3:+.1f}" if top else "—"
+        print(
+            f"{i + 1:>3} {d.n_a:>8}  {name:<15} {diff}  {interval:<15} {cost * 1e3:>10.1f}  {'yes' if ok_cover else 'NO'}"
+        )
+    print(f"named first: {named} of {runs}; interval covers the planted cost: {covered} of {runs}\n")
+
+
+# -- 2. A/A ------------------------------------------------------------------------------------------------
+
+
+def aa_pool(tmp: Path, store_url: str | None) -> list[ProfiledTrial]:
+    if store_url is None:  # record: the planted program with no plant on either side, 30 profiled rounds
+        exe = build(tmp, "aa", PROGRAM)
+        plan = tmp / "aa.toml"
+        plan.write_text(PLAN.format(exe=exe, measured=3, profiled=30, max_profiled=30, b_env=""))
+        store_url = f"sqlite:///{tmp / 'aa.db'}"
+        fairmark_run(plan, store_url)
+    from fairmark.store.db import Store
+
+    store = Store.open(store_url)
+    pool: list[ProfiledTrial] = []
+    for run in store.list_runs(1000):
+        for trials in stored_trials(store_url, run.id).values():
+            pool += trials
+    return pool
+
+
+def aa(pool: list[ProfiledTrial], reps: int) -> list[tuple[int, float, float, int]]:
+    rng = random.Random(35)
+    rows = []
+    print(f"2. A/A: {len(pool)} recorded profiled trials pooled; {reps} replications per n (seed 35)")
+    print(f"{'n a side':>8}  {'no self claim':>13}  {'no claim at all':>15}  functions tested (median)")
+    for n in (3, 5, 8, 15):
+        if 2 * n > len(pool):
+            continue
+        none_self = none_any = 0
+        tested = []
+        for _ in range(reps):
+            draw = rng.sample(pool, 2 * n)
+            a = [ProfiledTrial(r, t.folded, t.cpu_s) for r, t in enumerate(draw[:n])]
+            b = [ProfiledTrial(r, t.folded, t.cpu_s) for r, t in enumerate(draw[n:])]
+            d = compare_profiles(a, b)
+            assert d is not None
+            none_self += not d.claimed("self")
+            none_any += not any(f.claimed for f in d.functions)
+            tested.append(d.tested)
+        rows.append((n, none_self / reps, none_any / reps, int(statistics.median(tested))))
+        print(
+            f"{n:>8}  {100 * none_self / reps:>12.1f}%  {100 * none_any / reps:>14.1f}%  {statistics.median(tested):.0f}"
+        )
+    print()
+    return rows
+
+
+# -- 3. against perf diff ----------------------------------------------------------------------------------
+
+
+def perf_record(exe: Path, out: Path, env: dict[str, str]) -> ProfiledTrial:
+    times = out.with_suffix(".time")
+    argv = ["perf", "record", "-q", "-e", "cpu-clock", "-g", "-o", str(out), "--"]
+    argv += ["/usr/bin/time", "-f", "%U %S", "-o", str(times), str(exe)]
+    subprocess.run(argv, env=os.environ | env, check=True, capture_output=True)
+    script = subprocess.run(
+        ["perf", "script", "-i", str(out)], capture_output=True, text=True, check=True
+    ).stdout
+    from fairmark.run.profiles.cpu import collapser, fold
+
+    tool = collapser()
+    assert tool is not None, "no stack collapser (cargo install inferno)"
+    folded = "".join(line + "\n" for line in fold(script, tool).splitlines() if not line.startswith("time;"))
+    user, sys_ = map(float, times.read_text().split()[-2:])
+    return ProfiledTrial(0, folded, user + sys_)
+
+
+_DIFF = re.compile(
+    r"^\s*(?:(?P<base>[\d.]+)%)?\s+(?P<delta>[+-][\d.]+)%\s+\S+\s+\[(?P<k>[.k])\]\s+(?P<sym>.+?)\s*$"
+)
+
+
+def perf_diff(a: Path, b: Path) -> dict[tuple[str, str], float]:
+    """`perf diff A B`: each symbol's change of its share of the samples, in points (kernel marked)."""
+    out = subprocess.run(
+        ["perf", "diff", "--no-demangle", str(a), str(b)], capture_output=True, text=True, check=True
+    ).stdout
+    deltas = {}
+    for line in out.splitlines():
+        m = _DIFF.match(line)
+        if m:
+            deltas[(m["sym"], "kernel" if m["k"] == "k" else "user")] = float(m["delta"])
+    return deltas
+
+
+def against_perf_diff(tmp: Path, n: int = 8) -> None:
+    cases = [
+        ("planted", build(tmp, "pd_planted", PROGRAM), {}, {"PLANT": "1"}),
+        ("malloc debugging", build(tmp, "pd_alloc", ALLOC), {}, DEBUG_ENV),
+    ]
+    print(f"3. against `perf diff`: {n} + {n} perf.data files per case, interleaved A B A B …")
+    for name, exe, env_a, env_b in cases:
+        sides: dict[str, list[ProfiledTrial]] = {"A": [], "B": []}
+        files: dict[str, list[Path]] = {"A": [], "B": []}
+        for r in range(n):
+            for side, env in (("A", env_a), ("B", env_b)):
+                path = tmp / f"{name[:4]}-{side}{r}.data"
+                t = perf_record(exe, path, env)
+                sides[side].append(ProfiledTrial(r, t.folded, t.cpu_s))
+                files[side].append(path)
+        d = compare_profiles(sides["A"], sides["B"])
+        assert d is not None
+        diffs = [perf_diff(a, b) for a, b in zip(files["A"], files["B"], strict=True)]
+        _agreement(name, d, diffs)
+    print()
+
+
+def _agreement(name: str, d, diffs: list[dict[tuple[str, str], float]]) -> None:
+    rows = {(f.function, f.space): f for f in d.functions if f.mode == "self"}
+    claimed = [f for f in rows.values() if f.claimed]
+    same = total = 0
+    for f in claimed:
+        for pd in diffs:
+            if (f.function, f.space) in pd:
+                total += 1
+                same += (pd[(f.function, f.space)] > 0) == (f.diff_s > 0)
+    moved = {k for pd in diffs for k, v in pd.items() if abs(v) >= 1.0}
+    unclaimed = [rows[k] for k in moved if k in rows and not rows[k].claimed]
+    zero = sum(f.low_s <= 0 <= f.high_s for f in unclaimed)
+    print(
+        f"  {name}: fairmark claims {len(claimed)} of {d.tested} functions; same sign as perf diff in {same} of "
+        f"{total} (function, pair) cases where both name it"
+    )
+    print(
+        f"    perf diff moves {len(moved)} symbols by >= 1 point in some pair; {len(unclaimed)} of them tested "
+        f"and not claimed by fairmark, whose interval includes 0 for {zero} of {len(unclaimed)}"
+    )
+    for f in sorted(unclaimed, key=lambda f: -max(abs(pd.get((f.function, f.space), 0.0)) for pd in diffs))[
+        :3
+    ]:
+        worst = max((pd.get((f.function, f.space), 0.0) for pd in diffs), key=abs)
+        print(
+            f"      {f.function}: perf diff up to {worst:+.1f} points; fairmark {f.diff_s * 1e3:+.1f} ms "
+            f"({f.low_s * 1e3:+.1f} to {f.high_s * 1e3:+.1f})"
+        )
+
+
+# -- 4. cost -----------------------------------------------------------------------------------------------
+
+
+def cost(pool: list[ProfiledTrial]) -> None:
+    rng = random.Random(4)
+    a = [ProfiledTrial(r, rng.choice(pool).folded, rng.choice(pool).cpu_s) for r in range(30)]
+    b = [ProfiledTrial(r, rng.choice(pool).folded, rng.choice(pool).cpu_s) for r in range(30)]
+    lines = sum(len(t.folded.splitlines()) for t in a + b)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        compare_profiles(a, b)
+        times.append(time.perf_counter() - t0)
+    print(
+        f"4. cost: compare_profiles of 30 + 30 profiled trials ({lines} folded lines): "
+        f"median {statistics.median(times):.3f} s of 5 (limit 2 s)"
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--planted-runs", type=int, default=0)
+    p.add_argument("--aa-store", help="sqlite:///PATH of A/A runs with profiled trials (default: record one)")
+    p.add_argument("--aa-reps", type=int, default=1000)
+    p.add_argument("--no-perf-diff", action="store_true")
+    args = p.parse_args()
+    if shutil.which("perf") is None or shutil.which("cc") is None:
+        print("skipped: needs perf and a C compiler")
+        return
+    with tempfile.TemporaryDirectory(prefix="fairmark-explain-") as tmp:
+        if args.planted_runs:
+            planted(Path(tmp), args.planted_runs)
+        pool = aa_pool(Path(tmp), args.aa_store)
+        aa(pool, args.aa_reps)
+        if not args.no_perf_diff:
+            against_perf_diff(Path(tmp))
+        cost(pool)
+
+
+if __name__ == "__main__":
+    main()
