@@ -159,7 +159,9 @@ class BootRun:
     def _records(self) -> dict[int, dict[str, Any]]:
         latest: dict[int, dict[str, Any]] = {}
         for a in self.runner.store.artifacts(self.runner.run_id, kind="boot"):
-            latest[int(a["data"]["block"])] = a["data"]
+            data = a["data"]
+            if isinstance(data, dict) and isinstance(data.get("block"), int):
+                latest[int(str(data["block"]))] = data
         return latest
 
     def _record(self, block: Block, **data: Any) -> dict[str, Any]:

@@ -114,7 +114,8 @@ def verify(
 ) -> BootCheck:
     """Whether the machine's boot (its snapshot, boot id, FreeBSD kern.bootfile) is `variant`'s. `absent`: kernel
     command-line words that mark another variant (a boot showing one is that variant's, not this one's)."""
-    bad, good = [], []
+    bad: list[str] = []
+    good: list[str] = []
 
     def check(ok: bool, text: str) -> None:
         (good if ok else bad).append(text)

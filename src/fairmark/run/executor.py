@@ -172,11 +172,11 @@ def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
             if not sent:  # a request too large for the server (an environment of megabytes): Popen, as before
                 lost = False
                 return _launched_trial(spec)
-            answer = server.answer_within(spec.timeout_s)
-            if answer is None:
+            within = server.answer_within(spec.timeout_s)
+            if within is None:
                 timed_out = True
                 _kill_started(server, spec.grace_s)
-                answer = server.answer()
+            answer = server.answer() if within is None else within
             if answer[11] != -2 or answer[2] != errno.ENOENT or made:
                 break
             os.makedirs(spec.out_dir, exist_ok=True)  # (its output directory was not there: nothing started)
@@ -207,9 +207,9 @@ def _answered(spec: TrialSpec, answer: tuple[int, ...], timed_out: bool) -> Meas
         leftovers = 1
         kill_group(pid, spec.grace_s)
     # its outputs' sizes only when nothing of it could write later: no process left in its group, not cut short
-    sizes = {} if left or timed_out else {"stdout_bytes": answer[13], "stderr_bytes": answer[14]}
+    sizes = (None, None) if left or timed_out else (answer[13], answer[14])
     report = report_fields(answer[1:11])
-    return _measured(spec, report["status"], None, report["wall_s"], timed_out, leftovers, report, **sizes)
+    return _measured(spec, report["status"], None, report["wall_s"], timed_out, leftovers, report, sizes)
 
 
 def _kill_started(server: launch_server.LaunchServer, grace_s: float) -> None:
@@ -355,10 +355,10 @@ def _measured(
     timed_out: bool,
     leftovers: int,
     report: dict[str, Any] | None = None,
-    **outputs: int,
+    sizes: tuple[int | None, int | None] = (None, None),
 ) -> Measured:
     """The trial's record (run.launcher.waited_fields: the launcher's report, else the waited tree's);
-    `outputs`: the sizes of its stdout and stderr when its executor knows them (`Measured.stdout_bytes`)."""
+    `sizes`: those of its stdout and stderr when its executor knows them (`Measured.stdout_bytes`)."""
     status, fields = waited_fields(status, ru, wall, report)
     exit_code, sig, st, err = outcome(status, spec.timeout_s if timed_out else None)
     return Measured(
@@ -370,6 +370,7 @@ def _measured(
         stderr_path=spec.stderr_path,
         error=err,
         leftovers_killed=leftovers,
+        stdout_bytes=sizes[0],
+        stderr_bytes=sizes[1],
         **fields,
-        **outputs,
     )

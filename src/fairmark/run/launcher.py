@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 # A process's ru_maxrss is the largest resident set of its whole life, exec included: Linux carries the
 # high-water mark of the memory it had before execve into the new program's (fs/exec.c: setmax_mm_hiwater_rss),
@@ -208,7 +208,10 @@ def waited_fields(
     }
 
 
-def outcome(status: int, timed_out_after: float | None) -> tuple[int | None, int | None, str, str | None]:
+Outcome = Literal["ok", "failed", "timeout"]
+
+
+def outcome(status: int, timed_out_after: float | None) -> tuple[int | None, int | None, Outcome, str | None]:
     """(exit code, signal, status, error) of a trial's wait status; `timed_out_after`: the timeout it hit."""
     code = os.waitstatus_to_exitcode(status)
     exit_code, sig = (code, None) if code >= 0 else (None, -code)

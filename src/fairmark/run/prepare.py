@@ -69,7 +69,8 @@ def build_runtimes(
     out = []
     where = _Where(plan, plan_path, text)
     for w in plan.workload:
-        adapter, params = None, {}
+        adapter: Adapter | None = None
+        params: dict[str, Any] = {}
         if w.tool:
             adapter, params = _tool_adapter(
                 plan, where, w, quick=quick, hosts=hosts, check_executables=check_executables

@@ -175,7 +175,7 @@ class Runner:
     # -- the loop ----------------------------------------------------------------------------------------
     def _execute(self, runtimes: list[WorkloadRuntime], seed: int) -> str:
         self.gate.record_programs(runtimes)  # for the snapshot after the run (a resumed run has no gate)
-        ids = {}
+        ids: dict[str, int] = {}
         for rt in runtimes:
             ids |= self.store.ensure_cells(self.run_id, cell_rows(self.plan, rt, self._scrub, self.hosts))
         for rt in runtimes:

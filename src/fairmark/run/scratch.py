@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import shutil
@@ -67,7 +68,8 @@ class Scratch:
                 break
             # A sweep took the fresh directory's lock before we did (it cannot tell it from a dead one's) and
             # removed it: make another.
-        self.path, self._fd = path, fd
+        self.path: Path = path
+        self._fd: int | None = fd
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -84,6 +86,10 @@ class Scratch:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _is(name: str, top: str) -> bool:
+    return top == name
 
 
 def _legacy_owner(name: str) -> int | None:
@@ -103,7 +109,7 @@ def sweep(base: str | None = None) -> list[str]:
         if fd is None:
             continue  # a live owner holds it
         try:
-            lines += _stop_working_in(root, lambda top, name=path.name: top == name)
+            lines += _stop_working_in(root, functools.partial(_is, path.name))
             shutil.rmtree(path, ignore_errors=True)
             lines.append(
                 f"removed {path}, left by a fairmark process that no longer runs (its lock was free)"

@@ -317,12 +317,12 @@ class TrialPath:
             trial_dir = scratch / f"trial-{seq:05d}"
             trial_dir.mkdir()
             return trial_dir
-        trial_dir = self._shared_dirs.get(scratch)
-        if trial_dir is None:
-            trial_dir = scratch / "trial-output"
-            trial_dir.mkdir(exist_ok=True)
-            self._shared_dirs[scratch] = trial_dir
-        return trial_dir
+        shared = self._shared_dirs.get(scratch)
+        if shared is None:
+            shared = scratch / "trial-output"
+            shared.mkdir(exist_ok=True)
+            self._shared_dirs[scratch] = shared
+        return shared
 
     @functools.cached_property
     def base_env(self) -> dict[str, str]:

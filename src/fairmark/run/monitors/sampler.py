@@ -55,11 +55,16 @@ class SystemMonitor(TrialHook):
         self._thread: threading.Thread | None = None
         self.errors: list[str] = []
 
+    def _snapshot(self) -> Snapshot:
+        if self.reader is None:  # an unavailable hook is never started (run/hooks.py)
+            raise RuntimeError(self.unavailable)
+        return self.reader.snapshot()
+
     def start(self, ctx: HookContext) -> None:
         # The thread is not woken: it sleeps at most one interval at a time and, when it wakes, samples the trial
         # then running if its last snapshot is an interval old. Waking it at every trial's start and end cost
         # three thread hand-overs per trial (~0.2 ms of CPU and more of waiting on a busy machine).
-        snaps = [self.reader.snapshot()]
+        snaps = [self._snapshot()]
         with self._wake:
             self._snaps = self._trial = snaps
         if self._thread is None:  # one thread for the whole run
@@ -80,12 +85,14 @@ class SystemMonitor(TrialHook):
                 if self._closed:
                     return
             try:
-                snap = self.reader.snapshot()
+                snap = self._snapshot()
             except Exception as exc:  # a failed sample must not kill the trial; the artifact reports it
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 snap = None
             with self._wake:
-                if snap is not None and self._trial is snaps:  # a sample of a trial that has ended is dropped
+                if (
+                    snap is not None and snaps is not None and self._trial is snaps
+                ):  # a sample of a trial that has ended is dropped
                     snaps.append(snap)
 
     def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
@@ -93,7 +100,7 @@ class SystemMonitor(TrialHook):
             snaps, self._trial = self._trial, None
         if snaps is None:  # start() never ran for this trial (another hook failed first): nothing to say
             return []
-        snaps.append(self.reader.snapshot())  # after the thread's last: it appends only while _trial is snaps
+        snaps.append(self._snapshot())  # after the thread's last: it appends only while _trial is snaps
         series = build_series(snaps, os_name=self.os_name, interval_s=self.interval_s)
         if self.errors:
             series["sample_errors"] = self.errors[:10]

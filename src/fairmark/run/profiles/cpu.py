@@ -119,11 +119,12 @@ class PerfCpuProfile(PerfProfiler):
 
     def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
         rec, err = self.finish()
-        if rec is None:
+        collapse = self.collapse
+        if rec is None or collapse is None:  # (no collapser: unavailable, never started)
             return [self._failure(err)]
         try:
             script = self._script(rec.out)
-            folded = fold(script, self.collapse, WORKLOAD)
+            folded = fold(script, collapse, WORKLOAD)
         except ProfilerFailed as exc:
             return [self._failure(f"{exc.message} {err.strip()[-200:]}")]
         finally:
@@ -135,7 +136,7 @@ class PerfCpuProfile(PerfProfiler):
             "weight": folded_weight(folded),  # sum of sample periods (ns for cpu-clock)
             "scope": SCOPE,
             "servers": len(self.servers),  # the workload's servers that were in the cgroup too
-            "collapser": Path(self.collapse).name,
+            "collapser": Path(collapse).name,
         } | share_meta(counts[WORKLOAD], counts[ALL] - counts["idle"])
         out = [Artifact(self.kind, "meta", "application/json", meta)]
         if not folded.strip():

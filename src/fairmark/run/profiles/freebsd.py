@@ -173,6 +173,8 @@ class DTraceCpuProfile(WrapProfiler):
 
     def artifacts(self, text: str) -> list[Artifact]:
         stacks, counts = split_dtrace_samples(text)
+        if self.collapse is None:  # unavailable: never started (run/hooks.py)
+            return [Artifact(self.kind, "error", "text/plain", str(self.unavailable))]
         proc = subprocess.run([self.collapse], input=stacks, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             return [Artifact(self.kind, "error", "text/plain", proc.stderr[-300:])]
@@ -195,7 +197,7 @@ class PmcstatCpuProfile(WrapProfiler):
     name = kind = "profile.cpu"
     tool = "pmcstat"
     out_name = "pmcstat.log"
-    build = staticmethod(pmcstat_command)  # type: ignore[assignment]
+    build = staticmethod(pmcstat_command)
 
     def __init__(self) -> None:
         super().__init__()
@@ -257,7 +259,7 @@ class LockstatProfile(WrapProfiler):
     name = kind = "profile.locks"
     tool = "lockstat"
     out_name = "lockstat.txt"
-    build = staticmethod(lockstat_command)  # type: ignore[assignment]
+    build = staticmethod(lockstat_command)
 
     def artifacts(self, text: str) -> list[Artifact]:
         # lockstat has no process filter: it records every lock of the machine while the command runs
@@ -274,7 +276,7 @@ class TrussProfile(WrapProfiler):
     name = kind = "profile.syscalls"
     tool = "truss"
     out_name = "truss.txt"
-    build = staticmethod(truss_command)  # type: ignore[assignment]
+    build = staticmethod(truss_command)
 
     def __init__(self) -> None:
         super().__init__()

@@ -103,6 +103,8 @@ class StraceProfile(Profiler):
         self._stats: SyscallStats | None = None
 
     def wrap(self, argv: list[str], ctx: HookContext) -> list[str]:
+        if self.strace is None:  # an unavailable hook is never used (run/hooks.py)
+            raise RuntimeError(self.unavailable)
         self._fifo = Path(ctx.trial_dir) / "strace.fifo"
         self._fifo.unlink(missing_ok=True)
         os.mkfifo(self._fifo)
@@ -139,6 +141,8 @@ class StraceProfile(Profiler):
 
     def _unblock(self) -> None:
         """strace never opened the FIFO (the command did not start): open the write end so the reader ends."""
+        if self._fifo is None:
+            return
         try:
             os.close(os.open(self._fifo, os.O_WRONLY | os.O_NONBLOCK))
         except OSError:

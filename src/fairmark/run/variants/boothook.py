@@ -82,12 +82,12 @@ run_rc_command "$1"
 
 def install(journal: Journal, argv: Sequence[str], *, kind: Kind, root: str | Path = "/") -> list[str]:
     """Install the hook under `root` (a sysroot in tests); journaled first. Returns the paths written."""
-    root = Path(root)
+    top = Path(root)
     files = systemd_files(argv) if kind == "systemd" else rcd_files(argv)
-    paths = {str(root / rel): text for rel, text in files.items()}
+    paths = {str(top / rel): text for rel, text in files.items()}
     links = {}
     if kind == "systemd":  # what `systemctl enable` does, without needing a running systemd
-        link = root / f"etc/systemd/system/multi-user.target.wants/{NAME}.service"
+        link = top / f"etc/systemd/system/multi-user.target.wants/{NAME}.service"
         links[str(link)] = f"/etc/systemd/system/{NAME}.service"
     journal.add(
         {"type": "boot-hook", "kind": kind, "paths": [*paths, *links], "label": f"boot hook ({kind})"}
@@ -97,10 +97,10 @@ def install(journal: Journal, argv: Sequence[str], *, kind: Kind, root: str | Pa
         Path(path).write_text(text)
         if "rc.d" in path:
             os.chmod(path, 0o555)
-    for link, target in links.items():
-        Path(link).parent.mkdir(parents=True, exist_ok=True)
-        if not Path(link).is_symlink():
-            os.symlink(target, link)
+    for made, target in links.items():
+        Path(made).parent.mkdir(parents=True, exist_ok=True)
+        if not Path(made).is_symlink():
+            os.symlink(target, made)
     return [*paths, *links]
 
 

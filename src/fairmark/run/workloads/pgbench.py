@@ -38,8 +38,12 @@ _LINES = {
 
 def postgres_server(ctx: WorkloadContext, fsync: bool) -> servers.PostgresServer:
     """Start the workload's PostgreSQL (shared by pgbench and sysbench-oltp); teardown stops and removes it."""
-    remote = {"address": ctx.listen_address, "clients": ctx.client_addresses} if ctx.listen_address else {}
-    return servers.start_in(ctx, servers.PostgresServer(ctx.scratch / "postgres", fsync=fsync, **remote))
+    server = servers.PostgresServer(ctx.scratch / "postgres", fsync=fsync)
+    if ctx.listen_address:  # clients on other hosts too
+        server = servers.PostgresServer(
+            ctx.scratch / "postgres", fsync=fsync, address=ctx.listen_address, clients=ctx.client_addresses
+        )
+    return servers.start_in(ctx, server)
 
 
 def check_bool(tool: str, params: dict[str, Any], *names: str) -> None:

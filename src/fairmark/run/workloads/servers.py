@@ -25,10 +25,10 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from fairmark.run.lock import pid_alive, proc_state  # noqa: F401 - proc_state is part of this module's API
-from fairmark.run.workloads.base import SetupError
+from fairmark.run.workloads.base import SetupError, WorkloadContext
 
 LOOPBACK = "127.0.0.1"
 SOCKET_DIR_MAX = 80  # leaves room for "/sock/.s.PGSQL.65535" within sun_path's 108 bytes
@@ -123,10 +123,12 @@ def grant(path: Path, user: str | None) -> None:
             )
 
 
-def nofile_for(wanted: int) -> int:
+def nofile_for(wanted: int | None) -> int:
     """The descriptor limit a server can have: what it wants, capped by the hard limit (raising that needs
-    CAP_SYS_RESOURCE, which even root lacks in many containers)."""
-    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    CAP_SYS_RESOURCE, which even root lacks in many containers); none wanted: what it inherits."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if wanted is None:
+        return soft
     return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
 
 
@@ -215,6 +217,8 @@ class ManagedServer:
 
     def _launch(self) -> None:
         self._spawn()
+        if self.proc is None:
+            raise SetupError(f"{self.kind}: not started")
         try:
             wait_until(
                 self.ready, self.proc, self.start_timeout_s, f"{self.kind} on port {self.port}", self.log
@@ -610,13 +614,17 @@ def running(server: ManagedServer) -> Iterator[ManagedServer]:
         server.stop()
 
 
-def start_in(ctx, server: ManagedServer) -> ManagedServer:  # ctx: WorkloadContext
+S = TypeVar("S", bound="ManagedServer")
+
+
+def start_in(ctx: WorkloadContext, server: S) -> S:
     """Start `server` for a workload and remember it in ctx.state, so teardown finds it even after a failed start."""
     ctx.state["server"] = server
-    return server.start()
+    server.start()
+    return server
 
 
-def stop_in(ctx) -> None:
+def stop_in(ctx: WorkloadContext) -> None:
     server = ctx.state.pop("server", None)
     if server is not None:
         server.stop()

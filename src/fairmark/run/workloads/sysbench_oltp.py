@@ -129,7 +129,7 @@ class SysbenchOltp(Adapter):
     def setup(self, ctx: WorkloadContext) -> None:
         if ctx.params["db"] == "mysql":
             mdb = servers.MariadbServer(ctx.scratch / "mariadb", fsync=ctx.params["fsync"])
-            server: servers.ManagedServer = servers.start_in(ctx, mdb)
+            server: servers.MariadbServer | servers.PostgresServer = servers.start_in(ctx, mdb)
         else:
             server = postgres_server(ctx, ctx.params["fsync"])
         argv = [*self._base(server, ctx.params), f"--threads={min(ctx.params['tables'], 4)}", "prepare"]
