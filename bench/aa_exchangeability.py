@@ -1,6 +1,6 @@
 """Whether the two cells of stored A/A runs are exchangeable (issue 39): the evidence behind an A/A rate.
 
-    .venv/bin/python bench/aa_exchangeability.py STORE.db [--blocks 12] [--trace FTRACE.txt]
+    .venv/bin/python bench/aa_exchangeability.py STORE.db ... [--blocks 12] [--trace FTRACE.txt]
     .venv/bin/python bench/aa_exchangeability.py          (`make bench`: one 300-round A/A run of the issue's
                                                           pipeline, monitors on, in a store of its own)
 
@@ -9,7 +9,8 @@ rounds a side) for the block figures. Prints, from the store alone:
 
 1. each trial's log deviation from its run's median, by position in its round (first/second), by whether the
    trial before it was of the same cell, and by cell (B: baseline, T: twin): a harness that treats the cells
-   differently shows a difference between B and T in some context;
+   differently shows a difference between B and T in some context; and the mean log ratio of a round's second
+   trial to its first (the position effect, which a random order within rounds turns into noise);
 2. the gap between a trial's end and the next one's start (the harness's own work between them) by the cells
    of the two;
 3. the verdict of each run's consecutive blocks of --blocks rounds (fairmark's own stats.compare, paired by
@@ -17,8 +18,8 @@ rounds a side) for the block figures. Prints, from the store alone:
    construction — the statistics' own rate on this noise. More claims with the real labels than relabelled
    means the labels carry something the test does not expect.
 
-With --trace, an ftrace text capture of the runs (events sched_process_fork with parent_comm launch-server*
-or sh, sched_process_exec, sched_process_exit; one store run in it, the store's last): the CPU each trial
+Several stores: their runs together. With --trace (bench/aa_start_cpu.sh makes one), an ftrace text capture of the runs (events sched_process_fork with parent_comm launch-server*
+or sh, sched_process_exec, sched_process_exit; one store run in it, the last store's last): the CPU each trial
 started on (its command's exec), against the CPU of the trial before, its position and its cell.
 """
 
@@ -40,7 +41,8 @@ QUERY = """select c.variant, t.round, t.wall_s, t.started_at from trials t join 
 
 def runs(db: sqlite3.Connection) -> list[list[tuple[str, int, float, str]]]:
     ids = [r for (r,) in db.execute("select id from runs order by started_at")]
-    return [db.execute(QUERY, (r,)).fetchall() for r in ids]
+    found = [db.execute(QUERY, (r,)).fetchall() for r in ids]
+    return [t for t in found if t]  # a run copied from a live store before its first trial
 
 
 def mean_se(v: list[float]) -> str:
@@ -66,6 +68,9 @@ def contexts(all_runs: list[list[tuple[str, int, float, str]]]) -> None:
     print("log deviation from the run's median, by position, the trial before, cell:")
     for k, v in sorted(acc.items()):
         print(f"  {k[0]:<7}{k[1]:<18}{k[2]}  {mean_se(v)}")
+    order = [math.log(b[2] / a[2]) for t in all_runs for a, b in itertools.pairwise(t) if a[1] == b[1] >= 0]
+    if len(order) > 1:
+        print(f"second trial of a round against its first, log ratio: {mean_se(order)}")
     print("gap between trials (ms), by the cells of the two: median")
     for k, v in sorted(gaps.items()):
         print(f"  {k}  {st.median(v):.2f} (n={len(v)})")
@@ -172,20 +177,20 @@ def own_store(tmp: str) -> str:
 
 
 def main() -> None:
-    argv = sys.argv[2:]
-    if len(sys.argv) < 2:
+    stores = [a for a in sys.argv[1:] if a.endswith(".db")]  # several: their runs together
+    argv = [a for a in sys.argv[1:] if not a.endswith(".db")]
+    if not stores:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="aa-exch-") as tmp:
-            analyse(own_store(tmp), argv)
+            analyse([own_store(tmp)], argv)
         return
-    analyse(sys.argv[1], argv)
+    analyse(stores, argv)
 
 
-def analyse(store: str, argv: list[str]) -> None:
+def analyse(stores: list[str], argv: list[str]) -> None:
     size = int(argv[argv.index("--blocks") + 1]) if "--blocks" in argv else 12
-    db = sqlite3.connect(store)
-    all_runs = runs(db)
+    all_runs = [r for store in stores for r in runs(sqlite3.connect(store))]
     contexts(all_runs)
     blocks(all_runs, size)
     if "--trace" in argv:

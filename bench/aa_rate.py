@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/aa_rate.py [--runs K] [--batch B] [--plans gz,alloc,sleep] [--monitors on,off]
                                       [--trees SRC,...] [--out FILE.jsonl] [--until HH:MM]
-    .venv/bin/python bench/aa_rate.py --summarize FILE.jsonl ...
+    .venv/bin/python bench/aa_rate.py --summarize [--markdown] FILE.jsonl ...
 
 K A/A runs (default 20; the issue asked 200) of each plan × monitors on/off × tree, `calibrate`'s way: the plan's baseline against
 an exact twin of it, interleaved, the plan's trial counts, each run a run of its own (a new seed, its own hooks,
@@ -19,7 +19,8 @@ again goes on where it stopped; --until HH:MM (UTC) starts no batch past that ti
 (one plan each, the same --out or not): every run takes `--allow-concurrent`'s path.
 
 Prints one line per configuration: claims/runs, the rate, Wilson's and Clopper–Pearson's 95% intervals, the
-load average (1 min) over its runs. One JSON line per run goes to --out (default aa-rate.jsonl), which
+load average (1 min) at its runs' starts (mean, range), and whether it meets issue 39's acceptance (rate <= 5.5%,
+the upper end of the interval <= 8%: "yes" by both intervals). One JSON line per run goes to --out (default aa-rate.jsonl), which
 --summarize reads again (several files: their runs together).
 """
 
@@ -115,21 +116,50 @@ def tree_label(src: str) -> str:
     return done.stdout.strip() or Path(src).parent.name
 
 
-def summarize(rows: list[dict]) -> None:
+def meets(k: int, n: int) -> str:
+    """Issue 39's acceptance: a rate of at most 5.5% with the upper end of its 95% interval at most 8%."""
+    if k / n > 0.055:
+        return "no (rate)"
+    ok = [
+        name for name, (_, high) in (("Wilson", wilson(k, n)), ("C-P", clopper_pearson(k, n))) if high <= 0.08
+    ]
+    return "yes" if len(ok) == 2 else f"{ok[0]} only" if ok else "no (upper)"
+
+
+def summarize(rows: list[dict], markdown: bool = False) -> None:
+    """One line per (plan, tree, monitors); --markdown: as rows of docs/reproductions.md's table."""
     groups: dict[tuple[str, str, bool], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["plan"], r["tree"], r["monitors"]), []).append(r)
-    print(
-        f"{'plan':<12}{'tree':<10}{'monitors':<10}{'claims':>10}{'rate':>8}  {'Wilson 95%':<16}{'C-P 95%':<16}load"
-    )
+    head = [
+        "plan",
+        "tree",
+        "monitors",
+        "claims",
+        "rate",
+        "Wilson 95%",
+        "C-P 95%",
+        "load (mean, range)",
+        "meets",
+    ]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if markdown else "\t".join(head))
     for (plan, tree, monitors), rs in sorted(groups.items()):
         k, n = sum(r["significant"] for r in rs), len(rs)
-        w, cp = wilson(k, n), clopper_pearson(k, n)
-        load = statistics.mean(r["load0"] for r in rs)
-        print(
-            f"{plan:<12}{tree:<10}{'on' if monitors else 'off':<10}{f'{k}/{n}':>10}{100 * k / n:>7.1f}%  "
-            f"{100 * w[0]:.1f}–{100 * w[1]:.1f}%{'':<5}{100 * cp[0]:.1f}–{100 * cp[1]:.1f}%{'':<5}{load:.1f}"
-        )
+        (wl, wh), (cl, ch) = wilson(k, n), clopper_pearson(k, n)
+        loads = [r["load0"] for r in rs]
+        cells = [plan, tree, "on" if monitors else "off", f"{k}/{n}", f"{100 * k / n:.1f}%"]
+        cells += [f"{100 * wl:.1f}–{100 * wh:.1f}%", f"{100 * cl:.1f}–{100 * ch:.1f}%"]
+        cells += [f"{statistics.mean(loads):.1f} ({min(loads):.0f}–{max(loads):.0f})", meets(k, n)]
+        print("| " + " | ".join(cells) + " |" if markdown else "\t".join(cells))
+    if (
+        not markdown
+    ):  # p-values of exchangeable cells are uniform: their shares below 0.1 and 0.2 use every run
+        for (plan, tree, monitors), rs in sorted(groups.items()):
+            ps = [r["p"] for r in rs if r.get("p") is not None]
+            shares = " ".join(
+                f"p<={q}: {100 * sum(p <= q for p in ps) / len(ps):.1f}%" for q in (0.05, 0.1, 0.2)
+            )
+            print(f"{plan} {tree} {'on' if monitors else 'off'}: {shares} (uniform: 5, 10, 20%; n={len(ps)})")
 
 
 def args(argv: list[str]) -> dict[str, str]:
@@ -180,9 +210,9 @@ def batch_of(path: Path, tree: str, label: str, store: Path, monitors: str, batc
 
 def main() -> None:
     if sys.argv[1:2] == ["--summarize"]:
-        summarize(
-            [json.loads(line) for f in sys.argv[2:] for line in Path(f).read_text().splitlines() if line]
-        )
+        files = [f for f in sys.argv[2:] if f != "--markdown"]
+        rows = [json.loads(line) for f in files for line in Path(f).read_text().splitlines() if line]
+        summarize(rows, markdown="--markdown" in sys.argv)
         return
     a = args(sys.argv[1:])
     runs, batch = int(a["--runs"]), int(a["--batch"])
