@@ -86,7 +86,10 @@ def compare_runs(
     if metrics and not verdicts:
         raise InputError(f"no metric named {', '.join(metrics)} with ≥ {MIN_VALUES} values in both runs")
     only = unmatched(pairs, cells[0][0], cells[1][0])
-    show(runs, env, verdicts, because, only, sides, own_verdicts(store, runs))
+    from fairmark.report.explain_units import explanations
+
+    explained = explanations(store, pairs, two, verdicts)
+    show(runs, env, verdicts, because, only, sides, own_verdicts(store, runs), explained)
 
 
 def split_sides(args: tuple[str, ...]) -> tuple[list[str], list[str]]:

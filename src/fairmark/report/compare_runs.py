@@ -24,7 +24,11 @@ def show(
     only: dict[str, list[str]],
     sides: list[list[RunRecord]],
     own: list[dict[str, Any]] | None = None,
+    explained: list[dict[str, Any]] | None = None,
 ) -> None:
+    """`explained`: where each significant difference went, boots as the unit (report/explain_units)."""
+    from fairmark.report import explain_units
+
     if console.json_mode:
         console.emit_json(
             {
@@ -38,6 +42,7 @@ def show(
                 "own_verdicts": own or [],
                 "only_in": only,
                 "comparisons": [_json(v) for v in verdicts],
+                "explain": [explain_units.to_json(e) for e in explained or []],
             }
         )
         return
@@ -55,6 +60,10 @@ def show(
     for v in verdicts:
         if v.comparison.levels:
             show_levels(v)
+    for e in explained or []:
+        sentence, rows = explain_units.lines(e)
+        console.text(sentence)
+        console.block(["  " + line for line in rows])
     if not verdicts:
         console.text(f"no metric has ≥ {MIN_VALUES} counted values in both runs: nothing to compare")
     for side, keys in only.items():

@@ -147,10 +147,11 @@ def table(d: AttributionDiff) -> list[str]:
             f"{mark}{name:<{NAME_WIDTH - 1}} {f.a_s * 1e3:8.1f} {f.b_s * 1e3:8.1f} {_ms(f.diff_s):>8}  {interval}"
         )
     rest = len(rows) - TABLE_ROWS
-    design = "paired by round" if d.design == "paired" else "unpaired (Welch)"
-    lines.append(
-        f"* claimed: FDR {100 * d.alpha:g}% over {d.tested} functions; {d.n_a} + {d.n_b} profiled trials, {design}"
-    )
+    design = {
+        "paired": "profiled trials, paired by round",
+        "units": "boots (runs) as the unit",
+    }.get(d.design, "profiled trials, unpaired (Welch)")
+    lines.append(f"* claimed: FDR {100 * d.alpha:g}% over {d.tested} functions; {d.n_a} + {d.n_b} {design}")
     if rest > 0:
         lines.append(f"  {rest} more functions tested: --json has them all")
     return lines

@@ -61,8 +61,8 @@ class FunctionDiff:
 
 @dataclass(frozen=True)
 class AttributionDiff:
-    design: str  # "paired" (by round) or "welch"
-    n_a: int
+    design: str  # "paired" (by round), "welch", or "units" (boots or runs as the unit: Welch across units)
+    n_a: int  # profiled trials (units, for "units")
     n_b: int
     cpu_a_s: float  # mean CPU seconds per profiled trial
     cpu_b_s: float
@@ -175,18 +175,54 @@ def compare_profiles(
         a = sorted((t for t in a if t.round in rounds), key=lambda t: t.round)
         b = sorted((t for t in b if t.round in rounds), key=lambda t: t.round)
     times_a, times_b = [trial_times(t) for t in a], [trial_times(t) for t in b]
-    cpu_a = float(np.mean([t.cpu_s for t in a]))
-    cpu_b = float(np.mean([t.cpu_s for t in b]))
+    cpu = ([t.cpu_s for t in a], [t.cpu_s for t in b])
+    return _differences(times_a, times_b, cpu, "paired" if rounds is not None else "welch", alpha)
+
+
+def compare_units(
+    a: Sequence[Sequence[ProfiledTrial]], b: Sequence[Sequence[ProfiledTrial]], alpha: float = 0.05
+) -> AttributionDiff | None:
+    """The same with boots (or runs) as the unit, as the verdict takes them when the sides were measured in
+    different boots: each unit's mean time per function over its profiled trials is one observation (Welch
+    across units), so the boot-to-boot variance is in every interval. None with fewer than 2 units a side
+    that have profiled trials."""
+    a, b = [u for u in a if u], [u for u in b if u]
+    if len(a) < 2 or len(b) < 2:
+        return None
+    times_a, times_b = [_unit_times(u) for u in a], [_unit_times(u) for u in b]
+    cpu = (
+        [float(np.mean([t.cpu_s for t in u])) for u in a],
+        [float(np.mean([t.cpu_s for t in u])) for u in b],
+    )
+    return _differences(times_a, times_b, cpu, "units", alpha)
+
+
+def _unit_times(trials: Sequence[ProfiledTrial]) -> dict[tuple[str, str, str], float]:
+    total: dict[tuple[str, str, str], float] = defaultdict(float)
+    for t in trials:
+        for k, v in trial_times(t).items():
+            total[k] += v / len(trials)
+    return dict(total)
+
+
+def _differences(
+    times_a: Sequence[Mapping[tuple[str, str, str], float]],
+    times_b: Sequence[Mapping[tuple[str, str, str], float]],
+    cpu: tuple[Sequence[float], Sequence[float]],
+    design: str,
+    alpha: float,
+) -> AttributionDiff:
+    cpu_a, cpu_b = float(np.mean(cpu[0])), float(np.mean(cpu[1]))
     keys = _tested_keys(times_a, times_b, (cpu_a + cpu_b) / 2)
     xa, xb = _matrix(times_a, keys), _matrix(times_b, keys)
-    diff, se, df, p = _tests(xa, xb, rounds is not None)
+    diff, se, df, p = _tests(xa, xb, design == "paired")
     q = np.array(bh_adjust(list(p)), dtype=float) if keys else np.zeros(0)
     claimed = q <= alpha
     functions = _rows(keys, xa, xb, diff, se, df, p, q, claimed, alpha)
     return AttributionDiff(
-        design="paired" if rounds is not None else "welch",
-        n_a=len(a),
-        n_b=len(b),
+        design=design,
+        n_a=len(times_a),
+        n_b=len(times_b),
         cpu_a_s=cpu_a,
         cpu_b_s=cpu_b,
         alpha=alpha,
