@@ -465,3 +465,28 @@ def test_every_variant_kind_is_one_driver_used_by_both_sides() -> None:
         calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         if "os.sched_setaffinity" in calls and rel not in ("run/placer.py", "run/thread_cgroup.py"):
             raise AssertionError(f"{rel} places a trial itself: run/placer.py does")
+
+
+def test_both_hosts_implement_the_host_interface() -> None:
+    """LocalHost and RemoteHost implement run/host.Host (issue 33 item 2): mypy checks it where each module
+    returns one as a Host (`_is_a_host`, which must stay), and here every method of the protocol is there with
+    the protocol's parameters, every property a class attribute, a property or set by the constructor."""
+    import inspect
+
+    from fairmark.remote import hosts as remote_hosts
+    from fairmark.run import host as run_host
+
+    protocol = run_host.Host
+    members = {n: v for n, v in vars(protocol).items() if not n.startswith("_")}
+    assert {"activate", "prepare", "execute", "snapshot", "close"} <= set(members)
+    for module, cls in ((run_host, run_host.LocalHost), (remote_hosts, remote_hosts.RemoteHost)):
+        assert inspect.signature(module._is_a_host).return_annotation in ("Host", protocol)
+        init = inspect.getsource(cls.__init__)
+        for name, member in members.items():
+            if isinstance(member, property):
+                assert hasattr(cls, name) or f"self.{name}" in init, (cls.__name__, name)
+                continue
+            got = getattr(cls, name, None)
+            assert callable(got), (cls.__name__, name)
+            want = list(inspect.signature(member).parameters)
+            assert list(inspect.signature(got).parameters) == want, (cls.__name__, name)

@@ -5,10 +5,10 @@ that covers a difference. Read by the run's gate (run/gate.py) and the reports (
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-Fact = Callable[[dict[str, Any]], Any]  # a snapshot → the value compared between hosts
+Fact = Callable[[Mapping[str, Any]], Any]  # a snapshot → the value compared between hosts
 
 # The facts that make a comparison of hosts one of hardware rather than of operating systems, each with the
 # `declare` word that accepts a difference in it.
@@ -21,7 +21,7 @@ HARDWARE_FACTS: dict[str, Fact] = {
 }
 
 
-def hardware_differences(snaps: dict[str, dict[str, Any]], declared: list[str]) -> list[str]:
+def hardware_differences(snaps: Mapping[str, Mapping[str, Any]], declared: list[str]) -> list[str]:
     """Undeclared hardware differences between hosts, in words ("cpu_model: h1 'X' vs h2 'Y'")."""
     out = []
     names = list(snaps)
@@ -42,7 +42,7 @@ SOFTWARE_FACTS: dict[str, Fact] = {
 }
 
 
-def software_differences(snaps: dict[str, dict[str, Any]], declared: list[str]) -> list[str]:
+def software_differences(snaps: Mapping[str, Mapping[str, Any]], declared: list[str]) -> list[str]:
     """Undeclared operating-system and kernel differences between hosts, in words."""
     out = []
     for fact, get in SOFTWARE_FACTS.items():
@@ -71,7 +71,7 @@ def declare_word(key: str) -> str | None:
     return next((w for p, w in prefixes if key == p or key.startswith(p + ".")), None)
 
 
-def software_findings(snaps: dict[str, dict[str, Any]], declared: list[str]) -> list[dict[str, Any]]:
+def software_findings(snaps: Mapping[str, Mapping[str, Any]], declared: list[str]) -> list[dict[str, Any]]:
     """A warning for each undeclared OS or kernel difference between the hosts: the verdict would be about it."""
     return [
         {

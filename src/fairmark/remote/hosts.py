@@ -18,7 +18,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fairmark.errors import EnvironmentRefused, PlanError
 from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, HostSpec
@@ -29,7 +29,7 @@ from fairmark.run.variants.driver import Prepared
 if TYPE_CHECKING:
     from fairmark.plan.model import Boot, HostEntry, Plan, TuningSet, Variant
     from fairmark.run.hooks import Artifact, TrialHook
-    from fairmark.run.host import Hosts
+    from fairmark.run.host import Host, HostRecord, Hosts, Snapshot
     from fairmark.run.spec import Measured, TrialSpec
     from fairmark.run.workloads.base import Adapter
 
@@ -300,10 +300,10 @@ class RemoteHost:
     def boot_id(self) -> str | None:
         return self._executor().last_boot_id or self._connection().hello.get("boot_id")
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         from fairmark.remote.probe import remote_snapshot
 
-        return remote_snapshot(self._connection())
+        return cast("Snapshot", remote_snapshot(self._connection()))  # the probe's dict, as run/host types it
 
     def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
         return self._connection().run(argv, timeout_s=timeout_s)
@@ -364,8 +364,9 @@ class RemoteHost:
 
         self._executor().on_reconnect = check
 
-    def describe(self) -> dict[str, Any]:
-        return {"ssh": self.spec.ssh, "boot_id": self.conn.hello.get("boot_id") if self.conn else None}
+    def describe(self) -> HostRecord:
+        boot = self.conn.hello.get("boot_id") if self.conn else None
+        return {"ssh": self.spec.ssh, "boot_id": str(boot) if boot else None}
 
     def close(self) -> None:
         """Undo the variants' changes here (the agent, newest first) and end the session; raises RevertError
@@ -444,3 +445,9 @@ def hosts_for(
         )
         for name in check_plan(plan, path)
     }
+
+
+def _is_a_host(host: RemoteHost) -> Host:
+    """Never called: mypy checks here that RemoteHost implements run/'s Host protocol (as run/host.py checks
+    LocalHost), so the seam cannot drift without a type error."""
+    return host

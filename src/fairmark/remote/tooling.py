@@ -12,11 +12,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from fairmark.run.workloads.base import Adapter
+
 if TYPE_CHECKING:
     from fairmark.remote.connection import HostConnection
     from fairmark.remote.hosts import RemoteHost
     from fairmark.run.host import Hosts
-    from fairmark.run.workloads.base import Adapter, TrialContext, WorkloadContext
+    from fairmark.run.workloads.base import TrialContext, WorkloadContext
 
 
 # -- on the host (called by the agent's "adapter" operation) -------------------------------------------------
@@ -101,11 +103,13 @@ def remote_adapter(adapter: Adapter, hosts: Hosts, workload: str, path: str) -> 
         why = refuse(params, v) if refuse and w == workload and hosts.client_of(v, w) else None
         if why:
             raise PlanError(f"workload {workload!r}, variant {v!r}: {why}", path=path)
-    return RemoteAdapter(adapter, hosts, workload)  # type: ignore[return-value]
+    return RemoteAdapter(adapter, hosts, workload)
 
 
-class RemoteAdapter:
-    """Looks like the workload's adapter to the runner; trials of variants on a host run its life cycle there."""
+class RemoteAdapter(Adapter):
+    """The workload's adapter to the runner (an Adapter: what it does not do itself — name, params, metrics,
+    measures, resolve, parse, labels … — is the real adapter's); trials of variants on a host run its life
+    cycle there."""
 
     def __init__(self, adapter: Adapter, hosts: Hosts, workload: str):
         self._real, self._hosts, self._workload = adapter, hosts, workload
@@ -113,8 +117,12 @@ class RemoteAdapter:
         self._ready: dict[tuple[str, str], int] = {}
         self._argv: dict[str, list[str]] = {}
 
-    def __getattr__(self, name: str) -> Any:  # name, params, metrics, measures, resolve, parse, labels …
-        return getattr(self._real, name)
+    def __getattribute__(self, name: str) -> object:
+        # Its own methods and state here; every other attribute, the class's own included (name, params …
+        # that Adapter declares), is the real adapter's.
+        if name.startswith("_") or name in _OWN:
+            return object.__getattribute__(self, name)
+        return getattr(object.__getattribute__(self, "_real"), name)
 
     def missing_executables(self) -> list[str]:
         return []  # checked on each host at setup, where the tool runs
@@ -275,3 +283,6 @@ def _remote(hosts: Hosts, host: str) -> RemoteHost:
 def _address(hosts: Hosts, host: str) -> str:
     """Where clients on other hosts reach `host`."""
     return _remote(hosts, host).address()
+
+
+_OWN = frozenset(n for n in vars(RemoteAdapter) if not n.startswith("_"))  # what RemoteAdapter does itself

@@ -48,6 +48,7 @@ from fairmark.run.boots import (
     switch_commands,
     verify,
 )
+from fairmark.run.host import snapshot_json
 from fairmark.store.db import now
 
 if TYPE_CHECKING:
@@ -275,7 +276,7 @@ class BootRun:
             kind="env.boot",
             name=str(block.index),
             content_type="application/json",
-            data=snap,
+            data=snapshot_json(snap),
         )
         seconds = round(time.time() - started, 1)
         self._record(

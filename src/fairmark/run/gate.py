@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.model import Plan
@@ -16,7 +16,7 @@ from fairmark.run.workloads import versions_to_record
 from fairmark.store.db import Store
 
 if TYPE_CHECKING:
-    from fairmark.run.host import Hosts
+    from fairmark.run.host import Hosts, Snapshot
 
 VOLATILE_EVERY_S = 10.0  # the volatile probe samples for ~0.2 s; keep it off the hot path
 
@@ -80,7 +80,7 @@ class Gate:
             if local:
                 from fairmark.probe import take_snapshot
 
-                machines["(controller)"] = take_snapshot("/")
+                machines["(controller)"] = cast("Snapshot", take_snapshot("/"))
             diff = hardware_differences(machines, list(self.plan.declare))
             found += software_findings(machines, list(self.plan.declare))
             if diff:
@@ -97,7 +97,7 @@ class Gate:
                 f"the environment would invalidate this benchmark: {lines}",
                 hint="fix it (see `fairmark doctor --host NAME`), or pass --accept-risk",
             )
-        return next(iter(snaps.values())), found
+        return dict(next(iter(snaps.values()))), found
 
     def baselines(self, runtimes: list[WorkloadRuntime]) -> dict[str, Any]:
         """What this machine does apart from the change, measured before the first trial (run options)."""

@@ -20,9 +20,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from fairmark.errors import EnvironmentRefused, FairmarkError
+from fairmark.jsonvalue import JSONObject
 from fairmark.run.boots import HostDidNotReturn, reboot_command
 from fairmark.run.executor import execute_spec
 from fairmark.run.spec import Measured, TrialSpec
@@ -37,6 +38,49 @@ if TYPE_CHECKING:
     from fairmark.run.variants.boothook import Kind
     from fairmark.run.workloads.base import Adapter
     from fairmark.store.db import Store
+
+
+class SnapshotIdentity(TypedDict, total=False):
+    host_id: str | None  # the machine's identity across runs (probe/snapshot.py)
+    inputs: JSONObject
+
+
+class Snapshot(TypedDict, total=False):
+    """An environment snapshot (fairmark.probe.take_snapshot; a host's through its agent: remote/probe.py): the
+    sections a run reads by name; each section is JSON, stored and compared as the probe made it."""
+
+    schema: int
+    taken_at: str
+    source: JSONObject
+    identity: SnapshotIdentity
+    host: JSONObject
+    cpu: JSONObject
+    memory: JSONObject
+    os: JSONObject
+    kernel_config: JSONObject
+    cpufreq: JSONObject
+    mitigations: JSONObject
+    fs: JSONObject
+    load: JSONObject
+    thermal: JSONObject
+    malloc: JSONObject
+    toolchain: JSONObject
+    tools: JSONObject
+    env: JSONObject
+    sysctl: JSONObject
+
+
+def snapshot_json(snap: Snapshot) -> JSONObject:
+    """A snapshot as the store keeps it (its sections are JSON already: the probe made them so)."""
+    return cast(JSONObject, snap)
+
+
+class HostRecord(TypedDict, total=False):
+    """What a run records about one of its hosts (Host.describe; Hosts.describe adds its identity)."""
+
+    ssh: str
+    boot_id: str | None
+    host_id: str | None
 
 
 class Host(Protocol):
@@ -90,7 +134,7 @@ class Host(Protocol):
         """The boot its last trial ran in (before any trial: the boot it is in)."""
         ...
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         """Its environment snapshot now."""
         ...
 
@@ -107,7 +151,7 @@ class Host(Protocol):
         """From now on a reconnection must find the machine still in boot `boot()` (a boot block's)."""
         ...
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> HostRecord:
         """What the run records about it."""
         ...
 
@@ -197,10 +241,10 @@ class LocalHost:
     def boot_id(self) -> str | None:
         return local_boot_id()
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         from fairmark.probe import take_snapshot
 
-        return take_snapshot("/", workdir=os.getcwd())
+        return cast(Snapshot, take_snapshot("/", workdir=os.getcwd()))  # the probe's dict, as typed here
 
     def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -229,7 +273,7 @@ class LocalHost:
     def guard(self, boot: Callable[[], str | None]) -> None:
         pass  # no connection to lose: a trial that ran in another boot is caught by the boot run itself
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> HostRecord:
         return {}
 
     def close(self) -> None:
@@ -263,6 +307,12 @@ def _await_shutdown(timeout_s: float) -> None:
 
 
 # -- one run's machines -----------------------------------------------------------------------------------------
+def _is_a_host(host: LocalHost) -> Host:
+    """Never called: mypy checks here that LocalHost implements the Host protocol (remote/hosts.py checks
+    RemoteHost), so the seam cannot drift without a type error."""
+    return host
+
+
 class Hosts:
     """The machines of one run: the controller (`local`, always: every variant's local half is activated here,
     and a variant on a host changes nothing here) and `remote`, a Host per [hosts.NAME] the plan's variants or
@@ -284,7 +334,7 @@ class Hosts:
                 "run was not given (fairmark.assemble builds a run's hosts: fairmark.remote.hosts.hosts_for)"
             )
         self.local = LocalHost(local_part(plan), execute=execute)
-        self.snaps: dict[str, dict[str, Any]] = {}  # each host's snapshot, taken by the gate
+        self.snaps: dict[str, Snapshot] = {}  # each host's snapshot, taken by the gate
 
     # -- where a variant runs
     def host_of(self, variant: str) -> str | None:
@@ -348,22 +398,25 @@ class Hosts:
         hosted = [self.remote[v.host] for v in self.plan.variant if v.host]
         return hosted[0].adapter(adapter, workload, self) if hosted else adapter
 
-    def snapshots(self) -> dict[str, dict[str, Any]]:
+    def snapshots(self) -> dict[str, Snapshot]:
         """Each host's environment snapshot (kept: the run records them and each host's identity)."""
         self.snaps = {name: host.snapshot() for name, host in self.remote.items()}
         return self.snaps
 
-    def describe(self) -> dict[str, dict[str, Any]]:
+    def describe(self) -> dict[str, HostRecord]:
         """What the run records about its hosts (`fairmark runs --host NAME` filters on these names)."""
-        return {
-            name: host.describe()
-            | {"host_id": (self.snaps.get(name) or {}).get("identity", {}).get("host_id")}
-            for name, host in self.remote.items()
-        }
+        out: dict[str, HostRecord] = {}
+        for name, host in self.remote.items():
+            record = host.describe()
+            record["host_id"] = self.snaps.get(name, {}).get("identity", {}).get("host_id")
+            out[name] = record
+        return out
 
     def store_snapshots(self, store: Store, run_id: str) -> None:
         for name, snap in self.snaps.items():
-            store.add_artifact(run_id, kind="env.host", name=name, content_type="application/json", data=snap)
+            store.add_artifact(
+                run_id, kind="env.host", name=name, content_type="application/json", data=snapshot_json(snap)
+            )
 
     def close(self) -> None:
         """Undo every change here, then on each host (each agent restores what it changed there)."""
