@@ -4,6 +4,7 @@ trials only for a workload whose measured trials ended with a significant differ
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 from fairmark.plan.metric import MetricSpec
@@ -27,6 +28,8 @@ def test_the_top_contributor_is_decided_when_proven_or_bounded_near_zero() -> No
     assert profiled.top_decided(_diff(-0.004, 0.009, claimed=False))  # within ±1% of 1 s per trial
     assert not profiled.top_decided(_diff(-0.004, 0.03, claimed=False))  # could still be 3%
     assert not profiled.top_decided(None)  # fewer than 2 trials a side
+    few = _diff(0.02, 0.05, claimed=True)
+    assert not profiled.top_decided(replace(few, n_a=3, n_b=3))  # a claim on 3 a side is not yet a stop
 
 
 def _cells(store, run_id: str) -> list[CellState]:

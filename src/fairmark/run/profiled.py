@@ -2,7 +2,7 @@
 
 `--profile cpu` takes the plan's `profiled_trials` rounds of profiled trials (interleaved by round like the
 measured ones, apart from them), then one round more at a time until, for every variant compared with the
-baseline, the top contributor's interval is decided — its function's difference B - A proven (the interval
+baseline and with at least MIN_DECIDE trials a side, the top contributor's interval is decided — its function's difference B - A proven (the interval
 excludes 0), or bounded within ±EQUIVALENT_SHARE of the CPU time per trial (nothing that large to find) — or
 `max_profiled` rounds are done. The rounds are stopped on the profiles alone (stats.attribution_diff, the
 report's own test), never on the measured trials, whose verdict the profiles do not touch.
@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from fairmark.store.db import Store
 
 EQUIVALENT_SHARE = 0.01  # a top contributor bounded within ±1% of the CPU time per trial: nothing to find
-MIN_PAIRED = 3  # the paired design needs 3 rounds a side (stats.attribution_diff)
+# no stop before 5 profiled trials a side: with 3, the first that claimed the planted function gave an interval of
+# +21.9 to +22.5 ms around a cost of 24.1 (bench/explain_validation.py, run 10 of 10 at 11404ae): two degrees of
+# freedom make a lucky small spread, and a stop at the first claim picks exactly that one
+MIN_DECIDE = 5
 
 
 def adaptive(profiler: TrialHook) -> bool:
@@ -41,7 +44,7 @@ def span(policy: RunPolicy) -> int:
 
 def top_decided(d: AttributionDiff | None) -> bool:
     """The self-time function with the largest difference: proven, or bounded near 0."""
-    if d is None:
+    if d is None or min(d.n_a, d.n_b) < MIN_DECIDE:
         return False
     rows = [f for f in d.functions if f.mode == "self"]
     if not rows:
