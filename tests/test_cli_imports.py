@@ -64,6 +64,11 @@ def test_history_of_a_series_without_a_change_point_loads_no_scipy(tmp_path) -> 
     code, loaded = loaded_by(["history", "crypto", "--json"], env | {"NO_COLOR": "1"})
     assert code == 0
     assert set(loaded) <= {"numpy", "sqlalchemy"}, f"fairmark history imported {sorted(loaded)}"
+    # Sizing alloc's planted step (t quantiles, p-values, the MDE from its shipped table) and a run's report with
+    # its verdicts: no scipy either (issue 34 item 15: its import was a quarter of `show`'s CPU)
+    for args in (["history", "alloc", "--json"], ["show", "last"], ["show", "last", "--json"]):
+        code, loaded = loaded_by(args, env | {"NO_COLOR": "1"})
+        assert code == 0 and "scipy" not in loaded, (args, loaded)
 
 
 def test_every_command_is_found_in_its_home_module() -> None:

@@ -128,3 +128,64 @@ def test_a_one_cell_run_loads_no_scipy(tmp_path: Path) -> None:
         )
         last = [line for line in res.stderr.splitlines() if line.startswith("LOADED")]
         assert last == ["LOADED 0 False"], res.stderr[-3000:]
+
+
+def test_the_shipped_mde_factors_are_what_scipy_computes() -> None:
+    """stats/mde_factors.npz holds `_factor`'s own results (scripts/mde_table.py): some keys recomputed."""
+    from fairmark.stats import power
+
+    keys = power.shipped_keys()
+    shipped = power._shipped()
+    assert sorted(shipped) == keys
+    for key in [1.0, 1.05, 2.5, 7.35, 29.0, 199.95, 200.0, 1230.0, 20000.0, *keys[:: len(keys) // 12]]:
+        assert shipped[key] == power._factor(key, power.SHIPPED_LEVEL, power.POWER), key
+    assert power.mde_factor(57.31, 95.0) == power._factor(57.3, 95.0, 0.8)  # Welch's df, by its key
+    assert power.mde_factor(57.31, 99.0) == power._factor(57.3, 99.0, 0.8)  # another level: computed
+
+
+@pytest.mark.parametrize("confidence", [80.0, 95.0, 97.5, 99.5])
+def test_exact_t_and_p_values_are_scipys(confidence: float) -> None:
+    from fairmark.stats.paired import two_sided_p
+    from fairmark.stats.tdist import exact_t
+
+    for df in [1, 3.7, 30, 101, 2500, 1e6]:
+        ref = float(special.stdtrit(df, 1.0 - (1.0 - confidence / 100.0) / 2.0))
+        assert exact_t(confidence, df) == pytest.approx(ref, rel=1e-9)
+        for t in (0.0, 0.7, 2.1, 9.0):
+            assert two_sided_p(t, df) == pytest.approx(float(2 * special.stdtr(df, -t)), rel=1e-9)
+
+
+def test_bh_and_welch_p_are_scipys() -> None:
+    """stats/fdr._bh is scipy's false_discovery_control step for step (equal floats); scaling.welch_p its Welch
+    ttest_ind by tlight (a relative 1e-9)."""
+    from scipy import stats
+
+    from fairmark.stats.fdr import _bh
+    from fairmark.stats.scaling import welch_p
+
+    rng = np.random.default_rng(34)
+    for m in [1, 2, 3, 5, 10, 40, 200]:
+        for _ in range(50):
+            p = rng.random(m) ** rng.uniform(0.3, 3)
+            p[rng.integers(0, m)] = p[0]  # a tie
+            assert (_bh(p.copy()) == stats.false_discovery_control(p, method="bh")).all()
+    for _ in range(300):
+        na, nb = rng.integers(2, 40, 2)
+        a = rng.normal(0, rng.uniform(0.1, 3), na)
+        b = rng.normal(rng.uniform(-2, 2), rng.uniform(0.1, 3), nb)
+        ref = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+        assert welch_p(list(a), list(b)) == pytest.approx(ref, rel=1e-9, abs=1e-300)
+
+
+def test_wilson_is_scipys() -> None:
+    from scipy.stats import binomtest
+
+    from fairmark.report.failures import wilson
+
+    for n in (1, 2, 3, 7, 20, 150, 1200):
+        for k in sorted({0, 1, n // 3, n - 1, n}):
+            for confidence in (90.0, 95.0, 99.0):
+                ci = binomtest(k, n).proportion_ci(confidence / 100.0, method="wilson")
+                low, high = wilson(k, n, confidence)
+                assert low == pytest.approx(ci.low, rel=1e-12, abs=1e-15)
+                assert high == pytest.approx(ci.high, rel=1e-12, abs=1e-15)

@@ -4,6 +4,7 @@ point where errors start. Computed from the stored trials only; warm-up trials a
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -53,10 +54,16 @@ def wilson(failed: int, trials: int, confidence: float) -> tuple[float, float]:
     """Wilson score interval of a binomial proportion (good coverage at small n and at 0 or n failures)."""
     if trials == 0:
         return 0.0, 1.0
-    from scipy.stats import binomtest
+    # scipy.stats.binomtest(…).proportion_ci(method="wilson")'s formulas (Newcombe 1998), its z from the standard
+    # library (tests/test_stats_tlight.py compares): importing scipy.stats for them was half of `show`'s CPU
+    from statistics import NormalDist
 
-    ci = binomtest(failed, trials).proportion_ci(confidence / 100.0, method="wilson")
-    return float(ci.low), float(ci.high)
+    z = NormalDist().inv_cdf(0.5 + 0.5 * (confidence / 100.0))
+    p, n = failed / trials, trials
+    denom = 2 * (n + z**2)
+    center = (2 * n * p + z**2) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z**2)
+    return (0.0 if failed == 0 else center - delta), (1.0 if failed == n else center + delta)
 
 
 def failure_rates(cells: Iterable[Any], confidence: float) -> tuple[FailureRate, ...]:

@@ -87,9 +87,10 @@ def fieller(ma: float, mb: float, va: float, vb: float, cov: float, t: float) ->
 
 
 def two_sided_p(t: float, df: float) -> float:
-    from scipy import special
+    """P(|T| > |t|), from stats/tlight rather than scipy: `history` loaded scipy.special for this alone."""
+    from fairmark.stats.tlight import t_sf
 
-    return float(2.0 * special.stdtr(df, -abs(t)))
+    return 2.0 * t_sf(df, abs(t))
 
 
 def positive(*samples: Values) -> bool:

@@ -21,6 +21,12 @@ from fairmark.stats.arrays import Floats
 
 POWER = 0.80
 _BINS = 96  # equal-probability bins of the χ² distribution of s²/σ² (the expectation's quadrature)
+# The factors of the default level and power for every df key up to SHIPPED_UP_TO, as `_factor` computes them
+# (scripts/mde_table.py writes them; tests/test_stats_tlight.py recomputes some): a verdict's MDE needs no scipy
+# (its import was a quarter of `fairmark show`'s CPU and 17 MB). Other levels and larger df are computed.
+SHIPPED_FILE = "mde_factors.npz"
+SHIPPED_LEVEL = 95.0
+SHIPPED_UP_TO = 20_000
 
 
 def _mean_power(c: float, df: float, t_crit: float, u: Floats) -> float:
@@ -59,5 +65,26 @@ def mde_factor(df: float, confidence: float, power: float = POWER) -> float:
     if not math.isfinite(df) or df < 1:
         return math.inf
     # Rounded so that Welch's fractional df share a handful of cached roots (the factor moves < 0.1% per 0.05).
-    key = round(df * 20) / 20 if df < 200 else round(df, -1)
-    return _factor(min(key, 1e6), float(confidence), float(power))
+    key = min(df_key(df), 1e6)
+    if float(confidence) == SHIPPED_LEVEL and float(power) == POWER:
+        shipped = _shipped().get(key)
+        if shipped is not None:
+            return shipped
+    return _factor(key, float(confidence), float(power))
+
+
+def df_key(df: float) -> float:
+    return round(df * 20) / 20 if df < 200 else round(df, -1)
+
+
+def shipped_keys() -> list[float]:
+    """Every df key below SHIPPED_UP_TO (from df 1), ascending: those the shipped table holds."""
+    return sorted({k / 20 for k in range(20, 4000)} | {float(d) for d in range(200, SHIPPED_UP_TO + 1, 10)})
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped() -> dict[float, float]:
+    from importlib.resources import files
+
+    with files("fairmark.stats").joinpath(SHIPPED_FILE).open("rb") as f, np.load(f) as data:
+        return dict(zip(data["keys"].tolist(), data["factors"].tolist(), strict=True))
