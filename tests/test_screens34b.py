@@ -85,11 +85,13 @@ def test_item6_the_also_line_cuts_a_count_at_zero_and_leaves_the_stability_rate_
         MetricSpec("throughput", "Mbit/s", "higher"),
         MetricSpec("retransmits", "segments", "lower"),
         MetricSpec("events_per_min", "events/min", "lower"),
+        MetricSpec("ratio", "x", "higher"),
     ]
     summaries = {
         "throughput": {"n": 6, "mean": 900.0, "ci_half_width": 20.0, "min": 880.0, "max": 930.0},
         "retransmits": {"n": 6, "mean": 80.0, "ci_half_width": 340.0, "min": 0.0, "max": 460.0},
         "events_per_min": {"n": 6, "mean": 0.0, "ci_half_width": 0.0, "min": 0.0, "max": 0.0},
+        "ratio": {"n": 6, "mean": 1.333, "ci_half_width": 0.0, "min": 1.333, "max": 1.333},
     }
     cell = SimpleNamespace(
         variant="a",
@@ -103,6 +105,7 @@ def test_item6_the_also_line_cuts_a_count_at_zero_and_leaves_the_stability_rate_
     out = " ".join(capsys.readouterr().out.split())
     assert "retransmits 80 [0, 420] segments" in out and "± 340" not in out, out
     assert "events_per_min" not in out, out
+    assert "ratio 1.333 x in every trial" in out and "± 0" not in out, out  # a constant: no "± 0"
 
 
 def test_item6_the_dry_run_names_each_tool_and_setup_every_program_of_a_shell_line(

@@ -214,6 +214,8 @@ def _summary_text(s: dict[str, Any], unit: str) -> str:
     """mean ± CI; a count of rare events: its mean and exact Poisson interval, never below zero."""
     if s.get("interval") == "exact Poisson":
         return format_interval(s["mean"], s["ci_low"], s["ci_high"], unit) + " (exact Poisson)"
+    if s.get("n", 0) > 1 and s.get("min") == s.get("max"):  # "ratio 1.333 ± 0 x": no interval to give
+        return format_value(s["mean"], None, unit) + " in every trial"
     return mean_text(s, unit)
 
 
