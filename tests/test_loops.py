@@ -21,6 +21,7 @@ from fairmark.run import loops as L
 from fairmark.run.build import trial_spec
 from fairmark.run.runner import Runner, RunOptions
 from fairmark.run.spec import Measured, TrialSpec
+from fairmark.run.variants.driver import Prepared
 from fairmark.stats.digits import format_value
 from fairmark.store.db import Store
 from fairmark.store.records import CellRecord, TrialRecord
@@ -67,7 +68,7 @@ def test_the_count_reaches_the_command_in_argv_and_environment_and_travels_in_th
         variant=plan.variant[0],
         cell=cell,
         command=["prog", "{loops}", "x{loops}y", "{other}"],
-        prepared={},
+        prepared=Prepared(),
         workload_env={},
         trial_dir=tmp_path,
         policy=plan.run,

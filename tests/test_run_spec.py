@@ -43,6 +43,27 @@ def test_unknown_version_is_refused(tmp_path: Path) -> None:
         )
 
 
+def test_a_field_of_the_wrong_type_is_refused_naming_it(tmp_path: Path) -> None:
+    """from_dict reads each field with its type (issue 33 item 2: no Any on the trial seam): a value of another
+    type is refused where it arrives, naming the field, never carried into the trial or its record."""
+    spec = TrialSpec(argv=["true"], out_dir=str(tmp_path)).to_dict()
+    for key, value, said in (
+        ("argv", "true", "a list of strings"),
+        ("timeout_s", "30", "a number"),
+        ("place_cpus", [0, "1"], "a list of integers"),
+        ("env", {"X": 1}, "a table of strings"),
+        ("stdin_devnull", 1, "true or false"),
+    ):
+        with pytest.raises(ValueError, match=f"trial spec: {key} = .* is not {said}"):
+            TrialSpec.from_dict(spec | {key: value})
+    measured = Measured.not_started(TrialSpec(["x"], str(tmp_path)), "no").to_dict()
+    with pytest.raises(ValueError, match="trial result: status = 'lost' is not one of ok, failed, timeout"):
+        Measured.from_dict(measured | {"status": "lost"})
+    with pytest.raises(ValueError, match="trial result: wall_s = True is not a number"):
+        Measured.from_dict(measured | {"wall_s": True})
+    assert Measured.from_dict(measured | {"wall_s": 2, "unknown_field": 1}).wall_s == 2.0  # newer fields pass
+
+
 def test_a_command_that_cannot_start_is_a_failed_measurement(tmp_path: Path) -> None:
     m = execute_spec(TrialSpec(argv=["no-such-program-xyz"], out_dir=str(tmp_path)))
     assert m.status == "failed" and m.exit_code is None and "cannot start" in (m.error or "")

@@ -35,8 +35,10 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from fairmark.jsonvalue import JSONObject
 
 SPEC_VERSION = 1
 
@@ -44,21 +46,84 @@ TAIL_BYTES = 8192  # kept for every trial
 RAW_BYTES = 1 << 20  # kept for failed trials: the raw output is the evidence
 
 Status = Literal["ok", "failed", "timeout"]
+STATUSES: dict[str, Status] = {"ok": "ok", "failed": "failed", "timeout": "timeout"}
 
 
 class SpecVersionError(ValueError):
     """A serialised spec or result from a version this fairmark does not understand."""
 
 
-def _check_version(data: Mapping[str, Any], what: str) -> None:
+def _check_version(data: Mapping[str, object], what: str) -> None:
     version = data.get("version", SPEC_VERSION)
     if version != SPEC_VERSION:
         raise SpecVersionError(f"{what} has version {version!r}; this fairmark understands {SPEC_VERSION}")
 
 
-def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
+class _Fields:
+    """A spec or a result read from JSON (an agent's answer, a stored record), each field checked for its type:
+    a wrong one is a ValueError naming the field, never a value of the wrong type further down."""
+
+    def __init__(self, data: Mapping[str, object], what: str):
+        self.data, self.what = data, what
+
+    def _get(self, key: str, default: object) -> object:
+        return self.data.get(key, default)
+
+    def _wrong(self, key: str, value: object, kind: str) -> ValueError:
+        return ValueError(f"{self.what}: {key} = {value!r} is not {kind}")
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self._get(key, default)
+        if not isinstance(value, str):
+            raise self._wrong(key, value, "a string")
+        return value
+
+    def opt_text(self, key: str) -> str | None:
+        return None if self._get(key, None) is None else self.text(key)
+
+    def number(self, key: str, default: float | None = None) -> float:
+        value = self._get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._wrong(key, value, "a number")
+        return float(value)
+
+    def opt_number(self, key: str) -> float | None:
+        return None if self._get(key, None) is None else self.number(key)
+
+    def count(self, key: str, default: int | None = None) -> int:
+        value = self._get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._wrong(key, value, "an integer")
+        return value
+
+    def opt_count(self, key: str) -> int | None:
+        return None if self._get(key, None) is None else self.count(key)
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise self._wrong(key, value, "true or false")
+        return value
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        value = self._get(key, [])
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise self._wrong(key, value, "a list of strings")
+        return tuple(str(v) for v in value)
+
+    def counts(self, key: str) -> tuple[int, ...]:
+        value = self._get(key, [])
+        if not isinstance(value, list | tuple) or not all(type(v) is int for v in value):
+            raise self._wrong(key, value, "a list of integers")
+        return tuple(int(v) for v in value)
+
+    def env(self, key: str) -> dict[str, str] | None:
+        value = self._get(key, None)
+        if value is None:
+            return None
+        if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+            raise self._wrong(key, value, "a table of strings")
+        return {str(k): str(v) for k, v in value.items()}
 
 
 @dataclass(frozen=True)
@@ -103,16 +168,33 @@ class TrialSpec:
     def stderr_path(self) -> str:
         return os.path.join(self.out_dir, f"{self.name}.stderr")
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+    def to_dict(self) -> JSONObject:
+        d: JSONObject = asdict(self)
         d["argv"], d["files"], d["place_cpus"] = list(self.argv), list(self.files), list(self.place_cpus)
         d["env"] = dict(self.env) if self.env is not None else None
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TrialSpec:
+    def from_dict(cls, data: Mapping[str, object]) -> TrialSpec:
         _check_version(data, "trial spec")
-        return cls(**_known(cls, data))
+        f = _Fields(data, "trial spec")
+        return cls(
+            argv=f.texts("argv"),
+            out_dir=f.text("out_dir"),
+            name=f.text("name", "trial"),
+            env=f.env("env"),
+            cwd=f.opt_text("cwd"),
+            timeout_s=f.opt_number("timeout_s"),
+            grace_s=f.number("grace_s", 2.0),
+            stdin_devnull=f.flag("stdin_devnull", True),
+            cpuset=f.opt_text("cpuset"),
+            place_cgroup=f.opt_text("place_cgroup"),
+            place_cpus=f.counts("place_cpus"),
+            fork_places=f.flag("fork_places", False),
+            files=f.texts("files"),
+            tail_bytes=f.count("tail_bytes", RAW_BYTES),
+            loops=f.opt_count("loops"),
+        )
 
 
 @dataclass(frozen=True)
@@ -153,18 +235,42 @@ class Measured:
     def timed_out(self) -> bool:
         return self.status == "timeout"
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+    def to_dict(self) -> JSONObject:
+        d: JSONObject = asdict(self)
         d["argv"] = list(self.argv)
         d["timed_out"] = self.timed_out
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Measured:
+    def from_dict(cls, data: Mapping[str, object]) -> Measured:
         _check_version(data, "trial result")
-        d = _known(cls, data)
-        d["argv"] = tuple(d.get("argv", ()))
-        return cls(**d)
+        f = _Fields(data, "trial result")
+        status = STATUSES.get(f.text("status"))
+        if status is None:
+            raise ValueError(
+                f"trial result: status = {data.get('status')!r} is not one of {', '.join(STATUSES)}"
+            )
+        return cls(
+            argv=f.texts("argv"),
+            status=status,
+            exit_code=f.opt_count("exit_code"),
+            signal=f.opt_count("signal"),
+            wall_s=f.number("wall_s"),
+            user_s=f.number("user_s"),
+            sys_s=f.number("sys_s"),
+            max_rss_kib=f.opt_count("max_rss_kib"),
+            stdout_path=f.text("stdout_path"),
+            stderr_path=f.text("stderr_path"),
+            error=f.opt_text("error"),
+            leftovers_killed=f.count("leftovers_killed", 0),
+            minor_faults=f.count("minor_faults", 0),
+            major_faults=f.count("major_faults", 0),
+            voluntary_switches=f.count("voluntary_switches", 0),
+            involuntary_switches=f.count("involuntary_switches", 0),
+            max_rss_method=f.opt_text("max_rss_method"),
+            stdout_bytes=f.opt_count("stdout_bytes"),
+            stderr_bytes=f.opt_count("stderr_bytes"),
+        )
 
     @classmethod
     def not_started(cls, spec: TrialSpec, error: str) -> Measured:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from fairmark.plan.model import Plan, RunPolicy, Variant, Workload
 from fairmark.plan.schedule import Cell
@@ -35,6 +35,14 @@ if TYPE_CHECKING:
     from fairmark.run.secrets import Scrubber
 
 Executor = Callable[[TrialSpec], Measured]
+Wrapper = Callable[[list[str]], list[str]]
+
+
+class SpecBuilder(Protocol):
+    """A cell's trial spec builder (run.build.trial_spec with all but these bound): its hooks' wrappers and the
+    loop count vary between the trials of a cell and its calibration."""
+
+    def __call__(self, *, wrappers: Sequence[Wrapper] = (), loops: int | None = None) -> TrialSpec: ...
 
 
 def _claimed_io(
@@ -87,7 +95,7 @@ class TrialPath:
     keep_trial_dirs: bool = False  # `run --keep-scratch`: every trial's output in a directory of its own
     # the plain commands' trial-output dir of each scratch dir, made once (Path arithmetic at every trial cost more)
     _shared_dirs: dict[Path, Path] = field(default_factory=dict)
-    _specs: dict[str, tuple[tuple[Any, ...], TrialSpec]] = field(
+    _specs: dict[str, tuple[tuple[object, ...], TrialSpec]] = field(
         default_factory=dict
     )  # each cell's last (`_spec`)
 
@@ -143,10 +151,10 @@ class TrialPath:
     def _spec(
         self,
         cs: CellState,
-        build: Callable[..., TrialSpec],
+        build: SpecBuilder,
         hooks: tuple[TrialHook, ...],
         hctx: HookContext,
-        inputs: tuple[Any, ...],
+        inputs: tuple[object, ...],
     ) -> TrialSpec:
         """The trial's spec. Hooks that wrap the command are handed the trial's context; without one, the spec
         built from the same `inputs` (what varies between a cell's trials) as the cell's last one is that spec
@@ -154,7 +162,8 @@ class TrialPath:
         trial of `true`, and the launch server is sent an environment only when it is another object."""
         wrapping = [h for h in hooks if type(h).wrap is not TrialHook.wrap]  # (the others return argv as is)
         if wrapping:
-            return build(wrappers=[lambda argv, h=h: h.wrap(argv, hctx) for h in wrapping], loops=cs.loops)
+            wrappers: list[Wrapper] = [functools.partial(_wrap, h, hctx) for h in wrapping]
+            return build(wrappers=wrappers, loops=cs.loops)
         last = self._specs.get(cs.cell.key)
         if last is not None and last[0] == inputs:
             return last[1]
@@ -172,7 +181,7 @@ class TrialPath:
         workload_env: dict[str, str],
         trial_dir: Path,
         launcher_places: bool,
-    ) -> Callable[..., TrialSpec]:
+    ) -> SpecBuilder:
         """The trial's spec builder (run.build.trial_spec) with everything but its hooks' wrappers and its loop
         count, which calibration trials and the trial give."""
         return functools.partial(
@@ -191,7 +200,7 @@ class TrialPath:
         )
 
     def _group_loops(
-        self, rt: WorkloadRuntime, cs: CellState, build: Callable[..., TrialSpec], execute: Executor
+        self, rt: WorkloadRuntime, cs: CellState, build: SpecBuilder, execute: Executor
     ) -> tuple[TrialSpec, Measured, tuple[str, str, dict[str, float]]] | None:
         """A `loops = "auto"` cell's count and calibrated start: its group's when a cell of the group has them
         (one calibration per group: every cell the same count), the stored calibration's on resume, else
@@ -221,7 +230,7 @@ class TrialPath:
         w: Workload,
         cs: CellState,
         group: list[CellState],
-        build: Callable[..., TrialSpec],
+        build: SpecBuilder,
         execute: Executor,
     ) -> tuple[TrialSpec, Measured, tuple[str, str, dict[str, float]]] | None:
         """`loops = "auto"` (run.loops): calibration trials of the cell — its before_trial step each time, no
@@ -262,7 +271,7 @@ class TrialPath:
         cs: CellState,
         wctx: WorkloadContext,
         trial_dir: Path,
-        extra: dict[str, Any],
+        extra: dict[str, str],
         r: int,
         variant: Variant,
     ) -> tuple[TrialContext, list[str]]:
@@ -343,7 +352,7 @@ class TrialPath:
 
     def _adapter_context(
         self, rt: WorkloadRuntime, contexts: Contexts, variant: str, workdir: str | None
-    ) -> tuple[WorkloadContext, dict[str, Any]]:
+    ) -> tuple[WorkloadContext, dict[str, str]]:
         """The adapter's context for a trial of `variant`, set up on first use (after the variant's system
         changes are active). A variant with its own scratch file system gets its own context whose data
         directory lives there — the data set must be on the file system under test, not beside it."""
@@ -472,7 +481,7 @@ class TrialPath:
             return None
         return machine.boot_id()
 
-    def _artifact(self, cell_key: str, a: Artifact) -> dict[str, Any]:
+    def _artifact(self, cell_key: str, a: Artifact) -> dict[str, object]:
         json_data = a.content_type == "application/json"
         return {
             "cell_key": cell_key,
@@ -482,6 +491,10 @@ class TrialPath:
             "data": self.scrub.json(a.data) if json_data else None,
             "text": None if json_data else self.scrub(str(a.data)),
         }
+
+
+def _wrap(hook: TrialHook, hctx: HookContext, argv: list[str]) -> list[str]:
+    return hook.wrap(argv, hctx)
 
 
 def _last_lines(trial: TrialRecord, limit: int = 3) -> tuple[str, ...]:
