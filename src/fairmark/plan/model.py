@@ -11,6 +11,8 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from fairmark.errors import UsageError
 from fairmark.jsonvalue import JSONValue, Scalar
+from fairmark.plan.aa import AA_SUFFIX as AA_SUFFIX
+from fairmark.plan.aa import aa_twin_name as aa_twin_name
 from fairmark.plan.metric import BUILTIN_METRIC_SPECS as BUILTIN_METRIC_SPECS
 from fairmark.plan.metric import BUILTIN_METRICS as BUILTIN_METRICS
 from fairmark.plan.metric import LOOP_METRICS, Better
@@ -21,13 +23,6 @@ CONFIDENCE_LEVELS = (80.0, 90.0, 95.0, 98.0, 99.0, 99.5)
 
 Command = Annotated[list[str], Field(min_length=1)] | str
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]*$")
-
-
-AA_SUFFIX = ".aa"
-
-
-def aa_twin_name(baseline: str) -> str:
-    return baseline + AA_SUFFIX
 
 
 class Strict(BaseModel):

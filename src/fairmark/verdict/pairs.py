@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from fairmark.plan.model import AA_SUFFIX, aa_twin_name
+from fairmark.plan.aa import AA_SUFFIX, aa_twin_name
 from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.judge import Judgement, Pair, aa_spread, judge
