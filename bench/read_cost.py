@@ -1,0 +1,111 @@
+"""CPU and peak RSS of the commands that read a store (issue 34 item 15): `fairmark history` of 200 runs (300 000
+samples) and `fairmark show` of a 300-trial run, as a user starts them (a new process, imports included).
+
+The history store: 200 runs (one a CI commit, tagged branch=main) of one workload × 2 variants × 150 trials × 5
+metrics, written by bench/history_query.py's `fill` (a +10% step half way: one change point per series to size).
+The run: 2 variants × 150 trials of `true`, monitors on, made here by `fairmark run`. Each command is started
+REPS times, alternating with the fairmark of `--against OTHER/src` when given; CPU (user + sys) and peak RSS from
+wait4, medians printed, and whether scipy was loaded (a probe of sys.modules after the command). On this shared
+VM CPU time is what compares across loads; the load average is printed at the start and the end.
+
+    .venv/bin/python bench/read_cost.py [--reps 7] [--against OTHER/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fairmark.store.db import Store
+from history_query import fill
+
+PROBE = (
+    "import json, sys\nfrom fairmark.cli.main import main\ncode = main(sys.argv[1:])\n"
+    "print(json.dumps({'code': code, 'scipy': 'scipy' in sys.modules}), file=sys.stderr)\n"
+)
+PLAN = (
+    "[run]\nwarmup = 0\nmin_trials = 150\nmax_trials = 150\ntarget_ci_pct = 0.0001\n"
+    "[[workload]]\nname = 'w'\ncommand = ['true']\n[[variant]]\nname = 'a'\n[[variant]]\nname = 'b'\n"
+)
+
+
+def started(argv: list[str], env: dict[str, str]) -> tuple[float, int, bool]:
+    """CPU seconds, peak RSS (KiB) and whether scipy was loaded, of one command that must succeed."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", PROBE, *argv], env=env, stdout=subprocess.DEVNULL, stderr=err
+        )
+        _, status, ru = os.wait4(proc.pid, 0)
+        err.seek(0)
+        text = err.read().decode(errors="replace")
+    last = json.loads(text.strip().splitlines()[-1])
+    if os.waitstatus_to_exitcode(status) != 0 or last["code"] != 0:
+        sys.exit(f"{' '.join(argv)} failed: {text[-2000:]}")
+    return ru.ru_utime + ru.ru_stime, int(ru.ru_maxrss), bool(last["scipy"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--against", metavar="OTHER/src")
+    args = ap.parse_args()
+    sides = {"this fairmark": {}}
+    if args.against:
+        sides[args.against] = {"PYTHONPATH": str(Path(args.against).resolve())}
+    tmp = Path(tempfile.mkdtemp(prefix="fairmark-bench-read-"))
+    env = os.environ | {
+        "FAIRMARK_LOCK_PATH": str(tmp / "lock"),
+        "FAIRMARK_STATE_DIR": str(tmp / "state"),
+        "NO_COLOR": "1",
+    }
+    load = [os.getloadavg()[0]]
+    try:
+        hist, runs = f"sqlite:///{tmp / 'history.db'}", f"sqlite:///{tmp / 'run.db'}"
+        store = Store.open(hist)
+        n = fill(store, 200, 1, 150)
+        store.engine.dispose()
+        (tmp / "p.toml").write_text(PLAN)
+        subprocess.run(
+            [sys.executable, "-m", "fairmark", "run", str(tmp / "p.toml"), "--json"],
+            env=env | {"FAIRMARK_STORE": runs},
+            check=True,
+            capture_output=True,
+        )
+        cmds = {
+            f"history w0:wall_s --tag branch=main ({n:,} samples, 200 runs)": (
+                ["history", "w0:wall_s", "--tag", "branch=main"],
+                hist,
+            ),
+            "show last (2 × 150 trials of `true`, monitors on)": (["show", "last"], runs),
+        }
+        got: dict[tuple[str, str], list[tuple[float, int, bool]]] = {}
+        for label, (argv, url) in cmds.items():
+            for _ in range(args.reps):
+                for side, senv in sides.items():
+                    got.setdefault((label, side), []).append(
+                        started(argv, env | senv | {"FAIRMARK_STORE": url})
+                    )
+        load.append(os.getloadavg()[0])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"load average (1 min) at start {load[0]:.1f}, at the end {load[1]:.1f}, on {os.cpu_count()} CPUs")
+    for (label, side), rows in got.items():
+        cpu, rss = statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
+        print(
+            f"{side}: fairmark {label}: {cpu:.3f} s CPU, peak RSS {rss / 1024:.0f} MB "
+            f"(median of {len(rows)}), scipy loaded: {'yes' if rows[0][2] else 'no'}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
