@@ -185,7 +185,7 @@ def aa_pool(tmp: Path, store_url: str | None) -> list[ProfiledTrial]:
     store = Store.open(store_url)
     pool: list[ProfiledTrial] = []
     for run in store.list_runs(1000):
-        for trials in stored_trials(store_url, run.id).values():
+        for trials in stored_trials(store_url, run["id"]).values():
             pool += trials
     return pool
 
