@@ -244,9 +244,7 @@ _DIFF = re.compile(
 
 def perf_diff(a: Path, b: Path) -> dict[tuple[str, str], float]:
     """`perf diff A B`: each symbol's change of its share of the samples, in points (kernel marked)."""
-    out = subprocess.run(
-        ["perf", "diff", "--no-demangle", str(a), str(b)], capture_output=True, text=True, check=True
-    ).stdout
+    out = subprocess.run(["perf", "diff", str(a), str(b)], capture_output=True, text=True, check=True).stdout
     deltas = {}
     for line in out.splitlines():
         m = _DIFF.match(line)
@@ -255,12 +253,13 @@ def perf_diff(a: Path, b: Path) -> dict[tuple[str, str], float]:
     return deltas
 
 
-def against_perf_diff(tmp: Path, n: int = 8) -> None:
+def against_perf_diff(tmp: Path, n: int = 8) -> list[ProfiledTrial]:
     cases = [
         ("planted", build(tmp, "pd_planted", PROGRAM), {}, {"PLANT": "1"}),
         ("malloc debugging", build(tmp, "pd_alloc", ALLOC), {}, DEBUG_ENV),
     ]
     print(f"3. against `perf diff`: {n} + {n} perf.data files per case, interleaved A B A B …")
+    recorded: list[ProfiledTrial] = []
     for name, exe, env_a, env_b in cases:
         sides: dict[str, list[ProfiledTrial]] = {"A": [], "B": []}
         files: dict[str, list[Path]] = {"A": [], "B": []}
@@ -274,18 +273,31 @@ def against_perf_diff(tmp: Path, n: int = 8) -> None:
         assert d is not None
         diffs = [perf_diff(a, b) for a, b in zip(files["A"], files["B"], strict=True)]
         _agreement(name, d, diffs)
+        recorded += sides["A"] + sides["B"]
     print()
+    return recorded
 
 
 def _agreement(name: str, d, diffs: list[dict[tuple[str, str], float]]) -> None:
     rows = {(f.function, f.space): f for f in d.functions if f.mode == "self"}
     claimed = [f for f in rows.values() if f.claimed]
     same = total = 0
+    against: dict[str, int] = {}
     for f in claimed:
         for pd in diffs:
             if (f.function, f.space) in pd:
                 total += 1
-                same += (pd[(f.function, f.space)] > 0) == (f.diff_s > 0)
+                agree = (pd[(f.function, f.space)] > 0) == (f.diff_s > 0)
+                same += agree
+                if not agree:
+                    against[f.function] = against.get(f.function, 0) + 1
+    for fn, k in sorted(against.items(), key=lambda x: -x[1]):
+        f = next(f for f in claimed if f.function == fn)
+        share = (f.a_s / d.cpu_a_s, f.b_s / d.cpu_b_s)
+        print(
+            f"      opposite in {k} pair(s): {fn}, fairmark {f.diff_s * 1e3:+.1f} ms per trial; its share of the "
+            f"CPU time {100 * share[0]:.1f}% -> {100 * share[1]:.1f}%"
+        )
     moved = {k for pd in diffs for k, v in pd.items() if abs(v) >= 1.0}
     unclaimed = [rows[k] for k in moved if k in rows and not rows[k].claimed]
     zero = sum(f.low_s <= 0 <= f.high_s for f in unclaimed)
@@ -331,7 +343,11 @@ def main() -> None:
     p.add_argument("--planted-runs", type=int, default=0)
     p.add_argument("--aa-store", help="sqlite:///PATH of A/A runs with profiled trials (default: record one)")
     p.add_argument("--aa-reps", type=int, default=1000)
+    p.add_argument("--cost-store", help="sqlite:///PATH: part 4 also on the profiled trials of its runs")
     p.add_argument("--no-perf-diff", action="store_true")
+    p.add_argument(
+        "--no-aa", action="store_true", help="skip part 2 (part 4 then draws from part 3's trials)"
+    )
     args = p.parse_args()
     if shutil.which("perf") is None or shutil.which("cc") is None:
         print("skipped: needs perf and a C compiler")
@@ -339,11 +355,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="fairmark-explain-") as tmp:
         if args.planted_runs:
             planted(Path(tmp), args.planted_runs)
-        pool = aa_pool(Path(tmp), args.aa_store)
-        aa(pool, args.aa_reps)
+        pool = [] if args.no_aa else aa_pool(Path(tmp), args.aa_store)
+        if pool:
+            aa(pool, args.aa_reps)
         if not args.no_perf_diff:
-            against_perf_diff(Path(tmp))
+            pool += against_perf_diff(Path(tmp))
         cost(pool)
+        if args.cost_store:
+            from fairmark.store.db import Store
+
+            for run in Store.open(args.cost_store).list_runs(1000):
+                cost([t for ts in stored_trials(args.cost_store, run["id"]).values() for t in ts])
 
 
 if __name__ == "__main__":
