@@ -466,3 +466,34 @@ def test_a_run_starts_all_its_trials_the_same_way(state, monkeypatch):
     assert not path_for(plan_with("cpus = 1")).fork_places
     monkeypatch.setattr(placer, "THREAD_AFFINITY", False)  # FreeBSD's launcher, say
     assert path_for(plan_with("cpus = 1")).fork_places
+
+
+def test_an_older_agents_linux_sysctl_journal_is_restored(tmp_path, metrics_save, monkeypatch):
+    """Journal compatibility (issue 33 item 1): an agent from before the drivers journaled a sysctl as
+    {"type": "sysctl", name, original, want}, no entry id, "started" for its start; the next agent (whose
+    journal is the drivers' now) still restores it, and leaves neither journal nor lock behind."""
+    import json
+
+    from fairmark.remote import agent
+
+    other = "0" if metrics_save == "1" else "1"
+    state_dir = tmp_path / "agent-state"
+    monkeypatch.setenv("FAIRMARK_AGENT_STATE", str(state_dir))
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    pid = int(dead.stdout)
+    entry = {
+        "type": "sysctl",
+        "name": "net.ipv4.tcp_no_metrics_save",
+        "original": metrics_save,
+        "want": other,
+    }
+    journal = state_dir / "journal" / f"{pid}-old.json"
+    journal.parent.mkdir(parents=True)
+    journal.write_text(json.dumps({"format": 1, "pid": pid, "started": 0, "entries": [entry]}))
+    Path(SYSCTL).write_text(other)
+    assert agent.recover_dead() == [
+        f"restored sysctl net.ipv4.tcp_no_metrics_save = {metrics_save} (was {other}) (left by agent {pid})"
+    ]
+    assert read(SYSCTL) == metrics_save and list(journal.parent.iterdir()) == []
