@@ -32,11 +32,12 @@ src, url, passes = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, src)
 from fairmark.console import console
 from fairmark.report.data import load_report
+from fairmark.report.jsondoc import run_json
 from fairmark.store.db import Store
 from fairmark.verdict.run import run_verdicts
 store = Store.open(url)
 runs = sys.argv[4:]
-load_report(store, runs[0]).to_dict()  # the imports, once
+run_json(load_report(store, runs[0]))  # the imports, once
 out = {}
 for run_id in runs:
     best = {}
@@ -44,7 +45,7 @@ for run_id in runs:
         t = {}
         c = time.thread_time(); judged = run_verdicts(store, run_id); t["verdicts"] = time.thread_time() - c
         c = time.thread_time(); report = load_report(store, run_id, judged); t["report"] = time.thread_time() - c
-        c = time.thread_time(); doc = report.to_dict(); t["to_dict"] = time.thread_time() - c
+        c = time.thread_time(); doc = run_json(report); t["to_dict"] = time.thread_time() - c
         stdout, sys.stdout = sys.stdout, io.StringIO()
         try:
             c = time.thread_time(); console.emit_json(doc); t["json"] = time.thread_time() - c

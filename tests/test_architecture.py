@@ -412,31 +412,65 @@ def test_a_run_view_holds_no_store() -> None:
     assert found == []
 
 
+RENDERERS = {  # the renderer's module, and the function that walks the run's sections
+    "report/terminal.py": "render",
+    "report/text.py": "_run",
+    "report/jsondoc.py": "run_json",
+    "report/html.py": "run_view",
+}
+
+
+def _walks_sections(tree: ast.Module, function: str) -> bool:
+    """The function walks SECTIONS: a for loop or a comprehension over it."""
+    return any(
+        isinstance(node, ast.For | ast.comprehension) and ast.unparse(node.iter) == "SECTIONS"
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef) and f.name == function
+        for node in ast.walk(f)
+    )
+
+
 def test_every_renderer_iterates_the_one_section_list() -> None:
     """A run's report has one list of sections in one order (report/sections.SECTIONS, issue 33 item 5): the
-    terminal, the text and Markdown, the --json and the HTML renderers each iterate it and show the sections they
-    have a part for — none has a part named otherwise, a section whose module writes its own parts has none in a
-    renderer's table, and each HTML section is its own template."""
-    from fairmark.report import data, html, terminal, text
+    terminal, the text and Markdown, the --json and the HTML renderers each walk it and call each section's own
+    part — no renderer has a part of its own (a table of parts by name, a section's name in its code), every
+    part is written in the module of its section, and each HTML section is its own template. A new section is
+    its module, its template and its entry in the list."""
+    import inspect
+
+    from fairmark.report import html
     from fairmark.report.sections import NAMES, SECTIONS
 
-    def iterates(rel: str, function: str) -> bool:
-        tree = dict(_modules())[rel]
-        return any(
-            isinstance(node, ast.For) and ast.unparse(node.iter) == "SECTIONS"
-            for f in ast.walk(tree)
-            if isinstance(f, ast.FunctionDef) and f.name == function
-            for node in ast.walk(f)
-        )
-
-    assert iterates("report/terminal.py", "render") and iterates("report/text.py", "_run")
-    assert iterates("report/data.py", "to_dict")
+    modules = dict(_modules())
+    assert [rel for rel, function in RENDERERS.items() if not _walks_sections(modules[rel], function)] == []
     assert "{% for name in sections %}" in (SRC / "report/templates/report.html.j2").read_text()
-    for parts, own in ((terminal.PARTS, "terminal"), (text.PARTS, "text"), (data.JSON_PARTS, "json")):
-        assert set(parts) <= set(NAMES), set(parts) - set(NAMES)
-        assert not [s.name for s in SECTIONS if getattr(s, own) and s.name in parts]
+    named = [
+        f"{rel}:{node.lineno} {node.value!r}"
+        for rel in RENDERERS
+        for node in ast.walk(modules[rel])
+        if isinstance(node, ast.Constant) and node.value in NAMES
+    ]
+    assert named == [], "a renderer names a section (its part belongs in the section's module)"
+    tables = [
+        f"{rel}: {t.id}"
+        for rel, tree in _modules()
+        if rel.startswith("report/")
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name) and t.id.endswith("PARTS")
+    ]
+    assert tables == [], "a table of parts by name beside the one list"
+    for section in SECTIONS:
+        home = {
+            inspect.getmodule(part).__name__
+            for part in (section.terminal, section.text, section.json, section.html)
+            if part
+        }
+        assert len(home) <= 1, (section.name, home)  # its parts in one module, its own
+        assert not home & {f"fairmark.{rel[:-3].replace('/', '.')}" for rel in RENDERERS}, section.name
     templates = {p.name.removesuffix(".html.j2") for p in (SRC / "report/templates/sections").iterdir()}
-    assert templates <= set(NAMES) and html.html_sections() == templates
+    assert templates == {s.name for s in SECTIONS if s.html} and html.html_sections() == templates
     assert len(set(NAMES)) == len(NAMES)
     assert any(s.terminal or s.text or s.json for s in SECTIONS)  # a section in its own module (stability)
 
@@ -490,3 +524,34 @@ def test_both_hosts_implement_the_host_interface() -> None:
             assert callable(got), (cls.__name__, name)
             want = list(inspect.signature(member).parameters)
             assert list(inspect.signature(got).parameters) == want, (cls.__name__, name)
+
+
+def _report_module(name: str) -> str | None:
+    """The module of report/ an import names ("fairmark.report.sections.groups"), or None."""
+    parts = name.split(".")
+    for n in range(len(parts), 2, -1):
+        rel = "/".join(parts[1:n])
+        if parts[1] == "report" and ((SRC / f"{rel}.py").exists() or (SRC / rel / "__init__.py").exists()):
+            return rel
+    return None
+
+
+def test_no_import_circle_inside_report() -> None:
+    """report/'s modules depend on each other one way (issue 33 item 5: data → sections → data was a circle):
+    the read model (data.py) imports no section and no renderer, the sections import the read model, the
+    renderers import the sections. Every import counts, at the top, in a function or for type checking only."""
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for rel, tree in _modules():
+        if not rel.startswith("report/"):
+            continue
+        here = rel.removesuffix(".py").removesuffix("/__init__")
+        for line, name in _imports(tree):
+            there = _report_module(name)
+            if there and there != here:
+                arrows.setdefault((here, there), []).append(f"{rel}:{line} imports {name}")
+    assert ("report/section", "report/data") in arrows  # what the check reads: modules, not packages
+    named = [
+        " → ".join(circle) + ": " + "; ".join(arrows[(a, b)][0] for a, b in itertools.pairwise(circle))
+        for circle in import_circles(arrows)
+    ]
+    assert not named, "import circles inside report/:\n" + "\n".join(named)

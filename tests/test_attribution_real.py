@@ -89,6 +89,6 @@ def test_stress_ng_is_system_heavy(stressor, tmp_path):
     assert own.system_pct >= 20, own.sentence
     assert not own.user_bound
     assert own.sentence.startswith(f"stress-ng {stressor}: ")
-    # the terminal report keeps only the part of each series the attribution reads (report.data.MonitorSeries)
+    # the terminal report keeps only the part of each series the attribution reads (report.attribution.MonitorSeries)
     a = attribute(f"stress-ng {stressor}", [trial], [series])
     assert attribute(f"stress-ng {stressor}", [trial], [attribution_view(series)]) == a

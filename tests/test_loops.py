@@ -212,7 +212,9 @@ def test_auto_is_calibrated_once_per_group_stored_and_shown(tmp_path: Path) -> N
     assert verdict.metric == "wall_s_per_loop" and c.mean_other / c.mean_baseline == pytest.approx(
         2.0, rel=0.03
     )
-    doc = report.to_dict()
+    from fairmark.report.jsondoc import run_json
+
+    doc = run_json(report)
     notes = {c["variant"]: c["loops_note"] for c in doc["cells"]}
     assert notes["a"].startswith(f"{cells['a'].loops:,} loops a trial".replace(",", " "))
     on = "a" if cells["a"].loops == 1_000_000 else "b"

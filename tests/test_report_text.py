@@ -20,7 +20,8 @@ def stored(tmp_path_factory):
 
 
 def test_text_fits_80_columns_and_has_the_sections(stored):
-    from fairmark.report.text import FOLD, render_text  # imports matplotlib (report.html): not at collection
+    from fairmark.report.sections.reproduce import FOLD
+    from fairmark.report.text import render_text
 
     _, store, run_id = stored
     text = render_text([load_report(store, run_id)])

@@ -433,7 +433,8 @@ def test_item6_a_levelling_sweep_levels_off_and_a_noisy_flat_one_says_nothing() 
 def test_item6_the_lock_table_lines_up_under_its_caption() -> None:
     from types import SimpleNamespace
 
-    from fairmark.report.text import Writer, _profiles
+    from fairmark.report.sections.groups import text_profiles as _profiles
+    from fairmark.report.writer import Writer
 
     doc = {
         "scope": "the trial's cgroup",

@@ -79,7 +79,7 @@ def test_item6_the_also_line_cuts_a_count_at_zero_and_leaves_the_stability_rate_
 
     from fairmark.console import console
     from fairmark.plan.metric import MetricSpec
-    from fairmark.report.terminal import _other_metrics
+    from fairmark.report.sections.groups import _other_metrics
 
     metrics = [
         MetricSpec("throughput", "Mbit/s", "higher"),

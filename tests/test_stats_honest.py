@@ -102,7 +102,7 @@ def test_median_has_its_own_order_statistic_interval(tmp_path: Path):
     assert math.isnan(few.median_ci_low)  # [min, max] covers only 93.75% at n = 5
     assert format_median(few.median, few.median_ci_low, few.median_ci_high, "s") == "3 s"
     from fairmark.report.data import load_report
-    from fairmark.report.html import cell_row
+    from fairmark.report.views import cell_row
     from test_report_fixture import open_store, synthetic_run
 
     store = open_store(tmp_path / "s.db")
@@ -259,10 +259,10 @@ def test_verdict_needs_the_first_stage_and_all_rounds():
 
 
 def test_median_interval_in_every_view(tmp_path: Path):
-    from fairmark.report import terminal
     from fairmark.report.data import load_report
-    from fairmark.report.html import cell_row
+    from fairmark.report.sections import groups
     from fairmark.report.text import render_text
+    from fairmark.report.views import cell_row
     from test_report_fixture import open_store, synthetic_run
 
     store = open_store(tmp_path / "s.db")
@@ -276,7 +276,7 @@ def test_median_interval_in_every_view(tmp_path: Path):
             s["median"], s["median_ci_low"], s["median_ci_high"], c.spec(c.primary_metric).unit
         )
         assert "[" in own and cell_row(c)["median"] == own  # HTML
-        assert terminal._cell_row(c, "")[2] == own  # fairmark show
+        assert groups._cell_row(c, "")[2] == own  # fairmark show
         assert own.removesuffix(" s") in text  # report (text): never cut, the unit in the table's heading
 
 

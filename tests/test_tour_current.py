@@ -17,6 +17,7 @@ DEPENDS = (
     "scripts/tour.py",
     "src/fairmark/cli",
     "src/fairmark/report/terminal.py",
+    "src/fairmark/report/sections",  # each section's terminal part
     "src/fairmark/console.py",
     "src/fairmark/stats/digits.py",
 )

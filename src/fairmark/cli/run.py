@@ -43,9 +43,8 @@ def _environment_to_stderr(report: RunReport) -> None:
     """With --json the tables go to stdout as JSON, but a CI log keeps only stderr: the environment's warnings
     (a busy host, CPU pressure) are said there, once each, as `run` without --json shows them — the busy-machine
     headline first, as the tables have it."""
-    from fairmark.report.attribution import attribute_cells
+    from fairmark.report.attribution import MonitorSeries, attribute_cells
     from fairmark.report.busy import busy_headline
-    from fairmark.report.data import MonitorSeries
 
     headline = busy_headline(report, attribute_cells(report, MonitorSeries(report)))
     if headline:
@@ -61,10 +60,11 @@ def _environment_to_stderr(report: RunReport) -> None:
 def _finish(store: Any, run_id: str, fail_on_regression: float | None, judged: RunVerdicts | None) -> None:
     from fairmark.report.data import load_report
     from fairmark.report.failures import run_failure
+    from fairmark.report.jsondoc import run_json
 
     report = load_report(store, run_id, judged)
     if console.json_mode:
-        console.emit_json(report.to_dict())
+        console.emit_json(run_json(report))
         _environment_to_stderr(report)
     else:
         from fairmark.report.terminal import render

@@ -96,10 +96,11 @@ def _runs(limit: int, host: str | None, tags: dict[str, str]) -> tuple[str, list
 def show(run_ref: str, width: int) -> None:
     """Terminal report of a run (RUN: id, unique prefix, or 'last')."""
     from fairmark.report.data import load_report  # statistics: not needed to list runs
+    from fairmark.report.jsondoc import run_json
 
     report = load_report(open_store(), run_ref)
     if console.json_mode:
-        console.emit_json(report.to_dict())
+        console.emit_json(run_json(report))
         return
     from fairmark.report.terminal import render
 

@@ -10,6 +10,7 @@ Pure functions over plain numbers and the monitor series' JSON (see run/monitors
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from fairmark.plan.kinds import KERNEL_PATH_KEYS, USER_SPEED_KEYS, given_keys
 from fairmark.store.records import TrialRecord
 
 if TYPE_CHECKING:
-    from fairmark.report.data import MonitorSeries, RunArtifacts, RunReport
+    from fairmark.report.data import RunArtifacts, RunReport
 
 USER_BOUND_PCT = 95.0  # at or above: a kernel change can move at most ~5% of the time
 SYSTEM_HEAVY_PCT = 50.0
@@ -443,3 +444,21 @@ def _cpu_rows(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         )
         rows.append({"name": f"CPU {state}", "unit": "%", "mean": 100 * secs / total, "peak": peak})
     return rows
+
+
+class MonitorSeries:
+    """The measured trials' monitor series of a run by cell, each cut to what the attribution line reads
+    (`attribution_view`) as it is read: the terminal report of a 1200-trial run of `true` held every
+    series whole (RunArtifacts) and peaked at 111 MB, 20 MB of it these series (bench/start_memory.py)."""
+
+    def __init__(self, report: RunReport):
+        measured = {t.id for c in report.cells for t in c.trials if not t.warmup or t.profiled}
+        self.by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for a in report.source.iter_artifacts("monitor"):
+            if a["name"] == "system" and a["trial_id"] in measured and isinstance(a["data"], dict):
+                self.by_cell[a["cell_key"] or ""].append(attribution_view(a["data"]))
+
+    def data(self, cell_key: str, kind_name: str) -> list[Any]:
+        """As RunArtifacts.data, for "monitor/system" (the only kind it reads)."""
+        assert kind_name == "monitor/system", kind_name
+        return list(self.by_cell.get(cell_key, []))

@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from fairmark.console import console
-from fairmark.report.section import Section
+from fairmark.report.section import Context, Section
 from fairmark.stats.digits import column_unit, format_pair, format_spread
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def levels_lines(comparison: Comparison, unit: str) -> list[str]:
 
 
 # -- the section: a boot run's boots (report/sections.py) ------------------------------------------------------
-def _terminal(r: RunReport) -> None:
+def _terminal(r: RunReport, _: Context) -> None:
     boots = boot_lines(r)
     if boots:
         console.print()
@@ -83,7 +83,7 @@ def _terminal(r: RunReport) -> None:
             console.text(f"  {line}")
 
 
-def _text(w: Writer, r: RunReport) -> None:
+def _text(w: Writer, r: RunReport, _: Context) -> None:
     boots = boot_lines(r)
     if boots:
         w.heading("Boots (A B B A …; the verdicts take the boot as their unit)", 3)
@@ -91,7 +91,7 @@ def _text(w: Writer, r: RunReport) -> None:
             w.para(line, "- ")
 
 
-def _json(r: RunReport) -> dict[str, Any]:
+def _json(r: RunReport, _: Context) -> dict[str, Any]:
     """A boot-variant run's boots, each with what was verified (only for such runs)."""
     records = boot_records(r)
     return {"boots": records} if records else {}

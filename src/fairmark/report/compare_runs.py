@@ -96,7 +96,7 @@ def own_verdicts(store: Any, runs: list[RunRecord]) -> list[dict[str, Any]]:
     if not rerun_line(runs):
         return []
     from fairmark.report.data import load_report
-    from fairmark.report.terminal import short_verdict
+    from fairmark.report.views import short_verdict
 
     own = [
         {(v.group, v.variant, v.metric): v for v in load_report(store, r.id).verdicts if not v.calibration}
@@ -131,7 +131,7 @@ def reproduced(rows: list[dict[str, Any]]) -> None:
 def _table(verdicts: list[Verdict], title: str) -> None:
     """Per workload, sweep point and metric (as `show` lays out a run): each variant's mean in A and B and the
     change, one line each; the verdicts' sentences below, wrapped."""
-    from fairmark.report.terminal import in_unit, short_verdict
+    from fairmark.report.views import in_unit, short_verdict
     from fairmark.stats.timeorder import said_once
 
     console.text(title)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fairmark.plan.metric import MetricSpec
-from fairmark.report.failures import FailureRate, errors_start, failed_cells, failure_rates, run_failure
+from fairmark.report.failures import FailureRate, failure_rates
 from fairmark.stats import describe, format_value, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, enough
 from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
@@ -287,73 +287,6 @@ class RunReport:
             out[c.group].append(c)
         return dict(out)
 
-    def to_dict(self, *, trials: bool = True) -> dict[str, Any]:
-        """The run as `--json` has it: each section's keys (report/sections.py), in the sections' order."""
-        from fairmark.report.sections import SECTIONS  # its sections' modules read this one
-
-        doc: dict[str, Any] = {}
-        for section in SECTIONS:
-            if section.json:
-                doc |= section.json(self)
-            elif section.name in JSON_PARTS:
-                doc |= JSON_PARTS[section.name](self, trials)
-        return doc
-
-
-def _header_json(r: RunReport, _: bool) -> dict[str, Any]:
-    return {
-        "run": r.run.to_dict(),
-        "confidence": r.confidence,
-        "baseline": r.baseline,
-        "profiled_note": r.profiled_note,
-        "rerun_note": r.rerun_note,
-        "rss_note": r.rss_note,
-    }
-
-
-def _failures_json(r: RunReport, _: bool) -> dict[str, Any]:
-    return {
-        "failures": [f.to_dict() for f in r.failures],
-        "errors_start": errors_start(r.failures),
-        "spread": list(r.spreads),
-        "page_cache": _page_cache(r),
-    }
-
-
-def _groups_json(r: RunReport, trials: bool) -> dict[str, Any]:
-    return {"cells": [_cell_dict(c, trials) for c in r.cells]} | _profiles(r)
-
-
-# What `--json` has of each section (report/sections.py), in the sections' order.
-JSON_PARTS: dict[str, Callable[[RunReport, bool], dict[str, Any]]] = {
-    "header": _header_json,
-    "failed": lambda r, _: {
-        "failed_cells": [f.to_dict() for f in failed_cells(r.cells)],
-        "run_failure": run_failure(r),
-    },
-    "verdicts": lambda r, _: {"verdicts": [v.to_dict() for v in r.verdicts]},
-    "groups": _groups_json,
-    "scaling": lambda r, _: {"scaling": [s.to_dict() for s in r.scaling]},
-    "failures": _failures_json,
-}
-
-
-def _profiles(r: RunReport) -> dict[str, Any]:
-    """Runs with profilers: each cell's profiles, their scope and the workload's share of the CPU samples."""
-    if not any(str(h).startswith("profile.") for h in (r.run.options or {}).get("hooks") or ()):
-        return {}
-    from fairmark.report.profiles import cell_json
-
-    arts = RunArtifacts(r)
-    cells = [doc for c in r.cells if (doc := cell_json(c.key, c.variant, arts))]
-    return {"profiles": cells} if cells else {}
-
-
-def _page_cache(r: RunReport) -> list[dict[str, Any]]:
-    from fairmark.report.pagecache import flags
-
-    return flags(r)
-
 
 class RunArtifacts:
     """A run's artifacts grouped by cell: of the measured (non-warm-up) trials, and the profiles of the
@@ -372,53 +305,6 @@ class RunArtifacts:
 
     def data(self, cell_key: str, kind_name: str) -> list[Any]:
         return [a["data"] if a["data"] is not None else a["text"] for a in self.by_cell[cell_key][kind_name]]
-
-
-class MonitorSeries:
-    """The measured trials' monitor series of a run by cell, each cut to what the attribution line reads
-    (`attribution.attribution_view`) as it is read: the terminal report of a 1200-trial run of `true` held every
-    series whole (RunArtifacts) and peaked at 111 MB, 20 MB of it these series (bench/start_memory.py)."""
-
-    def __init__(self, report: RunReport):
-        from fairmark.report.attribution import attribution_view
-
-        measured = {t.id for c in report.cells for t in c.trials if not t.warmup or t.profiled}
-        self.by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for a in report.source.iter_artifacts("monitor"):
-            if a["name"] == "system" and a["trial_id"] in measured and isinstance(a["data"], dict):
-                self.by_cell[a["cell_key"] or ""].append(attribution_view(a["data"]))
-
-    def data(self, cell_key: str, kind_name: str) -> list[Any]:
-        """As RunArtifacts.data, for "monitor/system" (the only kind it reads)."""
-        assert kind_name == "monitor/system", kind_name
-        return list(self.by_cell.get(cell_key, []))
-
-
-def _cell_dict(c: CellReport, trials: bool) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "key": c.key,
-        "group": c.group,
-        "workload": c.workload,
-        "variant": c.variant,
-        "point": [list(p) for p in c.point],
-        "status": c.status,
-        "stop_reason": c.stop_reason,
-        "primary_metric": c.primary_metric,
-        "metrics": [m.row() for m in c.metrics],
-        "command": list(c.command) if c.command is not None else None,
-        "params": c.params,
-        "labels": c.labels,
-        "n_ok": c.n_ok,
-        "n_failed": c.n_failed,
-        "summaries": c.summaries,
-        "warnings": list(c.warnings),
-        "loops": c.record.loops,
-        "loops_note": c.loops_note,
-        "values": c.values,
-    }
-    if trials:
-        d["trials"] = [trial_dict(t, c.samples.get(t.id, {})) for t in c.trials]
-    return d
 
 
 # A trial's measurement as reports and exports show it (the CSV export writes exactly these columns).

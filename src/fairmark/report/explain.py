@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from fairmark.console import console
-from fairmark.report.section import Section
+from fairmark.report.section import Context, Section
 from fairmark.stats.attribution_diff import (
     AttributionDiff,
     FunctionDiff,
@@ -24,7 +24,7 @@ from fairmark.stats.compare import TIME_UNITS, percent_texts
 
 if TYPE_CHECKING:
     from fairmark.report.data import CellReport, RunReport
-    from fairmark.report.text import Writer
+    from fairmark.report.writer import Writer
     from fairmark.verdict.record import Verdict
 
 TOP = 3  # functions named in the sentence
@@ -162,7 +162,7 @@ def _title(e: dict[str, Any]) -> str:
     return f"{v.workload} {v.baseline} -> {v.variant}"
 
 
-def _terminal(r: RunReport) -> None:
+def _terminal(r: RunReport, _: Context) -> None:
     shown = explanations(r)
     if not shown:
         return
@@ -173,7 +173,7 @@ def _terminal(r: RunReport) -> None:
             console.print(f"    {escape(line)}", overflow="ignore", crop=False)
 
 
-def _text(w: Writer, r: RunReport) -> None:
+def _text(w: Writer, r: RunReport, _: Context) -> None:
     shown = explanations(r)
     if not shown:
         return
@@ -183,7 +183,7 @@ def _text(w: Writer, r: RunReport) -> None:
         w.block(table(e["diff"]))
 
 
-def _json(r: RunReport) -> dict[str, Any]:
+def _json(r: RunReport, _: Context) -> dict[str, Any]:
     out: dict[str, list[dict[str, Any]]] = {"explain": []}
     for e in explanations(r):
         v, d = e["verdict"], e["diff"]
@@ -244,7 +244,7 @@ def _flame_view(e: dict[str, Any]) -> dict[str, str]:
     return {"uri": plots.svg_data_uri(made[0]), "renderer": made[1]}
 
 
-def _html(r: RunReport) -> list[dict[str, Any]]:
+def _html(r: RunReport, _: Context) -> list[dict[str, Any]]:
     return [
         {
             "title": _title(e),

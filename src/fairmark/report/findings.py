@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from fairmark.console import console
-from fairmark.report.section import Section
+from fairmark.report.section import Context, Section
 from fairmark.store.db import jsonable_row
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from fairmark.report.writer import Writer
 
 
-def _terminal(r: RunReport) -> None:
+def _terminal(r: RunReport, _: Context) -> None:
     seen: set[str] = set()
     shown = []
     for f in r.findings:  # the same noise noticed again between rounds is shown once, first occurrence
@@ -39,7 +39,7 @@ def _terminal(r: RunReport) -> None:
         console.print(f"  [{colour}]{f['severity']}[/] {escape(text)}")
 
 
-def _text(w: Writer, report: RunReport) -> None:
+def _text(w: Writer, report: RunReport, _: Context) -> None:
     w.heading("Doctor findings", 3)
     if not report.findings:
         w.para("none recorded")
@@ -54,10 +54,14 @@ def _finding(f: Mapping[str, Any]) -> dict[str, Any]:
     return {k: f.get(k, "") for k in keys}
 
 
-def _json(r: RunReport) -> dict[str, Any]:
+def _json(r: RunReport, _: Context) -> dict[str, Any]:
     return {"findings": [jsonable_row(f) for f in r.findings]}
 
 
 SECTION = Section(
-    "findings", terminal=_terminal, text=_text, json=_json, html=lambda r: [_finding(f) for f in r.findings]
+    "findings",
+    terminal=_terminal,
+    text=_text,
+    json=_json,
+    html=lambda r, _: [_finding(f) for f in r.findings],
 )

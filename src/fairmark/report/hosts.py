@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fairmark.console import console
-from fairmark.report.section import Section
+from fairmark.report.section import Context, Section
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
@@ -124,7 +124,7 @@ def host_lines(report: RunReport) -> list[str]:
 
 
 # -- the section: where each side ran (report/sections.py; `show` prints print_host_diff after a run) ---------
-def _text(w: Writer, r: RunReport) -> None:
+def _text(w: Writer, r: RunReport, _: Context) -> None:
     lines = host_lines(r)
     if lines:
         w.heading("Hosts (where each side ran)", 3)
@@ -132,4 +132,4 @@ def _text(w: Writer, r: RunReport) -> None:
             w.para(line.strip(), "    " if line.startswith("  ") else "- ")
 
 
-SECTION = Section("hosts", text=_text, json=hosts_json, html=host_lines)
+SECTION = Section("hosts", text=_text, json=lambda r, _: hosts_json(r), html=lambda r, _: host_lines(r))

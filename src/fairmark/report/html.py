@@ -12,8 +12,7 @@ import datetime as dt
 import functools
 import multiprocessing
 import os
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -22,22 +21,11 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from fairmark import __version__
-from fairmark.report import attribution as attr
 from fairmark.report import plots
-from fairmark.report.data import CellReport, RunArtifacts, RunReport
-from fairmark.report.profiles import cpu_line, cpu_view, scope_of
+from fairmark.report.data import RunReport
+from fairmark.report.section import Context
 from fairmark.report.sections import NAMES, SECTIONS
-from fairmark.report.views import (
-    cell_row,
-    flatten,
-    lock_rows,
-    ministat_text,
-    syscall_view,
-    table_scale,
-    verdict_rows,
-)
-from fairmark.stats import format_value
-from fairmark.store.records import TrialRecord
+from fairmark.report.views import flatten
 
 BATCH = 6  # figures per task sent to a worker process
 
@@ -109,260 +97,16 @@ class Figures:
                     self.png_paths.append(png)
 
 
-# -- per-run pieces -----------------------------------------------------------------------------------------
-
-
-def cell_profiles(c: CellReport, arts: RunArtifacts, baseline_folded: str | None) -> dict[str, Any] | None:
-    folded = plots.merge_folded(arts.data(c.key, "profile.cpu/folded"))
-    errors = [
-        e
-        for k in ("profile.cpu", "profile.locks", "profile.syscalls")
-        for e in arts.data(c.key, f"{k}/error")
-    ]
-    locks = arts.data(c.key, "profile.locks/contention")
-    sys_docs = arts.data(c.key, "profile.syscalls/summary")
-    if not (folded or errors or locks or sys_docs):
-        return None
-    out: dict[str, Any] = {"variant": c.variant, "errors": sorted(set(errors))[:5], "folded": folded}
-    if cpu := cpu_view(arts.data(c.key, "profile.cpu/meta")):
-        out["cpu_scope"] = cpu_line(cpu)
-    if folded:
-        out["flame"] = _flame(folded, f"{c.group} — {c.variant}", None)
-        if baseline_folded and baseline_folded != folded:
-            out["diff"] = _flame(folded, f"{c.group}: {c.variant} vs baseline (red = more)", baseline_folded)
-    if locks:
-        out["locks"] = lock_rows(locks)
-        out["lock_source"] = f"{locks[0].get('source', '')}; {scope_of(locks)}"
-    if sys_docs:
-        out["syscalls"] = syscall_view(sys_docs) | {"scope": scope_of(sys_docs)}
-    return out
-
-
-def _flame(folded: str, title: str, diff_of: str | None) -> dict[str, str]:
-    made = plots.flamegraph_svg(folded, title, diff_of=diff_of)
-    if made is None:
-        return {"missing": "no flame graph renderer: `cargo install inferno` (or FlameGraph on PATH)"}
-    svg, renderer = made
-    return {"uri": plots.svg_data_uri(svg), "renderer": renderer}
-
-
-def group_view(
-    report: RunReport, name: str, cells: list[CellReport], arts: RunArtifacts, figs: Figures, attrs: dict
-) -> dict[str, Any]:
-    first = cells[0]
-    metric = first.primary_metric
-    spec = first.spec(metric)
-    datasets = [(c.variant, c.values.get(metric, [])) for c in cells if c.values.get(metric)]
-    plot = (
-        figs.add("strip_plot", (datasets, metric, spec.unit, spec.better), f"{name}-{metric}")
-        if datasets
-        else None
-    )
-    base = next((c for c in cells if c.variant == report.baseline), cells[0])
-    base_folded = plots.merge_folded(arts.data(base.key, "profile.cpu/folded")) or None
-    cell_views = []
-    for c in cells:
-        series = arts.data(c.key, "monitor/system")
-        a = attrs.get(c.key)
-        monitor_svg = None
-        if series:
-            ncpu = max(s.get("ncpu") or 1 for s in series)
-            slim = [_slim(s) for s in series]
-            marks = kernel_marks(c, arts)
-            monitor_svg = figs.add("monitor_plot", (slim, ncpu, marks), f"{name}-{c.variant}-monitor")
-        cell_views.append(
-            {
-                "variant": c.variant,
-                "command": c.command,
-                "params": c.params or {},
-                "labels": c.labels or {},
-                "attribution": a,
-                "monitor_svg": monitor_svg,
-                "monitor_rows": attr.monitor_summary(series),
-                "kernel_events": cell_kernel_events(c),
-                "warnings": list(c.warnings),
-                "loops_note": c.loops_note,
-                "failures": [t for t in c.trials if t.status != "ok"][:3],
-                "profiles": cell_profiles(c, arts, base_folded if c is not base else None),
-            }
-        )
-    return {
-        "name": name,
-        "metric": metric,
-        "unit": spec.unit,
-        "better": spec.better,
-        "rows": [cell_row(c, table_scale(cells)) for c in cells],
-        "plot_svg": plot,
-        "ministat": ministat_text(cells, metric),
-        "cells": cell_views,
-    }
-
-
-def cell_kernel_events(c: CellReport) -> list[dict[str, Any]]:
-    """The kernel events the stability watch reported in this cell's measured trials, in order."""
-    return [{"trial": t.seq} | e for t in c.trials for e in cell_kernel_events_of(t)]
-
-
-def kernel_marks(c: CellReport, arts: RunArtifacts) -> list[tuple[float, str]]:
-    """Kernel events placed on the monitor plot's axis: the trials' series are drawn end to end, so an event
-    t_s seconds into a trial sits at the durations of the trials before it plus t_s."""
-    by_trial = {t.id: events for t in c.trials if (events := cell_kernel_events_of(t))}
-    if not by_trial:
-        return []
-    marks: list[tuple[float, str]] = []
-    offset = 0.0
-    for entry in arts.entries(c.key, "monitor/system"):
-        data = entry["data"]
-        ts = data.get("t_s") if isinstance(data, dict) else None
-        marks += [
-            (offset + e["t_s"], e["kind"])
-            for e in by_trial.get(entry["trial_id"] or "", [])
-            if e["t_s"] is not None
-        ]
-        last = ts[-1] if isinstance(ts, list) and ts else 0.0
-        offset += last if isinstance(last, int | float) else 0.0
-    return marks
-
-
-def cell_kernel_events_of(trial: TrialRecord) -> list[dict[str, Any]]:
-    from fairmark.store.events import events_in
-
-    return [] if trial.warmup else events_in(trial.stderr_tail or "")
-
-
-def scaling_views(report: RunReport, figs: Figures) -> list[dict[str, Any]]:
-    by_workload: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for s in report.scaling:
-        by_workload[(s.workload, s.parameter)].append(s)
-    out = []
-    for (workload, param), curves in by_workload.items():
-        failed = failure_points(report, workload, param)
-        xs = sorted({x for _, x in failed if isinstance(x, int | float)})
-        svg = figs.add("scaling_plot", (curves, xs), f"{workload}-scaling-{param}")
-        rows = [
-            {
-                "variant": c.variant,
-                "value": p.value,
-                "n": p.n,
-                "mean": format_value(p.mean, p.ci_half_width, c.unit),
-                "speedup": f"{p.speedup:.3g}",
-                "efficiency": "—" if p.efficiency is None else f"{100 * p.efficiency:.0f}%",
-                "peak": c.peak is not None and p.value == c.peak,
-            }
-            for c in curves
-            for p in c.points
-        ]
-        notes = [f"{c.variant}: {c.summary}" for c in curves]
-        notes += [f"{v}: every trial failed at {param} = {x} (failure point)" for v, x in failed]
-        efficiency = any(p.efficiency is not None for c in curves for p in c.points)  # CPU/thread sweeps only
-        out.append(
-            {
-                "workload": workload,
-                "parameter": param,
-                "svg": svg,
-                "rows": rows,
-                "notes": notes,
-                "efficiency": efficiency,
-            }
-        )
-    return out
-
-
-def failure_points(report: RunReport, workload: str, param: str) -> list[tuple[str, Any]]:
-    """(variant, sweep value) of the cells of this sweep that produced no measurement at all."""
-    return [
-        (c.variant, c.point[0][1])
-        for c in report.cells
-        if c.workload == workload
-        and len(c.point) == 1
-        and c.point[0][0] == param
-        and c.n_ok == 0
-        and (c.n_failed > 0 or c.status == "abandoned")
-    ]
-
-
-def _slim(series: Mapping[str, Any]) -> dict[str, Any]:
-    """Only what the monitor plot draws: less to send to a worker process."""
-    return {
-        "t_s": series.get("t_s"),
-        "cpu_pct": series.get("cpu_pct"),
-        "gauges": {"runq": (series.get("gauges") or {}).get("runq")},
-    }
+# -- a run: its sections' views, each under its name for its template ----------------------------------------
 
 
 def run_view(report: RunReport, figs: Figures) -> dict[str, Any]:
-    arts = RunArtifacts(report)
-    attrs = attr.attribute_cells(report, arts)
+    """What the run's templates read: its id, title, confidence and baseline (every section's template may), and
+    each section's own view under its name (report/sections/: a section with an `html` part)."""
+    ctx = Context(report, figures=figs)
     run = report.run
-    groups = [group_view(report, g, cells, arts, figs, attrs) for g, cells in report.groups().items()]
-    return {
-        "id": run.id,
-        "title": run.title,
-        "status": run.status,
-        "hostname": run.hostname,
-        "started": _when(run.started_at),
-        "ended": _when(run.ended_at),
-        "quick": bool((run.options or {}).get("quick")),
-        "accept_risk": run.accept_risk,
-        "risk_note": report.risk_note,
-        "confidence": report.confidence,
-        "baseline": report.baseline,
-        "hooks": (run.options or {}).get("hooks", []),
-        "profiled_note": report.profiled_note,
-        "rerun_note": report.rerun_note,
-        "rss_note": report.rss_note,
-        "profilers": [h for h in (run.options or {}).get("hooks", []) if h.startswith("profile.")],
-        "verdicts": verdict_rows(report, attrs),
-        "groups": groups,
-        "scaling": scaling_views(report, figs),
-        "failures": failure_lines(report),
-        "failed_cells": [f.to_dict() for f in failed_cells(report.cells)],
-        "run_failure": run_failure(report),
-        "page_cache": page_cache_lines(report),
-        "spreads": spread_lines(report),
-        "reproduce": {
-            "version": run.fairmark_version,
-            "plan_path": run.plan_path,
-            "plan_text": run.plan_text,
-            "plan_sha256": run.plan_sha256,
-            "command_line": run.command_line,
-            "seed": run.seed,
-        },
-    } | {s.name: s.html(report) for s in SECTIONS if s.html}  # a section's own view, under its name
-
-
-def spread_lines(report: RunReport) -> list[str]:
-    from fairmark.report.failures import spread_lines
-
-    return spread_lines(report)
-
-
-def page_cache_lines(report: RunReport) -> list[str]:
-    from fairmark.report.pagecache import lines
-
-    return lines(report)
-
-
-def failed_cells(cells: Any) -> Any:
-    from fairmark.report.failures import failed_cells
-
-    return failed_cells(cells)
-
-
-def run_failure(report: RunReport) -> str | None:
-    from fairmark.report.failures import run_failure
-
-    return run_failure(report)
-
-
-def failure_lines(report: RunReport) -> list[str]:
-    from fairmark.report.failures import lines
-
-    return lines(report)
-
-
-def _when(t: dt.datetime | None) -> str:
-    return t.strftime("%Y-%m-%d %H:%M:%S %Z").strip() if t else "—"
+    base = {"id": run.id, "title": run.title, "confidence": report.confidence, "baseline": report.baseline}
+    return base | {s.name: s.html(report, ctx) for s in SECTIONS if s.html}
 
 
 # -- environment, across runs and before/after --------------------------------------------------------------

@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from fairmark.console import console
 from fairmark.report.profiles import cpu_view, scope_of, where
-from fairmark.report.section import Section
+from fairmark.report.section import Context, Section
 
 if TYPE_CHECKING:
     from fairmark.report.data import CellReport, RunArtifacts, RunReport
@@ -116,7 +116,7 @@ def _flame_line(r: RunReport) -> str:
     return where_ + f"; the whole tables: `fairmark report {ref} --text`"
 
 
-def _terminal(r: RunReport) -> None:
+def _terminal(r: RunReport, _: Context) -> None:
     from fairmark.report.data import RunArtifacts
 
     if not any(t.profiled for c in r.cells for t in c.trials):

@@ -9,7 +9,7 @@ from typing import Any
 
 from fairmark.console import console
 from fairmark.report.data import CellReport, RunReport
-from fairmark.report.section import Section
+from fairmark.report.section import Context, Section
 from fairmark.stats.rates import compare_rates, poisson_ci
 from fairmark.store.events import events_in
 
@@ -103,16 +103,16 @@ def lines(r: RunReport) -> list[str]:
     return text
 
 
-def _terminal(r: RunReport) -> None:
+def _terminal(r: RunReport, _: Context) -> None:
     for line in lines(r):
         console.text(line)
 
 
-def _json(r: RunReport) -> dict[str, Any]:
+def _json(r: RunReport, _: Context) -> dict[str, Any]:
     """Only for runs with a stability workload."""
     if not any("kernel_events" in c.values for c in r.cells):
         return {}
     return {"kernel_events": kernel_events(r), "stability": stability(r)}
 
 
-SECTION = Section("stability", terminal=_terminal, json=_json, html=lines)
+SECTION = Section("stability", terminal=_terminal, json=_json, html=lambda r, _: lines(r))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fairmark.report.attribution import variant_definitions
-from fairmark.report.section import Section
+from fairmark.report.section import Context, Section
 from fairmark.report.views import flatten
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def variant_table(report: RunReport) -> dict[str, Any]:
     return {"names": names, "rows": sorted(rows, key=lambda r: not r["differ"])}
 
 
-def _text(w: Writer, report: RunReport) -> None:
+def _text(w: Writer, report: RunReport, _: Context) -> None:
     table = variant_table(report)
     differ = [r for r in table["rows"] if r["differ"]]
     if differ:
@@ -39,4 +39,4 @@ def _text(w: Writer, report: RunReport) -> None:
             w.para(f"{name}: " + (", ".join(parts) or "(as the system is)"), "- ")
 
 
-SECTION = Section("variants", text=_text, html=variant_table)
+SECTION = Section("variants", text=_text, html=lambda r, _: variant_table(r))

@@ -9,13 +9,39 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairmark.report import attribution as attr
 from fairmark.report.data import CellReport, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.stats import format_median, format_value
 from fairmark.stats.digits import bounds, format_bounded, format_cv, shared_scale
+
+if TYPE_CHECKING:
+    from fairmark.stats.compare import Comparison
+
+NAME_W = 14  # characters of a name in the text report's narrow columns
+
+
+def short_text(text: Any, width: int = NAME_W) -> str:
+    """A name cut to `width` characters (an ellipsis where it was cut), for a fixed-width column."""
+    s = str(text)
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def short_verdict(c: Comparison) -> str:
+    """'+394% (+381% to +408%) worse', '-0.3% (-2.9% to +2.3%), not proven': a table cell — the change and the
+    interval of the design that decided (paired, Welch, units; not ministat's); the sentence goes below."""
+    interval = c.interval
+    if c.significant:
+        return f"{interval} {c.change}"
+    return interval if interval.startswith(("no ", "unbounded")) else f"{interval}, not proven"
+
+
+def in_unit(unit: str) -> str:
+    """' in ms' for a title whose table shows bare values."""
+    return f" in {unit}" if unit else ""
+
 
 ENV_VALUE_MAX = 200  # characters of one environment value shown; the store keeps it whole
 TOP_LOCKS = 15

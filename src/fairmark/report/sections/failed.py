@@ -1,0 +1,55 @@
+"""Cells that measured nothing, first: with the first lines their command wrote, so the cause shows at the top
+(report/failures.py finds them and words the run's failure)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+
+from fairmark.console import console
+from fairmark.report.failures import failed_cells, failed_lines, run_failure
+from fairmark.report.section import Context, Section
+
+if TYPE_CHECKING:
+    from fairmark.report.data import RunReport
+    from fairmark.report.writer import Writer
+
+
+def _terminal(r: RunReport, _: Context) -> None:
+    found = failed_lines(r)
+    if not found:
+        return
+    verdict = run_failure(r)
+    console.print(
+        f"[bold red]FAILED[/] {escape(console.wrap(verdict, first=7))}"
+        if verdict
+        else "[bold]cells with no successful trial[/]"
+    )
+    for line in found:  # wrapped as `report --text` wraps them (a log is read at 80 columns)
+        text = escape(console.wrap(line, first=2, indent=" " * (len(line) - len(line.lstrip()) + 4)))
+        console.print(f"  [red]{text}[/]" if not line.startswith(" ") else f"  {text}")
+
+
+def _text(w: Writer, report: RunReport, _: Context) -> None:
+    """Cells that measured nothing, with the first error lines of their first failed trial."""
+    found = failed_cells(report.cells)
+    if not found:
+        return
+    verdict = run_failure(report)
+    w.heading("FAILED: " + verdict if verdict else "Cells with no successful trial", 3)
+    for f in found:
+        w.para(f.sentence, "- ")
+        if f.lines:
+            w.block(["    " + line for line in f.lines])
+
+
+def _json(r: RunReport, _: Context) -> dict[str, Any]:
+    return {"failed_cells": [f.to_dict() for f in failed_cells(r.cells)], "run_failure": run_failure(r)}
+
+
+def _html(r: RunReport, _: Context) -> dict[str, Any]:
+    return {"cells": [f.to_dict() for f in failed_cells(r.cells)], "run_failure": run_failure(r)}
+
+
+SECTION = Section("failed", terminal=_terminal, text=_text, json=_json, html=_html)
