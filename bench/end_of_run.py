@@ -31,7 +31,7 @@ import io, json, sys, time
 src, url, passes = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, src)
 from fairmark.console import console
-from fairmark.report.data import load_report
+from fairmark.report.load import load_report
 from fairmark.report.jsondoc import run_json
 from fairmark.store.db import Store
 from fairmark.verdict.run import run_verdicts

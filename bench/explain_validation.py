@@ -125,8 +125,8 @@ def fairmark_run(plan: Path, store: str) -> str:
 
 def stored_trials(store_url: str, run_id: str) -> dict[str, list[ProfiledTrial]]:
     """Each variant's profiled trials of the run, as the report reads them (report/explain.profiled_trials)."""
-    from fairmark.report.data import load_report
     from fairmark.report.explain import profiled_trials
+    from fairmark.report.load import load_report
     from fairmark.store.db import Store
 
     report = load_report(Store.open(store_url), run_id)

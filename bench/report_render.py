@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fairmark.report.data import load_report
 from fairmark.report.html import write_html
+from fairmark.report.load import load_report
 from fairmark.report.text import render_text
 from test_report_fixture import open_store, synthetic_run
 

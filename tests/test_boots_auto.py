@@ -13,7 +13,7 @@ import pytest
 from doubles import MockExecutor as FakeExecutor
 from fairmark.errors import PlanError
 from fairmark.plan.load import LoadedPlan, load_plan, parse_plan
-from fairmark.report.data import load_report
+from fairmark.report.load import load_report
 from fairmark.run import bootrun
 from fairmark.run.runner import Runner, RunOptions
 from fairmark.store.db import Store

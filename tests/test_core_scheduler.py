@@ -11,7 +11,7 @@ from pathlib import Path
 
 from doubles import MockExecutor, plan_text, run_fake
 from fairmark.plan.load import LoadedPlan, parse_plan
-from fairmark.report.data import load_report
+from fairmark.report.load import load_report
 from fairmark.run.executor import ExecResult
 from fairmark.run.runner import Runner, RunOptions
 from fairmark.run.spec import TrialSpec

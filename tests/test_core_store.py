@@ -17,7 +17,7 @@ from doubles import MockExecutor, plan_text
 from fairmark.errors import InputError, StoreError
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.plan.metric import MetricSpec
-from fairmark.report.data import load_report
+from fairmark.report.load import load_report
 from fairmark.run.runner import Runner, RunOptions
 from fairmark.store.db import Store, normalize_url
 from fairmark.store.records import CellRecord, Sample, TrialRecord

@@ -83,8 +83,8 @@ def test_planted_function_is_named_first(tmp_path, fairmark_cli) -> None:
     doc = json.loads(out)
     # The profiled trials themselves: the planted function is the one claimed first, whatever the measured trials
     # of a busy shared machine decided (their CPU time's CV reached 16% here while other suites ran).
-    from fairmark.report.data import load_report
     from fairmark.report.explain import profiled_trials
+    from fairmark.report.load import load_report
     from fairmark.stats.attribution_diff import compare_profiles
     from fairmark.store.db import Store
 

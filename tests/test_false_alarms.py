@@ -193,7 +193,7 @@ def test_between_boot_sd_is_not_its_own_plus_minus(capsys) -> None:
 
 
 def test_a_count_of_kernel_events_never_gets_an_interval_below_zero() -> None:
-    from fairmark.report.data import _summary
+    from fairmark.report.load import _summary
     from fairmark.report.sections.groups import summary_text as _summary_text
 
     s = _summary([0.0, 0.0, 1.0], "events", 95.0)  # t-interval: 0.33 ± 1.43, down to −1.1

@@ -16,7 +16,7 @@ from fairmark.errors import PlanError
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.plan.metric import LOOP_METRICS, per_loop
 from fairmark.plan.schedule import cells_of
-from fairmark.report.data import load_report
+from fairmark.report.load import load_report
 from fairmark.run import loops as L
 from fairmark.run.build import trial_spec
 from fairmark.run.runner import Runner, RunOptions
@@ -232,7 +232,7 @@ def _measured_cell(loops: int | None, command: tuple[str, ...] | None, walls: li
 
 
 def test_trials_too_short_without_loops_get_a_warning_naming_loops() -> None:
-    from fairmark.report.data import _cell
+    from fairmark.report.load import _cell
 
     short = [0.02, 0.0031, 0.0095, 0.0089, 0.04]  # a loaded machine: the median waits, the fastest does not
     (warning,) = _cell(_measured_cell(None, ("true",), short), 95.0).warnings[-1:]

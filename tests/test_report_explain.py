@@ -9,8 +9,9 @@ import hashlib
 import random
 
 from fairmark.plan.metric import MetricSpec
-from fairmark.report.data import load_report
 from fairmark.report.explain import SECTION, explanations
+from fairmark.report.load import load_report
+from fairmark.report.section import Context
 from fairmark.store.records import CellRecord, Sample, TrialRecord
 from test_report_fixture import PLAN, open_store, store_now
 
@@ -111,7 +112,7 @@ def test_sentence_names_the_planted_function_and_the_table_fits_80_columns(tmp_p
     table = text[text.index("function (self)") :].splitlines()[:5]
     assert "extra_work" in table[1] and table[1].startswith("*")
     assert all(len(line) <= 76 for line in table), table  # show indents it by 4
-    doc = SECTION.json(report)  # type: ignore[misc]
+    doc = SECTION.json(report, Context(report))  # type: ignore[misc]
     (row,) = doc["explain"]
     top = row["functions"][0]
     assert (top["function"], top["mode"], top["claimed"]) == ("extra_work", "self", True)

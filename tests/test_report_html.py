@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fairmark.report.data import load_report
+from fairmark.report.load import load_report
 from test_report_fixture import HOSTILE, open_store, synthetic_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

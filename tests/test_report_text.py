@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fairmark.cli.main import main
-from fairmark.report.data import load_report
+from fairmark.report.load import load_report
 from test_report_fixture import HOSTILE, open_store, synthetic_run
 
 

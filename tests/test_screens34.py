@@ -275,7 +275,7 @@ def test_item5_show_of_an_interrupted_run_says_how_to_resume(
 
     import screens_store
     from fairmark.console import console
-    from fairmark.report.data import load_report
+    from fairmark.report.load import load_report
     from fairmark.report.terminal import render
     from fairmark.store import schema
 
@@ -366,7 +366,7 @@ def test_item1_a_busy_machine_gets_one_headline_not_a_line_per_cell(
 ) -> None:
     import screens_store
     from fairmark.console import console
-    from fairmark.report.data import load_report
+    from fairmark.report.load import load_report
     from fairmark.report.terminal import render
 
     run_id = screens_store.RUN_IDS[2]

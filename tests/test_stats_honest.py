@@ -56,7 +56,7 @@ def test_blocked_holds_its_level_under_shared_ar1_drift():
 
 
 def test_report_verdicts_are_paired_by_round(tmp_path: Path):
-    from fairmark.report.data import load_report
+    from fairmark.report.load import load_report
     from test_report_fixture import open_store, synthetic_run
 
     store = open_store(tmp_path / "s.db")
@@ -101,7 +101,7 @@ def test_median_has_its_own_order_statistic_interval(tmp_path: Path):
     few = describe([1, 2, 3, 4, 50])
     assert math.isnan(few.median_ci_low)  # [min, max] covers only 93.75% at n = 5
     assert format_median(few.median, few.median_ci_low, few.median_ci_high, "s") == "3 s"
-    from fairmark.report.data import load_report
+    from fairmark.report.load import load_report
     from fairmark.report.views import cell_row
     from test_report_fixture import open_store, synthetic_run
 
@@ -222,7 +222,7 @@ def test_group_stops_together_at_the_first_stage_target():
 
 def test_runner_keeps_every_side_to_the_end(tmp_path: Path):
     from doubles import MockExecutor, plan_text, run_fake
-    from fairmark.report.data import load_report
+    from fairmark.report.load import load_report
 
     # A's CV is 5%, B's 0.5%: B alone would stop at min_trials and A would run on by itself.
     fake = MockExecutor({"A": 1.0, "B": 10.0}, sd=0.05)
@@ -259,7 +259,7 @@ def test_verdict_needs_the_first_stage_and_all_rounds():
 
 
 def test_median_interval_in_every_view(tmp_path: Path):
-    from fairmark.report.data import load_report
+    from fairmark.report.load import load_report
     from fairmark.report.sections import groups
     from fairmark.report.text import render_text
     from fairmark.report.views import cell_row

@@ -400,7 +400,7 @@ def test_show_prints_each_verdicts_warnings_and_the_deciding_interval(tmp_path, 
     from dataclasses import replace
 
     from fairmark.report import terminal
-    from fairmark.report.data import load_report
+    from fairmark.report.load import load_report
     from test_report_fixture import open_store, synthetic_run
 
     store = open_store(tmp_path / "s.db")

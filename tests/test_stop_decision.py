@@ -15,7 +15,7 @@ from scipy import special
 from doubles import MockExecutor, plan_text, run_fake
 from fairmark.errors import PlanError
 from fairmark.plan.load import load_plan, parse_plan
-from fairmark.report.data import load_report
+from fairmark.report.load import load_report
 from fairmark.stats.sequential import Design, look, nominal_levels, paired_look, spent, tick
 
 

@@ -136,8 +136,8 @@ def _where(result: BisectResult) -> str:
     """Where the first bad commit's difference from the good end went, when its step's run took CPU profiles
     (--profile cpu or --explain; report/explain)."""
     from fairmark.bisect.search import BAD, CANDIDATE
-    from fairmark.report.data import load_report
     from fairmark.report.explain import where_by_cell
+    from fairmark.report.load import load_report
 
     step = result.step_of(result.first_bad) if result.proven and result.first_bad else None
     if step is None or not step.runs:

@@ -18,7 +18,8 @@ from fairmark import __version__
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console, dumps
 from fairmark.errors import InputError
-from fairmark.report.data import TRIAL_FIELDS, load_report
+from fairmark.report.data import TRIAL_FIELDS
+from fairmark.report.load import load_report
 from fairmark.store import schema as S
 from fairmark.store.db import Store, jsonable_row
 from fairmark.store.records import LEGACY_RSS

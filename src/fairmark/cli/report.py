@@ -54,7 +54,7 @@ def report(
     markdown: str | None,
 ) -> None:
     """Report one or more runs (a run id, a unique prefix, or 'last'), read from the store."""
-    from fairmark.report.data import load_report
+    from fairmark.report.load import load_report
 
     if text == "-" and markdown == "-":
         raise UsageError("choose one of --text and --markdown on stdout (or give each a FILE)")

@@ -58,9 +58,9 @@ def _environment_to_stderr(report: RunReport) -> None:
 
 
 def _finish(store: Any, run_id: str, fail_on_regression: float | None, judged: RunVerdicts | None) -> None:
-    from fairmark.report.data import load_report
     from fairmark.report.failures import run_failure
     from fairmark.report.jsondoc import run_json
+    from fairmark.report.load import load_report
 
     report = load_report(store, run_id, judged)
     if console.json_mode:

@@ -95,8 +95,8 @@ def _runs(limit: int, host: str | None, tags: dict[str, str]) -> tuple[str, list
 @common_options
 def show(run_ref: str, width: int) -> None:
     """Terminal report of a run (RUN: id, unique prefix, or 'last')."""
-    from fairmark.report.data import load_report  # statistics: not needed to list runs
     from fairmark.report.jsondoc import run_json
+    from fairmark.report.load import load_report  # statistics: not needed to list runs
 
     report = load_report(open_store(), run_ref)
     if console.json_mode:

@@ -205,8 +205,8 @@ def _with_where(store: Any, result: CheckResult) -> CheckResult:
     against others' would take trials for the unit, where the verdict takes runs."""
     if not result.regressions or not store.artifacts(result.run_id, "profile.cpu"):
         return result
-    from fairmark.report.data import load_report
     from fairmark.report.explain import where_by_cell
+    from fairmark.report.load import load_report
 
     where = where_by_cell(load_report(store, result.run_id))
     cases = tuple(

@@ -95,7 +95,7 @@ def own_verdicts(store: Any, runs: list[RunRecord]) -> list[dict[str, Any]]:
     change, and whether it is proven."""
     if not rerun_line(runs):
         return []
-    from fairmark.report.data import load_report
+    from fairmark.report.load import load_report
     from fairmark.report.views import short_verdict
 
     own = [

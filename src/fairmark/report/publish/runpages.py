@@ -32,8 +32,8 @@ def decorate(html: str) -> str:
 
 
 def render_run(store: Any, run_id: str) -> str:
-    from fairmark.report.data import load_report
     from fairmark.report.html import render_html
+    from fairmark.report.load import load_report
 
     text, _ = render_html([load_report(store, run_id)], figures=_figures())
     return decorate(text)

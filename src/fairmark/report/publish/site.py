@@ -187,7 +187,7 @@ class Site:
 
     def _verdicts(self, run_id: str) -> list[dict[str, Any]]:
         """A run's verdicts (group, metric, sentence, …), computed from its samples: the store keeps none."""
-        from fairmark.report.data import load_report
+        from fairmark.report.load import load_report
 
         return [
             {"group": v.group, "metric": v.metric, "sentence": v.sentence}
