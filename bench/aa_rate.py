@@ -126,11 +126,18 @@ def meets(k: int, n: int) -> str:
     return "yes" if len(ok) == 2 else f"{ok[0]} only" if ok else "no (upper)"
 
 
+def _setting(monitors: bool | str) -> str:
+    return monitors if isinstance(monitors, str) else "on" if monitors else "off"
+
+
 def summarize(rows: list[dict], markdown: bool = False) -> None:
     """One line per (plan, tree, monitors); --markdown: as rows of docs/reproductions.md's table."""
-    groups: dict[tuple[str, str, bool], list[dict]] = {}
+    groups: dict[tuple[str, str, bool | str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["plan"], r["tree"], r["monitors"]), []).append(r)
+        groups.setdefault(("all", r["tree"], "both"), []).append(
+            r
+        )  # every plan and setting of a tree together
     head = [
         "plan",
         "tree",
@@ -147,7 +154,13 @@ def summarize(rows: list[dict], markdown: bool = False) -> None:
         k, n = sum(r["significant"] for r in rs), len(rs)
         (wl, wh), (cl, ch) = wilson(k, n), clopper_pearson(k, n)
         loads = [r["load0"] for r in rs]
-        cells = [plan, tree, "on" if monitors else "off", f"{k}/{n}", f"{100 * k / n:.1f}%"]
+        cells = [
+            plan,
+            tree,
+            _setting(monitors),
+            f"{k}/{n}",
+            f"{100 * k / n:.1f}%",
+        ]
         cells += [f"{100 * wl:.1f}–{100 * wh:.1f}%", f"{100 * cl:.1f}–{100 * ch:.1f}%"]
         cells += [f"{statistics.mean(loads):.1f} ({min(loads):.0f}–{max(loads):.0f})", meets(k, n)]
         print("| " + " | ".join(cells) + " |" if markdown else "\t".join(cells))
@@ -159,7 +172,7 @@ def summarize(rows: list[dict], markdown: bool = False) -> None:
             shares = " ".join(
                 f"p<={q}: {100 * sum(p <= q for p in ps) / len(ps):.1f}%" for q in (0.05, 0.1, 0.2)
             )
-            print(f"{plan} {tree} {'on' if monitors else 'off'}: {shares} (uniform: 5, 10, 20%; n={len(ps)})")
+            print(f"{plan} {tree} {_setting(monitors)}: {shares} (uniform: 5, 10, 20%; n={len(ps)})")
 
 
 def args(argv: list[str]) -> dict[str, str]:
