@@ -13,6 +13,7 @@ they are.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import operator
@@ -22,14 +23,11 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich import box
-from rich.console import Console as RichConsole
-from rich.markup import escape
-from rich.segment import Segment
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console as RichConsole
+    from rich.table import Table
 
 
 def _json_default(obj: Any) -> Any:
@@ -67,19 +65,34 @@ def printable(text: str) -> str:
     return text.translate(_CONTROL) if _CONTROL_RE.search(text) else text
 
 
-class _Rich(RichConsole):
-    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-        # the one place all text meets the terminal: rich's own control segments (a status line's cursor
-        # moves) and the styles it renders pass, the text never carries a control character
-        return super()._render_buffer(
-            Segment(printable(text), style, control) if not control else Segment(text, style, control)
-            for text, style, control in buffer
-        )
+def escape(text: str) -> str:
+    """rich's markup escaped (rich is imported when something is printed through it, not before: `compare` of
+    plain files writes its lines itself and never loads it)."""
+    from rich.markup import escape as rich_escape
 
-    def on_broken_pipe(self) -> None:
-        # rich's own handler exits with status 1; fairmark goes on, silently, to its own status
-        self.quiet = True
-        _to_devnull(self.file)
+    return rich_escape(text)
+
+
+@functools.cache
+def _rich_class() -> type[RichConsole]:
+    from rich.console import Console as RichConsole
+    from rich.segment import Segment
+
+    class _Rich(RichConsole):
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            # the one place all text meets the terminal: rich's own control segments (a status line's cursor
+            # moves) and the styles it renders pass, the text never carries a control character
+            return super()._render_buffer(
+                Segment(printable(text), style, control) if not control else Segment(text, style, control)
+                for text, style, control in buffer
+            )
+
+        def on_broken_pipe(self) -> None:
+            # rich's own handler exits with status 1; fairmark goes on, silently, to its own status
+            self.quiet = True
+            _to_devnull(self.file)
+
+    return _Rich
 
 
 _KEYS = {True: "true", False: "false", None: "null"}
@@ -313,8 +326,9 @@ class Console:
             no_color = key[2]
             # soft_wrap: rich never breaks a line itself (it would break paths and plots); prose is wrapped
             # here, at word boundaries, and tables fit themselves to the width.
-            self._out = _Rich(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
-            self._err = _Rich(
+            rich_console = _rich_class()
+            self._out = rich_console(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
+            self._err = rich_console(
                 file=sys.stderr, no_color=no_color, highlight=False, stderr=True, soft_wrap=True
             )
             self._streams = key
@@ -360,10 +374,24 @@ class Console:
         without COLUMNS gets whole lines, 0 (a CI log stays greppable; tables still fit 80 columns)."""
         return stream.width if os.environ.get("COLUMNS") or stream.is_terminal else 0
 
+    def _human_wrap_width(self) -> int:
+        """_wrap_width of the human stream, without loading rich when the answer does not need it."""
+        plain = _plain_wrap_width(sys.stderr if self.json_mode else sys.stdout)
+        return plain if plain is not None else self._wrap_width(self.human)
+
+    @property
+    def out_file(self) -> Any:
+        """stdout, for text written as it is (a plot's tabs and long lines), without loading rich."""
+        return sys.stdout
+
+    @property
+    def err_file(self) -> Any:
+        return sys.stderr
+
     def wrap(self, text: str, *, first: int = 0, indent: str | None = None, width: int | None = None) -> str:
         """`text` wrapped at word boundaries to the width (0: not wrapped); each line's continuation is indented
         two spaces past its own indent (or `indent`). `first`: columns already taken on the first line."""
-        width = self._wrap_width(self.human) if width is None else width
+        width = self._human_wrap_width() if width is None else width
         if not width:
             return text
         out = []
@@ -401,6 +429,9 @@ class Console:
         """A compact table: a rule under the header, no boxes, one space either side of each column; its title,
         if any, printed above it by `print_table` (wrapped like prose, not squeezed into the columns). Only the
         columns named in `wrap` may wrap (prose); the others keep each value on one line."""
+        from rich import box
+        from rich.table import Table
+
         t = Table(
             box=box.SIMPLE_HEAD,
             show_edge=False,
@@ -486,11 +517,32 @@ class Console:
             yield
 
 
+_RICH_ENV = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")
+
+
+def _plain_wrap_width(stream: Any) -> int | None:
+    """Console._wrap_width where it is plain (not a terminal, no variable that changes rich's mind, COLUMNS unset
+    or a number): 0, or COLUMNS; None where rich's own answer is needed (a terminal's size)."""
+    if any(name in os.environ for name in _RICH_ENV):
+        return None
+    try:
+        if stream.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    columns = os.environ.get("COLUMNS")
+    if not columns:
+        return 0
+    return int(columns) if columns.isdigit() else None
+
+
 def fit(table: Table, width: int) -> None:
     """Give a compact table's columns widths that fit `width`: the one-line columns their widest value, the
     columns that may wrap what is left (in proportion to their widest value). Rich alone would drop whole
     columns, and with them numbers, when a table is too wide; when even the one-line columns do not fit, every
     column may fold."""
+    from rich.text import Text
+
     cols = table.columns
     natural = [
         max(

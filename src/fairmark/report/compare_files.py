@@ -57,13 +57,13 @@ def emit_human(files, judged, *, width, plot, test, separate, compat, confidence
         ministat_compat=compat,
         confidence=confidence,
     )
-    out = console.out.file  # verbatim: ministat's tabs and long plot lines must survive (rich would expand)
+    out = console.out_file  # verbatim: ministat's tabs and long plot lines must survive (rich would expand)
     out.write("\n".join(lines) + "\n")
     out.flush()
     if not test:
         return
     if compat:
-        out = console.err.file
+        out = console.err_file
     extra = [(f, sample_warnings(f.values)) for f in files]
     said = []  # fairmark's own lines: prose, wrapped to a terminal's width like every other view's
     if comparisons or any(w for _, w in extra):
@@ -100,7 +100,7 @@ def ministat_only(data, width, *, plot, test, separate, confidence) -> None:
         relative=test,
     )
     big = next(d for d in data if np.max(np.abs(d.values)) > MAX_ABS)
-    console.err.file.write(
+    console.err_file.write(
         console.wrap(
             f"fairmark: no verdict of its own: {big.name} holds values larger in magnitude than "
             f"{MAX_ABS_TEXT}, past which sums overflow (ministat's table above is its own arithmetic)"

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from fairmark.stats.arrays import Floats, Indices, Values
-from fairmark.stats.describe import as_array
+from fairmark.stats.describe import as_array, median
 from fairmark.stats.digits import format_value
 from fairmark.stats.tlight import t_isf, t_sf  # not scipy: a one-cell run's end loads none (tlight's doc)
 
@@ -34,8 +34,8 @@ def modified_z(values: Values) -> Floats:
     """0.6745·(x − median)/MAD. When MAD is 0 (over half the values equal) the mean absolute deviation
     stands in (scaled by 0.7979 so both estimate σ for normal data); all zeros when both are 0."""
     x = as_array(values)
-    dev = x - np.median(x)
-    mad = float(np.median(np.abs(dev)))
+    dev = x - median(x)
+    mad = median(np.abs(dev))
     if mad > 0:
         return 0.6745 * dev / mad
     mean_ad = float(np.mean(np.abs(dev)))
@@ -44,7 +44,8 @@ def modified_z(values: Values) -> Floats:
 
 def _tick(x: Floats) -> float:
     """The data's resolution as seen: the smallest gap between distinct values (a clock tick, a count)."""
-    gaps = np.diff(np.unique(x))
+    gaps = np.diff(np.sort(x))
+    gaps = gaps[gaps > 0]  # between distinct values (np.unique's check for masked arrays imports numpy.ma)
     return float(gaps.min()) if gaps.size else 0.0
 
 
@@ -86,7 +87,7 @@ def outlier_indices(values: Values) -> list[int]:
     if x.size < OUTLIER_MIN_N:
         return []
     z = modified_z(x)
-    tick, med = _tick(x), float(np.median(x))
+    tick, med = _tick(x), median(x)
     far = np.flatnonzero((np.abs(z) > OUTLIER_Z) & (np.abs(x - med) > tick * (1 + 1e-9)))
     if far.size == 0:
         return []
@@ -190,7 +191,7 @@ def sample_warnings(values: Values, *, unit: str = "") -> list[str]:
     if split:
         low, high = split
         out.append(
-            f"two modes: {low.size} values near {format_value(float(np.median(low)), unit=unit)} and "
-            f"{high.size} near {format_value(float(np.median(high)), unit=unit)}; the mean describes neither"
+            f"two modes: {low.size} values near {format_value(median(low), unit=unit)} and "
+            f"{high.size} near {format_value(median(high), unit=unit)}; the mean describes neither"
         )
     return out

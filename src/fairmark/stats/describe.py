@@ -127,6 +127,19 @@ class RunningMean:
         return t_quantile(confidence, self.n - 1) * math.sqrt(self._m2 / (self.n - 1)) / math.sqrt(self.n)
 
 
+def median(x: Floats) -> float:
+    """np.median of a finite sample, bit for bit, without its NaN check (which imports numpy.ma: 30 ms and 2 MB
+    that `fairmark compare` of two files would pay)."""
+    n = x.size
+    if n == 0:
+        return math.nan
+    k = n // 2
+    if n % 2:
+        return float(np.partition(x, k)[k])
+    part = np.partition(x, (k - 1, k))
+    return float((part[k - 1] + part[k]) / 2.0)
+
+
 def describe(values: Values, confidence: float = 95.0) -> Summary:
     arr = as_array(values)
     mean, sd, half = mean_ci(arr, confidence)
@@ -136,7 +149,7 @@ def describe(values: Values, confidence: float = 95.0) -> Summary:
         n=n,
         min=float(arr.min()),
         max=float(arr.max()),
-        median=float(np.median(arr)),
+        median=median(arr),
         mean=mean,
         stddev=sd,
         cv=_ratio(sd, abs(mean)),

@@ -28,6 +28,7 @@ import numpy as np
 
 from fairmark.stats.arrays import Floats
 from fairmark.stats.checks import outlier_indices
+from fairmark.stats.describe import median
 from fairmark.stats.paired import RatioTest, _log_part, combine
 from fairmark.stats.ranks import RankCheck, can_reach
 
@@ -63,7 +64,7 @@ def yuen(a: Floats, b: Floats, *, confidence: float) -> RatioTest | None:
 
 
 def _mad(x: Floats) -> float:
-    return float(np.median(np.abs(x - np.median(x))))
+    return median(np.abs(x - median(x)))
 
 
 def robust_reason(
