@@ -1,5 +1,6 @@
-"""The special functions a verdict needs — Student t's distribution and quantile, the normal tail, the power of a t test at a noncentrality, χ² quantiles — from scipy.special, or,
-inside `lean()`, from numpy and the standard library alone.
+"""The special functions a verdict needs — Student t's distribution and quantile, the normal tail, the power of a
+t test at a noncentrality, χ² quantiles — from scipy.special, or, inside `lean()`, from numpy and the standard
+library alone (the sample checks and the median's rank never need scipy: stats/tlight.py, describe.median_rank).
 
 Why two: `fairmark compare a.txt b.txt` is ministat's job, and ministat starts in milliseconds; importing
 scipy.special costs 0.35–0.5 s of CPU and 27 MB on this VM (numpy alone 0.13 s and 22 MB), more than the whole
