@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -47,6 +48,23 @@ def start(*args: str) -> subprocess.Popen[str]:
     )
 
 
+def read_until(proc: subprocess.Popen[str], text: str, *, timeout_s: float) -> str:
+    """What `proc` wrote on stderr up to the first line holding `text` (or all it wrote within the timeout)."""
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if text in line:
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    return "".join(lines)
+
+
 @pytest.fixture
 def plan(tmp_path: Path) -> Path:
     path = tmp_path / "plan.toml"
@@ -59,11 +77,14 @@ def test_a_run_waits_for_the_lock_says_once_who_holds_it_then_runs(plan: Path) -
     lock = HostLock({"plan": "other.toml", "run_id": "r-1"}).__enter__()
     try:
         proc = start("run", str(plan), "--accept-risk", "--no-monitors", "--wait-lock", "10m", "--json")
-        time.sleep(3)  # long enough for it to look (and it waits, far from its 10 minutes)
-        assert proc.poll() is None
+        # Until it has looked and said so (a fixed 3 s was too short for a start at load 20: it found the lock
+        # already free), then it waits, far from its 10 minutes.
+        before = read_until(proc, "host lock is held by", timeout_s=240)
+        assert proc.poll() is None, before
     finally:
         lock.__exit__(None, None, None)
     out, err = proc.communicate(timeout=300)
+    err = before + err
     assert proc.returncode == 0, err[-3000:]
     said = [line for line in err.splitlines() if "host lock is held by" in line]
     assert said == [
@@ -127,6 +148,39 @@ def test_every_measuring_command_waits_and_gives_up_alike(plan: Path, command: l
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
     assert err.count("host lock is held by") == 1 and "waited 1 s" in err
+
+
+REFUSAL_PROBE = """
+import sys
+from fairmark.cli.main import main
+code = main(sys.argv[1:])
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "scipy", "pydantic", "sqlalchemy"})
+print(code, " ".join(heavy) or "-", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "{plan}", "--accept-risk"],
+        ["calibrate", "{plan}", "--runs", "2"],
+        ["ab", "--base", "HEAD~1", "--head", "HEAD", "--plan", "{plan}", "--build", "true"],
+        ["bisect", "--good", "HEAD~1", "--bad", "HEAD", "--plan", "{plan}", "--build", "true"],
+    ],
+)
+def test_a_refusal_comes_before_the_heavy_imports(plan: Path, command: list[str]) -> None:
+    """The look at the lock comes first: a refused command has loaded none of the libraries a run needs (their
+    CPU, 1.3 s at load 18, is what bench/lock_refusal.py measured a refusal paying before); rich, which prints
+    the error, is the one library it loads."""
+    with HostLock({"plan": "other.toml", "run_id": "r-1"}):
+        res = subprocess.run(
+            [sys.executable, "-c", REFUSAL_PROBE, *(a.format(plan=plan) for a in command)],
+            capture_output=True,
+            text=True,
+            env=os.environ | {"NO_COLOR": "1"},
+            timeout=120,
+        )
+    assert res.stderr.strip().splitlines()[-1] == "3 -", res.stderr[-2000:]
 
 
 def test_without_wait_a_run_is_refused_at_once_naming_the_holder(plan: Path, fairmark_cli) -> None:
