@@ -68,3 +68,50 @@ def test_a_plan_whose_min_trials_cannot_reach_the_stated_power_is_warned_of() ->
     assert "3 degrees of freedom" in power_notes(request("min_trials = 4"))[0]
     assert power_notes(request("min_trials = 5")) == [] and power_notes(request("")) == []
     assert power_notes(request("min_trials = 3", quick=True)) == []  # --quick is a first look, said so
+
+
+def _two_stage_run(planned: bool) -> tuple[object, float, float]:
+    """A paired test of 18 rounds whose first 6 were the first stage; (test, all rounds' se, Stein's se)."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    a = 100 * (1 + 0.02 * rng.standard_normal(18))
+    b = 100 * (1 + 0.02 * rng.standard_normal(18))
+    test = paired_by_round(
+        dict(enumerate(a)), dict(enumerate(b)), confidence=95, first_stage=6, length_planned=planned
+    )
+    d = np.log(b) - np.log(a)
+    return test, float(np.std(d, ddof=1)) / math.sqrt(18), float(np.std(d[:6], ddof=1)) / math.sqrt(18)
+
+
+def test_the_mde_of_a_run_comes_from_the_regime_it_ended_in() -> None:
+    """Stopped at its planned length: the two-stage design's factor on all rounds' spread (a repeat needs both
+    Stein's test and all rounds' to reject); cut at max_trials: each part's own MDE, the larger."""
+    from fairmark.stats.power import mde_factor, two_stage_factor
+
+    planned, se_all, se_first = _two_stage_run(True)
+    assert planned.parts and planned.mde == pytest.approx(two_stage_factor(5, 17, 95.0) * se_all, rel=1e-12)
+    capped, se_all, se_first = _two_stage_run(False)
+    own = max(mde_factor(5, 95.0) * se_first, mde_factor(17, 95.0) * se_all)
+    assert capped.mde == pytest.approx(own, rel=1e-12)
+
+
+@pytest.mark.parametrize(("first_df", "all_df"), [(5, 17), (2, 5), (4, 29)])
+def test_the_two_stage_factor_is_80_percent_power_in_its_own_model(first_df: int, all_df: int) -> None:
+    """Monte Carlo of the model the factor solves (not its quadrature): a run's all-rounds spread s gives the
+    stated change c·s; a repeat rejects when |d̄| exceeds both t(first_df)·v and t(all_df)·w, v and w its two
+    spreads; 400 000 draws, 80% within ±0.5 points."""
+    import numpy as np
+    from scipy import stats
+
+    from fairmark.stats.power import two_stage_factor
+
+    rng = np.random.default_rng(31)
+    c = two_stage_factor(first_df, all_df, 95.0)
+    draws = 400_000
+    s = np.sqrt(rng.chisquare(all_df, draws) / all_df)  # the run's spread over σ
+    v = np.sqrt(rng.chisquare(first_df, draws) / first_df)  # the repeat's first stage
+    w = np.sqrt(rng.chisquare(all_df, draws) / all_df)  # the repeat's all rounds
+    mean = c * s + rng.standard_normal(draws)  # the repeat's mean difference, in units of σ/√n
+    reach = np.maximum(stats.t.ppf(0.975, first_df) * v, stats.t.ppf(0.975, all_df) * w)
+    assert float(np.mean(np.abs(mean) > reach)) == pytest.approx(0.80, abs=0.005)

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import sample_sd as _sd
-from fairmark.stats.power import POWER, mde_factor
+from fairmark.stats.power import POWER, mde_factor, two_stage_factor
 from fairmark.stats.tdist import exact_t
 
 STEIN = "the first stage's spread and all rounds' spread"
@@ -110,10 +110,8 @@ class Part:
     low: float
     high: float
     # Stein's part of a two-stage test whose run ran to the length planned from this spread (not cut at
-    # max_trials): se ≈ the target the design set, and a repeat's power at δ is P(|δ/se + T_df| > t), so the
-    # change detected is (t_α + t_0.8)·se, not the factor that averages over an unknown σ (with it a repeat at
-    # the stated change detected it 84.3% [82.7, 85.9] of the time, 2000 simulations; with (t_α + t_0.8)·se
-    # also for runs cut at max_trials, whose se is not the design's, 76.1% [73.4, 78.6], --quick 67.4%)
+    # max_trials). Such a test's MDE is power.two_stage_factor's (combine, two_stage); this flag is what said so
+    # before, with (t_α + t_0.8)·se for this part alone (76.7% at the stated change, issue 31 item 7).
     se_by_design: bool = False
 
     @property
@@ -141,13 +139,19 @@ def combine(
     ratio: float,
     confidence: float,
     label: str = "",
+    *,
+    two_stage: bool = False,
 ) -> RatioTest:
     """Significant only when every part rejects; the interval is the union of theirs (it excludes 1 exactly
-    then); p the largest; the MDE that of the part that needs the largest change."""
+    then); p the largest. The MDE: a two-stage test's (`two_stage`: Stein's part, then all rounds') from both
+    parts' degrees of freedom and all rounds' spread (power.two_stage_factor); else the largest part's own."""
     widest = max(parts, key=lambda q: q.t * q.se)
     lows, highs = [q.low for q in parts], [q.high for q in parts]
     bounded = all(math.isfinite(v) for v in lows + highs)
-    mde = max(_mde_of(q, confidence) for q in parts)
+    if two_stage:
+        mde = two_stage_factor(parts[0].df, parts[1].df, confidence) * parts[1].se
+    else:
+        mde = max(_mde_of(q, confidence) for q in parts)
     return RatioTest(
         design=design,
         scale=scale,
@@ -273,7 +277,9 @@ def _paired_log(
     ):  # Stein's part; a first stage without spread says nothing (dropped)
         stein = _log_part(mean, sd_first / math.sqrt(n), int(first.sum()) - 1, confidence)
         parts.insert(0, replace(stein, se_by_design=planned))
-    return combine("paired by round", "log", n, parts, ratio, confidence, STEIN if len(parts) == 2 else "")
+    both = len(parts) == 2
+    label = STEIN if both else ""
+    return combine("paired by round", "log", n, parts, ratio, confidence, label, two_stage=both and planned)
 
 
 def _paired_raw(
@@ -294,7 +300,9 @@ def _paired_raw(
         cov = np.cov(ya[m], yb[m], ddof=1) / n
         part = _raw_part(ma / c, mb / c, cov[0, 0], cov[1, 1], cov[0, 1], int(m.sum()) - 1, confidence)
         parts.append(replace(part, est=part.est * c, se=part.se * c, se_by_design=planned and m is first))
-    return combine("paired by round", "raw", n, parts, ratio, confidence, STEIN if len(parts) == 2 else "")
+    both = len(parts) == 2
+    label = STEIN if both else ""
+    return combine("paired by round", "raw", n, parts, ratio, confidence, label, two_stage=both and planned)
 
 
 def welch(
