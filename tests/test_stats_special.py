@@ -21,6 +21,13 @@ from scipy import special as sp
 from fairmark.cli.main import main
 from fairmark.stats import power, special
 
+
+@pytest.fixture(autouse=True)
+def lean_even_with_scipy_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process has scipy loaded (the reference): without this, lean() would reuse it (special.is_lean)."""
+    monkeypatch.setitem(special._state, "reuse_scipy", False)
+
+
 DFS = [1, 1.05, 1.5, 2, 3, 4.35, 7, 11.3, 30, 99, 101, 250, 1000, 12340, 2e5, 1e6]
 
 

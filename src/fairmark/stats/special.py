@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 from collections.abc import Iterator
 
 import numpy as np
 
 from fairmark.stats.arrays import Floats
 
-_state = {"lean": False}
+_state = {"lean": False, "reuse_scipy": True}  # tests set reuse_scipy False
 _EPS = 1e-16
 _TINY = 1e-300
 
@@ -55,12 +56,15 @@ def general() -> Iterator[None]:
 
 
 def is_lean() -> bool:
-    return _state["lean"]
+    """Whether the lean functions are in use: inside lean(), unless this process has scipy.special loaded anyway
+    (a test, a longer program: there it costs nothing, and its noncentral t is 6× faster than the quadrature —
+    216 compares in one process took 3 s of CPU lean, 0.5 s with scipy; the printed output is the same)."""
+    return _state["lean"] and not (_state["reuse_scipy"] and "scipy.special" in sys.modules)
 
 
 def stdtr(df: float, t: float) -> float:
     """P(T ≤ t) for Student's t with `df` degrees of freedom."""
-    if not _state["lean"]:
+    if not is_lean():
         from scipy import special
 
         return float(special.stdtr(df, t))
@@ -69,7 +73,7 @@ def stdtr(df: float, t: float) -> float:
 
 def stdtrit(df: float, p: float) -> float:
     """The t with P(T ≤ t) = p."""
-    if not _state["lean"]:
+    if not is_lean():
         from scipy import special
 
         return float(special.stdtrit(df, p))
@@ -83,7 +87,7 @@ def ndtr(x: float) -> float:
 
 def t_power(df: float, nc: Floats, t_crit: float) -> Floats:
     """P(|T'| > t_crit) for the noncentral t with `df` degrees of freedom at each noncentrality in `nc`."""
-    if not _state["lean"]:
+    if not is_lean():
         from scipy import special
 
         upper = 1.0 - special.nctdtr(df, nc, t_crit)
@@ -95,7 +99,7 @@ def t_power(df: float, nc: Floats, t_crit: float) -> Floats:
 
 def chi2_upper_quantiles(df: float, p: Floats) -> Floats:
     """x with P(χ²_df > x) = p, for each p (scipy's chdtri)."""
-    if not _state["lean"]:
+    if not is_lean():
         from scipy import special
 
         return np.asarray(special.chdtri(df, p), dtype=np.float64)
