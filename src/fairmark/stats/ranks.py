@@ -84,7 +84,8 @@ def _large_rank_sum(a: Floats, b: Floats) -> tuple[float, float]:
     values: 3 MB at most, where the ranks of every value and their inverse permutation took 17."""
     x = np.concatenate([a, b])
     x.sort()
-    b = np.sort(b)  # the sum does not depend on b's order; sorted, the searches walk memory in order (3× faster)
+    # the sum does not depend on b's order; sorted, the searches walk memory in order (3× faster)
+    b = np.sort(b)
     twice = np.searchsorted(x, b, "left")
     twice += np.searchsorted(x, b, "right")
     u = float(twice.sum() + b.size) / 2.0 - b.size * (b.size + 1) / 2.0  # Σ (left + right + 1) / 2
