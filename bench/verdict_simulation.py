@@ -736,6 +736,13 @@ QUICK = RunShape(min_trials=QUICK_MIN, max_trials=QUICK_MAX)
 QUICK_INT = RunShape(cv=0.03, integer=10.4, min_trials=QUICK_MIN, max_trials=QUICK_MAX)
 D = "run, stop = decision"
 DQ = RunShape(min_trials=QUICK_MIN, max_trials=QUICK_MAX)
+
+
+def DP(most: int, cv: float = 0.015) -> RunShape:
+    """A shape at the plan's default min_trials (5: the first look), normal noise."""
+    return RunShape(cv=cv, min_trials=5, max_trials=most)
+
+
 DECISION_CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     (D, "A/A", "normal, CV 2%", lambda: case_decision(RunShape())),
     (D, "A/A", "lognormal (skew 1.75), CV 2%", lambda: case_decision(RunShape("lognormal"))),
@@ -754,35 +761,27 @@ DECISION_CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
         "--quick, integers (mean 10.4, CV 3%)",
         lambda: case_decision(RunShape(cv=0.03, integer=10.4, min_trials=QUICK_MIN, max_trials=QUICK_MAX)),
     ),
+    (D, "power", "3% slower, CV 1.5%, 5 to 30 trials", lambda: case_decision(DP(30), 1.03)),
+    (D, "power", "3% slower, CV 1.5%, 5 to 20 trials", lambda: case_decision(DP(20), 1.03)),
+    (D, "power", "3% slower, CV 1.5%, 5 to 13 trials", lambda: case_decision(DP(13), 1.03)),
+    (D, "power", "1.5% slower, CV 1.5%, 5 to 30 trials", lambda: case_decision(DP(30), 1.015)),
     (
         D,
-        "power",
-        "3% slower, CV 1.5%, ≤ 20 trials",
-        lambda: case_decision(RunShape(cv=0.015, max_trials=20), 1.03),
-    ),
-    (
-        D,
-        "power",
-        "3% slower, CV 1.5%, ≤ 30 trials",
-        lambda: case_decision(RunShape(cv=0.015, max_trials=30), 1.03),
+        "equivalence",
+        "A/A proven within ±2%, CV 1.5%, 5 to 30 trials",
+        lambda: case_decision(DP(30), 1.0, "equivalent"),
     ),
     (
         D,
         "equivalence",
-        "A/A proven within ±2%, CV 1.5%, ≤ 20 trials",
-        lambda: case_decision(RunShape(cv=0.015, max_trials=20), 1.0, "equivalent"),
+        "A/A proven within ±2%, CV 1.5%, 5 to 20 trials",
+        lambda: case_decision(DP(20), 1.0, "equivalent"),
     ),
     (
         D,
         "equivalence",
-        "A/A proven within ±2%, CV 1.5%, ≤ 30 trials",
-        lambda: case_decision(RunShape(cv=0.015, max_trials=30), 1.0, "equivalent"),
-    ),
-    (
-        D,
-        "equivalence",
-        "A/A proven within ±2%, CV 2%, ≤ 30 trials",
-        lambda: case_decision(RunShape(max_trials=30), 1.0, "equivalent"),
+        "A/A proven within ±2%, CV 2%, 5 to 30 trials",
+        lambda: case_decision(DP(30, CV), 1.0, "equivalent"),
     ),
     (D, "coverage", "interval covers the ratio 1.0, CV 2%", lambda: case_decision(RunShape(), 1.0, "covers")),
     (

@@ -120,7 +120,9 @@ def _cell(m: MeasuredCell, confidence: float, calibration: Mapping[str, Any] | N
     )
     if not enough(primary):
         warnings = (f"only {len(primary)} measured trial(s): no statistics (ministat needs ≥ {MIN_VALUES})",)
-    elif len(primary) < 6:
+    elif len(primary) < 6 and not (m.cell.stop_reason or "").startswith(DECIDED):
+        # a decision stop that stopped early did so by design: its reason ("decided after N rounds") says so,
+        # and the interval its verdict shows is the sequential one, valid that early
         warnings += (f"only {len(primary)} measured trials: the CI is wide; 6 or more are advised",)
     warnings += _too_short(m)
     loops = m.cell.loops
@@ -135,6 +137,7 @@ def _cell(m: MeasuredCell, confidence: float, calibration: Mapping[str, Any] | N
     )
 
 
+DECIDED = "decided after"  # run.stoprule's reason for a group the decision stop stopped on an answer
 SHORT_TRIAL_S = 0.010  # below this a trial measures the clock and the process start more than its work
 
 

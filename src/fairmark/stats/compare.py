@@ -184,7 +184,7 @@ def compare(
         sentence=sentence,
         warnings=(
             *note,
-            *_warnings(sa, sb, names, test, cross, confidence),
+            *_warnings(sa, sb, names, test, cross, confidence, early=_decided_early(decided)),
             *_calibration_warning(test, aa_percent_half_width),
         ),
         baseline=sa,
@@ -207,6 +207,10 @@ def _sequential_test(
     return seq.paired_ratio_test(
         dict(zip(ra, a.tolist(), strict=True)), dict(zip(rb, b.tolist(), strict=True)), design
     )
+
+
+def _decided_early(decided: tuple[RatioTest, seq.Look] | None) -> bool:
+    return decided is not None and decided[1].decision in ("different", "equivalent")
 
 
 def sequential_sentence(
@@ -644,10 +648,12 @@ def _warnings(
     test: RatioTest,
     cross: RankCheck,
     confidence: float,
+    early: bool = False,
 ) -> list[str]:
+    """`early`: the decision stop decided on these few trials, by design (its sentence says after how many)."""
     out = []
     for name, s in zip(names, (sa, sb), strict=True):
-        if s.n < FEW_TRIALS:
+        if s.n < FEW_TRIALS and not early:
             out.append(f"{name} has only {s.n} values; fewer than {FEW_TRIALS} make a fragile verdict")
     if sa.stddev == 0 and sb.stddev == 0:
         out.append(f"{ZERO_SPREAD}; suspect a coarse clock, a cached result or a constant")

@@ -43,8 +43,18 @@ from fairmark.stats.paired import RatioTest, RoundKey
 Decision = Literal["different", "equivalent", "undecided", "continue"]
 Spending = str
 # Hwang–Shih–DeCani γ = 2: spends α a little faster than Pocock's early (simulated at 3% / CV 1.5%, 20 rounds at
-# most: 7.1 rounds on average against Pocock's 7.3, the same power; A/A equivalence within ±2% after 11.9 vs 11.9)
-SPENDING = "hsd2"
+# most: 7.1 rounds on average against Pocock's 7.3, the same power; A/A equivalence within ±2% after 11.9 vs 11.9),
+# less 0.1·α·t² ("m", a margin): 90% of α by the last look, the early looks almost untouched. A consistent
+# sequential interval covers no change exactly when no difference is claimed, so at ratio 1 its coverage is one
+# less the claim rate: exactly α spent would leave both at 95% for normal data and below on shapes where the t
+# test is liberal; the margin is taken where a long A/A run makes its claims, not from an early decision
+SPENDING = "hsd2m"
+MARGIN = 0.1
+# Equivalence is tested from this many pairs on (or the last look, if sooner): within ±2% at a CV of 1–2% no
+# 90% interval of fewer pairs is narrow enough, and α spent on those looks would only tighten the later ones
+# (A/A at CV 1.5%, at most 30 rounds: 12.2 rounds to a proven equivalence from 8 against 13.1 from 5, simulated)
+EQ_FIRST = 8
+EQ_SPENDING = "hsd3"  # (no margin: a proven equivalence has no interval to cover) and spent a little faster than the difference's α (12.3 rounds against 12.4 with γ 2)
 MAX_LOOKS = 60  # beyond this many rounds, looks are spaced evenly (the recursion costs O(looks · grid²))
 GRID = 241  # grid points per look for the recursion (odd: 0 on the grid)
 
@@ -54,6 +64,8 @@ def spent(t: float, alpha: float, spending: Spending) -> float:
     if t <= 0:
         return 0.0
     t = min(t, 1.0)
+    if spending.endswith("m"):  # the margin: MARGIN·α·t² less (increasing still: HSD's slope is ≥ 0.31·α)
+        return spent(t, alpha, spending[:-1]) - MARGIN * alpha * t * t
     if spending == "pocock":
         return alpha * math.log(1.0 + (math.e - 1.0) * t)
     if spending.startswith("hsd"):
@@ -111,7 +123,7 @@ def _root(f: Callable[[float], float], low: float, high: float) -> float:
     return 0.5 * (low + high)
 
 
-CALIBRATION_PATHS = 40_000
+CALIBRATION_PATHS = 100_000
 CALIBRATION_SEED = (
     36  # fixed: the same levels in every process, for the runner's stop and every later verdict
 )
@@ -121,59 +133,66 @@ CALIBRATION_SEED = (
 def t_levels(
     looks: tuple[int, ...], alpha: float, spending: Spending = SPENDING, two_sample: bool = False
 ) -> tuple[float, ...]:
-    """The nominal levels of `nominal_levels`, scaled by one factor λ so that t statistics with an estimated
-    variance cross some look with probability α for normal data. Testing each look's t at the known-variance
-    nominal level is slightly liberal when looks are many and df small (A/A 5.35% [5.0, 5.7] over looks 6…30,
-    4000 runs): λ is the α-quantile of min_k p_k/level_k over simulated paths (a path crosses at scale λ exactly
-    when λ exceeds it), from 40 000 paths of the looks' sufficient statistics, seeded (0.2–2 s once a design and process)."""
+    """Each look's nominal two-sided level for a t statistic with its variance estimated, such that normal data
+    cross look k first with probability α(t_k) − α(t_{k−1}) of the spending function — exact up to Monte Carlo
+    error, look by look: the level at look k is the quantile of the look's p values among the simulated paths
+    that crossed no earlier look. (The known-variance boundaries of `nominal_levels` tested as t quantiles
+    spend too much at the first looks, few df: 5.35% A/A; one common scale on them, this module's earlier
+    calibration, spends too little there and too much late — 12.8 against 12.4 rounds to a proven A/A
+    equivalence.) 100 000 paths of the looks' sufficient statistics, seeded: 0.3–1 s once a design and
+    process. `two_sample`: Welch's t of two sides of n each (boots), its df per path; else a paired t."""
     from scipy import special
 
-    base = np.array(nominal_levels(looks, alpha, spending))
     rng = np.random.default_rng(CALIBRATION_SEED)
-    sides = 2 if two_sample else 1
-    n = np.array(looks, dtype=np.float64)
-    inc = np.diff(np.concatenate([[0.0], n]))
-    paths = CALIBRATION_PATHS
-    stats = []
-    for _ in range(sides):  # each side's running mean and sum of squares about it, look by look
-        block_mean = rng.standard_normal((paths, n.size)) / np.sqrt(inc)
-        block_ss = np.zeros((paths, n.size))
-        wide = np.flatnonzero(inc > 1)  # a look after one more unit adds no spread within its block
-        if wide.size:
-            block_ss[:, wide] = rng.chisquare(inc[wide] - 1.0, (paths, wide.size))
-        total = np.cumsum(block_mean * inc, axis=1)
-        mean = total / n
-        # between-block part of the sum of squares: Σ Δn_j·(block mean_j − overall mean)², accumulated
-        ss = np.cumsum(block_ss + block_mean**2 * inc, axis=1) - n * mean**2
-        stats.append((mean, np.maximum(ss, 0.0) / np.maximum(n - 1.0, 1.0)))
-    if two_sample:  # equal n per side: Welch's t is the pooled t; Welch's df varies by path
-        (ma, va), (mb, vb) = stats
-        se2 = (va + vb) / n
-        df = se2**2 / ((va / n) ** 2 / (n - 1.0) + (vb / n) ** 2 / (n - 1.0))
-        t = np.abs(mb - ma) / np.sqrt(se2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            worst = np.nan_to_num(2.0 * special.stdtr(df, -t) / base, nan=np.inf).min(axis=1)
-        lam = float(np.quantile(worst, alpha))  # a path crosses at scale λ exactly when λ exceeds its worst
-    else:
-        m, v = stats[0]
-        lam = _scale(np.abs(m) / np.sqrt(v / n), n - 1.0, base, alpha)
-    return tuple(float(min(1.0, lam * b)) for b in base)
+    paths, n_max = CALIBRATION_PATHS, looks[-1]
+    sums = np.zeros((2 if two_sample else 1, paths, 2))  # per side: the sum and the sum of squares so far
+    alive = np.ones(paths, dtype=bool)
+    levels: list[float] = []
+    prev_n, prev_spent = 0, 0.0
+    for n in looks:
+        inc = n - prev_n
+        for side in sums:  # the block of `inc` new values: its mean and its sum of squares about that mean
+            block_mean = rng.standard_normal(paths) / math.sqrt(inc)
+            block_ss = rng.chisquare(inc - 1.0, paths) if inc > 1 else 0.0
+            side[:, 0] += block_mean * inc
+            side[:, 1] += block_ss + block_mean**2 * inc
+        score = _extremeness(sums, n, two_sample)
+        target = spent(n / n_max, alpha, spending) - prev_spent
+        cut = _cut(score[alive], target * paths)
+        alive &= score < cut
+        if two_sample:  # the score is 1 − p
+            levels.append(min(1.0, max(0.0, 1.0 - cut)))
+        else:  # |t|, one df for every path
+            levels.append(float(2.0 * special.stdtr(n - 1.0, -cut)) if math.isfinite(cut) else 0.0)
+        prev_n, prev_spent = n, prev_spent + target
+    return tuple(levels)
 
 
-def _scale(t: Floats, df: Floats, base: Floats, alpha: float) -> float:
-    """The λ at which a share α of the paths' |t| (paths × looks) crosses some look's t quantile at level
-    λ·base (bisection: the share grows with λ; one quantile per look and step, not per path)."""
+def _extremeness(sums: Floats, n: int, two_sample: bool) -> Floats:
+    """Each simulated path's evidence at a look of n per side, larger the more extreme: |t| of the paired mean
+    (one df: no t distribution per path needed), or 1 − p of Welch's t (its df by path)."""
     from scipy import special
 
-    def share(lam: float) -> float:
-        crit = special.stdtrit(df, 1.0 - np.minimum(1.0, lam * base) / 2.0)
-        return float(np.mean(np.any(t > crit, axis=1)))
+    mean = sums[:, :, 0] / n
+    var = np.maximum(sums[:, :, 1] - n * mean**2, 0.0) / max(n - 1, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if not two_sample:
+            return np.nan_to_num(np.abs(mean[0]) / np.sqrt(var[0] / n), nan=0.0, posinf=1e300)
+        se2 = (var[0] + var[1]) / n
+        df = se2**2 / ((var[0] / n) ** 2 / (n - 1.0) + (var[1] / n) ** 2 / (n - 1.0))
+        t = np.abs(mean[1] - mean[0]) / np.sqrt(se2)
+        return 1.0 - np.nan_to_num(2.0 * special.stdtr(df, -t), nan=1.0)
 
-    low, high = 0.05, 20.0
-    for _ in range(18):  # λ to 0.4% (its Monte Carlo error is ~2%)
-        mid = math.sqrt(low * high)
-        low, high = (mid, high) if share(mid) < alpha else (low, mid)
-    return math.sqrt(low * high)
+
+def _cut(score: Floats, count: float) -> float:
+    """The value that `count` of the scores reach or exceed (midway between two; +inf when none may)."""
+    k = round(count)
+    if k <= 0 or score.size == 0:
+        return math.inf
+    if k >= score.size:
+        return -math.inf
+    part = np.partition(score, (score.size - k - 1, score.size - k))
+    return float(0.5 * (part[score.size - k - 1] + part[score.size - k]))
 
 
 def _propagate(grid: Floats | None, dens: Floats | None, var: float, bound: float) -> tuple[Floats, Floats]:
@@ -204,7 +223,7 @@ class Design:
     equivalence_pct: float = 2.0
     step: int = 1
     spending: Spending = SPENDING
-    eq_spending: Spending = SPENDING
+    eq_spending: Spending = EQ_SPENDING
     two_sample: bool = False  # units of two independent samples (boots), n per side; else pairs
 
     @property
@@ -220,13 +239,23 @@ class Design:
             out.append(last)
         return tuple(out)
 
+    @functools.cached_property
+    def eq_looks(self) -> tuple[int, ...]:
+        """The looks that test equivalence: from EQ_FIRST pairs on (boots: every look)."""
+        if self.two_sample:
+            return self.looks
+        first = min(max(EQ_FIRST, self.looks[0]), self.looks[-1])
+        return tuple(n for n in self.looks if n >= first)
+
     def is_look(self, n: int) -> bool:
         return n in self.looks or n >= self.looks[-1]
 
-    def level(self, n: int, alpha: float, spending: Spending | None = None) -> float:
-        """The nominal two-sided level at n units (the look at or below n; 0 before the first look)."""
-        levels = t_levels(self.looks, alpha, spending or self.spending, self.two_sample)
-        below = [lv for look, lv in zip(self.looks, levels, strict=True) if look <= n]
+    def level(self, n: int, alpha: float, spending: Spending | None = None, *, eq: bool = False) -> float:
+        """The nominal two-sided level at n units (the look at or below n; 0 before the first look); `eq`: of
+        the equivalence looks."""
+        looks = self.eq_looks if eq else self.looks
+        levels = t_levels(looks, alpha, spending or self.spending, self.two_sample)
+        below = [lv for look, lv in zip(looks, levels, strict=True) if look <= n]
         return below[-1] if below else 0.0
 
 
@@ -332,7 +361,7 @@ def decide(est: float, se: float, df: float, n: int, design: Design, usable: flo
     repeated 1 − α interval excludes 0, equivalence when the repeated 1 − 2α interval lies inside ±`usable`
     (the margin less the values' resolution), else go on (or undecided at the last look)."""
     a = design.alpha
-    lv, lv_eq = design.level(n, a), design.level(n, 2.0 * a, design.eq_spending)
+    lv, lv_eq = design.level(n, a), design.level(n, 2.0 * a, design.eq_spending, eq=True)
     t, t_eq = _t(lv, df), _t(lv_eq, df)
     spread = se > 0 and math.isfinite(se)
     t_stat = abs(est) / se if spread else (math.inf if est != 0 else 0.0)
@@ -413,9 +442,14 @@ def to_dict(test: Look, design: Design, log: bool) -> JSONObject:
         "first_look": design.looks[0],
         "last_look": design.looks[-1],
         "nominal_t": test.t_crit if math.isfinite(test.t_crit) else None,
-        "tost_ratio_low": math.exp(test.eq_low) if log else 1.0 + test.eq_low,
-        "tost_ratio_high": math.exp(test.eq_high) if log else 1.0 + test.eq_high,
+        # before the first equivalence look the interval has no bound (None: JSON has no infinity)
+        "tost_ratio_low": _ratio(test.eq_low, log),
+        "tost_ratio_high": _ratio(test.eq_high, log),
     }
+
+
+def _ratio(x: float, log: bool) -> float | None:
+    return (math.exp(x) if log else 1.0 + x) if math.isfinite(x) else None
 
 
 def paired_ratio_test(
