@@ -1,6 +1,6 @@
 """What the decision stop saves `fairmark ab` (issue 36): `fairmark ab` over the suite's throwaway repository
-(tests/test_ab.py: a C program timing its own sleep; a head ~10% slower than its base, and a head that only
-changes a note), once with the run stopped by precision (`stop = "precision"` in the plan's [run], the default
+(tests/test_ab.py: a C program timing its own sleep, 300 ms here; a head ~10% slower than its base, and a head
+that only changes a note), `--fail-on 3%`, once with the run stopped by precision (`stop = "precision"` in the plan's [run], the default
 of a plain run) and once by decision (no `stop`: `ab`'s default since issue 36), alternately, each in a store of
 its own. Prints, per ab run: its exit (1: the regression gate tripped), its verdict's sentence, wall time and
 trials per side (from the store).
@@ -20,8 +20,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+import test_ab  # noqa: E402 - the suite's own repository
 from helpers import NAP_METRIC, realtime_prefix  # noqa: E402
-from test_ab import make_repo  # noqa: E402 - the suite's own repository
 
 # fairmark's defaults (min_trials 5, max_trials 30, ±1%); the program's sleep timed under SCHED_FIFO or not
 PLAN = """title = "ab stop bench"
@@ -60,12 +60,12 @@ def ab(work: Path, repo: Path, base: str, head: str, stop: str, realtime: bool) 
 
 def _run(store: Path) -> dict:
     """Trials per side, and the verdict's sentence of the run's primary metric, from the store."""
-    from fairmark.report.data import load_report
+    from fairmark.report.load import load_report
     from fairmark.store.db import Store
 
     db = Store.open(f"sqlite:///{store}")
     (run,) = db.list_runs()
-    report = load_report(db, run.id)
+    report = load_report(db, run["id"])
     per_side = [c.n_ok for c in report.cells]
     sentence = next(v.sentence for v in report.verdicts if v.metric == "elapsed_s")
     return {"trials_per_side": per_side, "sentence": sentence}
@@ -75,6 +75,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--no-realtime", action="store_true", help="the program's sleep without chrt -f")
+    ap.add_argument("--delay-ms", type=int, default=300, help="the base's sleep (test_ab: 100 ms)")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE)
     load0 = os.getloadavg()[0]
@@ -82,7 +83,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         repo = work / "repo"
-        base, slow, same = make_repo(repo)
+        test_ab.DELAY_US = args.delay_ms * 1000  # a trial of the program: its sleep
+        base, slow, same = test_ab.make_repo(repo)
         for i in range(args.repeats):
             for head, what in ((slow, "head +10%"), (same, "head unchanged")):
                 for stop in ("precision", "decision") if i % 2 == 0 else ("decision", "precision"):
@@ -94,7 +96,8 @@ def main() -> None:
                         flush=True,
                     )
     print(
-        f"fairmark's defaults (5 to 30 trials, ±1%){', without chrt' if args.no_realtime else ''}; commit "
+        f"fairmark's defaults (5 to 30 trials, ±1%), the base sleeping {args.delay_ms} ms"
+        f"{', without chrt' if args.no_realtime else ''}; commit "
         f"{commit.stdout.strip()}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     for what in ("head +10%", "head unchanged"):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from doubles import MockExecutor, plan_text, run_fake
-from fairmark.report.data import load_report
+from fairmark.report.load import load_report
 
 CLI = Callable[..., tuple[int, str, str]]
 

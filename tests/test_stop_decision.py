@@ -16,7 +16,7 @@ from doubles import MockExecutor, plan_text, run_fake
 from fairmark.errors import PlanError
 from fairmark.plan.load import load_plan, parse_plan
 from fairmark.report.load import load_report
-from fairmark.stats.sequential import Design, look, nominal_levels, paired_look, spent, tick
+from fairmark.stats.sequential import Design, look, paired_look, spent, t_levels, tick, to_dict
 
 
 def decision_plan(variants: list[str], **kw: object) -> str:
@@ -97,21 +97,24 @@ def test_the_equivalence_margin_is_the_plans(tmp_path: Path) -> None:
     assert v.comparison.sequential["equivalence_pct"] == 5.0
 
 
-def test_boundaries_spend_alpha_as_monte_carlo_finds() -> None:
-    """The recursion's boundaries against an independent reference: 200 000 simulated Brownian paths."""
+def test_levels_spend_alpha_as_simulated_t_tests_find() -> None:
+    """The levels against an independent reference: 100 000 paths of raw normal pairs (not the sufficient
+    statistics the levels were found on, another seed), each look's paired t against its level."""
     rng = np.random.default_rng(7)
     looks = tuple(range(5, 21))
-    for spending in ("hsd2", "pocock", "obf"):
-        c = -special.ndtri(np.array(nominal_levels(looks, 0.05, spending)) / 2)
-        n = np.array(looks)
-        inc = np.diff(np.concatenate([[0], n]))
-        s = np.cumsum(rng.standard_normal((200_000, n.size)) * np.sqrt(inc), axis=1)
-        crossed = np.abs(s) / np.sqrt(n) > c
+    n = np.array(looks)
+    d = rng.standard_normal((100_000, looks[-1]))
+    cs, cq = np.cumsum(d, axis=1)[:, n - 1], np.cumsum(d * d, axis=1)[:, n - 1]
+    t = np.abs(cs / n) / np.sqrt((cq - cs**2 / n) / (n - 1) / n)
+    p = 2 * special.stdtr(n - 1, -t)
+    for spending in ("hsd2m", "hsd3", "pocock"):
+        crossed = p <= np.array(t_levels(looks, 0.05, spending))
         first = np.where(crossed.any(1), crossed.argmax(1), -1)
-        assert abs((first >= 0).mean() - 0.05) < 0.003
         want = np.diff(np.concatenate([[0.0], [spent(k / 20, 0.05, spending) for k in looks]]))
+        assert abs((first >= 0).mean() - want.sum()) < 0.003
         got = np.array([(first == k).mean() for k in range(n.size)])
-        assert np.max(np.abs(got - want)) < 0.0025
+        assert np.max(np.abs(got - want)) < 0.002
+    assert spent(1.0, 0.05, "hsd2m") == pytest.approx(0.045), "the margin: 90% of α by the last look"
 
 
 def test_one_outlier_pair_cannot_make_the_proof() -> None:
@@ -142,3 +145,32 @@ def test_a_plan_of_one_variant_takes_the_precision_stops_length(tmp_path: Path) 
     store, run_id = run_fake(tmp_path, decision_plan(["A"]), MockExecutor({"A": 1.0}, sd=0.0005))
     (cell,) = load_report(store, run_id).cells
     assert cell.n_ok == 5 and cell.stop_reason.startswith("planned length 5")
+
+
+def test_equivalence_is_tested_from_the_eighth_pair() -> None:
+    """EQ_FIRST: before 8 pairs no equivalence is claimed (its α is kept for the looks that can use it), and the
+    JSON's TOST bounds are null, not infinite."""
+    design = Design(5, 30)
+    d = 0.001 * np.array([1, -1, 2, -2, 1, -1, 0.5, -0.5, 1, -1])
+    early = look(d[:7], design)
+    assert early.decision == "continue"
+    assert to_dict(early, design, True)["tost_ratio_low"] is None
+    assert look(d[:8], design).decision == "equivalent"
+    assert Design(3, 6).eq_looks == (6,), "a --quick design tests equivalence at its last look"
+
+
+def test_a_gates_threshold_decides_only_beyond_it() -> None:
+    """`ab --fail-on 3%`: a change proven but not proven beyond 3% does not stop the run (the gate could not
+    answer from it); one proven beyond it does, and so does equivalence within it."""
+    rng = np.random.default_rng(4)
+    d = np.log(1.06) + 0.02 * rng.standard_normal(5)  # +6%: proven, its interval (+1.3% to +10.8%) below 3%
+    assert look(d, Design(5, 30)).decision == "different"
+    gate = Design(5, 30, equivalence_pct=3.0, beyond_pct=3.0)
+    test = look(d, gate)
+    assert test.decision == "continue" and test.low < np.log(1.03)
+    sure = np.log(1.10) + 0.005 * rng.standard_normal(5)
+    assert look(sure, gate).decision == "different" and look(sure, gate).low > np.log(1.03)
+    plan = parse_plan(plan_text(["A", "B"])).with_decision_stop(3.0)
+    assert (plan.run.stop, plan.run.beyond_pct, plan.run.equivalence_pct) == ("decision", 3.0, 3.0)
+    own = parse_plan(plan_text(["A", "B"]).replace("[run]\n", "[run]\nequivalence_pct = 1.0\n"))
+    assert own.with_decision_stop(3.0).run.equivalence_pct == 1.0, "a plan's own margin is kept"

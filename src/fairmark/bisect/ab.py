@@ -62,8 +62,9 @@ class AB(Bisect):
     def _measure_both(self, base: str, head: str) -> tuple[str, dict[tuple[str, str], float]]:
         base_dir, head_dir = self._built(base, BASE), self._built(head, HEAD)
         loaded = step_plan(self.text, self.opts.plan_path, {BASE: base_dir, HEAD: head_dir})
-        # the question is "is head different, and which way": stop when decided, unless the plan chose a stop
-        loaded = replace(loaded, plan=loaded.plan.with_decision_stop())
+        # the question is the gate's, "is head slower beyond --fail-on": stop when that is decided (a change
+        # proven beyond it either way, or proven within it), unless the plan chose a stop
+        loaded = replace(loaded, plan=loaded.plan.with_decision_stop(self.opts.threshold_pct))
         request = RunRequest(
             loaded,
             quick=self.opts.quick,

@@ -71,6 +71,9 @@ class RunPolicy(Strict):
     equivalence_pct: float = Field(
         2.0, gt=0, le=100
     )  # a change within ±this counts as none (stop = "decision")
+    # stop = "decision": a difference decides only when proven beyond ±this (`ab` sets its --fail-on: the gate's
+    # question); 0: any difference
+    beyond_pct: float = Field(0.0, ge=0, le=100)
 
     @field_validator("confidence")
     @classmethod
@@ -562,12 +565,19 @@ class Plan(Strict):
             }
         )
 
-    def with_decision_stop(self) -> Plan:
+    def with_decision_stop(self, beyond_pct: float = 0.0) -> Plan:
         """The plan with `stop = "decision"` unless its [run] chose a stop itself: the default where the question
-        is "is B different, and which way" — a bisect step, `fairmark ab` (issue 36)."""
+        is "is B different, and which way" — a bisect step, `fairmark ab` (issue 36). `beyond_pct`: a gate's
+        threshold (ab's --fail-on): a difference then decides when proven beyond it, and equivalence within it
+        unless the plan set `equivalence_pct` (and `beyond_pct`) itself."""
         if "stop" in self.run.model_fields_set:
             return self
-        return self.model_copy(update={"run": self.run.model_copy(update={"stop": "decision"})})
+        update: dict[str, object] = {"stop": "decision"}
+        if beyond_pct > 0 and "beyond_pct" not in self.run.model_fields_set:
+            update["beyond_pct"] = beyond_pct
+            if "equivalence_pct" not in self.run.model_fields_set:
+                update["equivalence_pct"] = beyond_pct
+        return self.model_copy(update={"run": self.run.model_copy(update=update)})
 
     def with_aa_twin(self) -> Plan:
         """The plan plus an exact copy of the baseline variant, interleaved like any other: an A/A

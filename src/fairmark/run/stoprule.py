@@ -27,6 +27,7 @@ def design_of(policy: RunPolicy) -> Design:
         policy.max_trials,
         confidence=policy.confidence,
         equivalence_pct=policy.equivalence_pct,
+        beyond_pct=policy.beyond_pct,
     )
 
 

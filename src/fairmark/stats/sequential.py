@@ -6,19 +6,17 @@ round) or every A B B A block (boots) — and it may, because it pays for every 
 over the looks by a Lan–DeMets spending function of the information fraction n/N (N the most the run may take),
 so that the chance of a false claim over *all* the looks is α, not α at each.
 
-* Boundaries: for known variance the statistic Z_k = S_k/√n_k of a sum of independent increments; at each look
-  the critical value c_k is the one whose first crossing has probability α(t_k) − α(t_{k−1}) (Armitage,
-  McPherson & Rowe's recursion, integrated on a grid). With the variance estimated, each look tests its t at the
-  same nominal level 2(1 − Φ(c_k)) with its own df (Jennison & Turnbull 2000, §14.2): what the simulation in
-  bench/verdict_simulation.py checks on every noise shape, not assumed.
-* Pocock-type spending α·ln(1 + (e − 1)t) by default: a benchmark's question is usually answered by a large
-  effect or none, and Pocock's boundary stops early for both; O'Brien–Fleming's ("obf") keeps the last look's
-  level near α at the price of later stops.
+* Boundaries: each look's t (paired: df n − 1; boots: Welch's) is tested at a nominal level chosen so that
+  normal data cross that look first with probability α(t_k) − α(t_{k−1}) — found look by look on 100 000
+  seeded simulated paths (`t_levels`; Jennison & Turnbull 2000, §14.2, for why the known-variance boundaries
+  do not serve with few df), and checked on every noise shape by bench/verdict_simulation.py, not assumed.
+* Hwang–Shih–DeCani spending (γ 2) less a margin of 0.1·α·t² (see SPENDING): a benchmark's question is usually
+  answered by a large effect or none, and it spends α early enough to stop at the first looks for a large one.
 * Repeated confidence intervals: at each look the interval estimate ± t_k·se covers the true change at all looks
   at once with probability ≥ 1 − α, so it stays valid however early the run stopped — the interval a decided
   run shows. A difference is proven when it excludes no change.
 * Equivalence: two one-sided tests at level α each, sequentially — the repeated interval at 1 − 2α (its own
-  boundaries, spent the same way) inside ±equivalence_pct. Stopping for equivalence only removes chances to
+  boundaries, spent from EQ_FIRST pairs on) inside ±equivalence_pct. Stopping for equivalence only removes chances to
   claim a difference, so it does not raise the false-claim rate of the difference.
 * Robust as the precision stop: a difference is proven only when it is also proven without its most extreme
   pair (one late outlier or one round a neighbour hit cannot make the proof), and the spread is never taken
@@ -30,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -55,8 +53,7 @@ MARGIN = 0.1
 # (A/A at CV 1.5%, at most 30 rounds: 12.2 rounds to a proven equivalence from 8 against 13.1 from 5, simulated)
 EQ_FIRST = 8
 EQ_SPENDING = "hsd3"  # (no margin: a proven equivalence has no interval to cover) and spent a little faster than the difference's α (12.3 rounds against 12.4 with γ 2)
-MAX_LOOKS = 60  # beyond this many rounds, looks are spaced evenly (the recursion costs O(looks · grid²))
-GRID = 241  # grid points per look for the recursion (odd: 0 on the grid)
+MAX_LOOKS = 60  # beyond this many rounds, looks are spaced evenly (each look costs its simulated paths)
 
 
 def spent(t: float, alpha: float, spending: Spending) -> float:
@@ -77,52 +74,6 @@ def spent(t: float, alpha: float, spending: Spending) -> float:
     return float(2.0 * special.ndtr(-z / math.sqrt(t)))
 
 
-@functools.lru_cache(maxsize=128)
-def nominal_levels(looks: tuple[int, ...], alpha: float, spending: Spending = "pocock") -> tuple[float, ...]:
-    """The two-sided nominal level of each look (n at each look, increasing; the last is N), such that a
-    statistic with independent increments crosses some look's boundary with probability α in all."""
-    from scipy import special
-
-    n_max = looks[-1]
-    levels: list[float] = []
-    grid: Floats | None = None  # the sum S at the previous look, on a grid inside its boundary
-    dens: Floats | None = None  # its density times the grid weights (paths that have not crossed)
-    prev_n, prev_spent = 0, 0.0
-    for n in looks:
-        target = spent(n / n_max, alpha, spending) - prev_spent
-        var = float(n - prev_n)
-        if grid is None or dens is None:
-            c = float(special.ndtri(1.0 - target / 2.0)) if target > 0 else math.inf
-        else:
-            g, w, sd = grid, dens, math.sqrt(var)
-
-            def excess(
-                c: float, g: Floats = g, w: Floats = w, sd: float = sd, n: int = n, target: float = target
-            ) -> float:
-                b = c * math.sqrt(n)
-                out = special.ndtr((-b - g) / sd) + special.ndtr((g - b) / sd)
-                return float(np.dot(w, out)) - target
-
-            c = math.inf if target <= 0 or excess(40.0) > 0 else _root(excess, 1e-6, 40.0)
-        levels.append(float(2.0 * special.ndtr(-c)) if math.isfinite(c) else 0.0)
-        grid, dens = _propagate(
-            grid, dens, var, c * math.sqrt(n) if math.isfinite(c) else 12.0 * math.sqrt(n)
-        )
-        prev_n, prev_spent = n, prev_spent + target
-    return tuple(levels)
-
-
-def _root(f: Callable[[float], float], low: float, high: float) -> float:
-    """The root of a decreasing f between low (f > 0) and high (f ≤ 0), by bisection to 1e-10 (scipy.optimize
-    is 0.5–4 s of imports for it)."""
-    for _ in range(200):
-        mid = 0.5 * (low + high)
-        low, high = (mid, high) if f(mid) > 0 else (low, mid)
-        if high - low < 1e-10:
-            break
-    return 0.5 * (low + high)
-
-
 CALIBRATION_PATHS = 100_000
 CALIBRATION_SEED = (
     36  # fixed: the same levels in every process, for the runner's stop and every later verdict
@@ -136,10 +87,9 @@ def t_levels(
     """Each look's nominal two-sided level for a t statistic with its variance estimated, such that normal data
     cross look k first with probability α(t_k) − α(t_{k−1}) of the spending function — exact up to Monte Carlo
     error, look by look: the level at look k is the quantile of the look's p values among the simulated paths
-    that crossed no earlier look. (The known-variance boundaries of `nominal_levels` tested as t quantiles
-    spend too much at the first looks, few df: 5.35% A/A; one common scale on them, this module's earlier
-    calibration, spends too little there and too much late — 12.8 against 12.4 rounds to a proven A/A
-    equivalence.) 100 000 paths of the looks' sufficient statistics, seeded: 0.3–1 s once a design and
+    that crossed no earlier look. (Known-variance boundaries — Armitage, McPherson & Rowe's recursion — tested
+    as t quantiles spend too much at the first looks, few df: 5.35% A/A; one common scale on them, this
+    module's earlier calibration, spends too little there and too much late.) 100 000 paths of the looks' sufficient statistics, seeded: 0.3–1 s once a design and
     process. `two_sample`: Welch's t of two sides of n each (boots), its df per path; else a paired t."""
     from scipy import special
 
@@ -195,23 +145,6 @@ def _cut(score: Floats, count: float) -> float:
     return float(0.5 * (part[score.size - k - 1] + part[score.size - k]))
 
 
-def _propagate(grid: Floats | None, dens: Floats | None, var: float, bound: float) -> tuple[Floats, Floats]:
-    """The density (times Simpson weights) of the sum on a grid over (−bound, bound) after an increment of
-    variance `var`, among the paths that stayed inside every earlier boundary."""
-    new = np.linspace(-bound, bound, GRID)
-    h = new[1] - new[0]
-    simpson = np.ones(GRID)
-    simpson[1:-1:2], simpson[2:-1:2] = 4.0, 2.0
-    simpson *= h / 3.0
-    sd = math.sqrt(var)
-    if grid is None or dens is None:
-        f = np.exp(-0.5 * (new / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
-    else:
-        diff = (new[:, None] - grid[None, :]) / sd
-        f = (np.exp(-0.5 * diff * diff) / (sd * math.sqrt(2 * math.pi))) @ dens
-    return new, f * simpson
-
-
 @dataclass(frozen=True)
 class Design:
     """A sequential design: looks from `first` to `last` units (trials per side, or boots), every `step`;
@@ -221,6 +154,9 @@ class Design:
     last: int
     confidence: float = 95.0
     equivalence_pct: float = 2.0
+    # a difference counts only when proven beyond ±this (`ab`: its --fail-on; 0: any difference), so that a
+    # gate's question — "a regression beyond 3%?" — is what stops the run, not "any regression?"
+    beyond_pct: float = 0.0
     step: int = 1
     spending: Spending = SPENDING
     eq_spending: Spending = EQ_SPENDING
@@ -309,9 +245,10 @@ def look(d: Floats, design: Design, *, resolution: float = 0.0, margin: float | 
     the test's scale (default: log(1 + equivalence_pct/100))."""
     n = int(d.size)
     eq = math.log1p(design.equivalence_pct / 100.0) if margin is None else margin
+    beyond = math.log1p(design.beyond_pct / 100.0) if margin is None else design.beyond_pct / 100.0
     sd = float(d.std(ddof=1)) if n > 1 else math.nan
     sd = max(sd, resolution * math.sqrt(2.0 / 12.0))  # two rounded values per pair: h²/12 each
-    test = decide(float(d.mean()), sd / math.sqrt(n), n - 1.0, n, design, eq - resolution)
+    test = decide(float(d.mean()), sd / math.sqrt(n), n - 1.0, n, design, (eq - resolution, beyond))
     if test.decision == "different" and n > 3:
         # one pair alone must not make the proof: without its most extreme pair the change must still be
         # significant (at the fixed-sample level), the same way
@@ -342,8 +279,8 @@ def welch_look(xa: Floats, xb: Floats, design: Design, *, resolution: float = 0.
     se = math.sqrt(va + vb)
     denom = (va * va / (na - 1) if na > 1 else math.inf) + (vb * vb / (nb - 1) if nb > 1 else math.inf)
     df = (va + vb) ** 2 / denom if denom > 0 and math.isfinite(denom) else float(na + nb - 2)
-    eq = math.log1p(design.equivalence_pct / 100.0)
-    return decide(float(xb.mean() - xa.mean()), se, df, min(na, nb), design, eq - resolution)
+    eq, beyond = math.log1p(design.equivalence_pct / 100.0), math.log1p(design.beyond_pct / 100.0)
+    return decide(float(xb.mean() - xa.mean()), se, df, min(na, nb), design, (eq - resolution, beyond))
 
 
 def _plain_rejects(d: Floats, alpha: float, estimate: float) -> bool:
@@ -356,17 +293,19 @@ def _plain_rejects(d: Floats, alpha: float, estimate: float) -> bool:
     return abs(mean) / (sd / math.sqrt(d.size)) > _t(alpha, d.size - 1.0) and same_way
 
 
-def decide(est: float, se: float, df: float, n: int, design: Design, usable: float) -> Look:
+def decide(est: float, se: float, df: float, n: int, design: Design, margins: tuple[float, float]) -> Look:
     """What the look at n units decides from an estimate, its standard error and df: a difference when the
-    repeated 1 − α interval excludes 0, equivalence when the repeated 1 − 2α interval lies inside ±`usable`
-    (the margin less the values' resolution), else go on (or undecided at the last look)."""
+    repeated 1 − α interval excludes 0 and ±`beyond` (margins[1]), equivalence when the repeated 1 − 2α interval
+    lies inside ±`usable` (margins[0]: the margin less the values' resolution), else go on (or undecided at the
+    last look). Any stopping rule read from repeated intervals keeps their coverage: the gate's margin too."""
+    usable, beyond = margins
     a = design.alpha
     lv, lv_eq = design.level(n, a), design.level(n, 2.0 * a, design.eq_spending, eq=True)
     t, t_eq = _t(lv, df), _t(lv_eq, df)
     spread = se > 0 and math.isfinite(se)
     t_stat = abs(est) / se if spread else (math.inf if est != 0 else 0.0)
     decision: Decision = "undecided" if n >= design.looks[-1] else "continue"
-    if spread and lv > 0 and t_stat > t:
+    if spread and lv > 0 and t_stat > t and abs(est) - t * se > beyond:
         decision = "different"
     elif spread and usable > 0 and -usable < est - t_eq * se and est + t_eq * se < usable:
         decision = "equivalent"
@@ -438,6 +377,7 @@ def to_dict(test: Look, design: Design, log: bool) -> JSONObject:
         "decision": test.decision,
         "looks_n": test.n,
         "equivalence_pct": design.equivalence_pct,
+        "beyond_pct": design.beyond_pct,
         "spending": design.spending,
         "first_look": design.looks[0],
         "last_look": design.looks[-1],

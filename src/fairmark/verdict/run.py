@@ -65,11 +65,13 @@ def sequential_design(policy: Mapping[str, object]) -> Design | None:
         return None
     confidence, margin = policy.get("confidence", 95.0), policy.get("equivalence_pct", 2.0)
     first, last = policy.get("min_trials", 5), policy.get("max_trials", 30)
+    beyond = policy.get("beyond_pct", 0.0)
     return Design(
         int(first) if isinstance(first, int) else 5,
         int(last) if isinstance(last, int) else 30,
         confidence=float(confidence) if isinstance(confidence, int | float) else 95.0,
         equivalence_pct=float(margin) if isinstance(margin, int | float) else 2.0,
+        beyond_pct=float(beyond) if isinstance(beyond, int | float) else 0.0,
     )
 
 
