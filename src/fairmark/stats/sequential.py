@@ -127,11 +127,13 @@ def _extremeness(sums: Floats, n: int, two_sample: bool) -> Floats:
     var = np.maximum(sums[:, :, 1] - n * mean**2, 0.0) / max(n - 1, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         if not two_sample:
-            return np.nan_to_num(np.abs(mean[0]) / np.sqrt(var[0] / n), nan=0.0, posinf=1e300)
+            out: Floats = np.nan_to_num(np.abs(mean[0]) / np.sqrt(var[0] / n), nan=0.0, posinf=1e300)
+            return out
         se2 = (var[0] + var[1]) / n
         df = se2**2 / ((var[0] / n) ** 2 / (n - 1.0) + (var[1] / n) ** 2 / (n - 1.0))
         t = np.abs(mean[1] - mean[0]) / np.sqrt(se2)
-        return 1.0 - np.nan_to_num(2.0 * special.stdtr(df, -t), nan=1.0)
+        welch: Floats = 1.0 - np.nan_to_num(2.0 * special.stdtr(df, -t), nan=1.0)
+        return welch
 
 
 def _cut(score: Floats, count: float) -> float:
