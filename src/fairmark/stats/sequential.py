@@ -179,9 +179,10 @@ class Design:
 
     @functools.cached_property
     def eq_looks(self) -> tuple[int, ...]:
-        """The looks that test equivalence: from EQ_FIRST pairs on (boots: every look)."""
+        """The looks that test equivalence: from EQ_FIRST pairs on (boots: from the second look; a Welch t of
+        2 boots a side has about 1 df, and no interval of it is narrow enough)."""
         if self.two_sample:
-            return self.looks
+            return self.looks[1:] or self.looks
         first = min(max(EQ_FIRST, self.looks[0]), self.looks[-1])
         return tuple(n for n in self.looks if n >= first)
 
@@ -538,5 +539,13 @@ def boot_looks(
     """The looks of boots = "auto": after each A B B A block (2 boots per variant), from min_boots to max_boots
     boots per variant, on the boot means as two independent samples (Welch)."""
     return Design(
-        min_boots, max_boots, confidence=confidence, equivalence_pct=equivalence_pct, step=2, two_sample=True
+        min_boots,
+        max_boots,
+        confidence=confidence,
+        equivalence_pct=equivalence_pct,
+        step=2,
+        two_sample=True,
+        # few looks, the first not testing equivalence: γ 2 (simulated, boot σ 1%, 400 runs: A/A proven within
+        # ±2% in 66% of the runs after 6.3 boots, against 60% with γ 3 and 50% testing from the first look)
+        eq_spending="hsd2",
     )
