@@ -136,6 +136,8 @@ export PATH=/sbin:/bin:/usr/sbin:/usr/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 mkdir -p /dev/pts /tmp /run /var/lib /mnt/share /hostpy
 mount -t devpts devpts /dev/pts; mount -t tmpfs tmp /tmp; mount -t tmpfs run /run
+# a pure cgroup v2 host (booted with cgroup_no_v1=all) has the unified hierarchy where systemd mounts it
+grep -q cgroup_no_v1=all /proc/cmdline && mount -t cgroup2 cgroup2 /sys/fs/cgroup
 {insmod}
 ip link set lo up; ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0; ip route add default via 10.0.2.2
@@ -225,8 +227,9 @@ def free_port() -> int:
 class Guest:
     """The guest and its boot loader; a context manager that leaves nothing behind."""
 
-    def __init__(self, *, max_boots: int = 12, memory_mb: int = 512):
-        self.max_boots, self.memory_mb = max_boots, memory_mb
+    def __init__(self, *, max_boots: int = 12, memory_mb: int = 512, smp: int = 1, cmdline: str = ""):
+        """`cmdline`: words added to every boot's command line (e.g. cgroup_no_v1=all); `smp`: its CPUs."""
+        self.max_boots, self.memory_mb, self.smp, self.extra = max_boots, memory_mb, smp, cmdline
         self.dir = Path(tempfile.mkdtemp(prefix="fairmark-qemu-"))
         self.share = self.dir / "share"
         self.share.mkdir()
@@ -299,7 +302,7 @@ class Guest:
             "-m",
             str(self.memory_mb),
             "-smp",
-            "1",
+            str(self.smp),
             "-nographic",
             "-no-reboot",
             "-kernel",
@@ -332,7 +335,7 @@ class Guest:
                 if nxt.exists():
                     extra = nxt.read_text().strip()
                     nxt.unlink()
-                cmdline = f"{BASE_CMDLINE} {extra}".strip()
+                cmdline = " ".join(w for w in (BASE_CMDLINE, self.extra, extra) if w)
                 self.boots.append(cmdline)
                 log.write(f"\n=== boot {len(self.boots)}: {cmdline}\n".encode())
                 log.flush()

@@ -179,6 +179,12 @@ cpus = 1
     assert {v: c["values"]["cpus"] for v, c in cells.items()} == {"two": [2.0] * 3, "one": [1.0] * 3}
     # The CPU set holds whatever else runs on the machine: one CPU gives at most one CPU-second a second.
     assert max(_cpus_used([t]) for t in cells["one"]["trials"]) <= 1.05, cells["one"]["trials"]
+    # how the CPUs were set is recorded and reported (issue 32: cpuset v1 here, as root on cgroup v1)
+    placed = doc["run"]["options"]["placement"]
+    assert placed == {"two": "cpuset v1", "one": "cpuset v1"}, placed
+    store = ["--store", f"sqlite:///{tmp_path / 'x.db'}"]
+    code, text, err = fairmark_cli("report", doc["run"]["id"], "--text", *store)
+    assert code == 0 and "one: cpus=1, cpus placement=cpuset v1" in text, text + err
 
 
 def _cpus_used(trials: list[dict]) -> float:

@@ -463,7 +463,12 @@ def test_a_run_starts_all_its_trials_the_same_way(state, monkeypatch):
     monkeypatch.setattr(cpus_mod, "cpuset_usable", lambda *a: False)
     assert not path_for(plan_with("cpus = 1")).fork_places
     monkeypatch.setattr(cpus_mod, "cpuset_usable", lambda *a: True)
+    monkeypatch.setattr(cpus_mod, "cpuset_hierarchy", lambda *a: ("/sys/fs/cgroup/cpuset", 1))
     assert not path_for(plan_with("cpus = 1")).fork_places
+    # cgroup v2 moves whole processes only: no thread joins, every trial of the run starts by fork
+    monkeypatch.setattr(cpus_mod, "cpuset_hierarchy", lambda *a: ("/sys/fs/cgroup", 2))
+    assert path_for(plan_with("cpus = 1")).fork_places
+    monkeypatch.setattr(cpus_mod, "cpuset_hierarchy", lambda *a: ("/sys/fs/cgroup/cpuset", 1))
     monkeypatch.setattr(placer, "THREAD_AFFINITY", False)  # FreeBSD's launcher, say
     assert path_for(plan_with("cpus = 1")).fork_places
 
@@ -497,3 +502,52 @@ def test_an_older_agents_linux_sysctl_journal_is_restored(tmp_path, metrics_save
         f"restored sysctl net.ipv4.tcp_no_metrics_save = {metrics_save} (was {other}) (left by agent {pid})"
     ]
     assert read(SYSCTL) == metrics_save and list(journal.parent.iterdir()) == []
+
+
+def test_a_cpuset_on_cgroup_v2_enables_the_controller_and_takes_it_back(tmp_path, monkeypatch):
+    """Issue 32 item 1, on a fixture tree shaped like a v2 root (the real one: tests/test_cgroup_v2.py in the
+    QEMU guest booted with cgroup_no_v1=all): the controller is enabled for the root's children, the child gets
+    the CPUs and the root's effective memory nodes, and the journal's undo removes both."""
+    from fairmark.run.variants import cpus as cpus_mod
+    from fairmark.run.variants.journal import Journal
+
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (root / "cgroup.subtree_control").write_text("cpu memory\n")
+    (root / "cpuset.mems.effective").write_text("0\n")
+    monkeypatch.setattr(cpus_mod, "cpuset_hierarchy", lambda *a: (str(root), 2))
+    cpuset = cpus_mod.CpuSet("one", [0], use_cgroup=True)
+    assert cpuset.method == "cpuset v2" and "cgroup v2" in cpuset.description()
+    journal = Journal.for_this_process(tmp_path / "state")
+    placement = cpuset.prepared(journal)
+    child = root / f"fairmark-{os.getpid()}-one"
+    assert placement.cgroup == str(child)
+    assert (root / "cgroup.subtree_control").read_text() == "+cpuset"  # what a real root takes
+    assert (child / "cpuset.cpus").read_text() == "0" and (child / "cpuset.mems").read_text() == "0"
+    entry = journal.get(str(cpuset.entry_id))
+    for f in ("cpuset.cpus", "cpuset.mems"):  # a real cgroup's files go with its rmdir
+        (child / f).unlink()
+    (child / "cgroup.procs").write_text("")  # no process left in it
+    real_rmdir = Path.rmdir
+
+    def rmdir(path: Path) -> None:  # a real cgroup directory is removed with its interface files
+        if path == child:
+            (child / "cgroup.procs").unlink()
+        real_rmdir(path)
+
+    monkeypatch.setattr(Path, "rmdir", rmdir)
+    done, problem = cpus_mod.undo_cgroup(entry)
+    assert problem is None and "disabled the cpuset controller" in done, done
+    assert (root / "cgroup.subtree_control").read_text() == "-cpuset" and not child.exists()
+
+
+def test_without_a_cpuset_controller_the_affinity_fallback_says_why(monkeypatch):
+    from fairmark.run.variants import cpus as cpus_mod
+
+    monkeypatch.setattr(cpus_mod, "cpuset_hierarchy", lambda *a: None)
+    cpuset = cpus_mod.CpuSet("one", [0], use_cgroup=True)
+    assert cpuset.method == "affinity" and not cpuset.use_cgroup
+    line = cpuset.description()
+    assert "via CPU affinity, which a child can widen" in line
+    assert "no cpuset controller" in line or "not root" in line

@@ -598,6 +598,7 @@ class Session:
             "fairmark": has_fairmark,
             "state_dir": state_dir(),
             "uid": os.geteuid() if hasattr(os, "geteuid") else None,  # root, or the login user without sudo
+            "placement": _cpus_placement(),
             "launcher": launcher()[1],  # why trials here record no peak RSS; None: they do
             "recovered": recover_dead() if req.get("recover", True) else [],
             "swept": sweep_dead_outputs(),
@@ -890,6 +891,19 @@ class Session:
             with open(path, "wb") as fh:
                 fh.write(base64.b64decode(data))
         return {}
+
+
+def _cpus_placement() -> str | None:
+    """How a `cpus` variant's trials are placed on this host: "cpuset v1", "cpuset v2", or "affinity: WHY"."""
+    try:
+        from fairmark.run.variants import cpus as cpus_mod
+    except ImportError:
+        return None
+    problem = cpus_mod.cpuset_problem()
+    if problem:
+        return f"affinity: {problem}"
+    found = cpus_mod.cpuset_hierarchy()
+    return f"cpuset v{found[1]}" if found else None
 
 
 def main() -> int:

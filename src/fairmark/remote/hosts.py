@@ -368,6 +368,10 @@ class RemoteHost:
         boot = self.conn.hello.get("boot_id") if self.conn else None
         return {"ssh": self.spec.ssh, "boot_id": str(boot) if boot else None}
 
+    def placement(self) -> str | None:
+        """How a `cpus` variant's trials are placed here, as the agent found it (see agent._placement)."""
+        return self.conn.hello.get("placement") if self.conn else None
+
     def close(self) -> None:
         """Undo the variants' changes here (the agent, newest first) and end the session; raises RevertError
         when the agent could not undo one (its journal keeps it: the next contact tries again)."""

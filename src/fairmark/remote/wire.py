@@ -69,6 +69,7 @@ class Hello:
     fairmark: bool = False
     state_dir: str = ""
     uid: int | None = None  # the agent's effective user (None: an agent that does not say, or no POSIX uid)
+    placement: Words | None = None  # how a `cpus` variant is placed there: "cpuset v2", "affinity: WHY" …
     launcher: Words | None = None
     recovered: list[Words] = field(default_factory=list)
     swept: list[Words] = field(default_factory=list)

@@ -18,8 +18,12 @@ def variant_table(report: RunReport) -> dict[str, Any]:
     """What the plan changes per variant (env, sysctl, wrapper, CPUs …), keys that differ first."""
     defs = variant_definitions(report)
     names = [n for n in dict.fromkeys(c.variant for c in report.cells) if n in defs]
+    opts: dict[str, Any] = dict(report.run.options or {})
+    placed: dict[str, str] = opts.get("placement") or {}  # how `cpus` was made (run/host.py)
     flats = {
-        n: flatten({k: v for k, v in defs[n].items() if k not in ("name", "description")}) for n in names
+        n: flatten({k: v for k, v in defs[n].items() if k not in ("name", "description")})
+        | ({"cpus placement": placed[n]} if n in placed else {})
+        for n in names
     }
     keys = sorted({k for f in flats.values() for k in f})
     rows: list[dict[str, Any]] = [{"key": k, "values": [flats[n].get(k, "—") for n in names]} for k in keys]
@@ -32,10 +36,11 @@ def variant_table(report: RunReport) -> dict[str, Any]:
 def _text(w: Writer, report: RunReport, _: Context) -> None:
     table = variant_table(report)
     differ = [r for r in table["rows"] if r["differ"]]
-    if differ:
+    placed = [r for r in table["rows"] if r["key"] == "cpus placement" and not r["differ"]]
+    if differ or placed:
         w.heading("What the variants change", 3)
         for i, name in enumerate(table["names"]):
-            parts = [f"{r['key']}={r['values'][i]}" for r in differ if r["values"][i] != "—"]
+            parts = [f"{r['key']}={r['values'][i]}" for r in [*differ, *placed] if r["values"][i] != "—"]
             w.para(f"{name}: " + (", ".join(parts) or "(as the system is)"), "- ")
 
 

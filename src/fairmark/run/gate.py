@@ -131,24 +131,63 @@ class VolatileWatch:
     scrub: Callable[[Any], Any] = lambda doc: (
         doc
     )  # the run's Scrubber.json: a finding's evidence may quote env
+    # Each host's own watch, for a run whose variants run on hosts: its snapshot taken there by its agent and
+    # diffed against its own snapshot before the run — never against this controller's (issue 32).
+    hosts: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
+    hosts_before: dict[str, dict[str, Any]] = field(default_factory=dict)
+    local: bool = True  # whether some variant runs on this machine (else the controller is not watched)
+
+    def follow(self, hosts: Any) -> None:
+        """Watch where the run's variants run: each host whose variants run there, sampled by its agent and
+        judged against its own state before the run; this machine only when a variant runs here."""
+        used = {h for h in hosts.variant_host.values() if h}
+        if not used:
+            return
+        self.local = any(not h for h in hosts.variant_host.values())
+        if self.local:
+            self.env_before = None  # the gate's snapshot is a host's: no baseline of this machine's
+        self.hosts = {n: hosts.remote[n].snapshot for n in sorted(used)}
+        self.hosts_before = {n: s for n, s in getattr(hosts, "snaps", {}).items() if n in used}
 
     def sample(self, store: Store, run_id: str, note: Any) -> None:
         if not self.enabled or time.monotonic() - self.last < VOLATILE_EVERY_S:
             return
-        from fairmark.probe.doctor import diagnose_volatile
         from fairmark.probe.snapshot import volatile_part, volatile_snapshot
 
-        snap = volatile_snapshot()
+        if self.local:
+            before = volatile_part(self.env_before) if self.env_before else None
+            self._judge(store, run_id, note, None, volatile_snapshot(), before)
+        for name, take in self.hosts.items():
+            before = self.hosts_before.get(name)
+            self._judge(
+                store, run_id, note, name, volatile_part(take()), volatile_part(before) if before else None
+            )
         self.last = time.monotonic()
+
+    def _judge(
+        self,
+        store: Store,
+        run_id: str,
+        note: Any,
+        host: str | None,
+        snap: dict[str, Any],
+        baseline: dict[str, Any] | None,
+    ) -> None:
+        """One machine's sample: stored, and what is new in it noticed once (labelled with its host)."""
+        from fairmark.probe.doctor import diagnose_volatile
+
+        name = str(snap.get("taken_at", ""))
         store.add_artifact(
             run_id,
             kind="env.volatile",
-            name=str(snap.get("taken_at", "")),
+            name=f"{host} {name}" if host else name,
             content_type="application/json",
-            data=self.scrub(snap),  # the busiest processes are named in it
+            data=self.scrub(snap | ({"host": host} if host else {})),  # the busiest processes are named in it
         )
-        baseline = volatile_part(self.env_before) if self.env_before else None
         new = [f.to_dict() for f in diagnose_volatile(snap, baseline)]
+        if host:
+            for f in new:
+                f["id"], f["evidence"] = f"{host}:{f['id']}", f"host {host}: {f['evidence']}"
         new = [f for f in new if f["severity"] != "info" and f["id"] not in self.noticed]
         for f in new:
             self.noticed.add(f["id"])

@@ -412,6 +412,27 @@ class Hosts:
             out[name] = record
         return out
 
+    def placement(self, note: Callable[[str], None] = print) -> dict[str, str]:
+        """How each `cpus` variant's trials are placed ("cpuset v1", "cpuset v2", "affinity: WHY"): the run
+        records it, the report shows it, and an affinity fallback, which a trial's child can widen, is said
+        now (`note`) with its reason."""
+        from fairmark.run.variants.cpus import CpuSet, cpuset_problem
+
+        out: dict[str, str] = {}
+        for v in self.plan.variant:
+            if v.host:
+                how = getattr(self.remote[v.host], "placement", lambda: None)()
+                if how and merged_changes(self.plan, v).get("cpus") is not None:
+                    out[v.name] = f"{how} (host {v.host})"
+            elif (r := self.local.system.variants.get(v.name)) and isinstance(c := r.change("cpus"), CpuSet):
+                out[v.name] = c.method if c.use_cgroup else f"affinity: {cpuset_problem() or 'not asked for'}"
+        for variant, how in out.items():
+            if how.startswith("affinity"):
+                note(
+                    f"warning: variant {variant}'s cpus are set by CPU affinity, which a child can widen ({how})"
+                )
+        return out
+
     def store_snapshots(self, store: Store, run_id: str) -> None:
         for name, snap in self.snaps.items():
             store.add_artifact(

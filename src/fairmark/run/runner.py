@@ -90,6 +90,7 @@ class Runner:
             raise
         self.watch.env_before = snap
         self.watch.noticed = {f["id"] for f in found}  # between rounds, report only what is new
+        self.watch.follow(self.hosts)
         seed = self.options.seed if self.options.seed is not None else (self.plan.run.seed or new_seed())
         self.run_id = self.store.create_run(
             plan_path=self.loaded.path,
@@ -117,6 +118,11 @@ class Runner:
                     "controller": controller(),  # a kill -9 leaves "running": show tells it is gone
                     **self.gate.baselines(runtimes),  # wrap_costs, device_baselines
                     **({"hosts": self.hosts.describe()} if self.hosts.remote else {}),
+                    **(
+                        {"placement": placement}
+                        if (placement := self.hosts.placement(self.progress.note))
+                        else {}
+                    ),
                     **({"rerun_of": self.options.rerun_of} if self.options.rerun_of else {}),
                 }
             ),

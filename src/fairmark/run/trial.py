@@ -348,6 +348,8 @@ class TrialPath:
         found = (r.change("cpus") for r in self.hosts.local.system.variants.values())
         cpusets = [c for c in found if isinstance(c, CpuSet)]
         cpus = any(not c.use_cgroup for c in cpusets) or any("cpus" in w.sweep for w in self.plan.workload)
+        if any(c.use_cgroup and c.version == 2 for c in cpusets):  # v2 moves whole processes only: no thread
+            return True  # of the controller joins it, so every trial starts by fork and places itself
         return forks_to_place(any(c.use_cgroup for c in cpusets), cpus)
 
     def _adapter_context(

@@ -1,9 +1,11 @@
 """`cpus = N | "LIST"`: the trial's whole process tree on those CPUs (`online_cpus`, CPU hotplug, is its own kind).
 
-`cpus` uses a cpuset cgroup (v1, /sys/fs/cgroup/cpuset) when fairmark may create one: the trial joins it
-before exec, so every child inherits it and no child can widen its own affinity. Without it (not root, no
-cgroup v1 cpuset) the trial gets the CPUs as its affinity, which children inherit too. Servers a tool adapter
-starts before the trial are outside the tree; `online_cpus` limits the whole machine instead.
+`cpus` uses a cpuset cgroup when fairmark may create one — cgroup v1's /sys/fs/cgroup/cpuset, else a child of
+the cgroup v2 root with the cpuset controller enabled for it (every current distribution's default): the trial
+joins it before exec, so every child inherits it and no child can widen its own affinity. Without it (not root,
+no cpuset controller) it falls back to CPU affinity, which children inherit but may widen: the variant's
+description says so, and why. Servers a tool
+adapter starts before the trial are outside the tree; `online_cpus` limits the whole machine instead.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.run.variants.driver import Context, Prepared
@@ -24,6 +26,7 @@ from fairmark.run.variants.tunable import read_value, write_value
 KIND, ORDER, SCOPE = "cpus", 70, "variant"
 CPU_ROOT = "/sys/devices/system/cpu"
 CPUSET_ROOT = "/sys/fs/cgroup/cpuset"
+CGROUP2_ROOT = "/sys/fs/cgroup"
 
 
 def parse_cpu_list(text: str) -> list[int]:
@@ -81,9 +84,35 @@ def resolve_cpus(spec: int | str, online: list[int]) -> list[int]:
 
 
 # -- cpus: cpuset cgroup or taskset ----------------------------------------------------------------------
-def cpuset_usable(cpuset_root: str = CPUSET_ROOT) -> bool:
-    root = Path(cpuset_root)
-    return os.geteuid() == 0 and (root / "cgroup.procs").exists() and (root / "cpuset.mems").exists()
+def cpuset_hierarchy(v1_root: str = CPUSET_ROOT, v2_root: str = CGROUP2_ROOT) -> tuple[str, int] | None:
+    """Where a cpuset cgroup can be made here: the v1 cpuset hierarchy, else a cgroup v2 root offering the
+    cpuset controller; with its version. None: neither."""
+    if (Path(v1_root) / "cpuset.mems").exists() and (Path(v1_root) / "cgroup.procs").exists():
+        return v1_root, 1
+    try:
+        if "cpuset" in (Path(v2_root) / "cgroup.controllers").read_text().split():
+            return v2_root, 2
+    except OSError:
+        pass
+    return None
+
+
+def cpuset_problem(v1_root: str = CPUSET_ROOT, v2_root: str = CGROUP2_ROOT) -> str | None:
+    """Why trials cannot be placed by a cpuset cgroup here (None: they can)."""
+    if os.geteuid() != 0:
+        return "not root: only root makes a cpuset cgroup"
+    if cpuset_hierarchy(v1_root, v2_root) is None:
+        return (
+            f"no cpuset controller: no cgroup v1 cpuset at {v1_root}, and no cgroup v2 at {v2_root} "
+            "offering cpuset in cgroup.controllers"
+        )
+    return None
+
+
+def cpuset_usable(cpuset_root: str | None = None) -> bool:
+    if cpuset_root is not None:  # a given v1 hierarchy (tests' fixture trees)
+        return os.geteuid() == 0 and cpuset_hierarchy(cpuset_root, "/nonexistent") is not None
+    return cpuset_problem() is None
 
 
 @dataclass
@@ -93,19 +122,40 @@ class CpuSet:
     variant: str
     cpus: list[int]
     use_cgroup: bool
-    cpuset_root: str = CPUSET_ROOT
+    cpuset_root: str = ""  # "": the hierarchy found here (cpuset_hierarchy)
     entry_id: str | None = None
     path: str | None = None
+    version: int = 0  # the cgroup version of cpuset_root (0: affinity)
     scope: ClassVar[str] = SCOPE
 
     @property
     def needs_root(self) -> bool:
         return self.use_cgroup
 
+    def __post_init__(self) -> None:
+        if not self.use_cgroup:
+            return
+        if not self.cpuset_root:
+            found = cpuset_hierarchy()
+            if found is None:
+                self.use_cgroup = False
+                return
+            self.cpuset_root, self.version = found
+        elif not self.version:
+            self.version = 2 if (Path(self.cpuset_root) / "cgroup.controllers").exists() else 1
+
+    @property
+    def method(self) -> str:
+        """How the trials are placed, as the run records it: "cpuset v1", "cpuset v2" or "affinity"."""
+        return f"cpuset v{self.version}" if self.use_cgroup else "affinity"
+
     def description(self) -> str:
-        how = "a cpuset cgroup" if self.use_cgroup else "taskset affinity"
         n = len(self.cpus)
-        return f"trial processes on CPU(s) {format_cpu_list(self.cpus)} ({n} CPU{'s' if n > 1 else ''}, via {how})"
+        where = f"trial processes on CPU(s) {format_cpu_list(self.cpus)} ({n} CPU{'s' if n > 1 else ''}"
+        if self.use_cgroup:
+            return f"{where}, via a cpuset cgroup, cgroup v{self.version})"
+        why = cpuset_problem() or "a cpuset cgroup was not asked for"
+        return f"{where}, via CPU affinity, which a child can widen: {why})"
 
     def describe(self) -> list[str]:
         return [self.description()]
@@ -135,9 +185,17 @@ class CpuSet:
     def create(self, journal: Journal) -> None:
         name = f"fairmark-{os.getpid()}-{self.variant}"
         path = f"{self.cpuset_root}/{name}"
-        self.entry_id = journal.add({"type": "cgroup", "path": path, "label": f"cpuset cgroup {name}"})
+        entry: dict[str, Any] = {"type": "cgroup", "path": path, "label": f"cpuset cgroup {name}"}
+        control = f"{self.cpuset_root}/cgroup.subtree_control"
+        enable = self.version == 2 and "cpuset" not in read_value(control).split()
+        if enable:  # the root's children get cpuset files only once the root enables the controller for them
+            entry["disable_cpuset"] = control
+        self.entry_id = journal.add(entry)
+        if enable:
+            write_value(control, "+cpuset")
         os.mkdir(path)
-        write_value(f"{path}/cpuset.mems", read_value(f"{self.cpuset_root}/cpuset.mems"))
+        mems = "cpuset.mems" if self.version == 1 else "cpuset.mems.effective"  # a v2 root has only these
+        write_value(f"{path}/cpuset.mems", read_value(f"{self.cpuset_root}/{mems}"))
         write_value(f"{path}/cpuset.cpus", format_cpu_list(self.cpus))
         self.path = path
 
@@ -165,9 +223,22 @@ def undo_cgroup(entry: JournalEntry) -> tuple[str, str | None]:
                 write_value(parent_procs, pid)
         try:
             path.rmdir()
-            return f"removed {entry['label']}", None
+            return f"removed {entry['label']}{_disable_cpuset(entry)}", None
         except OSError as exc:
             if exc.errno != errno.EBUSY or attempt == 19:
                 return f"{entry['label']}: not removed", f"cannot remove {path}: {exc.strerror}"
             time.sleep(0.05)  # an exiting process leaves the cgroup a moment later
     return f"{entry['label']}: not removed", f"cannot remove {path}"
+
+
+def _disable_cpuset(entry: dict[str, Any]) -> str:
+    """cgroup v2: take back the cpuset controller fairmark enabled for the root's children, unless another
+    child uses it now (the kernel refuses then: it stays, and that is said)."""
+    control = entry.get("disable_cpuset")
+    if not control:
+        return ""
+    try:
+        write_value(control, "-cpuset")
+    except (OSError, EnvironmentRefused):
+        return " (the cpuset controller stays enabled for the root's children: another cgroup uses it)"
+    return " and disabled the cpuset controller it had enabled"
