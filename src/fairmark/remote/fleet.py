@@ -19,6 +19,7 @@ import selectors
 import signal
 import sys
 import traceback
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,10 +117,28 @@ def run_fleet(
 
     Store.open(store_url).engine.dispose()  # no connection of this process's pool is shared with a child
     preload()
+    fleet = uuid.uuid4().hex[:12]  # every host's run is tagged with it: `fairmark compare-hosts` finds them
+    tagged = [*argv, "--tag", f"fleet={fleet}"]
     children = _supervise(
-        [(h, child_args(plan, h, argv)) for h in hosts], main, store_url, jobs or len(hosts)
+        [(h, child_args(plan, h, tagged)) for h in hosts], main, store_url, jobs or len(hosts)
     )
-    _report(children)
+    try:
+        _report(children)
+    finally:
+        _view(store_url, fleet, sum(c.code == 0 for c in children))
+
+
+def _view(store_url: str | None, fleet: str, done: int) -> None:
+    """The fleet view after the hosts' outputs (three hosts or more: fewer cannot say which one is odd)."""
+    from fairmark.report.fleet import fleet_view, render
+    from fairmark.stats.fleet import MIN_HOSTS
+    from fairmark.store.db import Store
+
+    if done < MIN_HOSTS or console.json_mode:
+        return
+    console.print()
+    render(fleet_view(Store.open(store_url), fleet))
+    console.note(f"`fairmark compare-hosts --fleet {fleet}` shows this again")
 
 
 def _supervise(
