@@ -243,6 +243,15 @@ def r_profile(t: Tour, line: str) -> list[Step]:
     ]
 
 
+def r_explain(t: Tour, line: str) -> list[Step]:
+    return [
+        Step(
+            "fairmark run plans/quick.toml --quick --explain",
+            note="PLAN: the default plan, --quick; alloc's difference is the one proven",
+        )
+    ]
+
+
 def r_setup(t: Tour, line: str) -> list[Step]:
     return [Step("fairmark setup plans/quick.toml")]
 
@@ -362,6 +371,7 @@ RECIPES: dict[str, Callable[[Tour, str], list[Step]]] = {
     "fairmark env [--diff RUN_A RUN_B]": r_env,
     "fairmark report RUN --html FILE": r_report,
     "fairmark run PLAN --profile cpu,locks": r_profile,
+    "fairmark run PLAN --explain": r_explain,
     "fairmark setup PLAN": r_setup,
     "fairmark compare-runs RUN_A RUN_B": r_compare_runs,
     "fairmark compare-runs A1 A2 --vs B1 B2": r_compare_runs_vs,
