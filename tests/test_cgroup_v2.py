@@ -5,7 +5,8 @@ taken back after), the variant's description and the report say "cpuset cgroup, 
 workload gets half the CPU it gets without the variant.
 
 This machine is cgroup v1; the same placement on v1 is tested in tests/test_variants_system.py and
-tests/test_remote_variants.py. The guest has no perf: profiles by cgroup on v2 are not tested here.
+tests/test_remote_variants.py. Profiles are not tested here: profiles on a host need fairmark installed there,
+and the guest has only the standard library.
 
 CPU is judged by the guest's own accounting (the trial's user + system time over its wall time): under TCG the
 guest's clock is the host's, and a vCPU the busy host does not run still charges its task, so the ratio is the
