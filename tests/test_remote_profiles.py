@@ -132,7 +132,10 @@ def test_where_the_difference_went_from_profiles_taken_on_a_host(tmp_path: Path,
     )
     _mount_cgroups(net, "h1")
     plan = Path(_plan(tmp_path, net, body))
-    plan.write_text(plan.read_text().replace("max_profiled = 2", "max_profiled = 12"))
+    # 8 measured rounds: at 3 the verdict (and so the explanation) failed to prove the planted ~10% beside a
+    # QEMU guest and A/A sweeps (load ~6 on 2 CPUs): the first stage has 2 degrees of freedom
+    text = plan.read_text().replace("max_profiled = 2", "max_profiled = 12")
+    plan.write_text(text.replace("min_trials = 3\nmax_trials = 3", "min_trials = 8\nmax_trials = 8"))
     code, out, err = fairmark_cli("run", str(plan), "--profile", "cpu", "--json")
     assert code == 0, err
     doc = json.loads(out)
