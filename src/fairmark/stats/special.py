@@ -29,6 +29,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from fairmark.stats.arrays import Floats
+from fairmark.stats.tlight import _betacf
 
 _state = {"lean": False, "reuse_scipy": True}  # tests set reuse_scipy False
 _EPS = 1e-16
@@ -107,28 +108,7 @@ def chi2_upper_quantiles(df: float, p: Floats) -> Floats:
 
 
 # --- Student t ---------------------------------------------------------------------------------------------
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the incomplete beta function (modified Lentz)."""
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > _TINY else _TINY)
-    h = d
-    for m in range(1, 100_000 + int(20 * math.sqrt(max(a, b)))):
-        m2 = 2 * m
-        for aa in (
-            m * (b - m) * x / ((qam + m2) * (a + m2)),
-            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
-        ):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > _TINY else _TINY)
-            c = 1.0 + aa / c
-            c = c if abs(c) > _TINY else _TINY
-            h *= d * c
-        if abs(d * c - 1.0) < _EPS:
-            break
-    return h
+# The incomplete beta's continued fraction is stats/tlight.py's (one implementation of it in the package).
 
 
 def _betainc(a: float, b: float, x: float, y: float) -> float:
