@@ -41,12 +41,11 @@ class FleetView:
 def fleet_runs(store: Store, fleet: str | None) -> tuple[str, dict[str, str]]:
     """(fleet id, host → run id) of the named fleet, or of the newest one."""
     if fleet is None:
-        newest = next(
-            (r for r in store.list_runs(limit=200) if "fleet" in store.tags([r["id"]]).get(r["id"], {})), None
-        )
-        if newest is None:
+        recent = store.list_runs(limit=200)
+        tags = store.tags([r["id"] for r in recent])  # one query, not one a run
+        fleet = next((tags[r["id"]]["fleet"] for r in recent if "fleet" in tags.get(r["id"], {})), None)
+        if fleet is None:
             raise UsageError("no fleet run in this store: `fairmark run PLAN --hosts a,b,c` makes one")
-        fleet = store.tags([newest["id"]])[newest["id"]]["fleet"]
     runs = store.list_runs(limit=10_000, tags={"fleet": fleet})
     if not runs:
         raise UsageError(f"no run of fleet {fleet!r} in this store (`fairmark runs` lists the runs and tags)")
