@@ -154,3 +154,25 @@ def test_html_flame_graph_is_coloured_only_where_proven(tmp_path) -> None:
     fills = dict(re.findall(r"<title>([^<(]+?) \(.*?</title><rect [^>]*fill=\"(rgb\([^\"]+\))\"", svg))
     assert fills["extra_work"] == "rgb(255,0,0)"
     assert {fills[f] for f in ("compress", "main", "lz")} == {GREY["user"]}
+
+
+def test_table_fits_80_columns_even_when_two_trials_give_an_interval_seconds_wide() -> None:
+    """2 profiled trials a side give t with 1 degree of freedom: an interval of ±13 s on a 0.1 s function
+    (seen on a busy CI runner) must still fit show's 80 columns, and so must ±10^6 ms."""
+    from fairmark.report.explain import table
+    from fairmark.stats.attribution_diff import AttributionDiff, FunctionDiff
+
+    def f(name: str, low: float, high: float) -> FunctionDiff:
+        return FunctionDiff(name, "kernel", "self", 0.046, 0.1388, 0.0928, low, high, 0.4, 0.6, False)
+
+    funcs = (
+        f("md5sum", -13.5452, 13.7308),
+        f("x" * 60, -1234.5, 9876.5),
+        f("tiny", -0.00004, 0.00004),
+    )
+    d = AttributionDiff("paired", 2, 2, 0.2, 0.3, 0.05, 3, funcs)
+    lines = table(d)
+    assert all(len("    " + line) <= 80 for line in lines), [line for line in lines if len(line) > 76]
+    assert "-13545 to +13731" in lines[1], lines[1]
+    assert "-1.2e6 to +9.9e6" in lines[2], lines[2]
+    assert "-0.0 to +0.0" in lines[3], lines[3]

@@ -61,6 +61,18 @@ def _ms(seconds: float, digits: int = 1) -> str:
     return f"{seconds * 1e3:+.{digits}f}"
 
 
+def _ms_short(seconds: float) -> str:
+    """At most 6 characters, so that an interval from 2 profiled trials (t with 1 degree of freedom: seconds
+    wide) still fits the table's 80 columns: ±999.9, then whole milliseconds, then powers of ten."""
+    ms = seconds * 1e3
+    if abs(ms) < 999.95:
+        return f"{ms:+.1f}"
+    if abs(ms) < 99999.5:
+        return f"{ms:+.0f}"
+    mantissa, exponent = f"{ms:+.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def _head(v: Verdict) -> str:
     c = v.comparison
     texts = percent_texts(c.ratio, c.ratio_ci_low, c.ratio_ci_high, c.significant)
@@ -142,9 +154,9 @@ def table(d: AttributionDiff) -> list[str]:
         name = f.function + (" [k]" if f.space == "kernel" else "")
         name = name if len(name) <= NAME_WIDTH - 2 else name[: NAME_WIDTH - 3] + "…"
         mark = "*" if f.claimed else " "
-        interval = f"{_ms(f.low_s)} to {_ms(f.high_s)}"
+        interval = f"{_ms_short(f.low_s)} to {_ms_short(f.high_s)}"
         lines.append(
-            f"{mark}{name:<{NAME_WIDTH - 1}} {f.a_s * 1e3:8.1f} {f.b_s * 1e3:8.1f} {_ms(f.diff_s):>8}  {interval}"
+            f"{mark}{name:<{NAME_WIDTH - 1}} {f.a_s * 1e3:8.1f} {f.b_s * 1e3:8.1f} {_ms_short(f.diff_s):>8}  {interval}"
         )
     rest = len(rows) - TABLE_ROWS
     design = {
