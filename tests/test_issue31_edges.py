@@ -115,3 +115,61 @@ def test_the_two_stage_factor_is_80_percent_power_in_its_own_model(first_df: int
     mean = c * s + rng.standard_normal(draws)  # the repeat's mean difference, in units of σ/√n
     reach = np.maximum(stats.t.ppf(0.975, first_df) * v, stats.t.ppf(0.975, all_df) * w)
     assert float(np.mean(np.abs(mean) > reach)) == pytest.approx(0.80, abs=0.005)
+
+
+def _scipy_two_stage(first_df: float, all_df: float, confidence: float) -> float:
+    """power._two_stage as it was computed with scipy.special (stdtrit, chdtri, ndtr): the same bins, the same
+    bisection on the mean power itself (not the root replayed)."""
+    import numpy as np
+    from scipy import special as sp
+
+    q = 1.0 - (1.0 - confidence / 100.0) / 2.0
+    t_first, t_all = float(sp.stdtrit(first_df, q)), float(sp.stdtrit(all_df, q))
+    mid = (np.arange(32) + 0.5) / 32
+    v, w = np.sqrt(sp.chdtri(first_df, mid) / first_df), np.sqrt(sp.chdtri(all_df, mid) / all_df)
+    reach = np.maximum(t_first * v[:, None], t_all * w[None, :]).ravel()
+    root_u = np.sqrt(sp.chdtri(all_df, (np.arange(96) + 0.5) / 96) / all_df)[:, None]
+
+    def mean_power(c: float) -> float:
+        return float(np.mean(sp.ndtr(c * root_u - reach) + sp.ndtr(-c * root_u - reach)))
+
+    low, high = 0.0, t_first + 1.0
+    while mean_power(high) < 0.8:
+        low, high = high, high * 2.0
+    while high - low > 1e-5 * high:
+        m = (low + high) / 2.0
+        low, high = (m, high) if mean_power(m) < 0.8 else (low, m)
+    return high
+
+
+@pytest.mark.parametrize("confidence", [80.0, 95.0, 99.0])
+def test_the_two_stage_factor_is_what_scipy_computes(confidence: float) -> None:
+    """Without scipy (tlight's t, special's χ² quantiles, a tabulated Φ): scipy's factor to 1e-9."""
+    from fairmark.stats.power import two_stage_factor
+
+    for first_df, all_df in [(1, 3), (2, 2), (2, 5), (4, 29), (5, 17), (9, 200), (29, 29), (5, 2000)]:
+        ours = two_stage_factor(first_df, all_df, confidence)
+        assert ours == pytest.approx(_scipy_two_stage(first_df, all_df, confidence), rel=1e-9)
+
+
+def test_the_verdict_of_a_run_at_its_planned_length_loads_no_scipy() -> None:
+    """`show` of such a run loaded scipy.special for the two-stage factor alone (issue 34 item 15)."""
+    import sys
+
+    probe = (
+        "import sys, numpy as np\n"
+        "from fairmark.stats.paired import paired_by_round\n"
+        "rng = np.random.default_rng(7)\n"
+        "a, b = 100 + 2 * rng.standard_normal(18), 100 + 2 * rng.standard_normal(18)\n"
+        "t = paired_by_round(dict(enumerate(a)), dict(enumerate(b)), confidence=95, first_stage=6,\n"
+        "                    length_planned=True)\n"
+        "print(bool(t.parts), math.isfinite(t.mde), 'scipy' in sys.modules)\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", "import math\n" + probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert res.stdout.split() == ["True", "True", "False"], res.stderr

@@ -174,9 +174,9 @@ def _mde_of(q: Part, confidence: float) -> float:
     """The change q's test detects with 80% power in a repeat of the design (see Part.se_by_design)."""
     if not q.se_by_design:
         return mde_factor(q.df, confidence) * q.se
-    from scipy import special
+    from fairmark.stats.tlight import t_ppf
 
-    return float(q.t + special.stdtrit(q.df, POWER)) * q.se
+    return (q.t + t_ppf(q.df, POWER)) * q.se
 
 
 def _sign_test(design: str, scale: str, n: int, diff: float, ratio: float, confidence: float) -> RatioTest:

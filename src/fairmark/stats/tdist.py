@@ -32,12 +32,12 @@ MINISTAT_998_TYPOS = {7: 4.782, 8: 4.499, 9: 4.296, 10: 4.143, 11: 4.024, 12: 3.
 
 
 def _stdtrit(df: float, p: float) -> float:
-    """The one-sided quantile t with P(T ≤ t) = p, as scipy.special.stdtrit gives it (within a relative 1e-9;
+    """The one-sided quantile t with P(T ≤ t) = p, as scipy.special.stdtrit gives it (within a relative 1e-10;
     tests/test_stats_tlight.py), from stats/tlight: a command that computes a t and nothing else of scipy's
     (`history` sizing a change point, the checks at a run's end) loads no scipy (tests/test_cli_imports.py)."""
-    from fairmark.stats.tlight import t_isf
+    from fairmark.stats.tlight import t_ppf
 
-    return -t_isf(df, p) if p < 0.5 else t_isf(df, 1.0 - p)  # 1 − p is exact for p ≥ ½
+    return t_ppf(df, p)
 
 
 def exact_t(confidence: float, df: float) -> float:
