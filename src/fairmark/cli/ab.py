@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
 import time
 
 import click
 
+from fairmark.cli._builds import bisect_options, build_options, run_locked
 from fairmark.cli._lockwait import lock_first, wait_lock_option
-from fairmark.cli._tags import parse_tags, tag_option
+from fairmark.cli._tags import tag_option
 from fairmark.cli.check import _show, _threshold, _write
-from fairmark.cli.common import common_options, open_store, profile_options, profilers
+from fairmark.cli.common import common_options, guard_options, open_store, profile_options
 from fairmark.console import console
 from fairmark.errors import GateTripped
 
@@ -19,19 +18,8 @@ from fairmark.errors import GateTripped
 @click.command()
 @click.option("--base", required=True, metavar="REF", help="The commit the change is measured against.")
 @click.option("--head", required=True, metavar="REF", help="The commit with the change.")
-@click.option(
-    "--plan",
-    "plan_path",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Plan whose workloads run on both builds (no [[variant]]; a workload finds its build in "
-    "$FAIRMARK_CHECKOUT).",
-)
-@click.option(
-    "--build", required=True, metavar="CMD", help="Shell command that builds a checkout (run in it)."
-)
-@click.option(
-    "--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="The git repository."
+@build_options(
+    "Plan whose workloads run on both builds (no [[variant]]; a workload finds its build in $FAIRMARK_CHECKOUT)."
 )
 @click.option(
     "--fail-on",
@@ -50,12 +38,7 @@ from fairmark.errors import GateTripped
     "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown summary here."
 )
 @click.option("--quick", is_flag=True, help="The plan's [quick] parameters.")
-@click.option("--accept-risk", is_flag=True, help="Run despite doctor errors; the run records it.")
-@click.option(
-    "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
-)
-@click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials.")
-@click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
+@guard_options("Run despite doctor errors; the run records it.")
 @profile_options
 @tag_option("Also tag the run with this (repeatable); it is tagged ab.base, ab.head and commit anyway.")
 @wait_lock_option
@@ -83,14 +66,11 @@ def ab(
     """Build BASE and HEAD in checkouts of their own and measure both in ONE run, interleaved (the variants
     `base` and `head`); exit 1 on a regression of HEAD proven beyond --fail-on, as `check` does."""
     lock_first(wait_lock, allow_concurrent=allow_concurrent)  # before the imports a refusal need not pay for
-    from fairmark.assemble import host_lock
     from fairmark.bisect.ab import AB
-    from fairmark.bisect.search import BisectOptions
     from fairmark.cli._progress import TerminalProgress
-    from fairmark.run.signals import unwinding
 
     started = time.monotonic()
-    opts = BisectOptions(
+    opts = bisect_options(
         good=base,
         bad=head,
         plan_path=plan_path,
@@ -99,21 +79,16 @@ def ab(
         threshold_pct=fail_on_pct,
         quick=quick,
         accept_risk=accept_risk,
-        tags=parse_tags(tag_items),
-        command_line=shlex.join(["fairmark", *sys.argv[1:]]),
-        monitors=not no_monitors,
+        tag_items=tag_items,
+        no_monitors=no_monitors,
         monitor_interval=monitor_interval,
         allow_concurrent=allow_concurrent,
-        **profilers(profile, explain),
+        profile=profile,
+        explain=explain,
     )
     store = open_store()
-    # SIGTERM/SIGHUP (a CI cancel) from here on unwind: the lock released, the repository put back, exit 128+N
-    with unwinding():
-        job = AB(opts, store, seed=seed, progress=TerminalProgress, note=console.note, warn=console.warn)
-        with host_lock(plan_path, "ab", allow_concurrent=allow_concurrent, wait_s=wait_lock):
-            done = job.run()
-    for problem in done.cleanup_problems:
-        console.warn(f"the repository is not as it was: {problem}")
+    job = AB(opts, store, seed=seed, progress=TerminalProgress, note=console.note, warn=console.warn)
+    done = run_locked(job.run, plan_path, "ab", allow_concurrent=allow_concurrent, wait_s=wait_lock)
     _gate(store, done, fail_on_pct, junit_path, markdown_path, started)
 
 

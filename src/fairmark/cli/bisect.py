@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
 from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
 
+from fairmark.cli._builds import bisect_options, build_options, run_locked
 from fairmark.cli._lockwait import lock_first, wait_lock_option
-from fairmark.cli._tags import parse_tags, tag_option
+from fairmark.cli._tags import tag_option
 from fairmark.cli.check import _threshold
-from fairmark.cli.common import common_options, open_store, profile_options, profilers
+from fairmark.cli.common import common_options, guard_options, open_store, profile_options
 from fairmark.console import console
 
 if TYPE_CHECKING:
@@ -23,19 +22,8 @@ if TYPE_CHECKING:
 @click.command()
 @click.option("--good", required=True, metavar="G", help="A commit without the regression.")
 @click.option("--bad", required=True, metavar="B", help="A later commit with it.")
-@click.option(
-    "--plan",
-    "plan_path",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Plan whose "
-    "workloads run on both sides (no [[variant]]; a workload finds its checkout in $FAIRMARK_CHECKOUT).",
-)
-@click.option(
-    "--build", required=True, metavar="CMD", help="Shell command that builds a checkout (run in it)."
-)
-@click.option(
-    "--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="The git repository."
+@build_options(
+    "Plan whose workloads run on both sides (no [[variant]]; a workload finds its checkout in $FAIRMARK_CHECKOUT)."
 )
 @click.option(
     "--threshold",
@@ -54,12 +42,7 @@ if TYPE_CHECKING:
     help="Runs of the plan per commit at most (pooled) before a not-proven commit is skipped.",
 )
 @click.option("--quick", is_flag=True, help="The plan's [quick] parameters for every run.")
-@click.option("--accept-risk", is_flag=True, help="Run despite doctor errors; every run records it.")
-@click.option(
-    "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
-)
-@click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials.")
-@click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
+@guard_options("Run despite doctor errors; every run records it.")
 @profile_options
 @tag_option("Also tag every step's run with this (repeatable); each is tagged commit=SHA anyway.")
 @wait_lock_option
@@ -85,12 +68,10 @@ def bisect(
     """Drive `git bisect` with proven verdicts: each candidate built in its own checkout and measured
     interleaved against the good commit; good/bad only when proven, else more runs, then skip."""
     lock_first(wait_lock, allow_concurrent=allow_concurrent)  # before the imports a refusal need not pay for
-    from fairmark.assemble import host_lock
-    from fairmark.bisect.search import Bisect, BisectOptions
+    from fairmark.bisect.search import Bisect
     from fairmark.cli._progress import TerminalProgress
-    from fairmark.run.signals import unwinding
 
-    opts = BisectOptions(
+    opts = bisect_options(
         good=good,
         bad=bad,
         plan_path=plan_path,
@@ -100,20 +81,15 @@ def bisect(
         attempts=attempts,
         quick=quick,
         accept_risk=accept_risk,
-        tags=parse_tags(tag_items),
-        command_line=shlex.join(["fairmark", *sys.argv[1:]]),
-        monitors=not no_monitors,
+        tag_items=tag_items,
+        no_monitors=no_monitors,
         monitor_interval=monitor_interval,
         allow_concurrent=allow_concurrent,
-        **profilers(profile, explain),
+        profile=profile,
+        explain=explain,
     )
-    # SIGTERM/SIGHUP (a CI cancel) from here on unwind: the lock released, the repository put back, exit 128+N
-    with unwinding():
-        search = Bisect(opts, open_store(), progress=TerminalProgress, note=console.note, warn=console.warn)
-        with host_lock(plan_path, "bisect", allow_concurrent=allow_concurrent, wait_s=wait_lock):
-            result = search.run()
-    for problem in result.cleanup_problems:
-        console.warn(f"the repository is not as it was: {problem}")
+    search = Bisect(opts, open_store(), progress=TerminalProgress, note=console.note, warn=console.warn)
+    result = run_locked(search.run, plan_path, "bisect", allow_concurrent=allow_concurrent, wait_s=wait_lock)
     _report(result)
 
 

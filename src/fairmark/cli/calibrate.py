@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from fairmark.cli._lockwait import lock_first, wait_lock_option
-from fairmark.cli.common import common_options, open_store
+from fairmark.cli.common import common_options, guard_options, open_store
 from fairmark.console import console
 
 CALIBRATION_TAG = "calibration"  # tag of every A/A run `calibrate` stores: "K/N" (so `runs` tells them apart)
@@ -120,16 +120,10 @@ def aa_runs(
     help="A/A runs of each workload.",
 )
 @click.option("--quick", is_flag=True, help="The plan's [quick] trial counts.")
-@click.option("--accept-risk", is_flag=True, help="Run despite doctor errors; every report will say so.")
-@click.option(
-    "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
+@guard_options(
+    "Run despite doctor errors; every report will say so.",
+    "Do not sample vmstat-like monitors during trials (calibrates runs made with --no-monitors).",
 )
-@click.option(
-    "--no-monitors",
-    is_flag=True,
-    help="Do not sample vmstat-like monitors during trials (calibrates runs made with --no-monitors).",
-)
-@click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
 @wait_lock_option
 @common_options
 def calibrate(

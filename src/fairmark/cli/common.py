@@ -33,6 +33,36 @@ def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def stack(*options: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Several click options as one decorator, in the order they are listed (--help lists them so)."""
+
+    def apply(func: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return apply
+
+
+ALLOW_CONCURRENT = click.option(
+    "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
+)
+MONITOR_INTERVAL = click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
+NO_MONITORS_HELP = "Do not sample vmstat-like monitors during trials."
+
+
+def guard_options(
+    accept_help: str, no_monitors_help: str = NO_MONITORS_HELP
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--accept-risk, --allow-concurrent, --no-monitors and --monitor-interval of a command that runs plans."""
+    return stack(
+        click.option("--accept-risk", is_flag=True, help=accept_help),
+        ALLOW_CONCURRENT,
+        click.option("--no-monitors", is_flag=True, help=no_monitors_help),
+        MONITOR_INTERVAL,
+    )
+
+
 def open_store():  # -> fairmark.store.db.Store (imported lazily: `fairmark compare` needs no database)
     from fairmark.store.db import Store
 

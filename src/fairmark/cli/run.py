@@ -13,7 +13,15 @@ import click
 
 from fairmark.cli._lockwait import lock_first, wait_lock_option
 from fairmark.cli._tags import parse_tags, tag_option
-from fairmark.cli.common import common_options, open_store, state
+from fairmark.cli.common import (
+    ALLOW_CONCURRENT,
+    MONITOR_INTERVAL,
+    NO_MONITORS_HELP,
+    common_options,
+    open_store,
+    stack,
+    state,
+)
 from fairmark.console import console
 from fairmark.errors import GateTripped, RunFailed, UsageError
 
@@ -94,9 +102,7 @@ def _execute(request: RunRequest, fail_on_regression: float | None, progress: An
 
 
 _run_options = [
-    click.option(
-        "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
-    ),
+    ALLOW_CONCURRENT,
     click.option(
         "--fail-on-regression",
         type=float,
@@ -104,8 +110,8 @@ _run_options = [
         help="Exit 1 on a regression proven beyond PCT%: worse than the baseline, significant after "
         "Benjamini-Hochberg, and the whole CI of the change beyond PCT% (the rule of check and bisect).",
     ),
-    click.option("--no-monitors", is_flag=True, help="Do not sample vmstat-like monitors during trials."),
-    click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S"),
+    click.option("--no-monitors", is_flag=True, help=NO_MONITORS_HELP),
+    MONITOR_INTERVAL,
     click.option(
         "--profile",
         metavar="LIST",
@@ -153,14 +159,13 @@ _backfill_options = [
 
 def _backfill(plan, tags, quick, accept_risk, allow_concurrent, no_monitors, interval, opts) -> None:
     """`run PLAN --commits A..B --build CMD`: bisect/backfill.py, under this machine's lock for all of it."""
-    from fairmark.assemble import host_lock
     from fairmark.bisect.backfill import Backfill
-    from fairmark.bisect.search import BisectOptions
+    from fairmark.cli._builds import bisect_options, run_locked
     from fairmark.cli._progress import TerminalProgress
 
     if not opts["build"]:
         raise UsageError("--commits A..B needs --build CMD: each commit is built before it is measured")
-    bopts = BisectOptions(
+    bopts = bisect_options(
         good="",
         bad="",
         plan_path=plan,
@@ -169,8 +174,7 @@ def _backfill(plan, tags, quick, accept_risk, allow_concurrent, no_monitors, int
         quick=quick,
         accept_risk=accept_risk,
         tags=tags,
-        command_line=shlex.join(["fairmark", *sys.argv[1:]]),
-        monitors=not no_monitors,
+        no_monitors=no_monitors,
         monitor_interval=interval,
         allow_concurrent=allow_concurrent,
     )
@@ -184,10 +188,7 @@ def _backfill(plan, tags, quick, accept_risk, allow_concurrent, no_monitors, int
         note=console.note,
         warn=console.warn,
     )
-    with host_lock(plan, "backfill", allow_concurrent=allow_concurrent, wait_s=opts["wait_lock"]):
-        done = job.run()
-    for problem in done.cleanup_problems:
-        console.warn(f"the repository is not as it was: {problem}")
+    done = run_locked(job.run, plan, "backfill", allow_concurrent=allow_concurrent, wait_s=opts["wait_lock"])
     if console.json_mode:
         console.emit_json(done.to_dict())
         return
@@ -195,15 +196,6 @@ def _backfill(plan, tags, quick, accept_risk, allow_concurrent, no_monitors, int
         f"{len(done.commits)} commit(s): {len(done.measured)} measured, {len(done.stored)} already stored, "
         f"{len(done.failed)} did not build"
     )
-
-
-def _with(options: list[Any]):
-    def deco(f: Any) -> Any:
-        for opt in reversed(options):
-            f = opt(f)
-        return f
-
-    return deco
 
 
 @click.command()
@@ -244,8 +236,8 @@ def _with(options: list[Any]):
     help="With --hosts: run at most N hosts at once (default: all of them).",
 )
 @tag_option("Tag the run (repeatable), e.g. --tag commit=$(git rev-parse HEAD) --tag branch=main.")
-@_with(_run_options)
-@_with(_backfill_options)
+@stack(*_run_options)
+@stack(*_backfill_options)
 @common_options
 def run(
     plan: str,
@@ -401,7 +393,7 @@ def _load(plan: str, map_hosts: tuple[str, ...], host: str | None) -> tuple[Load
 
 @click.command()
 @click.argument("run_ref", metavar="RUN")
-@_with(_run_options)
+@stack(*_run_options)
 @common_options
 def resume(
     run_ref: str,
