@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from rich.console import Console as RichConsole
     from rich.table import Table
 
+    from fairmark.plaintable import PlainTable
+
 
 def _json_default(obj: Any) -> Any:
     if hasattr(obj, "to_dict"):
@@ -68,6 +70,8 @@ def printable(text: str) -> str:
 def escape(text: str) -> str:
     """rich's markup escaped (rich is imported when something is printed through it, not before: `compare` of
     plain files writes its lines itself and never loads it)."""
+    if "[" not in text and not text.endswith("\\"):
+        return text  # what rich's escape gives back, without loading rich
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)
@@ -361,6 +365,9 @@ class Console:
     def print(self, *objects: Any, **kwargs: Any) -> None:
         if self.json_mode and not kwargs.pop("force", False):
             return
+        if not objects and not kwargs and _plain_wrap_width(sys.stdout) is not None:
+            self._write(sys.stdout, "\n")  # a blank line, without loading rich
+            return
         self.out.print(*objects, **kwargs)
 
     @property
@@ -412,7 +419,12 @@ class Console:
 
     def text(self, line: str) -> None:
         """A plain line (no markup interpretation), wrapped to the width; suppressed in --json mode."""
-        if not self.json_mode:
+        if self.json_mode:
+            return
+        plain = _plain_wrap_width(sys.stdout)
+        if plain is not None and _plain_text(line):  # what rich would write, without loading it
+            self._write(sys.stdout, self.wrap(line, width=plain) + "\n")
+        else:
             self.out.print(escape(self.wrap(line)), highlight=False)
 
     def block(self, lines: str | list[str]) -> None:
@@ -425,24 +437,13 @@ class Console:
     @staticmethod
     def table(
         *columns: str, wrap: tuple[str, ...] = (), right: tuple[str, ...] = (), **options: Any
-    ) -> Table:
+    ) -> PlainTable:
         """A compact table: a rule under the header, no boxes, one space either side of each column; its title,
         if any, printed above it by `print_table` (wrapped like prose, not squeezed into the columns). Only the
         columns named in `wrap` may wrap (prose); the others keep each value on one line."""
-        from rich import box
-        from rich.table import Table
+        from fairmark.plaintable import PlainTable
 
-        t = Table(
-            box=box.SIMPLE_HEAD,
-            show_edge=False,
-            pad_edge=False,
-            padding=(0, 1),
-            collapse_padding=True,
-            **options,
-        )
-        for col in columns:
-            t.add_column(col, no_wrap=col not in wrap, justify="right" if col in right else "left")
-        return t
+        return PlainTable(columns, wrap, right, options)
 
     @staticmethod
     def natural_width(columns: list[str], rows: list[list[str]]) -> int:
@@ -450,15 +451,24 @@ class Console:
         widths = [max(len(col), *(len(row[i]) for row in rows)) for i, col in enumerate(columns)]
         return sum(widths) + 2 * (len(widths) - 1)
 
-    def print_table(self, table: Table, title: str | None = None, *, stderr: bool = False) -> None:
+    def print_table(self, table: PlainTable, title: str | None = None, *, stderr: bool = False) -> None:
         """A table under its title (plain text, wrapped); the title in bold on a terminal."""
-        target = self.err if stderr else self.out
         if self.json_mode and not stderr:
             return
+        stream = sys.stderr if stderr else sys.stdout
+        plain = _plain_wrap_width(stream)
+        # a pipe or a file: rich's layout, when this knows it, written without rich (plaintable.py)
+        lines = None if plain is None else table.lines(plain or 80)
+        if lines is not None and (not title or _plain_text(title)):
+            head = [self.wrap(title)] if title else []
+            self._write(stream, "\n".join([*head, *lines, ""]))
+            return
+        target = self.err if stderr else self.out
         if title:
             target.print(f"[bold]{escape(self.wrap(title))}[/bold]", highlight=False)
-        fit(table, target.width)
-        target.print(table)
+        rich_table = table.as_rich()
+        fit(rich_table, target.width)
+        target.print(rich_table)
 
     def line(self, text: str, indent: str = "       ") -> None:
         """A plain line on stderr, written without rich's rendering: the per-trial log of a plan of thousands
@@ -534,6 +544,14 @@ def _plain_wrap_width(stream: Any) -> int | None:
     if not columns:
         return 0
     return int(columns) if columns.isdigit() else None
+
+
+def _plain_text(text: str) -> bool:
+    """`text` printed by rich (escaped) is `text` itself: no backslash (escape's own), no emoji code, no control
+    character; its brackets are escaped and come back as they were."""
+    from fairmark.plaintable import plain
+
+    return plain(text.replace("[", "").replace("\n", ""))
 
 
 def fit(table: Table, width: int) -> None:

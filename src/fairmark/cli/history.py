@@ -7,11 +7,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
 
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store
-from fairmark.console import console
+from fairmark.console import console, escape
 from fairmark.errors import InputError
 
 if TYPE_CHECKING:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
 
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store, state
-from fairmark.console import console
+from fairmark.console import console, escape
 from fairmark.store.owner import GONE as CONTROLLER_GONE
 
 if TYPE_CHECKING:
