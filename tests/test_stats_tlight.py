@@ -140,6 +140,11 @@ def test_the_shipped_mde_factors_are_what_scipy_computes() -> None:
     for key in [1.0, 1.05, 2.5, 7.35, 29.0, 199.95, 200.0, 1230.0, 20000.0, *keys[:: len(keys) // 12]]:
         assert shipped[key] == power._factor(key, power.SHIPPED_LEVEL, power.POWER), key
     assert power.mde_factor(57.31, 95.0) == power._factor(57.3, 95.0, 0.8)  # Welch's df, by its key
+    # Above the table: interpolated in 1/df to the normal limit, within the bisection's width of its result
+    assert shipped[float(power.SHIPPED_UP_TO)] == power.FACTOR_AT_TOP
+    for df in (20_001.0, 30_000.0, 100_000.0, 199_980.0, 1e6, 1e9):
+        key = min(power.df_key(df), 1e6)
+        assert power.mde_factor(df, 95.0) == pytest.approx(power._factor(key, 95.0, 0.8), rel=1e-5), df
     assert power.mde_factor(57.31, 99.0) == power._factor(57.3, 99.0, 0.8)  # another level: computed
 
 

@@ -180,13 +180,12 @@ def ascii_plot(
         ):  # ministat clears only the rows it adds (rows above a lowered height keep their points)
             grid[height:need] = 0
         height = need if ministat_compat else max(height, need)
-        np.bitwise_or.at(grid, (rows, cols), k + 1)
+        grid[rows, cols] |= k + 1  # one point per (row, column) of a set: no ufunc.at needed (85 ms at 2×10⁵)
         _bar(frame, bars[k if separate_bars else 0], stats[k])
     rule = "+" + "-" * width + "+"
-    body = [
-        "|" + grid[r].tobytes().translate(_SYMBOL_TABLE).decode("ascii") + "|"
-        for r in range(height - 1, 0, -1)
-    ]
+    # every row translated at once (a 100 000-line set stacks thousands of rows)
+    text = grid[height - 1 : 0 : -1].tobytes().translate(_SYMBOL_TABLE).decode("ascii")
+    body = ["|" + text[i : i + width] + "|" for i in range(0, len(text), width)]
     return [rule, *body, *("|" + "".join(b) + "|" for b in bars), rule]
 
 

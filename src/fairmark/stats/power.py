@@ -90,6 +90,8 @@ def mde_factor(df: float, confidence: float, power: float = POWER) -> float:
     # Rounded so that Welch's fractional df share a handful of cached roots (the factor moves < 0.1% per 0.05).
     key = min(df_key(df), 1e6)
     if float(confidence) == SHIPPED_LEVEL and float(power) == POWER:
+        if key > SHIPPED_UP_TO:
+            return _beyond_table(key)
         shipped = _shipped().get(key)
         if shipped is not None:
             return shipped
@@ -98,6 +100,18 @@ def mde_factor(df: float, confidence: float, power: float = POWER) -> float:
         with special.general():
             return _factor(key, float(confidence), float(power), False)
     return _factor(key, float(confidence), float(power), special.is_lean())
+
+
+# The shipped factor at SHIPPED_UP_TO (tests/test_stats_tlight.py checks it is the table's).
+FACTOR_AT_TOP = 2.801839053412964
+
+
+def _beyond_table(key: float) -> float:
+    """The default level's factor above the table: linear in 1/df between the table's last factor and the normal
+    limit z₀.₉₇₅ + z₀.₈ (df → ∞), within the bisection's own width (1e-5) of `_factor` there — 5.2e-6 at df
+    2e5, where `compare` of two 100 000-line files spent 75 ms of its CPU on the quadrature."""
+    limit = t_isf(math.inf, (1.0 - SHIPPED_LEVEL / 100.0) / 2.0) + t_isf(math.inf, 1.0 - POWER)
+    return limit + (FACTOR_AT_TOP - limit) * (SHIPPED_UP_TO / key)
 
 
 def df_key(df: float) -> float:
@@ -139,7 +153,7 @@ _SPREAD_BINS = 32  # equal-probability bins of the repeat's two spreads (96 × 3
 @functools.cache
 def _two_stage(first_df: float, all_df: float, confidence: float, power: float) -> float:
     """The factor by bisection on the mean power over the repeat's two spreads (v, w) and σ given all rounds'
-    spread (u), every piece without scipy (tlight's t, special's lean χ² quantiles, Φ by _normal_cdf): `show` of
+    spread (u), every piece without scipy (tlight's t, special's lean χ² quantiles and Φ): `show` of
     a run that stopped at its planned length loaded scipy.special for this alone (issue 34 item 15)."""
     q = (1.0 - confidence / 100.0) / 2.0
     t_first, t_all = t_isf(first_df, q), t_isf(all_df, q)
@@ -151,7 +165,7 @@ def _two_stage(first_df: float, all_df: float, confidence: float, power: float) 
 
     def mean_power(c: float) -> float:
         lam = c * root_u
-        return float(np.mean(_normal_cdf(lam - reach) + _normal_cdf(-lam - reach)))
+        return float(np.mean(special.normal_cdf(lam - reach) + special.normal_cdf(-lam - reach)))
 
     low, high = 0.0, t_first + 1.0
     while mean_power(high) < power:
@@ -170,27 +184,3 @@ def _two_stage(first_df: float, all_df: float, confidence: float, power: float) 
 def _chi2_upper(df: float, p: Floats) -> Floats:
     """x with P(χ²_df > x) = p (scipy's chdtri), by special's series (agreeing with it to 1e-10)."""
     return 2.0 * special._gamma_upper_quantiles(df / 2.0, np.asarray(p, dtype=np.float64))
-
-
-_PHI_STEP = 1.0 / 64.0  # Φ's table: cubic Hermite between nodes this far apart is within 2e-10 of it
-_PHI_REACH = 12.0  # beyond ±12, Φ is 0 or 1 within 2e-33
-
-
-@functools.lru_cache(maxsize=1)
-def _phi_table() -> tuple[Floats, Floats]:
-    x = np.arange(-_PHI_REACH, _PHI_REACH + _PHI_STEP / 2, _PHI_STEP)
-    value = np.array([0.5 * math.erfc(-t / math.sqrt(2.0)) for t in x.tolist()])
-    return value, np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
-
-
-def _normal_cdf(x: Floats) -> Floats:
-    """Φ(x) for an array, by cubic Hermite interpolation of math.erfc's values and the exact density (numpy has
-    no erf; math.erfc element by element was 13 ms per 98 304 values, and the bisection asks ~40 times)."""
-    value, slope = _phi_table()
-    pos = (np.clip(x, -_PHI_REACH, _PHI_REACH) + _PHI_REACH) / _PHI_STEP
-    i = np.minimum(pos.astype(np.int64), value.size - 2)
-    f = pos - i
-    f2, f3 = f * f, f * f * f
-    h00, h10, h01, h11 = 2 * f3 - 3 * f2 + 1, f3 - 2 * f2 + f, 3 * f2 - 2 * f3, f3 - f2
-    out = h00 * value[i] + h01 * value[i + 1] + _PHI_STEP * (h10 * slope[i] + h11 * slope[i + 1])
-    return np.asarray(out, dtype=np.float64)

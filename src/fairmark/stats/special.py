@@ -22,6 +22,7 @@ output on the same files):
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import sys
 from collections.abc import Iterator
@@ -108,11 +109,30 @@ def chi2_upper_quantiles(df: float, p: Floats) -> Floats:
 
 # --- the noncentral t's power, by the expectation over the χ² of the spread --------------------------------
 
-_phi = np.frompyfunc(math.erfc, 1, 1)
+_PHI_STEP = 1.0 / 256.0  # Φ's table: cubic Hermite between nodes this far apart is within 1e-12 of Φ
+_PHI_REACH = 12.0  # beyond ±12, Φ is 0 or 1 within 2e-33
 
 
-def _normal_cdf(x: Floats) -> Floats:
-    return np.asarray(0.5 * _phi(-x / math.sqrt(2.0)), dtype=np.float64)
+@functools.lru_cache(maxsize=1)
+def _phi_table() -> tuple[Floats, Floats]:
+    x = np.arange(-_PHI_REACH, _PHI_REACH + _PHI_STEP / 2, _PHI_STEP)
+    value = np.array([0.5 * math.erfc(-t / math.sqrt(2.0)) for t in x.tolist()])
+    return value, np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+
+def normal_cdf(x: Floats) -> Floats:
+    """Φ(x) for an array, within 1e-12 of scipy's ndtr: cubic Hermite interpolation of math.erfc's values and
+    the exact density on a grid (numpy has no erf; math.erfc element by element took 50 ms of a 100 000-line
+    `compare`'s MDE, and 13 ms per 98 304 values of the two-stage factor, asked ~25 times)."""
+    value, slope = _phi_table()
+    pos = (np.clip(x, -_PHI_REACH, _PHI_REACH) + _PHI_REACH) / _PHI_STEP
+    i = np.minimum(pos.astype(np.int64), value.size - 2)
+    f = pos - i
+    f2 = f * f
+    f3 = f2 * f
+    out = (2 * f3 - 3 * f2 + 1) * value[i] + (3 * f2 - 2 * f3) * value[i + 1]
+    out += _PHI_STEP * ((f3 - 2 * f2 + f) * slope[i] + (f3 - f2) * slope[i + 1])
+    return np.asarray(out, dtype=np.float64)
 
 
 def _log_chi2_nodes(df: float, sharpest: float) -> tuple[Floats, Floats]:
@@ -146,7 +166,7 @@ def _t_power(df: float, nc: Floats, t_crit: float) -> Floats:
     z, w = _log_chi2_nodes(df, (float(np.max(nc, initial=0.0)) + t_crit) / 2.0)
     reach = t_crit * np.exp(z / 2.0)[:, None]  # t·√W at each node
     delta = nc[None, :]
-    inside = _normal_cdf(delta - reach) + _normal_cdf(-delta - reach)
+    inside = normal_cdf(delta - reach) + normal_cdf(-delta - reach)
     return np.asarray(w @ inside, dtype=np.float64)
 
 
@@ -197,7 +217,7 @@ def _normal_upper_quantiles(p: Floats) -> Floats:
     """z with P(Z > z) = p (Newton on the normal tail; p away from 0 and 1, as the bins' midpoints are)."""
     z = np.zeros_like(p)
     for _ in range(100):
-        tail = 1.0 - _normal_cdf(z)
+        tail = 1.0 - normal_cdf(z)
         dens = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
         step = np.clip((tail - p) / dens, -2.0, 2.0)
         z += step
