@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from fairmark.assemble import RunRequest, execute_run
+from fairmark.assemble import execute_run
 from fairmark.bisect.search import Bisect, BisectOptions, step_plan
 from fairmark.plan.model import metric_thresholds
 from fairmark.run.signals import unwinding
@@ -65,20 +65,8 @@ class AB(Bisect):
         # the question is the gate's, "is head slower beyond --fail-on": stop when that is decided (a change
         # proven beyond it either way, or proven within it), unless the plan chose a stop
         loaded = replace(loaded, plan=loaded.plan.with_decision_stop(self.opts.threshold_pct))
-        request = RunRequest(
-            loaded,
-            quick=self.opts.quick,
-            seed=self.seed,
-            accept_risk=self.opts.accept_risk,
-            tags={**self.opts.tags, "commit": head, "ab.base": base, "ab.head": head},
-            command_line=self.opts.command_line,
-            monitors=self.opts.monitors,
-            monitor_interval=self.opts.monitor_interval,
-            profile=self.opts.profile,
-            explain=self.opts.explain,
-            allow_concurrent=self.opts.allow_concurrent,
-            hold_lock=False,  # held by the command around the builds too (cli/ab.py)
-        )
+        tags = {"commit": head, "ab.base": base, "ab.head": head}
+        request = self.opts.request(loaded, tags, seed=self.seed)
         run_id = execute_run(request, self.store, progress=self.progress(), warn=self._warn_once).run_id
         self._warn_environment(run_id)
         return run_id, metric_thresholds(loaded.plan)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fairmark.assemble import RunRequest, execute_run
+from fairmark.assemble import execute_run
 from fairmark.bisect.git import Repo
 from fairmark.bisect.search import Bisect, BisectOptions, _quoted
 from fairmark.errors import UsageError
@@ -135,17 +135,7 @@ class Backfill(Bisect):
         )  # as `run --checkout`: the plan's commands are checked there
         try:
             loaded = load_plan(self.opts.plan_path)
-            request = RunRequest(
-                loaded,
-                quick=self.opts.quick,
-                accept_risk=self.opts.accept_risk,
-                tags={**self.opts.tags, "commit": sha},
-                command_line=self.opts.command_line,
-                monitors=self.opts.monitors,
-                monitor_interval=self.opts.monitor_interval,
-                allow_concurrent=self.opts.allow_concurrent,
-                hold_lock=False,  # held by the command across the commits (cli/run.py)
-            )
+            request = self.opts.request(loaded, {"commit": sha})
             result = execute_run(request, self.store, progress=self.progress(), warn=self._warn_once)
         finally:
             if old is None:

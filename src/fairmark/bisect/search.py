@@ -75,6 +75,24 @@ class BisectOptions:
     profile: tuple[str, ...] = ()  # --profile: every run's profiled trials (report/explain: where it went)
     explain: bool = False  # --explain: CPU-profiled trials only in a run whose difference is significant
 
+    def request(self, loaded: LoadedPlan, tags: dict[str, str], **extra: Any) -> RunRequest:
+        """The RunRequest of one of the job's runs. The command holds this machine's lock across all of them
+        (cli/_builds.run_locked), so no run takes it."""
+        return RunRequest(
+            loaded,
+            quick=self.quick,
+            accept_risk=self.accept_risk,
+            tags={**self.tags, **tags},
+            command_line=self.command_line,
+            monitors=self.monitors,
+            monitor_interval=self.monitor_interval,
+            profile=self.profile,
+            explain=self.explain,
+            allow_concurrent=self.allow_concurrent,
+            hold_lock=False,
+            **extra,
+        )
+
 
 @dataclass(frozen=True)
 class Step:
@@ -367,27 +385,14 @@ class Bisect:
         # a step asks "is the candidate slower than good, or faster than bad": stopped when that is decided
         loaded = replace(loaded, plan=loaded.plan.with_decision_stop())
         tags = {
-            **self.opts.tags,
             "commit": sha,
             "bisect.good": self._good,
             "bisect.step": str(step_no),
             "bisect.attempt": str(attempt),
             "bisect.id": self.id,
         }
-        request = RunRequest(
-            loaded,
-            quick=self.opts.quick,
-            accept_risk=self.opts.accept_risk,
-            tags=tags,
-            command_line=self.opts.command_line,
-            monitors=self.opts.monitors,
-            monitor_interval=self.opts.monitor_interval,
-            profile=self.opts.profile,
-            explain=self.opts.explain,
-            allow_concurrent=self.opts.allow_concurrent,
-            hold_lock=False,  # the bisect holds it across its steps (cli/bisect.py)
-            decide=((), False) if step_no == 0 else (((GOOD, CANDIDATE), (BAD, CANDIDATE)), True),
-        )
+        decide = ((), False) if step_no == 0 else (((GOOD, CANDIDATE), (BAD, CANDIDATE)), True)
+        request = self.opts.request(loaded, tags, decide=decide)
         return execute_run(request, self.store, progress=self.progress(), warn=self._warn_once).verdicts
 
     def _warn_once(self, line: str) -> None:

@@ -207,13 +207,8 @@ def _json(r: RunReport, _: Context) -> dict[str, Any]:
                 "variant": v.variant,
                 "metric": v.metric,
                 "sentence": e["sentence"],
-                "design": d.design,
-                "profiled_trials": [d.n_a, d.n_b],
-                "cpu_s_per_trial": [d.cpu_a_s, d.cpu_b_s],
-                "alpha": d.alpha,
-                "tested": d.tested,
-                "functions": [f.to_dict() for f in d.functions],
             }
+            | d.to_dict()
         )
     return out
 

@@ -84,13 +84,7 @@ def to_json(e: dict[str, Any]) -> dict[str, Any]:
         "variant": v.variant,
         "metric": v.metric,
         "where": e["where"],
-        "design": d.design,
-        "units": [d.n_a, d.n_b],
-        "cpu_s_per_trial": [d.cpu_a_s, d.cpu_b_s],
-        "alpha": d.alpha,
-        "tested": d.tested,
-        "functions": [f.to_dict() for f in d.functions],
-    }
+    } | d.to_dict(units="units")
 
 
 def lines(e: dict[str, Any]) -> tuple[str, list[str]]:

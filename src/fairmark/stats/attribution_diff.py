@@ -73,6 +73,17 @@ class AttributionDiff:
     def claimed(self, mode: str = "self") -> list[FunctionDiff]:
         return [f for f in self.functions if f.mode == mode and f.claimed]
 
+    def to_dict(self, units: str = "profiled_trials") -> dict[str, object]:
+        """--json's fields; `units` names what n_a and n_b count (profiled trials, or boots and runs)."""
+        return {
+            "design": self.design,
+            units: [self.n_a, self.n_b],
+            "cpu_s_per_trial": [self.cpu_a_s, self.cpu_b_s],
+            "alpha": self.alpha,
+            "tested": self.tested,
+            "functions": [f.to_dict() for f in self.functions],
+        }
+
 
 def frame_space(frame: str) -> tuple[str, str]:
     """A frame's function name and its space ("kernel" when the collapser marked it, else "user")."""
