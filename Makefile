@@ -33,9 +33,9 @@ run: setup
 	@mkdir -p out
 	$(BIN)/fairmark report last --html out/report.html
 
-# The trial launcher and the launch server (src/fairmark/run/c/) as C: every warning an error, with the C
+# The trial launcher and the launch server (src/fairmark/run/launch/c/) as C: every warning an error, with the C
 # library and without it (FAIRMARK_NOLIBC, Linux x86-64), as fairmark builds them at run time.
-C_SRC   := src/fairmark/run/c
+C_SRC   := src/fairmark/run/launch/c
 C_WARN  := -Wall -Wextra -Werror -O2 -c -o /dev/null
 C_NOLIBC := -ffreestanding -fno-stack-protector -fno-builtin -DFAIRMARK_NOLIBC
 

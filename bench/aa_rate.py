@@ -65,7 +65,7 @@ def one_run():
         from fairmark.assemble import RunRequest, execute_run
     except ImportError:
         from fairmark.cli.run import _hooks
-        from fairmark.run.runner import Runner, RunOptions
+        from fairmark.run.loop.runner import Runner, RunOptions
         opts = RunOptions(accept_risk=True, allow_concurrent=True, hooks=_hooks(monitors, 1.0, None))
         try:
             runner = Runner(aa, store, opts, hosts=None)

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fairmark.run.lock import HostLock
+from fairmark.run.guard.lock import HostLock
 
 STARTS = 9
 PLAN = '[[workload]]\nname = "nap"\ncommand = ["sleep", "0.1"]\n[[variant]]\nname = "a"\n[[variant]]\nname = "b"\n'

@@ -1,7 +1,7 @@
 """The agent's per-trial overhead against a local trial (issue 13), measured in one run on this machine.
 
 One test host (a network namespace with its own sshd, tests/nethosts.py; needs root) and the controller run
-the same trial alternately, N times each: locally through `fairmark.run.executor.execute_spec`, and on the host
+the same trial alternately, N times each: locally through `fairmark.run.launch.executor.execute_spec`, and on the host
 through `RemoteExecutor` (SSH ControlMaster + the shipped stdlib-only agent). Printed, each as a median with
 the ratio remote/local:
   1. the wall time fairmark *measures* for the trial (taken on the host by the agent: network latency must not
@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import nethosts
 from fairmark.remote.connection import HostConnection, HostSpec
 from fairmark.remote.executor import RemoteExecutor
-from fairmark.run.executor import execute_spec
+from fairmark.run.launch.executor import execute_spec
 from fairmark.run.spec import TrialSpec
 
 N = 200

@@ -30,7 +30,7 @@ CHILD = r"""
 import json, os, sys, time
 src, plan, out = sys.argv[1:4]
 sys.path.insert(0, src)
-from fairmark.run import runner as R
+from fairmark.run.loop import runner as R
 acc = {"loop_s": 0.0, "trials": 0, "end_s": None}
 trial, finish = R.Runner.trial, R.Runner._finish
 def timed_trial(self, *a, **k):

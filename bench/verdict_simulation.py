@@ -569,7 +569,7 @@ def case_mde_units(units: int, *, run_sd=0.02, trial_cv=CV, trials=10):
     return one
 
 
-# ---- stop = "decision" (issue 36): the run stops when run.stoprule says so, judged as the run is -------------
+# ---- stop = "decision" (issue 36): the run stops when run.loop.stoprule says so, judged as the run is -------------
 def decision_interleaved(rng, shape: RunShape, ratio: float = 1.0, cells: int = 2):
     """`cells` cells' values over max_trials rounds (one trial sequence, random order inside each round), with the
     shape's event at a random trial shortly after the first look (within its next 8 rounds: a run that decides
@@ -601,8 +601,8 @@ def decision_policy(shape: RunShape):
 
 
 def decision_stop(x, shape: RunShape, names=("A", "B"), decide=((), False)):
-    """The round after which run.stoprule stops the group (the runner asks after every round), and its reason."""
-    from fairmark.run.stoprule import _decided
+    """The round after which run.loop.stoprule stops the group (the runner asks after every round), and its reason."""
+    from fairmark.run.loop.stoprule import _decided
 
     policy = decision_policy(shape)
     for n in range(shape.min_trials, shape.max_trials + 1):
@@ -651,7 +651,7 @@ def case_decision(shape: RunShape, ratio: float = 1.0, want: str = "different"):
 
 def case_decision_bisect(shape: RunShape, ratio: float = 1.0):
     """A bisect step under the decision stop (its candidate `ratio` × good, bad 1.10 ×): one run, stopped when
-    either of the step's questions is decided (run.stoprule with the step's pairs); (the step answers "bad",
+    either of the step's questions is decided (run.loop.stoprule with the step's pairs); (the step answers "bad",
     trials per side). An A/A step (ratio 1) answers "bad" only on a false claim."""
     from fairmark.bisect.search import BAD, CANDIDATE, GOOD, pooled_verdicts
     from fairmark.verdict import rule
@@ -681,11 +681,11 @@ def boot_values(rng, boots: int, per_boot: int, factor: float, boot_sd: float, t
 
 def case_boots(ratio=1.0, *, boot_sd=0.01, trial_cv=0.015, auto=True, boots=2, want="different"):
     """A run of two boot variants, A B B A …: boots = "auto" (min 2, max 8, looking after every block with
-    run.stoprule.boot_decision, judged as the run is: the boot as the unit, its sequential test) or a fixed
+    run.loop.stoprule.boot_decision, judged as the run is: the boot as the unit, its sequential test) or a fixed
     number of boots per variant (judged by stats.levels' unit test); 5 trials per boot. (the verdict is `want`,
     boots per variant used)."""
     from fairmark.plan.model import RunPolicy
-    from fairmark.run.stoprule import boot_decision
+    from fairmark.run.loop.stoprule import boot_decision
     from fairmark.verdict.pairs import RunDesign, within_run
     from fairmark.verdict.run import boot_design
 

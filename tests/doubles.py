@@ -10,8 +10,8 @@ import random
 from pathlib import Path
 
 from fairmark.plan.load import LoadedPlan, parse_plan
-from fairmark.run.executor import ExecResult
-from fairmark.run.runner import Runner, RunOptions
+from fairmark.run.launch.executor import ExecResult
+from fairmark.run.loop.runner import Runner, RunOptions
 from fairmark.run.spec import TrialSpec
 from fairmark.store.db import Store
 

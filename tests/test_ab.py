@@ -184,6 +184,6 @@ def test_sigterm_during_a_build_leaves_the_repository_as_it_was(tmp_path: Path, 
     assert repo_state(repo) == before
     assert not (repo / ".git" / "fairmark-bisect.json").exists()
     assert list(own_tmp.iterdir()) == []
-    from fairmark.run.lock import pid_alive
+    from fairmark.run.guard.lock import pid_alive
 
     assert not any(pid_alive(int(p)) for p in (marks / "build.pids").read_text().split())

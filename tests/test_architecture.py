@@ -179,10 +179,17 @@ def test_a_circle_is_found_and_named() -> None:
 
 
 def test_the_boot_run_and_the_hosts_use_each_others_public_steps() -> None:
-    """run/bootrun.py shares the runner's trial loop and drives a host through their public interfaces (issue 22:
+    """run/loop/bootrun.py shares the runner's trial loop and drives a host through their public interfaces (issue 22:
     it called the runner's `_stop`/`_trial` and the hosts' `_lock`/`_reapply`): in the run core and the hosts'
     modules, a name with a leading underscore is only ever reached through `self`."""
-    files = ("run/bootrun.py", "run/runner.py", "run/trial.py", "run/stage.py", "run/gate.py", "run/host.py")
+    files = (
+        "run/loop/bootrun.py",
+        "run/loop/runner.py",
+        "run/trials/trial.py",
+        "run/loop/stage.py",
+        "run/loop/gate.py",
+        "run/machine/host.py",
+    )
     found = [
         f"{rel}:{node.lineno} {ast.unparse(node)}"
         for rel, tree in _modules()
@@ -223,7 +230,7 @@ def test_only_the_cli_decides_the_exit_status() -> None:
 
 
 def test_runner_and_functions_stay_small() -> None:
-    assert len((SRC / "run" / "runner.py").read_text().splitlines()) <= MAX_RUNNER_LINES
+    assert len((SRC / "run" / "loop" / "runner.py").read_text().splitlines()) <= MAX_RUNNER_LINES
     long = [
         f"{rel}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
         for rel, tree in _modules()
@@ -313,11 +320,11 @@ def test_one_place_assembles_a_run() -> None:
     module constructs a `Runner` or `RunOptions`, takes the `HostLock`, or builds a run's hosts; the verdicts come
     back in its result, not through an attribute of the runner."""
     names = ("Runner", "RunOptions", "HostLock", "hosts_for")
-    own = {("run/runner.py", "RunOptions")}  # the runner's default when it is given none (tests)
+    own = {("run/loop/runner.py", "RunOptions")}  # the runner's default when it is given none (tests)
     calls = [
         (rel, node.lineno, node.func.id if isinstance(node.func, ast.Name) else node.func.attr)
         for rel, tree in _modules()
-        if rel not in ("assemble.py", "run/lock.py", "remote/hosts.py")
+        if rel not in ("assemble.py", "run/guard/lock.py", "remote/hosts.py")
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
     ]
@@ -325,7 +332,7 @@ def test_one_place_assembles_a_run() -> None:
         f"{rel}:{line} {name}(…)" for rel, line, name in calls if name in names and (rel, name) not in own
     ]
     assert found == []
-    runner = next(tree for rel, tree in _modules() if rel == "run/runner.py")
+    runner = next(tree for rel, tree in _modules() if rel == "run/loop/runner.py")
     assigned = {
         ast.unparse(t) for node in ast.walk(runner) if isinstance(node, ast.Assign) for t in node.targets
     }
@@ -368,7 +375,7 @@ def test_the_compare_commands_render_in_report() -> None:
 
 def test_no_c_source_in_a_python_string() -> None:
     """The C programs fairmark builds (the trial launcher and the launch server) are .c files with one shared
-    header in the package (src/fairmark/run/c/), which `make lint` compiles with -Wall -Wextra -Werror — never
+    header in the package (src/fairmark/run/launch/c/), which `make lint` compiles with -Wall -Wextra -Werror — never
     text in a Python string no compiler warning sees (issue 33 item 4)."""
     import re
 
@@ -382,7 +389,7 @@ def test_no_c_source_in_a_python_string() -> None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and c_like.search(node.value)
     ]
     assert found == []
-    c_dir = SRC / "run" / "c"
+    c_dir = SRC / "run" / "launch" / "c"
     assert sorted(p.name for p in c_dir.iterdir()) == ["fairmark_launch.h", "launch_server.c", "launcher.c"]
     for program in ("launcher.c", "launch_server.c"):
         text = (c_dir / program).read_text()
@@ -500,7 +507,7 @@ def test_every_variant_kind_is_one_driver_used_by_both_sides() -> None:
     item 1): the controller (system.py) and the agent on a host (its one `change` operation) both make, and
     undo, every kind through it — neither keeps a table or an operation of its own per kind — and the modules
     shipped to an agent are derived from the registry, never listed by hand. The trial's placement is written
-    once (run/placer.py), for the local executor and the agent alike."""
+    once (run/launch/placer.py), for the local executor and the agent alike."""
     from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
     from fairmark.remote.connection import shipped_modules
     from fairmark.run.variants import driver
@@ -510,15 +517,18 @@ def test_every_variant_kind_is_one_driver_used_by_both_sides() -> None:
     agent = dict(_modules())["remote/agent.py"]
     ops = {n.name for n in ast.walk(agent) if isinstance(n, ast.FunctionDef) and n.name.startswith("op_")}
     assert not {f"op_{k}" for k in VARIANT_KINDS} & ops, ops  # one generic operation, no op per kind
-    assert {f"fairmark.run.variants.{k}" for k in REMOTE_KEYS} | {"fairmark.run.placer"} <= set(
+    assert {f"fairmark.run.variants.{k}" for k in REMOTE_KEYS} | {"fairmark.run.launch.placer"} <= set(
         shipped_modules()
     )
     connection = (SRC / "remote" / "connection.py").read_text()
     assert "run/variants/" not in connection  # no module of a kind named by hand
     for rel, tree in _modules():
         calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-        if "os.sched_setaffinity" in calls and rel not in ("run/placer.py", "run/thread_cgroup.py"):
-            raise AssertionError(f"{rel} places a trial itself: run/placer.py does")
+        if "os.sched_setaffinity" in calls and rel not in (
+            "run/launch/placer.py",
+            "run/launch/thread_cgroup.py",
+        ):
+            raise AssertionError(f"{rel} places a trial itself: run/launch/placer.py does")
 
 
 def test_both_hosts_implement_the_host_interface() -> None:
@@ -528,7 +538,7 @@ def test_both_hosts_implement_the_host_interface() -> None:
     import inspect
 
     from fairmark.remote import hosts as remote_hosts
-    from fairmark.run import host as run_host
+    from fairmark.run.machine import host as run_host
 
     protocol = run_host.Host
     members = {n: v for n, v in vars(protocol).items() if not n.startswith("_")}
@@ -621,3 +631,64 @@ def test_stats_writes_no_new_english() -> None:
         'def f(x):\n    if x:\n        raise ValueError(f"bad value {x}")\n    return f"the sentence {x}"'
     )
     assert _prose_lines(tree) == [4]
+
+
+# run/'s modules at its top: the two interfaces every folder of run/ shares (issue 33 item 3: 24 flat modules mixed
+# the loop, the trial, process launching, hosts and pre-run measurements). A new module goes into the folder
+# that says what it holds.
+RUN_FLAT = {"__init__.py", "spec.py", "hooks.py"}
+
+
+def _run_arrows(depth: int) -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) inside run/, each named by its first `depth` path parts (2: run/'s folders and flat
+    modules; more: modules); every import counts, at the top, in a function or for type checking only."""
+
+    def node(rel: str) -> str:
+        return "/".join(rel.removesuffix(".py").removesuffix("/__init__").split("/")[:depth])
+
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for rel, tree in _modules():
+        if not rel.startswith("run/"):
+            continue
+        for line, name in _imports(tree):
+            parts = name.split(".")
+            there = next(
+                (
+                    "/".join(parts[1:n])
+                    for n in range(len(parts), 2, -1)
+                    if parts[:2] == ["fairmark", "run"]
+                    and (
+                        (SRC / f"{'/'.join(parts[1:n])}.py").exists()
+                        or (SRC / "/".join(parts[1:n]) / "__init__.py").exists()
+                    )
+                ),
+                None,
+            )
+            if there and node(there) not in (node(rel), "run"):
+                arrows.setdefault((node(rel), node(there)), []).append(f"{rel}:{line} imports {name}")
+    return arrows
+
+
+def test_run_is_folders_that_depend_one_way() -> None:
+    """run/ is folders that say what they hold — launch/ (a trial's process: the launcher, the placer, the
+    executor), guard/ (lock, scratch, signals), machine/ (hosts, boots), trials/ (one trial and its prepared
+    cells), prerun/ (measured before the first trial), loop/ (the rounds), and variants/, workloads/,
+    monitors/, profiles/ — beside at most the RUN_FLAT modules, and no two of them import each other round a
+    circle (issue 33 item 3: host ↔ trial ↔ prepare was one; the hosts and the trial now share the executor's
+    type from spec.py). Inside a folder, no module circle either, but for the drivers' undo registry (run/
+    variants/driver.py finds a kind's undo in its driver's module)."""
+    flat = {p.name for p in (SRC / "run").glob("*.py")}
+    assert flat <= RUN_FLAT, f"flat modules in run/: {sorted(flat - RUN_FLAT)}: put them in a folder"
+    assert {"run/loop", "run/trials", "run/machine", "run/launch"} <= {a for a, _ in _run_arrows(2)}
+    for depth in (2, 9):
+        arrows = _run_arrows(depth)
+        if depth > 2:
+            arrows = {k: v for k, v in arrows.items() if not k[0].startswith("run/variants/")}
+        named = [
+            " → ".join(circle) + ": " + "; ".join(arrows[(a, b)][0] for a, b in itertools.pairwise(circle))
+            for circle in import_circles(arrows)
+        ]
+        assert not named, "import circles inside run/:\n" + "\n".join(named)
+    modules = _run_arrows(9)
+    assert ("run/trials/trial", "run/machine/host") in modules  # what the check reads
+    assert ("run/machine/host", "run/trials/trial") not in modules

@@ -14,8 +14,8 @@ from doubles import MockExecutor as FakeExecutor
 from fairmark.errors import PlanError
 from fairmark.plan.load import LoadedPlan, load_plan, parse_plan
 from fairmark.report.load import load_report
-from fairmark.run import bootrun
-from fairmark.run.runner import Runner, RunOptions
+from fairmark.run.loop import bootrun
+from fairmark.run.loop.runner import Runner, RunOptions
 from fairmark.store.db import Store
 
 CMDLINE = Path("/proc/cmdline").read_text().strip()
@@ -88,4 +88,4 @@ def test_boots_auto_bounds_are_checked_with_the_line(tmp_path: Path) -> None:
     path.write_text(plan_text().replace('boots = "auto"', 'boots = "many"'))
     with pytest.raises(PlanError) as err:
         load_plan(path)
-    assert err.value.line == 2 and "run.boots" in (err.value.key or "")
+    assert err.value.line == 2 and "run.machine.boots" in (err.value.key or "")

@@ -108,8 +108,8 @@ def test_the_blocks_trial_loop_in_this_boot(tmp_path: Path, monkeypatch) -> None
     Fast, so a change of the runner's API breaks here and not only in the QEMU test."""
     from doubles import MockExecutor
     from fairmark.plan.load import LoadedPlan, parse_plan
-    from fairmark.run import bootrun
-    from fairmark.run.runner import Runner, RunOptions
+    from fairmark.run.loop import bootrun
+    from fairmark.run.loop.runner import Runner, RunOptions
 
     entered = []
 

@@ -12,7 +12,14 @@ from fairmark.errors import EnvironmentRefused, PlanError
 from fairmark.plan.load import parse_plan
 from fairmark.plan.model import Boot
 from fairmark.probe import take_snapshot
-from fairmark.run.boots import boot_order, parse_bootfile, reboot_command, refuse, switch_commands, verify
+from fairmark.run.machine.boots import (
+    boot_order,
+    parse_bootfile,
+    reboot_command,
+    refuse,
+    switch_commands,
+    verify,
+)
 
 SYSROOTS = Path(__file__).parent / "fixtures" / "sysroots"
 
@@ -129,7 +136,7 @@ def test_verify_linux_cmdline_and_a_switch_that_did_nothing():
 
 def test_blocks_rounds_and_trials_per_boot():
     from fairmark.plan.model import RunPolicy
-    from fairmark.run.bootrun import block_rounds, blocks, trials_per_boot, warmup_per_boot
+    from fairmark.run.loop.bootrun import block_rounds, blocks, trials_per_boot, warmup_per_boot
 
     bs = blocks(["a", "b"], 3)
     assert [(b.variant, b.k) for b in bs] == [("a", 0), ("b", 0), ("b", 1), ("a", 1), ("a", 2), ("b", 2)]
@@ -143,7 +150,7 @@ def test_blocks_rounds_and_trials_per_boot():
 
 
 def test_the_other_variants_words_mark_a_wrong_boot():
-    from fairmark.run.bootrun import distinguishing_words
+    from fairmark.run.loop.bootrun import distinguishing_words
 
     plan = parse_plan(
         "[[workload]]\nname = 'w'\ncommand = ['true']\n"

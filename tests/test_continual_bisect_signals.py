@@ -176,7 +176,7 @@ def test_a_signal_at_any_phase_leaves_the_repository_as_it_was(
     assert not list(gitdir.glob("BISECT_*")) and not (gitdir / "fairmark-bisect.json").exists()
     assert list(own_tmp.iterdir()) == []  # no checkout, no scratch directory left
     assert lock_holder() == ""  # released: no PID left to look stale
-    from fairmark.run.lock import pid_alive
+    from fairmark.run.guard.lock import pid_alive
 
     builds = [int(p) for p in (tmp_path / "marks" / "build.pids").read_text().split()]
     assert not any(pid_alive(p) for p in builds)  # no build outlives the bisect

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fairmark.run.lock import HostLock
+from fairmark.run.guard.lock import HostLock
 from helpers import draw_workload, fairmark_subprocess
 
 

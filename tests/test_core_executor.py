@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fairmark.run.executor import execute, read_outputs, read_text
-from fairmark.run.launch_server import serving
+from fairmark.run.launch.executor import execute, read_outputs, read_text
+from fairmark.run.launch.launch_server import serving
 from fairmark.run.spec import RAW_BYTES, TAIL_BYTES
 from helpers import time_max_rss_kib, wait_until
 
@@ -100,7 +100,7 @@ def test_signal_and_missing_program(tmp_path: Path) -> None:
 def test_an_affinity_reaches_the_whole_trial_tree_and_the_controller_keeps_its_own(tmp_path: Path) -> None:
     """Both launch paths place the trial's own process and what it starts: vfork with the affinity inherited
     from the launching thread (which restores its own at once), and fork with the placement in the child."""
-    from fairmark.run.executor import execute_spec
+    from fairmark.run.launch.executor import execute_spec
     from fairmark.run.spec import TrialSpec
 
     mine = os.sched_getaffinity(0)

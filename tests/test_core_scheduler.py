@@ -12,8 +12,8 @@ from pathlib import Path
 from doubles import MockExecutor, plan_text, run_fake
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.report.load import load_report
-from fairmark.run.executor import ExecResult
-from fairmark.run.runner import Runner, RunOptions
+from fairmark.run.launch.executor import ExecResult
+from fairmark.run.loop.runner import Runner, RunOptions
 from fairmark.run.spec import TrialSpec
 from fairmark.store.db import Store
 

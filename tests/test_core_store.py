@@ -18,7 +18,7 @@ from fairmark.errors import InputError, StoreError
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.plan.metric import MetricSpec
 from fairmark.report.load import load_report
-from fairmark.run.runner import Runner, RunOptions
+from fairmark.run.loop.runner import Runner, RunOptions
 from fairmark.store.db import Store, normalize_url
 from fairmark.store.records import CellRecord, Sample, TrialRecord
 

@@ -90,7 +90,7 @@ def test_planted_function_is_named_first(tmp_path, fairmark_cli) -> None:
 
     report = load_report(Store.open(db), doc["run"]["id"])
     a, b = (profiled_trials(report, c) for c in sorted(report.cells, key=lambda c: c.variant))
-    # --profile cpu: 3 profiled rounds, then one at a time until the top function is decided (run/profiled.py)
+    # --profile cpu: 3 profiled rounds, then one at a time until the top function is decided (run/loop/profiled.py)
     assert 3 <= len(a) == len(b) <= 16
     d = compare_profiles(a, b)
     assert d is not None and d.design == "paired"

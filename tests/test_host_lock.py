@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.errors import EnvironmentRefused
-from fairmark.run.lock import HostLock, lock_path
+from fairmark.run.guard.lock import HostLock, lock_path
 from fairmark.run.variants.syslock import SystemLock
 
 NOBODY = 65534
@@ -125,7 +125,7 @@ def test_another_user_gets_a_private_directory_of_its_own(shared_tmp: Path) -> N
     XDG_RUNTIME_DIR its fairmark/ directory there, without it a 0700 directory of /tmp named by the uid; a
     directory of that name planted by somebody else is refused."""
     code = (
-        "import os, stat; from fairmark.run.lock import HostLock\n"
+        "import os, stat; from fairmark.run.guard.lock import HostLock\n"
         "with HostLock({'plan': 'p'}) as lock:\n"
         "    st = os.lstat(lock.path.parent)\n"
         "    print(lock.path, oct(stat.S_IMODE(st.st_mode)), st.st_uid, oct(stat.S_IMODE(os.lstat(lock.path).st_mode)))\n"

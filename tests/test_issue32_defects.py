@@ -14,7 +14,7 @@ import pytest
 
 from fairmark.assemble import _host_lock
 from fairmark.errors import FairmarkError
-from fairmark.run.lock import HostLock
+from fairmark.run.guard.lock import HostLock
 
 
 def request() -> SimpleNamespace:

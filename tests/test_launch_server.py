@@ -16,10 +16,10 @@ import psutil
 import pytest
 
 from fairmark.plan.load import LoadedPlan, parse_plan
-from fairmark.run import launch_server
-from fairmark.run.executor import execute
-from fairmark.run.launch_server import serving
-from fairmark.run.runner import Runner, RunOptions
+from fairmark.run.launch import launch_server
+from fairmark.run.launch.executor import execute
+from fairmark.run.launch.launch_server import serving
+from fairmark.run.loop.runner import Runner, RunOptions
 from fairmark.run.spec import TAIL_BYTES
 from fairmark.store.db import Store
 from helpers import wait_until

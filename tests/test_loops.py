@@ -17,10 +17,10 @@ from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.plan.metric import LOOP_METRICS, per_loop
 from fairmark.plan.schedule import cells_of
 from fairmark.report.load import load_report
-from fairmark.run import loops as L
-from fairmark.run.build import trial_spec
-from fairmark.run.runner import Runner, RunOptions
+from fairmark.run.loop.runner import Runner, RunOptions
 from fairmark.run.spec import Measured, TrialSpec
+from fairmark.run.trials import loops as L
+from fairmark.run.trials.build import trial_spec
 from fairmark.run.variants.driver import Prepared
 from fairmark.stats.digits import format_value
 from fairmark.store.db import Store

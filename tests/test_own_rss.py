@@ -16,7 +16,7 @@ import pytest
 
 from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.remote import agent
-from fairmark.run.runner import Runner, RunOptions
+from fairmark.run.loop.runner import Runner, RunOptions
 from fairmark.store.db import Store
 from helpers import build_alloc, time_max_rss_kib
 
@@ -103,8 +103,8 @@ def test_the_agent_records_the_same(tmp_path: Path) -> None:
 
 def test_without_a_launcher_no_peak_rss_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A host where no launcher can be built records no number rather than fairmark's own memory."""
-    from fairmark.run import executor
-    from fairmark.run.metrics import builtin_values
+    from fairmark.run.launch import executor
+    from fairmark.run.trials.metrics import builtin_values
 
     monkeypatch.setattr(executor, "launcher", lambda: (None, "no C compiler"))
     res = executor.execute(["/bin/true"], out_dir=tmp_path)

@@ -1,4 +1,4 @@
-"""How many CPU-profiled trials a workload takes (issue 35 item 3, run/profiled.py): more rounds until the top
+"""How many CPU-profiled trials a workload takes (issue 35 item 3, run/loop/profiled.py): more rounds until the top
 contributor's interval is decided — its difference proven, or bounded near 0 — and with --explain, profiled
 trials only for a workload whose measured trials ended with a significant difference."""
 
@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 from fairmark.plan.metric import MetricSpec
 from fairmark.plan.schedule import Cell
-from fairmark.run import profiled
-from fairmark.run.options import RunOptions
-from fairmark.run.prepare import CellState
+from fairmark.run.loop import profiled
+from fairmark.run.loop.options import RunOptions
+from fairmark.run.trials.prepare import CellState
 from fairmark.stats.attribution_diff import AttributionDiff, FunctionDiff
 from test_report_explain import _stored
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.remote import agent
-from fairmark.run import host
+from fairmark.run.machine import host
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SYSCTL_TXT = FIXTURES / "sysroots" / "freebsd-current-debug" / "sysctl.txt"
@@ -99,7 +99,7 @@ def test_the_controller_and_its_agent_name_a_linux_boot_alike() -> None:
 
 
 def test_the_shipped_agent_is_the_launcher_and_the_agent_in_one_standard_library_program() -> None:
-    """The agent travels as one text (python3 -c) to hosts without fairmark: run/launcher.py's, the modules of
+    """The agent travels as one text (python3 -c) to hosts without fairmark: run/launch/launcher.py's, the modules of
     system changes it reuses (their text), then agent.py's; of fairmark it imports only what it ships, or what
     only an installed fairmark has (the launcher, a tool adapter, a profiler), and what it ships imports only the standard
     library and itself."""
@@ -120,11 +120,13 @@ def test_the_shipped_agent_is_the_launcher_and_the_agent_in_one_standard_library
     shipped = shipped_modules()
     # what only an installed fairmark has (a tool adapter, a profiler), the launcher (shipped ahead), the rest
     # shipped: the drivers of the kinds an agent applies and what they import
-    installed = {"fairmark.run.launcher", "fairmark.remote.tooling", "fairmark.remote.profiling"}
+    installed = {"fairmark.run.launch.launcher", "fairmark.remote.tooling", "fairmark.remote.profiling"}
     assert {n for n in names if n.split(".")[0] == "fairmark"} - installed <= set(shipped)
-    assert {"fairmark.run.placer", "fairmark.run.variants.driver", "fairmark.run.variants.sysctl"} <= set(
-        shipped
-    )
+    assert {
+        "fairmark.run.launch.placer",
+        "fairmark.run.variants.driver",
+        "fairmark.run.variants.sysctl",
+    } <= set(shipped)
     assert all(n.split(".")[0] in (*sys.stdlib_module_names, "fairmark") for n in names), names
     top = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
     assert len(top) == 1 and tree.body.index(top[0]) == 1  # after the launcher's docstring, once

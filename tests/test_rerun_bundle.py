@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import nethosts
-from fairmark.run.lock import HostLock
+from fairmark.run.guard.lock import HostLock
 from fairmark.store.db import Store
 
 PLAN = """title = "true vs sleep"

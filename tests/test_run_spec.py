@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fairmark.run.executor import execute_spec
+from fairmark.run.launch.executor import execute_spec
 from fairmark.run.spec import SPEC_VERSION, Measured, SpecVersionError, TrialSpec
 
 

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from fairmark.remote import agent
-from fairmark.run import scratch
-from fairmark.run.lock import pid_alive
-from fairmark.run.stage import sweep_stale_scratch
+from fairmark.run.guard import scratch
+from fairmark.run.guard.lock import pid_alive
+from fairmark.run.loop.stage import sweep_stale_scratch
 from helpers import REPO, wait_until
 
-HOLD = "import sys, time; from fairmark.run.scratch import Scratch; print(Scratch('kv', sys.argv[1]).path, flush=True); time.sleep(600)"
+HOLD = "import sys, time; from fairmark.run.guard.scratch import Scratch; print(Scratch('kv', sys.argv[1]).path, flush=True); time.sleep(600)"
 
 
 def _dead_pid() -> int:

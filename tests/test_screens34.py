@@ -342,8 +342,8 @@ def test_item2_a_read_only_fio_test_expects_no_writes() -> None:
 def test_item1_a_cell_stopped_at_max_trials_gives_its_own_ci_and_no_planned_count() -> None:
     from fairmark.plan.model import RunPolicy
     from fairmark.plan.schedule import Cell
-    from fairmark.run.prepare import CellState, WorkloadRuntime
-    from fairmark.run.stoprule import stops
+    from fairmark.run.loop.stoprule import stops
+    from fairmark.run.trials.prepare import CellState, WorkloadRuntime
 
     quiet = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2]  # ±0.6%
     noisy = [100.0, 160.0, 70.0, 130.0, 90.0, 140.0]  # ±30%

@@ -227,7 +227,7 @@ def test_cpus_puts_the_whole_trial_tree_in_a_cpuset(state):
     s.activate("B")
     cgroup = Path(str(s.prepare("B").cgroup))
     # the launcher places the trial's own process (no wrapper); a grandchild of the trial sees it too
-    from fairmark.run.executor import execute_spec
+    from fairmark.run.launch.executor import execute_spec
     from fairmark.run.spec import TrialSpec
 
     argv = ("sh", "-c", "sh -c 'grep Cpus_allowed_list /proc/self/status; cat /proc/self/cpuset'")
@@ -241,7 +241,7 @@ def test_cpus_puts_the_whole_trial_tree_in_a_cpuset(state):
         # the controller thread is back in its own cpuset with its own CPU mask
         assert Path("/proc/thread-self/cpuset").read_text() == home and os.sched_getaffinity(0) == mine
         assert not (cgroup / "tasks").read_text().split()
-    from fairmark.run.launch_server import serving
+    from fairmark.run.launch.launch_server import serving
 
     with serving():  # and by a run's launch server, which joins the cpuset itself to start the trial
         spec = TrialSpec(
@@ -451,8 +451,8 @@ def test_a_run_starts_all_its_trials_the_same_way(state, monkeypatch):
     """On Linux the launching thread hands down both an affinity and a v1 cpuset (it joins it for the
     trial), so every trial of a run with `cpus` starts by vfork; where a placement needs a step in the child
     between fork and exec, every trial of the run (the unplaced side too) starts through fork."""
-    from fairmark.run import placer
-    from fairmark.run import trial as trial_mod
+    from fairmark.run.launch import placer
+    from fairmark.run.trials import trial as trial_mod
     from fairmark.run.variants import cpus as cpus_mod
 
     def path_for(plan):

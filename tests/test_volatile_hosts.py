@@ -9,7 +9,7 @@ import copy
 from typing import Any
 
 from fairmark.probe import take_snapshot
-from fairmark.run.gate import VolatileWatch
+from fairmark.run.loop.gate import VolatileWatch
 from fairmark.store.db import Store
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.cli._lockwait import parse_duration, runs_here
-from fairmark.run.lock import HostLock
+from fairmark.run.guard.lock import HostLock
 from helpers import wait_until
 
 PLAN = """

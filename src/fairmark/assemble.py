@@ -26,9 +26,9 @@ from fairmark.plan.load import LoadedPlan
 
 if TYPE_CHECKING:
     from fairmark.run.hooks import TrialHook
-    from fairmark.run.host import Host
-    from fairmark.run.options import Progress, RunOptions
-    from fairmark.run.trial import Executor
+    from fairmark.run.loop.options import Progress, RunOptions
+    from fairmark.run.machine.host import Host
+    from fairmark.run.spec import Executor
     from fairmark.store.db import Store
     from fairmark.verdict.run import RunVerdicts
 
@@ -66,7 +66,7 @@ class RunRequest:
     probe: bool = True
     lock_label: str = ""
     # stop = "decision" (plan.with_decision_stop()): the (baseline, other) variant pairs it decides, and whether
-    # one proven difference is enough (run.stoprule.Decide; a bisect step decides either of its two questions)
+    # one proven difference is enough (run.loop.stoprule.Decide; a bisect step decides either of its two questions)
     decide: tuple[tuple[tuple[str, str], ...], bool] = ((), False)
     explain: bool = False  # --explain: CPU profiles (as --profile cpu) only where a difference is significant
 
@@ -94,9 +94,9 @@ def execute_run(
 ) -> RunResult:
     """Assemble the run `request` describes and execute it to its end. `progress`: what the user sees of it
     (cli/_progress.TerminalProgress; none by default); `warn`: where a hook that cannot work here or a lock
-    taken concurrently is said; `executor`: what runs the trials on this machine (a test's double; run.executor
+    taken concurrently is said; `executor`: what runs the trials on this machine (a test's double; run.launch.executor
     by default)."""
-    from fairmark.run.runner import Runner
+    from fairmark.run.loop.runner import Runner
 
     options = run_options(request, warn)
     extra = {"executor": executor} if executor is not None else {}
@@ -136,7 +136,7 @@ def power_notes(request: RunRequest) -> list[str]:
 
 def run_options(request: RunRequest, warn: Callable[[str], None] = console.warn) -> RunOptions:
     """The runner's options for `request`, its trial hooks built fresh (a run closes its hooks at its end)."""
-    from fairmark.run.options import RunOptions
+    from fairmark.run.loop.options import RunOptions
 
     hosts = bool(request.loaded.plan.remote)
     return RunOptions(
@@ -231,7 +231,7 @@ def host_lock(
     each run writes its own id into it when it starts), its notes (a stale lock taken over, a concurrent run
     allowed) said through `warn`. `wait_s`: how long to wait for another run's lock (--wait-lock), saying once
     who holds it, before refusing (exit 3)."""
-    from fairmark.run.lock import HostLock
+    from fairmark.run.guard.lock import HostLock
 
     info = {"plan": plan_path, "run_id": label}
     with HostLock(info, allow_concurrent=allow_concurrent, wait_s=wait_s, on_wait=console.note) as lock:

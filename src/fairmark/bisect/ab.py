@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from fairmark.assemble import execute_run
 from fairmark.bisect.search import Bisect, BisectOptions, step_plan
 from fairmark.plan.model import metric_thresholds
-from fairmark.run.signals import unwinding
+from fairmark.run.guard.signals import unwinding
 
 BASE, HEAD = "base", "head"  # the run's two variants; base first: the baseline
 
@@ -41,7 +41,7 @@ class AB(Bisect):
         self.seed = seed
 
     def run(self) -> ABResult:  # type: ignore[override]
-        """Build both, run once, put the repository back (also on SIGTERM/SIGHUP: run.signals)."""
+        """Build both, run once, put the repository back (also on SIGTERM/SIGHUP: run.guard.signals)."""
         with unwinding():
             return self._ab()
 

@@ -23,7 +23,7 @@ from fairmark.bisect.git import Repo
 from fairmark.bisect.search import Bisect, BisectOptions, _quoted
 from fairmark.errors import UsageError
 from fairmark.plan.load import load_plan
-from fairmark.run.signals import unwinding
+from fairmark.run.guard.signals import unwinding
 
 
 @dataclass(frozen=True)

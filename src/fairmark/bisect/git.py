@@ -3,7 +3,7 @@ never touched: the candidate is named by BISECT_HEAD), each commit built in its 
 temporary directory, and everything undone at the end — no bisect state, no worktrees, the same HEAD.
 
 Each change to the repository (a worktree added or removed, a bisect answer, the clean-up) is a section no
-SIGTERM/SIGHUP cuts (run.signals.held): the signal is acted on when git has finished writing. A bisect killed
+SIGTERM/SIGHUP cuts (run.guard.signals.held): the signal is acted on when git has finished writing. A bisect killed
 outright (kill -9, a machine that lost power) cannot clean up, so it leaves a note in the git directory first
 (OWNER_FILE: its PID, when that process started, its temporary directory); the next bisect of the repository
 finds the note of a process that is gone and undoes what it left — the bisect state, the worktrees, the
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.errors import UsageError
-from fairmark.run.lock import owner_alive, process_start
-from fairmark.run.signals import held
+from fairmark.run.guard.lock import owner_alive, process_start
+from fairmark.run.guard.signals import held
 
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
 _ONLY_SKIPPED = "only 'skip'ped commits left"

@@ -12,7 +12,7 @@ so. Neither proven: another run of the plan, its rounds pooled with the earlier 
 so the pairing holds), up to `attempts` runs; then `skip`. Every run is stored, tagged with the commit. A step of
 one run shows the interval `fairmark show` gives that run (verdict.pairs.pooled_runs judges as within_run does).
 The repository is left as found (bisect reset, worktrees gone, HEAD unchanged) — also when SIGTERM or SIGHUP
-ends the bisect (run.signals: a CI cancel; the build's process group is killed, the run stored as
+ends the bisect (run.guard.signals: a CI cancel; the build's process group is killed, the run stored as
 interrupted, exit 128 + the signal), and what a bisect killed outright left is undone by the next one
 (bisect.git.Repo.claim). The environment's warnings of each step's run (a loaded machine, a governor) are
 printed as the bisect goes, once each.
@@ -34,9 +34,9 @@ from fairmark.assemble import RunRequest, execute_run
 from fairmark.bisect.git import Repo, UsageError
 from fairmark.errors import PlanError, Terminated
 from fairmark.plan.load import LoadedPlan, parse_plan
-from fairmark.run.launcher import kill_group
-from fairmark.run.options import Progress
-from fairmark.run.signals import unwinding
+from fairmark.run.guard.signals import unwinding
+from fairmark.run.launch.launcher import kill_group
+from fairmark.run.loop.options import Progress
 from fairmark.stats.compare import Comparison
 from fairmark.store.schema import BISECT_RESULT
 from fairmark.verdict import rule
@@ -208,7 +208,7 @@ class Bisect:
         self._warned: set[str] = set()  # the environment findings and the runs' warnings already printed
 
     def run(self) -> BisectResult:
-        """The whole bisect; SIGTERM/SIGHUP unwind it (run.signals), the repository put back either way."""
+        """The whole bisect; SIGTERM/SIGHUP unwind it (run.guard.signals), the repository put back either way."""
         with unwinding():
             return self._run()
 
@@ -246,7 +246,7 @@ class Bisect:
         """The outcome beside the runs it was judged from (an artifact of the bisect's first run): a report can
         show the steps, their answers and the first bad commit from the store alone. Build output quoted in a
         step's note is scrubbed of secrets, as every stored output is."""
-        from fairmark.run.secrets import Scrubber
+        from fairmark.run.trials.secrets import Scrubber
 
         first = next((run for step in result.steps for run in step.runs), None)
         if first is None:

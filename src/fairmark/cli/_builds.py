@@ -72,7 +72,7 @@ def run_locked(
     """The job under this machine's lock. SIGTERM/SIGHUP (a CI cancel) unwind from here on: the lock released,
     the repository put back, exit 128+N; what could not be put back is said."""
     from fairmark.assemble import host_lock
-    from fairmark.run.signals import unwinding
+    from fairmark.run.guard.signals import unwinding
 
     with unwinding(), host_lock(plan_path, kind, allow_concurrent=allow_concurrent, wait_s=wait_s):
         done = job()

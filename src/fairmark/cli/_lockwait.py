@@ -80,6 +80,6 @@ def lock_first(wait_s: float, *, allow_concurrent: bool = False, plan: str | Non
     if allow_concurrent or (plan is not None and not runs_here(plan)):
         return
     from fairmark.console import console
-    from fairmark.run.lock import wait_until_free
+    from fairmark.run.guard.lock import wait_until_free
 
     wait_until_free(wait_s, on_wait=console.note)

@@ -20,7 +20,7 @@ from rich.progress import (
 
 from fairmark.console import console
 from fairmark.plan.model import RunPolicy
-from fairmark.run.runner import Progress as RunnerProgress
+from fairmark.run.loop.runner import Progress as RunnerProgress
 from fairmark.stats import format_pair, format_value
 from fairmark.stats.digits import bounds, format_bounded, scale_unit
 

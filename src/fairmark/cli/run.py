@@ -440,7 +440,7 @@ def _dry_run(loaded: LoadedPlan, quick: bool, warnings: tuple[str, ...] = ()) ->
     for line in warnings:  # what in a bundle does not fit together
         console.warn(line)
     from fairmark.plan.schedule import cells_of
-    from fairmark.run.prepare import build_runtimes
+    from fairmark.run.trials.prepare import build_runtimes
     from fairmark.run.variants.basic import command_for
 
     plan = loaded.plan
@@ -489,7 +489,7 @@ def _system_changes(plan: Any) -> dict[str, list[str]]:
 
     local = plan
     if plan.remote:  # a variant's changes on a host are that host's business, not this machine's
-        from fairmark.run.host import local_part
+        from fairmark.run.machine.host import local_part
 
         local = local_part(plan)
     return SystemState(local, state_dir=default_state_dir(), dry_run=True).describe()
@@ -571,8 +571,8 @@ def _boot_plan(plan: Any, policy: Any) -> list[str]:
     """What a plan with boot variants would do, boot by boot (nothing for other plans)."""
     if not any(v.boot for v in plan.variant):
         return []
-    from fairmark.run.bootrun import blocks, boots_per_variant, trials_per_boot, warmup_per_boot
-    from fairmark.run.boots import describe, reboot_command
+    from fairmark.run.loop.bootrun import blocks, boots_per_variant, trials_per_boot, warmup_per_boot
+    from fairmark.run.machine.boots import describe, reboot_command
 
     per = f"{warmup_per_boot(policy)} warm-up + {trials_per_boot(policy)} trials per cell"
     return [

@@ -46,7 +46,7 @@ class RunPolicy(Strict):
     # (report/explain.py) pairs them by round and needs at least 3 a side to claim a function
     profiled_trials: int = Field(2, ge=1, le=1000)
     # --profile cpu / --explain: more profiled rounds, one at a time, until the top contributor's interval is
-    # decided (run/profiled.py), at most this many in all
+    # decided (run/loop/profiled.py), at most this many in all
     max_profiled: int = Field(20, ge=1, le=1000)
     # "abandon": a cell stops after max_failures failed trials. "measure": failures are data (seed 004's "able
     # to run at 3000 connections, but not consistently"): every cell runs its whole max_trials budget and the

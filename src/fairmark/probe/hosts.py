@@ -1,7 +1,7 @@
 """Comparisons of hosts' environment snapshots (pure, over snapshot dicts): the hardware differences that make a
 comparison of hosts one of hardware rather than of operating systems (the run on hosts refuses them unless the plan
 declares them), the operating-system and kernel differences (a warning unless declared), and the `declare` word
-that covers a difference. Read by the run's gate (run/gate.py) and the reports (report/hosts.py)."""
+that covers a difference. Read by the run's gate (run/loop/gate.py) and the reports (report/hosts.py)."""
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ def _run(argv: list[str], timeout_s: float = 10.0) -> str:
 
 
 def _settle(m: dict, status: int, ru, wall: float, timed_out_after: float | None, report=None) -> None:
-    """The trial's measured fields into `m`, as the local executor has them (fairmark.run.launcher:
+    """The trial's measured fields into `m`, as the local executor has them (fairmark.run.launch.launcher:
     waited_fields, outcome). `timed_out_after`: the timeout it hit."""
     status, fields = waited_fields(status, ru, wall, report)
     m.update(fields)
@@ -149,12 +149,14 @@ OUT_PREFIX = (
     "fairmark-agentout-"  # a trial's output directory, held (flock) by its agent while the trial runs
 )
 LEGACY_OUT_PREFIX = "fairmark-agent-"  # + the pid of an agent from before the lock
-SCRATCH_PREFIX = "fairmark-scratch-"  # a controller's scratch directory (fairmark.run.scratch): held here too
+SCRATCH_PREFIX = (
+    "fairmark-scratch-"  # a controller's scratch directory (fairmark.run.guard.scratch): held here too
+)
 _held: dict[str, int] = {}  # path → descriptor holding its lock, for this agent's life
 
 
 def take_dir(path: str) -> int | None:
-    """Lock directory `path` if no one holds it (fairmark.run.scratch.take): its descriptor, or None when a
+    """Lock directory `path` if no one holds it (fairmark.run.guard.scratch.take): its descriptor, or None when a
     live process holds it or it is gone. The kernel drops the lock when its holder dies, so a sweep never
     needs to guess from a PID (other PID namespaces and reused PIDs defeat that)."""
     try:
@@ -247,10 +249,10 @@ def _dead_owner(path: str) -> tuple[bool, int | None]:
 
 
 # -- the trial launcher: the workload's own peak RSS ----------------------------------------------------------
-# fairmark.run.launcher (standard library only, like this file): shipped ahead of this file's text to a host
+# fairmark.run.launch.launcher (standard library only, like this file): shipped ahead of this file's text to a host
 # without fairmark (remote.connection.agent_source), imported where fairmark is installed.
 if "read_launch_report" not in globals():
-    from fairmark.run.launcher import (  # noqa: F401 - RSS_METHOD: tests
+    from fairmark.run.launch.launcher import (  # noqa: F401 - RSS_METHOD: tests
         RSS_METHOD,
         group_alive,
         kill_group,
@@ -298,7 +300,7 @@ if "_SHIPPED" in globals():  # defined ahead of this file's text by the shipped 
 
 # fairmark's shipped modules (served above where fairmark is not installed): the variants' drivers, their journal,
 # the trial's placer — the controller's own code, so a change is made and undone here as it is there.
-from fairmark.run import placer  # noqa: E402
+from fairmark.run.launch import placer  # noqa: E402
 from fairmark.run.variants import driver  # noqa: E402
 from fairmark.run.variants.driver import Change, Context  # noqa: E402
 from fairmark.run.variants.journal import Journal  # noqa: E402
@@ -427,7 +429,7 @@ def _exit_fd(pid: int) -> tuple[int, threading.Thread | None]:
 
 
 def _placed(argv: list[str], fo, fe, env: dict, cwd: str | None, spec: dict, joined: bool, w: int | None):
-    """Start a trial as the local executor does (fairmark.run.placer: the same placement, the same start)."""
+    """Start a trial as the local executor does (fairmark.run.launch.placer: the same placement, the same start)."""
     path, _ = launcher()
     return placer.popen(
         [path, str(w), *argv] if path else argv,

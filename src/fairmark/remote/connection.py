@@ -158,13 +158,17 @@ def shipped_modules() -> dict[str, str | None]:
     from fairmark.plan.kinds import REMOTE_KEYS
 
     root = Path(__file__).parents[1]
-    todo = ["fairmark.run.placer", "fairmark.run.variants.driver"]
+    todo = ["fairmark.run.launch.placer", "fairmark.run.variants.driver"]
     todo += [f"fairmark.run.variants.{kind}" for kind in REMOTE_KEYS]
     out: dict[str, str | None] = {}
     while todo:
         name = todo.pop()
         rel = Path(*name.split(".")[1:])
-        if name in out or name == "fairmark.run.launcher" or not (root / rel.with_suffix(".py")).is_file():
+        if (
+            name in out
+            or name == "fairmark.run.launch.launcher"
+            or not (root / rel.with_suffix(".py")).is_file()
+        ):
             continue  # a package, a name imported from a module, or what travels apart
         out[name] = rel.with_suffix(".py").as_posix()
         todo += sorted(_fairmark_imports(root / rel.with_suffix(".py")))
@@ -175,11 +179,11 @@ def shipped_modules() -> dict[str, str | None]:
 
 
 def agent_source() -> bytes:
-    """The agent as one standard-library program: the trial launcher's module (fairmark.run.launcher, which the
+    """The agent as one standard-library program: the trial launcher's module (fairmark.run.launch.launcher, which the
     agent imports where fairmark is installed) and its C program's files (`_C_SOURCES`), the text of fairmark's
     modules it reuses (`_SHIPPED`), then agent.py (its `from __future__` is the launcher's, first)."""
     root = Path(__file__).parents[1]
-    launcher = (root / "run" / "launcher.py").read_bytes()
+    launcher = (root / "run" / "launch" / "launcher.py").read_bytes()
     shipped = {name: (root / rel).read_text() if rel else None for name, rel in shipped_modules().items()}
     agent = (
         (Path(__file__).parent / "agent.py")
@@ -188,7 +192,8 @@ def agent_source() -> bytes:
     )
     # the launcher's C program, which the launcher module reads from the package where fairmark is installed
     c_sources = {
-        name: (root / "run" / "c" / name).read_text() for name in ("launcher.c", "fairmark_launch.h")
+        name: (root / "run" / "launch" / "c" / name).read_text()
+        for name in ("launcher.c", "fairmark_launch.h")
     }
     shipped_c = b"\n\n_C_SOURCES = " + repr(c_sources).encode()
     return launcher + shipped_c + b"\n\n_SHIPPED = " + repr(shipped).encode() + b"\n\n" + agent
@@ -270,7 +275,7 @@ def _die_with_parent(parent: int) -> Any:
 def sweep_stale_dirs() -> list[str]:
     """Remove the connection directories (control socket, ssh's error output) of controllers that died without
     closing them; returns what was removed."""
-    from fairmark.run.lock import pid_alive
+    from fairmark.run.guard.lock import pid_alive
 
     removed = []
     for d in Path("/tmp").glob(DIR_PREFIX + "*"):

@@ -27,7 +27,7 @@ def env_delta(env: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]
 
 
 class RemoteExecutor:
-    """Same seam as `fairmark.run.executor.execute_spec` (`TrialSpec` → `Measured`, see `fairmark.run.spec`). `on_reconnect` runs after a reconnection (the
+    """Same seam as `fairmark.run.launch.executor.execute_spec` (`TrialSpec` → `Measured`, see `fairmark.run.spec`). `on_reconnect` runs after a reconnection (the
     runner re-applies the host's system changes, which the lost agent restored)."""
 
     def __init__(

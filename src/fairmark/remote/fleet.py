@@ -45,18 +45,18 @@ PRELOAD = (
     "fairmark.report.pagecache",
     "fairmark.report.stability",
     "fairmark.report.terminal",
-    "fairmark.run.devicebase",
+    "fairmark.run.prerun.devicebase",
     "fairmark.run.monitors",
     "fairmark.run.monitors.linux",
-    "fairmark.run.prepare",
+    "fairmark.run.trials.prepare",
     "fairmark.run.profiles",
     "fairmark.run.profiles.base",
-    "fairmark.run.runner",
-    "fairmark.run.signals",
-    "fairmark.run.trial",
+    "fairmark.run.loop.runner",
+    "fairmark.run.guard.signals",
+    "fairmark.run.trials.trial",
     "fairmark.run.workloads.servers",
     "fairmark.run.workloads.tools",
-    "fairmark.run.wrapcost",
+    "fairmark.run.prerun.wrapcost",
     "fairmark.stats.rates",
     "fairmark.store.events",
     "fairmark.verdict.run",
@@ -146,7 +146,7 @@ def _supervise(
 ) -> list[_Child]:
     """Fork the children (at most `jobs` at a time), collect their output and exit statuses. On Ctrl-C or
     SIGTERM here, the running children get SIGTERM and are waited for (their runs stored as interrupted)."""
-    from fairmark.run.signals import unwinding
+    from fairmark.run.guard.signals import unwinding
 
     sel = selectors.DefaultSelector()
     done: list[_Child] = []

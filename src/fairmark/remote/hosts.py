@@ -1,4 +1,4 @@
-"""A [hosts.NAME] as one of a run's machines: `RemoteHost` implements run/'s `Host` (fairmark.run.host) over an SSH
+"""A [hosts.NAME] as one of a run's machines: `RemoteHost` implements run/'s `Host` (fairmark.run.machine.host) over an SSH
 connection to fairmark's agent there — the trials' executor, the variant's system changes (journaled there by the
 agent), its boot, snapshot and reboot. `hosts_for` builds a run's hosts from its plan (cli/ calls it and hands them
 to the runner); the run core never imports this package.
@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, cast
 from fairmark.errors import EnvironmentRefused, PlanError
 from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, HostSpec
 from fairmark.remote.executor import RemoteExecutor
-from fairmark.run.boots import HostDidNotReturn, reboot_command
+from fairmark.run.machine.boots import HostDidNotReturn, reboot_command
 from fairmark.run.variants.driver import Prepared
 
 if TYPE_CHECKING:
     from fairmark.plan.model import Boot, HostEntry, Plan, TuningSet, Variant
     from fairmark.run.hooks import Artifact, TrialHook
-    from fairmark.run.host import Host, HostRecord, Hosts, Snapshot
+    from fairmark.run.machine.host import Host, HostRecord, Hosts, Snapshot
     from fairmark.run.spec import Measured, TrialSpec
     from fairmark.run.workloads.base import Adapter
 
@@ -83,7 +83,7 @@ def _env(variant: Variant) -> dict[str, str]:
 
 class RemoteHost:
     """A [hosts.NAME]: one SSH connection (ControlMaster) and fairmark's agent at the other end. Implements
-    fairmark.run.host.Host."""
+    fairmark.run.machine.host.Host."""
 
     local: bool = False
 
@@ -351,7 +351,7 @@ class RemoteHost:
     def guard(self, boot: Callable[[], str | None]) -> None:
         """A reconnection in the middle of a block (the link dropped, or the host rebooted on its own) must find
         the verified boot: else the trials that follow would run in an unverified one."""
-        from fairmark.run.boots import WrongBoot
+        from fairmark.run.machine.boots import WrongBoot
 
         def check() -> None:
             now_id = self._connection().hello.get("boot_id")
@@ -452,6 +452,6 @@ def hosts_for(
 
 
 def _is_a_host(host: RemoteHost) -> Host:
-    """Never called: mypy checks here that RemoteHost implements run/'s Host protocol (as run/host.py checks
+    """Never called: mypy checks here that RemoteHost implements run/'s Host protocol (as run/machine/host.py checks
     LocalHost), so the seam cannot drift without a type error."""
     return host

@@ -17,13 +17,13 @@ from fairmark.run.workloads.base import Adapter
 if TYPE_CHECKING:
     from fairmark.remote.connection import HostConnection
     from fairmark.remote.hosts import RemoteHost
-    from fairmark.run.host import Hosts
+    from fairmark.run.machine.host import Hosts
     from fairmark.run.workloads.base import TrialContext, WorkloadContext
 
 
 # -- on the host (called by the agent's "adapter" operation) -------------------------------------------------
 def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
-    from fairmark.run.stage import cache_dir
+    from fairmark.run.loop.stage import cache_dir
     from fairmark.run.workloads import adapter_for
     from fairmark.run.workloads.base import TrialContext, WorkloadContext
 

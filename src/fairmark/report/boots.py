@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def boot_records(report: RunReport) -> list[dict[str, Any]]:
-    """The newest record of each boot block, in boot order (run.bootrun writes them)."""
+    """The newest record of each boot block, in boot order (run.loop.bootrun writes them)."""
     latest: dict[int, dict[str, Any]] = {}
     for a in report.artifacts("boot"):
         data = a["data"]

@@ -137,7 +137,7 @@ def _cell(m: MeasuredCell, confidence: float, calibration: Mapping[str, Any] | N
     )
 
 
-DECIDED = "decided after"  # run.stoprule's reason for a group the decision stop stopped on an answer
+DECIDED = "decided after"  # run.loop.stoprule's reason for a group the decision stop stopped on an answer
 SHORT_TRIAL_S = 0.010  # below this a trial measures the clock and the process start more than its work
 
 

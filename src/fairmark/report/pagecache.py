@@ -4,7 +4,7 @@ A file-system cell is flagged "measured the page cache, not the disk" when what 
 from the device:
 
 - its throughput is above what the same device did with O_DIRECT on the same file system before the run
-  (fairmark.run.devicebase: fio, sequential 1 MiB blocks — the device's best case), or
+  (fairmark.run.prerun.devicebase: fio, sequential 1 MiB blocks — the device's best case), or
 - the bytes it claims to have read or written during its trials did not reach the disks: the monitors' disk
   counters over those same trials saw less than half of them. Other processes' I/O only adds to what the
   disks saw, so a busy machine can hide this sign, never fake it.

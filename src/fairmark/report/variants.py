@@ -19,7 +19,7 @@ def variant_table(report: RunReport) -> dict[str, Any]:
     defs = variant_definitions(report)
     names = [n for n in dict.fromkeys(c.variant for c in report.cells) if n in defs]
     opts: dict[str, Any] = dict(report.run.options or {})
-    placed: dict[str, str] = opts.get("placement") or {}  # how `cpus` was made (run/host.py)
+    placed: dict[str, str] = opts.get("placement") or {}  # how `cpus` was made (run/machine/host.py)
     flats = {
         n: flatten({k: v for k, v in defs[n].items() if k not in ("name", "description")})
         | ({"cpus placement": placed[n]} if n in placed else {})

@@ -1,7 +1,7 @@
 """The trial seam: what one trial is to execute (`TrialSpec`) and what executing it measured (`Measured`).
 
 Everything above this seam (plan, variants, sweep points, adapters, hooks) only builds a `TrialSpec`;
-everything below it (the local executor `fairmark.run.executor.execute_spec`, an agent on another host) only
+everything below it (the local executor `fairmark.run.launch.executor.execute_spec`, an agent on another host) only
 turns a `TrialSpec` into a `Measured`. Both are frozen, plain data (str, int, float, bool, None, tuples, a
 str→str dict), and round-trip through JSON with `to_dict()` / `from_dict()`; `SPEC_VERSION` changes whenever a
 field changes meaning or is removed (adding a field with a default does not change it), and `from_dict`
@@ -14,7 +14,7 @@ An executor's contract (what the runner relies on):
 2. Write the command's whole stdout and stderr to `<out_dir>/<name>.stdout` and `.stderr` on the controller
    (an agent sends at least the last `tail_bytes` of each back, and the output `files` the adapter parses).
 3. Measure the wall time on a monotonic clock and the rusage of the whole waited tree (wait4), taken by the
-   launcher (`fairmark/run/c/launcher.c`) that starts the command: its peak RSS is then the command's
+   launcher (`fairmark/run/launch/c/launcher.c`) that starts the command: its peak RSS is then the command's
    own, not the executor's (`max_rss_method`); where no launcher can be built, no peak RSS (None).
 4. After `timeout_s`, SIGTERM the whole group, wait `grace_s`, SIGKILL what is left: status "timeout".
 5. Processes still in the group after the leader exited are killed and counted (`leftovers_killed`).
@@ -23,7 +23,7 @@ An executor's contract (what the runner relies on):
 
 Placement (7): `place_cgroup` (a cgroup directory) and `place_cpus` (a CPU affinity) are applied by the
 launcher to the trial's own process before it execs — on Linux inherited from the launching thread (its
-affinity; a cgroup v1 cpuset the thread joins for the trial, `fairmark.run.thread_cgroup`), elsewhere or for a
+affinity; a cgroup v1 cpuset the thread joins for the trial, `fairmark.run.launch.thread_cgroup`), elsewhere or for a
 cgroup a thread cannot join written by the child between fork and exec — so the placed side carries no wrapper
 process the other side lacks. `fork_places` (set for every trial of a run in which any trial needs the step in
 the child): every trial of that run starts through fork with that step, placed or not, so both sides start the
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -219,10 +219,10 @@ class Measured:
     voluntary_switches: int = 0
     involuntary_switches: int = 0
     # how max_rss_kib was measured: "launcher" (wait4 by fairmark's small launcher: the command's own peak,
-    # fairmark.run.launcher); None from executors before it (the peak included fairmark's memory)
+    # fairmark.run.launch.launcher); None from executors before it (the peak included fairmark's memory)
     max_rss_method: str | None = None
     # the bytes the command wrote to stdout and stderr, when its executor saw them once nothing of the trial could
-    # write any more (the launch server: fairmark.run.executor.read_outputs opens no empty output); None: unknown
+    # write any more (the launch server: fairmark.run.launch.executor.read_outputs opens no empty output); None: unknown
     stdout_bytes: int | None = None
     stderr_bytes: int | None = None
     version: int = field(default=SPEC_VERSION)
@@ -278,3 +278,8 @@ class Measured:
         return cls(
             spec.argv, "failed", None, None, 0.0, 0.0, 0.0, 0, spec.stdout_path, spec.stderr_path, error
         )
+
+
+# What runs a trial on a machine (`Host.execute`; the local one is launch/executor.execute_spec): the seam's
+# one function, here so the hosts and the trial name it without importing each other.
+Executor = Callable[[TrialSpec], Measured]

@@ -2,7 +2,7 @@
 its end, so the store says "running" forever. The run records its controller (host name, boot, PID and the PID's
 start time); `runs` and `show` call a run whose controller died — on this machine — "interrupted (controller
 gone)". A controller on another machine (a shared PostgreSQL store) cannot be checked from here: its run stays as
-the store says. The one liveness check of a PID lives here (run/lock.py uses it). Standard library only: `fairmark runs` imports this without SQLAlchemy."""
+the store says. The one liveness check of a PID lives here (run/guard/lock.py uses it). Standard library only: `fairmark runs` imports this without SQLAlchemy."""
 
 from __future__ import annotations
 

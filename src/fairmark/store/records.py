@@ -135,7 +135,7 @@ class CellRecord:
 
 def loops_text(loops: int, calibration: Mapping[str, object] | None = None) -> str:
     """A cell's loop count as the run note and the reports state it; with a `loops = "auto"` calibration (the
-    artifact run.loops stores), what it found: one iteration's CPU time and the process start's share of a trial."""
+    artifact run.trials.loops stores), what it found: one iteration's CPU time and the process start's share of a trial."""
     text = f"{loops:,} loops a trial".replace(",", " ")
     if not calibration:
         return text
@@ -175,7 +175,7 @@ class TrialRecord:
     user_s: float | None = None
     sys_s: float | None = None
     max_rss_kib: int | None = None
-    # "launcher": the workload's own peak (fairmark.run.launcher); None on a trial stored before schema 9,
+    # "launcher": the workload's own peak (fairmark.run.launch.launcher); None on a trial stored before schema 9,
     # whose max_rss_kib included fairmark's own memory (`legacy_rss`), or with no peak measured
     max_rss_method: str | None = None
     exit_code: int | None = None
@@ -296,8 +296,8 @@ class RunOptions(TypedDict, total=False):
     variants: dict[str, JSONObject]  # name → the variant's definition (plan.model.Variant's fields)
     tuning: dict[str, JSONObject]  # the plan's [tuning.NAME] sets
     hooks: list[str]
-    wrap_costs: dict[str, JSONObject]  # variant → what its own `wrap` costs here (run/wrapcost.py)
-    device_baselines: JSONObject  # what the disks can do (run/devicebase.py)
+    wrap_costs: dict[str, JSONObject]  # variant → what its own `wrap` costs here (run/prerun/wrapcost.py)
+    device_baselines: JSONObject  # what the disks can do (run/prerun/devicebase.py)
     hosts: dict[str, JSONObject]  # [hosts.NAME] → what the run recorded of it
     rerun_of: JSONObject  # the bundle's run this one re-ran
     controller: JSONObject  # the process that ran it (run/owner.py): a kill -9 leaves it "running"

@@ -1,5 +1,5 @@
 """The line a verdict carries on a time metric of a variant with its own `wrap`: what the wrapper cost on this
-machine (measured by run/wrapcost.py before the first trial, stored in the run's options as wrap_costs), and
+machine (measured by run/prerun/wrapcost.py before the first trial, stored in the run's options as wrap_costs), and
 whether the verdict's difference lies within it (then the difference may be the wrapper, not the change)."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def note(cost: JSONObject, variant: str, baseline: str, comparison: Comparison, 
 
 
 def _seconds(cost: JSONObject, key: str) -> float:
-    """A time run/wrapcost.py measured (nan: none, e.g. no interval from too few pairs)."""
+    """A time run/prerun/wrapcost.py measured (nan: none, e.g. no interval from too few pairs)."""
     value = cost.get(key)
     return float(value) if isinstance(value, int | float) else math.nan
 

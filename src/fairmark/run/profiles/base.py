@@ -158,7 +158,7 @@ def sweep_stale_profiles(root: Path | None = None, tmp: Path | None = None) -> l
     """Remove what a fairmark killed during a profiled trial left: its trial cgroup (`TrialCgroup`) once empty,
     and its perf control FIFOs' directory; returns what was removed. A cgroup still holding processes stays
     (rmdir refuses it); so does anything of a fairmark still running."""
-    from fairmark.run.lock import pid_alive
+    from fairmark.run.guard.lock import pid_alive
 
     removed = []
     for d in sorted((tmp or Path(tempfile.gettempdir())).glob(PERFCTL_PREFIX + "*")):
@@ -177,7 +177,7 @@ def _mine(path: Path) -> bool:
 
 
 def _sweep_cgroups(root: Path | None) -> list[str]:
-    from fairmark.run.lock import pid_alive
+    from fairmark.run.guard.lock import pid_alive
 
     try:
         found = sorted(root.glob(CGROUP_PREFIX + "*")) if root is not None else []
@@ -222,8 +222,8 @@ def _cgroup_of(pid: int, v2: bool) -> str | None:
 
 
 def scratch_of(trial_dir: str) -> Path | None:
-    """The workload's scratch directory holding a trial's directory (fairmark.run.scratch names it)."""
-    from fairmark.run.scratch import PREFIX
+    """The workload's scratch directory holding a trial's directory (fairmark.run.guard.scratch names it)."""
+    from fairmark.run.guard.scratch import PREFIX
 
     path = Path(trial_dir)
     return next((p for p in (path, *path.parents) if p.name.startswith(PREFIX)), None)

@@ -2,7 +2,7 @@
 
 Two processes flipping the same sysctl would each journal the other's value as "original" and put the wrong
 one back, so a SystemState with machine-wide changes holds an exclusive flock on one file per machine
-(system.lock beside the host lock, where only its user can write: /run/fairmark for root, see run/lock.py;
+(system.lock beside the host lock, where only its user can write: /run/fairmark for root, see run/guard/lock.py;
 $FAIRMARK_SYSTEM_LOCK overrides) from construction to close(). The kernel drops the lock when the process dies,
 so a killed fairmark never leaves it stuck. (It was /run/lock/fairmark-system.lock: /run/lock is writable by
 every user, who could plant a symbolic link there for root's fairmark to truncate the file it names.)
@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from fairmark.errors import EnvironmentRefused
-from fairmark.run.lock import lock_dir, open_lock_file
+from fairmark.run.guard.lock import lock_dir, open_lock_file
 
 _HELD: dict[str, int] = {}  # lock path → fd, for the locks this process holds
 

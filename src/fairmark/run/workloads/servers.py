@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
-from fairmark.run.lock import pid_alive, proc_state  # noqa: F401 - proc_state is part of this module's API
+from fairmark.run.guard.lock import pid_alive, proc_state  # noqa: F401 - proc_state is part of this module's API
 from fairmark.run.workloads.base import SetupError, WorkloadContext
 
 LOOPBACK = "127.0.0.1"
@@ -60,7 +60,7 @@ def free_port(host: str = LOOPBACK) -> int:
         return s.getsockname()[1]
 
 
-pid_running = pid_alive  # the one liveness check (run/lock.py): a zombie is not running
+pid_running = pid_alive  # the one liveness check (run/guard/lock.py): a zombie is not running
 
 
 def log_tail(path: Path, lines: int = 20) -> str:

@@ -1,5 +1,5 @@
 """The trial launcher: every trial starts through a small static C program, so that its peak RSS is the workload's
-own (the local executor, run/executor.py, and the agent on a host, remote/agent.py, both start trials through it).
+own (the local executor, run/launch/executor.py, and the agent on a host, remote/agent.py, both start trials through it).
 What both make of a trial's wait is here too, written once: its measured fields and outcome, and the kill of its
 process group.
 
@@ -146,7 +146,7 @@ def read_launch_report(fd: int) -> dict[str, Any] | None:
 
 def parse_launch_report(data: bytes) -> dict[str, Any] | None:
     """`read_launch_report`'s dict from the report's text (also a launch server's answer,
-    fairmark.run.launch_server), or None when it is not one."""
+    fairmark.run.launch.launch_server), or None when it is not one."""
     words = data.split()  # (int() takes ASCII digits as bytes: no text made of the line first)
     if len(words) != 12 or words[0] != b"fairmark-launcher" or words[1] != b"1":
         return None

@@ -12,8 +12,8 @@ from fairmark.run.hooks import TrialHook
 from fairmark.stats import RunningMean
 
 if TYPE_CHECKING:
-    from fairmark.run.prepare import CellState, WorkloadRuntime
-    from fairmark.run.trial import Outcome
+    from fairmark.run.trials.prepare import CellState, WorkloadRuntime
+    from fairmark.run.trials.trial import Outcome
 
 
 @dataclass
@@ -31,7 +31,7 @@ class RunOptions:
     # `run BUNDLE.json`: the exported run this one re-runs (its id, host, commit, bundle), stored as options.rerun_of
     rerun_of: dict[str, Any] | None = None
     # stop = "decision": the (baseline, other) pairs it decides and whether one proven difference is enough
-    # (run.stoprule.Decide; a bisect step sets both)
+    # (run.loop.stoprule.Decide; a bisect step sets both)
     decide: tuple[tuple[tuple[str, str], ...], bool] = ((), False)
     # --explain: the CPU profiler's trials only for a workload that ended with a significant difference
     explain: bool = False

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from fairmark.errors import EnvironmentRefused, FairmarkError
 from fairmark.jsonvalue import JSONObject
-from fairmark.run.boots import HostDidNotReturn, reboot_command
-from fairmark.run.executor import execute_spec
+from fairmark.run.launch.executor import execute_spec
+from fairmark.run.machine.boots import HostDidNotReturn, reboot_command
 from fairmark.run.spec import Measured, TrialSpec
 from fairmark.run.variants.driver import Prepared
 from fairmark.run.variants.journal import default_state_dir
@@ -34,7 +34,7 @@ from fairmark.run.variants.system import SystemState, merged_changes
 if TYPE_CHECKING:
     from fairmark.plan.model import Boot, Plan, Variant
     from fairmark.run.hooks import Artifact, TrialHook
-    from fairmark.run.trial import Executor
+    from fairmark.run.spec import Executor
     from fairmark.run.variants.boothook import Kind
     from fairmark.run.workloads.base import Adapter
     from fairmark.store.db import Store

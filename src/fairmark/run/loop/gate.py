@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING, Any, cast
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.model import Plan
-from fairmark.run.prepare import WorkloadRuntime, workload_info
+from fairmark.run.trials.prepare import WorkloadRuntime, workload_info
 from fairmark.run.workloads import versions_to_record
 from fairmark.store.db import Store
 
 if TYPE_CHECKING:
-    from fairmark.run.host import Hosts, Snapshot
+    from fairmark.run.machine.host import Hosts, Snapshot
 
 VOLATILE_EVERY_S = 10.0  # the volatile probe samples for ~0.2 s; keep it off the hot path
 
 
 @dataclass
 class Gate:
-    """`hosts` are the run's machines (run.host.Hosts: this one, and the [hosts.NAME] its variants use);
+    """`hosts` are the run's machines (run.machine.host.Hosts: this one, and the [hosts.NAME] its variants use);
     `options` its RunOptions (accept_risk, probe)."""
 
     plan: Plan
@@ -101,7 +101,7 @@ class Gate:
 
     def baselines(self, runtimes: list[WorkloadRuntime]) -> dict[str, Any]:
         """What this machine does apart from the change, measured before the first trial (run options)."""
-        from fairmark.run import devicebase, wrapcost
+        from fairmark.run.prerun import devicebase, wrapcost
 
         # a variant's own wrap is inside its measured time only: its cost here is shown beside the verdicts
         wrap_costs = wrapcost.measure(self.plan.variant) if self.options.probe else {}

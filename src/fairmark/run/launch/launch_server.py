@@ -1,4 +1,4 @@
-"""The launch server: the launcher (`fairmark.run.launcher`) kept for a run. One small C process, started once
+"""The launch server: the launcher (`fairmark.run.launch.launcher`) kept for a run. One small C process, started once
 per workload's rounds, starts each of its trials as the launcher starts its command — the clock, vfork, exec,
 wait4, the clock — and answers with what the launcher's report line says.
 
@@ -20,7 +20,7 @@ without a C library on Linux x86-64, it is a few dozen KiB (the launcher's: a fe
 larger). The trial gets exactly its environment, stdin/stdout/stderr and working directory, its own session
 and process group (the timeout and the leftover check kill the group), and its placement: the server joins the
 trial's cgroup v1 cpuset and takes its CPU mask before the clock starts and goes back after it stops, as the
-launching thread does for the launcher (`fairmark.run.thread_cgroup`), so the command inherits its placement.
+launching thread does for the launcher (`fairmark.run.launch.thread_cgroup`), so the command inherits its placement.
 
 A run opens it (`serving`, around each workload's rounds). A trial outside one, one another thread starts
 meanwhile, a placement the server cannot make (a cgroup a thread cannot join, a fork with a step in the
@@ -48,15 +48,15 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from fairmark.run import thread_cgroup
-from fairmark.run.launcher import _cache_dir, _launcher_flags, c_program, report_fields
+from fairmark.run.launch import thread_cgroup
+from fairmark.run.launch.launcher import _cache_dir, _launcher_flags, c_program, report_fields
 from fairmark.run.spec import TrialSpec
 
 
 @functools.cache
 def server_path() -> str | None:
     """The launch server built for this host (once, into $XDG_CACHE_HOME/fairmark, named by its source's hash)
-    the way the launcher is (`fairmark.run.launcher._launcher_flags`: without a C library on Linux x86-64, so
+    the way the launcher is (`fairmark.run.launch.launcher._launcher_flags`: without a C library on Linux x86-64, so
     that the commands' peak RSS starts at its few KiB as at the launcher's), or None where no C compiler builds
     one that answers (trials then start through the launcher)."""
     source = c_program("launch_server.c")
@@ -330,7 +330,7 @@ class LaunchServer:
         return answer
 
     def report(self) -> dict[str, Any]:
-        """The trial's report: the launcher's fields (`fairmark.run.launcher.parse_launch_report`)."""
+        """The trial's report: the launcher's fields (`fairmark.run.launch.launcher.parse_launch_report`)."""
         return report_fields(self.answer()[1:11])
 
     def _exact(self, sock: socket.socket, n: int) -> bytes:

@@ -19,18 +19,19 @@ from fairmark import __version__
 from fairmark.errors import FairmarkError
 from fairmark.plan.load import LoadedPlan
 from fairmark.plan.schedule import Order, new_seed
-from fairmark.run import profiled
-from fairmark.run.executor import execute_spec
-from fairmark.run.gate import Gate, VolatileWatch, host_id, hostname
-from fairmark.run.host import Host, Hosts
-from fairmark.run.launch_server import serving
-from fairmark.run.lock import announce_run
-from fairmark.run.options import Progress, RunOptions, trial_event
-from fairmark.run.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
-from fairmark.run.secrets import Scrubber
-from fairmark.run.stage import startup_notes, workload_stage
-from fairmark.run.stoprule import stops
-from fairmark.run.trial import Contexts, Executor, TrialHook, TrialPath
+from fairmark.run.guard.lock import announce_run
+from fairmark.run.launch.executor import execute_spec
+from fairmark.run.launch.launch_server import serving
+from fairmark.run.loop import profiled
+from fairmark.run.loop.gate import Gate, VolatileWatch, host_id, hostname
+from fairmark.run.loop.options import Progress, RunOptions, trial_event
+from fairmark.run.loop.stage import startup_notes, workload_stage
+from fairmark.run.loop.stoprule import stops
+from fairmark.run.machine.host import Host, Hosts
+from fairmark.run.spec import Executor
+from fairmark.run.trials.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
+from fairmark.run.trials.secrets import Scrubber
+from fairmark.run.trials.trial import Contexts, TrialHook, TrialPath
 from fairmark.store.db import Store, now
 from fairmark.store.owner import controller
 
@@ -67,7 +68,7 @@ class Runner:
 
     # -- entry points ------------------------------------------------------------------------------------
     def _runtimes(self, stored: dict[str, int] | None = None) -> list[WorkloadRuntime]:
-        """Preparation (run.prepare): nothing is written before all of it passed."""
+        """Preparation (run.trials.prepare): nothing is written before all of it passed."""
         return build_runtimes(
             self.plan,
             self.loaded.path,
@@ -194,8 +195,10 @@ class Runner:
         order = Order(seed)
         status = "interrupted"
         try:
-            if any(v.boot for v in self.plan.variant):  # kernels: one boot per block, A B B A … (run.bootrun)
-                from fairmark.run.bootrun import BootRun
+            if any(
+                v.boot for v in self.plan.variant
+            ):  # kernels: one boot per block, A B B A … (run.loop.bootrun)
+                from fairmark.run.loop.bootrun import BootRun
 
                 BootRun(self).execute(runtimes, order)  # it leaves no cell active
             for rt in runtimes:
@@ -224,8 +227,11 @@ class Runner:
             self.progress.finished()
 
     def _workload(self, rt: WorkloadRuntime, order: Order) -> None:
-        """Setup → warm-up rounds → measured rounds → profiled rounds → teardown (run.stage, always)."""
-        with self.stage(rt) as contexts, serving():  # its trials start through one server (run.launch_server)
+        """Setup → warm-up rounds → measured rounds → profiled rounds → teardown (run.loop.stage, always)."""
+        with (
+            self.stage(rt) as contexts,
+            serving(),
+        ):  # its trials start through one server (run.launch.launch_server)
             for r in range(-self.policy.warmup, self.policy.max_trials + self.policy.max_failures):
                 active = [cs for cs in rt.cells if cs.status == "active"]
                 if not active:
@@ -254,7 +260,7 @@ class Runner:
     def _profiled_rounds(self, rt: WorkloadRuntime, contexts: Contexts, order: Order) -> None:
         """With --profile: the plan's `profiled_trials` extra rounds per profiler after the measured ones, every
         cell that finished, one profiler per trial (two in one trial profile each other: strace's ptrace stops
-        topped the lock table); the CPU profiler's go on, a round at a time, until run.profiled says decided
+        topped the lock table); the CPU profiler's go on, a round at a time, until run.loop.profiled says decided
         (--explain: only a workload with a significant difference, CPU only). Stored apart (profiled, warm-up
         for every statistic): perf and strace slow what they watch, so their times never reach a verdict."""
         done = [cs for cs in rt.cells if cs.status == "done"]
@@ -282,9 +288,9 @@ class Runner:
     def _runs_here(self, rt: WorkloadRuntime, cs: CellState) -> bool:
         return self.hosts.runs(cs.cell.variant, rt.workload.name).local
 
-    # -- the trial loop's steps (public: run.bootrun shares them) ------------------------------------------
+    # -- the trial loop's steps (public: run.loop.bootrun shares them) ------------------------------------------
     def stage(self, rt: WorkloadRuntime) -> AbstractContextManager[Contexts]:
-        """The workload's stage: its scratch and setup before its trials, its teardown after (run.stage)."""
+        """The workload's stage: its scratch and setup before its trials, its teardown after (run.loop.stage)."""
         return workload_stage(
             rt,
             self.policy,
@@ -324,7 +330,7 @@ class Runner:
         return self._trial_path
 
     def _stop_rule(self, rt: WorkloadRuntime) -> None:
-        """The cells compared with each other (one group) stop together (run.stoprule): at a length set by their
+        """The cells compared with each other (one group) stop together (run.loop.stoprule): at a length set by their
         first stage (stop = "precision"), or once their A/B answer is decided (stop = "decision")."""
         for cs, reason in stops(rt, self.policy, self.plan.baseline, self.options.decide):
             self.stop(cs, "done", reason)
@@ -336,5 +342,5 @@ class Runner:
         self.progress.cell_stopped(cs.cell.key, status, reason)
 
     def between_rounds(self) -> None:
-        """The volatile probe's sample between rounds (run.gate.VolatileWatch)."""
+        """The volatile probe's sample between rounds (run.loop.gate.VolatileWatch)."""
         self.watch.sample(self.store, self.run_id, self.progress.note)

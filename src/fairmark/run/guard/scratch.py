@@ -100,7 +100,7 @@ def _legacy_owner(name: str) -> int | None:
 def sweep(base: str | None = None) -> list[str]:
     """Remove the scratch directories no live process holds, after stopping what their dead owners left
     running in them (a managed server runs in its own session, so a SIGKILL of fairmark's group misses it)."""
-    from fairmark.run.lock import pid_alive
+    from fairmark.run.guard.lock import pid_alive
 
     root = Path(base or tempfile.gettempdir())
     lines: list[str] = []
@@ -138,7 +138,7 @@ def _stop_working_in(root: Path, orphan: Callable[[str], bool]) -> list[str]:
     (deleted)', which psutil gives without the suffix)."""
     import psutil
 
-    from fairmark.run.launcher import kill_group
+    from fairmark.run.launch.launcher import kill_group
 
     lines = []
     for proc in psutil.process_iter(["pid", "cwd", "name"]):

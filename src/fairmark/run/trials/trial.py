@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from fairmark.plan.model import Plan, RunPolicy, Variant, Workload
 from fairmark.plan.schedule import Cell
-from fairmark.run import metrics as M
-from fairmark.run.build import before_trial_spec, trial_spec
-from fairmark.run.executor import forks_to_place, read_outputs, read_text
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
-from fairmark.run.loops import CalibrationFailed, calibrate
-from fairmark.run.prepare import CellState, WorkloadRuntime
-from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Measured, TrialSpec
+from fairmark.run.launch.executor import forks_to_place, read_outputs, read_text
+from fairmark.run.spec import RAW_BYTES, TAIL_BYTES, Executor, Measured, TrialSpec
+from fairmark.run.trials import metrics as M
+from fairmark.run.trials.build import before_trial_spec, trial_spec
+from fairmark.run.trials.loops import CalibrationFailed, calibrate
+from fairmark.run.trials.prepare import CellState, WorkloadRuntime
 from fairmark.run.variants.basic import command_for
 from fairmark.run.variants.driver import Prepared
 from fairmark.run.workloads.base import ParseError, RawOutput, TrialContext, WorkloadContext
@@ -31,15 +31,14 @@ from fairmark.store.records import Sample, TrialRecord, loops_text
 from fairmark.store.schema import CLAIMED_IO, LOOPS_CALIBRATION
 
 if TYPE_CHECKING:
-    from fairmark.run.host import Host, Hosts
-    from fairmark.run.secrets import Scrubber
+    from fairmark.run.machine.host import Host, Hosts
+    from fairmark.run.trials.secrets import Scrubber
 
-Executor = Callable[[TrialSpec], Measured]
 Wrapper = Callable[[list[str]], list[str]]
 
 
 class SpecBuilder(Protocol):
-    """A cell's trial spec builder (run.build.trial_spec with all but these bound): its hooks' wrappers and the
+    """A cell's trial spec builder (run.trials.build.trial_spec with all but these bound): its hooks' wrappers and the
     loop count vary between the trials of a cell and its calibration."""
 
     def __call__(self, *, wrappers: Sequence[Wrapper] = (), loops: int | None = None) -> TrialSpec: ...
@@ -88,7 +87,7 @@ class TrialPath:
     policy: RunPolicy
     store: Store
     run_id: str
-    hosts: Hosts  # where each variant runs: this machine, or a [hosts.NAME] (run.host)
+    hosts: Hosts  # where each variant runs: this machine, or a [hosts.NAME] (run.machine.host)
     scrub: Scrubber
     note: Callable[[str], None]
     hooks: tuple[TrialHook, ...] = ()
@@ -182,7 +181,7 @@ class TrialPath:
         trial_dir: Path,
         launcher_places: bool,
     ) -> SpecBuilder:
-        """The trial's spec builder (run.build.trial_spec) with everything but its hooks' wrappers and its loop
+        """The trial's spec builder (run.trials.build.trial_spec) with everything but its hooks' wrappers and its loop
         count, which calibration trials and the trial give."""
         return functools.partial(
             trial_spec,
@@ -233,7 +232,7 @@ class TrialPath:
         build: SpecBuilder,
         execute: Executor,
     ) -> tuple[TrialSpec, Measured, tuple[str, str, dict[str, float]]] | None:
-        """`loops = "auto"` (run.loops): calibration trials of the cell — its before_trial step each time, no
+        """`loops = "auto"` (run.trials.loops): calibration trials of the cell — its before_trial step each time, no
         hooks, not stored — until their loops take long enough; the count is its group's from now on, stored with
         each of its cells after the calibration (an artifact of each: a kill between the two calibrates again on
         resume, and the reports read the last). When it fails: the failed calibration trial, recorded as this

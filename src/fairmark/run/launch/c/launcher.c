@@ -1,4 +1,4 @@
-/* fairmark's trial launcher (fairmark.run.launcher.launcher builds it): launcher REPORT_FD COMMAND [ARG...]
+/* fairmark's trial launcher (fairmark.run.launch.launcher.launcher builds it): launcher REPORT_FD COMMAND [ARG...]
    vforks COMMAND (searched in PATH as Python's subprocess does: no shell for ENOEXEC), waits for it and
    writes one line to REPORT_FD: "fairmark-launcher 1 STATUS ERRNO WALL_NS USER_US SYS_US MAXRSS_KIB MINFLT
    MAJFLT NVCSW NIVCSW" (ERRNO: why the exec failed, else 0). Exits with the command's status (127: no exec,

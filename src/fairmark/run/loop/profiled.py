@@ -20,9 +20,9 @@ from fairmark.stats.attribution_diff import AttributionDiff, ProfiledTrial, comp
 
 if TYPE_CHECKING:
     from fairmark.plan.model import RunPolicy
-    from fairmark.run.options import RunOptions
-    from fairmark.run.prepare import CellState, WorkloadRuntime
-    from fairmark.run.trial import TrialHook
+    from fairmark.run.loop.options import RunOptions
+    from fairmark.run.trials.prepare import CellState, WorkloadRuntime
+    from fairmark.run.trials.trial import TrialHook
     from fairmark.store.db import Store
 
 EQUIVALENT_SHARE = 0.01  # a top contributor bounded within ±1% of the CPU time per trial: nothing to find
@@ -106,7 +106,7 @@ def significant(rt: WorkloadRuntime, policy: RunPolicy, baseline: str) -> bool:
 def profilers(options: RunOptions, rt: WorkloadRuntime, policy: RunPolicy, baseline: str) -> list[TrialHook]:
     """The profilers of this workload's profiled rounds, in order: with --explain, the CPU profiler only when
     the measured trials ended with a significant difference."""
-    from fairmark.run.trial import is_profiler
+    from fairmark.run.trials.trial import is_profiler
 
     hooks = [h for h in options.hooks if is_profiler(h)]
     if options.explain and any(adaptive(h) for h in hooks) and not significant(rt, policy, baseline):

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
-from fairmark.run.executor import execute
+from fairmark.run.launch.executor import execute
 
 PAIRS = 31  # enough for a 95% order-statistic CI of the median (needs n ≥ 6), a few ms per launch
 CONFIDENCE = 95.0

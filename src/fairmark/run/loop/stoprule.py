@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from fairmark.plan.model import RunPolicy
-from fairmark.run.prepare import CellState, WorkloadRuntime
+from fairmark.run.trials.prepare import CellState, WorkloadRuntime
 from fairmark.stats.sequential import Design, Look, after_fdr, boot_looks, group_decision, welch_look
 from fairmark.stats.stopping import group_stop, own_ci
 

@@ -1,4 +1,4 @@
-/* fairmark's launch server (fairmark.run.launch_server.server_path builds it): launch-server SOCKET_FD PIDS_FD
+/* fairmark's launch server (fairmark.run.launch.launch_server.server_path builds it): launch-server SOCKET_FD PIDS_FD
    The launcher (launcher.c) kept for a run: it starts the trials one at a time for the
    fairmark at the other end of the Unix stream socket SOCKET_FD, each as the launcher starts its command — the
    clock, vfork, exec (PATH searched as Python's subprocess does), wait4, the clock — and answers on SOCKET_FD
@@ -101,7 +101,7 @@ static long fm_size(int fd) {
 #endif
 #endif
 
-/* the records it sends, native 64-bit integers with these first (fairmark.run.launch_server._ANSWER, _STARTED) */
+/* the records it sends, native 64-bit integers with these first (fairmark.run.launch.launch_server._ANSWER, _STARTED) */
 #define ANSWER_MAGIC 0x666d2d616e737731LL /* "fm-answ1" */
 #define PID_MAGIC 0x666d2d7069643031LL    /* "fm-pid01" */
 static int sock, pids, home, devnull;

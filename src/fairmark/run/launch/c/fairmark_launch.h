@@ -1,7 +1,7 @@
 /* What fairmark's trial launcher (launcher.c) and its launch server (launch_server.c) share: the system calls
    without a C library (FAIRMARK_NOLIBC, Linux x86-64) or through it, vfork, and the PATH search made before
    vfork (the child only execs, as Python's subprocess searches: no shell for ENOEXEC). Each program is built
-   as one file, this header inlined where it is included (fairmark.run.launcher.c_program). */
+   as one file, this header inlined where it is included (fairmark.run.launch.launcher.c_program). */
 #ifndef FAIRMARK_LAUNCH_H
 #define FAIRMARK_LAUNCH_H
 #ifdef FAIRMARK_NOLIBC

@@ -227,7 +227,7 @@ class HostLock:
             self._write(self.fd)
 
     def __exit__(self, *exc: object) -> None:
-        from fairmark.run.signals import held
+        from fairmark.run.guard.signals import held
 
         with held():  # a SIGTERM arriving now waits: the lock is released whole, never left half-written
             if self.fd is not None:

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fairmark.run import launch_server, placer
-from fairmark.run.launcher import (
+from fairmark.run.launch import launch_server, placer
+from fairmark.run.launch.launcher import (
     group_alive,
     kill_group,
     launcher,
@@ -135,7 +135,7 @@ def execute(
     )
 
 
-# The placement (a variant's cpuset cgroup, its CPUs) is fairmark.run.placer's, the agent's on a host too.
+# The placement (a variant's cpuset cgroup, its CPUs) is fairmark.run.launch.placer's, the agent's on a host too.
 forks_to_place = placer.forks_to_place
 
 
@@ -160,7 +160,7 @@ def execute_spec(spec: TrialSpec) -> Measured:
 
 
 def _served(spec: TrialSpec, server: launch_server.LaunchServer) -> Measured:
-    """The trial started by the run's launch server (`fairmark.run.launch_server`: the launcher kept for the
+    """The trial started by the run's launch server (`fairmark.run.launch.launch_server`: the launcher kept for the
     run), which makes its output files too. fairmark sleeps until the answer; it reads the trial's pid (its
     group) only to kill the group: at the timeout, when interrupted, and when the answer says a process of it
     is left (leftovers). Raises ServerGone (nothing started) when the server had ended since its last trial."""
@@ -274,7 +274,7 @@ def _finished(
 
 
 def _launched(spec: TrialSpec, stack: contextlib.ExitStack) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """The argv that starts the trial through the launcher (`fairmark.run.launcher`: the workload's
+    """The argv that starts the trial through the launcher (`fairmark.run.launch.launcher`: the workload's
     own peak RSS, not fairmark's) and the pipe for its report (the read end closed with `stack`); the bare
     argv and no pipe where no launcher could be built (no peak RSS is recorded then)."""
     path, _ = launcher()
@@ -301,7 +301,7 @@ def _spawn(
     pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """Start the trial's process in its own session and process group (the timeout kills the whole tree),
-    placed by `fairmark.run.placer` (vfork where the launching thread hands the placement down: the fork path
+    placed by `fairmark.run.launch.placer` (vfork where the launching thread hands the placement down: the fork path
     cost ~4 ms more per measured trial here, bench/harness_cost.py). `argv` is the launcher's (`_launched`),
     which starts the command by vfork itself: what is placed here is inherited."""
     return placer.popen(
@@ -357,7 +357,7 @@ def _measured(
     report: dict[str, Any] | None = None,
     sizes: tuple[int | None, int | None] = (None, None),
 ) -> Measured:
-    """The trial's record (run.launcher.waited_fields: the launcher's report, else the waited tree's);
+    """The trial's record (run.launch.launcher.waited_fields: the launcher's report, else the waited tree's);
     `sizes`: those of its stdout and stderr when its executor knows them (`Measured.stdout_bytes`)."""
     status, fields = waited_fields(status, ru, wall, report)
     exit_code, sig, st, err = outcome(status, spec.timeout_s if timed_out else None)

@@ -9,7 +9,7 @@ from typing import Any
 
 from fairmark.plan.metric import LOOP_METRICS, per_loop
 from fairmark.plan.model import BUILTIN_METRICS, Metric
-from fairmark.run.executor import ExecResult
+from fairmark.run.launch.executor import ExecResult
 from fairmark.run.workloads.base import ParseError
 
 _INDEX = re.compile(r"^(.*?)\[(-?\d+)\]$")
@@ -17,7 +17,7 @@ _INDEX = re.compile(r"^(.*?)\[(-?\d+)\]$")
 
 def builtin_values(result: ExecResult) -> dict[str, float]:
     """The executor's measurements; no max_rss_kib where the host could not measure the workload's own peak
-    (no launcher: `fairmark.run.launcher`)."""
+    (no launcher: `fairmark.run.launch.launcher`)."""
     values = {"wall_s": result.wall_s, "user_s": result.user_s, "sys_s": result.sys_s, "cpu_s": result.cpu_s}
     if result.max_rss_kib is not None and result.max_rss_method is not None:
         values["max_rss_kib"] = float(result.max_rss_kib)

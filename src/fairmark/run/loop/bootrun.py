@@ -1,16 +1,16 @@
 """`fairmark run` of a plan with boot variants (issue 14): blocks of boots A B B A …, each block one boot.
 
 For each block: switch the machine's next boot to the block's variant, reboot, wait (bounded by the variant's
-`boot.timeout_s`), verify the boot that came back (run.boots.verify: a new boot id, the kernel command line or
+`boot.timeout_s`), verify the boot that came back (run.machine.boots.verify: a new boot id, the kernel command line or
 kern.bootfile, the `expect` keys of a fresh environment snapshot, and none of the words that mark the OTHER
 variants' kexec command lines), store that snapshot and the check, then run every workload's cells of that
 variant: a warm-up (at least one trial per cell: the first trial of a boot meets cold caches) and
 `trials_per_boot` measured trials. The verdict then takes the boot as its unit (stats.levels, through the
 report's read model: every trial carries its boot id).
 
-Where the machine is (a `run.host.Host`: its boot id, commands, reboot and snapshot):
+Where the machine is (a `run.machine.host.Host`: its boot id, commands, reboot and snapshot):
 * remote (`host = …`): the controller drives the host over SSH (remote.hosts.RemoteHost) and never runs on it;
-* local (no host): fairmark reboots the machine it runs on (run.host.LocalHost). Before the reboot it installs
+* local (no host): fairmark reboots the machine it runs on (run.machine.host.LocalHost). Before the reboot it installs
   the one-shot boot hook (run.variants.boothook: journaled, so a finished, failed or killed run never leaves it
   behind) that runs `fairmark resume RUN` in the next boot; the resumed run verifies the boot it finds itself in.
 
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.model import Boot, Plan, RunPolicy
-from fairmark.run.boots import (
+from fairmark.run.machine.boots import (
     BootCheck,
     HostDidNotReturn,
     WrongBoot,
@@ -48,23 +48,23 @@ from fairmark.run.boots import (
     switch_commands,
     verify,
 )
-from fairmark.run.host import snapshot_json
+from fairmark.run.machine.host import snapshot_json
 from fairmark.store.db import now
 
 if TYPE_CHECKING:
     from fairmark.plan.load import LoadedPlan
     from fairmark.plan.schedule import Order
-    from fairmark.run.host import Host, Hosts
-    from fairmark.run.options import Progress
-    from fairmark.run.prepare import CellState, WorkloadRuntime
-    from fairmark.run.trial import Contexts
+    from fairmark.run.loop.options import Progress
+    from fairmark.run.machine.host import Host, Hosts
+    from fairmark.run.trials.prepare import CellState, WorkloadRuntime
+    from fairmark.run.trials.trial import Contexts
     from fairmark.store.db import Store
 
 __all__ = ["BootRun", "HostDidNotReturn", "TrialLoop"]
 
 
 class TrialLoop(Protocol):
-    """What a boot run shares with the runner (run.runner.Runner): the run, its machines, and the runner's
+    """What a boot run shares with the runner (run.loop.runner.Runner): the run, its machines, and the runner's
     trial loop as public steps — a workload's stage, one trial of a cell in a round, a cell's stop, the watch
     between rounds."""
 
@@ -202,7 +202,7 @@ class BootRun:
         answer, decided (or max_boots reached) — the reason every cell stops — or None to boot on."""
         if self.policy.boots != "auto" or (block.index + 1) % (2 * len(self.runner.plan.variant)):
             return None
-        from fairmark.run.stoprule import boot_decision
+        from fairmark.run.loop.stoprule import boot_decision
 
         return boot_decision(runtimes, self.policy, self.runner.plan.baseline, self.per_boot, block.k + 1)
 

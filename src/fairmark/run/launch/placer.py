@@ -1,8 +1,8 @@
 """Where a trial's process starts: in a variant's cpuset cgroup, on its CPUs — the one placer of the local executor
-(fairmark.run.executor) and of the agent on a host (fairmark.remote.agent, which is shipped this module).
+(fairmark.run.launch.executor) and of the agent on a host (fairmark.remote.agent, which is shipped this module).
 
 On Linux every placement is handed down by the launching thread: it joins a cgroup v1 cpuset for the trial
-(`fairmark.run.thread_cgroup`; it leaves when the caller's ExitStack closes, after the trial's wait) or sets its
+(`fairmark.run.launch.thread_cgroup`; it leaves when the caller's ExitStack closes, after the trial's wait) or sets its
 own CPU mask around the start, so the trial starts by vfork and inherits both. What a thread cannot hand down
 (a cgroup it cannot join; an affinity elsewhere than Linux; `fork_places`, which makes every trial of a run start
 the same way) is written by the child between fork and exec. Standard library only.
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO
 
-from fairmark.run import thread_cgroup
+from fairmark.run.launch import thread_cgroup
 
 # Linux's sched_setaffinity(0, …) sets the calling thread's mask, which a child it starts inherits; elsewhere an
 # affinity is set in the child between fork and exec.
@@ -28,7 +28,7 @@ File = int | IO[bytes] | None
 
 def forks_to_place(cgroup: bool, cpus: bool) -> bool:
     """Whether trials placed this way must start through fork with a placement step in the child (a cgroup
-    or an affinity the launching thread cannot hand down: see `fairmark.run.thread_cgroup`). A run sets
+    or an affinity the launching thread cannot hand down: see `fairmark.run.launch.thread_cgroup`). A run sets
     `TrialSpec.fork_places` on every trial when any of its trials does, so that both sides of a comparison
     start the same way."""
     return (cgroup or cpus) and not THREAD_AFFINITY

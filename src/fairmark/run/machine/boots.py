@@ -10,7 +10,7 @@ Verification: a boot counts as variant V only if
 * kexec's `append` words are all on the new kernel command line (`os.cmdline`),
 * FreeBSD's `nextboot -k NAME` booted /boot/NAME/kernel (`kern.bootfile`),
 * every `expect` key of the snapshot has its value (dotted path, e.g. "os.ident" = "GENERIC-NODEBUG"),
-* no kernel command-line word that marks another variant's kexec `append` is there (run.bootrun passes them).
+* no kernel command-line word that marks another variant's kexec `append` is there (run.loop.bootrun passes them).
 Anything else is a wrong boot: it is recorded with the evidence, its trials are refused and the run stops.
 """
 

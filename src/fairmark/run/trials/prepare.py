@@ -18,8 +18,8 @@ from fairmark.run.workloads.base import Adapter
 from fairmark.store.records import CellRecord
 
 if TYPE_CHECKING:
-    from fairmark.run.host import Hosts
-    from fairmark.run.secrets import Scrubber
+    from fairmark.run.machine.host import Hosts
+    from fairmark.run.trials.secrets import Scrubber
 
 
 @dataclass
@@ -34,7 +34,9 @@ class CellState:
     rounds_done: set[int] = field(default_factory=set)
     params: dict[str, Any] = field(default_factory=dict)  # a tool cell's resolved parameters
     loops: int | None = None  # the loop count its trials are handed (`loops = "auto"`: None until calibrated)
-    loop_start_s: float | None = None  # `loops = "auto"`: the calibrated process start's CPU time (run.loops)
+    loop_start_s: float | None = (
+        None  # `loops = "auto"`: the calibrated process start's CPU time (run.trials.loops)
+    )
 
 
 @dataclass

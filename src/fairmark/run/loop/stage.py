@@ -12,16 +12,17 @@ from typing import TYPE_CHECKING
 
 from fairmark.errors import FairmarkError
 from fairmark.plan.model import RunPolicy, Workload
-from fairmark.run import scratch
-from fairmark.run.build import step_spec
-from fairmark.run.executor import execute_spec, read_text
-from fairmark.run.prepare import WorkloadRuntime
-from fairmark.run.scratch import Scratch
-from fairmark.run.trial import Contexts, Executor
+from fairmark.run.guard import scratch
+from fairmark.run.guard.scratch import Scratch
+from fairmark.run.launch.executor import execute_spec, read_text
+from fairmark.run.spec import Executor
+from fairmark.run.trials.build import step_spec
+from fairmark.run.trials.prepare import WorkloadRuntime
+from fairmark.run.trials.trial import Contexts
 from fairmark.run.workloads.base import WorkloadContext
 
 if TYPE_CHECKING:
-    from fairmark.run.host import Hosts
+    from fairmark.run.machine.host import Hosts
 
 
 def cache_dir() -> Path:
@@ -117,8 +118,8 @@ def sweep_stale_scratch(tmp: str | None = None) -> list[str]:
 def startup_notes() -> list[str]:
     """What a run says before it starts: the scratch directories killed fairmark processes left (removed, what
     ran in them stopped), then what their profiled trials left (an empty cgroup, perf's FIFOs); and that this host records
-    no peak RSS when no launcher can be built for it (`fairmark.run.launcher`)."""
-    from fairmark.run.launcher import launcher
+    no peak RSS when no launcher can be built for it (`fairmark.run.launch.launcher`)."""
+    from fairmark.run.launch.launcher import launcher
     from fairmark.run.profiles.base import sweep_stale_profiles
 
     lines = sweep_stale_scratch() + sweep_stale_profiles()
