@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -9,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fairmark.cli._tags import parse_tags, tag_option
-from fairmark.cli.common import common_options, open_store
+from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console, escape
 from fairmark.errors import InputError
 
 if TYPE_CHECKING:
+    from fairmark.report.history import HistoryOptions
     from fairmark.store.db import Store
+    from fairmark.store.quickhistory import SqliteHistory
 
 
 def order_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -71,18 +75,11 @@ def history(
     png_path: str | None,
 ) -> None:
     """One point per run (mean, CI, n) of a workload's cells, per host; change points by binary segmentation that holds its level under drift (stats/changepoints.py)."""
-    from fairmark.report.history import HistoryOptions, build_history
-    from fairmark.store.history import metrics_of
+    from fairmark.report.history import HistoryOptions
 
     workload, _, metric = target.partition(":")
     if not 0 < alpha < 1:
         raise click.BadParameter(f"{alpha}: expected a level between 0 and 1", param_hint="--alpha")
-    store = open_store()
-    others: list[str] = []
-    if not metric:  # the workload's primary metric; the others are named, not all printed
-        primary, names = metrics_of(store, workload)
-        metric, others = primary or "", [m for m in names if m != primary]
-    since = _mark(store, new_since) if new_since else None
     opts = HistoryOptions(
         workload,
         metric or None,
@@ -90,11 +87,11 @@ def history(
         parse_tags(tag_items),
         order_tag,
         alpha=alpha,
-        new_since=since,
         commit_order=commit_order(order, repo, order_tag),
     )
-    data = build_history(store, opts)
+    data, metric, others, since = _read(opts, new_since)
     if not data:
+        store = open_store()
         raise InputError(
             f"no stored samples of workload {workload!r}"
             + (f" metric {metric!r}" if metric else "")
@@ -113,6 +110,34 @@ def history(
         _print(data, workload, metric, others, alpha)
     if exit_code:
         _gate(data, since)
+
+
+def _read(opts: HistoryOptions, new_since: str | None) -> tuple[list[dict], str, list[str], Any]:
+    """The series (build_history), the metric shown, the others stored and the --new-since mark: from an SQLite
+    store of this schema without SQLAlchemy (store/quickhistory.py), else (or on any sqlite3 error) the store."""
+    import sqlite3
+
+    from fairmark.store.base import normalize_url
+    from fairmark.store.quickhistory import opened
+
+    if not new_since:  # a run named by --new-since is looked up by the full store
+        with opened(normalize_url(state["store"])) as quick, contextlib.suppress(sqlite3.Error):
+            if quick is not None:
+                return (*_series(quick, opts), None)
+    store = open_store()
+    since = _mark(store, new_since) if new_since else None
+    return (*_series(store, dataclasses.replace(opts, new_since=since)), since)
+
+
+def _series(store: Store | SqliteHistory, opts: HistoryOptions) -> tuple[list[dict], str, list[str]]:
+    from fairmark.report.history import build_history
+    from fairmark.store.history import metrics_of
+
+    metric, others = opts.metric or "", []
+    if not metric:  # the workload's primary metric; the others are named, not all printed
+        primary, names = metrics_of(store, opts.workload)
+        metric, others = primary or "", [m for m in names if m != primary]
+    return build_history(store, dataclasses.replace(opts, metric=metric or None)), metric, others
 
 
 def _plots(data: list[dict], workload: str, html_path: str | None, png_path: str | None) -> None:

@@ -17,7 +17,6 @@ from fairmark.stats.changepoints import (
 )
 from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.tdist import t_quantile
-from fairmark.store.db import jsonable_row
 from fairmark.store.history import Series, order_by_commits, order_by_tag, query_history
 from fairmark.store.records import LEGACY_RSS
 
@@ -99,7 +98,8 @@ def series_view(series: Series, opts: HistoryOptions) -> dict[str, Any]:
     cps = change_points(series, opts)
     points = [
         {
-            **jsonable_row({"run_id": p.run_id, "started_at": p.started_at}),
+            "run_id": p.run_id,
+            "started_at": p.started_at.isoformat(),  # as store.db.jsonable_row (not imported: SQLAlchemy)
             "n": p.n,
             "mean": p.mean,
             "sd": p.sd,
@@ -179,19 +179,22 @@ def build_history(store: Any, opts: HistoryOptions) -> list[dict[str, Any]]:
 def baseline_first(store: Any, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The series in a stable order — host, metric, cell — each workload's baseline cell first, as every other
     screen lists it (its run's `baseline`, read from the newest run of each series: a few rows)."""
-    import sqlalchemy as sa
-
-    from fairmark.store import schema as S
+    from fairmark.store.quickhistory import SqliteHistory
 
     newest = {v["points"][-1]["run_id"] for v in views if v["points"]}
-    with store.engine.connect() as conn:
-        rows = conn.execute(sa.select(S.runs.c.id, S.runs.c.options).where(S.runs.c.id.in_(newest))).all()
+    options: dict[str, Any]
+    if isinstance(store, SqliteHistory):
+        options = store.options(newest)
+    else:
+        import sqlalchemy as sa
+
+        from fairmark.store import schema as S
+
+        with store.engine.connect() as conn:
+            q = sa.select(S.runs.c.id, S.runs.c.options).where(S.runs.c.id.in_(newest))
+            options = {row.id: row.options for row in conn.execute(q)}
     # runs before the options kept `baseline` had it in their policy; unknown: the order the runs gave
-    baseline = {
-        row.id: (row.options or {}).get("baseline")
-        or ((row.options or {}).get("policy") or {}).get("baseline")
-        for row in rows
-    }
+    baseline = {run_id: _baseline_of(o) for run_id, o in options.items()}
 
     def key(v: dict[str, Any]) -> tuple[Any, ...]:
         base = baseline.get(v["points"][-1]["run_id"]) if v["points"] else None
@@ -199,3 +202,8 @@ def baseline_first(store: Any, views: list[dict[str, Any]]) -> list[dict[str, An
         return (v["host"], v["metric"], group, bool(base) and variant != base)
 
     return sorted(views, key=key)
+
+
+def _baseline_of(options: Any) -> Any:
+    o: Any = options or {}
+    return o.get("baseline") or (o.get("policy") or {}).get("baseline")

@@ -6,14 +6,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-import sqlalchemy as sa
-
-from fairmark.store import schema as S
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from fairmark.store.db import Store
+    from fairmark.store.quickhistory import PointRow, SqliteHistory
 
 
 @dataclass(frozen=True)
@@ -46,7 +43,7 @@ class Series:
 
 
 def query_history(
-    store: Store,
+    store: Store | SqliteHistory,
     workload: str,
     *,
     metric: str | None = None,
@@ -54,6 +51,34 @@ def query_history(
     tags: dict[str, str] | None = None,
 ) -> list[Series]:
     """Every series of `workload` (optionally one metric, one host, runs with these tags), points in time order."""
+    from fairmark.store.quickhistory import SqliteHistory
+
+    if isinstance(store, SqliteHistory):  # an SQLite store read without SQLAlchemy: the same rows
+        rows = store.points(workload, metric, host, tags)
+        run_tags = store.tags(sorted({row[0] for row in rows}))
+    else:
+        rows, run_tags = _points(store, workload, metric, host, tags)
+    series: dict[tuple[str, str, str], Series] = {}
+    for run_id, started_at, host_name, key, name, unit, better, n, mean, mean_sq in rows:
+        one = series.setdefault((host_name, key, name), Series(host_name, key, name, unit, better))
+        n = int(n)
+        var = max(float(mean_sq) - float(mean) ** 2, 0.0) * n / (n - 1) if n > 1 else float("nan")
+        one.points.append(Point(run_id, started_at, n, float(mean), var**0.5, run_tags[run_id]))
+    if metric in (None, RSS_METRIC):
+        for (host_name, cell), runs in legacy_rss_runs(store, workload, host=host, tags=tags).items():
+            if (host_name, cell, RSS_METRIC) in series:
+                series[(host_name, cell, RSS_METRIC)].left_out.extend(runs)
+    return list(series.values())
+
+
+def _points(
+    store: Store, workload: str, metric: str | None, host: str | None, tags: dict[str, str] | None
+) -> tuple[list[PointRow], dict[str, dict[str, str]]]:
+    """query_history's rows through SQLAlchemy, and their runs' tags."""
+    import sqlalchemy as sa
+
+    from fairmark.store import schema as S
+
     s, c, r, t = S.samples, S.cells, S.runs, S.trials
     host_col = sa.func.coalesce(t.c.host, r.c.hostname).label("host")
     q = (
@@ -84,31 +109,33 @@ def query_history(
     if tags:
         q = q.where(r.c.id.in_(store.tagged(tags)))
     with store.engine.connect() as conn:
-        rows = conn.execute(q).all()
-    run_tags = store.tags(sorted({row.id for row in rows}))
-    series: dict[tuple[str, str, str], Series] = {}
-    for row in rows:
-        one = series.setdefault(
-            (row.host, row.key, row.metric), Series(row.host, row.key, row.metric, row.unit, row.better)
-        )
-        n = int(row.n)
-        var = max(float(row.mean_sq) - float(row.mean) ** 2, 0.0) * n / (n - 1) if n > 1 else float("nan")
-        one.points.append(Point(row.id, row.started_at, n, float(row.mean), var**0.5, run_tags[row.id]))
-    if metric in (None, RSS_METRIC):
-        for (host_name, cell), runs in legacy_rss_runs(store, workload, host=host, tags=tags).items():
-            if (host_name, cell, RSS_METRIC) in series:
-                series[(host_name, cell, RSS_METRIC)].left_out.extend(runs)
-    return list(series.values())
+        rows = [cast("PointRow", tuple(row)) for row in conn.execute(q)]
+    return rows, store.tags(sorted({row[0] for row in rows}))
 
 
 RSS_METRIC = "max_rss_kib"
 
 
 def legacy_rss_runs(
-    store: Store, workload: str, *, host: str | None = None, tags: dict[str, str] | None = None
+    store: Store | SqliteHistory,
+    workload: str,
+    *,
+    host: str | None = None,
+    tags: dict[str, str] | None = None,
 ) -> dict[tuple[str, str], list[str]]:
     """(host, cell) → the runs, oldest first, whose measured max_rss_kib samples of `workload` are fairmark's own
     memory (their trials have no max_rss_method: `records.LEGACY_RSS`): what `query_history` leaves out."""
+    from fairmark.store.quickhistory import SqliteHistory
+
+    out: dict[tuple[str, str], list[str]] = {}
+    if isinstance(store, SqliteHistory):
+        for run_id, host_name, key in store.legacy_rss(workload, host, tags):
+            out.setdefault((host_name, key), []).append(run_id)
+        return out
+    import sqlalchemy as sa
+
+    from fairmark.store import schema as S
+
     s, c, r, t = S.samples, S.cells, S.runs, S.trials
     host_col = sa.func.coalesce(t.c.host, r.c.hostname).label("host")
     q = (
@@ -125,16 +152,23 @@ def legacy_rss_runs(
         q = q.where(host_col == host)
     if tags:
         q = q.where(r.c.id.in_(store.tagged(tags)))
-    out: dict[tuple[str, str], list[str]] = {}
     with store.engine.connect() as conn:
         for row in conn.execute(q):
             out.setdefault((row.host, row.key), []).append(row.id)
     return out
 
 
-def metrics_of(store: Store, workload: str) -> tuple[str | None, list[str]]:
+def metrics_of(store: Store | SqliteHistory, workload: str) -> tuple[str | None, list[str]]:
     """The workload's primary metric (that of its newest cell) and every metric its samples have, sorted: what
     `history WORKLOAD` shows, and what it lists beside it."""
+    from fairmark.store.quickhistory import SqliteHistory
+
+    if isinstance(store, SqliteHistory):
+        return store.metrics_of(workload)
+    import sqlalchemy as sa
+
+    from fairmark.store import schema as S
+
     c, s = S.cells, S.samples
     newest = sa.select(c.c.primary_metric).where(c.c.workload == workload).order_by(c.c.id.desc()).limit(1)
     names = (
@@ -149,6 +183,10 @@ def metrics_of(store: Store, workload: str) -> tuple[str | None, list[str]]:
 
 def workloads(store: Store, *, tags: dict[str, str] | None = None) -> list[str]:
     """The workloads that have cells in the store (in runs with these tags), sorted: what a history can show."""
+    import sqlalchemy as sa
+
+    from fairmark.store import schema as S
+
     q = sa.select(S.cells.c.workload).distinct()
     if tags:
         q = q.where(S.cells.c.run_id.in_(store.tagged(tags)))

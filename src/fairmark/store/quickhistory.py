@@ -1,0 +1,137 @@
+"""`fairmark history` on an SQLite store with the standard library's sqlite3 alone (as store/quick.py does for
+`runs`).
+
+Importing SQLAlchemy cost ~0.3 s of CPU here, a fifth of `history` of 200 runs (bench/read_cost.py). An SQLite
+store of this fairmark's schema version is read directly, with the SQL SQLAlchemy compiles for store/history.py's
+queries (the same text, so the same rows in the same order: tests/test_quickhistory.py compares the two);
+anything else — no file, another schema version, PostgreSQL, an error — answers None and the caller opens the
+full store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TypeAlias, cast
+
+from fairmark.jsonvalue import JSONObject
+from fairmark.store.base import SCHEMA_VERSION
+
+# A point of store/history.query_history: run id, started_at, host, cell key, metric, unit, better, n, mean, and
+# the mean of the squares
+PointRow: TypeAlias = tuple[str, dt.datetime, str, str, str, str, str, int, float, float]
+
+_JOIN = (
+    "FROM samples JOIN cells ON samples.cell_id = cells.id JOIN runs ON cells.run_id = runs.id "
+    "JOIN trials ON samples.trial_id = trials.id"
+)
+_HOST = "coalesce(trials.host, runs.hostname)"
+_OK = "trials.warmup IS 0 AND trials.profiled IS 0 AND trials.status = 'ok'"
+_POINTS = (
+    f'SELECT runs.id, runs.started_at, {_HOST} AS host, cells."key", samples.metric, samples.unit, '
+    "samples.better, count(*) AS n, avg(samples.value) AS mean, avg(samples.value * samples.value) AS mean_sq "
+    f"{_JOIN} WHERE cells.workload = ? AND {_OK} "
+    "AND (samples.metric != 'max_rss_kib' OR trials.max_rss_method IS NOT NULL){more} "
+    f'GROUP BY runs.id, runs.started_at, {_HOST}, cells."key", samples.metric, samples.unit, samples.better '
+    "ORDER BY runs.started_at"
+)
+_LEGACY = (
+    f'SELECT DISTINCT runs.id, runs.started_at, {_HOST} AS host, cells."key" {_JOIN} '
+    "WHERE cells.workload = ? AND samples.metric = 'max_rss_kib' AND trials.max_rss_method IS NULL "
+    f"AND {_OK}{{more}} ORDER BY runs.started_at"
+)
+_TAG = 'EXISTS (SELECT * FROM run_tags AS tag{i} WHERE tag{i}.run_id = runs.id AND tag{i}."key" = ? AND tag{i}.value = ?)'
+
+
+class SqliteHistory:
+    """What `history` reads, from an open read-only sqlite3 connection of a store of this schema version."""
+
+    def __init__(self, conn: sqlite3.Connection, url: str):
+        self.conn, self.url = conn, url
+
+    def _filters(
+        self, host: str | None, tags: dict[str, str] | None, metric: str | None = None
+    ) -> tuple[str, list[str]]:
+        more, args = "", []
+        if metric:
+            more, args = " AND samples.metric = ?", [metric]
+        if host:
+            more, args = more + f" AND {_HOST} = ?", [*args, host]
+        if tags:
+            where = " AND ".join(f"({_TAG.format(i=i)})" for i in range(len(tags)))
+            more += f" AND runs.id IN (SELECT runs.id FROM runs WHERE {where})"
+            args += [x for kv in tags.items() for x in kv]
+        return more, args
+
+    def points(
+        self, workload: str, metric: str | None, host: str | None, tags: dict[str, str] | None
+    ) -> list[PointRow]:
+        """store/history.query_history's rows: (id, started_at, host, key, metric, unit, better, n, mean, mean_sq)."""
+        more, args = self._filters(host, tags, metric)
+        rows = self.conn.execute(_POINTS.format(more=more), [workload, *args]).fetchall()
+        return [cast(PointRow, (r[0], _datetime(r[1]), *r[2:])) for r in rows]
+
+    def legacy_rss(
+        self, workload: str, host: str | None, tags: dict[str, str] | None
+    ) -> list[tuple[str, ...]]:
+        more, args = self._filters(host, tags)
+        return [(r[0], r[2], r[3]) for r in self.conn.execute(_LEGACY.format(more=more), [workload, *args])]
+
+    def tags(self, run_ids: list[str]) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {r: {} for r in run_ids}
+        for chunk in (run_ids[i : i + 500] for i in range(0, len(run_ids), 500)):
+            marks = ", ".join("?" * len(chunk))
+            for run_id, key, value in self.conn.execute(
+                f"SELECT run_id, key, value FROM run_tags WHERE run_id IN ({marks})", chunk
+            ):
+                out[run_id][key] = value
+        return out
+
+    def metrics_of(self, workload: str) -> tuple[str | None, list[str]]:
+        newest = self.conn.execute(
+            "SELECT primary_metric FROM cells WHERE workload = ? ORDER BY id DESC LIMIT 1", [workload]
+        ).fetchone()
+        names = self.conn.execute(
+            "SELECT DISTINCT samples.metric FROM samples JOIN cells ON samples.cell_id = cells.id "
+            "WHERE cells.workload = ?",
+            [workload],
+        )
+        return (newest[0] if newest else None), sorted(n for (n,) in names)
+
+    def options(self, run_ids: set[str]) -> dict[str, JSONObject | None]:
+        """run id → its options (JSON), for the baseline of each series."""
+        ids = sorted(run_ids)
+        marks = ", ".join("?" * len(ids))
+        rows = self.conn.execute(f"SELECT id, options FROM runs WHERE id IN ({marks})", ids) if ids else []
+        return {run_id: json.loads(text) if text is not None else None for run_id, text in rows}
+
+
+@contextlib.contextmanager
+def opened(url: str) -> Iterator[SqliteHistory | None]:
+    """The store at `url` read directly, or None (not an SQLite file of this schema version: the full store)."""
+    path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else ""
+    if not path or path == ":memory:" or not Path(path).is_file():
+        yield None
+        return
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error:
+        yield None
+        return
+    try:
+        try:
+            version = conn.execute("SELECT value FROM fairmark_meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.Error:
+            version = None
+        yield SqliteHistory(conn, url) if version is not None and int(version[0]) == SCHEMA_VERSION else None
+    finally:
+        conn.close()
+
+
+def _datetime(text: str) -> dt.datetime:
+    """SQLAlchemy's SQLite DateTime text ("2026-11-23 23:37:04.123456") as the naive datetime it reads back."""
+    return dt.datetime.fromisoformat(text)

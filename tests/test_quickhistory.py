@@ -1,0 +1,85 @@
+"""`history` on an SQLite store without SQLAlchemy (store/quickhistory.py) reads what the full store reads: the
+same series, points, tags, metrics, left-out runs and change points, for every workload, metric, host and tag
+filter of tests/screens_store.py's ten runs (one run's max_rss_kib made legacy, one run tagged apart); and it
+declines what it does not know (no file, another schema version), where `history` opens the full store."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import screens_store
+from fairmark.report.history import HistoryOptions, build_history
+from fairmark.store.history import legacy_rss_runs, metrics_of, query_history
+from fairmark.store.quickhistory import opened
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("quickhistory") / "s.db"
+    store = screens_store.build(path)
+    store.engine.dispose()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE trials SET max_rss_method = NULL WHERE run_id = ?", [screens_store.RUN_IDS[2]])
+        conn.execute(
+            "UPDATE run_tags SET value = 'topic' WHERE key = 'branch' AND run_id = ?",
+            [screens_store.RUN_IDS[7]],
+        )
+    conn.close()
+    return path
+
+
+FILTERS = [
+    {},
+    {"metric": "max_rss_kib"},
+    {"metric": "wall_s", "tags": {"branch": "main"}},
+    {"tags": {"branch": "topic"}},
+    {"host": screens_store.HOST},
+    {"host": "elsewhere"},
+    {"tags": {"branch": "main", "commit": screens_store.COMMITS[3]}},
+]
+
+
+@pytest.mark.parametrize("workload", ["alloc", "crypto", "oltp", "nothing"])
+@pytest.mark.parametrize("filters", FILTERS)
+def test_the_quick_reader_reads_what_the_store_reads(store_path: Path, workload: str, filters: dict) -> None:
+    from fairmark.store.db import Store
+
+    url = f"sqlite:///{store_path}"
+    store = Store.open(url)
+    with opened(url) as quick:
+        assert quick is not None
+        assert query_history(quick, workload, **filters) == query_history(store, workload, **filters)
+        args = {k: v for k, v in filters.items() if k != "metric"}
+        assert legacy_rss_runs(quick, workload, **args) == legacy_rss_runs(store, workload, **args)
+        assert metrics_of(quick, workload) == metrics_of(store, workload)
+        opts = HistoryOptions(workload, filters.get("metric"), filters.get("host"), filters.get("tags"))
+        assert build_history(quick, opts) == build_history(store, opts)
+    store.engine.dispose()
+
+
+def test_the_legacy_run_is_there_to_be_left_out(store_path: Path) -> None:
+    with opened(f"sqlite:///{store_path}") as quick:
+        assert quick is not None
+        assert any(screens_store.RUN_IDS[2] in runs for runs in legacy_rss_runs(quick, "alloc").values())
+
+
+def test_what_it_does_not_know_goes_to_the_full_store(tmp_path: Path, store_path: Path) -> None:
+    with opened(f"sqlite:///{tmp_path / 'none.db'}") as quick:
+        assert quick is None
+    with opened("postgresql+psycopg://u@localhost/db") as quick:
+        assert quick is None
+    old = tmp_path / "old.db"
+    old.write_bytes(store_path.read_bytes())
+    conn = sqlite3.connect(old)
+    with conn:
+        conn.execute("UPDATE fairmark_meta SET value = '3' WHERE key = 'schema_version'")
+    conn.close()
+    with opened(f"sqlite:///{old}") as quick:
+        assert quick is None
+    (tmp_path / "junk.db").write_text("not a database")
+    with opened(f"sqlite:///{tmp_path / 'junk.db'}") as quick:
+        assert quick is None
