@@ -1,4 +1,4 @@
-"""Writes src/fairmark/stats/mde_factors.npz: the MDE factor (stats/power.py `_factor`) of the default level
+"""Writes src/fairmark/stats/mde_factors.npy: the MDE factor (stats/power.py `_factor`) of the default level
 (95%) and power (80%) for every df key up to SHIPPED_UP_TO, so a verdict's MDE loads no scipy. They are what
 `_factor` computes with scipy; tests/test_stats_tlight.py recomputes some and compares. Run it again after a change
 to `_factor`, _BINS or the keys:
@@ -25,7 +25,7 @@ def main() -> int:
     keys = power.shipped_keys()
     factors = [power._factor(k, power.SHIPPED_LEVEL, power.POWER) for k in keys]
     out = ROOT / "src" / "fairmark" / "stats" / power.SHIPPED_FILE
-    np.savez_compressed(out, keys=np.array(keys), factors=np.array(factors))
+    np.save(out, np.array([keys, factors], dtype=np.float64))
     print(
         f"{len(keys)} keys ({keys[0]}…{keys[-1]}), {out.stat().st_size} bytes, {time.process_time() - t:.0f} s CPU"
     )

@@ -131,7 +131,7 @@ def test_a_one_cell_run_loads_no_scipy(tmp_path: Path) -> None:
 
 
 def test_the_shipped_mde_factors_are_what_scipy_computes() -> None:
-    """stats/mde_factors.npz holds `_factor`'s own results (scripts/mde_table.py): some keys recomputed."""
+    """stats/mde_factors.npy holds `_factor`'s own results (scripts/mde_table.py): some keys recomputed."""
     from fairmark.stats import power
 
     keys = power.shipped_keys()

@@ -49,8 +49,9 @@ def cli(ctx: click.Context) -> None:
     Runs real workloads on variants A and B, interleaved and repeated until the answer is precise enough,
     writes the environment down, and gives a verdict with a confidence interval."""
     # restore does it itself and reports it; doctor changes nothing and shows a pending journal as an error;
-    # the agent keeps its own journal on its host, and its stdout is the protocol
-    if ctx.invoked_subcommand not in ("restore", "doctor", "agent"):
+    # the agent keeps its own journal on its host, and its stdout is the protocol; compare reads files (ministat's
+    # job: it neither changes nor measures the system, and starts without the variant code's imports)
+    if ctx.invoked_subcommand not in ("restore", "doctor", "agent", "compare"):
         _recover()
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairmark.stats import Comparison, describe, ministat_median
+from fairmark.stats import Comparison, Summary, describe, ministat_median
 from fairmark.stats.tdist import ministat_t
 
 SYMBOLS = " x+*%#@O"  # ministat's: data set i plots as SYMBOLS[i + 1]; overlapping points OR their numbers
@@ -62,8 +62,7 @@ class Vitals:
 def vitals(values: Sequence[float], compat: bool) -> Vitals:
     """fairmark's numbers, or (compat) ministat's: its sums in input order and its variance formula."""
     if not compat:
-        s = describe(values)
-        return Vitals(s.n, s.min, s.max, s.median, s.mean, s.stddev, s.stddev * s.stddev)
+        return _of(describe(values))
     sy = syy = 0.0
     for y in values:  # sequential, as ministat adds each point when it reads it (not numpy's pairwise sum)
         y = float(y)
@@ -74,6 +73,10 @@ def vitals(values: Sequence[float], compat: bool) -> Vitals:
     return Vitals(
         n, float(min(values)), float(max(values)), ministat_median(values), sy / n, c_sqrt(var), var
     )
+
+
+def _of(s: Summary) -> Vitals:
+    return Vitals(s.n, s.min, s.max, s.median, s.mean, s.stddev, s.stddev * s.stddev)
 
 
 # The CPU's default NaN, as C's sqrt(-1) and 0.0/0.0 produce it: on x86 its sign bit is set and glibc prints
@@ -248,7 +251,11 @@ def render(
     """The whole ministat output: legend, plot, table; `comparisons[i]` is data set i + 1 vs the first (in
     compat mode the t blocks are computed here, ministat's way, at `confidence`)."""
     _check(datasets)
-    stats = [vitals(values, ministat_compat) for _, values in datasets]
+    stats = [vitals(values, ministat_compat) for _, values in datasets[len(comparisons) + 1 :]]
+    if ministat_compat or not comparisons:
+        stats = [vitals(values, ministat_compat) for _, values in datasets]
+    else:  # the comparisons described every set already (a sort and a median's rank per 100 000 values)
+        stats = [_of(comparisons[0].baseline), *(_of(c.other) for c in comparisons), *stats]
     lines = legend(datasets)
     if plot:
         lines += ascii_plot(
