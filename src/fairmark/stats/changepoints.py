@@ -1,5 +1,7 @@
-"""Change points in a performance history: binary segmentation by a despiked, autocorrelation-studentized
-two-sample t, each split tested against AR(1) noise up to φ 0.6.
+"""Change points in a performance history: binary segmentation, each segment's best split tested against AR(1)
+noise up to φ 0.6 — by a despiked, autocorrelation-studentized two-sample t past SHORT points, and up to it by
+a Bayes factor of steps against drift (stats/changepoint_bayes.py: 20 points cannot estimate φ well enough for the
+t to keep its power, and it lets two close steps be seen together).
 
 The method the field uses (MongoDB's `signal-processing-algorithms`, Apache Otava) is e-divisive means with a
 permutation test; fairmark used it too, with a guard against drift. Cross-checked on Otava's series, its one real
@@ -40,7 +42,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairmark.stats import changepoint_bayes
 from fairmark.stats.arrays import Floats
+from fairmark.stats.changepoint_bayes import SHORT
 
 MIN_SIZE = 3  # each side of a split has at least this many points (a mean of 2 says little)
 PHI_GRID = (0.0, 0.3, 0.6)  # the AR(1) autocorrelations whose null each split must pass
@@ -109,6 +113,8 @@ def _statistic(x: Floats) -> tuple[Floats, Floats]:
     """Each row's (studentized |t| of its best split, that split) — rows of x shaped (R, n)."""
     r, n = x.shape
     u = _despiked(x)
+    if n <= changepoint_bayes.SHORT:
+        return changepoint_bayes.statistic(u, MIN_SIZE)
     c1 = np.concatenate([np.zeros((r, 1)), np.cumsum(u, axis=1)], axis=1)
     c2 = np.concatenate([np.zeros((r, 1)), np.cumsum(u * u, axis=1)], axis=1)
     tau = np.arange(MIN_SIZE, n - MIN_SIZE + 1)
@@ -168,13 +174,13 @@ def _null(n: int) -> Floats:
 
 
 def _test(x: Floats) -> tuple[float, int, float]:
-    """(p, split, statistic) of a segment's best split. p is 1.0 when the statistic is below the tables' tails
-    (p > TAIL / (SIMULATIONS + 1), far above any α a history uses)."""
+    """(p, split, statistic) of a segment's best split, before the permutation floor. p is 1.0 when the statistic
+    is below the tables' tails (p > TAIL / (SIMULATIONS + 1), far above any α a history uses)."""
     stat, at = _statistic(x[None, :])
     t, tau, n = float(stat[0]), int(at[0]), x.size
-    exceed = max(TAIL - int(np.searchsorted(table, t * (1 - 1e-12))) for table in _null(tabulated(n)))
+    exceed = max(TAIL - int(np.searchsorted(table, t - 1e-12 * abs(t))) for table in _null(tabulated(n)))
     p = (1 + exceed) / (SIMULATIONS + 1) if exceed < TAIL else 1.0
-    return max(p, 2 / math.comb(n, tau)), tau, t
+    return p, tau, t
 
 
 def detect(values: Sequence[float], *, alpha: float = 0.05) -> list[ChangePoint]:
@@ -184,28 +190,35 @@ def detect(values: Sequence[float], *, alpha: float = 0.05) -> list[ChangePoint]
     todo = [(0, x.size)]
     while todo:
         a, b = todo.pop()
-        split = _split(x, a, b, alpha)
-        if split is not None:
-            found.append(split)
-            todo += [(a, split.index), (split.index, b)]
+        splits = _split(x, a, b, alpha)
+        found += splits
+        bounds = [a, *(c.index for c in splits), b]
+        todo += list(itertools.pairwise(bounds)) if splits else []
     return sorted(found, key=lambda c: c.index)
 
 
-def _split(x: Floats, a: int, b: int, alpha: float) -> ChangePoint | None:
-    """The segment's best split when it is significant at α; else the best split of one of its two sides (at that
-    split; the earlier side first) when it is significant at α·DESCENT — then the segment is searched again on
-    each side of it."""
+def _split(x: Floats, a: int, b: int, alpha: float) -> list[ChangePoint]:
+    """The segment's best split when it is significant at α (with a second one when two steps are the more
+    probable explanation of a short segment); else the best split of one of its two sides (at that split; the
+    earlier side first) when it is significant at α·DESCENT — then the segment is searched again between them."""
     tries = [(a, b, alpha)]
     while tries:
         lo, hi, level = tries.pop(0)
         if hi - lo < 2 * MIN_SIZE:
             continue
         p, tau, t = _test(x[lo:hi])
-        if p <= level:
-            return ChangePoint(index=lo + tau, p_value=p, statistic=t)
+        n = hi - lo
+        if max(p, 2 / math.comb(n, tau)) <= level:
+            pair = (
+                changepoint_bayes.two_splits(_despiked(x[None, lo:hi])[0], MIN_SIZE) if n <= SHORT else None
+            )
+            taus = (
+                [s for s in pair if max(p, 2 / math.comb(n, s)) <= level] if pair and tau in pair else [tau]
+            )
+            return [ChangePoint(index=lo + s, p_value=max(p, 2 / math.comb(n, s)), statistic=t) for s in taus]
         if level == alpha:
             tries = [(lo, lo + tau, alpha * DESCENT), (lo + tau, hi, alpha * DESCENT)]
-    return None
+    return []
 
 
 def min_p_value(n: int) -> float:
