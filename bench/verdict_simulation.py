@@ -1214,18 +1214,20 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _work(job: tuple[int, int, int]) -> tuple[int, int, int]:
-    """(case, hits, trials per side summed: a case of the decision stop returns (hit, trials), others a hit)."""
+def _work(job: tuple[int, int, int]) -> tuple[int, int, int, int]:
+    """(case, hits, trials per side summed, and their squares summed: a case of the decision stop returns (hit,
+    trials), others a hit)."""
     index, sims, seed = job
     one = CASES[index][3]()
     rng = np.random.default_rng(seed)
-    hits = trials = 0
+    hits = trials = squares = 0
     for _ in range(sims):
         out = one(rng)
         hit, n = out if isinstance(out, tuple) else (out, 0)
         hits += bool(hit)
         trials += n
-    return index, hits, trials
+        squares += n * n
+    return index, hits, trials, squares
 
 
 def main() -> None:
@@ -1269,8 +1271,10 @@ def main() -> None:
     start, load0 = time.monotonic(), os.getloadavg()[0]
     hits: dict[int, int] = dict.fromkeys(chosen, 0)
     trials: dict[int, int] = dict.fromkeys(chosen, 0)
+    squares: dict[int, int] = dict.fromkeys(chosen, 0)
     with Pool(args.jobs) as pool:
-        for i, k, n in pool.imap_unordered(_work, jobs):
+        for i, k, n, n2 in pool.imap_unordered(_work, jobs):
+            squares[i] += n2
             hits[i] += k
             trials[i] += n
     totals = {i: sum(n for j, n, _ in jobs if j == i) for i in chosen}
@@ -1278,12 +1282,14 @@ def main() -> None:
         f"commit {commit}, seed {args.seed}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, "
         f"{time.monotonic() - start:.0f} s"
     )
-    print("| path | case | kind | rate | 95% interval | trials per side (mean) | simulations |")
+    print(
+        "| path | case | kind | rate | 95% interval | trials per side (mean ± its standard error) | simulations |"
+    )
     print("|---|---|---|---|---|---|---|")
     for i in chosen:
         path, kind, text, _ = CASES[i]
         lo, hi = wilson(hits[i], totals[i])
-        used = f"{trials[i] / totals[i]:.2f}" if trials[i] else ""
+        used = _mean_se(trials[i], squares[i], totals[i]) if trials[i] else ""
         print(
             f"| {path} | {text} | {kind} | {100 * hits[i] / totals[i]:.1f}% | [{100 * lo:.1f}, {100 * hi:.1f}] "
             f"| {used} | {totals[i]} |"
@@ -1304,6 +1310,13 @@ def _benchstat_table(chosen: list[int], hits: dict[int, int], totals: dict[int, 
         theirs = benchstat_hits(1 + pct / 100, totals[i], 10**6 * seed + 7 * i + 1)
         other = "no benchstat binary" if theirs is None else _rate(theirs, totals[i])
         print(f"| {CASES[i][2]} | {_rate(hits[i], totals[i])} | {other} | {totals[i]} |")
+
+
+def _mean_se(total: int, squares: int, n: int) -> str:
+    """The mean trials per side and its Monte Carlo standard error (sd/√n)."""
+    mean = total / n
+    sd = math.sqrt(max(squares / n - mean * mean, 0.0) * n / max(n - 1, 1))
+    return f"{mean:.2f} ± {sd / math.sqrt(n):.2f}"
 
 
 def _rate(k: int, n: int) -> str:
