@@ -595,7 +595,6 @@ STATS_PROSE = {
     "stats/compare.py",
     "stats/judge.py",
     "stats/levels.py",
-    "stats/rates.py",
     "stats/scaling.py",
     "stats/sequential.py",
     "stats/spread.py",

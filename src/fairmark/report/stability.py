@@ -4,13 +4,14 @@ each variant's event rate against the baseline's with an exact Poisson rate-rati
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
 from fairmark.console import console
 from fairmark.report.data import CellReport, RunReport
 from fairmark.report.section import Context, Section
-from fairmark.stats.rates import compare_rates, poisson_ci
+from fairmark.stats.rates import RateComparison, compare_rates, poisson_ci
 from fairmark.store.events import events_in
 
 # What the stability line says with its exact Poisson interval: a cell's other-metrics line leaves it out (it
@@ -52,6 +53,15 @@ def _verdict(c: CellReport) -> dict[str, Any]:
     }
 
 
+def rate_sentence(c: RateComparison, unit: str = "min") -> str:
+    """The two event rates compared, in words (stats/rates.py computes the numbers)."""
+    head = f"A {c.events_a} in {c.exposure_a:g} {unit}, B {c.events_b} in {c.exposure_b:g} {unit}"
+    if c.ratio is None:
+        return f"{head}: no events in either, the rates cannot be told apart (p = 1)"
+    high = "∞" if math.isinf(c.ci_high) else f"{c.ci_high:.3g}"
+    return f"{head}: rate ratio A/B {c.ratio:.3g}, {c.confidence:g}% CI [{c.ci_low:.3g}, {high}], p = {c.p_value:.3g}"
+
+
 def _with_rate(v: dict[str, Any], confidence: float) -> dict[str, Any]:
     """Events per minute survived with its exact Poisson interval: 0 events still bound the rate from above."""
     minutes = v["minutes_survived"]
@@ -76,7 +86,7 @@ def stability(r: RunReport) -> list[dict[str, Any]]:
             "ratio": cmp.ratio,
             "ci": [cmp.ci_low, cmp.ci_high],
             "p_value": cmp.p_value,
-            "sentence": cmp.sentence(),
+            "sentence": rate_sentence(cmp),
         }
     return out
 

@@ -31,16 +31,6 @@ class RateComparison:
     def rate_b(self) -> float:
         return self.events_b / self.exposure_b
 
-    def sentence(self, unit: str = "min") -> str:
-        head = f"A {self.events_a} in {self.exposure_a:g} {unit}, B {self.events_b} in {self.exposure_b:g} {unit}"
-        if self.ratio is None:
-            return f"{head}: no events in either, the rates cannot be told apart (p = 1)"
-        high = "∞" if math.isinf(self.ci_high) else f"{self.ci_high:.3g}"
-        return (
-            f"{head}: rate ratio A/B {self.ratio:.3g}, {self.confidence:g}% CI [{self.ci_low:.3g}, {high}], "
-            f"p = {self.p_value:.3g}"
-        )
-
 
 def compare_rates(
     events_a: int, exposure_a: float, events_b: int, exposure_b: float, confidence: float = 95.0
