@@ -597,7 +597,6 @@ STATS_PROSE = {
     "stats/levels.py",
     "stats/scaling.py",
     "stats/sequential.py",
-    "stats/spread.py",
     "stats/stopping.py",
     "stats/tdist.py",
     "stats/timeorder.py",

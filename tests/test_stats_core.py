@@ -268,9 +268,10 @@ def test_spread_of_samples_with_ties_says_nothing_on_stderr() -> None:
     """Bootstrap resamples of tied values have no CV; numpy's division warnings reached the terminal."""
     import warnings
 
+    from fairmark.report.failures import spread_sentence
     from fairmark.stats.spread import compare_spread
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         verdict = compare_spread([1.0, 1.0, 1.0, 2.0], [1.0, 2.0, 3.0, 3.0], confidence=95.0)
-    assert verdict is not None and "nan" not in verdict.sentence
+    assert verdict is not None and "nan" not in spread_sentence(verdict, ("A", "B"))

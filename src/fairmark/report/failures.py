@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fairmark.stats.spread import RESAMPLES, SpreadVerdict
 from fairmark.store.records import TrialRecord
 
 
@@ -102,6 +103,32 @@ def errors_start(rates: Sequence[FailureRate]) -> list[str]:
 
 def _order(value: Any) -> tuple[int, Any]:
     return (0, value) if isinstance(value, int | float) else (1, str(value))
+
+
+SPREAD_METHOD = (
+    f"Brown–Forsythe (Levene, median-centred); CV ratio CI: percentile bootstrap, {RESAMPLES} resamples"
+)
+
+
+def spread_sentence(v: SpreadVerdict, names: tuple[str, str]) -> str:
+    """A spread verdict (stats/spread.py) in words: which side's spread is smaller, with the figures."""
+    base, name = names
+    confidence = v.confidence_pct
+    if v.significant:
+        word = "smaller" if v.cv_other_pct < v.cv_baseline_pct else "larger"
+        head = f"spread: {name}'s is {word} than {base}'s"
+    else:
+        head = f"spread: no difference in spread proven at {confidence:g}%"
+    lo, hi = v.ci_low, v.ci_high
+    interval = (
+        f"{confidence:g}% bootstrap CI {lo:.2f}–{hi:.2f}"
+        if math.isfinite(lo) and math.isfinite(hi)
+        else "no bootstrap CI: too many resamples have zero spread"
+    )
+    return (
+        f"{head} (CV {v.cv_other_pct:.3g}% vs {v.cv_baseline_pct:.3g}%; CV ratio {v.cv_ratio:.2f}, {interval}; "
+        f"Brown–Forsythe p = {v.brown_forsythe_p:.2g})"
+    )
 
 
 def spread_lines(report: Any) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairmark.report.data import CellReport, RunReport, Scaling, ScalingPoint
-from fairmark.report.failures import failure_rates
+from fairmark.report.failures import SPREAD_METHOD, failure_rates, spread_sentence
 from fairmark.stats import describe, format_value, sample_warnings
 from fairmark.stats.judge import MIN_VALUES, enough
 from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
@@ -77,7 +77,6 @@ def _spreads(cells: tuple[CellReport, ...], baseline: str, confidence: float) ->
                 base.values.get(metric, []),
                 other.values.get(metric, []),
                 confidence=confidence,
-                names=(base.variant, other.variant),
             )
             if v is not None:
                 head: JSONObject = {
@@ -86,7 +85,13 @@ def _spreads(cells: tuple[CellReport, ...], baseline: str, confidence: float) ->
                     "baseline": base.variant,
                     "variant": other.variant,
                 }
-                out.append(head | v.to_dict())
+                numbers = v.to_dict()
+                del numbers["confidence_pct"]  # the run's, said once in the report
+                words: JSONObject = {
+                    "sentence": spread_sentence(v, (base.variant, other.variant)),
+                    "method": SPREAD_METHOD,
+                }
+                out.append(head | numbers | words)
     return tuple(out)
 
 

@@ -6,7 +6,6 @@ give the same interval)."""
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -31,10 +30,7 @@ class SpreadVerdict:
     ci_high: float
     brown_forsythe_p: float
     significant: bool  # Brown–Forsythe rejects equal spread at the run's confidence
-    sentence: str
-    method: str = (
-        f"Brown–Forsythe (Levene, median-centred); CV ratio CI: percentile bootstrap, {RESAMPLES} resamples"
-    )
+    confidence_pct: float  # the level of the interval and of the test
 
     def to_dict(self) -> JSONObject:
         out: JSONObject = asdict(self)
@@ -51,7 +47,6 @@ def compare_spread(
     other: Sequence[float],
     *,
     confidence: float,
-    names: tuple[str, str] = ("A", "B"),
 ) -> SpreadVerdict | None:
     """None when either side has fewer than 3 values or a zero mean (no CV)."""
     a, b = np.asarray(baseline, float), np.asarray(other, float)
@@ -62,8 +57,8 @@ def compare_spread(
     p = float(stats.levene(a, b, center="median").pvalue) if np.ptp(a) or np.ptp(b) else 1.0
     cv_a, cv_b = float(_cv(a)), float(_cv(b))
     ratio = cv_b / cv_a if cv_a else float("inf")
-    # A resample of equal values has no CV, so with many ties the ratio's percentiles are nan: the sentence then
-    # says there is no interval, and numpy's and scipy's warnings would only reach the terminal as noise.
+    # A resample of equal values has no CV, so with many ties the ratio's percentiles are nan (the report then
+    # says there is no interval), and numpy's and scipy's warnings would only reach the terminal as noise.
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         boot = stats.bootstrap(
@@ -77,19 +72,4 @@ def compare_spread(
         )
     lo, hi = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
     significant = p < 1 - confidence / 100.0
-    base, name = names
-    if significant:
-        word = "smaller" if cv_b < cv_a else "larger"
-        head = f"spread: {name}'s is {word} than {base}'s"
-    else:
-        head = f"spread: no difference in spread proven at {confidence:g}%"
-    interval = (
-        f"{confidence:g}% bootstrap CI {lo:.2f}–{hi:.2f}"
-        if math.isfinite(lo) and math.isfinite(hi)
-        else "no bootstrap CI: too many resamples have zero spread"
-    )
-    sentence = (
-        f"{head} (CV {100 * cv_b:.3g}% vs {100 * cv_a:.3g}%; CV ratio {ratio:.2f}, {interval}; "
-        f"Brown–Forsythe p = {p:.2g})"
-    )
-    return SpreadVerdict(len(a), len(b), 100 * cv_a, 100 * cv_b, ratio, lo, hi, p, significant, sentence)
+    return SpreadVerdict(len(a), len(b), 100 * cv_a, 100 * cv_b, ratio, lo, hi, p, significant, confidence)
