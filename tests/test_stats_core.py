@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from fairmark.errors import InputError, UsageError
+from fairmark.report.samples import sample_warnings
 from fairmark.stats import (
     benjamini_hochberg,
     bh_adjust,
@@ -19,7 +20,6 @@ from fairmark.stats import (
     ministat_median,
     outlier_indices,
     precision_reached,
-    sample_warnings,
 )
 
 IGUANA = [50, 200, 150, 400, 750, 400, 150]

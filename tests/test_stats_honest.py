@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairmark.stats import compare, describe, format_median, ideal_n, outlier_indices, sample_warnings
+from fairmark.report.samples import sample_warnings
+from fairmark.stats import compare, describe, format_median, ideal_n, outlier_indices
 from fairmark.stats.checks import drift, serial_correlation
 from fairmark.stats.scaling import curve_shape
 from fairmark.stats.stopping import group_stop

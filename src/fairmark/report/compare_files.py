@@ -11,7 +11,8 @@ import numpy as np
 
 from fairmark.console import console
 from fairmark.report import ministat
-from fairmark.stats import describe, sample_warnings
+from fairmark.report.samples import sample_warnings
+from fairmark.stats import describe
 from fairmark.stats.arrays import Values
 from fairmark.stats.describe import MAX_ABS, MAX_ABS_TEXT
 

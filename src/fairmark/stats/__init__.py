@@ -1,12 +1,11 @@
 """Statistics: per-cell summaries, ministat-exact A/B comparison (+ Welch ratio CI, Mann-Whitney U), adaptive
-stopping by precision, sample warnings (outliers, drift, two modes), false discovery rate, honest rounding."""
+stopping by precision, sample checks (outliers, drift, two modes), false discovery rate, honest rounding."""
 
 from fairmark.stats.checks import (
     bimodal_split,
     drift,
     modified_z,
     outlier_indices,
-    sample_warnings,
     serial_correlation,
 )
 from fairmark.stats.compare import Comparison, compare
@@ -40,7 +39,6 @@ __all__ = [
     "modified_z",
     "outlier_indices",
     "precision_reached",
-    "sample_warnings",
     "serial_correlation",
     "t_quantile",
 ]
