@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairmark.stats.changepoints import (
+    PHI_GRID,
     detect,
     min_p_value,
-    serial_warning,
+    serial_correlation,
     shortest_for,
     undetectable,
 )
@@ -161,7 +162,15 @@ def _serial(series: Series, cps: list[dict[str, Any]], opts: HistoryOptions) -> 
 
     start = _start(series, opts)
     found = [ChangePoint(c["index"] - start, c["p_value"], 0.0) for c in cps]
-    return serial_warning([p.mean for p in series.points[start:]], found)
+    serial = serial_correlation([p.mean for p in series.points[start:]], found)
+    if serial is None:
+        return None
+    r1, p = serial
+    return (
+        f"consecutive runs are correlated (lag-1 r = {r1:.2f} around the segments' means, p = {p:.2g}): a machine "
+        "that drifts from run to run can look like a step; each change point here was tested against "
+        f"autocorrelated noise (AR(1) up to φ {PHI_GRID[-1]:g})"
+    )
 
 
 def build_history(store: Any, opts: HistoryOptions) -> list[dict[str, Any]]:

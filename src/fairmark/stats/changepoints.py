@@ -246,9 +246,9 @@ def shortest_for(alpha: float) -> int | None:
     return next((n for n in range(2 * MIN_SIZE, 1001) if min_p_value(n) <= alpha), None)
 
 
-def serial_warning(values: Sequence[float], found: Sequence[ChangePoint]) -> str | None:
-    """A sentence when the points around the found segments' means are serially correlated (lag-1 r with a
-    one-sided p < 0.05): a machine that drifts from run to run can look like a step."""
+def serial_correlation(values: Sequence[float], found: Sequence[ChangePoint]) -> tuple[float, float] | None:
+    """(lag-1 r, its one-sided p) when the points around the found segments' means are serially correlated
+    (p < 0.05): a machine that drifts from run to run can look like a step. None otherwise."""
     x = np.asarray(values, dtype=float)
     if x.size < 8:
         return None
@@ -259,8 +259,4 @@ def serial_warning(values: Sequence[float], found: Sequence[ChangePoint]) -> str
     r1, p = _lag1(r)
     if p >= 0.05:
         return None
-    return (
-        f"consecutive runs are correlated (lag-1 r = {r1:.2f} around the segments' means, p = {p:.2g}): a machine "
-        "that drifts from run to run can look like a step; each change point here was tested against "
-        f"autocorrelated noise (AR(1) up to φ {PHI_GRID[-1]:g})"
-    )
+    return r1, p
