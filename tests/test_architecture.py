@@ -593,7 +593,6 @@ STATS_PROSE = {
     "stats/compare.py",
     "stats/judge.py",
     "stats/levels.py",
-    "stats/scaling.py",
     "stats/sequential.py",
     "stats/stopping.py",
     "stats/tdist.py",

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairmark.stats.scaling import curve_shape, efficiency_applies, holm, shape_summary
+from fairmark.report.shape import shape_summary
+from fairmark.stats.scaling import curve_shape, efficiency_applies, holm
 
 
 def _exact(means_sds: list[tuple[float, float]], n: int = 6) -> list[list[float]]:

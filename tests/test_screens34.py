@@ -414,7 +414,8 @@ def test_item13_the_dashboard_marks_the_primary_metric_says_too_few_runs_and_sca
 
 
 def test_item6_a_levelling_sweep_levels_off_and_a_noisy_flat_one_says_nothing() -> None:
-    from fairmark.stats.scaling import curve_shape, shape_summary
+    from fairmark.report.shape import shape_summary
+    from fairmark.stats.scaling import curve_shape
 
     level = [
         [100.0, 101.0, 102.0, 101.0, 100.0],

@@ -152,7 +152,7 @@ class Scaling:
     declines_after_peak: bool  # a later point proven worse than the best (Holm across all pairs)
     best: Any = None  # the sweep value with the best mean (proven or not)
     flat_pct: float | None = None  # "flat within ±x%": no two points differ significantly
-    shape: str = ""  # the shape in words (stats.scaling.shape_summary)
+    shape: str = ""  # the shape in words (report/shape.shape_summary)
     rises_to_end: bool = False  # the best is the last point, proven better than an earlier one
 
     @property

@@ -14,9 +14,10 @@ from typing import Any
 from fairmark.report.data import CellReport, RunReport, Scaling, ScalingPoint
 from fairmark.report.failures import SPREAD_METHOD, failure_rates, spread_sentence
 from fairmark.report.samples import sample_warnings
+from fairmark.report.shape import shape_summary
 from fairmark.stats import describe, format_value
 from fairmark.stats.judge import MIN_VALUES, enough
-from fairmark.stats.scaling import curve_shape, efficiency_applies, shape_summary
+from fairmark.stats.scaling import curve_shape, efficiency_applies
 from fairmark.store.db import Store
 from fairmark.store.records import ArtifactRow, JSONObject, loops_text
 from fairmark.store.schema import LOOPS_CALIBRATION
