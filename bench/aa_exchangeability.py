@@ -77,7 +77,7 @@ def contexts(all_runs: list[list[tuple[str, int, float, str]]]) -> None:
 
 
 def verdict(a: list[float], b: list[float]) -> bool:
-    from fairmark.stats.compare import compare
+    from fairmark.verdict.compare import compare
 
     rounds = list(range(len(a)))
     kw = {"confidence": 95.0, "rounds": (rounds, rounds), "first_stage": len(a)}

@@ -13,8 +13,8 @@ import json
 import numpy as np
 from scipy.stats import binomtest
 
-from fairmark.stats.judge import Pair, judge
 from fairmark.stats.levels import levels, unit_test
+from fairmark.verdict.judge import Pair, judge
 
 BOOT_SD, TRIAL_SD, TRIALS, EFFECT = 0.03, 0.005, 10, 1.05
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from fairmark.run.workloads import adapter_for
 from fairmark.run.workloads.tools import run_once
-from fairmark.stats import compare
+from fairmark.verdict.compare import compare
 
 CASES = [
     # (tool, params, metric)

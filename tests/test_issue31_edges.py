@@ -45,7 +45,7 @@ def test_ministat_compat_takes_values_past_1e300_as_ministat_does(tmp_path, caps
 
 
 def test_mde_of_a_baseline_near_zero_is_in_the_unit() -> None:
-    from fairmark.stats.compare import compare
+    from fairmark.verdict.compare import compare
 
     a = [0.9, -1.2, 2.1, 0.4, -0.8, 1.7, 0.2, -0.5, 1.1, 0.1]  # a difference around 0.4 ms, spread 1.1 ms
     b = [x + 0.05 for x in reversed(a)]

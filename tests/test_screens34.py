@@ -241,8 +241,8 @@ def test_item14_an_aa_python_loop_gets_one_count_and_reads_within_one_percent(
 def test_item4_the_estimate_keeps_two_significant_digits_under_a_wide_interval(
     ratio: float, low: float, high: float, estimate: str
 ) -> None:
-    from fairmark.stats.compare import interval_text, percent_texts
     from fairmark.stats.digits import format_change
+    from fairmark.verdict.compare import interval_text, percent_texts
 
     assert percent_texts(ratio, low, high, False)[0] == estimate  # type: ignore[index]
     d = {"ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high, "significant": False}
@@ -325,7 +325,7 @@ def test_item2_no_false_alarm_for_what_cannot_vary(fairmark_cli, tmp_path: Path)
 def test_item2_a_read_only_fio_test_expects_no_writes() -> None:
     from fairmark.run.workloads.compress import Compress
     from fairmark.run.workloads.fio import Fio
-    from fairmark.stats.judge import Pair, judge_one
+    from fairmark.verdict.judge import Pair, judge_one
 
     assert Fio().constant_metrics({"rw": "randread"}) == {"write_iops"}
     assert Fio().constant_metrics({"rw": "randwrite"}) == {"read_iops"}

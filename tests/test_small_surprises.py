@@ -90,7 +90,7 @@ def test_a_small_kernel_share_is_never_about_zero_percent() -> None:
 
 
 def test_a_detectable_change_is_a_size_not_a_value_with_a_plus_minus() -> None:
-    from fairmark.stats.compare import compare
+    from fairmark.verdict.compare import compare
 
     zero = compare([0, 0, 0, 0, 0], [0, 0, 0, 0, 0], unit="IO/s")  # a write counter of a read-only test
     assert (

@@ -12,7 +12,6 @@ from fairmark.report.samples import sample_warnings
 from fairmark.stats import (
     benjamini_hochberg,
     bh_adjust,
-    compare,
     describe,
     format_percent,
     format_value,
@@ -21,6 +20,7 @@ from fairmark.stats import (
     outlier_indices,
     precision_reached,
 )
+from fairmark.verdict.compare import compare
 
 IGUANA = [50, 200, 150, 400, 750, 400, 150]
 CHAMELEON = [150, 400, 720, 500, 930]

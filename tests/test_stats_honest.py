@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from fairmark.report.samples import sample_warnings
-from fairmark.stats import compare, describe, format_median, ideal_n, outlier_indices
+from fairmark.stats import describe, format_median, ideal_n, outlier_indices
 from fairmark.stats.checks import drift, serial_correlation
 from fairmark.stats.scaling import curve_shape
 from fairmark.stats.stopping import group_stop
+from fairmark.verdict.compare import compare
 
 
 def _ar1(rng: np.random.Generator, n: int, phi: float) -> np.ndarray:

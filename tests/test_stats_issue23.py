@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from fairmark.stats import compare
-from fairmark.stats.judge import Pair, judge
+from fairmark.verdict.compare import compare
+from fairmark.verdict.judge import Pair, judge
 
 ROUNDS12 = (list(range(12)), list(range(12)))
 
@@ -55,8 +55,8 @@ def test_pooled_runs_keep_each_runs_first_stage():
 
     from scipy import stats
 
-    from fairmark.stats.judge import Pair, judge
     from fairmark.stats.paired import STEIN, paired_by_round
+    from fairmark.verdict.judge import Pair, judge
 
     rng = np.random.default_rng(4)
     keys = [(run, r) for run in ("r1", "r2") for r in range(10)]
@@ -278,7 +278,7 @@ def test_huge_values_are_compared(tmp_path, capsys):
 
 
 def test_aa_twin_warning_is_not_a_statement_of_fact():
-    from fairmark.stats.judge import AA_BIASED
+    from fairmark.verdict.judge import AA_BIASED
 
     assert "one of the 5% of A/A comparisons that differ by chance" in AA_BIASED
 
@@ -305,7 +305,7 @@ def test_no_ratio_interval_below_zero_for_a_positive_quantity():
 
 
 def test_a_significant_bound_never_rounds_to_zero():
-    from fairmark.stats.compare import percent_texts
+    from fairmark.verdict.compare import percent_texts
 
     texts = percent_texts(0.9880, 0.9764, 0.99996, True)
     assert texts[2] not in ("+0.0%", "-0.0%", "0.0%") and texts[2].startswith("-")

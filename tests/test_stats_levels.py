@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from fairmark.stats.judge import Pair, judge
 from fairmark.stats.levels import advice, differ_by_unit, levels, unit_test
+from fairmark.verdict.compare import advice_words
+from fairmark.verdict.judge import Pair, judge
 
 
 def nested(means, trials=(-1.0, 0.0, 1.0), tag="a"):
@@ -33,7 +34,7 @@ def test_variance_components_are_the_method_of_moments():
     la, lb = np.log([10.0, 14.0]), np.log([12.0, 16.0])
     assert test.se >= math.sqrt(la.var(ddof=1) / 2 + lb.var(ddof=1) / 2) - 1e-12  # at least Welch's
     adv = advice(lv)
-    assert adv.next == "more boots" and adv.se_more_units < adv.se_more_trials
+    assert advice_words(adv) == "more boots" and adv.se_more_units < adv.se_more_trials
     assert adv.to_dict()["se_twice_the_boots"] == adv.se_more_units  # the JSON's names
 
 
@@ -42,7 +43,7 @@ def test_trials_noisy_boots_alike_advise_more_trials_per_boot():
     b, ub = nested([10.0, 10.0], trials=(-5.0, 5.0), tag="b")
     lv = levels(a, ua, b, ub)
     assert lv.sd_unit == 0.0
-    assert advice(lv).next == "more trials per boot"
+    assert advice_words(advice(lv)) == "more trials per boot"
     assert advice(lv, cost_unit_s=20, cost_trial_s=1) is not None
 
 

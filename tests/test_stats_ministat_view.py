@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fairmark.report.ministat import DEFAULT_WIDTH, ascii_plot, legend, relative_block, render, vitals_line
-from fairmark.stats import compare
+from fairmark.verdict.compare import compare
 
 IGUANA = [50, 200, 150, 400, 750, 400, 150]
 CHAMELEON = [150, 400, 720, 500, 930]

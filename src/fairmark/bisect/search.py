@@ -37,9 +37,9 @@ from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.run.guard.signals import unwinding
 from fairmark.run.launch.launcher import kill_group
 from fairmark.run.loop.options import Progress
-from fairmark.stats.compare import Comparison
 from fairmark.store.schema import BISECT_RESULT
 from fairmark.verdict import rule
+from fairmark.verdict.compare import Comparison
 from fairmark.verdict.pairs import pooled_runs
 from fairmark.verdict.record import Verdict
 from fairmark.verdict.run import RunVerdicts

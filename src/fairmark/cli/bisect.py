@@ -16,7 +16,7 @@ from fairmark.console import console
 
 if TYPE_CHECKING:
     from fairmark.bisect.search import BisectResult
-    from fairmark.stats.compare import Comparison
+    from fairmark.verdict.compare import Comparison
 
 
 @click.command()

@@ -130,7 +130,7 @@ def _show(r) -> None:  # r: fairmark.report.check.CheckResult
         row = [escape(c.cell), c.metric] if several else [escape(c.cell)]
         t.add_row(*row, fmt_change(c.comparison), c.status)
     console.print_table(t, f"run {r.run_id[:8]} against {r.against} ({r.design})")
-    from fairmark.stats.timeorder import said_once
+    from fairmark.verdict.levels import said_once
 
     levels = [c.verdict.comparison.levels if c.verdict else None for c in r.cases]
     once, sentences = said_once([(c.sentence, lv) for c, lv in zip(r.cases, levels, strict=True)])

@@ -27,7 +27,7 @@ from fairmark.report import ministat
 from fairmark.report.compare_files import emit_human, json_doc, ministat_only, not_judged
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import MAX_ABS, MAX_ABS_TEXT
-from fairmark.stats.judge import MIN_VALUES
+from fairmark.verdict.judge import MIN_VALUES
 
 # What a number looks like in a data file: decimal, optional exponent. NaN, infinities, hex and "1_000"
 # (which Python's float() would take) are refused: none of them is a measurement.

@@ -18,7 +18,7 @@ from fairmark.cli.common import common_options, open_store
 from fairmark.errors import EnvironmentRefused, InputError
 from fairmark.plan.model import CONFIDENCE_LEVELS
 from fairmark.report.compare_runs import own_verdicts, show, show_differences
-from fairmark.stats.judge import MIN_VALUES
+from fairmark.verdict.judge import MIN_VALUES
 from fairmark.verdict.match import match_cells
 from fairmark.verdict.pairs import Side, across_runs
 from fairmark.verdict.values import MeasuredCell, load_cells

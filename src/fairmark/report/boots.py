@@ -14,7 +14,7 @@ from fairmark.stats.digits import column_unit, format_pair, format_spread
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
     from fairmark.report.writer import Writer
-    from fairmark.stats.compare import Comparison
+    from fairmark.verdict.compare import Comparison
 
 
 def boot_records(report: RunReport) -> list[dict[str, Any]]:

@@ -27,9 +27,9 @@ from typing import Any
 
 from fairmark.errors import InputError
 from fairmark.plan.model import AA_SUFFIX
-from fairmark.stats.compare import Comparison
 from fairmark.store.db import RunRecord
 from fairmark.verdict import rule
+from fairmark.verdict.compare import Comparison
 from fairmark.verdict.pairs import against_runs
 from fairmark.verdict.record import Verdict
 from fairmark.verdict.rule import worse_interval_pct

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from fairmark.report.check import POSSIBLE, REGRESSION, UNJUDGED, Case, CheckResult
-from fairmark.stats.compare import Comparison
 from fairmark.stats.digits import format_pair, format_value
+from fairmark.verdict.compare import Comparison
 
 
 def _pct(value: float) -> str:

@@ -11,8 +11,8 @@ from rich.markup import escape
 from fairmark.console import console
 from fairmark.stats import format_value
 from fairmark.stats.digits import column_unit
-from fairmark.stats.judge import MIN_VALUES
 from fairmark.store.db import RunRecord
+from fairmark.verdict.judge import MIN_VALUES
 from fairmark.verdict.record import Verdict
 
 
@@ -132,7 +132,7 @@ def _table(verdicts: list[Verdict], title: str) -> None:
     """Per workload, sweep point and metric (as `show` lays out a run): each variant's mean in A and B and the
     change, one line each; the verdicts' sentences below, wrapped."""
     from fairmark.report.views import in_unit, short_verdict
-    from fairmark.stats.timeorder import said_once
+    from fairmark.verdict.levels import said_once
 
     console.text(title)
     once, sentences = said_once([(v.comparison.sentence, v.comparison.levels) for v in verdicts])

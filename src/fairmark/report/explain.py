@@ -20,7 +20,7 @@ from fairmark.stats.attribution_diff import (
     compare_profiles,
     frame_space,
 )
-from fairmark.stats.compare import TIME_UNITS, percent_texts
+from fairmark.verdict.compare import TIME_UNITS, percent_texts
 
 if TYPE_CHECKING:
     from fairmark.report.data import CellReport, RunReport

@@ -16,10 +16,10 @@ from fairmark.stats.changepoints import (
     shortest_for,
     undetectable,
 )
-from fairmark.stats.compare import Better, Comparison
 from fairmark.stats.tdist import t_quantile
 from fairmark.store.history import Series, order_by_commits, order_by_tag, query_history
 from fairmark.store.records import LEGACY_RSS
+from fairmark.verdict.compare import Better, Comparison
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from fairmark.report.failures import SPREAD_METHOD, failure_rates, spread_senten
 from fairmark.report.samples import sample_warnings
 from fairmark.report.shape import shape_summary
 from fairmark.stats import describe, format_value
-from fairmark.stats.judge import MIN_VALUES, enough
 from fairmark.stats.scaling import curve_shape, efficiency_applies
 from fairmark.store.db import Store
 from fairmark.store.records import ArtifactRow, JSONObject, loops_text
 from fairmark.store.schema import LOOPS_CALIBRATION
+from fairmark.verdict.judge import MIN_VALUES, enough
 from fairmark.verdict.run import RunVerdicts, run_verdicts
 from fairmark.verdict.values import MeasuredCell
 

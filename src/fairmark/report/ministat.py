@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairmark.stats import Comparison, Summary, describe, ministat_median
+from fairmark.stats import Summary, describe, ministat_median
 from fairmark.stats.tdist import ministat_t
+from fairmark.verdict.compare import Comparison
 
 SYMBOLS = " x+*%#@O"  # ministat's: data set i plots as SYMBOLS[i + 1]; overlapping points OR their numbers
 _SYMBOL_TABLE = bytes(SYMBOLS, "ascii").ljust(256, b"?")  # cell value → its symbol, in one bytes.translate

@@ -16,11 +16,11 @@ import numpy as np
 from fairmark.console import console
 from fairmark.formats.model import Results, Series
 from fairmark.jsonvalue import JSONObject
-from fairmark.stats.compare import Comparison
 from fairmark.stats.describe import describe
 from fairmark.stats.digits import format_value
-from fairmark.stats.judge import MIN_VALUES, Judgement
 from fairmark.stats.robust import DESIGN as ROBUST
+from fairmark.verdict.compare import Comparison
+from fairmark.verdict.judge import MIN_VALUES, Judgement
 from fairmark.verdict.pairs import SeriesPair, judge_series
 
 Key = tuple[str, str, str]  # (group, name, unit)

@@ -18,7 +18,7 @@ from fairmark.stats import format_median, format_value
 from fairmark.stats.digits import bounds, format_bounded, format_cv, shared_scale
 
 if TYPE_CHECKING:
-    from fairmark.stats.compare import Comparison
+    from fairmark.verdict.compare import Comparison
 
 NAME_W = 14  # characters of a name in the text report's narrow columns
 

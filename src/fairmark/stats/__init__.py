@@ -1,4 +1,4 @@
-"""Statistics: per-cell summaries, ministat-exact A/B comparison (+ Welch ratio CI, Mann-Whitney U), adaptive
+"""Statistics: per-cell summaries, ministat-exact A/B comparison in numbers (+ Welch ratio CI, Mann-Whitney U), adaptive
 stopping by precision, sample checks (outliers, drift, two modes), false discovery rate, honest rounding."""
 
 from fairmark.stats.checks import (
@@ -8,7 +8,6 @@ from fairmark.stats.checks import (
     outlier_indices,
     serial_correlation,
 )
-from fairmark.stats.compare import Comparison, compare
 from fairmark.stats.describe import RunningMean, Summary, describe, mean_ci, ministat_median
 from fairmark.stats.digits import format_median, format_pair, format_percent, format_value
 from fairmark.stats.fdr import benjamini_hochberg, bh_adjust
@@ -18,13 +17,11 @@ from fairmark.stats.tdist import MINISTAT_LEVELS, exact_t, ministat_t, t_quantil
 __all__ = [
     "MINISTAT_LEVELS",
     "MIN_TRIALS",
-    "Comparison",
     "RunningMean",
     "Summary",
     "benjamini_hochberg",
     "bh_adjust",
     "bimodal_split",
-    "compare",
     "describe",
     "drift",
     "exact_t",

@@ -1,197 +1,96 @@
-"""A/B comparison of two samples: fairmark's verdict, ministat's Student t with pooled s, and a rank test
-(exact Mann-Whitney U, or Wilcoxon's signed rank for pairs) as a cross-check.
+"""A/B comparison of two samples in numbers: the test that decides, ministat's Student t with pooled s, and a
+rank test (exact Mann-Whitney U, or Wilcoxon's signed rank for pairs) as a cross-check.
 
-The verdict (`significant`, `change`, `sentence`, the ratio and its interval) comes from one design
-(stats.paired): **paired by round** when the trials' rounds are given (an interleaved run), **Welch** otherwise
-(`fairmark compare`: unequal variances and n allowed) — on the logarithms when every value is positive; two
-independent samples with outliers flagged, or whose Welch t and rank test disagree, are decided by Yuen's t on
-trimmed means (stats.robust: the rule and why). The
-sentence gives the ratio's interval in percent (asymmetric where it is), and when nothing is proven the change
-this design detects with 80% power (stats.power). ministat's own numbers (pooled Student t with its t table:
-`difference`, `half_width`, `percent`, `percent_half_width`, `pooled_stddev`, `ministat_significant`) are kept
-for ministat's lines and never decide fairmark's sentence.
+The verdict (`significant`, `change`, the ratio and its interval) comes from one design (stats.paired): **paired
+by round** when the trials' rounds are given (an interleaved run), **Welch** otherwise (`fairmark compare`:
+unequal variances and n allowed) — on the logarithms when every value is positive; two independent samples with
+outliers flagged, or whose Welch t and rank test disagree, are decided by Yuen's t on trimmed means
+(stats.robust: the rule and why). ministat's own numbers (pooled Student t with its t table: `difference`,
+`half_width`, `percent`, `percent_half_width`, `pooled_stddev`, `ministat_significant`) are kept for ministat's
+lines and never decide the verdict. `tested` returns them as a frozen record of numbers; verdict/compare.py
+words it (the sentence, the warnings) into the `Comparison` every command shows.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 import numpy as np
 
 from fairmark.errors import InputError, UsageError
-from fairmark.jsonvalue import JSONObject
 from fairmark.stats import sequential as seq
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import Summary, as_array, describe, sample_sd
-from fairmark.stats.digits import estimate_text, format_pair
-from fairmark.stats.levels import LevelsReport
 from fairmark.stats.paired import RatioTest, RoundKey, paired_by_round, two_sided_p, welch
-from fairmark.stats.ranks import RankCheck, can_reach, exact_mann_whitney, signed_rank
-from fairmark.stats.tdist import differs_from_ministat, exact_t, t_quantile
+from fairmark.stats.ranks import RankCheck, exact_mann_whitney, signed_rank
+from fairmark.stats.robust import Reason
+from fairmark.stats.tdist import exact_t, t_quantile
 
 Better = Literal["lower", "higher"]
-TIME_UNITS = frozenset({"s", "sec", "seconds", "ms", "us", "µs", "ns", "min", "wall_s"})
-FEW_TRIALS = 6  # below this a verdict rests on very little (ministat's floor is 3)
-POWER_PCT = 80
 Rounds = tuple[Sequence[RoundKey], Sequence[RoundKey]]  # each side's round of each value (same order)
 
-__all__ = ["Better", "Comparison", "compare", "two_sided_p", "verdict_sentence", "welch_ratio"]
+__all__ = ["Better", "Tested", "tested", "two_sided_p", "welch_ratio"]
 
 
 @dataclass(frozen=True)
-class Comparison:
-    name_baseline: str
-    name_other: str
-    unit: str
-    better: Better
-    confidence: float
-    ministat_compat: bool
-    n_baseline: int
-    n_other: int
-    mean_baseline: float
-    mean_other: float
-    difference: float  # other − baseline (ministat's d)
-    half_width: float  # ministat's e = t·s_p·√(1/n_b + 1/n_o)
-    percent: float  # 100·d/mean_baseline (ministat's line)
-    percent_half_width: float  # 100·e/mean_baseline (ministat's line; not the verdict's interval)
-    pooled_stddev: float
-    df: float  # the verdict's df
-    t_quantile: float  # the verdict's t quantile (nan: no t test, see `constant`)
-    significant: bool  # the verdict of `design`
-    p_value: float  # the p of `design`'s test, two-sided
-    ministat_significant: bool  # ministat's rule: |d| > e
-    student_p: float  # Student (pooled), two-sided
-    design: str  # "paired by round" | "Welch" | "runs as the unit" | "boots as the unit" | …
-    n_pairs: int | None
-    ratio: float  # other/baseline: of the geometric means on the log scale, of the means on the raw one
-    ratio_ci_low: float  # the verdict's interval of the ratio (nan: unbounded or no interval)
-    ratio_ci_high: float
-    mde_percent: float  # the change (in % of the baseline) this design detects with 80% power
-    welch: dict[str, float]
-    mann_whitney: RankCheck
-    change: Literal["better", "worse", "none"]
-    sentence: str
-    warnings: tuple[str, ...]
-    ministat_note: str | None  # where fairmark's numbers differ from ministat's at this level
-    baseline: Summary = field(repr=False)
-    other: Summary = field(repr=False)
-    levels: LevelsReport | None = None  # runs/boots/hosts as a level (stats.levels): per level n and sd
-    scale: str = "raw"  # "log": tested on the logarithms (ratio of geometric means); "raw": on the values
-    constant: bool = False  # no spread: decided by a rank test, no interval
-    claim: bool = True  # False: the data cannot support a claim (one unit per side), whatever they show
-    # stop = "decision" (stats.sequential): what the sequential test decided, at which look, its TOST interval
-    sequential: JSONObject | None = None
+class Tested:
+    """What `tested` measured of two samples, numbers only: each side's summary, ministat's block, the test that
+    decided (`test`: sequential, the design's or Yuen's) and the rank test that cross-checks it; with the
+    decision stop, its look; when Yuen's decided, Welch's test it replaced and why."""
+
+    baseline: Summary
+    other: Summary
+    ministat: MinistatFields
+    test: RatioTest
+    cross: RankCheck
+    welch: dict[str, float]  # welch_ratio: Welch's t on the values and Fieller's ratio CI
+    look: seq.Look | None = None  # the sequential test's last look (stop = "decision")
+    welch_test: RatioTest | None = None  # Welch's test of the samples, when Yuen's replaced it
+    robust_reason: Reason | None = None  # why Yuen's decided
 
     @property
-    def change_percent(self) -> float:
-        return 100.0 * (self.ratio - 1.0) if math.isfinite(self.ratio) else math.nan
-
-    @property
-    def interval(self) -> str:
-        """The change and the interval of the design that decided, as the tables show it (interval_text of the
-        comparison as JSON has it: an unknown bound is None)."""
-        fields: dict[str, object] = {
-            k: getattr(self, k) for k in ("constant", "claim", "design", "significant")
-        }
-        for k in ("ratio", "ratio_ci_low", "ratio_ci_high"):
-            x = getattr(self, k)
-            fields[k] = x if math.isfinite(x) else None
-        return interval_text(fields)
-
-    def to_dict(self) -> JSONObject:
-        out: JSONObject = asdict(replace(self, levels=None))
-        out["baseline"], out["other"] = self.baseline.to_dict(), self.other.to_dict()
-        out["warnings"] = list(self.warnings)
-        out["levels"] = self.levels.to_dict() if self.levels is not None else None
-        out["change_percent"] = self.change_percent
-        out["interval"] = interval_text(out)
-        # JSON has no NaN (PostgreSQL refuses it): an unknown number is null
-        for key in (
-            "ratio",
-            "ratio_ci_low",
-            "ratio_ci_high",
-            "mde_percent",
-            "p_value",
-            "percent",
-            "percent_half_width",
-            "t_quantile",
-            "df",
-            "change_percent",
-        ):
-            value = out[key]
-            if isinstance(value, float) and not math.isfinite(value):
-                out[key] = None
-        for key in ("welch", "mann_whitney"):
-            test = out[key]
-            assert isinstance(test, dict)  # asdict's copy of a dict field
-            out[key] = {
-                k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in test.items()
-            }
-        return out
+    def decided_early(self) -> bool:
+        """The decision stop decided on these trials, by design."""
+        return self.look is not None and self.look.decision in ("different", "equivalent")
 
 
-def compare(
+def tested(
     baseline: Values,
     other: Values,
     *,
     confidence: float = 95.0,
     better: Better = "lower",
-    name_baseline: str = "A",
-    name_other: str = "B",
-    unit: str = "",
+    names: tuple[str, str] = ("A", "B"),
     ministat_compat: bool = False,
-    aa_percent_half_width: float | None = None,
     rounds: Rounds | None = None,
     first_stage: int | None = None,
     length_planned: bool = False,
-    calibration: Mapping[str, object] | None = None,
     sequential: seq.Design | None = None,
     robust: bool = True,
-) -> Comparison:
-    """Compare `other` with `baseline`. `rounds`: the round of each value (same order; an int, or (run, round)
+) -> Tested:
+    """Test `other` against `baseline`. `rounds`: the round of each value (same order; an int, or (run, round)
     from several runs), for the paired design; `first_stage`: the rounds the run chose its length from
-    (stats.stopping), `length_planned` whether it ran to that length. `aa_percent_half_width`: the ±% an A/A run
-    showed here (a smaller significant change is warned of). `calibration`: `fairmark calibrate`'s figures
-    (stats.calibration). `sequential`: the run stopped when decided. `robust`: stats.robust's rule may decide."""
-    a, b = _checked(baseline, other, better, names := (name_baseline, name_other))
+    (stats.stopping), `length_planned` whether it ran to that length. `sequential`: the run stopped when
+    decided. `robust`: stats.robust's rule may decide. `names` only name a side in an error."""
+    a, b = _checked(baseline, other, better, names)
     sa, sb = describe(a, confidence), describe(b, confidence)
     ministat = _ministat(a, b, sa, sb, confidence, ministat_compat)
-    stages = (first_stage, length_planned)
-    decided, test, cross, note = _decide((a, b), names, confidence, rounds, stages, sequential, robust)
-    sentence = verdict_sentence(names, test, sa.mean, test.significant, better, unit, confidence, calibration)
-    sentence = (
-        sequential_sentence(names, decided, sequential, better, unit, confidence) if decided else sentence
+    decided, test, cross, (welch_test, reason) = _decide(
+        (a, b), confidence, rounds, (first_stage, length_planned), sequential, robust
     )
-    return Comparison(
-        name_baseline=name_baseline,
-        name_other=name_other,
-        unit=unit,
-        better=better,
-        confidence=float(confidence),
-        ministat_compat=ministat_compat,
-        n_baseline=int(a.size),
-        n_other=int(b.size),
-        mean_baseline=sa.mean,
-        mean_other=sb.mean,
-        **ministat,
-        **verdict_fields(test, sa.mean),
-        welch=welch_ratio(sa, sb, confidence),
-        mann_whitney=cross,
-        change=change_of(test, better),
-        sentence=sentence,
-        warnings=(
-            *note,
-            *_warnings(sa, sb, names, test, cross, confidence, early=_decided_early(decided)),
-            *_calibration_warning(test, aa_percent_half_width),
-        ),
+    return Tested(
         baseline=sa,
         other=sb,
-        sequential=seq.to_dict(decided[1], sequential, test.scale == "log")
-        if decided and sequential
-        else None,
+        ministat=ministat,
+        test=test,
+        cross=cross,
+        welch=welch_ratio(sa, sb, confidence),
+        look=decided[1] if decided else None,
+        welch_test=welch_test,
+        robust_reason=reason,
     )
 
 
@@ -209,34 +108,6 @@ def _sequential_test(
     )
 
 
-def _decided_early(decided: tuple[RatioTest, seq.Look] | None) -> bool:
-    return decided is not None and decided[1].decision in ("different", "equivalent")
-
-
-def sequential_sentence(
-    names: tuple[str, str],
-    decided: tuple[RatioTest, seq.Look],
-    design: seq.Design | None,
-    better: Better,
-    unit: str,
-    confidence: float,
-    units: str = "rounds",
-) -> str:
-    """'decided after 7 rounds: B is slower than A: +3.1% (95% CI, sequential: +1.2% to +5.0%)', or
-    equivalent / undecided with the same repeated interval (valid however early the run stopped)."""
-    test, look = decided
-    base, other = names
-    assert design is not None  # a sequential test was made with it
-    head = seq.outcome(look, log=test.scale == "log", design=design, units=units)
-    ci = percent_texts(test.ratio, test.ratio_ci_low, test.ratio_ci_high, test.significant)
-    observed = (
-        f"{ci[0]} ({confidence:g}% CI, sequential: {ci[1]} to {ci[2]})" if ci else "no bounded interval"
-    )
-    if test.significant:
-        return f"{head}: {other} is {_direction_word(test.ratio, better, unit)} than {base}: {observed}"
-    return f"{head}: {other} vs {base}: {observed}"
-
-
 class MinistatFields(TypedDict):
     """The fields of a Comparison that ministat's block sets."""
 
@@ -247,7 +118,6 @@ class MinistatFields(TypedDict):
     pooled_stddev: float
     ministat_significant: bool
     student_p: float
-    ministat_note: str | None
 
 
 class VerdictFields(TypedDict):
@@ -324,7 +194,6 @@ def _ministat(
         "pooled_stddev": pooled_sd,
         "ministat_significant": bool(abs(d) > e),
         "student_p": _student_p(d, pooled_sd, a.size, b.size, df),
-        "ministat_note": differs_from_ministat(float(confidence), ministat_compat, df),
     }
 
 
@@ -359,41 +228,35 @@ def _design_test(
 
 def _decide(
     samples: tuple[Floats, Floats],
-    names: tuple[str, str],
     confidence: float,
     rounds: Rounds | None,
     stages: tuple[int | None, bool],
     sequential: seq.Design | None,
     robust: bool,
-) -> tuple[tuple[RatioTest, seq.Look] | None, RatioTest, RankCheck, list[str]]:
+) -> tuple[tuple[RatioTest, seq.Look] | None, RatioTest, RankCheck, tuple[RatioTest | None, Reason | None]]:
     """The test that decides (sequential, the design's, or Yuen's where stats.robust says so), the rank test
-    that cross-checks it, and the line saying why Yuen's decided."""
+    that cross-checks it, and when Yuen's decided, Welch's test it replaced and why."""
     a, b = samples
     decided = _sequential_test(a, b, rounds, sequential)
     test = decided[0] if decided else _design_test(a, b, confidence, rounds, stages)
     cross = _cross_check(a, b, test, rounds, confidence)
     if not robust or decided:
-        return decided, test, cross, []
-    robust_test, note = _robust(a, b, names, test, cross, confidence)
-    return decided, robust_test, cross, note
+        return decided, test, cross, (None, None)
+    robust_test, reason = _robust(a, b, test, cross, confidence)
+    return decided, robust_test, cross, ((test, reason) if reason else (None, None))
 
 
 def _robust(
-    a: Floats, b: Floats, names: tuple[str, str], test: RatioTest, cross: RankCheck, confidence: float
-) -> tuple[RatioTest, list[str]]:
-    """Yuen's trimmed t in place of Welch's when stats.robust's rule says the data call for it, with a line
-    saying why and what Welch's t alone said."""
+    a: Floats, b: Floats, test: RatioTest, cross: RankCheck, confidence: float
+) -> tuple[RatioTest, Reason | None]:
+    """Yuen's trimmed t in place of Welch's when stats.robust's rule says the data call for it, and why."""
     from fairmark.stats import robust
 
-    why = robust.robust_reason((a, b), names, test, cross, 1.0 - confidence / 100.0)
+    why = robust.robust_reason((a, b), test, cross, 1.0 - confidence / 100.0)
     decided = robust.yuen(a, b, confidence=confidence) if why else None
     if decided is None:
-        return test, []
-    welch_text = interval_text({**verdict_fields(test, 1.0), "claim": True})
-    return decided, [
-        f"decided by {robust.DESIGN} (the middle 60% of each sample, on the logarithms) because {why}; "
-        f"Welch's t alone: {welch_text}, p = {test.p_value:.2g}"
-    ]
+        return test, None
+    return decided, why
 
 
 def _cross_check(
@@ -470,206 +333,3 @@ def welch_ratio(sa: Summary, sb: Summary, confidence: float) -> dict[str, float]
 
     low, high = fieller(ma, mb, va, vb, 0.0, exact_t(confidence, dfw))
     return {"t": tw, "df": dfw, "p_value": p, "ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high}
-
-
-def _direction_word(ratio: float, better: Better, unit: str) -> str:
-    if unit in TIME_UNITS and better == "lower":
-        return "faster" if ratio < 1 else "slower"
-    good = (ratio < 1) == (better == "lower")
-    return ("higher" if ratio > 1 else "lower") + (" (better)" if good else " (worse)")
-
-
-EXACT_PCT = 1e-9  # below this, a percentage is floating-point rounding, not a measurement
-
-
-def percent_texts(ratio: float, low: float, high: float, significant: bool) -> tuple[str, str, str] | None:
-    """(observed change, CI low, CI high) in percent, signed and rounded together; None when unbounded. A
-    significant interval's bounds keep the digits that show they exclude 0 ("-1.2% to -0.03%", never
-    "to +0.0%")."""
-    if not all(math.isfinite(v) for v in (ratio, low, high)):
-        return None
-    pct = [100.0 * (v - 1.0) for v in (ratio, low, high)]
-    hw = (pct[2] - pct[1]) / 2 or None
-    texts = [_signed(v, hw) for v in pct]
-    if significant:
-        near = min(pct[1:], key=abs)
-        while hw and _pct_value(texts[1 + pct[1:].index(near)]) * near <= 0 and hw > abs(near) * 1e-6:
-            hw /= 10  # one more digit until the near bound shows its sign
-            texts = [_signed(v, hw) for v in pct]
-    estimate = estimate_text(pct[0], hw)  # two significant digits at least, however wide the interval
-    estimate = estimate if estimate.startswith("-") or float(estimate) == 0 else "+" + estimate
-    return (estimate + "%", texts[1] + "%", texts[2] + "%")
-
-
-def _pct_value(text: str) -> float:
-    return float(text)
-
-
-def _number(d: Mapping[str, object], key: str) -> float | None:
-    """A number of a comparison or calibration as JSON holds it (None: absent, null or not a number)."""
-    value = d.get(key)
-    return value if isinstance(value, int | float) else None
-
-
-def interval_text(d: Mapping[str, object]) -> str:
-    """The verdict's change and interval as the tables show it: '+1.8% (+0.4% to +3.3%)'; 'no interval' when the
-    design gave none (no spread; one unit per side), 'unbounded' when the baseline is not clearly away from 0.
-    From a comparison's dict (as stored), so every table shows the interval of the design that decided."""
-    if d.get("constant"):
-        return "no interval (no spread)"
-    low, high, ratio = _number(d, "ratio_ci_low"), _number(d, "ratio_ci_high"), _number(d, "ratio")
-    if not d.get("claim", True):
-        return "no claim (" + (str(d.get("design") or "") or "one unit per side") + ")"
-    if ratio is None or low is None or high is None:
-        return "unbounded interval"
-    texts = percent_texts(ratio, low, high, bool(d.get("significant")))
-    return f"{texts[0]} ({texts[1]} to {texts[2]})" if texts else "unbounded interval"
-
-
-def verdict_sentence(
-    names: tuple[str, str],
-    test: RatioTest,
-    mean_baseline: float,
-    significant: bool,
-    better: Better,
-    unit: str,
-    confidence: float,
-    calibration: Mapping[str, object] | None = None,
-) -> str:
-    """The line a human reads: the change with the ratio's interval (asymmetric where it is), or, without
-    proof, what this design detects with 80% power. Never 'identical'."""
-    base, other = names
-    if test.constant:
-        return _constant_sentence(names, test, mean_baseline, significant, better, unit, confidence)
-    ci = percent_texts(test.ratio, test.ratio_ci_low, test.ratio_ci_high, significant)
-    how = f"{confidence:g}% CI" + (f", {test.design}" if test.design not in ("Welch", "pooled") else "")
-    if ci:
-        observed = f"{ci[0]} ({how}: {ci[1]} to {ci[2]})"
-    else:
-        suffix = f" {unit}" if unit else ""
-        hw = test.t_quantile * test.se
-        observed = (
-            f"{_signed(test.difference, hw)}{suffix} ± {format_pair(test.difference, hw)[1]}{suffix} ({how})"
-        )
-    if significant:
-        word = _direction_word(test.ratio if ci else 1 + math.copysign(1, test.difference), better, unit)
-        text = f"{other} is {word} than {base}: {observed}"
-    else:
-        text = (
-            f"{other} vs {base}: no difference proven at {confidence:g}% confidence, observed {observed}; "
-            f"this run would detect a change of {_mde_text(test, mean_baseline, unit)} with {POWER_PCT}% power"
-        )
-    return text + _calibration_clause(calibration)
-
-
-def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
-    pct = mde_percent(test, mean_baseline)
-    if math.isfinite(pct) and test.scale == "raw" and pct > 100 and math.isfinite(test.mde):
-        # values around 0 (a difference, a count): a percentage of a mean near 0 says nothing ("±800%")
-        suffix = f" {unit}" if unit else ""
-        near = format_pair(mean_baseline, test.mde)[0]
-        return f"±{format_pair(test.mde, test.mde)[0]}{suffix} (the baseline's mean, {near}{suffix}, is too near 0 for a percentage)"
-    if math.isfinite(pct):
-        return f"±{format_pair(pct, pct)[0]}%"
-    if math.isfinite(test.mde):  # a baseline mean of 0: in the values' unit (once, not "±2.1 ± 2.1")
-        return f"±{format_pair(test.mde, test.mde)[0]}" + (f" {unit}" if unit else "")
-    return "no size (too few values)"
-
-
-def _constant_sentence(
-    names: tuple[str, str],
-    test: RatioTest,
-    mean_baseline: float,
-    significant: bool,
-    better: Better,
-    unit: str,
-    confidence: float,
-) -> str:
-    """No spread: say so, with the rank test that decided, and no interval."""
-    base, other = names
-    if test.scale == "log":
-        size = f"{_signed(100.0 * (test.ratio - 1.0), None)}%"
-    else:
-        size = f"{_signed(test.difference, None)}" + (f" {unit}" if unit else "")
-    if test.design == "paired by round":
-        what = f"{other} − {base} was the same {size} in all {test.n_pairs} rounds"
-        rank = f"sign test p = {test.p_value:.2g}"
-    else:
-        what = f"{base} and {other} were each constant ({other}: {size} vs {base})"
-        rank = f"Mann-Whitney U p = {test.p_value:.2g}"
-    if test.difference == 0:
-        return f"{other} vs {base}: the same value in every trial (no variation to test)"
-    head = f"{what}: no spread, so no t test and no interval; {rank}"
-    if significant:
-        word = _direction_word(1 + math.copysign(1, test.difference), better, unit)
-        return f"{other} is {word} than {base}: {head}"
-    return f"{other} vs {base}: no difference proven at {confidence:g}% confidence: {head}"
-
-
-def _calibration_clause(calibration: Mapping[str, object] | None) -> str:
-    if not calibration:
-        return ""
-    mde, fp = _number(calibration, "mde_percent"), _number(calibration, "false_positive_rate")
-    parts = []
-    if mde is not None and math.isfinite(mde) and mde > 0:
-        parts.append(f"this machine shows changes beyond ±{format_pair(mde, mde)[0]}% for this workload")
-    if fp is not None:
-        ci = calibration.get("false_positive_ci")
-        low, high = (ci[0], ci[1]) if isinstance(ci, list | tuple) and len(ci) == 2 else (math.nan, math.nan)
-        parts.append(
-            f"{100 * fp:.3g}% false positives in {calibration.get('runs')} A/A runs "
-            f"(95% CI {100 * low:.2g}–{100 * high:.2g}%)"
-        )
-    return f"; calibration: {', '.join(parts)}" if parts else ""
-
-
-def _signed(value: float, half_width: float | None) -> str:
-    text = format_pair(value, half_width)[0]
-    return text if text.startswith("-") or float(text) == 0 else "+" + text
-
-
-def _calibration_warning(test: RatioTest, aa_pct: float | None) -> list[str]:
-    change = 100.0 * (test.ratio - 1.0) if math.isfinite(test.ratio) else math.nan
-    if aa_pct is None or not test.significant or not math.isfinite(change) or abs(change) >= aa_pct:
-        return []
-    return [
-        f"the change ({change:+.2g}%) is within the ±{aa_pct:.2g}% an A/A run of this workload shows on this "
-        "machine: treat it as unproven"
-    ]
-
-
-ZERO_SPREAD = "both samples have zero spread"  # (stats.judge drops it for a metric constant by design)
-
-
-def _warnings(
-    sa: Summary,
-    sb: Summary,
-    names: tuple[str, str],
-    test: RatioTest,
-    cross: RankCheck,
-    confidence: float,
-    early: bool = False,
-) -> list[str]:
-    """`early`: the decision stop decided on these few trials, by design (its sentence says after how many)."""
-    out = []
-    for name, s in zip(names, (sa, sb), strict=True):
-        if s.n < FEW_TRIALS and not early:
-            out.append(f"{name} has only {s.n} values; fewer than {FEW_TRIALS} make a fragile verdict")
-    if sa.stddev == 0 and sb.stddev == 0:
-        out.append(f"{ZERO_SPREAD}; suspect a coarse clock, a cached result or a constant")
-    alpha = 1.0 - confidence / 100.0
-    # A rank test that cannot reach α with these n (3 + 3 values: p ≥ 0.1) has nothing to disagree with.
-    if not test.constant and test.significant != cross["significant"] and can_reach(cross, alpha):
-        mine = {
-            "paired by round": "Student's t (paired)",
-            "Welch": "Welch's t",
-            "Yuen's t, 20% trimmed": "Yuen's t",
-        }.get(test.design, "the t test")
-        which = mine if test.significant else cross["test"]
-        out.append(
-            f"{mine} and {cross['test']} disagree (only {which} finds a difference, "
-            f"rank test p = {cross['p_value']:.3g}): skew, outliers or two modes; look at the plot"
-        )
-    if not test.constant and not test.interval_bounded and not math.isnan(test.ratio):
-        out.append(f"{names[0]}'s mean is not clearly away from zero: the CI of the ratio is unbounded")
-    return out

@@ -30,13 +30,14 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypeAlias, TypeGuard
+from typing import Literal, TypeAlias, TypeGuard
 
 import numpy as np
 
 from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.paired import (
+    UNIT_DESIGNS,
     Part,
     RatioTest,
     combine,
@@ -49,28 +50,11 @@ from fairmark.stats.paired import (
 )
 from fairmark.stats.timeorder import TimeOrder, time_order
 
-if TYPE_CHECKING:
-    from fairmark.stats.compare import Comparison
-    from fairmark.stats.sequential import Design
-
 LEVELS = ("host", "boot", "run")  # outermost first; below them: rounds (paired) and trials
 Unit: TypeAlias = str | None  # a value's run, boot or host (None: not recorded)
 Labels: TypeAlias = Mapping[
     str, tuple[Sequence[Unit], Sequence[Unit]]
 ]  # level → each side's unit of each value
-
-NO_CLAIM = (
-    "one {unit} per side: the {unit}-to-{unit} variance is unknown, so no difference can be claimed (a {unit} "
-    "offset alone can look like a change); measure ≥ 2 {unit}s per side"
-)
-WHY_LEVEL = {
-    "run": "the sides are different runs (not interleaved round by round: what changed between them is in the "
-    "difference)",
-    "boot": "the sides were measured in different boots",
-    "host": "the sides were measured on different hosts",
-}
-# the old name, for callers that spell the boot case
-UNKNOWN_BOOT_VARIANCE = NO_CLAIM
 
 
 def known(labels: Sequence[Unit] | None) -> TypeGuard[Sequence[str]]:
@@ -149,19 +133,17 @@ class Advice:
     optimal_trials_per_unit: int | None = None
 
     @property
-    def next(self) -> str:
-        return (
-            f"more {self.unit}s"
-            if self.se_more_units < self.se_more_trials
-            else f"more trials per {self.unit}"
-        )
+    def next(self) -> Literal["units", "trials"]:
+        """Where the next repetitions buy most: more units, or more trials per unit (verdict/levels.py words
+        it)."""
+        return "units" if self.se_more_units < self.se_more_trials else "trials"
 
     def to_dict(self) -> JSONObject:
         out: JSONObject = {
             "se_now": self.se_now,
             f"se_twice_the_{self.unit}s": self.se_more_units,
             "se_twice_the_trials_per_unit": self.se_more_trials,
-            "next": self.next,
+            "next": self.next,  # a code; verdict/levels.py words it in a comparison's JSON
             f"share_of_variance_from_{self.unit}s": self.unit_share,
         }
         if self.optimal_trials_per_unit is not None:
@@ -296,7 +278,7 @@ def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> Ratio
     if inflation > 1:  # units measured in blocks on a machine that may drift (stats.timeorder)
         base = float(np.exp(xa.mean()) if log else xa.mean() * c)
         parts = [_widened(q, inflation, log, base, confidence) for q in parts]
-    design = f"{lv.unit}s as the unit"
+    design = UNIT_DESIGNS[lv.unit]
     if not parts:  # every unit mean equal and no spread inside the units: no t test
         return welch(
             np.exp(xa) if log else xa * c,
@@ -417,78 +399,7 @@ def advice(
     return Advice(lv.unit, se(1, 1), se(2, 1), se(1, 2), share, optimal)
 
 
-def advice_sentence(lv: Levels, adv: Advice | None, mean_baseline: float) -> str:
-    if adv is None:
-        return f"where more repetitions help most: unknown until each side has ≥ 2 {lv.unit}s"
-    pct = 100.0 / abs(mean_baseline) if mean_baseline else math.nan
-    return (
-        f"{100 * adv.unit_share:.0f}% of a {lv.unit} mean's variance is {lv.unit}-to-{lv.unit}; the next repetitions "
-        f"buy most as {adv.next} (standard error {adv.se_now * pct:.2g}% now, "
-        f"{adv.se_more_units * pct:.2g}% with twice the {lv.unit}s, "
-        f"{adv.se_more_trials * pct:.2g}% with twice the trials per {lv.unit})"
-    )
-
-
-def compare_levels(
-    a: Values,
-    units_a: Sequence[Unit],
-    b: Values,
-    units_b: Sequence[Unit],
-    *,
-    level: str = "boot",
-    confidence: float = 95.0,
-    within: Comparison | None = None,
-    sequential: Design | None = None,
-    starts: Mapping[str, float] | None = None,
-) -> Comparison:
-    """The verdict of two sides measured in different units (runs, boots, hosts): the unit is the observation.
-    The returned Comparison keeps the trial-level summaries and ministat lines; its verdict fields (significant,
-    p_value, design, ratio and its CI, mde, change, sentence) are the unit-level test's, and `levels` holds the
-    per-level n and sd with the advice. `within`: the comparison at the level below (e.g. paired by round
-    inside the runs both sides share), shown when no claim can be made; by default the trials as independent
-    samples."""
-    from fairmark.stats.compare import (
-        change_of,
-        compare,
-        sequential_sentence,
-        verdict_fields,
-        verdict_sentence,
-    )
-    from fairmark.stats.sequential import to_dict, unit_ratio_test
-
-    below = within or compare(a, b, confidence=confidence)
-    lv = levels(a, units_a, b, units_b, level)
-    decided = unit_ratio_test(lv.groups_baseline, lv.groups_other, sequential, level) if sequential else None
-    order = _time_order(lv, units_a, units_b, starts)
-    widen = order.inflation if order else 1.0
-    test = decided[0] if decided else unit_test(lv, confidence=confidence, inflation=widen)
-    ma = float(np.mean(lv.unit_means_baseline))
-    names = (below.name_baseline, below.name_other)
-    if test is None:
-        return _no_claim(below, lv, level, names)
-    adv = advice(lv)
-    sentence = verdict_sentence(names, test, ma, test.significant, below.better, below.unit, confidence)
-    if decided:  # boots = "auto": the boot-level sequential test the run stopped by
-        per = f"{level}s per variant"
-        sentence = sequential_sentence(names, decided, sequential, below.better, below.unit, confidence, per)
-    counts = f"{lv.units_baseline} vs {lv.units_other} {level}s as the unit"
-    if 1 in (lv.units_baseline, lv.units_other):
-        counts += f"; the single {level} is assumed to vary like the others"
-    if order:
-        counts += f"; {order.sentence(level)}"
-    return replace(
-        below,
-        **verdict_fields(test, ma),
-        change=change_of(test, below.better),
-        sentence=f"{sentence} ({counts}); {advice_sentence(lv, adv, ma)}",
-        levels=LevelsReport(lv, adv, order=order),
-        claim=True,
-        sequential=to_dict(decided[1], sequential, test.scale == "log") if decided and sequential else None,
-        warnings=tuple(w for w in below.warnings if "disagree" not in w),
-    )
-
-
-def _time_order(
+def time_order_of(
     lv: Levels, units_a: Sequence[Unit], units_b: Sequence[Unit], starts: Mapping[str, float] | None
 ) -> TimeOrder | None:
     """The units' arrangement in time (stats.timeorder), when every unit's start is known."""
@@ -496,48 +407,6 @@ def _time_order(
         return None
     names_a, names_b = list(dict.fromkeys(units_a)), list(dict.fromkeys(units_b))
     return time_order(names_a, lv.unit_means_baseline, names_b, lv.unit_means_other, starts)
-
-
-def _no_claim(below: Comparison, lv: Levels, level: str, names: tuple[str, str]) -> Comparison:
-    """One unit per side: the difference with the interval of the level below, labelled as such; no claim."""
-    why = NO_CLAIM.format(unit=level)
-    within = _within_text(below)
-    return replace(
-        below,
-        significant=False,
-        change="none",
-        p_value=math.nan,
-        design=f"one {level} per side",
-        n_pairs=None,
-        ratio_ci_low=math.nan,
-        ratio_ci_high=math.nan,
-        mde_percent=math.nan,
-        claim=False,
-        sentence=f"{names[1]} vs {names[0]}: no difference claimed: {WHY_LEVEL.get(level, '')}, and {why}. "
-        f"Within the {level} (a lower bound on the uncertainty, not a verdict): {within}",
-        warnings=(*(w for w in below.warnings if "disagree" not in w), why),
-        levels=LevelsReport(
-            lv,
-            within_lower_bound=WithinBound(
-                below.design,
-                below.ratio,
-                below.ratio_ci_low,
-                below.ratio_ci_high,
-                below.p_value,
-                below.significant,
-            ),
-        ),
-    )
-
-
-def _within_text(c: Comparison) -> str:
-    from fairmark.stats.compare import percent_texts
-
-    texts = percent_texts(c.ratio, c.ratio_ci_low, c.ratio_ci_high, False)
-    if texts is None:
-        return f"{c.change_percent:+.3g}% (no interval)"
-    how = "paired by round" if c.design == "paired by round" else "trials as independent samples"
-    return f"{texts[0]} ({c.confidence:g}% interval, {how}: {texts[1]} to {texts[2]})"
 
 
 def _num(x: float) -> float | None:

@@ -40,6 +40,8 @@ from fairmark.stats.power import POWER, mde_factor, two_stage_factor
 from fairmark.stats.tdist import exact_t
 
 STEIN = "the first stage's spread and all rounds' spread"
+# The design of a verdict whose observation is a unit above the trial (stats.levels, stats.sequential): a label
+UNIT_DESIGNS = {"run": "runs as the unit", "boot": "boots as the unit", "host": "hosts as the unit"}
 # What pairs two values: their round, or (run, round) when the values come from several runs.
 RoundKey: TypeAlias = int | tuple[str, int]
 K = TypeVar("K", bound=RoundKey)

@@ -23,6 +23,7 @@ Otherwise Welch's verdict stands unchanged.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,7 +38,7 @@ MIN_N = 8
 SPREAD_RATIO = 3.0
 DESIGN = "Yuen's t, 20% trimmed"
 
-__all__ = ["DESIGN", "robust_reason", "trimmed", "yuen"]
+__all__ = ["DESIGN", "Reason", "robust_reason", "trimmed", "yuen"]
 
 
 def trimmed(x: Floats, trim: float = TRIM) -> tuple[float, float, int]:
@@ -67,20 +68,32 @@ def _mad(x: Floats) -> float:
     return median(np.abs(x - median(x)))
 
 
+@dataclass(frozen=True)
+class Reason:
+    """Why Yuen's t decided rather than Welch's: outliers flagged (`flagged`: in the baseline, in the other), or
+    (none flagged) Welch's t and the Mann-Whitney U test disagree. verdict/compare.py says it in words."""
+
+    flagged: tuple[bool, bool]
+
+    @property
+    def disagree(self) -> bool:
+        return not any(self.flagged)
+
+
 def robust_reason(
-    samples: tuple[Floats, Floats], names: tuple[str, str], welch: RatioTest, cross: RankCheck, alpha: float
-) -> str | None:
+    samples: tuple[Floats, Floats], welch: RatioTest, cross: RankCheck, alpha: float
+) -> Reason | None:
     """Why the verdict of these two independent samples is Yuen's rather than Welch's, or None (Welch's stands).
     `welch`: Welch's test of them; `cross`: the exact Mann-Whitney U of them."""
     a, b = samples
     if welch.design != "Welch" or welch.scale != "log" or welch.constant or min(a.size, b.size) < MIN_N:
         return None
-    flagged = [name for name, x in zip(names, samples, strict=True) if outlier_indices(x)]
-    if flagged:
-        return "outliers flagged in " + " and ".join(flagged)
+    flagged = (bool(outlier_indices(a)), bool(outlier_indices(b)))
+    if any(flagged):
+        return Reason(flagged)
     if not can_reach(cross, alpha) or welch.significant == cross["significant"]:
         return None
     spreads = sorted((_mad(np.log(a)), _mad(np.log(b))))
     if spreads[0] > 0 and spreads[1] <= SPREAD_RATIO * spreads[0]:
-        return "Welch's t and the Mann-Whitney U test disagree"
+        return Reason((False, False))
     return None

@@ -36,7 +36,7 @@ import numpy as np
 
 from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats, Values
-from fairmark.stats.paired import RatioTest, RoundKey
+from fairmark.stats.paired import UNIT_DESIGNS, RatioTest, RoundKey
 
 Decision = Literal["different", "equivalent", "undecided", "continue"]
 Spending = str
@@ -352,28 +352,6 @@ def ratio_interval(test: Look, log: bool) -> tuple[float, float, float]:
     return 1.0 + test.estimate, 1.0 + test.low, 1.0 + test.high
 
 
-def _pct(x: float, log: bool) -> str:
-    v = 100.0 * (math.expm1(x) if log else x)
-    return f"{v:+.1f}%" if abs(v) >= 0.05 else f"{v:+.2g}%"
-
-
-def outcome(test: Look, *, log: bool, design: Design, units: str = "rounds") -> str:
-    """What the sequential test said, as a report's head: 'decided after 7 rounds', 'equivalent within ±2%
-    after 12 rounds (two one-sided tests at 5%, sequential 90% interval −1.0% to +1.3%)', 'undecided after 30
-    rounds (neither a difference nor equivalence within ±2% proven)'."""
-    m = f"±{design.equivalence_pct:g}%"
-    if test.decision == "different":
-        return f"decided after {test.n} {units}"
-    if test.decision == "equivalent":
-        level = 100.0 - 200.0 * design.alpha
-        return (
-            f"equivalent within {m} after {test.n} {units} (two one-sided tests at {100 * design.alpha:g}%, "
-            f"sequential {level:g}% interval {_pct(test.eq_low, log)} to {_pct(test.eq_high, log)})"
-        )
-    state = "undecided" if test.decision == "undecided" else "not yet decided"
-    return f"{state} after {test.n} {units} (neither a difference nor equivalence within {m} proven)"
-
-
 def to_dict(test: Look, design: Design, log: bool) -> JSONObject:
     """The sequential test as JSON shows it (a comparison's `sequential`)."""
     return {
@@ -515,7 +493,7 @@ def unit_ratio_test(
     ratio, low, high = ratio_interval(test, log)
     power_t = _t(0.4, test.df) if test.df >= 1 else math.nan  # one-sided 80%: two-sided level 0.4
     result = RatioTest(
-        design=f"{unit}s as the unit",
+        design=UNIT_DESIGNS[unit],
         scale="log" if log else "raw",
         n_pairs=None,
         difference=test.estimate,

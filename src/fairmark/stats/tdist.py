@@ -85,23 +85,6 @@ def verdict_t(confidence: float, df: float, *, ministat_compat: bool = False) ->
     return t_quantile(confidence, df, ministat_compat=ministat_compat)
 
 
-def differs_from_ministat(confidence: float, ministat_compat: bool, df: float = 0) -> str | None:
-    """A sentence saying where fairmark's numbers differ from ministat's at this level, or None."""
-    if df > MINISTAT_MAX_DF and not ministat_compat and confidence in MINISTAT_LEVELS:
-        return (
-            f"df = {df:g} > {MINISTAT_MAX_DF}: ministat's lines use its ∞ row as ministat does; fairmark's verdict "
-            "uses the exact t quantile (slightly wider). --ministat-compat uses the ∞ row for both."
-        )
-    if confidence == 99.5 and not ministat_compat:
-        return (
-            "ministat's 99.5% column really holds the 99.8% quantile; fairmark uses the true 99.5% quantile "
-            "(narrower interval). --ministat-compat reproduces ministat."
-        )
-    if confidence not in MINISTAT_LEVELS:
-        return f"ministat has no {confidence:g}% level (it offers 80 90 95 98 99 99.5); exact t used"
-    return None
-
-
 def _check_level(confidence: float) -> None:
     if not 0.0 < confidence < 100.0:
         raise UsageError(f"confidence must be a percentage strictly between 0 and 100, got {confidence!r}")

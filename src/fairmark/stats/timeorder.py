@@ -42,39 +42,6 @@ class TimeOrder:
     def widened(self) -> bool:
         return self.inflation > 1.0
 
-    def sentence(self, unit: str) -> str:
-        head = f"the {unit}s were measured {self.arrangement} ({self.sides} in time order)"
-        if not self.widened:
-            return head
-        return (
-            f"{head}: a machine that drifts from {unit} to {unit} moves a block as a whole, so the interval is "
-            f"widened ×{math.sqrt(self.inflation):.2f} for drift up to a lag-1 autocorrelation of "
-            f"{self.phi:.2f} between consecutive {unit}s (r₁ = {self.r1:.2f} around the sides' means); "
-            f"{unit}s alternating between the sides tell drift and change apart"
-        )
-
-    def head(self, unit: str) -> str:
-        """What every verdict over the same units shares: how they were arranged in time, and what that does —
-        a screen of several verdicts says it once (issue 34), each verdict then only its own widening."""
-        head = f"the {unit}s were measured {self.arrangement} ({self.sides} in time order)"
-        if self.arrangement == "interleaved":
-            return head
-        return (
-            f"{head}: a machine that drifts from {unit} to {unit} moves a block as a whole, so an interval may be "
-            f"widened for drift between consecutive {unit}s; {unit}s alternating between the sides tell drift and "
-            "change apart"
-        )
-
-    def brief(self, unit: str) -> str:
-        """A verdict's own part of its sentence, the arrangement said once above it ("" when not widened)."""
-        if not self.widened:
-            return ""
-        return (
-            f"the interval widened ×{math.sqrt(self.inflation):.2f} for drift up to a lag-1 autocorrelation of "
-            f"{self.phi:.2f} "
-            f"(r₁ = {self.r1:.2f})"
-        )
-
     def to_dict(self) -> dict[str, object]:
         return {
             "arrangement": self.arrangement,
@@ -143,22 +110,3 @@ def inflation(pos_a: np.ndarray, pos_b: np.ndarray, phi: float) -> float:
         return 1.0
     estimated = ea / na + eb / nb
     return float(var_diff / estimated) if estimated > 0 else 1.0
-
-
-def said_once(items: Sequence[tuple[str, object]]) -> tuple[str | None, list[str]]:
-    """(the time-order sentence to say once, each verdict's sentence without it) for a screen of verdicts:
-    `items` holds (sentence, Comparison.levels) pairs. When the verdicts' units do not share one arrangement,
-    (None, the sentences as they are)."""
-    orders = [
-        (s, getattr(lv, "order", None), getattr(getattr(lv, "levels", None), "unit", "")) for s, lv in items
-    ]
-    heads = {o.head(unit) for _, o, unit in orders if isinstance(o, TimeOrder)}
-    if len(heads) != 1 or sum(isinstance(o, TimeOrder) for _, o, _ in orders) < 2:
-        return None, [s for s, _ in items]
-    out = []
-    for s, o, unit in orders:
-        if isinstance(o, TimeOrder):
-            own = o.brief(unit)
-            s = s.replace(f"; {o.sentence(unit)}", f"; {own}" if own else "")
-        out.append(s)
-    return heads.pop(), out

@@ -9,7 +9,7 @@
   sides were not interleaved.
 * **Independent samples** (`compare` of files, `history`'s runs before and after a change point).
 
-Benjamini-Hochberg runs across everything one command judges together (stats.judge).
+Benjamini-Hochberg runs across everything one command judges together (verdict.judge).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import TypeAlias
 
 from fairmark.plan.aa import AA_SUFFIX, aa_twin_name
 from fairmark.stats.arrays import Values
-from fairmark.stats.compare import Better, Comparison
-from fairmark.stats.judge import Judgement, Pair, aa_spread, judge
 from fairmark.stats.sequential import Design
 from fairmark.stats.stopping import first_stage_of, length_was_planned
 from fairmark.store.records import JSONObject
+from fairmark.verdict.compare import Better, Comparison
+from fairmark.verdict.judge import Judgement, Pair, aa_spread, judge
 from fairmark.verdict.match import match_cells
 from fairmark.verdict.record import Verdict
 from fairmark.verdict.values import Labelled, MeasuredCell, starts_of

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fairmark.stats.compare import Comparison
-from fairmark.stats.judge import Judgement
 from fairmark.store.records import JSONObject, Point
+from fairmark.verdict.compare import Comparison
+from fairmark.verdict.judge import Judgement
 
 
 @dataclass(frozen=True)

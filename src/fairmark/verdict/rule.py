@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
-from fairmark.stats.compare import Comparison
+from fairmark.verdict.compare import Comparison
 
 
 class Judged(Protocol):
-    """A verdict (verdict.Verdict) or a judgement (stats.judge.Judgement): a comparison and its FDR decision."""
+    """A verdict (verdict.Verdict) or a judgement (verdict.judge.Judgement): a comparison and its FDR decision."""
 
     @property
     def comparison(self) -> Comparison: ...

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from fairmark.jsonvalue import JSONObject
-from fairmark.stats.compare import Comparison
+from fairmark.verdict.compare import Comparison
 from fairmark.verdict.record import Verdict
 
 # The metrics a wrapper's process enters: fairmark's own clock and rusage of the trial's tree. A tool's own

@@ -32,7 +32,7 @@ from fairmark.report.views import (
 )
 from fairmark.stats import format_median, format_value
 from fairmark.stats.digits import column_unit, format_cv, format_interval
-from fairmark.stats.judge import enough
+from fairmark.verdict.judge import enough
 
 if TYPE_CHECKING:
     from fairmark.report.data import CellReport, RunArtifacts, RunReport, Verdict

@@ -90,15 +90,15 @@ def decided(store: Store, run_id: str, cells: Sequence[CellState], baseline: str
 def significant(rt: WorkloadRuntime, policy: RunPolicy, baseline: str) -> bool:
     """A cell whose measured values differ significantly from its baseline's on the primary metric (the paired
     or Welch test of stats.compare, as the verdict's, before the false-discovery-rate correction)."""
-    from fairmark.stats.compare import compare
+    from fairmark.stats.compare import tested
 
     spec = rt.metric_specs[rt.primary]
     for a, b in pairs([cs for cs in rt.cells if cs.status == "done"], baseline):
         if len(a.values) < 3 or len(b.values) < 3:
             continue
         rounds = (a.value_rounds, b.value_rounds)
-        c = compare(a.values, b.values, confidence=policy.confidence, better=spec.better, rounds=rounds)
-        if c.significant:
+        t = tested(a.values, b.values, confidence=policy.confidence, better=spec.better, rounds=rounds)
+        if t.test.significant:
             return True
     return False
 

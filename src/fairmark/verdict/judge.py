@@ -2,8 +2,9 @@
 
 pairs (baseline values, other values, how to read them) → the minimum-n rule → compare → false discovery rate
 across every comparison judged together → `Judgement`s. Called by fairmark.verdict.pairs alone, which builds the
-pairs of every command (run, show, report, check, bisect, history, compare, compare-runs). Numbers only:
-it knows nothing of plans, cells, stores or terminals, so the verdict rule is changed here and nowhere else.
+pairs of every command (run, show, report, check, bisect, history, compare, compare-runs). It knows nothing of
+plans, cells, stores or terminals, so the verdict rule is changed here and nowhere else; the numbers are stats/'s
+(stats.compare, stats.levels), their words verdict/compare.py's and verdict/levels.py's.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from typing_extensions import TypeVar
 
 from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Values
-from fairmark.stats.compare import ZERO_SPREAD, Better, Comparison, Rounds, compare
+from fairmark.stats.compare import Better, Rounds
 from fairmark.stats.fdr import bh_adjust
-from fairmark.stats.levels import Labels, Unit, compare_levels, known, unit_level
+from fairmark.stats.levels import Labels, Unit, known, unit_level
 from fairmark.stats.paired import RoundKey
 from fairmark.stats.sequential import Design
+from fairmark.verdict.compare import ZERO_SPREAD, Comparison, compare
+from fairmark.verdict.levels import compare_levels
 
 # The caller's tag of a pair, returned with its judgement (an untagged Pair is a Pair[None]).
 T = TypeVar("T", covariant=True, default=None)

@@ -1,0 +1,508 @@
+"""The wording of a comparison (issue 33 item 5): stats/compare.py tests two samples and returns numbers
+(`Tested`); this says them — the sentence a human reads (the change with the ratio's interval, asymmetric where it
+is, or without proof what this design detects with 80% power; never "identical"), the warnings beside it, and
+where ministat's numbers differ — in the `Comparison` every command shows and `--json` gives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Literal
+
+from fairmark.jsonvalue import JSONObject
+from fairmark.stats import sequential as seq
+from fairmark.stats.arrays import Values
+from fairmark.stats.compare import Better, Rounds, Tested, change_of, mde_percent, tested, verdict_fields
+from fairmark.stats.describe import Summary
+from fairmark.stats.digits import estimate_text, format_pair
+from fairmark.stats.levels import Advice, LevelsReport
+from fairmark.stats.paired import RatioTest
+from fairmark.stats.ranks import RankCheck, can_reach
+from fairmark.stats.robust import DESIGN as ROBUST
+from fairmark.stats.tdist import MINISTAT_LEVELS, MINISTAT_MAX_DF
+
+TIME_UNITS = frozenset({"s", "sec", "seconds", "ms", "us", "µs", "ns", "min", "wall_s"})
+FEW_TRIALS = 6  # below this a verdict rests on very little (ministat's floor is 3)
+POWER_PCT = 80
+
+__all__ = ["Better", "Comparison", "compare", "interval_text", "percent_texts", "verdict_sentence"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name_baseline: str
+    name_other: str
+    unit: str
+    better: Better
+    confidence: float
+    ministat_compat: bool
+    n_baseline: int
+    n_other: int
+    mean_baseline: float
+    mean_other: float
+    difference: float  # other − baseline (ministat's d)
+    half_width: float  # ministat's e = t·s_p·√(1/n_b + 1/n_o)
+    percent: float  # 100·d/mean_baseline (ministat's line)
+    percent_half_width: float  # 100·e/mean_baseline (ministat's line; not the verdict's interval)
+    pooled_stddev: float
+    df: float  # the verdict's df
+    t_quantile: float  # the verdict's t quantile (nan: no t test, see `constant`)
+    significant: bool  # the verdict of `design`
+    p_value: float  # the p of `design`'s test, two-sided
+    ministat_significant: bool  # ministat's rule: |d| > e
+    student_p: float  # Student (pooled), two-sided
+    design: str  # "paired by round" | "Welch" | "runs as the unit" | "boots as the unit" | …
+    n_pairs: int | None
+    ratio: float  # other/baseline: of the geometric means on the log scale, of the means on the raw one
+    ratio_ci_low: float  # the verdict's interval of the ratio (nan: unbounded or no interval)
+    ratio_ci_high: float
+    mde_percent: float  # the change (in % of the baseline) this design detects with 80% power
+    welch: dict[str, float]
+    mann_whitney: RankCheck
+    change: Literal["better", "worse", "none"]
+    sentence: str
+    warnings: tuple[str, ...]
+    ministat_note: str | None  # where fairmark's numbers differ from ministat's at this level
+    baseline: Summary = field(repr=False)
+    other: Summary = field(repr=False)
+    levels: LevelsReport | None = None  # runs/boots/hosts as a level (stats.levels): per level n and sd
+    scale: str = "raw"  # "log": tested on the logarithms (ratio of geometric means); "raw": on the values
+    constant: bool = False  # no spread: decided by a rank test, no interval
+    claim: bool = True  # False: the data cannot support a claim (one unit per side), whatever they show
+    # stop = "decision" (stats.sequential): what the sequential test decided, at which look, its TOST interval
+    sequential: JSONObject | None = None
+
+    @property
+    def change_percent(self) -> float:
+        return 100.0 * (self.ratio - 1.0) if math.isfinite(self.ratio) else math.nan
+
+    @property
+    def interval(self) -> str:
+        """The change and the interval of the design that decided, as the tables show it (interval_text of the
+        comparison as JSON has it: an unknown bound is None)."""
+        fields: dict[str, object] = {
+            k: getattr(self, k) for k in ("constant", "claim", "design", "significant")
+        }
+        for k in ("ratio", "ratio_ci_low", "ratio_ci_high"):
+            x = getattr(self, k)
+            fields[k] = x if math.isfinite(x) else None
+        return interval_text(fields)
+
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = asdict(replace(self, levels=None))
+        out["baseline"], out["other"] = self.baseline.to_dict(), self.other.to_dict()
+        out["warnings"] = list(self.warnings)
+        out["levels"] = levels_dict(self.levels) if self.levels is not None else None
+        out["change_percent"] = self.change_percent
+        out["interval"] = interval_text(out)
+        # JSON has no NaN (PostgreSQL refuses it): an unknown number is null
+        for key in (
+            "ratio",
+            "ratio_ci_low",
+            "ratio_ci_high",
+            "mde_percent",
+            "p_value",
+            "percent",
+            "percent_half_width",
+            "t_quantile",
+            "df",
+            "change_percent",
+        ):
+            value = out[key]
+            if isinstance(value, float) and not math.isfinite(value):
+                out[key] = None
+        for key in ("welch", "mann_whitney"):
+            test = out[key]
+            assert isinstance(test, dict)  # asdict's copy of a dict field
+            out[key] = {
+                k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in test.items()
+            }
+        return out
+
+
+def compare(
+    baseline: Values,
+    other: Values,
+    *,
+    confidence: float = 95.0,
+    better: Better = "lower",
+    name_baseline: str = "A",
+    name_other: str = "B",
+    unit: str = "",
+    ministat_compat: bool = False,
+    aa_percent_half_width: float | None = None,
+    rounds: Rounds | None = None,
+    first_stage: int | None = None,
+    length_planned: bool = False,
+    calibration: Mapping[str, object] | None = None,
+    sequential: seq.Design | None = None,
+    robust: bool = True,
+) -> Comparison:
+    """Compare `other` with `baseline`: stats.compare.tested's numbers (its arguments), in words.
+    `aa_percent_half_width`: the ±% an A/A run showed here (a smaller significant change is warned of).
+    `calibration`: `fairmark calibrate`'s figures (stats.calibration), said after the sentence."""
+    names = (name_baseline, name_other)
+    t = tested(
+        baseline,
+        other,
+        confidence=confidence,
+        better=better,
+        names=names,
+        ministat_compat=ministat_compat,
+        rounds=rounds,
+        first_stage=first_stage,
+        length_planned=length_planned,
+        sequential=sequential,
+        robust=robust,
+    )
+    sa, sb, test, look = t.baseline, t.other, t.test, t.look
+    return Comparison(
+        name_baseline=name_baseline,
+        name_other=name_other,
+        unit=unit,
+        better=better,
+        confidence=float(confidence),
+        ministat_compat=ministat_compat,
+        n_baseline=sa.n,
+        n_other=sb.n,
+        mean_baseline=sa.mean,
+        mean_other=sb.mean,
+        **t.ministat,
+        **verdict_fields(test, sa.mean),
+        welch=t.welch,
+        mann_whitney=t.cross,
+        change=change_of(test, better),
+        sentence=_sentence(t, names, better, unit, confidence, calibration, sequential),
+        warnings=_all_warnings(t, names, confidence, aa_percent_half_width),
+        ministat_note=ministat_note(float(confidence), ministat_compat, sa.n + sb.n - 2),
+        baseline=sa,
+        other=sb,
+        sequential=seq.to_dict(look, sequential, test.scale == "log") if look and sequential else None,
+    )
+
+
+def _all_warnings(
+    t: Tested, names: tuple[str, str], confidence: float, aa_percent_half_width: float | None
+) -> tuple[str, ...]:
+    """Why Yuen's decided, the warnings of the samples and of the tests, and the A/A run's."""
+    return (
+        *robust_note(t, names),
+        *_warnings(t.baseline, t.other, names, t.test, t.cross, confidence, early=t.decided_early),
+        *_calibration_warning(t.test, aa_percent_half_width),
+    )
+
+
+def _sentence(
+    t: Tested,
+    names: tuple[str, str],
+    better: Better,
+    unit: str,
+    confidence: float,
+    calibration: Mapping[str, object] | None,
+    sequential: seq.Design | None,
+) -> str:
+    """The sequential test's sentence when the decision stop decided, the design's otherwise."""
+    if t.look is not None:
+        return sequential_sentence(names, (t.test, t.look), sequential, better, unit, confidence)
+    return verdict_sentence(
+        names, t.test, t.baseline.mean, t.test.significant, better, unit, confidence, calibration
+    )
+
+
+def robust_note(t: Tested, names: tuple[str, str]) -> list[str]:
+    """The line saying why Yuen's t decided and what Welch's t alone said (none when Welch's stands)."""
+    if t.welch_test is None or t.robust_reason is None:
+        return []
+    flagged = [name for name, f in zip(names, t.robust_reason.flagged, strict=True) if f]
+    why = (
+        "outliers flagged in " + " and ".join(flagged)
+        if flagged
+        else "Welch's t and the Mann-Whitney U test disagree"
+    )
+    welch_text = interval_text({**verdict_fields(t.welch_test, 1.0), "claim": True})
+    return [
+        f"decided by {ROBUST} (the middle 60% of each sample, on the logarithms) because {why}; "
+        f"Welch's t alone: {welch_text}, p = {t.welch_test.p_value:.2g}"
+    ]
+
+
+def ministat_note(confidence: float, ministat_compat: bool, df: float = 0) -> str | None:
+    """A sentence saying where fairmark's numbers differ from ministat's at this level (stats.tdist), or None."""
+    if df > MINISTAT_MAX_DF and not ministat_compat and confidence in MINISTAT_LEVELS:
+        return (
+            f"df = {df:g} > {MINISTAT_MAX_DF}: ministat's lines use its ∞ row as ministat does; fairmark's verdict "
+            "uses the exact t quantile (slightly wider). --ministat-compat uses the ∞ row for both."
+        )
+    if confidence == 99.5 and not ministat_compat:
+        return (
+            "ministat's 99.5% column really holds the 99.8% quantile; fairmark uses the true 99.5% quantile "
+            "(narrower interval). --ministat-compat reproduces ministat."
+        )
+    if confidence not in MINISTAT_LEVELS:
+        return f"ministat has no {confidence:g}% level (it offers 80 90 95 98 99 99.5); exact t used"
+    return None
+
+
+def outcome(test: seq.Look, *, log: bool, design: seq.Design, units: str = "rounds") -> str:
+    """What the sequential test said (stats.sequential), as a report's head: 'decided after 7 rounds',
+    'equivalent within ±2% after 12 rounds (two one-sided tests at 5%, sequential 90% interval −1.0% to +1.3%)',
+    'undecided after 30 rounds (neither a difference nor equivalence within ±2% proven)'."""
+    m = f"±{design.equivalence_pct:g}%"
+    if test.decision == "different":
+        return f"decided after {test.n} {units}"
+    if test.decision == "equivalent":
+        level = 100.0 - 200.0 * design.alpha
+        return (
+            f"equivalent within {m} after {test.n} {units} (two one-sided tests at {100 * design.alpha:g}%, "
+            f"sequential {level:g}% interval {_look_pct(test.eq_low, log)} to {_look_pct(test.eq_high, log)})"
+        )
+    state = "undecided" if test.decision == "undecided" else "not yet decided"
+    return f"{state} after {test.n} {units} (neither a difference nor equivalence within {m} proven)"
+
+
+def _look_pct(x: float, log: bool) -> str:
+    v = 100.0 * (math.expm1(x) if log else x)
+    return f"{v:+.1f}%" if abs(v) >= 0.05 else f"{v:+.2g}%"
+
+
+def sequential_sentence(
+    names: tuple[str, str],
+    decided: tuple[RatioTest, seq.Look],
+    design: seq.Design | None,
+    better: Better,
+    unit: str,
+    confidence: float,
+    units: str = "rounds",
+) -> str:
+    """'decided after 7 rounds: B is slower than A: +3.1% (95% CI, sequential: +1.2% to +5.0%)', or
+    equivalent / undecided with the same repeated interval (valid however early the run stopped)."""
+    test, look = decided
+    base, other = names
+    assert design is not None  # a sequential test was made with it
+    head = outcome(look, log=test.scale == "log", design=design, units=units)
+    ci = percent_texts(test.ratio, test.ratio_ci_low, test.ratio_ci_high, test.significant)
+    observed = (
+        f"{ci[0]} ({confidence:g}% CI, sequential: {ci[1]} to {ci[2]})" if ci else "no bounded interval"
+    )
+    if test.significant:
+        return f"{head}: {other} is {_direction_word(test.ratio, better, unit)} than {base}: {observed}"
+    return f"{head}: {other} vs {base}: {observed}"
+
+
+def _direction_word(ratio: float, better: Better, unit: str) -> str:
+    if unit in TIME_UNITS and better == "lower":
+        return "faster" if ratio < 1 else "slower"
+    good = (ratio < 1) == (better == "lower")
+    return ("higher" if ratio > 1 else "lower") + (" (better)" if good else " (worse)")
+
+
+EXACT_PCT = 1e-9  # below this, a percentage is floating-point rounding, not a measurement
+
+
+def percent_texts(ratio: float, low: float, high: float, significant: bool) -> tuple[str, str, str] | None:
+    """(observed change, CI low, CI high) in percent, signed and rounded together; None when unbounded. A
+    significant interval's bounds keep the digits that show they exclude 0 ("-1.2% to -0.03%", never
+    "to +0.0%")."""
+    if not all(math.isfinite(v) for v in (ratio, low, high)):
+        return None
+    pct = [100.0 * (v - 1.0) for v in (ratio, low, high)]
+    hw = (pct[2] - pct[1]) / 2 or None
+    texts = [_signed(v, hw) for v in pct]
+    if significant:
+        near = min(pct[1:], key=abs)
+        while hw and _pct_value(texts[1 + pct[1:].index(near)]) * near <= 0 and hw > abs(near) * 1e-6:
+            hw /= 10  # one more digit until the near bound shows its sign
+            texts = [_signed(v, hw) for v in pct]
+    estimate = estimate_text(pct[0], hw)  # two significant digits at least, however wide the interval
+    estimate = estimate if estimate.startswith("-") or float(estimate) == 0 else "+" + estimate
+    return (estimate + "%", texts[1] + "%", texts[2] + "%")
+
+
+def _pct_value(text: str) -> float:
+    return float(text)
+
+
+def _number(d: Mapping[str, object], key: str) -> float | None:
+    """A number of a comparison or calibration as JSON holds it (None: absent, null or not a number)."""
+    value = d.get(key)
+    return value if isinstance(value, int | float) else None
+
+
+def interval_text(d: Mapping[str, object]) -> str:
+    """The verdict's change and interval as the tables show it: '+1.8% (+0.4% to +3.3%)'; 'no interval' when the
+    design gave none (no spread; one unit per side), 'unbounded' when the baseline is not clearly away from 0.
+    From a comparison's dict (as stored), so every table shows the interval of the design that decided."""
+    if d.get("constant"):
+        return "no interval (no spread)"
+    low, high, ratio = _number(d, "ratio_ci_low"), _number(d, "ratio_ci_high"), _number(d, "ratio")
+    if not d.get("claim", True):
+        return "no claim (" + (str(d.get("design") or "") or "one unit per side") + ")"
+    if ratio is None or low is None or high is None:
+        return "unbounded interval"
+    texts = percent_texts(ratio, low, high, bool(d.get("significant")))
+    return f"{texts[0]} ({texts[1]} to {texts[2]})" if texts else "unbounded interval"
+
+
+def verdict_sentence(
+    names: tuple[str, str],
+    test: RatioTest,
+    mean_baseline: float,
+    significant: bool,
+    better: Better,
+    unit: str,
+    confidence: float,
+    calibration: Mapping[str, object] | None = None,
+) -> str:
+    """The line a human reads: the change with the ratio's interval (asymmetric where it is), or, without
+    proof, what this design detects with 80% power. Never 'identical'."""
+    base, other = names
+    if test.constant:
+        return _constant_sentence(names, test, mean_baseline, significant, better, unit, confidence)
+    ci = percent_texts(test.ratio, test.ratio_ci_low, test.ratio_ci_high, significant)
+    how = f"{confidence:g}% CI" + (f", {test.design}" if test.design not in ("Welch", "pooled") else "")
+    if ci:
+        observed = f"{ci[0]} ({how}: {ci[1]} to {ci[2]})"
+    else:
+        suffix = f" {unit}" if unit else ""
+        hw = test.t_quantile * test.se
+        observed = (
+            f"{_signed(test.difference, hw)}{suffix} ± {format_pair(test.difference, hw)[1]}{suffix} ({how})"
+        )
+    if significant:
+        word = _direction_word(test.ratio if ci else 1 + math.copysign(1, test.difference), better, unit)
+        text = f"{other} is {word} than {base}: {observed}"
+    else:
+        text = (
+            f"{other} vs {base}: no difference proven at {confidence:g}% confidence, observed {observed}; "
+            f"this run would detect a change of {_mde_text(test, mean_baseline, unit)} with {POWER_PCT}% power"
+        )
+    return text + _calibration_clause(calibration)
+
+
+def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
+    pct = mde_percent(test, mean_baseline)
+    if math.isfinite(pct) and test.scale == "raw" and pct > 100 and math.isfinite(test.mde):
+        # values around 0 (a difference, a count): a percentage of a mean near 0 says nothing ("±800%")
+        suffix = f" {unit}" if unit else ""
+        near = format_pair(mean_baseline, test.mde)[0]
+        return f"±{format_pair(test.mde, test.mde)[0]}{suffix} (the baseline's mean, {near}{suffix}, is too near 0 for a percentage)"
+    if math.isfinite(pct):
+        return f"±{format_pair(pct, pct)[0]}%"
+    if math.isfinite(test.mde):  # a baseline mean of 0: in the values' unit (once, not "±2.1 ± 2.1")
+        return f"±{format_pair(test.mde, test.mde)[0]}" + (f" {unit}" if unit else "")
+    return "no size (too few values)"
+
+
+def _constant_sentence(
+    names: tuple[str, str],
+    test: RatioTest,
+    mean_baseline: float,
+    significant: bool,
+    better: Better,
+    unit: str,
+    confidence: float,
+) -> str:
+    """No spread: say so, with the rank test that decided, and no interval."""
+    base, other = names
+    if test.scale == "log":
+        size = f"{_signed(100.0 * (test.ratio - 1.0), None)}%"
+    else:
+        size = f"{_signed(test.difference, None)}" + (f" {unit}" if unit else "")
+    if test.design == "paired by round":
+        what = f"{other} − {base} was the same {size} in all {test.n_pairs} rounds"
+        rank = f"sign test p = {test.p_value:.2g}"
+    else:
+        what = f"{base} and {other} were each constant ({other}: {size} vs {base})"
+        rank = f"Mann-Whitney U p = {test.p_value:.2g}"
+    if test.difference == 0:
+        return f"{other} vs {base}: the same value in every trial (no variation to test)"
+    head = f"{what}: no spread, so no t test and no interval; {rank}"
+    if significant:
+        word = _direction_word(1 + math.copysign(1, test.difference), better, unit)
+        return f"{other} is {word} than {base}: {head}"
+    return f"{other} vs {base}: no difference proven at {confidence:g}% confidence: {head}"
+
+
+def _calibration_clause(calibration: Mapping[str, object] | None) -> str:
+    if not calibration:
+        return ""
+    mde, fp = _number(calibration, "mde_percent"), _number(calibration, "false_positive_rate")
+    parts = []
+    if mde is not None and math.isfinite(mde) and mde > 0:
+        parts.append(f"this machine shows changes beyond ±{format_pair(mde, mde)[0]}% for this workload")
+    if fp is not None:
+        ci = calibration.get("false_positive_ci")
+        low, high = (ci[0], ci[1]) if isinstance(ci, list | tuple) and len(ci) == 2 else (math.nan, math.nan)
+        parts.append(
+            f"{100 * fp:.3g}% false positives in {calibration.get('runs')} A/A runs "
+            f"(95% CI {100 * low:.2g}–{100 * high:.2g}%)"
+        )
+    return f"; calibration: {', '.join(parts)}" if parts else ""
+
+
+def _signed(value: float, half_width: float | None) -> str:
+    text = format_pair(value, half_width)[0]
+    return text if text.startswith("-") or float(text) == 0 else "+" + text
+
+
+def _calibration_warning(test: RatioTest, aa_pct: float | None) -> list[str]:
+    change = 100.0 * (test.ratio - 1.0) if math.isfinite(test.ratio) else math.nan
+    if aa_pct is None or not test.significant or not math.isfinite(change) or abs(change) >= aa_pct:
+        return []
+    return [
+        f"the change ({change:+.2g}%) is within the ±{aa_pct:.2g}% an A/A run of this workload shows on this "
+        "machine: treat it as unproven"
+    ]
+
+
+ZERO_SPREAD = "both samples have zero spread"  # (verdict.judge drops it for a metric constant by design)
+
+
+def _warnings(
+    sa: Summary,
+    sb: Summary,
+    names: tuple[str, str],
+    test: RatioTest,
+    cross: RankCheck,
+    confidence: float,
+    early: bool = False,
+) -> list[str]:
+    """`early`: the decision stop decided on these few trials, by design (its sentence says after how many)."""
+    out = []
+    for name, s in zip(names, (sa, sb), strict=True):
+        if s.n < FEW_TRIALS and not early:
+            out.append(f"{name} has only {s.n} values; fewer than {FEW_TRIALS} make a fragile verdict")
+    if sa.stddev == 0 and sb.stddev == 0:
+        out.append(f"{ZERO_SPREAD}; suspect a coarse clock, a cached result or a constant")
+    alpha = 1.0 - confidence / 100.0
+    # A rank test that cannot reach α with these n (3 + 3 values: p ≥ 0.1) has nothing to disagree with.
+    if not test.constant and test.significant != cross["significant"] and can_reach(cross, alpha):
+        mine = {
+            "paired by round": "Student's t (paired)",
+            "Welch": "Welch's t",
+            "Yuen's t, 20% trimmed": "Yuen's t",
+        }.get(test.design, "the t test")
+        which = mine if test.significant else cross["test"]
+        out.append(
+            f"{mine} and {cross['test']} disagree (only {which} finds a difference, "
+            f"rank test p = {cross['p_value']:.3g}): skew, outliers or two modes; look at the plot"
+        )
+    if not test.constant and not test.interval_bounded and not math.isnan(test.ratio):
+        out.append(f"{names[0]}'s mean is not clearly away from zero: the CI of the ratio is unbounded")
+    return out
+
+
+def advice_words(adv: Advice) -> str:
+    """Where the next repetitions buy most, in words: "more boots", "more trials per boot"."""
+    return f"more {adv.unit}s" if adv.next == "units" else f"more trials per {adv.unit}"
+
+
+def levels_dict(report: LevelsReport) -> JSONObject:
+    """A LevelsReport as a comparison's JSON holds it: its advice's `next` in words."""
+    out = report.to_dict()
+    adv = out.get("advice")
+    if report.advice is not None and isinstance(adv, dict):
+        adv["next"] = advice_words(report.advice)
+    return out
