@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from fairmark.stats.stopping import group_stop
+from fairmark.store.stopreason import precision_reason
 
 CV = 0.02
 MIN_TRIALS, MAX_TRIALS, TARGET = 6, 30, 1.0
@@ -175,13 +176,15 @@ def cell(
 
 def stop_reason(a, b, n, shape: RunShape) -> str:
     """The reason the runner stores when the compared cells stop (stats.stopping.group_stop at their length)."""
-    return group_stop(
-        [a[:n], b[:n]],
-        confidence=95,
-        target_ci_pct=shape.target,
-        min_trials=shape.min_trials,
-        max_trials=shape.max_trials,
-    ).reason
+    return precision_reason(
+        group_stop(
+            [a[:n], b[:n]],
+            confidence=95,
+            target_ci_pct=shape.target,
+            min_trials=shape.min_trials,
+            max_trials=shape.max_trials,
+        )
+    )
 
 
 def run_verdict(a, b, n, shape: RunShape) -> Any:

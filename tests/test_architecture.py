@@ -590,13 +590,6 @@ def test_no_import_circle_inside_report() -> None:
     assert not named, "import circles inside report/:\n" + "\n".join(named)
 
 
-# The stats/ modules that still write English: issue 33 item 5 leaves stats/ numbers only, the wording of verdicts
-# in verdict/ and presentation in report/. Not done yet for these two; this list only shrinks.
-STATS_PROSE = {
-    "stats/sequential.py",
-    "stats/stopping.py",
-}
-
 # What stats/ calls its designs, tests and the parts of a test: labels a verdict carries as data (JSON values that
 # code compares and a table shows as they are), not sentences. Any other string of three words or more in stats/
 # is English.
@@ -664,10 +657,8 @@ def test_stats_writes_no_english() -> None:
         for rel, tree in _modules()
         if rel.startswith("stats/")
     }
-    new = {rel: lines for rel, lines in prose.items() if lines and rel not in STATS_PROSE}
-    assert not new, f"English in stats/: {new}"
-    gone = sorted(rel for rel in STATS_PROSE if not prose.get(rel))
-    assert not gone, f"no English left in {gone}: take it off the list"
+    found = {rel: lines for rel, lines in prose.items() if lines}
+    assert not found, f"English in stats/: {found}"
 
 
 def test_english_is_found_where_it_is_built() -> None:

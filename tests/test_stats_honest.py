@@ -14,6 +14,7 @@ from fairmark.stats import describe, format_median, ideal_n, outlier_indices
 from fairmark.stats.checks import drift, serial_correlation
 from fairmark.stats.scaling import curve_shape
 from fairmark.stats.stopping import group_stop
+from fairmark.store.stopreason import precision_reason
 from fairmark.verdict.compare import compare
 
 
@@ -215,9 +216,9 @@ def test_group_stops_together_at_the_first_stage_target():
         min_trials=6,
         max_trials=30,
     )
-    assert later.stop and later.target_n == 30 and "stopped together" in later.reason
+    assert later.stop and later.target_n == 30 and "stopped together" in precision_reason(later)
     precise_too = group_stop([precise, precise], confidence=95, target_ci_pct=1, min_trials=6, max_trials=30)
-    assert precise_too.stop and precise_too.reason.startswith(
+    assert precise_too.stop and precision_reason(precise_too).startswith(
         "planned length 6 (from the first 6 trials' spread"
     )
 

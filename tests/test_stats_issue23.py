@@ -243,12 +243,13 @@ def test_a_run_that_ran_to_its_planned_length_states_steins_detectable_change():
     assert planned.mde == pytest.approx(two_stage_factor(5, 19, 95) * se_all)
     assert planned.mde > max(stein, mde_factor(19, 95) * se_all)  # a repeat must pass both parts
     assert cut.mde == pytest.approx(max(mde_factor(5, 95) * se_stein, mde_factor(19, 95) * se_all))
-    from fairmark.stats.stopping import group_stop, length_was_planned
+    from fairmark.stats.stopping import group_stop
+    from fairmark.store.stopreason import length_was_planned, precision_reason
 
     values = [100, 102, 98, 101, 99, 100, 100, 104, 96, 103, 97, 100, 105, 95]
     reached = group_stop([values, values], confidence=95, target_ci_pct=1.0, min_trials=6, max_trials=14)
     short = group_stop([values[:8]] * 2, confidence=95, target_ci_pct=1.0, min_trials=6, max_trials=8)
-    assert length_was_planned(reached.reason) and not length_was_planned(short.reason)
+    assert length_was_planned(precision_reason(reached)) and not length_was_planned(precision_reason(short))
 
 
 def test_zero_mean_mde_is_one_number():
@@ -343,7 +344,7 @@ def test_minus_n_is_ministats_no_test(tmp_path, capsys):
 
 
 def test_non_adaptive_runs_take_the_spread_of_all_rounds():
-    from fairmark.stats.stopping import first_stage_of
+    from fairmark.store.stopreason import first_stage_of
 
     assert first_stage_of("planned length 18 (from the first 6 trials' spread, CI target ±1%)") == 6
     assert (
@@ -358,24 +359,29 @@ def test_non_adaptive_runs_take_the_spread_of_all_rounds():
 
 def test_stop_reason_is_a_planned_length_with_the_interval_achieved():
     from fairmark.stats.stopping import group_stop
+    from fairmark.store.stopreason import precision_reason
 
     first = [100, 102, 98, 101, 99, 100]
     rest = [100, 104, 96, 103, 97, 100, 105, 95]
     s = group_stop(
         [first + rest, first + rest], confidence=95, target_ci_pct=1.0, min_trials=6, max_trials=14
     )
-    assert s.stop and "precision reached" not in s.reason
-    assert s.reason.startswith("planned length 11 (from the first 6 trials' spread, CI target ±1%)")
-    assert "CI achieved ±" in s.reason
+    reason = precision_reason(s)
+    assert s.stop and "precision reached" not in reason
+    assert reason.startswith("planned length 11 (from the first 6 trials' spread, CI target ±1%)")
+    assert "CI achieved ±" in reason
 
 
 def test_stop_reason_says_a_wide_interval_without_an_exponent():
     """'CI achieved ±120%', not '±1.2e+02%' (a 4-trial run of a noisy command, seen in a resumed run's lines)."""
     from fairmark.stats.stopping import group_stop
+    from fairmark.store.stopreason import precision_reason
 
     values = [0.55, 0.82, 2.0, 0.4]
-    s = group_stop([values, values], confidence=95, target_ci_pct=1.0, min_trials=4, max_trials=4)
-    assert "e+" not in s.reason and "CI achieved ±120%" in s.reason, s.reason
+    reason = precision_reason(
+        group_stop([values, values], confidence=95, target_ci_pct=1.0, min_trials=4, max_trials=4)
+    )
+    assert "e+" not in reason and "CI achieved ±120%" in reason, reason
 
 
 # ---- item 8: change points and autocorrelated runs -------------------------------------------------------------------

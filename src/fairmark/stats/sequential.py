@@ -412,9 +412,15 @@ def paired_ratio_test(
 
 @dataclass(frozen=True)
 class GroupDecision:
+    """Whether a group stops, and at what: the pairs' looks, each pair's decision after Benjamini–Hochberg
+    (`decided`), the rounds looked at, and whether every pair (or, with any_different, one difference) was
+    decided — else the last look stopped it (run/stoprule.py words it as the cells' stop reason)."""
+
     stop: bool
-    reason: str
     looks: dict[tuple[str, str], Look]
+    decided: dict[tuple[str, str], str]
+    rounds: int  # the rounds of the pairs' looks (0: the first look not reached)
+    done: bool  # decided (not stopped by the last look)
 
 
 def group_decision(
@@ -433,31 +439,14 @@ def group_decision(
         a, b = values.get(base, {}), values.get(other, {})
         keys = sorted(r for r in a if r in b)
         if len(keys) < max(3, design.looks[0]):
-            return GroupDecision(False, "first look not reached", {})
+            return GroupDecision(False, {}, {}, 0, False)
         looks[(base, other)] = paired_look([a[r] for r in keys], [b[r] for r in keys], design)
     decided = after_fdr(looks, design.alpha)
     n = max((t.n for t in looks.values()), default=0)
     last = n >= design.looks[-1]
     found = [k for k, t in decided.items() if t == "different"]
-    done = all(t in ("different", "equivalent") for t in decided.values()) or (any_different and found)
-    if not (done or last):
-        return GroupDecision(False, f"look at {n} rounds: not decided", looks)
-    words = ", ".join(
-        f"{other} vs {base} "
-        + {"different": "different", "equivalent": f"within ±{design.equivalence_pct:g}%"}.get(
-            decided[(base, other)], "undecided"
-        )
-        for base, other in pairs
-    )
-    head = f"decided after {n} rounds" if done else f"undecided after {n} rounds (max_trials)"
-    return GroupDecision(True, f"{head}: {words} (stop = 'decision', {_what(design)})", looks)
-
-
-def _what(design: Design) -> str:
-    return (
-        f"α {100 * design.alpha:g}% spent over looks at {design.looks[0]}…{design.looks[-1]} rounds; "
-        f"the compared cells stopped together"
-    )
+    done = all(t in ("different", "equivalent") for t in decided.values()) or (any_different and bool(found))
+    return GroupDecision(done or last, looks, decided, n, done)
 
 
 def after_fdr(looks: Mapping[tuple[str, str], Look], alpha: float) -> dict[tuple[str, str], str]:

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from fairmark.stats.describe import as_array, exact_mean, sample_sd
-from fairmark.stats.digits import format_spread
 from fairmark.stats.tdist import t_quantile
 
 MIN_TRIALS = 3  # ministat's floor: no CI is trusted below it
@@ -75,9 +74,17 @@ def ideal_n(values: Sequence[float], *, confidence: float, target_ci_pct: float)
 
 @dataclass(frozen=True)
 class GroupStop:
+    """Where a group of compared cells stands (store/stopreason.py words it as the reason a cell stores)."""
+
     stop: bool
     target_n: int | None  # rounds the group runs to (None until the first stage is complete)
-    reason: str
+    state: Literal["first_stage", "running", "max_trials", "planned"]
+    min_trials: int  # the first stage, in rounds
+    max_trials: int
+    target_ci_pct: float
+    widest_ci_pct: float | None = (
+        None  # at the stop: the widest CI half-width reached, % of |mean| (None: a mean 0)
+    )
 
 
 def group_need(first_stage: Sequence[Sequence[float]], *, confidence: float, target_ci_pct: float) -> int:
@@ -108,38 +115,22 @@ def group_stop(
     """Whether a group of compared cells (each cell's ok values in trial order) stops now: all together, once
     every cell has the group's target n — the first stage's need within [min_trials, max_trials]. Before every
     cell has `min_trials` values nothing is decided."""
+    stage = (min_trials, max_trials, target_ci_pct)
     if any(len(v) < min_trials for v in values):
-        return GroupStop(False, None, "first stage")
+        return GroupStop(False, None, "first_stage", *stage)
     first = tuple(tuple(v[:min_trials]) for v in values)
     need = _first_stage_need(first, confidence, target_ci_pct)
     target = max(min_trials, min(max_trials, need))
     if any(len(v) < target for v in values):
-        return GroupStop(False, target, f"running to {target} trials")
-    planned = f"from the first {min_trials} trials' spread, CI target ±{target_ci_pct:g}%"
-    achieved = _achieved(values, confidence)
-    if need > max_trials:
-        return GroupStop(
-            True,
-            target,
-            f"max_trials ({max_trials}) reached before the CI target ±{target_ci_pct:g}% (the length planned "
-            f"from the first {min_trials} trials' spread is longer); the compared cells stopped together; {achieved}",
-        )
+        return GroupStop(False, target, "running", *stage)
     # not "precision reached": the length was planned from the first stage, and the final interval can be wider
     # than the target (it was in 45–49% of simulated runs), so the interval achieved is said beside it
-    return GroupStop(
-        True, target, f"planned length {target} ({planned}); the compared cells stopped together; {achieved}"
-    )
+    state: Literal["max_trials", "planned"] = "max_trials" if need > max_trials else "planned"
+    return GroupStop(True, target, state, *stage, widest_ci_pct(values, confidence))
 
 
-def own_ci(reason: str, values: Sequence[float], confidence: float) -> str:
-    """A cell's stop reason with its own CI achieved, not its group's widest ("CI achieved ±33%" was said of a
-    cell at ±15% when its partner was at ±33%)."""
-    head, sep, _ = reason.rpartition("; CI achieved")
-    return f"{head}; {_achieved([values], confidence)}" if sep else reason
-
-
-def _achieved(values: Sequence[Sequence[float]], confidence: float) -> str:
-    """The widest CI half-width, in % of |mean|, the compared cells reached at their stop."""
+def widest_ci_pct(values: Sequence[Sequence[float]], confidence: float) -> float | None:
+    """The widest CI half-width, in % of |mean|, the compared cells reached at their stop (None: every mean 0)."""
     widest = -1.0
     for v in values:
         if len(v) < 2:
@@ -148,23 +139,4 @@ def _achieved(values: Sequence[Sequence[float]], confidence: float) -> str:
         if mean == 0:
             continue
         widest = max(widest, 100.0 * t_quantile(confidence, len(v) - 1) * sd / math.sqrt(len(v)) / abs(mean))
-    if widest < 0:
-        return "CI achieved: unknown (a mean of 0)"
-    return f"CI achieved ±{format_spread(widest, '%')}"  # two digits, no exponent ('±120%', not '±1.2e+02%')
-
-
-FIRST_STAGE = re.compile(r"from the first (\d+) trials")
-
-
-def length_was_planned(stop_reason: str | None) -> bool:
-    """Whether a cell ran to the length its first stage planned (not cut at max_trials): then that stage's spread
-    set the standard error the run reached, which is what the stated detectable change assumes (stats.paired)."""
-    return (stop_reason or "").startswith("planned length")
-
-
-def first_stage_of(stop_reason: str | None) -> int | None:
-    """The first stage from which a cell's length was planned, read from its stored stop reason (this wording
-    and the one before it both name it); None when the length was not chosen from the data (a fixed trial
-    budget, failures = "measure", boot blocks): the verdict then takes the spread of all its rounds alone."""
-    m = FIRST_STAGE.search(stop_reason or "")
-    return int(m.group(1)) if m else None
+    return widest if widest >= 0 else None

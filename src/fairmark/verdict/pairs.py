@@ -21,8 +21,8 @@ from typing import TypeAlias
 from fairmark.plan.aa import AA_SUFFIX, aa_twin_name
 from fairmark.stats.arrays import Values
 from fairmark.stats.sequential import Design
-from fairmark.stats.stopping import first_stage_of, length_was_planned
 from fairmark.store.records import JSONObject
+from fairmark.store.stopreason import first_stage_of, length_was_planned
 from fairmark.verdict.compare import Better, Comparison
 from fairmark.verdict.judge import Judgement, Pair, aa_spread, judge
 from fairmark.verdict.match import match_cells

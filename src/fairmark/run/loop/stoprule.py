@@ -11,8 +11,17 @@ import numpy as np
 
 from fairmark.plan.model import RunPolicy
 from fairmark.run.trials.prepare import CellState, WorkloadRuntime
-from fairmark.stats.sequential import Design, Look, after_fdr, boot_looks, group_decision, welch_look
-from fairmark.stats.stopping import group_stop, own_ci
+from fairmark.stats.sequential import (
+    Design,
+    GroupDecision,
+    Look,
+    after_fdr,
+    boot_looks,
+    group_decision,
+    welch_look,
+)
+from fairmark.stats.stopping import group_stop
+from fairmark.store.stopreason import own_ci, precision_reason
 
 # which (baseline, other) variant pairs the decision stop decides, and whether one proven difference is enough
 # (a bisect step: the candidate proven slower than good, or faster than bad, answers it); () = every variant
@@ -58,7 +67,7 @@ def stops(
                 min_trials=policy.min_trials,
                 max_trials=policy.max_trials,
             )
-            reason = decision.reason if decision.stop else None
+            reason = precision_reason(decision) if decision.stop else None
         if reason:
             yield from (
                 (cs, own_ci(reason, cs.values, policy.confidence)) for cs in members if cs.status == "active"
@@ -76,8 +85,20 @@ def _decided(members: Sequence[CellState], policy: RunPolicy, baseline: str, dec
         any_different = False
     if not pairs:  # no variant left to compare (stops() gives one variant the precision stop)
         return None
-    decision = group_decision(by_variant, pairs, design_of(policy), any_different=any_different)
-    return decision.reason if decision.stop else None
+    design = design_of(policy)
+    decision = group_decision(by_variant, pairs, design, any_different=any_different)
+    return decision_reason(decision, pairs, design) if decision.stop else None
+
+
+def decision_reason(d: GroupDecision, pairs: Sequence[tuple[str, str]], design: Design) -> str:
+    """The decision stop's reason, as the cells store it: each pair's answer, at which look, the α spent."""
+    words = ", ".join(f"{other} vs {base} {_word(d.decided[(base, other)], design)}" for base, other in pairs)
+    head = f"decided after {d.rounds} rounds" if d.done else f"undecided after {d.rounds} rounds (max_trials)"
+    what = (
+        f"α {100 * design.alpha:g}% spent over looks at {design.looks[0]}…{design.looks[-1]} rounds; "
+        "the compared cells stopped together"
+    )
+    return f"{head}: {words} (stop = 'decision', {what})"
 
 
 def boot_design(policy: RunPolicy) -> Design:
