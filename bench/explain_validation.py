@@ -6,8 +6,11 @@
 
 1. Planted function (--planted-runs N): a C program built here with frame pointers; B calls planted_extra, a
    tenth of main_work's loop. N runs of `fairmark run --profile cpu` (adaptive profiled rounds): per run the
-   function claimed first, its difference B - A per trial and interval, and the planted cost (B's main_work
-   self time / 10: the same loop, a tenth of the iterations) with whether the interval covers it.
+   function claimed first, its difference B - A per trial and interval, and the reference: planted_extra's CPU
+   time as the program measured it around the call (its own thread clock, printed on stdout), mean over B's
+   profiled trials, with whether the interval covers it. Also shown: main_work / 10 (the former reference,
+   which assumed the two loops run at the same speed in every trial: they do not, see docs/reproductions.md
+   section 15) and the estimator's error per trial against the program's own clock.
 2. A/A on recorded profiles: the profiled trials of one program on both sides of a `fairmark run` (two identical
    variants, 30 profiled rounds, or --aa-store's runs) are pooled; each replication draws n + n of them without
    replacement, pairs them by round and runs compare_profiles (the report's own code). The share of
@@ -36,12 +39,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from fairmark.stats.attribution_diff import ProfiledTrial, compare_profiles
+from fairmark.stats.attribution_diff import ProfiledTrial, compare_profiles, trial_times
 
 FAIRMARK = str(Path(sys.executable).with_name("fairmark"))
 
 PROGRAM = r"""
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 static volatile unsigned long sink;
 __attribute__((noinline)) void main_work(unsigned long n) {
     unsigned long x = 1;
@@ -53,10 +58,19 @@ __attribute__((noinline)) void planted_extra(unsigned long n) {
     for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
     sink ^= x;
 }
+static double cpu(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
 int main(void) {
     unsigned long n = 150000000UL;
+    double t0 = cpu(), t1, t2;
     main_work(n);
-    if (getenv("PLANT")) planted_extra(n / 10);
+    t1 = t2 = cpu();
+    if (getenv("PLANT")) { planted_extra(n / 10); t2 = cpu(); }
+    /* the reference: each function's own CPU time, measured around its call, apart from the samples */
+    printf("main_work_cpu_s=%.6f planted_extra_cpu_s=%.6f\n", t1 - t0, t2 - t1);
     return 0;
 }
 """
@@ -136,6 +150,21 @@ def stored_trials(store_url: str, run_id: str) -> dict[str, list[ProfiledTrial]]
 # -- 1. planted ---------------------------------------------------------------------------------------------
 
 
+def own_clock(store_url: str, run_id: str, variant: str) -> dict[int, list[float]]:
+    """round -> [main_work, planted_extra] CPU seconds the program measured around each call (its own thread
+    clock), of the variant's trials: profiled ones under their round, measured ones under round -1 - seq."""
+    from fairmark.store.db import Store
+
+    store = Store.open(store_url)
+    cells = {c.id: c.variant for c in store.cells(run_id)}
+    out = {}
+    for t in store.trials(run_id):
+        m = re.search(r"main_work_cpu_s=([\d.]+) planted_extra_cpu_s=([\d.]+)", t.stdout_tail)
+        if t.status == "ok" and cells.get(t.cell_id) == variant and m and t.round >= 0:
+            out[t.round if t.profiled else -1 - t.seq] = [float(m[1]), float(m[2])]
+    return out
+
+
 def planted(tmp: Path, runs: int) -> None:
     exe = build(tmp, "planted", PROGRAM)
     plan = tmp / "planted.toml"
@@ -144,30 +173,70 @@ def planted(tmp: Path, runs: int) -> None:
     )
     store = f"sqlite:///{tmp / 'planted.db'}"
     print(
-        f"1. planted function: {runs} runs of `fairmark run --profile cpu` (profiled_trials 3, max_profiled 16)"
+        f"1. planted function: {runs} runs of `fairmark run --profile cpu` (profiled_trials 3, max_profiled 16)\n"
+        "   own clock: planted_extra's CPU time measured by the program around the call (CLOCK_THREAD_CPUTIME_ID),\n"
+        "   mean over B's profiled trials; main/10: B's main_work self time / 10 (the former reference)"
     )
     print(
-        f"{'run':>3} {'n a side':>8}  {'first claimed':<15} {'B-A ms':>7}  {'interval ms':<15} {'planted ms':>10}  covered"
+        f"{'run':>3} {'n':>2}  {'first claimed':<14} {'B-A ms':>6}  {'interval ms':<14} {'own clock':>9} cov "
+        f"{'main/10':>7} cov"
     )
-    named = covered = 0
+    rows, errors, every = [], [], []
     for i in range(runs):
-        trials = stored_trials(store, fairmark_run(plan, store))
+        run_id = fairmark_run(plan, store)
+        trials = stored_trials(store, run_id)
         d = compare_profiles(trials["A"], trials["B"])
         assert d is not None
+        clock = own_clock(store, run_id, "B")
+        every += [v[1] for v in clock.values()]
+        used = [t for t in trials["B"] if t.round in clock]
+        for t in used:  # the estimator per trial: share of the samples x the trial's CPU time
+            est = trial_times(t).get(("planted_extra", "user", "self"), 0.0)
+            errors.append((est - clock[t.round][1], est, clock[t.round][1]))
+        own = statistics.mean(clock[t.round][1] for t in used)
         top = d.claimed("self")[0] if d.claimed("self") else None
         main = next(f for f in d.functions if f.mode == "self" and f.function == "main_work")
-        cost = main.b_s / 10  # the same loop, a tenth of the iterations
-        ok_name = top is not None and top.function == "planted_extra"
-        ok_cover = ok_name and top.low_s <= cost <= top.high_s  # type: ignore[union-attr]
-        named += ok_name
-        covered += ok_cover
-        name = top.function if top else "(none)"
-        diff = f"{top.diff_s * 1e3:+7.1f}" if top else "      —"
-        interval = f"{top.low_s * 1e3:+.1f} to {top.high_s * 1e3:+.1f}" if top else "—"
-        print(
-            f"{i + 1:>3} {d.n_a:>8}  {name:<15} {diff}  {interval:<15} {cost * 1e3:>10.1f}  {'yes' if ok_cover else 'NO'}"
-        )
-    print(f"named first: {named} of {runs}; interval covers the planted cost: {covered} of {runs}\n")
+        rows.append(_planted_row(i + 1, d.n_a, top, own, main.b_s / 10))
+    _planted_summary(rows, errors, every)
+
+
+def _covers(top, value: float) -> bool:
+    return top is not None and top.function == "planted_extra" and top.low_s <= value <= top.high_s
+
+
+def _planted_row(i: int, n: int, top, own: float, model: float) -> tuple[bool, bool, bool, object]:
+    name = top.function if top else "(none)"
+    diff = f"{top.diff_s * 1e3:+6.1f}" if top else "     —"
+    interval = f"{top.low_s * 1e3:+.1f} to {top.high_s * 1e3:+.1f}" if top else "—"
+    yes = {True: "yes", False: "NO"}
+    print(
+        f"{i:>3} {n:>2}  {name:<14} {diff}  {interval:<14} {own * 1e3:>9.1f} {yes[_covers(top, own)]:<3} "
+        f"{model * 1e3:>7.1f} {yes[_covers(top, model)]}"
+    )
+    return (top is not None and top.function == "planted_extra", _covers(top, own), _covers(top, model), top)
+
+
+def _planted_summary(rows, errors, every: list[float]) -> None:
+    runs = len(rows)
+    mean_all = statistics.mean(every)
+    print(
+        f"named first: {sum(r[0] for r in rows)} of {runs}; interval covers planted_extra's own-clock CPU time "
+        f"in the same trials: {sum(r[1] for r in rows)} of {runs}; covers main_work / 10: "
+        f"{sum(r[2] for r in rows)} of {runs}"
+    )
+    print(
+        f"  planted_extra's own clock over all {len(every)} B trials of the sitting (measured and profiled): "
+        f"mean {mean_all * 1e3:.1f} ms, median {statistics.median(every) * 1e3:.1f}, "
+        f"range {min(every) * 1e3:.1f}-{max(every) * 1e3:.1f}; intervals covering that mean: "
+        f"{sum(_covers(r[3], mean_all) for r in rows)} of {runs}"
+    )
+    diffs = sorted(e[0] * 1e3 for e in errors)
+    rel = sum(e[1] for e in errors) / sum(e[2] for e in errors) - 1
+    print(
+        f"  the estimator per profiled B trial (share of samples x rusage CPU) - own clock: median "
+        f"{statistics.median(diffs):+.2f} ms, range {diffs[0]:+.1f} to {diffs[-1]:+.1f} over {len(diffs)} "
+        f"trials; summed over them {100 * rel:+.1f}%\n"
+    )
 
 
 # -- 2. A/A ------------------------------------------------------------------------------------------------
