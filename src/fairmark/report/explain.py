@@ -18,6 +18,7 @@ from fairmark.stats.attribution_diff import (
     FunctionDiff,
     ProfiledTrial,
     compare_profiles,
+    compare_units,
     frame_space,
 )
 from fairmark.verdict.compare import TIME_UNITS, percent_texts
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from fairmark.report.writer import Writer
     from fairmark.verdict.record import Verdict
 
+BOOTS = "boots as the unit"  # the verdict's design in a boot run (stats.levels)
 TOP = 3  # functions named in the sentence
 TABLE_ROWS = 12
 NAME_WIDTH = (
@@ -34,16 +36,37 @@ NAME_WIDTH = (
 )
 
 
-def profiled_trials(report: RunReport, cell: CellReport) -> list[ProfiledTrial]:
-    """A cell's profiled trials that left folded stacks, with their round and CPU time (user + system)."""
+def _profiled(report: RunReport, cell: CellReport) -> list[tuple[str | None, ProfiledTrial]]:
+    """A cell's profiled trials that left folded stacks, each with its boot id."""
     by_id = {t.id: t for t in cell.trials if t.profiled and t.status == "ok"}
     out = []
     for a in report.artifacts("profile.cpu"):
         t = by_id.get(a["trial_id"] or "")
         if a["name"] != "folded" or t is None or t.user_s is None or t.sys_s is None or not a["text"]:
             continue
-        out.append(ProfiledTrial(round=t.round, folded=a["text"], cpu_s=t.user_s + t.sys_s))
+        out.append((t.boot_id, ProfiledTrial(round=t.round, folded=a["text"], cpu_s=t.user_s + t.sys_s)))
     return out
+
+
+def profiled_trials(report: RunReport, cell: CellReport) -> list[ProfiledTrial]:
+    """A cell's profiled trials that left folded stacks, with their round and CPU time (user + system)."""
+    return [p for _, p in _profiled(report, cell)]
+
+
+def profiled_boots(report: RunReport, cell: CellReport) -> list[list[ProfiledTrial]]:
+    """The same, one list per boot (a boot run's unit: run.bootrun profiles every boot)."""
+    units: dict[str | None, list[ProfiledTrial]] = {}
+    for boot, p in _profiled(report, cell):
+        units.setdefault(boot, []).append(p)
+    return list(units.values())
+
+
+def _compared(report: RunReport, v: Verdict, base: CellReport, other: CellReport) -> AttributionDiff | None:
+    """Where the verdict's difference went, with the verdict's unit: profiled trials paired by round, or, when
+    the verdict took boots as its unit (a boot run), each boot's mean per function as one observation."""
+    if v.comparison.design == BOOTS:
+        return compare_units(profiled_boots(report, base), profiled_boots(report, other))
+    return compare_profiles(profiled_trials(report, base), profiled_trials(report, other))
 
 
 def _cell(report: RunReport, v: Verdict, variant: str) -> CellReport | None:
@@ -130,7 +153,7 @@ def explanations(report: RunReport) -> list[dict[str, Any]]:
         if base is None or other is None:
             continue
         trials_b = profiled_trials(report, other)
-        d = compare_profiles(profiled_trials(report, base), trials_b)
+        d = _compared(report, v, base, other)
         if d is None:
             continue
         seen.add(key)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.model import Boot, Plan, RunPolicy
+from fairmark.run.loop import profiled
 from fairmark.run.machine.boots import (
     BootCheck,
     HostDidNotReturn,
@@ -54,10 +55,10 @@ from fairmark.store.db import now
 if TYPE_CHECKING:
     from fairmark.plan.load import LoadedPlan
     from fairmark.plan.schedule import Order
-    from fairmark.run.loop.options import Progress
+    from fairmark.run.loop.options import Progress, RunOptions
     from fairmark.run.machine.host import Host, Hosts
     from fairmark.run.trials.prepare import CellState, WorkloadRuntime
-    from fairmark.run.trials.trial import Contexts
+    from fairmark.run.trials.trial import Contexts, TrialHook
     from fairmark.store.db import Store
 
 __all__ = ["BootRun", "HostDidNotReturn", "TrialLoop"]
@@ -75,9 +76,13 @@ class TrialLoop(Protocol):
     run_id: str
     progress: Progress
     hosts: Hosts
+    options: RunOptions
 
     def stage(self, rt: WorkloadRuntime) -> AbstractContextManager[Contexts]: ...
     def trial(self, rt: WorkloadRuntime, contexts: Contexts, cs: CellState, r: int) -> None: ...
+    def profiled_trial(
+        self, rt: WorkloadRuntime, contexts: Contexts, cs: CellState, r: int, profiler: TrialHook
+    ) -> None: ...
     def stop(self, cs: CellState, status: str, reason: str) -> None: ...
     def between_rounds(self) -> None: ...
 
@@ -121,6 +126,15 @@ def block_rounds(k: int, warmup: int, per_boot: int) -> list[int]:
     return [-(k * warmup + j + 1) for j in range(warmup)] + [k * per_boot + j for j in range(per_boot)]
 
 
+def profiled_rounds(policy: RunPolicy, per_boot: int, i: int, k: int) -> list[int]:
+    """The rounds of the i-th profiler's trials in a variant's k-th boot: `profiled_trials` per boot, after
+    every round the measured trials can take (their failures' extra rounds included); fixed, so that resume
+    finds what ran."""
+    n, boots = policy.profiled_trials, boots_per_variant(policy)
+    first = boots * per_boot + policy.max_failures
+    return [first + (i * boots + k) * n + j for j in range(n)]
+
+
 def distinguishing_words(plan: Plan, variant: str) -> set[str]:
     """Kernel command-line words the OTHER variants' kexec append has and this one's has not: a boot of this
     variant must not show them (two variants differing by `mitigations=off` are told apart both ways)."""
@@ -154,6 +168,10 @@ class BootRun:
         self.blocks = blocks([v.name for v in plan.variant], boots_per_variant(self.policy))
         self.warmup, self.per_boot = warmup_per_boot(self.policy), trials_per_boot(self.policy)
         self.verified: str | None = None  # the boot id the current block's trials must run in
+        # Every boot takes its own profiled trials (the boot is the unit of the verdict and of where its difference
+        # went), --explain's too: a boot run knows its verdict only after its last boot, and a boot cannot be
+        # entered again to profile it then.
+        self.profilers = profiled.boot_profilers(runner.options)
         self.machine.guard(lambda: self.verified)
 
     # -- records
@@ -209,8 +227,15 @@ class BootRun:
     def _cells(self, rt: WorkloadRuntime, block: Block) -> list[CellState]:
         return [cs for cs in rt.cells if cs.cell.variant == block.variant and cs.status == "active"]
 
+    def _rounds(self, k: int) -> list[int]:
+        """Every round of a variant's k-th boot: warm-up, measured, then each profiler's."""
+        rounds = block_rounds(k, self.warmup, self.per_boot)
+        for i in range(len(self.profilers)):
+            rounds += profiled_rounds(self.policy, self.per_boot, i, k)
+        return rounds
+
     def _block_done(self, runtimes: list[WorkloadRuntime], block: Block) -> bool:
-        rounds = block_rounds(block.k, self.warmup, self.per_boot)
+        rounds = self._rounds(block.k)
         return all(r in cs.rounds_done for rt in runtimes for cs in self._cells(rt, block) for r in rounds)
 
     def _enter(self, block: Block, rec: dict[str, Any] | None) -> None:
@@ -308,7 +333,9 @@ class BootRun:
         runner = self.runner
         rounds = block_rounds(block.k, self.warmup, self.per_boot)
         for rt in runtimes:
-            if not any(r not in cs.rounds_done for cs in self._cells(rt, block) for r in rounds):
+            if not any(
+                r not in cs.rounds_done for cs in self._cells(rt, block) for r in self._rounds(block.k)
+            ):
                 continue
             with runner.stage(rt) as contexts:
                 for r in rounds:
@@ -317,6 +344,17 @@ class BootRun:
                             runner.trial(rt, contexts, cs, r)
                             self._same_boot(block)
                     runner.between_rounds()
+                self._profile_block(rt, contexts, block)
+
+    def _profile_block(self, rt: WorkloadRuntime, contexts: Contexts, block: Block) -> None:
+        """The block's profiled trials, after its measured ones and in the same boot: each profiler's
+        `profiled_trials`, one profiler per trial, apart from every value (perf slows what it watches)."""
+        for i, profiler in enumerate(self.profilers):
+            for r in profiled_rounds(self.policy, self.per_boot, i, block.k):
+                for cs in self._order(rt, block, r):
+                    if r not in cs.rounds_done:
+                        self.runner.profiled_trial(rt, contexts, cs, r, profiler)
+                        self._same_boot(block)
 
     def _order(self, rt: WorkloadRuntime, block: Block, r: int) -> list[CellState]:
         by_cell = {cs.cell: cs for cs in self._cells(rt, block)}

@@ -54,6 +54,12 @@ def top_decided(d: AttributionDiff | None) -> bool:
     return top.claimed or (-bound <= top.low_s and top.high_s <= bound)
 
 
+def enough(profiler: TrialHook, store: Store, run_id: str, cells: Sequence[CellState], baseline: str) -> bool:
+    """Whether a profiler's rounds may stop: the CPU profiler's once `decided`; the others' at once (after the
+    plan's `profiled_trials`)."""
+    return not adaptive(profiler) or decided(store, run_id, cells, baseline)
+
+
 def cell_trials(store: Store, run_id: str, cell_ids: set[int]) -> dict[int, list[ProfiledTrial]]:
     """Each cell's profiled trials so far that left folded stacks, with their round and CPU time."""
     trials = {
@@ -112,3 +118,12 @@ def profilers(options: RunOptions, rt: WorkloadRuntime, policy: RunPolicy, basel
     if options.explain and any(adaptive(h) for h in hooks) and not significant(rt, policy, baseline):
         return [h for h in hooks if not adaptive(h)]
     return hooks
+
+
+def boot_profilers(options: RunOptions) -> list[TrialHook]:
+    """A boot run's profilers: each takes `profiled_trials` in every boot, --explain's CPU profiler included
+    (run.bootrun: the boot run's verdict is known only after its last boot). No adaptive stop: with boots as
+    the unit, more boots, not more profiled trials in one, narrow where the difference went."""
+    from fairmark.run.trials.trial import is_profiler
+
+    return [h for h in options.hooks if is_profiler(h)]

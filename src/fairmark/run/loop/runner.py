@@ -270,20 +270,13 @@ class Runner:
             # a profiler that cannot work here is in a run on hosts for theirs: this machine's cells go without
             cells = [cs for cs in done if not (profiler.unavailable and self._runs_here(rt, cs))]
             for r in range(start, start + profiled.span(self.policy)):
-                if r >= start + self.policy.profiled_trials and self._profiled_enough(profiler, cells):
+                if r >= start + self.policy.profiled_trials and profiled.enough(
+                    profiler, self.store, self.run_id, cells, self.plan.baseline
+                ):
                     break
                 for cs in self._round_order(order, rt.workload.name, r, cells):
                     if r not in cs.rounds_done:
-                        self.seq += 1
-                        out = self._path().run(rt, contexts, cs, r, self.seq, profiler=profiler)
-                        cs.rounds_done.add(r)
-                        event = trial_event(self.seq, self._running, self.policy, rt, cs, r, out)
-                        self.progress.trial(event | {"profiled": True})
-
-    def _profiled_enough(self, profiler: TrialHook, cells: list[CellState]) -> bool:
-        return not profiled.adaptive(profiler) or profiled.decided(
-            self.store, self.run_id, cells, self.plan.baseline
-        )
+                        self.profiled_trial(rt, contexts, cs, r, profiler)
 
     def _runs_here(self, rt: WorkloadRuntime, cs: CellState) -> bool:
         return self.hosts.runs(cs.cell.variant, rt.workload.name).local
@@ -313,6 +306,16 @@ class Runner:
         self.progress.trial(trial_event(self.seq, self._running, self.policy, rt, cs, r, out))
         if failed and self.policy.failures == "abandon" and cs.failures >= self.policy.max_failures:
             self.stop(cs, "abandoned", f"{cs.failures} failed trials (last: {out.error})")  # after its line
+
+    def profiled_trial(
+        self, rt: WorkloadRuntime, contexts: Contexts, cs: CellState, r: int, profiler: TrialHook
+    ) -> None:
+        """One profiled trial of cell `cs` in round `r`, with `profiler` attached: stored apart, never a value."""
+        self.seq += 1
+        out = self._path().run(rt, contexts, cs, r, self.seq, profiler=profiler)
+        cs.rounds_done.add(r)
+        event = trial_event(self.seq, self._running, self.policy, rt, cs, r, out)
+        self.progress.trial(event | {"profiled": True})
 
     def _path(self) -> TrialPath:
         if self._trial_path is None or self._trial_path.run_id != self.run_id:
