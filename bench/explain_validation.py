@@ -429,7 +429,8 @@ def main() -> None:
             aa(pool, args.aa_reps)
         if not args.no_perf_diff:
             pool += against_perf_diff(Path(tmp))
-        cost(pool)
+        if pool:
+            cost(pool)
         if args.cost_store:
             from fairmark.store.db import Store
 
