@@ -29,6 +29,27 @@ def cpu_per_sample_ms(n: int = 300) -> float:
     return 1000 * (time.process_time() - t0) / n
 
 
+def per_trial_us(n: int = 1000) -> tuple[float, float]:
+    """CPU (µs) of the monitor's work for one trial of nothing — its start and end snapshots and the series — and
+    of the run's secret scrubber walking that series, which a run no longer does (issue 34 item 15: the series
+    holds numbers under fairmark's names, run/hooks.Artifact.numbers_only). Interleaved, in one process."""
+    from fairmark.run.trials.secrets import Scrubber
+
+    scrub = Scrubber()
+    monitor = SystemMonitor(3600.0)
+    ctx = HookContext("bench", "cell", "w", "A", "t", "/tmp", False)
+    hook_s = scrub_s = 0.0
+    for _ in range(n):
+        t0 = time.process_time()
+        monitor.start(ctx)
+        (art,) = monitor.stop(ctx, None)
+        t1 = time.process_time()
+        scrub.json(art.data)
+        hook_s, scrub_s = hook_s + t1 - t0, scrub_s + time.process_time() - t1
+    monitor.close()
+    return 1e6 * hook_s / n, 1e6 * scrub_s / n
+
+
 def one_trial(work: int, monitor: SystemMonitor | None, ctx: HookContext) -> float:
     """Throughput of a CPU-bound child (iterations per second of wall time)."""
     argv = [sys.executable, "-c", f"sum(i * i for i in range({work}))"]
@@ -52,6 +73,11 @@ def main() -> int:
     share = per_sample / (1000 * args.interval) * 100
     print(
         f"one sample costs {per_sample:.3f} ms of CPU → {share:.4f}% of one CPU at {1 / args.interval:g} Hz"
+    )
+    hook_us, scrub_us = per_trial_us()
+    print(
+        f"a trial's monitor work (2 snapshots + its series) {hook_us:.0f} µs of CPU; scrubbing that series "
+        f"for secrets, which a run no longer does, {scrub_us:.0f} µs more"
     )
     monitor = SystemMonitor(args.interval)
     ratios = []

@@ -72,3 +72,37 @@ def test_bad_interval_refused():
 
 def test_stop_without_start_gives_nothing():
     assert SystemMonitor(1.0).stop(CTX, None) == []
+
+
+def _leaves(doc, path=""):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _leaves(v, f"{path}/{k}")
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from _leaves(v, path)
+    else:
+        yield path, doc
+
+
+def test_the_series_is_numbers_under_fairmarks_names_so_the_scrubber_skips_it():
+    """A series skips the run's secret scrubber (0.1 ms a millisecond trial): what it holds must be numbers under
+    names fairmark chose — the OS name aside; a sample's error text makes it scrubbed again."""
+    import re
+
+    hook = SystemMonitor(3600.0)
+    hook.start(CTX)
+    subprocess.run(["true"], check=True)
+    (art,) = hook.stop(CTX, None)
+    assert art.numbers_only
+    for path, value in _leaves(art.data):
+        assert re.fullmatch(r"(/[a-z0-9_]+)+", path), path
+        assert value is None or type(value) in (int, float) or (path == "/os" and value == "linux"), (
+            path,
+            value,
+        )
+    hook.start(CTX)
+    hook.errors.append("OSError: something the reader said")
+    (art,) = hook.stop(CTX, None)
+    assert not art.numbers_only and art.data["sample_errors"]
+    hook.close()

@@ -102,11 +102,12 @@ class SystemMonitor(TrialHook):
             return []
         snaps.append(self._snapshot())  # after the thread's last: it appends only while _trial is snaps
         series = build_series(snaps, os_name=self.os_name, interval_s=self.interval_s)
+        numbers = not self.errors  # an error's text is scrubbed like any other
         if self.errors:
             series["sample_errors"] = self.errors[:10]
             self.errors = []
         self._snaps = []
-        return [Artifact(kind="monitor", name="system", content_type="application/json", data=series)]
+        return [Artifact("monitor", "system", "application/json", series, numbers_only=numbers)]
 
     def close(self) -> None:
         with self._wake:

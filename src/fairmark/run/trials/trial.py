@@ -489,7 +489,7 @@ class TrialPath:
             "kind": a.kind,
             "name": a.name,
             "content_type": a.content_type,
-            "data": self.scrub.json(a.data) if json_data else None,
+            "data": (a.data if a.numbers_only else self.scrub.json(a.data)) if json_data else None,
             "text": None if json_data else self.scrub(str(a.data)),
         }
 
