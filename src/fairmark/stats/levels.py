@@ -182,7 +182,7 @@ class LevelsReport:
     advice: Advice | None = None
     within_lower_bound: WithinBound | None = None
     order: TimeOrder | None = (
-        None  # the units' arrangement in time (a screen says it once: timeorder.said_once)
+        None  # the units' arrangement in time (a screen says it once: verdict.levels.said_once)
     )
 
     def to_dict(self) -> JSONObject:
