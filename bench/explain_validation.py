@@ -75,6 +75,41 @@ int main(void) {
 }
 """
 
+# The two loops alternately, a tenth of main_work's iterations at a time: each slice's CPU time per iteration,
+# on the thread's own clock. What a planted cost of "main_work / 10" assumes: every slice runs at one speed.
+SLICES = r"""
+#include <stdio.h>
+#include <time.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) void main_work(unsigned long n) {
+    unsigned long x = 1;
+    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink = x;
+}
+__attribute__((noinline)) void planted_extra(unsigned long n) {
+    unsigned long x = 3;
+    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink ^= x;
+}
+static double cpu(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+int main(void) {
+    unsigned long n = 15000000UL;
+    for (int k = 0; k < 20; k++) {
+        double t0 = cpu(), t1, t2;
+        main_work(n);
+        t1 = cpu();
+        planted_extra(n);
+        t2 = cpu();
+        printf("%.4f %.4f\n", (t1 - t0) / n * 1e9, (t2 - t1) / n * 1e9);
+    }
+    return 0;
+}
+"""
+
 ALLOC = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +198,20 @@ def own_clock(store_url: str, run_id: str, variant: str) -> dict[int, list[float
         if t.status == "ok" and cells.get(t.cell_id) == variant and m and t.round >= 0:
             out[t.round if t.profiled else -1 - t.seq] = [float(m[1]), float(m[2])]
     return out
+
+
+def slices(tmp: Path) -> None:
+    """20 slices of 15 M iterations of each loop, alternately: ns per iteration on the thread's CPU clock."""
+    out = subprocess.run(
+        [str(build(tmp, "slices", SLICES))], capture_output=True, text=True, check=True
+    ).stdout
+    rows = [tuple(map(float, line.split())) for line in out.splitlines()]
+    for k, name in enumerate(("main_work", "planted_extra")):
+        ns = sorted(r[k] for r in rows)
+        print(
+            f"   {name:<14} ns per iteration over {len(ns)} slices of 15 M: min {ns[0]:.2f}, median "
+            f"{statistics.median(ns):.2f}, mean {statistics.mean(ns):.2f}, max {ns[-1]:.2f}"
+        )
 
 
 def planted(tmp: Path, runs: int) -> None:
@@ -410,6 +459,7 @@ def cost(pool: list[ProfiledTrial]) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--planted-runs", type=int, default=0)
+    p.add_argument("--slices", action="store_true", help="only the two loops' speed, slice by slice")
     p.add_argument("--aa-store", help="sqlite:///PATH of A/A runs with profiled trials (default: record one)")
     p.add_argument("--aa-reps", type=int, default=1000)
     p.add_argument("--cost-store", help="sqlite:///PATH: part 4 also on the profiled trials of its runs")
@@ -422,6 +472,10 @@ def main() -> None:
         print("skipped: needs perf and a C compiler")
         return
     with tempfile.TemporaryDirectory(prefix="fairmark-explain-") as tmp:
+        if args.slices:
+            print("0. the planted program's two loops, alternately (CLOCK_THREAD_CPUTIME_ID)")
+            slices(Path(tmp))
+            return
         if args.planted_runs:
             planted(Path(tmp), args.planted_runs)
         pool = [] if args.no_aa else aa_pool(Path(tmp), args.aa_store)
