@@ -88,4 +88,4 @@ def test_boots_auto_bounds_are_checked_with_the_line(tmp_path: Path) -> None:
     path.write_text(plan_text().replace('boots = "auto"', 'boots = "many"'))
     with pytest.raises(PlanError) as err:
         load_plan(path)
-    assert err.value.line == 2 and "run.machine.boots" in (err.value.key or "")
+    assert err.value.line == 2 and "run.boots" in (err.value.key or "")
