@@ -354,6 +354,16 @@ class Guest:
         if not self.wait_ssh(timeout_s):
             raise RuntimeError(f"guest not reachable over SSH within {timeout_s:g} s:\n{self.console_tail()}")
 
+    def ensure_up(self, timeout_s: float = 240.0) -> None:
+        """Before a test: a guest that an earlier test left mid-reboot (a timeout on a busy machine, where a TCG
+        boot takes minutes) is waited for, and one that is gone or out of boots is started again."""
+        if self._thread and self._thread.is_alive() and self.wait_ssh(timeout_s):
+            return
+        self.stop()
+        self._stop.clear()
+        self.max_boots = len(self.boots) + self.max_boots  # as many boots again as it was given
+        self.start()
+
     def wait_ssh(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

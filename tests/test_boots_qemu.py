@@ -57,6 +57,11 @@ def guest() -> Iterator[qemuguest.Guest]:
     assert not g.dir.exists()  # the guest's files are gone
 
 
+@pytest.fixture(autouse=True)
+def _guest_up(guest: qemuguest.Guest) -> None:
+    guest.ensure_up()
+
+
 def found(snapshot: dict, key: str) -> str | None:
     """A file's value anywhere in a snapshot (the vulnerabilities section's place is the probe's business)."""
     stack = [snapshot]
@@ -70,7 +75,7 @@ def found(snapshot: dict, key: str) -> str | None:
     return None
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)  # 4 reboots of a TCG guest: minutes each at load 30
 def test_abba_over_four_verified_boots(tmp_path: Path, guest: qemuguest.Guest, fairmark_cli) -> None:
     variants = (
         f'[[variant]]\nname = "default"\nhost = "guest"\n{boot("rm -f /mnt/share/next-cmdline", BASE)}\n'
@@ -134,7 +139,7 @@ def test_a_switch_that_does_nothing_is_refused(tmp_path: Path, guest: qemuguest.
 
 
 @pytest.mark.representative  # of the QEMU boots in make quick-test: the guest's start and no reboot
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)  # the guest may first be waited for (_guest_up)
 def test_a_host_that_does_not_come_back_interrupts_the_run(
     tmp_path: Path, guest: qemuguest.Guest, fairmark_cli
 ) -> None:
