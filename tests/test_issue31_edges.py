@@ -70,7 +70,7 @@ def test_a_plan_whose_min_trials_cannot_reach_the_stated_power_is_warned_of() ->
     assert power_notes(request("min_trials = 3", quick=True)) == []  # --quick is a first look, said so
 
 
-def _two_stage_run(planned: bool) -> tuple[object, float, float]:
+def _two_stage_run(regime: object) -> tuple[object, float, float]:
     """A paired test of 18 rounds whose first 6 were the first stage; (test, all rounds' se, Stein's se)."""
     import numpy as np
 
@@ -78,7 +78,7 @@ def _two_stage_run(planned: bool) -> tuple[object, float, float]:
     a = 100 * (1 + 0.02 * rng.standard_normal(18))
     b = 100 * (1 + 0.02 * rng.standard_normal(18))
     test = paired_by_round(
-        dict(enumerate(a)), dict(enumerate(b)), confidence=95, first_stage=6, length_planned=planned
+        dict(enumerate(a)), dict(enumerate(b)), confidence=95, first_stage=6, length_planned=regime
     )
     d = np.log(b) - np.log(a)
     return test, float(np.std(d, ddof=1)) / math.sqrt(18), float(np.std(d[:6], ddof=1)) / math.sqrt(18)
@@ -86,14 +86,59 @@ def _two_stage_run(planned: bool) -> tuple[object, float, float]:
 
 def test_the_mde_of_a_run_comes_from_the_regime_it_ended_in() -> None:
     """Stopped at its planned length: the two-stage design's factor on all rounds' spread (a repeat needs both
-    Stein's test and all rounds' to reject); cut at max_trials: each part's own MDE, the larger."""
-    from fairmark.stats.power import mde_factor, two_stage_factor
+    Stein's test and all rounds' to reject); cut at max_trials: a repeat under the same stopping rule; the
+    regime unknown: each part's own MDE, the larger."""
+    import numpy as np
+
+    from fairmark.stats.power import capped_factor, mde_factor, two_stage_factor
+    from fairmark.stats.stopping import Capped
 
     planned, se_all, se_first = _two_stage_run(True)
     assert planned.parts and planned.mde == pytest.approx(two_stage_factor(5, 17, 95.0) * se_all, rel=1e-12)
-    capped, se_all, se_first = _two_stage_run(False)
+    rule = Capped(18, 1.0)
+    capped, se_all, se_first = _two_stage_run(rule)
+    rng = np.random.default_rng(7)
+    a, b = 100 * (1 + 0.02 * rng.standard_normal(18)), 100 * (1 + 0.02 * rng.standard_normal(18))
+    factor = capped_factor((np.log(a), np.log(b)), (1.0, 1.0), 6, rule, 95.0)
+    assert capped.parts and capped.mde == pytest.approx(factor * se_all, rel=1e-12)
+    assert _two_stage_run(rule)[0].mde == capped.mde  # the same run states the same MDE every time
+    unknown, se_all, se_first = _two_stage_run(False)
     own = max(mde_factor(5, 95.0) * se_first, mde_factor(17, 95.0) * se_all)
-    assert capped.mde == pytest.approx(own, rel=1e-12)
+    assert unknown.mde == pytest.approx(own, rel=1e-12)
+
+
+@pytest.mark.parametrize(("first", "cap"), [(6, 30), (5, 12), (3, 20)])
+def test_a_repeat_that_is_always_cut_is_the_two_stage_design(first: int, cap: int) -> None:
+    """Where every repeat's first stage asks for more than max_trials (CV 20% against a ±0.1% target), the
+    simulated repeat runs max_trials rounds: its factor is the two-stage quadrature's at that length, within the
+    Monte Carlo's error."""
+    import numpy as np
+
+    from fairmark.stats.power import capped_factor, two_stage_factor
+    from fairmark.stats.stopping import Capped
+
+    rng = np.random.default_rng(first)
+    cells = (0.2 * rng.standard_normal(cap), 0.2 * rng.standard_normal(cap))
+    factor = capped_factor(cells, (1.0, 1.0), first, Capped(cap, 0.1), 95.0)
+    assert factor == pytest.approx(two_stage_factor(first - 1, cap - 1, 95.0), rel=0.02)
+
+
+def test_the_regime_is_read_from_the_stop_reasons() -> None:
+    import numpy as np
+
+    from fairmark.stats.stopping import Capped, group_stop
+    from fairmark.store.stopreason import length_regime, precision_reason
+
+    rng = np.random.default_rng(3)
+    noisy = [list(100 + 5 * rng.standard_normal(6)) for _ in range(2)]
+    cut = precision_reason(group_stop(noisy, confidence=95, target_ci_pct=0.25, min_trials=6, max_trials=6))
+    assert length_regime([cut, cut]) == Capped(6, 0.25)
+    quiet = [list(100 + 0.01 * rng.standard_normal(6)) for _ in range(2)]
+    planned = precision_reason(
+        group_stop(quiet, confidence=95, target_ci_pct=1.5, min_trials=6, max_trials=30)
+    )
+    assert length_regime([planned, planned]) is True
+    assert length_regime([planned, cut]) is False and length_regime([None, None]) is False
 
 
 @pytest.mark.parametrize(("first_df", "all_df"), [(5, 17), (2, 5), (4, 29)])
@@ -173,3 +218,17 @@ def test_the_verdict_of_a_run_at_its_planned_length_loads_no_scipy() -> None:
         timeout=120,
     )
     assert res.stdout.split() == ["True", "True", "False"], res.stderr
+
+
+@pytest.mark.parametrize("confidence", [80.0, 95.0, 99.0])
+def test_the_t_of_every_repeat_length_is_scipys(confidence: float) -> None:
+    """capped_factor's t at each length a repeat can run: exact to df 400, Cornish–Fisher above (1e-12)."""
+    import numpy as np
+    from scipy import special as sp
+
+    from fairmark.stats.power import _t_by_df
+
+    t = _t_by_df(30_000, confidence, False)
+    df = np.arange(1, 30_001)
+    ref = sp.stdtrit(df, 1.0 - (1.0 - confidence / 100.0) / 2.0)
+    assert math.isnan(t[0]) and np.max(np.abs(t[1:] / ref - 1.0)) < 1e-12

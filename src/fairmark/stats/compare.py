@@ -27,6 +27,7 @@ from fairmark.stats.describe import Summary, as_array, describe, sample_sd
 from fairmark.stats.paired import RatioTest, RoundKey, paired_by_round, two_sided_p, welch
 from fairmark.stats.ranks import RankCheck, exact_mann_whitney, signed_rank
 from fairmark.stats.robust import Reason
+from fairmark.stats.stopping import Capped
 from fairmark.stats.tdist import exact_t, t_quantile
 
 Better = Literal["lower", "higher"]
@@ -67,7 +68,7 @@ def tested(
     ministat_compat: bool = False,
     rounds: Rounds | None = None,
     first_stage: int | None = None,
-    length_planned: bool = False,
+    length_planned: bool | Capped = False,
     sequential: seq.Design | None = None,
     robust: bool = True,
 ) -> Tested:
@@ -207,7 +208,7 @@ def _pooled_sd(a: Floats, b: Floats, df: int) -> float:
 
 
 def _design_test(
-    a: Floats, b: Floats, confidence: float, rounds: Rounds | None, stages: tuple[int | None, bool]
+    a: Floats, b: Floats, confidence: float, rounds: Rounds | None, stages: tuple[int | None, bool | Capped]
 ) -> RatioTest:
     """Paired by round when rounds are known and at least 3 pairs complete, Welch else."""
     if rounds is not None:
@@ -230,7 +231,7 @@ def _decide(
     samples: tuple[Floats, Floats],
     confidence: float,
     rounds: Rounds | None,
-    stages: tuple[int | None, bool],
+    stages: tuple[int | None, bool | Capped],
     sequential: seq.Design | None,
     robust: bool,
 ) -> tuple[tuple[RatioTest, seq.Look] | None, RatioTest, RankCheck, tuple[RatioTest | None, Reason | None]]:

@@ -140,3 +140,12 @@ def widest_ci_pct(values: Sequence[Sequence[float]], confidence: float) -> float
             continue
         widest = max(widest, 100.0 * t_quantile(confidence, len(v) - 1) * sd / math.sqrt(len(v)) / abs(mean))
     return widest if widest >= 0 else None
+
+
+@dataclass(frozen=True)
+class Capped:
+    """Cells cut at max_trials (their first stage asked for more rounds): the stopping rule they ran under, which
+    a repeat of them runs under too (the MDE of such a run simulates that repeat: stats.power.capped_factor)."""
+
+    max_trials: int
+    target_ci_pct: float

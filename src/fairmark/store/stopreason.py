@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from fairmark.stats.digits import format_spread
-from fairmark.stats.stopping import GroupStop, widest_ci_pct
+from fairmark.stats.stopping import Capped, GroupStop, widest_ci_pct
 
 
 def precision_reason(g: GroupStop) -> str:
@@ -52,6 +52,21 @@ def length_was_planned(stop_reason: str | None) -> bool:
     """Whether a cell ran to the length its first stage planned (not cut at max_trials): then that stage's spread
     set the standard error the run reached, which is what the stated detectable change assumes (stats.paired)."""
     return (stop_reason or "").startswith("planned length")
+
+
+CAPPED = re.compile(r"max_trials \((\d+)\) reached before the CI target ±([0-9.eE+-]+)%")
+
+
+def length_regime(stop_reasons: Sequence[str | None]) -> bool | Capped:
+    """How the compared cells' length ended: True at the length their first stage planned, their rule (Capped)
+    when cut at max_trials, False otherwise (a fixed budget, or cells that ended differently)."""
+    if all(length_was_planned(r) for r in stop_reasons):
+        return True
+    rules = {
+        (int(m.group(1)), float(m.group(2))) if (m := CAPPED.search(r or "")) else None for r in stop_reasons
+    }
+    rule = rules.pop() if len(rules) == 1 else None
+    return Capped(*rule) if rule is not None else False
 
 
 def first_stage_of(stop_reason: str | None) -> int | None:

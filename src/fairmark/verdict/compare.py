@@ -21,6 +21,7 @@ from fairmark.stats.levels import Advice, LevelsReport
 from fairmark.stats.paired import RatioTest
 from fairmark.stats.ranks import RankCheck, can_reach
 from fairmark.stats.robust import DESIGN as ROBUST
+from fairmark.stats.stopping import Capped
 from fairmark.stats.tdist import MINISTAT_LEVELS, MINISTAT_MAX_DF
 
 TIME_UNITS = frozenset({"s", "sec", "seconds", "ms", "us", "µs", "ns", "min", "wall_s"})
@@ -135,7 +136,7 @@ def compare(
     aa_percent_half_width: float | None = None,
     rounds: Rounds | None = None,
     first_stage: int | None = None,
-    length_planned: bool = False,
+    length_planned: bool | Capped = False,
     calibration: Mapping[str, object] | None = None,
     sequential: seq.Design | None = None,
     robust: bool = True,

@@ -23,6 +23,7 @@ from fairmark.stats.fdr import bh_adjust
 from fairmark.stats.levels import Labels, Unit, known, unit_level
 from fairmark.stats.paired import RoundKey
 from fairmark.stats.sequential import Design
+from fairmark.stats.stopping import Capped
 from fairmark.verdict.compare import ZERO_SPREAD, Comparison, compare
 from fairmark.verdict.levels import compare_levels
 
@@ -69,7 +70,9 @@ class Pair(Generic[T]):
     # then paired by round (stats.paired); `first_stage`: the rounds from which the run fixed its length.
     rounds: tuple[Sequence[int], Sequence[int]] | None = None
     first_stage: int | None = None
-    length_planned: bool = False  # the run ran to the length its first stage planned (stats.stopping)
+    length_planned: bool | Capped = (
+        False  # ran to the length its first stage planned; Capped: cut at max_trials
+    )
     host_calibration: Mapping[str, object] | None = (
         None  # what `fairmark calibrate` measured here (stats.calibration)
     )
@@ -153,7 +156,7 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
         aa_percent_half_width=p.aa_percent_half_width,
         rounds=rounds,
         first_stage=first_stage,
-        length_planned=p.length_planned and first_stage is not None,
+        length_planned=p.length_planned if first_stage is not None else False,
         calibration=p.host_calibration,
         sequential=p.sequential if one_run and p.sequential and not p.sequential.two_sample else None,
         robust=level is None,  # above the trials the unit decides (stats.levels): its trials are only shown

@@ -22,7 +22,7 @@ from fairmark.plan.aa import AA_SUFFIX, aa_twin_name
 from fairmark.stats.arrays import Values
 from fairmark.stats.sequential import Design
 from fairmark.store.records import JSONObject
-from fairmark.store.stopreason import first_stage_of, length_was_planned
+from fairmark.store.stopreason import first_stage_of, length_regime
 from fairmark.verdict.compare import Better, Comparison
 from fairmark.verdict.judge import Judgement, Pair, aa_spread, judge
 from fairmark.verdict.match import match_cells
@@ -119,7 +119,7 @@ def _run_pair(
         tag=(base, other, metric),
         rounds=(a.rounds, b.rounds),
         first_stage=_first_stage(base, other),
-        length_planned=all(length_was_planned(c.cell.stop_reason) for c in (base, other)),
+        length_planned=length_regime([c.cell.stop_reason for c in (base, other)]),
         host_calibration=None if twin else design.calibrations.get((base.cell.group, metric)),
         units=(a.boots, b.boots) if design.by_boot else None,
         sequential=design.sequential,
