@@ -106,8 +106,9 @@ class Cpio:
         return gzip.compress(self.buf.getvalue(), compresslevel=1)
 
 
-def libraries(binaries: list[str], skip_under: str = "") -> set[str]:
-    """The shared libraries `ldd` lists for these files (outside `skip_under`), with the dynamic loader."""
+def libraries(binaries: list[str], skip_under: tuple[str, ...] = ()) -> set[str]:
+    """The shared libraries `ldd` lists for these files (outside the `skip_under` directories), with the dynamic
+    loader."""
     out = subprocess.run(["ldd", *binaries], capture_output=True, text=True, check=False).stdout
     libs = set()
     for line in out.splitlines():
@@ -117,7 +118,7 @@ def libraries(binaries: list[str], skip_under: str = "") -> set[str]:
             if "=>" in parts and len(parts) > 2
             else (parts[0] if parts and line.startswith("\t/") else "")
         )
-        if path.startswith("/") and not (skip_under and path.startswith(skip_under + "/")):
+        if path.startswith("/") and not any(path.startswith(d + "/") for d in skip_under):
             libs.add(path)
     return libs
 
@@ -143,6 +144,10 @@ ip link set lo up; ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0; ip route add default via 10.0.2.2
 mount -t 9p -o trans=virtio,version=9p2000.L share /mnt/share
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 hostpy /hostpy
+# fairmark installed (Guest(fairmark=True)): this checkout's src and its virtualenv's packages, read-only
+mkdir -p /fairmark/src /fairmark/site
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 fmsrc /fairmark/src 2>/dev/null
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 fmsite /fairmark/site 2>/dev/null
 hostname fairmark-guest
 dropbear -s -E -p 22 -r /etc/dropbear/dropbear_ed25519_host_key 2>/tmp/dropbear.log
 echo FAIRMARK-GUEST-READY
@@ -150,8 +155,12 @@ while true; do sleep 3600; done
 """
 
 
-def build_initramfs(dest: Path, authorized_key: str, host_key: Path) -> Path:
-    """The guest's initramfs (gzip'd newc cpio) at dest; ~2 s."""
+def build_initramfs(
+    dest: Path, authorized_key: str, host_key: Path, extensions: list[str] | None = None
+) -> Path:
+    """The guest's initramfs (gzip'd newc cpio) at dest; ~2 s (4 MB). `extensions` (a list, even empty): for
+    fairmark installed in the guest, perf and the stack collapser too (~24 MB), and the libraries these compiled
+    modules need."""
     k = kernel()
     assert k is not None
     rel = release(k)
@@ -165,11 +174,22 @@ def build_initramfs(dest: Path, authorized_key: str, host_key: Path) -> Path:
         if os.path.basename(applet) != "busybox":  # a busybox -> busybox link: "error -40" at /init
             c.link(applet, "/bin/busybox")
     binaries = [_which("dropbear"), *([k_] if (k_ := shutil.which("kexec") or "") else [])]
+    if extensions is not None:  # fairmark in the guest: CPU profiles (its kernel is this one's perf's)
+        binaries += [
+            p for p in map(shutil.which, ("perf", "inferno-collapse-perf", "inferno-flamegraph")) if p
+        ]
     prefix, exe = python_prefix()
-    dynload = glob.glob(os.path.join(sysconfig.get_paths()["platstdlib"], "lib-dynload", "*.so"))
+    # the interpreter's own extension modules (a virtualenv's platstdlib has none): _ctypes needs libffi
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    dynload = glob.glob(os.path.join(prefix, "lib", version, "lib-dynload", "*.so"))
     for b in binaries:
         c.copy(b, "usr/sbin/" + os.path.basename(b))
-    for lib in sorted(libraries([*binaries, os.path.join(prefix, exe), *dynload], skip_under=prefix)):
+    # `extensions`: compiled modules the guest imports from a share (a virtualenv's): their libraries too
+    wanted = [*binaries, os.path.join(prefix, exe), *dynload, *(extensions or [])]
+    # what is under the interpreter's prefix or the virtualenv's packages is shared over 9p: numpy's and scipy's
+    # bundled OpenBLAS copies alone made a 162 MB initramfs, minutes of booting under TCG
+    shared = (prefix, sysconfig.get_paths()["purelib"])
+    for lib in sorted(libraries(wanted, skip_under=shared)):
         c.copy(lib)
     insmod = []
     for mod in MODULES:
@@ -227,9 +247,20 @@ def free_port() -> int:
 class Guest:
     """The guest and its boot loader; a context manager that leaves nothing behind."""
 
-    def __init__(self, *, max_boots: int = 12, memory_mb: int = 512, smp: int = 1, cmdline: str = ""):
-        """`cmdline`: words added to every boot's command line (e.g. cgroup_no_v1=all); `smp`: its CPUs."""
+    def __init__(
+        self,
+        *,
+        max_boots: int = 12,
+        memory_mb: int = 512,
+        smp: int = 1,
+        cmdline: str = "",
+        fairmark: bool = False,
+    ):
+        """`cmdline`: words added to every boot's command line (e.g. cgroup_no_v1=all); `smp`: its CPUs;
+        `fairmark`: fairmark installed in the guest (this checkout's src and its virtualenv's packages over 9p),
+        its agent `fairmark agent` — what profiles and tool workloads on a host need."""
         self.max_boots, self.memory_mb, self.smp, self.extra = max_boots, memory_mb, smp, cmdline
+        self.fairmark = fairmark
         self.dir = Path(tempfile.mkdtemp(prefix="fairmark-qemu-"))
         self.share = self.dir / "share"
         self.share.mkdir()
@@ -252,8 +283,10 @@ class Guest:
         line = next(x for x in public.splitlines() if x.startswith("ssh-ed25519 "))
         # the guest's host key is known: ssh checks it as it would any host's (no StrictHostKeyChecking=no)
         (self.dir / "known_hosts").write_text(f"[127.0.0.1]:{self.port} {' '.join(line.split()[:2])}\n")
+        site = sysconfig.get_paths()["purelib"]
+        extensions = glob.glob(os.path.join(site, "**", "*.so*"), recursive=True) if self.fairmark else None
         self.initrd = build_initramfs(
-            self.dir / "initrd.gz", (self.dir / "id_ed25519.pub").read_text(), host_key
+            self.dir / "initrd.gz", (self.dir / "id_ed25519.pub").read_text(), host_key, extensions
         )
         # kexec inside the guest loads its next kernel from the share (the same kernel and initramfs)
         shutil.copyfile(str(kernel()), self.share / "vmlinuz")
@@ -283,11 +316,18 @@ class Guest:
             check=False,
         )
 
-    def hosts_toml(self, name: str = "guest") -> str:
+    def hosts_toml(self, name: str = "guest", installed: bool = False) -> str:
+        """The guest's [hosts.NAME]: the shipped agent, or (`installed`, with Guest(fairmark=True)) `fairmark
+        agent` from the shared checkout."""
         opts = ", ".join(f'"{o}"' for o in self.ssh_options())
         return (
             f'[hosts.{name}]\nssh = "root@127.0.0.1"\nssh_options = [{opts}]\npython = "/bin/hostpython"\n'
-            'agent = ["/bin/hostpython", "/opt/fairmark-agent.py"]\n'
+            + (
+                'agent = ["env", "PYTHONPATH=/fairmark/src:/fairmark/site", "/bin/hostpython", "-m", "fairmark", '
+                '"agent"]\n'
+                if installed and self.fairmark
+                else 'agent = ["/bin/hostpython", "/opt/fairmark-agent.py"]\n'
+            )
         )
 
     # -- the boot loader ------------------------------------------------------------------------------------
@@ -325,7 +365,19 @@ class Guest:
             f"local,id=fs1,path={prefix},security_model=none,readonly=on",
             "-device",
             "virtio-9p-pci,fsdev=fs1,mount_tag=hostpy",
+            *(self._fairmark_shares() if self.fairmark else []),
         ]
+
+    def _fairmark_shares(self) -> list[str]:
+        import fairmark
+
+        src = Path(fairmark.__file__).resolve().parents[1]
+        site = sysconfig.get_paths()["purelib"]
+        out = []
+        for i, (tag, path) in enumerate((("fmsrc", src), ("fmsite", site))):
+            out += ["-fsdev", f"local,id=fm{i},path={path},security_model=none,readonly=on"]
+            out += ["-device", f"virtio-9p-pci,fsdev=fm{i},mount_tag={tag}"]
+        return out
 
     def _loop(self) -> None:
         with open(self.console, "ab") as log:
@@ -392,7 +444,7 @@ class Guest:
     def __enter__(self) -> Guest:
         try:
             self.build()
-            self.start()
+            self.start(600.0 if self.fairmark else 240.0)  # its initramfs is 6 times as large (perf)
         except BaseException:
             self.close()
             raise

@@ -5,8 +5,9 @@ taken back after), the variant's description and the report say "cpuset cgroup, 
 workload gets half the CPU it gets without the variant.
 
 This machine is cgroup v1; the same placement on v1 is tested in tests/test_variants_system.py and
-tests/test_remote_variants.py. Profiles are not tested here: profiles on a host need fairmark installed there,
-and the guest has only the standard library.
+tests/test_remote_variants.py. A CPU profile by cgroup (`perf record -G` on the v2 hierarchy, this machine's perf
+copied into the guest, whose kernel is this machine's) runs through `fairmark agent`, this checkout shared into
+the guest read-only (profiles on a host need fairmark installed there).
 
 CPU is judged by the guest's own accounting (the trial's user + system time over its wall time): under TCG the
 guest's clock is the host's, and a vCPU the busy host does not run still charges its task, so the ratio is the
@@ -32,23 +33,31 @@ pytestmark = [
 
 # Two busybox shell loops at once: a 2-thread workload with a fixed amount of work.
 SPIN = "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done"
-WHERE = "echo $WHO $(cat /proc/self/cgroup) $(cat /sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/cpuset.cpus.effective)"
+# Where the trial ran: its cgroup, the CPUs it may use, and its cgroup's effective cpuset (a cgroup whose parent
+# does not enable cpuset for its children has no such file: the last word is then missing).
+WHERE = (
+    "echo $WHO $(cat /proc/self/cgroup) $(grep Cpus_allowed_list /proc/self/status | cut -f2)"
+    " $(cat /sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/cpuset.cpus.effective 2>/dev/null)"
+)
 
 
 @pytest.fixture(scope="module")
 def guest() -> Iterator[qemuguest.Guest]:
     # THP never in the guest, madvise or always here: a host whose state differs from the controller's
-    with qemuguest.Guest(max_boots=2, smp=2, cmdline="cgroup_no_v1=all transparent_hugepage=never") as g:
+    with qemuguest.Guest(
+        max_boots=2, smp=2, cmdline="cgroup_no_v1=all transparent_hugepage=never", fairmark=True
+    ) as g:
         yield g
 
 
-def _plan(tmp_path: Path, guest: qemuguest.Guest) -> str:
+def _plan(tmp_path: Path, guest: qemuguest.Guest, installed: bool = False, run: str = "") -> str:
     command = json.dumps(["sh", "-c", f"{WHERE} >> /tmp/placement; ({SPIN}) & ({SPIN}); wait"])
     text = (
-        "[run]\nwarmup = 1\nmin_trials = 5\nmax_trials = 5\n"
-        f'[[workload]]\nname = "two-threads"\ncommand = {command}\n'
+        (run or "[run]\nwarmup = 1\nmin_trials = 5\nmax_trials = 5\n")
+        + f'[[workload]]\nname = "two-threads"\ncommand = {command}\n'
         '[[variant]]\nname = "all"\nhost = "guest"\nenv = { WHO = "all" }\n'
-        '[[variant]]\nname = "one"\nhost = "guest"\ncpus = 1\nenv = { WHO = "one" }\n' + guest.hosts_toml()
+        '[[variant]]\nname = "one"\nhost = "guest"\ncpus = 1\nenv = { WHO = "one" }\n'
+        + guest.hosts_toml(installed=installed)
     )
     path = tmp_path / "cpus.toml"
     path.write_text(text)
@@ -74,8 +83,10 @@ def test_a_cpus_variant_on_a_pure_cgroup_v2_host(
     one = [p for p in placed if p[0] == "one"]
     every = [p for p in placed if p[0] == "all"]
     assert one and every
-    assert all(p[1].startswith("0::/fairmark-") and p[1].endswith("-one") and p[2] == "0" for p in one), one
-    assert all(p[1] == "0::/" and p[2] == "0-1" for p in every), every
+    assert all(
+        p[1].startswith("0::/fairmark-") and p[1].endswith("-one") and p[2:] == ["0", "0"] for p in one
+    ), one
+    assert all(p[1] == "0::/" and p[2:] == ["0-1", "0-1"] for p in every), every
     # the controller fairmark enabled is taken back, and its cgroup is gone
     assert guest.ssh("cat /sys/fs/cgroup/cgroup.subtree_control").stdout.split() == before
     assert "fairmark-" not in guest.ssh("ls /sys/fs/cgroup").stdout
@@ -102,3 +113,41 @@ def test_a_cpus_variant_on_a_pure_cgroup_v2_host(
     between = [f for f in store.findings(run_id) if f.get("phase") == "between"]
     assert all(f["evidence"].startswith("host guest: ") for f in between), between
     assert not any("thp" in f["evidence"] for f in between), between
+
+
+@pytest.mark.timeout(1500)
+def test_a_cpu_profile_by_cgroup_on_a_pure_cgroup_v2_host(
+    tmp_path: Path, guest: qemuguest.Guest, fairmark_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--profile cpu` through `fairmark agent`: every profiled trial succeeds (before the fix every one failed:
+    perf's start-up step imported ctypes between fork and exec, and the guest's Python has no libffi), each in
+    a cgroup of its own — for the `cpus = 1` variant inside the variant's cpuset cgroup, so that it keeps its
+    one CPU (v2 has one hierarchy: a profile cgroup beside it took the trial out of its cpuset) — and perf -G
+    on that v2 path samples the workload."""
+    monkeypatch.setenv("FAIRMARK_AGENT_DEADLINE_S", "600")
+    guest.ssh("rm -f /tmp/placement")
+    run = "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\nprofiled_trials = 2\nmax_profiled = 2\n"
+    plan = _plan(tmp_path, guest, installed=True, run=run)
+    code, out, err = fairmark_cli("run", plan, "--json", "--accept-risk", "--profile", "cpu")
+    assert code == 0, err[-3000:] + "\n--- guest console ---\n" + guest.console_tail(2000)
+    report = json.loads(out)
+    run_id = report["run"]["id"]
+    assert report["run"]["options"]["placement"] == {"one": "cpuset v2 (host guest)"}
+    profiled = [t for t in Store.open(os.environ["FAIRMARK_STORE"]).trials(run_id) if t.profiled]
+    assert len(profiled) == 4 and all(t.status == "ok" for t in profiled), [
+        (t.status, t.error) for t in profiled
+    ]
+    placed = [line.split() for line in guest.ssh("cat /tmp/placement").stdout.splitlines()]
+    in_profile = [p for p in placed if "/fairmark-profile-" in p[1]]
+    assert len(in_profile) == 4, placed
+    for who, cgroup, allowed, *_ in in_profile:
+        path = cgroup.removeprefix("0::/").split("/")
+        if who == "one":  # inside the variant's cpuset cgroup, on its one CPU
+            assert len(path) == 2 and path[0].endswith("-one") and allowed == "0", placed
+        else:
+            assert len(path) == 1 and allowed == "0-1", placed
+    code, text, err = fairmark_cli("report", run_id, "--text")
+    assert code == 0, err
+    assert text.count("process tree (cgroup) on host guest") >= 2, text[-4000:]
+    left = guest.ssh("find /sys/fs/cgroup -name 'fairmark-*'").stdout
+    assert not left, left  # the trials' cgroups and the variant's are gone

@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from fairmark.run.profiles.base import CGROUP_PREFIX, PERFCTL_PREFIX, UNOWNED_AGE_S, sweep_stale_profiles
+from fairmark.run.profiles.base import (
+    CGROUP_PREFIX,
+    PERFCTL_PREFIX,
+    UNOWNED_AGE_S,
+    TrialCgroup,
+    sweep_stale_profiles,
+)
 from helpers import REPO, fairmark_subprocess, wait_until
 
 # One at a time under xdist (tests/conftest.py): perf, whose sample rate the kernel lowers machine-wide under load; profile cgroups.
@@ -50,6 +56,26 @@ def test_the_sweep_removes_only_what_dead_fairmarks_left_empty(tmp_path: Path) -
     assert busy.exists() and running.exists() and unowned_new.exists() and fifos_live.exists()
     assert len(lines) == 3 and f"fairmark pid {dead}" in lines[0], lines
     assert sweep_stale_profiles(root, tmp) == []
+
+
+def test_on_cgroup_v2_the_trials_cgroup_is_inside_its_placement_and_swept_there(tmp_path: Path) -> None:
+    """cgroup v2 has one hierarchy: the profiled trial's cgroup goes inside the `cpus` variant's cgroup (the trial
+    keeps its CPUs; the QEMU guest's tests/test_cgroup_v2.py does it for real), perf -G names it by its path from
+    the root, and what a dead fairmark left there is swept. A directory tree stands in for the v2 mount: only a v2
+    root has cgroup.controllers."""
+    root = tmp_path / "cgroup"
+    placed = root / "fairmark-1-one"
+    placed.mkdir(parents=True)
+    (root / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    cg = TrialCgroup(root, str(placed))
+    assert cg.path.parent == placed and cg.name == f"fairmark-1-one/{cg.path.name}"
+    assert TrialCgroup(root, None).path.parent == root  # no placement: beside it, as before
+    assert TrialCgroup(root, str(tmp_path / "elsewhere")).path.parent == root  # not in this hierarchy
+    (root / "cgroup.controllers").unlink()  # v1: the perf_event hierarchy is not the cpuset one
+    assert TrialCgroup(root, str(placed)).path.parent == root
+    left = placed / f"{CGROUP_PREFIX}{_dead_pid()}-0123456789ab"
+    left.mkdir()
+    assert any(str(left) in line for line in sweep_stale_profiles(root, tmp_path)) and not left.exists()
 
 
 PLAN = """

@@ -645,7 +645,7 @@ class Session:
             )
         for d in req.get("mkdirs") or ():
             hold_scratch(d)
-        profile = self._profile(req)
+        profile = self._profile(req, spec.get("place_cgroup") or None)
         if profile is not None:  # the profiler wraps the command and starts here, right before the trial
             spec = dict(spec, argv=profile.wrap([str(a) for a in spec["argv"]]))
             profile.start()
@@ -663,7 +663,7 @@ class Session:
             res["profile"] = profiled
         return res
 
-    def _profile(self, req: dict):
+    def _profile(self, req: dict, place_cgroup: str | None):
         """A profiled trial's profiler on this host (fairmark.remote.profiling.HostTrial), or None."""
         if not req.get("profile"):
             return None
@@ -672,7 +672,7 @@ class Session:
         except ImportError:
             raise RuntimeError(PROFILES_NEED_FAIRMARK) from None
         hold_scratch(req["profile"]["ctx"]["trial_dir"])  # the controller's trial directory, made here
-        return HostTrial(self.__dict__.setdefault("profilers", {}), req["profile"])
+        return HostTrial(self.__dict__.setdefault("profilers", {}), req["profile"], place_cgroup)
 
     def op_profilers(self, req: dict) -> dict:
         """Whether each profiler (cpu, locks, syscalls) can work on this host: {name: why not, or None}."""

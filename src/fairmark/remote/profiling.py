@@ -45,12 +45,15 @@ class HostTrial:
     `req["servers"]` false: the workload's servers run on another host (client_host), so none is looked for here
     (on test hosts that share one process table, the other host's servers would otherwise join the profile)."""
 
-    def __init__(self, state: dict[str, TrialHook], req: dict[str, Any]):
+    def __init__(self, state: dict[str, TrialHook], req: dict[str, Any], place_cgroup: str | None = None):
+        """`place_cgroup`: the trial's placement cgroup on this host (its spec's), which the profile's cgroup
+        goes inside on cgroup v2 (run.profiles.base.TrialCgroup)."""
         name = str(req["name"])
         why = check(state, [name])[name]
         if why:
             raise RuntimeError(f"profiler {name} cannot work here: {why}")
-        self.hook, self.ctx = state[name], HookContext(**req["ctx"])
+        ctx = {k: v for k, v in req["ctx"].items() if k != "place_cgroup"}
+        self.hook, self.ctx = state[name], HookContext(**ctx, place_cgroup=place_cgroup)
         if hasattr(self.hook, "with_servers"):  # the perf profilers (run.profiles.base.PerfProfiler)
             self.hook.with_servers = bool(req.get("servers", True))
 
@@ -82,9 +85,11 @@ class RemoteProfile(TrialHook):
         self.name, self.host, self._executor, self.servers = profiler.name, host, executor, servers
 
     def start(self, ctx: HookContext) -> None:
+        # the host's placement travels in the trial's spec; an agent of the version before it knows no such key
+        here = {k: v for k, v in dataclasses.asdict(ctx).items() if k != "place_cgroup"}
         self._executor.profile = {
             "name": self.name.removeprefix(PREFIX),
-            "ctx": dataclasses.asdict(ctx),
+            "ctx": here,
             "servers": self.servers,
         }
 

@@ -32,6 +32,7 @@ class HookContext:
     trial_id: str
     trial_dir: str  # a directory of the trial's own for a profiler; other hooks must not write there
     warmup: bool
+    place_cgroup: str | None = None  # the trial's placement cgroup (a `cpus` variant's), where it has one
 
 
 class TrialHook:

@@ -112,14 +112,24 @@ CGROUP_PREFIX = "fairmark-profile-"
 class TrialCgroup:
     """A cgroup for one profiled trial, holding its process tree and the workload's servers while it runs. Its
     name carries the controller's PID: a controller killed mid-trial (kill -9) leaves it, and the next run's
-    `sweep_stale_cgroups` removes it once empty and its owner is gone."""
+    `sweep_stale_cgroups` removes it once empty and its owner is gone.
 
-    def __init__(self, root: Path):
+    On cgroup v1 it is made in the perf_event hierarchy, apart from the cpuset one a `cpus` variant places the
+    trial in. On cgroup v2 there is one hierarchy and a process is in one cgroup of it: a trial that left its
+    variant's cpuset cgroup for a profile cgroup beside it lost its CPUs. There it is made inside the trial's
+    placement cgroup (`inside`, the spec's place_cgroup), whose CPUs it inherits (a child without controllers of
+    its own), and the workload's servers profiled with the trial share those CPUs while it runs. `name` is its
+    path from the hierarchy's root, what `perf -G` takes."""
+
+    def __init__(self, root: Path, inside: str | None = None):
         self.root = root
-        self.name = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.path = root / self.name
-        self.path.mkdir()
         self.v2 = (root / "cgroup.controllers").exists()  # only a v2 hierarchy's root has it
+        base = root
+        if self.v2 and inside and Path(inside).is_relative_to(root) and Path(inside).is_dir():
+            base = Path(inside)
+        self.path = base / f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.path.mkdir()
+        self.name = str(self.path.relative_to(root))
         self._moved: dict[int, str] = {}  # server pid → the cgroup it came from
 
     def wrap(self, argv: list[str]) -> list[str]:
@@ -180,7 +190,8 @@ def _sweep_cgroups(root: Path | None) -> list[str]:
     from fairmark.run.guard.lock import pid_alive
 
     try:
-        found = sorted(root.glob(CGROUP_PREFIX + "*")) if root is not None else []
+        # v2: also inside a `cpus` variant's cgroup (TrialCgroup's `inside`)
+        found = sorted([*root.glob(CGROUP_PREFIX + "*"), *root.glob(f"*/{CGROUP_PREFIX}*")]) if root else []
     except OSError:
         return []
     removed = []
@@ -235,14 +246,23 @@ PERFCTL_PREFIX = "fairmark-perfctl-"
 def _ends_with(parent: int) -> Any:
     """Linux: perf gets SIGINT (it writes its file and exits) when the thread that started it ends — a
     controller killed with kill -9 mid-trial left `perf record -a` sampling every CPU until someone noticed.
-    The thread is the one running the trial, which outlives perf in every other case."""
+    The thread is the one running the trial, which outlives perf in every other case.
+
+    prctl is found here, before the fork: an import between fork and exec runs Python's import machinery in a
+    copy of a threaded process, and a Python without libffi (the QEMU guest's, a minimal container's) raised
+    there — every profiled trial failed with subprocess's bare "Exception occurred in preexec_fn". Without
+    ctypes perf starts unarmed: a controller killed with kill -9 leaves it to the next run's sweep."""
     if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):
         return None
 
     def arm() -> None:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
+        prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the controller died before the signal was armed
             os._exit(1)
 
@@ -261,9 +281,13 @@ class PerfRecorder:
         os.mkfifo(ack)
         argv = [*base_argv, "-a", "-D", "-1", "--control", f"fifo:{ctl},{ack}", "-o", str(out), "-q"]
         self.argv = argv
-        self.proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_ends_with(os.getpid())
-        )
+        try:
+            self.proc = subprocess.Popen(
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_ends_with(os.getpid())
+            )
+        except (OSError, subprocess.SubprocessError) as exc:  # the trial's error names perf, not subprocess
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise ProfilerFailed(f"{' '.join(argv[:3])} could not be started: {exc}") from exc
         # O_RDWR opens a FIFO without waiting for the other end (Linux), so a perf that dies at start-up
         # cannot hang the trial; the "enable" waits in the pipe until perf reads it.
         self._ctl = os.open(ctl, os.O_RDWR)
@@ -334,7 +358,7 @@ class PerfProfiler(Profiler):
         self._drop_cgroup()
         self._error, self.servers = None, ()
         try:
-            self._cgroup = TrialCgroup(cgroup_mount() or Path("/nonexistent"))
+            self._cgroup = TrialCgroup(cgroup_mount() or Path("/nonexistent"), ctx.place_cgroup)
         except OSError as exc:
             self._error = f"cannot make the trial's cgroup: {exc}"
             return argv
@@ -348,8 +372,9 @@ class PerfProfiler(Profiler):
         try:
             self._rec = PerfRecorder(self.record_argv(self._cgroup.name), Path(ctx.trial_dir) / self.out_name)
         except ProfilerFailed as exc:
+            # the cgroup stays to the trial's end: the trial's first process joins it (`wrap`), and without it
+            # the trial failed with sh's "exit status 2" in place of perf's message
             self._rec, self._error = None, exc.message
-            self._drop_cgroup()
 
     def finish(self) -> tuple[PerfRecorder | None, str]:
         """Stop perf and give the cgroup's processes back; (the recorder, perf's stderr) or (None, why)."""

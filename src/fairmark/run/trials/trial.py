@@ -121,8 +121,9 @@ class TrialPath:
         # a tool's adapter and the profilers write files of their own beside the output
         trial_dir = self._trial_dir(wctx.scratch, seq, own=bool(rt.adapter) or any(map(is_profiler, hooks)))
         tctx, command = self._trial_context(rt, cs, wctx, trial_dir, extra, r, variant)
+        tid, warm = f"{self.run_id}:{seq}", r < 0
         hctx = HookContext(
-            self.run_id, cell.key, w.name, cell.variant, f"{self.run_id}:{seq}", str(trial_dir), r < 0
+            self.run_id, cell.key, w.name, cell.variant, tid, str(trial_dir), warm, prepared.cgroup
         )
         build = self._builder(w, variant, cell, command, prepared, wctx.env, trial_dir, host.local)
         if w.loops == "auto" and cs.loop_start_s is None:  # the group's first trial: its loop count first

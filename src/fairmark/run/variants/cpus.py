@@ -218,9 +218,14 @@ def undo_cgroup(entry: JournalEntry) -> tuple[str, str | None]:
         return f"{entry['label']} is gone", None
     parent_procs = path.parent / "cgroup.procs"
     for attempt in range(20):
-        for pid in (path / "cgroup.procs").read_text().split():
-            with contextlib.suppress(OSError):  # it may exit meanwhile
-                write_value(parent_procs, pid)
+        # cgroup v2: a profiled trial's cgroup inside this one (run.profiles.base.TrialCgroup), left by a kill
+        for child in [c for c in path.iterdir() if c.is_dir()] + [path]:
+            for pid in (child / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):  # it may exit meanwhile
+                    write_value(parent_procs, pid)
+            if child != path:
+                with contextlib.suppress(OSError):
+                    child.rmdir()
         try:
             path.rmdir()
             return f"removed {entry['label']}{_disable_cpuset(entry)}", None
