@@ -9,7 +9,9 @@ class ExitStatus(enum.IntEnum):
     OK = 0
     GATE_TRIPPED = 1  # e.g. --fail-on-regression found a regression
     USAGE = 2  # bad command line, bad plan, bad input file
-    ENVIRONMENT = 3  # the environment was refused (doctor error, host lock, missing root/tool)
+    ENVIRONMENT = (
+        3  # the environment was refused (doctor error, host lock, missing root/tool, a profile lost)
+    )
     RUN_FAILED = 4  # the run ended, but a cell (or every cell) has no successful trial: nothing to compare
 
 
@@ -71,6 +73,14 @@ class RunFailed(FairmarkError):
     failing command's first error lines printed, but it measured nothing there, so it must not pass as done."""
 
     exit_status = ExitStatus.RUN_FAILED
+
+
+class ProfileMissing(FairmarkError):
+    """A run whose profiled trials brought back no profile of a profiler asked for (each failed, or the
+    profiler failed in it): what a profiler that cannot work is refused for before a run (ENVIRONMENT), found
+    while it ran. Its measured trials and verdicts are stored and shown as for any run."""
+
+    exit_status = ExitStatus.ENVIRONMENT
 
 
 class StoreError(FairmarkError):

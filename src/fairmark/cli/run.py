@@ -23,7 +23,7 @@ from fairmark.cli.common import (
     state,
 )
 from fairmark.console import console
-from fairmark.errors import GateTripped, RunFailed, UsageError
+from fairmark.errors import GateTripped, ProfileMissing, RunFailed, UsageError
 
 # The rest is imported when a run is on its way, after the host lock was looked at (cli/_lockwait.py): a run
 # refused because another holds the lock does not pay a second of CPU for imports first.
@@ -66,7 +66,7 @@ def _environment_to_stderr(report: RunReport) -> None:
 
 
 def _finish(store: Any, run_id: str, fail_on_regression: float | None, judged: RunVerdicts | None) -> None:
-    from fairmark.report.failures import run_failure
+    from fairmark.report.failures import profile_failure, run_failure
     from fairmark.report.jsondoc import run_json
     from fairmark.report.load import load_report
 
@@ -86,6 +86,11 @@ def _finish(store: Any, run_id: str, fail_on_regression: float | None, judged: R
             failed, hint=f"`fairmark show {run_id[:8]}` shows each failed cell's first error lines"
         )
     _gate(report, fail_on_regression)
+    lost = profile_failure(report)
+    if lost:  # after the gate: a regression proven is the verdict asked for, the profile only its explanation
+        raise ProfileMissing(
+            lost, hint=f"`fairmark report {run_id[:8]} --text` has each cell's profiled trials"
+        )
 
 
 def _execute(request: RunRequest, fail_on_regression: float | None, progress: Any = None) -> None:

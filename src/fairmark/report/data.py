@@ -119,7 +119,8 @@ class CellReport:
 
     @property
     def n_failed(self) -> int:
-        return sum(1 for t in self.trials if t.status != "ok")
+        """Failed trials, warm-ups included; not the profiled ones (never counted: their own line says them)."""
+        return sum(1 for t in self.trials if t.status != "ok" and not t.profiled)
 
     def spec(self, metric: str) -> MetricSpec:
         return self.record.spec(metric)
@@ -273,7 +274,10 @@ class RunArtifacts:
     profiled trials (extra trials kept apart from the measured ones)."""
 
     def __init__(self, report: RunReport):
-        measured = {t.id for c in report.cells for t in c.trials if not t.warmup or t.profiled}
+        # a failed profiled trial's profile is of the failure, not of the workload: it is left out
+        measured = {
+            t.id for c in report.cells for t in c.trials if not t.warmup or (t.profiled and t.status == "ok")
+        }
         self.by_cell: dict[str, dict[str, list[ArtifactRow]]] = defaultdict(lambda: defaultdict(list))
         for a in report.artifacts():
             if a["trial_id"] in measured:

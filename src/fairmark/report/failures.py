@@ -245,3 +245,101 @@ def failed_lines(report: Any) -> list[str]:
         out.append(f.sentence)
         out += [f"    {line}" for line in f.lines]
     return out
+
+
+# -- profiles asked for and not delivered ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class MissingProfile:
+    """A cell whose profiled trials brought back no profile of a profiler `--profile` asked for: each failed,
+    or ran and left only the profiler's error. Its first such trial's message (a failed trial's error, else the
+    profiler's), so the cause shows where the run ends — a run whose 40 profiled trials all failed ended "done",
+    exit 0, with nothing but a fail column of 20s."""
+
+    key: str
+    profilers: tuple[str, ...]  # cpu, locks, syscalls
+    trials: int  # the cell's profiled trials
+    failed: int  # of them, those that failed
+    seq: int
+    error: str
+    lines: tuple[str, ...] = ()  # a failed trial's first error lines (error_lines)
+
+    @property
+    def sentence(self) -> str:
+        failed = f", {self.failed} failed" if self.failed else ""
+        return (
+            f"{self.key}: no {'/'.join(self.profilers)} profile from {self.trials} profiled "
+            f"trial{'s' if self.trials != 1 else ''}{failed}; trial {self.seq}: {_cut(self.error)}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "profilers": list(self.profilers),
+            "profiled_trials": self.trials,
+            "failed": self.failed,
+            "trial_seq": self.seq,
+            "error": self.error,
+            "error_lines": list(self.lines),
+        }
+
+
+Left = dict[str, list[tuple[int, str, str]]]  # cell → (trial number, profiler, message) of each error left
+
+
+def _profile_yield(report: Any, asked: list[str]) -> tuple[dict[str, set[str]], Left]:
+    """Per cell: the profilers that delivered (in a trial that succeeded), and the errors they left."""
+    seq = {t.id: t.seq for c in report.cells for t in c.trials if t.profiled}
+    ok = {t.id for c in report.cells for t in c.trials if t.profiled and t.status == "ok"}
+    got: dict[str, set[str]] = {}
+    errors: Left = {}
+    for name in asked:
+        for a in report.source.iter_artifacts(f"profile.{name}"):
+            if a["trial_id"] not in seq:
+                continue
+            cell = a["cell_key"] or ""
+            if a["name"] == "error":
+                text = str(a["text"] if a["text"] is not None else a["data"]).strip() or "profiler error"
+                errors.setdefault(cell, []).append((seq[a["trial_id"]], name, f"profiler {name}: {text}"))
+            elif a["trial_id"] in ok:  # perf's samples of a trial that failed are a profile of the failure
+                got.setdefault(cell, set()).add(name)
+    return got, errors
+
+
+def missing_profiles(report: Any) -> tuple[MissingProfile, ...]:
+    """Each cell with profiled trials missing a profile `--profile` (or --explain) asked for: none came back
+    at all, or a profiler left only errors there."""
+    hooks = (report.run.options or {}).get("hooks") or ()
+    asked = [h.removeprefix("profile.") for h in hooks if str(h).startswith("profile.")]
+    if not asked:
+        return ()
+    got, errors = _profile_yield(report, asked)
+    out = []
+    for c in report.cells:
+        profiled = [t for t in c.trials if t.profiled]
+        if not profiled:
+            continue
+        mine = errors.get(c.key, [])
+        have = got.get(c.key, set())
+        lost = asked if not have else [n for n in asked if n not in have and any(n == e[1] for e in mine)]
+        if not lost:
+            continue
+        failed = [t for t in profiled if t.status != "ok"]
+        first = min([*((t.seq, str(t.error or t.status)) for t in failed), *((e[0], e[2]) for e in mine)])
+        lines = next((error_lines(t) for t in failed if t.seq == first[0]), ())
+        out.append(MissingProfile(c.key, tuple(lost), len(profiled), len(failed), *first, lines))
+    return tuple(out)
+
+
+def profile_failure(report: Any) -> str | None:
+    """Why a finished run did not deliver the profiles it was asked for (the CLI exits ENVIRONMENT), or None."""
+    missing = missing_profiles(report)
+    if not missing:
+        return None
+    profiled = sum(1 for c in report.cells if any(t.profiled for t in c.trials))
+    first = min(missing, key=lambda m: m.seq)
+    said = "; ".join([_cut(first.error), *first.lines[:1]])
+    return (
+        f"profiles missing: {len(missing)} of {profiled} profiled cells brought back no "
+        f"{'/'.join(sorted({p for m in missing for p in m.profilers}))} profile; first, trial {first.seq} "
+        f"({first.key}): {said}"
+    )

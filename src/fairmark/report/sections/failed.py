@@ -1,5 +1,5 @@
 """Cells that measured nothing, first: with the first lines their command wrote, so the cause shows at the top
-(report/failures.py finds them and words the run's failure)."""
+(report/failures.py finds them and words the run's failure); then the profiles asked for and not delivered."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from fairmark.console import console
-from fairmark.report.failures import failed_cells, failed_lines, run_failure
+from fairmark.report.failures import (
+    failed_cells,
+    failed_lines,
+    missing_profiles,
+    profile_failure,
+    run_failure,
+)
 from fairmark.report.section import Context, Section
 
 if TYPE_CHECKING:
@@ -17,6 +23,7 @@ if TYPE_CHECKING:
 
 
 def _terminal(r: RunReport, _: Context) -> None:
+    _missing_terminal(r)
     found = failed_lines(r)
     if not found:
         return
@@ -31,8 +38,28 @@ def _terminal(r: RunReport, _: Context) -> None:
         console.print(f"  [red]{text}[/]" if not line.startswith(" ") else f"  {text}")
 
 
+def _missing_terminal(r: RunReport) -> None:
+    """A --profile that came back empty, in red where the run ends: its measured part is shown below as usual."""
+    verdict = profile_failure(r)
+    if not verdict:
+        return
+    said = verdict.removeprefix("profiles missing: ")
+    console.print(f"[bold red]PROFILES MISSING[/] {escape(console.wrap(said, first=17))}")
+    for m in missing_profiles(r):
+        console.print(f"  [red]{escape(console.wrap(m.sentence, first=2, indent='    '))}[/]")
+        for line in m.lines:
+            console.print(f"      {escape(console.wrap(line, first=6, indent='        '))}")
+
+
 def _text(w: Writer, report: RunReport, _: Context) -> None:
-    """Cells that measured nothing, with the first error lines of their first failed trial."""
+    """Cells that measured nothing, with the first error lines of their first failed trial; profiles missing."""
+    verdict = profile_failure(report)
+    if verdict:
+        w.heading("PROFILES MISSING: " + verdict, 3)
+        for m in missing_profiles(report):
+            w.para(m.sentence, "- ")
+            if m.lines:
+                w.block(["    " + line for line in m.lines])
     found = failed_cells(report.cells)
     if not found:
         return
@@ -45,11 +72,21 @@ def _text(w: Writer, report: RunReport, _: Context) -> None:
 
 
 def _json(r: RunReport, _: Context) -> dict[str, Any]:
-    return {"failed_cells": [f.to_dict() for f in failed_cells(r.cells)], "run_failure": run_failure(r)}
+    return {
+        "failed_cells": [f.to_dict() for f in failed_cells(r.cells)],
+        "run_failure": run_failure(r),
+        "missing_profiles": [m.to_dict() for m in missing_profiles(r)],
+        "profile_failure": profile_failure(r),
+    }
 
 
 def _html(r: RunReport, _: Context) -> dict[str, Any]:
-    return {"cells": [f.to_dict() for f in failed_cells(r.cells)], "run_failure": run_failure(r)}
+    return {
+        "cells": [f.to_dict() for f in failed_cells(r.cells)],
+        "run_failure": run_failure(r),
+        "missing": [m.sentence for m in missing_profiles(r)],
+        "profile_failure": profile_failure(r),
+    }
 
 
 SECTION = Section("failed", terminal=_terminal, text=_text, json=_json, html=_html)

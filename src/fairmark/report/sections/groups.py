@@ -160,8 +160,16 @@ def _cell_notes(cells: list[CellReport]) -> None:
         if c.status == "abandoned":
             line("abandoned", "red", f"{c.key}: {c.stop_reason or ''}")
         for t_ in c.trials:
-            if t_.status != "ok":
+            if t_.status != "ok" and not t_.profiled:
                 line(t_.status, "red", f"{c.key} trial {t_.seq}: {t_.error or ''}")
+        lost = [t_ for t_ in c.trials if t_.profiled and t_.status != "ok"]
+        if lost:  # one line, not one per profiled trial (a profiler failing in every one made 40 lines)
+            n = sum(t_.profiled for t_ in c.trials)
+            line(
+                "profiled",
+                "red",
+                f"{c.key}: {len(lost)} of {n} failed; trial {lost[0].seq}: {lost[0].error or ''}",
+            )
 
 
 def _params(cells: list[CellReport]) -> None:
