@@ -68,6 +68,8 @@ def test_a_run_whose_every_profiled_trial_failed_says_so_and_exits_3(tmp_path: P
     # the table's fail column counts measured trials: none failed, so it has none
     table = out[out.index("variant") : out.index("variant") + 400]
     assert " fail " not in table, table
+    # its progress line: a profiled trial, not a failure counted against the cell's max_failures
+    assert "profiled trial (not counted)  FAILED: exit status 7" in out + err, err[-2000:]
     # one line per cell for its profiled trials, not one per trial
     assert " ".join(out.split()).count("w/a: 2 of 2 failed; trial") == 1, out
     # the measured part stands: done, compared

@@ -172,10 +172,10 @@ class TerminalProgress(RunnerProgress):
 def _message(ev: dict[str, Any], shown: Shown = Shown()) -> str:
     """A trial's progress line (after its [number])."""
     tag = "warm-up" if ev["warmup"] else f"trial {ev['n']}/{ev['max_trials']}"
-    if ev.get("profiled"):  # an extra trial with a profiler attached: kept apart, counted nowhere
-        tag = "profiled trial (not counted)"
     if ev["status"] != "ok":
         tag = f"failure {ev['failures']}/{ev['max_failures']}" + (" (warm-up)" if ev["warmup"] else "")
+    if ev.get("profiled"):  # with a profiler attached: kept apart, its failures counted nowhere
+        tag = "profiled trial (not counted)"
     if ev["status"] == "ok":
         est = "" if ev.get("profiled") else _estimate(ev, shown)
         msg = f"{ev['cell']}  {tag}  {_value(ev, shown)}" + (f"  (mean {est}, n={ev['n']})" if est else "")
