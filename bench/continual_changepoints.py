@@ -11,7 +11,8 @@ The series (identical for every method: numpy's PCG64 with fixed seeds; noise sd
 - a +10% step at index 11 of 22 (sd 3%), the old table's row;
 and the one real history, tigerbeetle's 365 runs (Otava's test data, tests/fixtures/changepoints/): the change
 points of its first 100, 120, …, 365 runs (the clear steps at 15, 61, 71 and 95 should stay once found); and,
-first, the CPU time and peak memory of one 1 000-point series in the fresh process.
+first, the CPU time and peak memory of one 1 000-point series in the fresh process, then the CPU time of a
+CI history's size (30 series of 200 runs with up to five steps).
 
 The other libraries pin numpy/scipy versions fairmark cannot share, so they run from their own virtualenvs:
 
@@ -155,6 +156,22 @@ def thousand(detect: Detector, name: str) -> None:
     )
 
 
+def two_hundred(detect: Detector, name: str) -> None:
+    """A CI history's size: 30 series of 200 runs, each five levels of 40 runs moved by 0, ±5% or +10% (sd 3%)."""
+    rng = np.random.default_rng(200)
+    series = []
+    for _ in range(30):
+        levels = np.repeat(100 * np.cumprod(1 + rng.choice([0, 0, 0.05, -0.05, 0.1], 5)), 40)
+        series.append(levels * (1 + 0.03 * rng.standard_normal(200)))
+    detect(series[0], 0.01, 0)  # tables loaded, imports done
+    t = time.process_time()
+    found = sum(len(detect(x, 0.01, 0)) for x in series)
+    per = (time.process_time() - t) / len(series)
+    print(
+        f"| {name} | 0.01 | 30 series of 200 runs, 0–5 steps | {found} change points | {1000 * per:.1f} ms |"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--method", choices=sorted(METHODS), default="fairmark")
@@ -165,6 +182,7 @@ def main() -> int:
     detect = METHODS[args.method]
     print("| method | α | series | result | CPU per series |\n|---|---|---|---|---|")
     thousand(detect, args.method)  # first: in a process whose caches are cold
+    two_hundred(detect, args.method)
     for level in (float(v) for v in args.levels.split(",")):
         rates(detect, level, args.noise, args.steps, args.method)
         tigerbeetle(detect, level, args.method)

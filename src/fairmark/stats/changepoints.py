@@ -26,7 +26,7 @@ history (tigerbeetle, 365 runs) and simulated ones, that design failed in four w
 - **A fixed permutation seed** put three splits of one 20-run series exactly on p = 0.010. The null tables are
   seeded by length, and their 999 series give p-values in steps of 0.001.
 
-The price of a level that holds under drift is power on short series: the table in docs/design.md gives the rates
+The price of a level that holds under drift is power on short series: the table in docs/statistics.md gives the rates
 beside Otava's and signal-processing-algorithms', which hold no level under drift. A floor keeps what a
 permutation argument says: a split at τ of n runs is one of C(n, τ) ways to choose its sides, so no p-value is
 below 2/C(n, τ) — 10 runs at α 0.01 can show a split at 5 and none at 3 or 7 (`undetectable`).

@@ -1,0 +1,87 @@
+"""How much power any change-point test of 20 runs can have while it holds its level under AR(1) drift: the
+bound behind the rates of bench/continual_changepoints.py (issue 38 item 3).
+
+An oracle told where the step is (index 10 of 20) and how large it is (in units of the noise's sd), but not the
+level or the noise's scale: the best test invariant to those compares the density of the centred series'
+direction under "that step in independent noise" with the largest over AR(1) φ in [0, 0.6] of its density under
+"no step, AR(1) noise"; its critical value is the largest over φ 0, 0.15, …, 0.6 of the simulated quantiles. A
+real detector knows neither place nor size, so its power is lower; if the oracle's is below a goal, no detector
+meets it at that level.
+
+    .venv/bin/python bench/changepoint_bound.py [--series 40000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import numpy as np
+from scipy.signal import lfilter
+
+N = 20
+K = N - 1
+PHIS = (0.0, 0.15, 0.3, 0.45, 0.6)
+R_GRID = np.linspace(1e-3, 40, 4000)[None, :]
+
+
+def ar1(rng: np.random.Generator, r: int, phi: float) -> np.ndarray:
+    e = rng.standard_normal((r, N))
+    e[:, 0] /= math.sqrt(1 - phi * phi)
+    return lfilter([math.sqrt(1 - phi * phi)], [1.0, -phi], e, axis=1)
+
+
+def contrasts() -> np.ndarray:
+    """An orthonormal basis of the series orthogonal to a constant (the level is not known)."""
+    return np.linalg.qr(np.c_[np.ones(N), np.eye(N)[:, : N - 1]])[0][:, 1:]
+
+
+def log_null(z: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """log of the largest AR(1) direction density over φ in [0, 0.6] (13 values)."""
+    i = np.arange(N)
+    out = []
+    for phi in np.linspace(0, 0.6, 13):
+        s = q.T @ phi ** np.abs(i[:, None] - i[None, :]) @ q
+        si, ld = np.linalg.inv(s), np.linalg.slogdet(s)[1]
+        out.append(-0.5 * ld - K / 2 * np.log(np.einsum("ri,ij,rj->r", z, si, z)))
+    return np.max(out, axis=0)
+
+
+def log_alt(z: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """log density of the direction of N(m, I), up to the constant the null shares: ∫ r^(k-1) e^(-|r z - m|²/2) dr."""
+    a = (z @ m)[:, None]
+    lg = (K - 1) * np.log(R_GRID) - 0.5 * (R_GRID * R_GRID - 2 * R_GRID * a + m @ m)
+    top = lg.max(axis=1, keepdims=True)
+    return (top + np.log(np.exp(lg - top).sum(axis=1, keepdims=True)))[:, 0]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--series", type=int, default=40_000)
+    r = ap.parse_args().series
+    rng = np.random.default_rng(38)
+    q = contrasts()
+    print("| step (noise sd) | at | α | oracle's power | critical value's φ |\n|---|---|---|---|---|")
+    for size, tau in ((2.5, 10), (10 / 3, 10)):
+        mean = np.r_[np.zeros(tau), np.full(N - tau, size)]
+        m = q.T @ mean
+
+        def stat(x: np.ndarray, m: np.ndarray = m) -> np.ndarray:
+            y = x @ q
+            z = y / np.linalg.norm(y, axis=1, keepdims=True)
+            return log_alt(z, m) - log_null(z, q)
+
+        nulls = {phi: stat(ar1(rng, r, phi)) for phi in PHIS}
+        alt = stat(mean + rng.standard_normal((r, N)))
+        for alpha in (0.01, 0.05):
+            crit = {phi: float(np.quantile(v, 1 - alpha)) for phi, v in nulls.items()}
+            worst = max(crit, key=lambda p: crit[p])
+            print(
+                f"| {size:.2f} | {tau} of {N} | {alpha:g} | {100 * np.mean(alt > crit[worst]):.1f}% | {worst:g} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
