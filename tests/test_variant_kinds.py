@@ -198,3 +198,10 @@ def test_a_host_whose_agent_cannot_undo_a_change_is_a_loud_error_at_close() -> N
         host.close()
     assert ended == [True] and host.conn is None
     host.close()  # idempotent
+
+
+def test_the_kind_names_shipped_as_data_are_the_tables() -> None:
+    """plan/kind_names.py holds the names without the plan model (`show` need not import pydantic for them)."""
+    from fairmark.plan import kind_names
+
+    assert (kind_names.KERNEL_PATH_KEYS, kind_names.USER_SPEED_KEYS) == (KERNEL_PATH_KEYS, USER_SPEED_KEYS)

@@ -6,9 +6,10 @@ this one table instead of keeping their own lists of keys."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fairmark.plan.kind_names import given as given
+from fairmark.plan.kind_names import given_keys as given_keys
 from fairmark.plan.model import Plan, SystemChanges, VariantKind
 
 
@@ -25,26 +26,6 @@ VARIANT_KINDS: dict[str, VariantKind] = _kinds()  # key → kind, in the plan mo
 KERNEL_PATH_KEYS = tuple(k for k, kind in VARIANT_KINDS.items() if kind.kernel_path)
 USER_SPEED_KEYS = tuple(k for k, kind in VARIANT_KINDS.items() if not kind.kernel_path)
 REMOTE_KEYS = tuple(k for k, kind in VARIANT_KINDS.items() if kind.remote)  # the kinds that can run on a host
-
-
-def given_keys(
-    definition: Mapping[str, object], tuning: Mapping[str, Mapping[str, object]] | None = None
-) -> set[str]:
-    """The kinds a stored variant definition changes, its [tuning.NAME] set's included (a value such as
-    None, {}, "" or False changes nothing; aslr = 0 does)."""
-    keys = {k for k, v in definition.items() if given(v)}
-    name = definition.get("tuning")
-    if "tuning" in keys and isinstance(name, str):
-        keys |= {k for k, v in (tuning or {}).get(name, {}).items() if given(v)}
-        keys.discard("tuning")
-    return keys & set(VARIANT_KINDS)
-
-
-def given(value: object) -> bool:
-    """Whether a kind's value changes anything (aslr = 0 does; None, false, {} and "" do not)."""
-    if value is None or value is False:
-        return False
-    return not (isinstance(value, dict | list | str) and not value)
 
 
 @dataclass(frozen=True)

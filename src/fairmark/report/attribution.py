@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fairmark.plan.kinds import KERNEL_PATH_KEYS, USER_SPEED_KEYS, given_keys
+from fairmark.plan.kind_names import KERNEL_PATH_KEYS, USER_SPEED_KEYS, given_keys  # no plan model
 from fairmark.store.records import TrialRecord
 
 if TYPE_CHECKING:

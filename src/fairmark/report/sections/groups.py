@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from fairmark.console import console
-from fairmark.plan.model import BUILTIN_METRICS
+from fairmark.plan.metric import BUILTIN_METRICS
 from fairmark.report import attribution as attr
 from fairmark.report.boots import levels_lines
 from fairmark.report.data import trial_dict
