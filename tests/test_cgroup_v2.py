@@ -151,3 +151,70 @@ def test_a_cpu_profile_by_cgroup_on_a_pure_cgroup_v2_host(
     assert text.count("process tree (cgroup) on host guest") >= 2, text[-4000:]
     left = guest.ssh("find /sys/fs/cgroup -name 'fairmark-*'").stdout
     assert not left, left  # the trials' cgroups and the variant's are gone
+
+
+# fairmark itself inside the guest: this checkout's src and the virtualenv's packages, shared over 9p
+GUEST_FAIRMARK = (
+    "cd /tmp && env PYTHONPATH=/fairmark/src:/fairmark/site FAIRMARK_STORE=sqlite:////tmp/fm-local/store.db"
+    " FAIRMARK_LOCK_PATH=/tmp/fm-local/host.lock FAIRMARK_STATE_DIR=/tmp/fm-local/state"
+    " /bin/hostpython -m fairmark"
+)
+
+
+@pytest.mark.timeout(2400)  # two Python starts, a run and a report under TCG at load 30
+def test_a_local_run_on_a_pure_cgroup_v2_host(guest: qemuguest.Guest) -> None:
+    """`fairmark run` on the cgroup v2 host itself (no agent): the `cpus = 1` variant's trials run in a cpuset
+    cgroup of the v2 root on CPU 0, the run records "cpuset v2" and the report shows it, the 2-thread workload
+    gets half the parallelism, `--profile cpu` profiles every variant's extra trials by cgroup (the `cpus = 1`
+    one's inside its cpuset cgroup), and no fairmark cgroup or enabled controller is left."""
+    before = guest.ssh("cat /sys/fs/cgroup/cgroup.subtree_control").stdout.split()
+    command = json.dumps(["sh", "-c", f"{WHERE} >> /tmp/placement-local; ({SPIN}) & ({SPIN}); wait"])
+    plan = (
+        "[run]\nwarmup = 0\nmin_trials = 3\nmax_trials = 3\nprofiled_trials = 1\nmax_profiled = 1\n"
+        f'[[workload]]\nname = "two-threads"\ncommand = {command}\n'
+        '[[variant]]\nname = "all"\nenv = { WHO = "all" }\n'
+        '[[variant]]\nname = "one"\ncpus = 1\nenv = { WHO = "one" }\n'
+    )
+    setup = guest.ssh(
+        f"rm -rf /tmp/fm-local /tmp/placement-local && mkdir -p /tmp/fm-local && cat > /tmp/local.toml "
+        f"<<'PLAN'\n{plan}PLAN\n"
+    )
+    assert setup.returncode == 0, setup.stderr
+    run = guest.ssh(f"{GUEST_FAIRMARK} run /tmp/local.toml --json --accept-risk --profile cpu", timeout=1800)
+    assert run.returncode == 0, run.stderr[-3000:] + "\n--- guest console ---\n" + guest.console_tail(2000)
+    report = json.loads(run.stdout)
+    assert report["run"]["options"]["placement"] == {"one": "cpuset v2"}
+    placed = [line.split() for line in guest.ssh("cat /tmp/placement-local").stdout.splitlines()]
+    measured = [p for p in placed if "/fairmark-profile-" not in p[1]]
+    one = [p for p in measured if p[0] == "one"]
+    every = [p for p in measured if p[0] == "all"]
+    assert len(one) == 3 and len(every) == 3, placed
+    assert all(
+        p[1].startswith("0::/fairmark-") and p[1].endswith("-one") and p[2:] == ["0", "0"] for p in one
+    ), placed
+    assert all(p[2] == "0-1" and "fairmark-" not in p[1] for p in every), placed
+    # the profiled trials: each in a cgroup of its own, the `cpus = 1` one's inside the variant's, on CPU 0
+    for who, cgroup, allowed, *_ in (p for p in placed if "/fairmark-profile-" in p[1]):
+        inside = cgroup.removeprefix("0::/").split("/")
+        assert (len(inside), allowed) == ((2, "0") if who == "one" else (1, "0-1")), placed
+    trials = [t for cell in report["cells"] for t in cell["trials"]]
+    profiled = [t for t in trials if t["profiled"]]
+    assert len(profiled) == 2 and all(t["status"] == "ok" for t in profiled), profiled
+    parallel = {
+        cell["variant"]: statistics.median(
+            [
+                (t["user_s"] + t["sys_s"]) / t["wall_s"]
+                for t in cell["trials"]
+                if not t["warmup"] and not t["profiled"] and t["status"] == "ok"
+            ]
+        )
+        for cell in report["cells"]
+    }
+    assert parallel["all"] > 1.5 and parallel["one"] < 1.15, parallel
+    text = guest.ssh(f"{GUEST_FAIRMARK} report {report['run']['id']} --text", timeout=600)
+    assert text.returncode == 0, text.stderr[-3000:]
+    assert "one: cpus=1, cpus placement=cpuset v2" in text.stdout, text.stdout[-3000:]
+    # the cgroups are gone, and the controller fairmark enabled for the root's children is taken back
+    left = guest.ssh("find /sys/fs/cgroup -name 'fairmark-*'").stdout
+    assert not left, left
+    assert guest.ssh("cat /sys/fs/cgroup/cgroup.subtree_control").stdout.split() == before
