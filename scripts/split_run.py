@@ -103,14 +103,16 @@ def _from_run(match: re.Match[str]) -> str:
 
 
 def _bare_in_words(text: str) -> str:
-    """`run.X` rewritten in comments and strings only (`run.options` in code is a record's field)."""
+    """`run.X` rewritten in comments and docstrings only (`run.options` in code is a record's field, `run.boots`
+    in a string a plan key)."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):
         return text
     lines = text.splitlines(keepends=True)
     for tok in reversed(tokens):
-        if tok.type not in (tokenize.COMMENT, tokenize.STRING) or not BARE.search(tok.string):
+        prose = tok.type == tokenize.COMMENT or tok.string.lstrip("rbuRBU").startswith(('"""', "'''"))
+        if not prose or not BARE.search(tok.string):  # "run.boots" in a one-line string is a plan key
             continue
         new = BARE.sub(lambda m: f"run.{WHERE[m.group(1)]}.{m.group(1)}", tok.string)
         (sr, sc), (er, ec) = tok.start, tok.end

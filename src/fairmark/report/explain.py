@@ -54,7 +54,7 @@ def profiled_trials(report: RunReport, cell: CellReport) -> list[ProfiledTrial]:
 
 
 def profiled_boots(report: RunReport, cell: CellReport) -> list[list[ProfiledTrial]]:
-    """The same, one list per boot (a boot run's unit: run.bootrun profiles every boot)."""
+    """The same, one list per boot (a boot run's unit: run.loop.bootrun profiles every boot)."""
     units: dict[str | None, list[ProfiledTrial]] = {}
     for boot, p in _profiled(report, cell):
         units.setdefault(boot, []).append(p)

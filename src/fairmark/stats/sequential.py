@@ -414,7 +414,7 @@ def paired_ratio_test(
 class GroupDecision:
     """Whether a group stops, and at what: the pairs' looks, each pair's decision after Benjamini–Hochberg
     (`decided`), the rounds looked at, and whether every pair (or, with any_different, one difference) was
-    decided — else the last look stopped it (run/stoprule.py words it as the cells' stop reason)."""
+    decided — else the last look stopped it (run/loop/stoprule.py words it as the cells' stop reason)."""
 
     stop: bool
     looks: dict[tuple[str, str], Look]

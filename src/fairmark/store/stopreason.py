@@ -1,5 +1,5 @@
 """The reason a cell stopped, as the store keeps it (`cells.stop_reason`): worded here from the numbers of the
-precision stop (stats.stopping.GroupStop), written by run/stoprule.py, and read back by verdict/pairs.py — how the
+precision stop (stats.stopping.GroupStop), written by run/loop/stoprule.py, and read back by verdict/pairs.py — how the
 cell's length was chosen decides the spread its verdict takes (stats.paired). One format, its writer and its
 readers in one place."""
 

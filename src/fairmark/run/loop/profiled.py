@@ -122,7 +122,7 @@ def profilers(options: RunOptions, rt: WorkloadRuntime, policy: RunPolicy, basel
 
 def boot_profilers(options: RunOptions) -> list[TrialHook]:
     """A boot run's profilers: each takes `profiled_trials` in every boot, --explain's CPU profiler included
-    (run.bootrun: the boot run's verdict is known only after its last boot). No adaptive stop: with boots as
+    (run.loop.bootrun: the boot run's verdict is known only after its last boot). No adaptive stop: with boots as
     the unit, more boots, not more profiled trials in one, narrow where the difference went."""
     from fairmark.run.trials.trial import is_profiler
 
