@@ -730,3 +730,136 @@ def test_run_is_folders_that_depend_one_way() -> None:
     modules = _run_arrows(9)
     assert ("run/trials/trial", "run/machine/host") in modules  # what the check reads
     assert ("run/machine/host", "run/trials/trial") not in modules
+
+
+# Function-level imports of fairmark's own modules (issue 33 item 7: 223 of them hid the wiring). One stays inside
+# a function only for a heavy library the module it imports loads at its top and its importer does not, in an
+# agent's shipped module, or to break one of these circles (a list that only shrinks: each is to be broken by
+# moving what both sides share to a lower module).
+HEAVY_LIBRARIES = {
+    "scipy",
+    "numpy",
+    "sqlalchemy",
+    "pydantic",
+    "matplotlib",
+    "jinja2",
+    "psycopg",
+    "rich",
+    "psutil",
+}
+KNOWN_LAZY_CIRCLES = {
+    ("probe/diff.py", "fairmark.probe.doctor"),
+    ("probe/doctor.py", "fairmark.probe.freebsd"),
+    ("probe/doctor.py", "fairmark.probe._io"),
+    ("probe/doctor.py", "fairmark.probe.linux"),
+    ("run/monitors/sampler.py", "fairmark.run.monitors.linux"),
+    ("run/monitors/sampler.py", "fairmark.run.monitors.freebsd"),
+    ("run/profiles/__init__.py", "fairmark.run.profiles.cpu"),
+    ("run/profiles/__init__.py", "fairmark.run.profiles.locks"),
+    ("run/profiles/__init__.py", "fairmark.run.profiles.syscalls"),
+    ("run/profiles/__init__.py", "fairmark.run.profiles.freebsd"),
+    ("stats/tdist.py", "fairmark.stats.tlight"),
+}
+
+
+def _module_of(rel: str) -> str:
+    return "fairmark." + rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def _fairmark_module(name: str) -> str | None:
+    """The fairmark module an imported name is (`fairmark.run.spec.TrialSpec` → `fairmark.run.spec`)."""
+    parts = name.split(".")
+    for n in range(len(parts), 1, -1):
+        rel = "/".join(parts[1:n])
+        if parts[0] == "fairmark" and ((SRC / f"{rel}.py").exists() or (SRC / rel / "__init__.py").exists()):
+            return ".".join(parts[:n])
+    return None
+
+
+def _import_nodes(
+    tree: ast.Module,
+) -> tuple[list[ast.Import | ast.ImportFrom], list[ast.Import | ast.ImportFrom]]:
+    """A module's imports run when it is imported (not in a function, not for type checking only), and those
+    inside a function."""
+    top: list[ast.Import | ast.ImportFrom] = []
+    inside: list[ast.Import | ast.ImportFrom] = []
+
+    def walk(node: ast.AST, in_function: bool, typing_only: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                (inside if in_function else top if not typing_only else []).append(child)
+            walk(
+                child,
+                in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda),
+                typing_only or (isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)),
+            )
+
+    walk(tree, False, False)
+    return top, inside
+
+
+def _named(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.ImportFrom):
+        return [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
+    return [a.name for a in node.names]
+
+
+def _heavy_on_import() -> dict[str, set[str]]:
+    """Each fairmark module → the heavy libraries importing it loads (its top-level imports, followed)."""
+    edges: dict[str, set[str]] = {}
+    heavy: dict[str, set[str]] = {}
+    for rel, tree in _modules():
+        module = _module_of(rel)
+        parts = module.split(".")
+        edges[module] = {".".join(parts[:n]) for n in range(2, len(parts))}  # its packages first
+        heavy[module] = set()
+        for node in _import_nodes(tree)[0]:
+            for name in _named(node):
+                own = _fairmark_module(name)
+                if own and own != module:
+                    edges[module].add(own)
+                elif name.split(".")[0] in HEAVY_LIBRARIES:
+                    heavy[module].add(name.split(".")[0])
+    loaded: dict[str, set[str]] = {}
+    for module in edges:
+        seen, todo = set(), [module]
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo += edges.get(m, ())
+        loaded[module] = set().union(*(heavy.get(m, set()) for m in seen))
+    return loaded
+
+
+def test_own_modules_are_imported_at_the_top() -> None:
+    """An import of fairmark's own module inside a function is there for a reason the code shows (issue 33
+    item 7): the module it imports loads a heavy library (HEAVY_LIBRARIES) its importer does not load, the
+    importer is shipped to a host's agent (where fairmark may not be installed), or it is a KNOWN_LAZY_CIRCLES
+    circle. ruff's PLC0415 (pyproject.toml) refuses any import inside a function outside the files listed there;
+    this checks the reason of each one of fairmark's modules in those files."""
+    from fairmark.remote.connection import shipped_modules
+
+    shipped = {m for m, rel in shipped_modules().items() if rel} | {
+        "fairmark.remote.agent",
+        "fairmark.run.launch.launcher",
+    }
+    loads = _heavy_on_import()
+    found, circles = [], set()
+    for rel, tree in _modules():
+        module = _module_of(rel)
+        if module in shipped:
+            continue
+        for node in _import_nodes(tree)[1]:
+            targets = {t for name in _named(node) if (t := _fairmark_module(name)) and t != module}
+            for target in targets - {_fairmark_module(n) for n in _named(node)[-1:]} or targets:
+                if loads[target] - loads[module]:
+                    continue
+                if (rel, target) in KNOWN_LAZY_CIRCLES:
+                    circles.add((rel, target))
+                    continue
+                found.append(f"{rel}:{node.lineno} imports {target} inside a function: import it at the top")
+    assert found == [], "\n".join(found)
+    assert circles == KNOWN_LAZY_CIRCLES, (
+        f"circles broken: take {sorted(KNOWN_LAZY_CIRCLES - circles)} off the list"
+    )

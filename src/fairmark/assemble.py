@@ -23,6 +23,10 @@ from typing import TYPE_CHECKING
 
 from fairmark.console import console
 from fairmark.plan.load import LoadedPlan
+from fairmark.remote.hosts import hosts_for
+from fairmark.run.guard.lock import HostLock
+from fairmark.run.monitors import default_hooks
+from fairmark.run.profiles import hooks_for
 
 if TYPE_CHECKING:
     from fairmark.run.hooks import TrialHook
@@ -172,12 +176,8 @@ def trial_hooks(
     (remote.profiling): one that cannot work here still profiles the trials there."""
     hooks: list[TrialHook] = []
     if monitors:
-        from fairmark.run.monitors import default_hooks
-
         hooks += default_hooks(interval)
     if profile:
-        from fairmark.run.profiles import hooks_for
-
         hooks += hooks_for(list(profile))
     for h in hooks:
         if h.unavailable and hosts and h.name.startswith("profile."):
@@ -193,7 +193,6 @@ def hosts_of(request: RunRequest, options: RunOptions) -> dict[str, Host] | None
     loaded = request.loaded
     if not loaded.plan.remote:
         return None
-    from fairmark.remote.hosts import hosts_for
 
     built = hosts_for(
         loaded.plan, loaded.path, hooks=options.hooks, allow_concurrent=options.allow_concurrent
@@ -231,8 +230,6 @@ def host_lock(
     each run writes its own id into it when it starts), its notes (a stale lock taken over, a concurrent run
     allowed) said through `warn`. `wait_s`: how long to wait for another run's lock (--wait-lock), saying once
     who holds it, before refusing (exit 3)."""
-    from fairmark.run.guard.lock import HostLock
-
     info = {"plan": plan_path, "run_id": label}
     with HostLock(info, allow_concurrent=allow_concurrent, wait_s=wait_s, on_wait=console.note) as lock:
         for note in lock.notes:

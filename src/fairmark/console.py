@@ -25,6 +25,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fairmark import plaintable
+from fairmark.plaintable import PlainTable
+
 if TYPE_CHECKING:
     from rich.console import Console as RichConsole
     from rich.table import Table
@@ -441,8 +444,6 @@ class Console:
         """A compact table: a rule under the header, no boxes, one space either side of each column; its title,
         if any, printed above it by `print_table` (wrapped like prose, not squeezed into the columns). Only the
         columns named in `wrap` may wrap (prose); the others keep each value on one line."""
-        from fairmark.plaintable import PlainTable
-
         return PlainTable(columns, wrap, right, options)
 
     @staticmethod
@@ -549,9 +550,7 @@ def _plain_wrap_width(stream: Any) -> int | None:
 def _plain_text(text: str) -> bool:
     """`text` printed by rich (escaped) is `text` itself: no backslash (escape's own), no emoji code, no control
     character; its brackets are escaped and come back as they were."""
-    from fairmark.plaintable import plain
-
-    return plain(text.replace("[", "").replace("\n", ""))
+    return plaintable.plain(text.replace("[", "").replace("\n", ""))
 
 
 def fit(table: Table, width: int) -> None:

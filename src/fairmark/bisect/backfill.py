@@ -13,6 +13,7 @@ commit that does not build is skipped and said; the worktree is removed after ea
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 from fairmark.assemble import execute_run
 from fairmark.bisect.git import Repo
 from fairmark.bisect.search import Bisect, BisectOptions, _quoted
-from fairmark.errors import UsageError
+from fairmark.errors import PlanError, UsageError
 from fairmark.plan.load import load_plan
 from fairmark.run.guard.signals import unwinding
 
@@ -102,8 +103,6 @@ class Backfill(Bisect):
         return BackfillResult(tuple(commits), measured, kept, failed, tuple(problems))
 
     def _stored(self, commits: list[str]) -> set[str]:
-        import hashlib
-
         sha = hashlib.sha256(self.plan_text.encode()).hexdigest()
         found = self.store.commits_measured(sha, os.uname().nodename, commits)
         for c in commits:
@@ -147,8 +146,6 @@ class Backfill(Bisect):
 
 
 def _read(path: str) -> str:
-    from fairmark.errors import PlanError
-
     try:
         return Path(path).read_text(encoding="utf-8")
     except OSError as exc:

@@ -20,6 +20,7 @@ printed as the bisect goes, once each.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -37,6 +38,7 @@ from fairmark.plan.load import LoadedPlan, parse_plan
 from fairmark.run.guard.signals import unwinding
 from fairmark.run.launch.launcher import kill_group
 from fairmark.run.loop.options import Progress
+from fairmark.run.trials.secrets import Scrubber
 from fairmark.store.schema import BISECT_RESULT
 from fairmark.verdict import rule
 from fairmark.verdict.compare import Comparison
@@ -180,8 +182,6 @@ def step_plan(text: str, path: str, sides: dict[str, Path]) -> LoadedPlan:
 
 def _toml_str(p: Path) -> str:
     # TOML's basic strings take JSON's escapes (json.dumps never writes '\/')
-    import json
-
     return json.dumps(str(p))
 
 
@@ -246,8 +246,6 @@ class Bisect:
         """The outcome beside the runs it was judged from (an artifact of the bisect's first run): a report can
         show the steps, their answers and the first bad commit from the store alone. Build output quoted in a
         step's note is scrubbed of secrets, as every stored output is."""
-        from fairmark.run.trials.secrets import Scrubber
-
         first = next((run for step in result.steps for run in step.runs), None)
         if first is None:
             return

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
-from fairmark.cli.common import stack
+from fairmark.cli._tags import parse_tags
+from fairmark.cli.common import profilers, stack
 from fairmark.console import console
+from fairmark.run.guard.signals import unwinding
 
 if TYPE_CHECKING:
     from fairmark.bisect.search import BisectOptions
@@ -53,8 +55,6 @@ def bisect_options(
     """BisectOptions from a command's own options: the command line, tags, monitors and profilers as every
     run of it records them."""
     from fairmark.bisect.search import BisectOptions
-    from fairmark.cli._tags import parse_tags
-    from fairmark.cli.common import profilers
 
     if tag_items is not None:
         fields["tags"] = parse_tags(tag_items)
@@ -72,7 +72,6 @@ def run_locked(
     """The job under this machine's lock. SIGTERM/SIGHUP (a CI cancel) unwind from here on: the lock released,
     the repository put back, exit 128+N; what could not be put back is said."""
     from fairmark.assemble import host_lock
-    from fairmark.run.guard.signals import unwinding
 
     with unwinding(), host_lock(plan_path, kind, allow_concurrent=allow_concurrent, wait_s=wait_s):
         done = job()

@@ -16,6 +16,9 @@ from typing import Any
 
 import click
 
+from fairmark.console import console
+from fairmark.run.guard.lock import wait_until_free
+
 _DURATION_RE = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|sec|m|min|h|d)?", re.IGNORECASE)
 _UNIT_S = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
@@ -79,7 +82,5 @@ def lock_first(wait_s: float, *, allow_concurrent: bool = False, plan: str | Non
     on other hosts does not lock this machine, nor does --allow-concurrent."""
     if allow_concurrent or (plan is not None and not runs_here(plan)):
         return
-    from fairmark.console import console
-    from fairmark.run.guard.lock import wait_until_free
 
     wait_until_free(wait_s, on_wait=console.note)

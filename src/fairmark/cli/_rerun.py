@@ -17,10 +17,12 @@ from typing import Any
 
 from fairmark.cli._progress import TerminalProgress
 from fairmark.cli.bundle import import_bundle, load_bundle, store_has
+from fairmark.cli.common import open_store
 from fairmark.console import console
 from fairmark.errors import InputError, UsageError
 from fairmark.plan.load import LoadedPlan, check_commands, parse_plan
 from fairmark.plan.model import Plan, RunPolicy
+from fairmark.probe import diff_snapshots
 
 RUN_KEY = "tables.runs[0]"
 MAX_SHOWN = 20  # differences listed one per line before the rest is counted
@@ -239,8 +241,6 @@ def parse_map_hosts(items: tuple[str, ...]) -> dict[str, tuple[str, list[str]]]:
 def environment_lines(recorded: Any, here: Any, origin: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(warnings, notes) on how this run's environment differs from the bundle's run's: each difference that can
     change a result (kernel, CPU, frequency policy, mitigations, file system, tool versions …) one warning."""
-    from fairmark.probe import diff_snapshots
-
     if not isinstance(recorded, dict) or not recorded:
         return [], [
             "the bundle carries no environment snapshot: how this machine differs from its run is unknown"
@@ -319,8 +319,6 @@ def bring_in(rerun: Rerun, store: Any) -> bool:
 def execute_rerun(rerun: Rerun, run_one: Any) -> None:
     """Bring the bundle's run into the store, then `run_one(progress=…)`; a re-run refused before it started (a
     doctor error, the host lock) takes back the import it came with."""
-    from fairmark.cli.common import open_store
-
     for line in rerun.warnings:
         console.warn(line)
     store = open_store()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
+from fairmark.remote import agent as agent_mod
+
 
 @click.command(hidden=False)
 def agent() -> None:
     """Serve fairmark's agent protocol on stdin/stdout (the controller starts this over SSH).
 
     Speaks versioned JSON lines, one request per line; opens no port. See fairmark/remote/agent.py."""
-    from fairmark.remote import agent as agent_mod
-
     raise SystemExit(agent_mod.main())
 
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from fairmark.cli.common import common_options, open_store
 from fairmark.console import console
-from fairmark.errors import GateTripped
+from fairmark.errors import FairmarkError, GateTripped
 
 
 def _threshold(ctx: click.Context, param: click.Parameter, value: str) -> float:
@@ -91,7 +91,6 @@ def check(
 def plan_thresholds(store, run_ref: str) -> dict[tuple[str, str], float]:
     """The metrics' own `fail_on_pct` in the checked run's plan (none: a run stored from a bundle or a plan
     this version cannot read keeps --threshold for every metric)."""
-    from fairmark.errors import FairmarkError
     from fairmark.plan.load import parse_plan
     from fairmark.plan.model import metric_thresholds
 

@@ -23,11 +23,14 @@ import numpy as np
 from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import InputError, UsageError
-from fairmark.report import ministat
+from fairmark.formats import parse_results
+from fairmark.report import ministat, series_compare
 from fairmark.report.compare_files import emit_human, json_doc, ministat_only, not_judged
+from fairmark.stats import special
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import MAX_ABS, MAX_ABS_TEXT
 from fairmark.verdict.judge import MIN_VALUES
+from fairmark.verdict.pairs import judge_files
 
 # What a number looks like in a data file: decimal, optional exponent. NaN, infinities, hex and "1_000"
 # (which Python's float() would take) are refused: none of them is a measurement.
@@ -260,7 +263,6 @@ def _other_tools(texts: list[tuple[str, str]], column: int, delimiters: str) -> 
     are plain files of numbers. A file of one number per line never loads the readers (compare's start)."""
     if all(_plain(text) for _, text in texts):
         return None
-    from fairmark.formats import parse_results
 
     results = [parse_results(text, name) for name, text in texts]
     if all(r is None for r in results):
@@ -282,8 +284,6 @@ def _other_tools(texts: list[tuple[str, str]], column: int, delimiters: str) -> 
 
 def _compare_other_tools(results: list, confidence: float) -> None:
     from dataclasses import replace
-
-    from fairmark.report import series_compare
 
     labels = _labels([r.path for r in results])
     results = [replace(r, path=label) for r, label in zip(results, labels, strict=True)]
@@ -372,7 +372,6 @@ def compare(
         return _compare_other_tools(results, confidence)
     if len(paths) > ministat.MAX_DATASETS:
         raise UsageError(f"{len(paths)} files given; at most {ministat.MAX_DATASETS} can be compared at once")
-    from fairmark.stats import special
 
     with special.lean():  # plain numbers, ministat's job: no scipy (stats.special says why and how it agrees)
         _compare_plain(
@@ -397,8 +396,6 @@ def _compare_plain(
     unit: str,
 ) -> None:
     """Files of plain numbers: ministat's table and plot, then every file judged against the first."""
-    from fairmark.verdict.pairs import judge_files
-
     width, plot, test, separate = view
     data = _read_all(*sources, *columns, ministat_compat and not console.json_mode)
     if ministat_compat and any(np.max(np.abs(d.values)) > MAX_ABS for d in data):

@@ -17,7 +17,9 @@ import click
 from fairmark.cli.common import common_options, open_store
 from fairmark.errors import EnvironmentRefused, InputError
 from fairmark.plan.model import CONFIDENCE_LEVELS
+from fairmark.probe import comparison_findings, diff_snapshots
 from fairmark.report.compare_runs import own_verdicts, show, show_differences
+from fairmark.report.explain_units import explanations
 from fairmark.verdict.judge import MIN_VALUES
 from fairmark.verdict.match import match_cells
 from fairmark.verdict.pairs import Side, across_runs
@@ -86,7 +88,6 @@ def compare_runs(
     if metrics and not verdicts:
         raise InputError(f"no metric named {', '.join(metrics)} with ≥ {MIN_VALUES} values in both runs")
     only = unmatched(pairs, cells[0][0], cells[1][0])
-    from fairmark.report.explain_units import explanations
 
     explained = explanations(store, pairs, two, verdicts)
     show(runs, env, verdicts, because, only, sides, own_verdicts(store, runs), explained)
@@ -116,8 +117,6 @@ def split_sides(args: tuple[str, ...]) -> tuple[list[str], list[str]]:
 def environment_check(run_a, run_b, *, declared: tuple[str, ...], because: str | None) -> dict[str, Any]:
     """Differences between the runs (plan, --quick) and their environments before they started; refuse on
     undeclared ones that can invalidate the comparison, unless --because states the intended difference."""
-    from fairmark.probe import comparison_findings, diff_snapshots
-
     diffs, findings = run_differences(run_a, run_b, declared)
     a, b = run_a.env_before, run_b.env_before
     missing = ", ".join(r.id[:8] for r in (run_a, run_b) if not r.env_before)

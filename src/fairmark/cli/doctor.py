@@ -10,6 +10,9 @@ from rich.markup import escape
 from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import InputError
+from fairmark.probe import Finding, diagnose, take_snapshot, worst_severity
+from fairmark.remote.connection import HostConnection, HostSpec
+from fairmark.remote.probe import remote_snapshot
 
 SEVERITY_STYLE = {"error": "bold red", "warn": "yellow", "info": "dim"}
 
@@ -51,12 +54,7 @@ def doctor(
 
     Exits 0 even with findings: refusing to run is `fairmark run`'s job (it stops on errors unless
     --accept-risk)."""
-    from fairmark.probe import diagnose, take_snapshot, worst_severity
-
     if host:
-        from fairmark.remote.connection import HostConnection, HostSpec
-        from fairmark.remote.probe import remote_snapshot
-
         with HostConnection(HostSpec(host, ssh=host, ssh_options=tuple(ssh_options))) as conn:
             for line in conn.hello.get("recovered", []):
                 console.warn(f"host {host}: {line}")
@@ -69,7 +67,6 @@ def doctor(
     if (
         root == "/"
     ):  # a journal of system changes left by a killed fairmark (not restored here: doctor changes nothing)
-        from fairmark.probe import Finding
         from fairmark.run.variants.system import pending_findings
 
         findings = [Finding(**f) for f in pending_findings()] + findings

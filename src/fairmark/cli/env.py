@@ -11,6 +11,8 @@ from fairmark.cli.common import common_options, open_store
 from fairmark.cli.doctor import check_sysroot
 from fairmark.console import console
 from fairmark.errors import UsageError
+from fairmark.probe import comparison_findings, diff_snapshots, take_snapshot
+from fairmark.probe.capture import save_sysroot
 
 CATEGORY_STYLE = {"validity": "bold red", "environment": "yellow", "info": "dim"}
 
@@ -68,7 +70,6 @@ def env(
             raise UsageError("--save-sysroot saves this host; it cannot be combined with --sysroot")
         _save(save_sysroot)
         return
-    from fairmark.probe import take_snapshot
 
     snap = take_snapshot(check_sysroot(sysroot), tools=tools, workdir=workdir)
     if console.json_mode:
@@ -78,8 +79,6 @@ def env(
 
 
 def _save(dest: str) -> None:
-    from fairmark.probe.capture import save_sysroot
-
     files = save_sysroot(dest)
     if console.json_mode:
         console.emit_json({"sysroot": dest, "files": files})
@@ -137,8 +136,6 @@ def _fmt(v: Any) -> str:
 
 
 def _diff(ref_a: str, ref_b: str, *, after: bool, declared: tuple[str, ...]) -> None:
-    from fairmark.probe import comparison_findings, diff_snapshots
-
     store = open_store()
     runs = [store.get_run(ref_a), store.get_run(ref_b)]
     snaps = []

@@ -10,10 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fairmark.bisect.git import Repo
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store, state
+from fairmark.cli.runs import short_tag
 from fairmark.console import console, escape
-from fairmark.errors import InputError
+from fairmark.errors import GateTripped, InputError
+from fairmark.store.base import normalize_url
+from fairmark.store.history import RSS_METRIC, legacy_rss_runs, metrics_of
+from fairmark.store.quickhistory import opened
+from fairmark.store.records import LEGACY_RSS
 
 if TYPE_CHECKING:
     from fairmark.report.history import HistoryOptions
@@ -117,9 +123,6 @@ def _read(opts: HistoryOptions, new_since: str | None) -> tuple[list[dict], str,
     store of this schema without SQLAlchemy (store/quickhistory.py), else (or on any sqlite3 error) the store."""
     import sqlite3
 
-    from fairmark.store.base import normalize_url
-    from fairmark.store.quickhistory import opened
-
     if not new_since:  # a run named by --new-since is looked up by the full store
         with opened(normalize_url(state["store"])) as quick, contextlib.suppress(sqlite3.Error):
             if quick is not None:
@@ -131,7 +134,6 @@ def _read(opts: HistoryOptions, new_since: str | None) -> tuple[list[dict], str,
 
 def _series(store: Store | SqliteHistory, opts: HistoryOptions) -> tuple[list[dict], str, list[str]]:
     from fairmark.report.history import build_history
-    from fairmark.store.history import metrics_of
 
     metric, others = opts.metric or "", []
     if not metric:  # the workload's primary metric; the others are named, not all printed
@@ -156,7 +158,6 @@ def commit_order(order: str, repo: str, order_tag: str | None) -> tuple[str, ...
         return None
     if order_tag:
         raise click.UsageError("--order commit and --by-tag KEY are two orders: give one")
-    from fairmark.bisect.git import Repo
 
     return Repo(repo).first_parent()
 
@@ -186,8 +187,6 @@ def _mark(store: Store, text: str):  # -> dt.datetime
 
 def _gate(data: list[dict], since) -> None:
     """Otava's `regressions --since`: exit 1 when a change point lies after the mark (any, without one)."""
-    from fairmark.errors import GateTripped
-
     new = [
         f"{s['cell']} {s['metric']} on {s['host']} before point {cp['index'] + 1} "
         f"({cp['between'][1]}): {cp['sentence'] or cp['change']}"
@@ -202,8 +201,6 @@ def _gate(data: list[dict], since) -> None:
 
 def _all_left_out(store: Store, workload: str, metric: str, host: str | None, tags: dict | None) -> str:
     """Why a max_rss_kib history is empty when every stored run of it recorded fairmark's own memory."""
-    from fairmark.store.history import RSS_METRIC, legacy_rss_runs
-    from fairmark.store.records import LEGACY_RSS
 
     if metric != RSS_METRIC:
         return ""
@@ -214,7 +211,6 @@ def _all_left_out(store: Store, workload: str, metric: str, host: str | None, ta
 def _table(workload: str, s: dict, alpha: float) -> None:
     """One line per run: its mean ± CI in a prefix shared by the series (so points compare at a glance), the
     digits each CI supports; change points marked ▲ where the new level starts."""
-    from fairmark.cli.runs import short_tag
     from fairmark.stats import format_value
     from fairmark.stats.digits import column_unit
 

@@ -13,10 +13,12 @@ import traceback
 
 import click
 
+import fairmark.cli as pkg
 from fairmark import __version__
 from fairmark.cli.common import state
 from fairmark.console import console
 from fairmark.errors import ExitStatus, FairmarkError, Terminated
+from fairmark.run.variants.journal import default_state_dir, journal_paths
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in fairmark, not in the plan or the host
 
@@ -57,8 +59,6 @@ def cli(ctx: click.Context) -> None:
 
 def _recover() -> None:
     """A journal left by a killed fairmark means the system is still changed: put it back before anything."""
-    from fairmark.run.variants.journal import default_state_dir, journal_paths
-
     if not journal_paths(default_state_dir()):  # the usual case; the variant code (pydantic) is not loaded
         return
     from fairmark.run.variants.system import recover_pending
@@ -75,8 +75,6 @@ HOMES = {"show": "runs", "resume": "run", "export": "bundle", "import": "bundle"
 
 def _register(only: str | None = None) -> None:
     """Add the commands of one module of this package (`only`), or of all of them."""
-    import fairmark.cli as pkg
-
     for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         if mod.name in ("main", "common") or mod.name.startswith("_") or mod.name in _loaded:
             continue

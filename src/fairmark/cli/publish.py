@@ -9,7 +9,7 @@ import click
 
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store
-from fairmark.cli.history import order_options
+from fairmark.cli.history import commit_order, order_options
 from fairmark.console import console
 
 
@@ -76,7 +76,6 @@ def publish(
     """Write a static site from the store: an index of hosts × workloads × metrics (latest value and CI, trend,
     latest change point), a page per series, per run and per bisect. A second publish renders only what
     changed."""
-    from fairmark.cli.history import commit_order
     from fairmark.report.publish.site import PublishOptions
     from fairmark.report.publish.site import publish as write_site
 

@@ -13,6 +13,7 @@ import click
 from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import EnvironmentRefused, UsageError
+from fairmark.remote.connection import HostConnection, HostSpec
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import pending_actions, pending_findings, recover_pending
 
@@ -74,7 +75,6 @@ def _on_host(host: str, ssh_options: tuple[str, ...], dry_run: bool) -> None:
             "--dry-run --host: the host's agent undoes a dead agent's journal as it starts; "
             "`fairmark restore --host DEST` does it and lists each change put back"
         )
-    from fairmark.remote.connection import HostConnection, HostSpec
 
     with HostConnection(HostSpec(host, ssh=host, ssh_options=tuple(ssh_options))) as conn:
         lines = list(conn.hello.get("recovered", []))

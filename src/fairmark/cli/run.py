@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fairmark.cli._builds import bisect_options, run_locked
 from fairmark.cli._lockwait import lock_first, wait_lock_option
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import (
@@ -22,8 +23,14 @@ from fairmark.cli.common import (
     stack,
     state,
 )
+from fairmark.cli.main import main
 from fairmark.console import console
 from fairmark.errors import GateTripped, ProfileMissing, RunFailed, UsageError
+from fairmark.plan.schedule import cells_of
+from fairmark.remote.fleet import run_fleet
+from fairmark.report.attribution import MonitorSeries, attribute_cells
+from fairmark.run.variants.journal import default_state_dir
+from fairmark.run.variants.mount import describe
 
 # The rest is imported when a run is on its way, after the host lock was looked at (cli/_lockwait.py): a run
 # refused because another holds the lock does not pay a second of CPU for imports first.
@@ -51,7 +58,6 @@ def _environment_to_stderr(report: RunReport) -> None:
     """With --json the tables go to stdout as JSON, but a CI log keeps only stderr: the environment's warnings
     (a busy host, CPU pressure) are said there, once each, as `run` without --json shows them — the busy-machine
     headline first, as the tables have it."""
-    from fairmark.report.attribution import MonitorSeries, attribute_cells
     from fairmark.report.busy import busy_headline
 
     headline = busy_headline(report, attribute_cells(report, MonitorSeries(report)))
@@ -165,7 +171,6 @@ _backfill_options = [
 def _backfill(plan, tags, quick, accept_risk, allow_concurrent, no_monitors, interval, opts) -> None:
     """`run PLAN --commits A..B --build CMD`: bisect/backfill.py, under this machine's lock for all of it."""
     from fairmark.bisect.backfill import Backfill
-    from fairmark.cli._builds import bisect_options, run_locked
     from fairmark.cli._progress import TerminalProgress
 
     if not opts["build"]:
@@ -345,8 +350,6 @@ def _start(request: RunRequest, rerun: Any, fail_on_regression: float | None) ->
 
 
 def _fleet(plan: str, fleet: list[str], rerun: Any, jobs: int | None) -> None:
-    from fairmark.cli.main import main
-    from fairmark.remote.fleet import run_fleet
 
     if rerun:  # once here, not by each host's controller at once
         from fairmark.cli._rerun import bring_in
@@ -444,7 +447,6 @@ def resume(
 def _dry_run(loaded: LoadedPlan, quick: bool, warnings: tuple[str, ...] = ()) -> None:
     for line in warnings:  # what in a bundle does not fit together
         console.warn(line)
-    from fairmark.plan.schedule import cells_of
     from fairmark.run.trials.prepare import build_runtimes
     from fairmark.run.variants.basic import command_for
 
@@ -489,7 +491,6 @@ def _dry_run(loaded: LoadedPlan, quick: bool, warnings: tuple[str, ...] = ()) ->
 
 
 def _system_changes(plan: Any) -> dict[str, list[str]]:
-    from fairmark.run.variants.journal import default_state_dir
     from fairmark.run.variants.system import SystemState
 
     local = plan
@@ -562,7 +563,6 @@ def _host_change(kind: str, value: Any) -> str:
         return f"sysctl {', '.join(f'{k}={val}' for k, val in value.items())}"
     if kind == "mount":
         from fairmark.plan.model import MountSpec
-        from fairmark.run.variants.mount import describe
 
         return describe(MountSpec.model_validate(value))
     if kind == "malloc_debug":

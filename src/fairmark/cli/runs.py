@@ -9,7 +9,9 @@ import click
 from fairmark.cli._tags import parse_tags, tag_option
 from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console, escape
+from fairmark.store.base import normalize_url
 from fairmark.store.owner import GONE as CONTROLLER_GONE
+from fairmark.store.quick import list_runs
 
 if TYPE_CHECKING:
     from fairmark.store.records import RunListing
@@ -75,8 +77,6 @@ def short_tag(value: str) -> str:
 def _runs(limit: int, host: str | None, tags: dict[str, str]) -> tuple[str, list[RunListing]]:
     """The store's URL and its runs: an SQLite store of this schema without SQLAlchemy (store/quick.py, a
     quarter of a second less), anything else through the full store."""
-    from fairmark.store.base import normalize_url
-    from fairmark.store.quick import list_runs
 
     url = normalize_url(state["store"])
     rows = list_runs(url, limit, host=host, tags=tags)

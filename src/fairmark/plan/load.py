@@ -17,8 +17,10 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from fairmark.errors import PlanError
+from fairmark.plan.kinds import host_refusals
 from fairmark.plan.model import EnvValue, Plan
 from fairmark.plan.schedule import cells_of, expand_sweep_values
+from fairmark.plan.shellwords import shell_programs
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 # A key's place in the TOML document: table and key names, and an element's index in an array of tables.
@@ -144,8 +146,6 @@ def parse_plan(text: str, path: str = "<plan>") -> Plan:
 def check_hosts(plan: Plan, text: str = "", path: str = "<plan>") -> None:
     """A variant on a host may use only the kinds an agent applies there (plan/kinds.py: the table of kinds);
     called again on a plan whose variants `--host` moved to a host."""
-    from fairmark.plan.kinds import host_refusals
-
     refused = host_refusals(plan)
     if not refused:
         return
@@ -338,8 +338,6 @@ def command_programs(plan: Plan) -> list[str]:
 
 
 def _programs(cmd: list[str] | str, shell: bool) -> list[str]:
-    from fairmark.plan.shellwords import shell_programs
-
     if isinstance(cmd, str) and shell:
         return shell_programs(cmd)
     first = _argv0(cmd, shell)

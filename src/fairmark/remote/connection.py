@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import ctypes
 import functools
 import hashlib
 import itertools
@@ -44,6 +45,7 @@ from typing import Any
 from fairmark.errors import EnvironmentRefused, FairmarkError
 from fairmark.remote import wire
 from fairmark.remote.agent import KILL_WAIT_S, PROTOCOL
+from fairmark.run.guard.lock import pid_alive
 
 SSH_BASE_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
 CONNECT_TIMEOUT_S = 30.0
@@ -263,8 +265,6 @@ def _die_with_parent(parent: int) -> Any:
         return None
 
     def arm() -> None:
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the controller died before the signal was armed
             os._exit(1)
@@ -275,8 +275,6 @@ def _die_with_parent(parent: int) -> Any:
 def sweep_stale_dirs() -> list[str]:
     """Remove the connection directories (control socket, ssh's error output) of controllers that died without
     closing them; returns what was removed."""
-    from fairmark.run.guard.lock import pid_alive
-
     removed = []
     for d in Path("/tmp").glob(DIR_PREFIX + "*"):
         try:

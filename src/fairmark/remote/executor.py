@@ -12,7 +12,11 @@ from typing import Any
 
 from fairmark.remote.confine import UnsafeName, inside, write_inside
 from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, NoAnswer, ProtocolError
+from fairmark.remote.profiling import host_artifacts
 from fairmark.run.hooks import Artifact
+from fairmark.run.monitors.base import build_series
+from fairmark.run.monitors.freebsd import parse_sysctl, sysctl_command, to_snapshot
+from fairmark.run.monitors.linux import SAMPLE_FILES, snapshot_from
 from fairmark.run.spec import Measured, TrialSpec
 
 
@@ -53,26 +57,17 @@ class RemoteExecutor:
         if not self.monitor_interval_s:
             return None
         if self.conn.hello.get("os") == "freebsd":
-            from fairmark.run.monitors.freebsd import sysctl_command
-
             return {"interval_s": self.monitor_interval_s, "command": sysctl_command()}
-        from fairmark.run.monitors.linux import SAMPLE_FILES
 
         return {"interval_s": self.monitor_interval_s, "files": [f"/proc/{f}" for f in SAMPLE_FILES]}
 
     def _monitor_series(self, got: dict[str, Any]) -> None:
-        from fairmark.run.monitors.base import build_series
-
         os_name = str(self.conn.hello.get("os"))
         if os_name == "freebsd":
-            from fairmark.run.monitors.freebsd import parse_sysctl, to_snapshot
-
             snaps = [
                 to_snapshot(parse_sysctl(s["texts"].get("command", "")), s["t_s"]) for s in got["samples"]
             ]
         else:
-            from fairmark.run.monitors.linux import snapshot_from
-
             snaps = [
                 snapshot_from({k.removeprefix("/proc/"): v for k, v in s["texts"].items()}, s["t_s"])
                 for s in got["samples"]
@@ -123,8 +118,6 @@ class RemoteExecutor:
         if res.get("monitor"):
             self._monitor_series(res.pop("monitor"))
         if "profile" in res:
-            from fairmark.remote.profiling import host_artifacts
-
             self._artifacts += host_artifacts(self.conn.spec.name, res.pop("profile"))
         return Measured.from_dict(
             res["measured"] | {"stdout_path": spec.stdout_path, "stderr_path": spec.stderr_path}

@@ -11,6 +11,7 @@ SIGTERM (or SIGHUP) to this process is passed on to them: each unwinds and store
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import importlib
 import io
@@ -26,6 +27,7 @@ from typing import Any
 
 from fairmark.console import console
 from fairmark.errors import ExitStatus, FairmarkError, UsageError
+from fairmark.run.guard.signals import unwinding
 
 # What every per-host run imports lazily, imported once here before the fork (a name that no longer exists is
 # skipped: it only costs each child its import again).
@@ -146,8 +148,6 @@ def _supervise(
 ) -> list[_Child]:
     """Fork the children (at most `jobs` at a time), collect their output and exit statuses. On Ctrl-C or
     SIGTERM here, the running children get SIGTERM and are waited for (their runs stored as interrupted)."""
-    from fairmark.run.guard.signals import unwinding
-
     sel = selectors.DefaultSelector()
     done: list[_Child] = []
     running: dict[int, _Child] = {}
@@ -235,8 +235,6 @@ def die_with(parent: int) -> None:
     fleet and stores it as interrupted. A parent already gone before the call: the signal is sent here. Elsewhere
     (no prctl) the children run on, as before; `runs` then says their controller is gone once they end."""
     if sys.platform.startswith("linux"):
-        import ctypes
-
         pr_set_pdeathsig = 1
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)

@@ -21,10 +21,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from fairmark.errors import EnvironmentRefused, PlanError
+from fairmark.plan.kinds import REMOTE_KEYS, given
+from fairmark.plan.load import check_hosts
 from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, HostSpec
 from fairmark.remote.executor import RemoteExecutor
-from fairmark.run.machine.boots import HostDidNotReturn, reboot_command
+from fairmark.remote.probe import remote_snapshot
+from fairmark.remote.profiling import RemoteProfile
+from fairmark.remote.tooling import remote_adapter
+from fairmark.run.machine.boots import HostDidNotReturn, WrongBoot, reboot_command
+from fairmark.run.variants import driver
 from fairmark.run.variants.driver import Prepared
+from fairmark.run.variants.tunable import RevertError
 
 if TYPE_CHECKING:
     from fairmark.plan.model import Boot, HostEntry, Plan, TuningSet, Variant
@@ -49,8 +56,6 @@ def per_variant(kind: str) -> bool:
     """Whether the kind's change is the variant's own, as on the controller (a scratch file system, a CPU set, an
     environment: made at the variant's first block, kept until the session ends): its driver's scope. Such a
     kind is sent at every change of variant, with its name."""
-    from fairmark.run.variants import driver
-
     return str(driver.load(kind).SCOPE) == "variant"
 
 
@@ -59,8 +64,6 @@ def wire_changes(variant: Variant, tuning: Mapping[str, TuningSet] | None = None
     controller (run/variants/system.merged_changes: its own keys win, sysctl tables merge key by key), as JSON
     (as the plan model dumps it): what the kind's driver takes, there as here. None: the host's own."""
     from pydantic import BaseModel
-
-    from fairmark.plan.kinds import REMOTE_KEYS, given
 
     values = {k: getattr(variant, k) for k in REMOTE_KEYS}
     base = (tuning or {}).get(variant.tuning) if variant.tuning else None
@@ -210,8 +213,6 @@ class RemoteHost:
     def profiled(self, profiler: TrialHook, servers: bool = True) -> TrialHook:
         """The hook of a profiled trial here: its agent runs the profiler around the trial on this host (with the
         workload's servers when they run here)."""
-        from fairmark.remote.profiling import RemoteProfile
-
         return RemoteProfile(self.name, self._executor(), profiler, servers=servers)
 
     # -- the variant's system changes ---------------------------------------------------------------------------
@@ -275,8 +276,6 @@ class RemoteHost:
         return self._executor().take_artifacts()
 
     def adapter(self, adapter: Adapter, workload: str, hosts: Hosts) -> Adapter:
-        from fairmark.remote.tooling import remote_adapter
-
         return remote_adapter(adapter, hosts, workload, self.path)
 
     def address(self) -> str:
@@ -301,8 +300,6 @@ class RemoteHost:
         return self._executor().last_boot_id or self._connection().hello.get("boot_id")
 
     def snapshot(self) -> Snapshot:
-        from fairmark.remote.probe import remote_snapshot
-
         return cast("Snapshot", remote_snapshot(self._connection()))  # the probe's dict, as run/host types it
 
     def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
@@ -351,7 +348,6 @@ class RemoteHost:
     def guard(self, boot: Callable[[], str | None]) -> None:
         """A reconnection in the middle of a block (the link dropped, or the host rebooted on its own) must find
         the verified boot: else the trials that follow would run in an unverified one."""
-        from fairmark.run.machine.boots import WrongBoot
 
         def check() -> None:
             now_id = self._connection().hello.get("boot_id")
@@ -375,8 +371,6 @@ class RemoteHost:
     def close(self) -> None:
         """Undo the variants' changes here (the agent, newest first) and end the session; raises RevertError
         when the agent could not undo one (its journal keeps it: the next contact tries again)."""
-        from fairmark.run.variants.tunable import RevertError
-
         conn, self.conn = self.conn, None
         if conn is None:
             return
@@ -400,8 +394,6 @@ class RemoteHost:
 # -- a run's hosts ---------------------------------------------------------------------------------------------
 def check_plan(plan: Plan, path: str = "<plan>") -> list[str]:
     """The hosts the plan's variants (and their clients) use, in order; refuses what cannot run there."""
-    from fairmark.plan.load import check_hosts
-
     check_hosts(plan, path=path)  # the kinds an agent cannot apply there (plan/kinds.py: the table of kinds)
     # (variant, workload) → the host running the client
     client_host = plan.client_hosts()

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+from fairmark.probe import take_snapshot
 from fairmark.probe.capture import LINUX_DIRS, LINUX_FILES
 from fairmark.probe.redact import redact_env, redact_text
 from fairmark.remote.confine import CONTROL, UnsafeName, make_dirs_inside, parts, write_inside
@@ -109,8 +110,6 @@ def _write(dest: str, rel: str, data: bytes) -> str:
 
 def remote_snapshot(conn: HostConnection, *, workdir: str = "/tmp") -> dict[str, Any]:
     """The environment snapshot of a connected host, tagged with where it came from."""
-    from fairmark.probe import take_snapshot
-
     dest = tempfile.mkdtemp(prefix="fairmark-host-")
     try:
         capture_sysroot(conn, dest)

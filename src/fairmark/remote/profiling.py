@@ -21,6 +21,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
+from fairmark.run.profiles import hooks_for
 
 if TYPE_CHECKING:
     from fairmark.remote.executor import RemoteExecutor
@@ -31,8 +32,6 @@ PREFIX = "profile."
 # -- on the host (called by the agent) -------------------------------------------------------------------------
 def check(state: dict[str, TrialHook], names: list[str]) -> dict[str, str | None]:
     """Each profiler's reason it cannot work on this host (None: it can); the hooks are kept for the session."""
-    from fairmark.run.profiles import hooks_for
-
     for name in names:
         if name not in state:
             (state[name],) = hooks_for([name])

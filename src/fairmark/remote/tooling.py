@@ -12,7 +12,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from fairmark.run.workloads.base import Adapter
+from fairmark.errors import PlanError
+from fairmark.remote.confine import write_inside
+from fairmark.remote.connection import ConnectionLost, ProtocolError
+from fairmark.run.workloads import adapter_for
+from fairmark.run.workloads.base import Adapter, TrialContext, WorkloadContext
 
 if TYPE_CHECKING:
     from fairmark.remote.connection import HostConnection
@@ -24,8 +28,6 @@ if TYPE_CHECKING:
 # -- on the host (called by the agent's "adapter" operation) -------------------------------------------------
 def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
     from fairmark.run.loop.stage import cache_dir
-    from fairmark.run.workloads import adapter_for
-    from fairmark.run.workloads.base import TrialContext, WorkloadContext
 
     key, method = req["key"], req["method"]
     if method == "setup":
@@ -83,8 +85,6 @@ def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
 
 # -- on the controller ---------------------------------------------------------------------------------------
 def remote_adapter(adapter: Adapter, hosts: Hosts, workload: str, path: str) -> Adapter:
-    from fairmark.errors import PlanError
-
     if any(not h for h in hosts.variant_host.values()):
         raise PlanError(
             f"workload {workload!r}: a tool workload runs either on hosts or here, not both (yet); "
@@ -215,16 +215,12 @@ class RemoteAdapter(Adapter):
         }
 
     def after_trial(self, tctx: TrialContext) -> None:
-        from fairmark.remote.connection import ConnectionLost
-
         try:
             self._call(self._host(tctx), tctx.workload, "after_trial", tctx=self._tctx(tctx))
         except ConnectionLost:
             pass  # the host went away with this trial: it is recorded as failed, the agent cleaned up there
 
     def teardown(self, ctx: WorkloadContext) -> None:
-        from fairmark.remote.connection import ConnectionLost
-
         for host, key in [k for k in self._ready if k[1] == _key(ctx)]:
             try:
                 if self._ready[(host, key)] == self._conn(host).generation:
@@ -242,8 +238,6 @@ MAX_OUTPUT_FILES = 32
 
 def _output_files(host: str, files: dict[str, Any]) -> dict[str, Any]:
     """An "output_files" answer's files, each key a plain name; ProtocolError naming the host otherwise."""
-    from fairmark.remote.connection import ProtocolError
-
     if len(files) > MAX_OUTPUT_FILES:
         raise ProtocolError(f"host {host}: protocol error: output_files: {len(files)} files")
     for name in files:
@@ -255,8 +249,6 @@ def _output_files(host: str, files: dict[str, Any]) -> dict[str, Any]:
 def _bring(host: str, trial_dir: Path, name: str, b64: str | None) -> Path:
     """Where the runner reads output file `name` of the trial: host-output.NAME in its directory here, written
     afresh with the host's bytes (absent when the host had no such file)."""
-    from fairmark.remote.confine import write_inside
-    from fairmark.remote.connection import ProtocolError
 
     local = trial_dir / f"host-output.{name}"
     local.unlink(missing_ok=True)  # an earlier trial's, or whatever was planted there (not followed)

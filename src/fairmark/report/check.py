@@ -27,6 +27,7 @@ from typing import Any
 
 from fairmark.errors import InputError
 from fairmark.plan.model import AA_SUFFIX
+from fairmark.report.load import load_report
 from fairmark.store.db import RunRecord
 from fairmark.verdict import rule
 from fairmark.verdict.compare import Comparison
@@ -206,7 +207,6 @@ def _with_where(store: Any, result: CheckResult) -> CheckResult:
     if not result.regressions or not store.artifacts(result.run_id, "profile.cpu"):
         return result
     from fairmark.report.explain import where_by_cell
-    from fairmark.report.load import load_report
 
     where = where_by_cell(load_report(store, result.run_id))
     cases = tuple(

@@ -9,10 +9,15 @@ from typing import Any
 from rich.markup import escape
 
 from fairmark.console import console
+from fairmark.report import explain_units
+from fairmark.report.boots import levels_lines
+from fairmark.report.load import load_report
+from fairmark.report.views import in_unit, short_verdict
 from fairmark.stats import format_value
 from fairmark.stats.digits import column_unit
 from fairmark.store.db import RunRecord
 from fairmark.verdict.judge import MIN_VALUES
+from fairmark.verdict.levels import said_once
 from fairmark.verdict.record import Verdict
 
 
@@ -27,8 +32,6 @@ def show(
     explained: list[dict[str, Any]] | None = None,
 ) -> None:
     """`explained`: where each significant difference went, boots as the unit (report/explain_units)."""
-    from fairmark.report import explain_units
-
     if console.json_mode:
         console.emit_json(
             {
@@ -95,8 +98,6 @@ def own_verdicts(store: Any, runs: list[RunRecord]) -> list[dict[str, Any]]:
     change, and whether it is proven."""
     if not rerun_line(runs):
         return []
-    from fairmark.report.load import load_report
-    from fairmark.report.views import short_verdict
 
     own = [
         {(v.group, v.variant, v.metric): v for v in load_report(store, r.id).verdicts if not v.calibration}
@@ -131,9 +132,6 @@ def reproduced(rows: list[dict[str, Any]]) -> None:
 def _table(verdicts: list[Verdict], title: str) -> None:
     """Per workload, sweep point and metric (as `show` lays out a run): each variant's mean in A and B and the
     change, one line each; the verdicts' sentences below, wrapped."""
-    from fairmark.report.views import in_unit, short_verdict
-    from fairmark.verdict.levels import said_once
-
     console.text(title)
     once, sentences = said_once([(v.comparison.sentence, v.comparison.levels) for v in verdicts])
     said = {id(v): s for v, s in zip(verdicts, sentences, strict=True)}
@@ -169,8 +167,6 @@ def _json(v: Verdict) -> dict[str, Any]:
 
 def show_levels(v: Verdict) -> None:
     """Per-unit means and the variance at each level: what the units-as-the-observation verdict rests on."""
-    from fairmark.report.boots import levels_lines
-
     # an sd is a spread, not an interval: "sd 0.016 s", never "0.016 ± 0.016 s" (the same lines as `show`)
     lines = levels_lines(v.comparison, v.comparison.unit)
     cell = v.group + (f"/{v.variant}" if v.variant else "")

@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 from fairmark.stats.spread import RESAMPLES, SpreadVerdict
@@ -57,7 +58,6 @@ def wilson(failed: int, trials: int, confidence: float) -> tuple[float, float]:
         return 0.0, 1.0
     # scipy.stats.binomtest(…).proportion_ci(method="wilson")'s formulas (Newcombe 1998), its z from the standard
     # library (tests/test_stats_tlight.py compares): importing scipy.stats for them was half of `show`'s CPU
-    from statistics import NormalDist
 
     z = NormalDist().inv_cdf(0.5 + 0.5 * (confidence / 100.0))
     p, n = failed / trials, trials

@@ -13,6 +13,7 @@ from typing import Any
 
 from fairmark.console import console
 from fairmark.errors import UsageError
+from fairmark.probe.hosts import hardware_differences, software_differences
 from fairmark.stats.fleet import MIN_HOSTS, HostDeviation, odd_hosts
 from fairmark.store.db import Store
 
@@ -82,8 +83,6 @@ def _cell_values(store: Store, run_id: str) -> list[tuple[str, str, list[float]]
 
 def _differences(store: Store, runs: dict[str, str], odd: str) -> list[str]:
     """How the odd host's snapshot differs from the fleet's other hosts' (hardware and software facts)."""
-    from fairmark.probe.hosts import hardware_differences, software_differences
-
     snaps: dict[str, dict[str, Any]] = {}
     for host, run_id in runs.items():
         got = [a["data"] for a in store.artifacts(run_id, kind="env.host") if a["name"] == host]

@@ -10,6 +10,7 @@ from typing import Any
 
 from fairmark.stats.changepoints import (
     PHI_GRID,
+    ChangePoint,
     detect,
     min_p_value,
     serial_correlation,
@@ -18,8 +19,10 @@ from fairmark.stats.changepoints import (
 )
 from fairmark.stats.tdist import t_quantile
 from fairmark.store.history import Series, order_by_commits, order_by_tag, query_history
+from fairmark.store.quickhistory import SqliteHistory
 from fairmark.store.records import LEGACY_RSS
 from fairmark.verdict.compare import Better, Comparison
+from fairmark.verdict.pairs import judge_shifts
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,6 @@ def change_points(series: Series, opts: HistoryOptions) -> list[dict[str, Any]]:
     segments = [(means[bounds[k] : c.index], means[c.index : bounds[k + 2]]) for k, c in enumerate(found)]
     better: Better = "higher" if series.better == "higher" else "lower"
     # scipy and the plan model: loaded only when a series has a change to size
-    from fairmark.verdict.pairs import judge_shifts
 
     judged = judge_shifts(segments, better=better, unit=series.unit, confidence=opts.confidence)
     return [
@@ -158,8 +160,6 @@ def _start(series: Series, opts: HistoryOptions) -> int:
 
 def _serial(series: Series, cps: list[dict[str, Any]], opts: HistoryOptions) -> str | None:
     """Say so when the runs around the segments' means are correlated: drift can look like a step."""
-    from fairmark.stats.changepoints import ChangePoint
-
     start = _start(series, opts)
     found = [ChangePoint(c["index"] - start, c["p_value"], 0.0) for c in cps]
     serial = serial_correlation([p.mean for p in series.points[start:]], found)
@@ -188,8 +188,6 @@ def build_history(store: Any, opts: HistoryOptions) -> list[dict[str, Any]]:
 def baseline_first(store: Any, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The series in a stable order — host, metric, cell — each workload's baseline cell first, as every other
     screen lists it (its run's `baseline`, read from the newest run of each series: a few rows)."""
-    from fairmark.store.quickhistory import SqliteHistory
-
     newest = {v["points"][-1]["run_id"] for v in views if v["points"]}
     options: dict[str, Any]
     if isinstance(store, SqliteHistory):

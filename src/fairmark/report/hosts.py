@@ -4,10 +4,13 @@ server on the variant's host, the client on its client host), and how the hosts'
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fairmark.console import console
+from fairmark.probe.diff import diff_snapshots
+from fairmark.probe.hosts import declare_word
 from fairmark.report.section import Context, Section
 
 if TYPE_CHECKING:
@@ -24,8 +27,6 @@ def host_diff(store: Any, run_id: str) -> list[dict[str, Any]]:
 def snapshot_diff(artifacts: list[Any], plan_text: Callable[[], str]) -> list[dict[str, Any]]:
     """host_diff of the run's "env.host" artifacts; `plan_text()`: the run's plan, read only for two hosts or
     more (its `declare`)."""
-    from fairmark.probe.diff import diff_snapshots
-    from fairmark.probe.hosts import declare_word
 
     snaps = {a["name"]: a["data"] for a in artifacts}
     names = list(snaps)
@@ -39,8 +40,6 @@ def snapshot_diff(artifacts: list[Any], plan_text: Callable[[], str]) -> list[di
 
 def _declared(plan_text: Callable[[], str]) -> set[str]:
     """The run's plan's `declare` words (the plan text is stored with the run)."""
-    import tomllib
-
     try:
         return set(tomllib.loads(plan_text()).get("declare") or ())
     except (tomllib.TOMLDecodeError, AttributeError, TypeError):

@@ -16,7 +16,9 @@ from fairmark.report.failures import SPREAD_METHOD, failure_rates, spread_senten
 from fairmark.report.samples import sample_warnings
 from fairmark.report.shape import shape_summary
 from fairmark.stats import describe, format_value
+from fairmark.stats.rates import poisson_ci
 from fairmark.stats.scaling import curve_shape, efficiency_applies
+from fairmark.stats.spread import compare_spread
 from fairmark.store.db import Store
 from fairmark.store.records import ArtifactRow, JSONObject, loops_text
 from fairmark.store.schema import LOOPS_CALIBRATION
@@ -65,8 +67,6 @@ def load_report(store: Store, run_ref: str, judged: RunVerdicts | None = None) -
 
 def _spreads(cells: tuple[CellReport, ...], baseline: str, confidence: float) -> tuple[dict[str, Any], ...]:
     """Each group's variants against its baseline cell: the spread of the primary metric."""
-    from fairmark.stats.spread import compare_spread
-
     by_group: dict[str, list[CellReport]] = defaultdict(list)
     for c in cells:
         by_group[c.group].append(c)
@@ -106,8 +106,6 @@ def _summary(values: list[float], unit: str, confidence: float) -> dict[str, Any
     the t-interval, which goes below zero ("0.33 ± 0.9 events") and has no upper bound for all-zero counts."""
     s = describe(values, confidence).to_dict()
     if unit in COUNT_UNITS and all(v >= 0 and float(v).is_integer() for v in values):
-        from fairmark.stats.rates import poisson_ci
-
         low, high = poisson_ci(int(sum(values)), len(values), confidence)
         s |= {"ci_low": low, "ci_high": high, "interval": "exact Poisson"}
     return s

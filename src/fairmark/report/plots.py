@@ -19,6 +19,8 @@ import matplotlib
 import numpy as np
 
 matplotlib.use("Agg")
+import tempfile
+
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Polygon
@@ -267,7 +269,6 @@ def flamegraph_svg(
     argv = [tool, "--title", title]
     if tool.endswith("inferno-flamegraph"):
         argv += ["--minwidth", "0.1", "--deterministic"]  # tiny frames out: the report stays small
-    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="fairmark-flame-") as tmp:
         if palette is not None:  # --cp reads (and writes back) palette.map in the working directory
@@ -285,7 +286,6 @@ def _diff_folded(before: str, after: str) -> str | None:
     tool = find_tool("inferno-diff-folded") or find_tool("difffolded.pl")
     if tool is None:
         return None
-    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="fairmark-diff-") as tmp:
         a, b = Path(tmp) / "a.folded", Path(tmp) / "b.folded"

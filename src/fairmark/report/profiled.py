@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from fairmark.console import console
+from fairmark.probe.which import find_tool
+from fairmark.report.data import RunArtifacts
 from fairmark.report.profiles import cpu_view, scope_of, where
 from fairmark.report.section import Context, Section
+from fairmark.report.views import lock_rows, syscall_view
 
 if TYPE_CHECKING:
     from fairmark.report.data import CellReport, RunArtifacts, RunReport
@@ -70,8 +73,6 @@ def _cpu(c: CellReport, arts: RunArtifacts) -> list[str]:
 
 
 def _locks(c: CellReport, arts: RunArtifacts) -> list[str]:
-    from fairmark.report.views import lock_rows
-
     docs = arts.data(c.key, "profile.locks/contention")
     if not docs:
         return []
@@ -81,8 +82,6 @@ def _locks(c: CellReport, arts: RunArtifacts) -> list[str]:
 
 
 def _syscalls(c: CellReport, arts: RunArtifacts) -> list[str]:
-    from fairmark.report.views import syscall_view
-
     docs = arts.data(c.key, "profile.syscalls/summary")
     if not docs:
         return []
@@ -105,8 +104,6 @@ def _heading(r: RunReport, kinds: list[str]) -> str:
 
 
 def _flame_line(r: RunReport) -> str:
-    from fairmark.probe.which import find_tool
-
     ref = r.run.id[:8]
     where_ = (
         f"flame graphs (one per cell, and each against its baseline): `fairmark report {ref} --html FILE`"
@@ -117,8 +114,6 @@ def _flame_line(r: RunReport) -> str:
 
 
 def _terminal(r: RunReport, _: Context) -> None:
-    from fairmark.report.data import RunArtifacts
-
     if not any(t.profiled for c in r.cells for t in c.trials):
         return
     arts = RunArtifacts(r)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fairmark.report.attribution import attribute_cells
 from fairmark.report.data import RunArtifacts
 
 if TYPE_CHECKING:
@@ -44,8 +45,6 @@ class Context:
 
     @functools.cached_property
     def attributions(self) -> dict[str, Any]:
-        from fairmark.report.attribution import attribute_cells  # it reads the series of the artifacts above
-
         return attribute_cells(self.report, self.artifacts)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fairmark.report import attribution as attr
+from fairmark.report.boots import levels_lines
 from fairmark.report.data import CellReport, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.stats import format_median, format_value
@@ -49,8 +50,6 @@ TOP_SYSCALLS = 20
 
 
 def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from fairmark.report.boots import levels_lines
-
     caveats = attr.verdict_caveats(report, attributions)
     rows = []
     for v in report.verdicts:

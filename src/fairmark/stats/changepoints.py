@@ -39,12 +39,14 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib.resources import files
 
 import numpy as np
 
 from fairmark.stats import changepoint_bayes
 from fairmark.stats.arrays import Floats
 from fairmark.stats.changepoint_bayes import SHORT
+from fairmark.stats.checks import _lag1
 
 MIN_SIZE = 3  # each side of a split has at least this many points (a mean of 2 says little)
 PHI_GRID = (0.0, 0.3, 0.6)  # the AR(1) autocorrelations whose null each split must pass
@@ -160,8 +162,6 @@ def simulate_null(n: int) -> Floats:
 
 @functools.lru_cache(maxsize=1)
 def _shipped() -> dict[int, Floats]:
-    from importlib.resources import files
-
     with files("fairmark.stats").joinpath(SHIPPED_FILE).open("rb") as f, np.load(f) as data:
         return dict(zip((int(n) for n in data["lengths"]), data["tables"], strict=True))
 
@@ -254,7 +254,6 @@ def serial_correlation(values: Sequence[float], found: Sequence[ChangePoint]) ->
         return None
     bounds = [0, *(c.index for c in found), x.size]
     r = np.concatenate([x[a:b] - x[a:b].mean() for a, b in itertools.pairwise(bounds)])
-    from fairmark.stats.checks import _lag1
 
     r1, p = _lag1(r)
     if p >= 0.05:

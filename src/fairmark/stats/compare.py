@@ -21,10 +21,11 @@ from typing import Literal, TypedDict
 import numpy as np
 
 from fairmark.errors import InputError, UsageError
+from fairmark.stats import robust
 from fairmark.stats import sequential as seq
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import Summary, as_array, describe, sample_sd
-from fairmark.stats.paired import RatioTest, RoundKey, paired_by_round, two_sided_p, welch
+from fairmark.stats.paired import RatioTest, RoundKey, fieller, paired_by_round, two_sided_p, welch
 from fairmark.stats.ranks import RankCheck, exact_mann_whitney, signed_rank
 from fairmark.stats.robust import Reason
 from fairmark.stats.stopping import Capped
@@ -251,8 +252,6 @@ def _robust(
     a: Floats, b: Floats, test: RatioTest, cross: RankCheck, confidence: float
 ) -> tuple[RatioTest, Reason | None]:
     """Yuen's trimmed t in place of Welch's when stats.robust's rule says the data call for it, and why."""
-    from fairmark.stats import robust
-
     why = robust.robust_reason((a, b), test, cross, 1.0 - confidence / 100.0)
     decided = robust.yuen(a, b, confidence=confidence) if why else None
     if decided is None:
@@ -330,7 +329,6 @@ def welch_ratio(sa: Summary, sb: Summary, confidence: float) -> dict[str, float]
     tw = (mb - ma) / math.sqrt(va + vb)
     dfw = (va + vb) ** 2 / (va**2 / (sa.n - 1) + vb**2 / (sb.n - 1))
     p = two_sided_p(tw, dfw)
-    from fairmark.stats.paired import fieller
 
     low, high = fieller(ma, mb, va, vb, 0.0, exact_t(confidence, dfw))
     return {"t": tw, "df": dfw, "p_value": p, "ratio": ratio, "ratio_ci_low": low, "ratio_ci_high": high}

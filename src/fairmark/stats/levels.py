@@ -40,11 +40,13 @@ from fairmark.stats.paired import (
     UNIT_DESIGNS,
     Part,
     RatioTest,
+    _log_part,
     combine,
     means_part,
     on_scale,
     positive,
     ratio_of,
+    two_sided_p,
     welch,
     welch_part,
 )
@@ -301,8 +303,6 @@ def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> Ratio
 
 def _widened(q: Part, inflation: float, log: bool, base: float, confidence: float) -> Part:
     """The part with its variance multiplied by `inflation` (its df kept)."""
-    from fairmark.stats.paired import _log_part, two_sided_p
-
     se = q.se * math.sqrt(inflation)
     if log:
         return _log_part(q.est, se, q.df, confidence)

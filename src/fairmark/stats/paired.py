@@ -37,8 +37,10 @@ import numpy.typing as npt
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import sample_sd as _sd
 from fairmark.stats.power import POWER, capped_factor, mde_factor, two_stage_factor
+from fairmark.stats.ranks import exact_mann_whitney
 from fairmark.stats.stopping import Capped
 from fairmark.stats.tdist import exact_t
+from fairmark.stats.tlight import t_ppf, t_sf
 
 STEIN = "the first stage's spread and all rounds' spread"
 # The design of a verdict whose observation is a unit above the trial (stats.levels, stats.sequential): a label
@@ -91,8 +93,6 @@ def fieller(ma: float, mb: float, va: float, vb: float, cov: float, t: float) ->
 
 def two_sided_p(t: float, df: float) -> float:
     """P(|T| > |t|), from stats/tlight rather than scipy: `history` loaded scipy.special for this alone."""
-    from fairmark.stats.tlight import t_sf
-
     return 2.0 * t_sf(df, abs(t))
 
 
@@ -177,7 +177,6 @@ def _mde_of(q: Part, confidence: float) -> float:
     """The change q's test detects with 80% power in a repeat of the design (see Part.se_by_design)."""
     if not q.se_by_design:
         return mde_factor(q.df, confidence) * q.se
-    from fairmark.stats.tlight import t_ppf
 
     return (q.t + t_ppf(q.df, POWER)) * q.se
 
@@ -397,8 +396,6 @@ def _constant_samples(
     design: str, scale: str, xa: Floats, xb: Floats, diff: float, ratio: float, confidence: float
 ) -> RatioTest:
     """Both samples without spread: no t; the exact Mann-Whitney U decides (3 + 3 values can never reach 5%)."""
-    from fairmark.stats.ranks import exact_mann_whitney
-
     p = exact_mann_whitney(xa, xb)["p_value"] if diff != 0 else 1.0
     sig = bool(diff != 0 and p <= 1 - confidence / 100)
     return RatioTest(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,7 @@ import numpy.typing as npt
 from fairmark.stats import special
 from fairmark.stats.arrays import Floats
 from fairmark.stats.stopping import Capped
+from fairmark.stats.tdist import t_quantile
 from fairmark.stats.tlight import t_isf
 
 POWER = 0.80
@@ -129,8 +131,6 @@ def shipped_keys() -> list[float]:
 def _shipped() -> dict[float, float]:
     # a .npy beside this module: opening the .npz (a zip archive: zipfile, lzma, bz2) through importlib.resources
     # was 0.26 s of 0.81 s in a profile of `compare` of two 7-line files (load 30)
-    from pathlib import Path
-
     keys, factors = np.load(Path(__file__).with_name(SHIPPED_FILE))
     return dict(zip(keys.tolist(), factors.tolist(), strict=True))
 
@@ -271,8 +271,6 @@ def _t_by_df(top: int, confidence: float, stopping: bool) -> Floats:
     to df 100) when `stopping`, the exact quantile otherwise; above df 400 by the Cornish–Fisher expansion in 1/df
     (Abramowitz & Stegun 26.7.5, four terms), within 1e-12 of the quantile there — a run of 100 000 trials would
     otherwise ask tlight 100 000 times."""
-    from fairmark.stats.tdist import t_quantile
-
     q = (1.0 - confidence / 100.0) / 2.0
     exact = [
         t_quantile(confidence, d) if stopping else t_isf(float(d), q)

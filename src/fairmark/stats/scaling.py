@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fairmark.stats.describe import describe
+from fairmark.stats.paired import two_sided_p
 from fairmark.stats.tdist import exact_t
 
 # Sweep parameters that count the CPUs or threads doing the work (speedup ÷ their ratio is an efficiency).
@@ -77,7 +78,6 @@ def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
     sa, sb = describe(a), describe(b)
     if sa.stddev == 0 and sb.stddev == 0:
         return 1.0 if sa.mean == sb.mean else 0.0
-    from fairmark.stats.paired import two_sided_p
 
     # scipy.stats.ttest_ind(a, b, equal_var=False), by its formulas (its test compares): no scipy.stats import
     va, vb = sa.stddev**2 / sa.n, sb.stddev**2 / sb.n

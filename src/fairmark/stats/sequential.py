@@ -36,6 +36,7 @@ import numpy as np
 
 from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats, Values
+from fairmark.stats.fdr import bh_adjust
 from fairmark.stats.paired import UNIT_DESIGNS, RatioTest, RoundKey
 
 Decision = Literal["different", "equivalent", "undecided", "continue"]
@@ -451,8 +452,6 @@ def group_decision(
 
 def after_fdr(looks: Mapping[tuple[str, str], Look], alpha: float) -> dict[tuple[str, str], str]:
     """Each pair's decision, a difference kept only when its Benjamini–Hochberg q is within α."""
-    from fairmark.stats.fdr import bh_adjust
-
     keys = list(looks)
     qs = bh_adjust([looks[k].p_value for k in keys]) if keys else []
     out: dict[tuple[str, str], str] = {}

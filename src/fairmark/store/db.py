@@ -10,6 +10,7 @@ import json
 import math
 import operator
 import os
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -23,6 +24,8 @@ from fairmark.errors import InputError, StoreError, StoreFailed
 from fairmark.store import schema as S
 from fairmark.store.base import normalize_url as normalize_url  # where callers have imported it from
 from fairmark.store.definitions import Definitions, legacy_definitions, legacy_tuning
+from fairmark.store.lean import SqliteInserts
+from fairmark.store.leanread import SqliteSelects, collector_paused
 from fairmark.store.owner import controller_gone
 from fairmark.store.records import (
     SAMPLE_COLUMNS,
@@ -113,8 +116,6 @@ def sqlite_failure(url: str, exc: BaseException) -> StoreFailed | None:
 
 
 def integrity_check(path: str) -> str:
-    import sqlite3
-
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as conn:
             rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchmany(5)]
@@ -199,9 +200,6 @@ class Store:
         self._lean: SqliteInserts | None = None
         self._selects: SqliteSelects | None = None
         if url.startswith("sqlite"):
-            from fairmark.store.lean import SqliteInserts
-            from fairmark.store.leanread import SqliteSelects
-
             self._lean = SqliteInserts(engine, url, sqlite_failure)
             self._selects = SqliteSelects(engine, url, sqlite_failure)
 
@@ -559,7 +557,6 @@ class Store:
             q = sa.select(*(S.trials.c[name] for name in TRIAL_COLUMNS)).where(
                 S.trials.c.run_id == sa.bindparam("run_id")
             )
-            from fairmark.store.leanread import collector_paused
 
             with collector_paused():
                 cols = self._selects.columns("trials", q.order_by(S.trials.c.seq), {"run_id": run_id})
@@ -599,7 +596,6 @@ class Store:
             .where(*_of_run(S.samples, sa.bindparam("run_id")))
             .order_by(S.samples.c.cell_id, S.samples.c.id)
         )
-        from fairmark.store.leanread import collector_paused
 
         with collector_paused():
             trial_ids, metrics, values = cast(

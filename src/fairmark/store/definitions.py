@@ -4,6 +4,7 @@ bundles exported from such runs) get them here, once per read, from the plan tex
 
 from __future__ import annotations
 
+import tomllib
 from typing import TypedDict
 
 from fairmark.jsonvalue import JSONObject
@@ -32,8 +33,6 @@ def legacy_definitions(plan_text: str, plan_path: str) -> Definitions:
 def legacy_tuning(plan_text: str) -> dict[str, JSONObject]:
     """The [tuning.NAME] sets of a run stored without them, read from the plan text it kept (as TOML: the
     sets' keys are all a report needs, even from a plan another fairmark version wrote)."""
-    import tomllib
-
     try:
         sets = tomllib.loads(plan_text).get("tuning", {})
     except tomllib.TOMLDecodeError:

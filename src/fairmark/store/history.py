@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
+from fairmark.store.quickhistory import SqliteHistory
+
 if TYPE_CHECKING:
     from fairmark.store.db import Store
     from fairmark.store.quickhistory import PointRow, SqliteHistory
@@ -51,8 +53,6 @@ def query_history(
     tags: dict[str, str] | None = None,
 ) -> list[Series]:
     """Every series of `workload` (optionally one metric, one host, runs with these tags), points in time order."""
-    from fairmark.store.quickhistory import SqliteHistory
-
     if isinstance(store, SqliteHistory):  # an SQLite store read without SQLAlchemy: the same rows
         rows = store.points(workload, metric, host, tags)
         run_tags = store.tags(sorted({row[0] for row in rows}))
@@ -125,8 +125,6 @@ def legacy_rss_runs(
 ) -> dict[tuple[str, str], list[str]]:
     """(host, cell) → the runs, oldest first, whose measured max_rss_kib samples of `workload` are fairmark's own
     memory (their trials have no max_rss_method: `records.LEGACY_RSS`): what `query_history` leaves out."""
-    from fairmark.store.quickhistory import SqliteHistory
-
     out: dict[tuple[str, str], list[str]] = {}
     if isinstance(store, SqliteHistory):
         for run_id, host_name, key in store.legacy_rss(workload, host, tags):
@@ -161,8 +159,6 @@ def legacy_rss_runs(
 def metrics_of(store: Store | SqliteHistory, workload: str) -> tuple[str | None, list[str]]:
     """The workload's primary metric (that of its newest cell) and every metric its samples have, sorted: what
     `history WORKLOAD` shows, and what it lists beside it."""
-    from fairmark.store.quickhistory import SqliteHistory
-
     if isinstance(store, SqliteHistory):
         return store.metrics_of(workload)
     import sqlalchemy as sa

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypedDict
 from fairmark.jsonvalue import JSONObject as JSONObject
 from fairmark.jsonvalue import JSONValue as JSONValue
 from fairmark.jsonvalue import Scalar as Scalar
-from fairmark.plan.metric import Better, MetricSpec
+from fairmark.plan.metric import BUILTIN_METRICS, Better, MetricSpec
 from fairmark.plan.schedule import Point as Point
 
 if TYPE_CHECKING:
@@ -80,8 +80,6 @@ class CellRecord:
     def verdict_metrics(self) -> tuple[str, ...]:
         """The metrics that get verdicts: as the run recorded it; in a store older than that flag, the primary
         metric and every one that is not an executor built-in (always recorded)."""
-        from fairmark.plan.metric import BUILTIN_METRICS
-
         return tuple(
             m.name
             for m in self.metrics

@@ -11,7 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.report.html import CSP as html_csp
+from fairmark.report.html import Figures, render_html
+from fairmark.report.load import load_report
 from fairmark.report.publish.manifest import write_atomic
+from fairmark.report.publish.svg import strip
+from fairmark.store.db import Store
 
 # Nothing from elsewhere: styles inline, pictures inline SVG or data: URIs. A page that tried to load anything
 # would show it as an error in the browser's console (the tests look). A run's page is `fairmark report`'s,
@@ -32,8 +36,6 @@ def decorate(html: str) -> str:
 
 
 def render_run(store: Any, run_id: str) -> str:
-    from fairmark.report.html import render_html
-    from fairmark.report.load import load_report
 
     text, _ = render_html([load_report(store, run_id)], figures=_figures())
     return decorate(text)
@@ -43,8 +45,6 @@ def _figures() -> Any:
     """The report's figures, its strip plots drawn as plain SVG (svg.strip, the same marks) rather than by
     matplotlib: 22 ms each, two per run of two workloads — 7 minutes of a 10 000-run site. The rest (monitor
     timelines, scaling curves) are matplotlib's, as in `fairmark report`."""
-    from fairmark.report.html import Figures
-    from fairmark.report.publish.svg import strip
 
     class SiteFigures(Figures):
         def add(self, kind: str, args: tuple, name: str) -> dict[str, Any]:
@@ -63,7 +63,6 @@ def _write(store: Any, jobs: list[tuple[str, str]]) -> int:
 
 def _worker_init(url: str) -> None:
     global _store
-    from fairmark.store.db import Store
 
     _store = Store.open(url)
 

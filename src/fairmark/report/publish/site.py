@@ -16,6 +16,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from fairmark import __version__
 from fairmark.errors import UsageError
 from fairmark.report.history import HistoryOptions
+from fairmark.report.load import load_report
 from fairmark.report.publish import runpages, source, views
 from fairmark.report.publish.manifest import Manifest, code_fingerprint, digest, write_atomic
 
@@ -187,8 +188,6 @@ class Site:
 
     def _verdicts(self, run_id: str) -> list[dict[str, Any]]:
         """A run's verdicts (group, metric, sentence, …), computed from its samples: the store keeps none."""
-        from fairmark.report.load import load_report
-
         return [
             {"group": v.group, "metric": v.metric, "sentence": v.sentence}
             for v in load_report(self.store, run_id).verdicts

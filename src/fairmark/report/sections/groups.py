@@ -14,9 +14,10 @@ from fairmark.console import console
 from fairmark.plan.metric import BUILTIN_METRICS
 from fairmark.report import attribution as attr
 from fairmark.report.boots import levels_lines
+from fairmark.report.busy import busy_headline, without_saturation
 from fairmark.report.data import trial_dict
 from fairmark.report.ministat import ascii_plot, legend
-from fairmark.report.profiles import cpu_line, cpu_view, scope_of
+from fairmark.report.profiles import cell_json, cpu_line, cpu_view, scope_of
 from fairmark.report.section import Context, Section
 from fairmark.report.stability import SHOWN as STABILITY_SHOWN
 from fairmark.report.views import (
@@ -32,6 +33,7 @@ from fairmark.report.views import (
 )
 from fairmark.stats import format_median, format_value
 from fairmark.stats.digits import column_unit, format_cv, format_interval
+from fairmark.store.events import events_in
 from fairmark.verdict.judge import enough
 
 if TYPE_CHECKING:
@@ -224,8 +226,6 @@ def _other_metrics(cells: list[CellReport]) -> None:
 
 
 def _terminal(r: RunReport, ctx: Context) -> None:
-    from fairmark.report.busy import busy_headline, without_saturation
-
     attrs = attr.attribute_cells(
         r, attr.MonitorSeries(r)
     )  # a part of each series: not the context's artifacts
@@ -373,7 +373,6 @@ def _json_profiles(r: RunReport, ctx: Context) -> dict[str, Any]:
     """Runs with profilers: each cell's profiles, their scope and the workload's share of the CPU samples."""
     if not any(str(h).startswith("profile.") for h in (r.run.options or {}).get("hooks") or ()):
         return {}
-    from fairmark.report.profiles import cell_json
 
     cells = [doc for c in r.cells if (doc := cell_json(c.key, c.variant, ctx.artifacts))]
     return {"profiles": cells} if cells else {}
@@ -423,8 +422,6 @@ def cell_profiles(c: CellReport, arts: RunArtifacts, baseline_folded: str | None
 
 
 def cell_kernel_events_of(trial: TrialRecord) -> list[dict[str, Any]]:
-    from fairmark.store.events import events_in
-
     return [] if trial.warmup else events_in(trial.stderr_tail or "")
 
 

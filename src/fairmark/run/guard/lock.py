@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmark.errors import EnvironmentRefused
+from fairmark.run.guard.signals import held
 from fairmark.store.owner import owner_alive as owner_alive
 from fairmark.store.owner import pid_alive as pid_alive
 from fairmark.store.owner import proc_state as proc_state
@@ -227,8 +228,6 @@ class HostLock:
             self._write(self.fd)
 
     def __exit__(self, *exc: object) -> None:
-        from fairmark.run.guard.signals import held
-
         with held():  # a SIGTERM arriving now waits: the lock is released whole, never left half-written
             if self.fd is not None:
                 os.ftruncate(self.fd, 0)  # a clean exit leaves no PID to look stale

@@ -24,6 +24,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from fairmark.run.guard.lock import pid_alive
+from fairmark.run.launch.launcher import kill_group
+
 PREFIX = "fairmark-scratch-"  # a held scratch directory
 KEPT_PREFIX = "fairmark-kept-"  # `run --keep-scratch`: left for the user, never swept
 _LEGACY = re.compile(r"^fairmark-(\d+)-")  # before the lock: the owner's PID in the name
@@ -100,8 +103,6 @@ def _legacy_owner(name: str) -> int | None:
 def sweep(base: str | None = None) -> list[str]:
     """Remove the scratch directories no live process holds, after stopping what their dead owners left
     running in them (a managed server runs in its own session, so a SIGKILL of fairmark's group misses it)."""
-    from fairmark.run.guard.lock import pid_alive
-
     root = Path(base or tempfile.gettempdir())
     lines: list[str] = []
     for path in sorted(root.glob(f"{PREFIX}*")):
@@ -137,8 +138,6 @@ def _stop_working_in(root: Path, orphan: Callable[[str], bool]) -> list[str]:
     `orphan(name)` says no live fairmark owns (also one already removed: the kernel shows it as 'PATH
     (deleted)', which psutil gives without the suffix)."""
     import psutil
-
-    from fairmark.run.launch.launcher import kill_group
 
     lines = []
     for proc in psutil.process_iter(["pid", "cwd", "name"]):

@@ -36,9 +36,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fairmark.errors import EnvironmentRefused
+from fairmark.errors import EnvironmentRefused, PlanError
 from fairmark.plan.model import Boot, Plan, RunPolicy
 from fairmark.run.loop import profiled
+from fairmark.run.loop.stoprule import boot_decision
 from fairmark.run.machine.boots import (
     BootCheck,
     HostDidNotReturn,
@@ -154,8 +155,6 @@ class BootRun:
         plan = runner.plan
         hosts = {v.host for v in plan.variant}
         if len(hosts) != 1:
-            from fairmark.errors import PlanError
-
             raise PlanError(
                 "boot variants must all run on the same machine (one host, or all local): "
                 f"found {sorted(str(h) for h in hosts)}",
@@ -220,7 +219,6 @@ class BootRun:
         answer, decided (or max_boots reached) — the reason every cell stops — or None to boot on."""
         if self.policy.boots != "auto" or (block.index + 1) % (2 * len(self.runner.plan.variant)):
             return None
-        from fairmark.run.loop.stoprule import boot_decision
 
         return boot_decision(runtimes, self.policy, self.runner.plan.baseline, self.per_boot, block.k + 1)
 

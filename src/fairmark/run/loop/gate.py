@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.model import Plan
+from fairmark.probe import diagnose, host_identity, take_snapshot
+from fairmark.probe.doctor import diagnose_volatile
+from fairmark.probe.hosts import hardware_differences, software_findings
+from fairmark.probe.snapshot import volatile_part, volatile_snapshot
+from fairmark.run.prerun import wrapcost
 from fairmark.run.trials.prepare import WorkloadRuntime, workload_info
+from fairmark.run.variants.basic import intended_env
 from fairmark.run.workloads import versions_to_record
 from fairmark.store.db import Store
 
@@ -41,8 +47,6 @@ class Gate:
             return None, []
         if self.hosts.remote:
             return self._check_hosts()
-        from fairmark.probe import diagnose, take_snapshot  # the probe is heavy; a resumed run needs none
-        from fairmark.run.variants.basic import intended_env
 
         self.record_programs(runtimes)
         snap = take_snapshot("/", tools=self.programs, workdir=os.getcwd())
@@ -63,9 +67,6 @@ class Gate:
     def _check_hosts(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The gate of a run on hosts: each host's snapshot judged, hardware differences between the machines
         refused unless the plan declares them. Returns (the run's env_before, findings tagged with their host)."""
-        from fairmark.probe import diagnose
-        from fairmark.probe.hosts import hardware_differences, software_findings
-        from fairmark.run.variants.basic import intended_env
 
         snaps = self.hosts.snapshots()
         found = []
@@ -78,8 +79,6 @@ class Gate:
         if len(snaps) + local > 1:
             machines = dict(snaps)
             if local:
-                from fairmark.probe import take_snapshot
-
                 machines["(controller)"] = cast("Snapshot", take_snapshot("/"))
             diff = hardware_differences(machines, list(self.plan.declare))
             found += software_findings(machines, list(self.plan.declare))
@@ -101,7 +100,7 @@ class Gate:
 
     def baselines(self, runtimes: list[WorkloadRuntime]) -> dict[str, Any]:
         """What this machine does apart from the change, measured before the first trial (run options)."""
-        from fairmark.run.prerun import devicebase, wrapcost
+        from fairmark.run.prerun import devicebase  # psutil, through the workloads' tools
 
         # a variant's own wrap is inside its measured time only: its cost here is shown beside the verdicts
         wrap_costs = wrapcost.measure(self.plan.variant) if self.options.probe else {}
@@ -113,7 +112,6 @@ class Gate:
         """The snapshot after a finished local run (None otherwise)."""
         if not self.options.probe or status != "done" or self.hosts.remote:
             return None
-        from fairmark.probe import take_snapshot
 
         return take_snapshot("/", tools=self.programs)
 
@@ -152,7 +150,6 @@ class VolatileWatch:
     def sample(self, store: Store, run_id: str, note: Any) -> None:
         if not self.enabled or time.monotonic() - self.last < VOLATILE_EVERY_S:
             return
-        from fairmark.probe.snapshot import volatile_part, volatile_snapshot
 
         if self.local:
             before = volatile_part(self.env_before) if self.env_before else None
@@ -174,8 +171,6 @@ class VolatileWatch:
         baseline: dict[str, Any] | None,
     ) -> None:
         """One machine's sample: stored, and what is new in it noticed once (labelled with its host)."""
-        from fairmark.probe.doctor import diagnose_volatile
-
         name = str(snap.get("taken_at", ""))
         store.add_artifact(
             run_id,
@@ -198,7 +193,6 @@ class VolatileWatch:
 def host_id(snap: dict[str, Any] | None) -> str:
     if not snap:
         return ""
-    from fairmark.probe import host_identity
 
     return host_identity(snap)
 

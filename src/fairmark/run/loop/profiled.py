@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fairmark.stats.attribution_diff import AttributionDiff, ProfiledTrial, compare_profiles
+from fairmark.stats.compare import tested
 
 if TYPE_CHECKING:
     from fairmark.plan.model import RunPolicy
@@ -96,8 +97,6 @@ def decided(store: Store, run_id: str, cells: Sequence[CellState], baseline: str
 def significant(rt: WorkloadRuntime, policy: RunPolicy, baseline: str) -> bool:
     """A cell whose measured values differ significantly from its baseline's on the primary metric (the paired
     or Welch test of stats.compare, as the verdict's, before the false-discovery-rate correction)."""
-    from fairmark.stats.compare import tested
-
     spec = rt.metric_specs[rt.primary]
     for a, b in pairs([cs for cs in rt.cells if cs.status == "done"], baseline):
         if len(a.values) < 3 or len(b.values) < 3:

@@ -23,6 +23,7 @@ from fairmark.run.guard.lock import announce_run
 from fairmark.run.launch.executor import execute_spec
 from fairmark.run.launch.launch_server import serving
 from fairmark.run.loop import profiled
+from fairmark.run.loop.bootrun import BootRun
 from fairmark.run.loop.gate import Gate, VolatileWatch, host_id, hostname
 from fairmark.run.loop.options import Progress, RunOptions, trial_event
 from fairmark.run.loop.stage import startup_notes, workload_stage
@@ -198,8 +199,6 @@ class Runner:
             if any(
                 v.boot for v in self.plan.variant
             ):  # kernels: one boot per block, A B B A … (run.loop.bootrun)
-                from fairmark.run.loop.bootrun import BootRun
-
                 BootRun(self).execute(runtimes, order)  # it leaves no cell active
             for rt in runtimes:
                 if any(cs.status == "active" for cs in rt.cells):

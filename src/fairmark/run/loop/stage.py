@@ -15,11 +15,14 @@ from fairmark.plan.model import RunPolicy, Workload
 from fairmark.run.guard import scratch
 from fairmark.run.guard.scratch import Scratch
 from fairmark.run.launch.executor import execute_spec, read_text
+from fairmark.run.launch.launcher import launcher
+from fairmark.run.profiles.base import sweep_stale_profiles
 from fairmark.run.spec import Executor
 from fairmark.run.trials.build import step_spec
 from fairmark.run.trials.prepare import WorkloadRuntime
 from fairmark.run.trials.trial import Contexts
 from fairmark.run.workloads.base import WorkloadContext
+from fairmark.run.workloads.servers import free_port
 
 if TYPE_CHECKING:
     from fairmark.run.machine.host import Hosts
@@ -57,7 +60,6 @@ def workload_stage(
     ctx.env["FAIRMARK_SCRATCH"] = str(scratch)
     # ... and a TCP port free on loopback when the workload starts, for a server its setup starts (plans
     # hard-coding ports collide with each other and with whatever else runs)
-    from fairmark.run.workloads.servers import free_port
 
     ctx.env["FAIRMARK_PORT"] = str(free_port())
     contexts = Contexts(ctx)
@@ -119,8 +121,6 @@ def startup_notes() -> list[str]:
     """What a run says before it starts: the scratch directories killed fairmark processes left (removed, what
     ran in them stopped), then what their profiled trials left (an empty cgroup, perf's FIFOs); and that this host records
     no peak RSS when no launcher can be built for it (`fairmark.run.launch.launcher`)."""
-    from fairmark.run.launch.launcher import launcher
-    from fairmark.run.profiles.base import sweep_stale_profiles
 
     lines = sweep_stale_scratch() + sweep_stale_profiles()
     why = launcher()[1]

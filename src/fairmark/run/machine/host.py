@@ -24,9 +24,14 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from fairmark.errors import EnvironmentRefused, FairmarkError
 from fairmark.jsonvalue import JSONObject
+from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
+from fairmark.plan.model import SystemChanges
+from fairmark.probe import take_snapshot
 from fairmark.run.launch.executor import execute_spec
 from fairmark.run.machine.boots import HostDidNotReturn, reboot_command
 from fairmark.run.spec import Measured, TrialSpec
+from fairmark.run.variants.boothook import install
+from fairmark.run.variants.cpus import CpuSet, cpuset_problem
 from fairmark.run.variants.driver import Prepared
 from fairmark.run.variants.journal import default_state_dir
 from fairmark.run.variants.system import SystemState, merged_changes
@@ -192,8 +197,6 @@ def local_boot_id() -> str | None:
 
 def local_part(plan: Plan) -> Plan:
     """The plan as the controller's own system state sees it: a variant on a host changes nothing here."""
-    from fairmark.plan.kinds import VARIANT_KINDS
-    from fairmark.plan.model import SystemChanges
 
     fields = SystemChanges.model_fields
     blank = {k: fields[k].get_default(call_default_factory=True) for k in VARIANT_KINDS}
@@ -242,8 +245,6 @@ class LocalHost:
         return local_boot_id()
 
     def snapshot(self) -> Snapshot:
-        from fairmark.probe import take_snapshot
-
         return cast(Snapshot, take_snapshot("/", workdir=os.getcwd()))  # the probe's dict, as typed here
 
     def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
@@ -253,8 +254,6 @@ class LocalHost:
 
     def reboot(self, boot: Boot, previous: str, resume: list[str]) -> str:
         """Install the one-shot boot hook that runs `resume` in the next boot, reboot, and wait to be ended."""
-        from fairmark.run.variants.boothook import install
-
         kind, root = hook_kind()
         install(self.system.journal, resume, kind=kind, root=root)
         reboot = reboot_command(boot)
@@ -368,8 +367,6 @@ class Hosts:
         """Whether a variant changes machine-wide state here or on its host: trials then run in A B B A blocks.
         Worked out once: the plan and its variants' changes stay what they are for the run, and the runner
         asks at every round."""
-        from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
-
         wide = [k for k in REMOTE_KEYS if VARIANT_KINDS[k].machine_wide]
         there = any(
             v.host and any(merged_changes(self.plan, v).get(k) not in (None, {}) for k in wide)
@@ -416,8 +413,6 @@ class Hosts:
         """How each `cpus` variant's trials are placed ("cpuset v1", "cpuset v2", "affinity: WHY"): the run
         records it, the report shows it, and an affinity fallback, which a trial's child can widen, is said
         now (`note`) with its reason."""
-        from fairmark.run.variants.cpus import CpuSet, cpuset_problem
-
         out: dict[str, str] = {}
         for v in self.plan.variant:
             if v.host:

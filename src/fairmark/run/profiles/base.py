@@ -17,6 +17,7 @@ returns, not whenever perf finished setting up.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import select
 import shutil
@@ -31,6 +32,8 @@ from typing import Any
 
 from fairmark.errors import FairmarkError
 from fairmark.probe.which import find_tool
+from fairmark.run.guard.lock import pid_alive
+from fairmark.run.guard.scratch import PREFIX
 from fairmark.run.hooks import HookContext, TrialHook
 
 
@@ -168,8 +171,6 @@ def sweep_stale_profiles(root: Path | None = None, tmp: Path | None = None) -> l
     """Remove what a fairmark killed during a profiled trial left: its trial cgroup (`TrialCgroup`) once empty,
     and its perf control FIFOs' directory; returns what was removed. A cgroup still holding processes stays
     (rmdir refuses it); so does anything of a fairmark still running."""
-    from fairmark.run.guard.lock import pid_alive
-
     removed = []
     for d in sorted((tmp or Path(tempfile.gettempdir())).glob(PERFCTL_PREFIX + "*")):
         owner = d.name.removeprefix(PERFCTL_PREFIX).partition("-")[0]
@@ -187,8 +188,6 @@ def _mine(path: Path) -> bool:
 
 
 def _sweep_cgroups(root: Path | None) -> list[str]:
-    from fairmark.run.guard.lock import pid_alive
-
     try:
         # v2: also inside a `cpus` variant's cgroup (TrialCgroup's `inside`)
         found = sorted([*root.glob(CGROUP_PREFIX + "*"), *root.glob(f"*/{CGROUP_PREFIX}*")]) if root else []
@@ -234,8 +233,6 @@ def _cgroup_of(pid: int, v2: bool) -> str | None:
 
 def scratch_of(trial_dir: str) -> Path | None:
     """The workload's scratch directory holding a trial's directory (fairmark.run.guard.scratch names it)."""
-    from fairmark.run.guard.scratch import PREFIX
-
     path = Path(trial_dir)
     return next((p for p in (path, *path.parents) if p.name.startswith(PREFIX)), None)
 
@@ -255,8 +252,6 @@ def _ends_with(parent: int) -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes
-
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (ImportError, OSError, AttributeError):
         return None

@@ -15,6 +15,7 @@ from fairmark.plan.model import RunPolicy, Variant, Workload
 from fairmark.plan.schedule import Cell
 from fairmark.run.spec import TrialSpec
 from fairmark.run.variants.basic import apply_env
+from fairmark.run.variants.cpus import parse_cpu_list
 from fairmark.run.variants.driver import Prepared
 
 NON_NAME = re.compile(r"\W")
@@ -64,8 +65,6 @@ def trial_spec(
     place_cgroup, place_cpus = prepared.cgroup, prepared.cpus
     sweep_cpus = cpuset_of(cell)
     if sweep_cpus is not None and launcher_places:
-        from fairmark.run.variants.cpus import parse_cpu_list
-
         place_cpus = tuple(parse_cpu_list(sweep_cpus))
     place_wrap = [] if launcher_places else cpus_wrap(cell)
     argv = list(variant.wrap or []) + place_wrap + list(command)

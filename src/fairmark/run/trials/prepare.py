@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fairmark.errors import EnvironmentRefused, PlanError
+from fairmark.plan.load import Locator
 from fairmark.plan.metric import LOOP_METRIC_SPECS
 from fairmark.plan.model import BUILTIN_METRIC_SPECS, MetricSpec, Plan, Workload
 from fairmark.plan.schedule import Cell, cells_of, expand_sweep_values
@@ -104,8 +105,6 @@ class _Where:
     text: str
 
     def error(self, exc: PlanError, loc: tuple, key: str) -> PlanError:
-        from fairmark.plan.load import Locator
-
         line = Locator(self.text).line(loc) if self.text else None
         return PlanError(exc.detail, path=str(self.path), line=line, key=key)
 

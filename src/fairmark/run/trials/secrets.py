@@ -11,6 +11,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fairmark.probe import redact_env
+from fairmark.probe.redact import redact_argv, redact_json, redact_text
+
 REDACTED = "<redacted>"
 MIN_SECRET_CHARS = 4  # shorter values ("1", "on") would scrub ordinary words out of every output
 
@@ -19,8 +22,6 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     """The values the environment capture would redact, longest first (a secret containing another is
     replaced whole)."""
     # The probe package is heavy: imported when a run starts, not when a command merely imports the runner.
-    from fairmark.probe import redact_env
-
     redacted = redact_env(dict(env))
     found = {v for k, v in env.items() if redacted.get(k) != v and len(v) >= MIN_SECRET_CHARS}
     return sorted(found, key=len, reverse=True)
@@ -36,8 +37,6 @@ class Scrubber:
     """Callable text → text with this process's secrets removed; built once per run."""
 
     def __init__(self, env: Mapping[str, str] | None = None):
-        from fairmark.probe.redact import redact_text
-
         self.secrets = secret_values(os.environ if env is None else env)
         self._redact = redact_text
         self._memo: dict[str, str] = {"": ""}
@@ -46,8 +45,6 @@ class Scrubber:
         """A command's words: each one scrubbed, and the values its flags name as secret (`--password VALUE`,
         `curl -u user:pw`, mysql's `-pVALUE`), which no word alone shows — learnt, so that the command's own
         output (`args: $*`) is scrubbed of them too."""
-        from fairmark.probe.redact import redact_argv
-
         found: set[str] = set()
         words = tuple(redact_argv(argv, self, found))
         self._learn(found)
@@ -56,8 +53,6 @@ class Scrubber:
     def json(self, doc: Any) -> Any:
         """A JSON-able document (a run's options, its tags, a finding, an artifact): every string scrubbed, and
         the string under every key that names a secret (a variant's `env = { DB_PASSWORD = … }`), learnt."""
-        from fairmark.probe.redact import redact_json
-
         found: set[str] = set()
         scrubbed = redact_json(doc, self, found)
         self._learn(found)

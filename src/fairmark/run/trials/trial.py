@@ -24,6 +24,7 @@ from fairmark.run.trials.build import before_trial_spec, trial_spec
 from fairmark.run.trials.loops import CalibrationFailed, calibrate
 from fairmark.run.trials.prepare import CellState, WorkloadRuntime
 from fairmark.run.variants.basic import command_for
+from fairmark.run.variants.cpus import CpuSet
 from fairmark.run.variants.driver import Prepared
 from fairmark.run.workloads.base import ParseError, RawOutput, TrialContext, WorkloadContext
 from fairmark.store.db import Store, now
@@ -343,8 +344,6 @@ class TrialPath:
     def fork_places(self) -> bool:
         """Whether every local trial of this run starts through fork with a placement step in the child
         (`executor.forks_to_place`): decided once for the run, so that all its sides start the same way."""
-        from fairmark.run.variants.cpus import CpuSet
-
         found = (r.change("cpus") for r in self.hosts.local.system.variants.values())
         cpusets = [c for c in found if isinstance(c, CpuSet)]
         cpus = any(not c.use_cgroup for c in cpusets) or any("cpus" in w.sweep for w in self.plan.workload)

@@ -11,6 +11,7 @@ import pkgutil
 import re
 import shlex
 import shutil
+import tempfile
 from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
@@ -135,7 +136,6 @@ def data_set_info(workload: Any, adapter: Adapter | None, params: Mapping[str, A
     ds = data_set_of(workload, adapter, params)
     if ds is None:
         return {}
-    import tempfile
 
     return {
         "data_size_bytes": ds.size_bytes,
