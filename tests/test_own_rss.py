@@ -30,8 +30,12 @@ def _programs(tmp_path: Path) -> dict[str, list[str]]:
     return {"true": ["/bin/true"], "alloc50": [alloc, "50"], "alloc200": [alloc, "200"]}
 
 
+# ...so for a 1 MB program 10% is less than /usr/bin/time's own spread: 1076 against 972 KiB was seen at load 25
+SPREAD_KIB = 160
+
+
 def _close(recorded: float, reference: float) -> bool:
-    return abs(recorded - reference) <= TOLERANCE * reference
+    return abs(recorded - reference) <= max(TOLERANCE * reference, SPREAD_KIB)
 
 
 @pytest.mark.slow

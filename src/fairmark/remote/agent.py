@@ -161,8 +161,8 @@ def take_dir(path: str) -> int | None:
     needs to guess from a PID (other PID namespaces and reused PIDs defeat that)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return None  # gone, or another user's (an agent logged in without root sweeps only its own)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         st, own = os.stat(path), os.fstat(fd)
