@@ -43,72 +43,9 @@ from fairmark.stats.attribution_diff import ProfiledTrial, compare_profiles, tri
 
 FAIRMARK = str(Path(sys.executable).with_name("fairmark"))
 
-PROGRAM = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-static volatile unsigned long sink;
-__attribute__((noinline)) void main_work(unsigned long n) {
-    unsigned long x = 1;
-    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink = x;
-}
-__attribute__((noinline)) void planted_extra(unsigned long n) {
-    unsigned long x = 3;
-    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink ^= x;
-}
-static double cpu(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-int main(void) {
-    unsigned long n = 150000000UL;
-    double t0 = cpu(), t1, t2;
-    main_work(n);
-    t1 = t2 = cpu();
-    if (getenv("PLANT")) { planted_extra(n / 10); t2 = cpu(); }
-    /* the reference: each function's own CPU time, measured around its call, apart from the samples */
-    printf("main_work_cpu_s=%.6f planted_extra_cpu_s=%.6f\n", t1 - t0, t2 - t1);
-    return 0;
-}
-"""
-
-# The two loops alternately, a tenth of main_work's iterations at a time: each slice's CPU time per iteration,
-# on the thread's own clock. What a planted cost of "main_work / 10" assumes: every slice runs at one speed.
-SLICES = r"""
-#include <stdio.h>
-#include <time.h>
-static volatile unsigned long sink;
-__attribute__((noinline)) void main_work(unsigned long n) {
-    unsigned long x = 1;
-    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink = x;
-}
-__attribute__((noinline)) void planted_extra(unsigned long n) {
-    unsigned long x = 3;
-    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink ^= x;
-}
-static double cpu(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-int main(void) {
-    unsigned long n = 15000000UL;
-    for (int k = 0; k < 20; k++) {
-        double t0 = cpu(), t1, t2;
-        main_work(n);
-        t1 = cpu();
-        planted_extra(n);
-        t2 = cpu();
-        printf("%.4f %.4f\n", (t1 - t0) / n * 1e9, (t2 - t1) / n * 1e9);
-    }
-    return 0;
-}
-"""
+# the planted program (its two modes: a trial, and the slices), shared with the tests
+PLANTED_C = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "planted.c"
+PROGRAM = PLANTED_C.read_text()
 
 ALLOC = r"""
 #include <stdio.h>
@@ -203,7 +140,7 @@ def own_clock(store_url: str, run_id: str, variant: str) -> dict[int, list[float
 def slices(tmp: Path) -> None:
     """20 slices of 15 M iterations of each loop, alternately: ns per iteration on the thread's CPU clock."""
     out = subprocess.run(
-        [str(build(tmp, "slices", SLICES))], capture_output=True, text=True, check=True
+        [str(build(tmp, "slices", PROGRAM)), "slices"], capture_output=True, text=True, check=True
     ).stdout
     rows = [tuple(map(float, line.split())) for line in out.splitlines()]
     for k, name in enumerate(("main_work", "planted_extra")):
@@ -218,7 +155,7 @@ def planted(tmp: Path, runs: int) -> None:
     exe = build(tmp, "planted", PROGRAM)
     plan = tmp / "planted.toml"
     plan.write_text(
-        PLAN.format(exe=exe, measured=6, profiled=3, max_profiled=16, b_env='env = { PLANT = "1" }')
+        PLAN.format(exe=exe, measured=6, profiled=3, max_profiled=16, b_env='env = { PLANT = "10" }')
     )
     store = f"sqlite:///{tmp / 'planted.db'}"
     print(
@@ -373,7 +310,7 @@ def perf_diff(a: Path, b: Path) -> dict[tuple[str, str], float]:
 
 def against_perf_diff(tmp: Path, n: int = 8) -> list[ProfiledTrial]:
     cases = [
-        ("planted", build(tmp, "pd_planted", PROGRAM), {}, {"PLANT": "1"}),
+        ("planted", build(tmp, "pd_planted", PROGRAM), {}, {"PLANT": "10"}),
         ("malloc debugging", build(tmp, "pd_alloc", ALLOC), {}, DEBUG_ENV),
     ]
     print(f"3. against `perf diff`: {n} + {n} perf.data files per case, interleaved A B A B …")

@@ -182,6 +182,17 @@ def build_alloc(dest_dir: Path) -> Path:
     return exe
 
 
+PLANTED_C = Path(__file__).parent / "fixtures" / "planted.c"
+
+
+def build_planted(dest_dir: Path) -> Path:
+    """tests/fixtures/planted.c compiled into dest_dir with frame pointers (a profile's stacks need them)."""
+    exe = dest_dir / "planted"
+    flags = ["-O1", "-fno-omit-frame-pointer", "-fno-inline"]
+    subprocess.run(["cc", *flags, "-o", str(exe), str(PLANTED_C)], check=True)
+    return exe
+
+
 def time_max_rss_kib(argv: list[str], tmp: Path, runs: int = 3) -> int:
     """GNU time's `%M` (the command's peak resident set, KiB) for argv: the median of `runs` runs — the
     independent reference a recorded max_rss_kib is held against."""

@@ -9,7 +9,6 @@ a side), and the test asserts which function is named and where the profiled tri
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,28 +20,10 @@ from fairmark.run.loop import bootrun
 from fairmark.run.loop.runner import Runner, RunOptions
 from fairmark.run.profiles import hooks_for
 from fairmark.store.db import Store
+from helpers import build_planted
 
 pytestmark = pytest.mark.machine  # perf: one at a time under xdist (tests/conftest.py)
 
-PROGRAM = r"""
-#include <stdlib.h>
-static volatile unsigned long sink;
-__attribute__((noinline)) void main_work(unsigned long n) {
-    unsigned long x = 1;
-    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink = x;
-}
-__attribute__((noinline)) void planted_extra(unsigned long n) {
-    unsigned long x = 3;
-    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink ^= x;
-}
-int main(void) {
-    main_work(40000000UL);
-    if (getenv("PLANT")) planted_extra(40000000UL);
-    return 0;
-}
-"""
 
 CMDLINE = Path("/proc/cmdline").read_text().strip()
 BOOT = f'boot = {{ command = "true", reboot = ["true"], timeout_s = 5, expect = {{ "os.cmdline" = "{CMDLINE}" }} }}'
@@ -52,7 +33,7 @@ BOOTS, PROFILED = 4, 2
 def plan_text(exe: Path) -> str:
     return (
         f"[run]\nboots = {BOOTS}\nwarmup = 1\nmin_trials = 3\nmax_trials = 12\nprofiled_trials = {PROFILED}\n"
-        f'[[workload]]\nname = "planted"\ncommand = ["{exe}"]\nmetrics = [{{ name = "cpu_s" }}]\n'
+        f'[[workload]]\nname = "planted"\ncommand = ["{exe}", "40000000"]\nmetrics = [{{ name = "cpu_s" }}]\n'
         f'[[variant]]\nname = "A"\n{BOOT}\n'
         f'[[variant]]\nname = "B"\nenv = {{ PLANT = "1" }}\n{BOOT}\n'
     )
@@ -64,11 +45,7 @@ def test_every_boot_is_profiled_and_the_boot_is_the_unit(tmp_path: Path, monkeyp
     hooks = hooks_for(["cpu"])
     if any(h.unavailable for h in hooks) or shutil.which("cc") is None:
         pytest.skip("; ".join(h.unavailable or "" for h in hooks) or "no C compiler")
-    src, exe = tmp_path / "planted.c", tmp_path / "planted"
-    src.write_text(PROGRAM)
-    subprocess.run(
-        ["cc", "-O1", "-fno-omit-frame-pointer", "-fno-inline", "-o", str(exe), str(src)], check=True
-    )
+    exe = build_planted(tmp_path)
 
     def enter(self, block, rec):  # the machine: already in a verified boot of the block's variant, its own
         self.machine.boot_id = lambda: f"boot-{block.index}"  # what a reboot changes

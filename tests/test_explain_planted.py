@@ -6,45 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
 
 from fairmark.run.profiles import hooks_for
+from helpers import build_planted
 
 pytestmark = pytest.mark.machine  # perf: one at a time under xdist (tests/conftest.py)
 
-PROGRAM = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-static volatile unsigned long sink;
-/* each function spins in its own loop, so that its samples are its self time */
-__attribute__((noinline)) void main_work(unsigned long n) {
-    unsigned long x = 1;
-    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink = x;
-}
-__attribute__((noinline)) void planted_extra(unsigned long n) {
-    unsigned long x = 3;
-    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink ^= x;
-}
-static double cpu(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-int main(void) {
-    unsigned long n = 150000000UL;
-    main_work(n);
-    double t0 = cpu();
-    if (getenv("PLANT")) planted_extra(n / atol(getenv("PLANT")));
-    /* what the planted function cost, on the program's own clock: the reference the profile never sees */
-    printf("planted_extra_cpu_s=%.6f\n", cpu() - t0);
-    return 0;
-}
-"""
 
 PLAN = """
 [run]
@@ -73,11 +42,7 @@ def _plan(tmp_path, divisor: int):
     hooks = hooks_for(["cpu"])
     if any(h.unavailable for h in hooks) or shutil.which("cc") is None:
         pytest.skip("; ".join(h.unavailable or "" for h in hooks) or "no C compiler")
-    src, exe = tmp_path / "planted.c", tmp_path / "planted"
-    src.write_text(PROGRAM)
-    subprocess.run(
-        ["cc", "-O1", "-fno-omit-frame-pointer", "-fno-inline", "-o", str(exe), str(src)], check=True
-    )
+    exe = build_planted(tmp_path)
     plan = tmp_path / "p.toml"
     plan.write_text(PLAN.format(exe=exe, divisor=divisor))
     return plan
@@ -111,7 +76,9 @@ def test_planted_function_is_named_first(tmp_path, fairmark_cli) -> None:
     # around the call in the same trials (bench/explain_validation.py: within a sample or two per trial, 80 of
     # 80 trials; docs/reproductions.md section 15) — with room for a sampler slowed to a few hundred Hz
     cell_b = next(c for c in report.cells if c.variant == "B")
-    clock = {t.round: float(t.stdout_tail.split("=")[1]) for t in cell_b.trials if t.profiled}
+    clock = {
+        t.round: float(t.stdout_tail.split("planted_extra_cpu_s=")[1]) for t in cell_b.trials if t.profiled
+    }
     own = [clock[r] for r in sorted({t.round for t in a} & {t.round for t in b})]  # the rounds compared
     assert abs(top.diff_s / (sum(own) / len(own)) - 1) < 0.25, (top, own)
     # and when the measured verdict is significant, the sentence of every report names it first

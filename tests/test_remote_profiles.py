@@ -119,12 +119,9 @@ def test_where_the_difference_went_from_profiles_taken_on_a_host(tmp_path: Path,
     first, its interval above 0 (the profiled rounds go on until it is decided)."""
     if why := _perf_and_strace():
         pytest.skip(why)
-    from test_explain_planted import PROGRAM
+    from helpers import build_planted
 
-    src, exe = tmp_path / "planted.c", tmp_path / "planted"
-    src.write_text(PROGRAM)
-    flags = ["-O1", "-fno-omit-frame-pointer", "-fno-inline"]
-    subprocess.run(["cc", *flags, "-o", str(exe), str(src)], check=True)
+    exe = build_planted(tmp_path)
     body = (
         f'[[workload]]\nname = "planted"\ncommand = ["{exe}"]\nmetrics = [{{ name = "cpu_s" }}]\n'
         '[[variant]]\nname = "a"\nhost = "h1"\n[[variant]]\nname = "b"\nhost = "h1"\n'
