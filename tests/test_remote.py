@@ -158,9 +158,9 @@ def test_a_hardware_difference_between_hosts_is_refused(
     tmp_path: Path, net, fairmark_cli, monkeypatch
 ) -> None:
     """Planted in h2's probe answer: another CPU model (hardware) and another kernel release (software)."""
-    from fairmark.remote import probe
+    from fairmark.remote import hosts
 
-    real = probe.remote_snapshot
+    real = hosts.remote_snapshot
 
     def planted(conn, **kw):
         snap = real(conn, **kw)
@@ -169,7 +169,7 @@ def test_a_hardware_difference_between_hosts_is_refused(
             snap["os"]["release"] = "9.9.9-planted"
         return snap
 
-    monkeypatch.setattr(probe, "remote_snapshot", planted)
+    monkeypatch.setattr(hosts, "remote_snapshot", planted)  # where the run's hosts take it from
     body = '[[workload]]\nname = "t"\ncommand = ["true"]\n[[variant]]\nname = "a"\nhost = "h1"\n'
     body += '[[variant]]\nname = "b"\nhost = "h2"\n'
     code, _, err = fairmark_cli("run", plan(tmp_path, net, body))

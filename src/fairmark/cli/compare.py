@@ -23,8 +23,7 @@ import numpy as np
 from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import InputError, UsageError
-from fairmark.formats import parse_results
-from fairmark.report import ministat, series_compare
+from fairmark.report import ministat
 from fairmark.report.compare_files import emit_human, json_doc, ministat_only, not_judged
 from fairmark.stats import special
 from fairmark.stats.arrays import Floats, Values
@@ -263,6 +262,7 @@ def _other_tools(texts: list[tuple[str, str]], column: int, delimiters: str) -> 
     are plain files of numbers. A file of one number per line never loads the readers (compare's start)."""
     if all(_plain(text) for _, text in texts):
         return None
+    from fairmark.formats import parse_results  # LAZY_FOR_START: plain files never load the readers
 
     results = [parse_results(text, name) for name, text in texts]
     if all(r is None for r in results):
@@ -284,6 +284,8 @@ def _other_tools(texts: list[tuple[str, str]], column: int, delimiters: str) -> 
 
 def _compare_other_tools(results: list, confidence: float) -> None:
     from dataclasses import replace
+
+    from fairmark.report import series_compare  # LAZY_FOR_START
 
     labels = _labels([r.path for r in results])
     results = [replace(r, path=label) for r, label in zip(results, labels, strict=True)]
