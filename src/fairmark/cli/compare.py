@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import re
 import sys
 import warnings
@@ -13,11 +12,6 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 import click
-
-if "numpy" not in sys.modules:  # a `fairmark compare` process, which starts no other program
-    # Its sums and dot products of 100 000 values take microseconds on one thread; OpenBLAS's pool of threads,
-    # started with numpy, cost 0.8 ms of CPU (12 ms of wall) per dot product on this busy 2-CPU VM.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 from fairmark.cli.common import common_options

@@ -15,6 +15,7 @@ import click
 
 import fairmark.cli as pkg
 from fairmark import __version__
+from fairmark.cli import _threads
 from fairmark.cli.common import state
 from fairmark.console import console
 from fairmark.errors import ExitStatus, FairmarkError, Terminated
@@ -118,4 +119,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
+    _threads.install()  # before anything imports numpy: its BLAS on one thread, in fairmark's process only
     sys.exit(main())
