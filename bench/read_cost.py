@@ -6,7 +6,10 @@ metrics, written by bench/history_query.py's `fill` (a +10% step half way: one c
 The run: 2 variants × 150 trials of `true`, monitors on, made here by `fairmark run`. Each command is started
 REPS times, alternating with the fairmark of `--against OTHER/src` when given; CPU (user + sys) and peak RSS from
 wait4, medians printed, and whether scipy was loaded (a probe of sys.modules after the command). On this shared
-VM CPU time is what compares across loads; the load average is printed at the start and the end.
+VM CPU time is what compares across loads; the load average is printed at the start and the end. As a user's
+install has them, the modules' compiled bytecode is cached: PYTHONDONTWRITEBYTECODE is dropped for the commands,
+and each command is started once, unmeasured, before the measured starts (a tree without its __pycache__
+compiled fairmark's ~100 modules at every start: +0.3–0.5 s of CPU that no user pays).
 
     .venv/bin/python bench/read_cost.py [--reps 7] [--against OTHER/src]
 """
@@ -62,7 +65,7 @@ def main() -> int:
     if args.against:
         sides[args.against] = {"PYTHONPATH": str(Path(args.against).resolve())}
     tmp = Path(tempfile.mkdtemp(prefix="fairmark-bench-read-"))
-    env = os.environ | {
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {
         "FAIRMARK_LOCK_PATH": str(tmp / "lock"),
         "FAIRMARK_STATE_DIR": str(tmp / "state"),
         "NO_COLOR": "1",
@@ -88,6 +91,9 @@ def main() -> int:
             "show last (2 × 150 trials of `true`, monitors on)": (["show", "last"], runs),
         }
         got: dict[tuple[str, str], list[tuple[float, int, bool]]] = {}
+        for argv, url in cmds.values():  # unmeasured: writes each side's __pycache__
+            for senv in sides.values():
+                started(argv, env | senv | {"FAIRMARK_STORE": url})
         for label, (argv, url) in cmds.items():
             for _ in range(args.reps):
                 for side, senv in sides.items():
