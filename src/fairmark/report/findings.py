@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from fairmark.console import console
 from fairmark.report.section import Context, Section
-from fairmark.store.db import jsonable_row
+from fairmark.store.records import jsonable_row
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport

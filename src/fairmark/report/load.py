@@ -19,9 +19,8 @@ from fairmark.stats import describe, format_value
 from fairmark.stats.rates import poisson_ci
 from fairmark.stats.scaling import curve_shape, efficiency_applies
 from fairmark.stats.spread import compare_spread
-from fairmark.store.db import Store
-from fairmark.store.records import ArtifactRow, JSONObject, loops_text
-from fairmark.store.schema import LOOPS_CALIBRATION
+from fairmark.store.base import LOOPS_CALIBRATION
+from fairmark.store.records import ArtifactRow, JSONObject, RunReader, loops_text
 from fairmark.verdict.judge import MIN_VALUES, enough
 from fairmark.verdict.run import RunVerdicts, run_verdicts
 from fairmark.verdict.values import MeasuredCell
@@ -31,7 +30,7 @@ from fairmark.verdict.values import MeasuredCell
 class StoredArtifacts:
     """A stored run's artifacts (the view's ArtifactSource): this run's, read-only."""
 
-    store: Store = field(repr=False)
+    store: RunReader = field(repr=False)
     run_id: str
 
     def artifacts(self, kind: str | None = None) -> list[ArtifactRow]:
@@ -41,7 +40,7 @@ class StoredArtifacts:
         return self.store.iter_artifacts(self.run_id, kind)
 
 
-def load_report(store: Store, run_ref: str, judged: RunVerdicts | None = None) -> RunReport:
+def load_report(store: RunReader, run_ref: str, judged: RunVerdicts | None = None) -> RunReport:
     """The run's read model; `judged`: its cells and verdicts when the caller has them already (assemble.RunResult)."""
     judged = judged or run_verdicts(store, run_ref)
     run, design = judged.run, judged.design

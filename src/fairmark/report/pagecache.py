@@ -16,8 +16,8 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from fairmark.store.base import CLAIMED_IO
 from fairmark.store.records import TrialRecord
-from fairmark.store.schema import CLAIMED_IO
 
 RATE_MARGIN = 1.2  # the baseline is one 3 s measurement on a shared machine: 20% above it is beyond its noise
 SEEN_FRACTION = 0.5  # the disks saw less than half the claimed bytes

@@ -8,6 +8,16 @@ from pathlib import Path
 
 SCHEMA_VERSION = 11  # store/schema.py: bumped with each appended migration
 
+# The artifact kind of what a file-system tool's trial claims it read or written (Adapter.claimed_io), stored
+# by the run (run.trials.trial) and held against the disks and the device by the report (report.pagecache).
+CLAIMED_IO = "io.claimed"
+# The artifact kind of a `loops = "auto"` cell's calibration (each calibration trial's loop count and wall time),
+# stored by the run (run.trials.trial) with the cell's first trial and shown by the reports beside the cell's loop count.
+LOOPS_CALIBRATION = "loops.calibration"
+# The artifact kind of a finished `fairmark bisect`'s outcome (steps, answers, the first bad commit), stored with
+# the bisect's first run by bisect.search and shown by report.publish; every step's run is tagged bisect.id.
+BISECT_RESULT = "bisect.result"
+
 
 def default_url() -> str:
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")

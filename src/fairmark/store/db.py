@@ -8,13 +8,11 @@ import datetime as dt
 import itertools
 import json
 import math
-import operator
 import os
 import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -23,7 +21,6 @@ import sqlalchemy as sa
 from fairmark.errors import InputError, StoreError, StoreFailed
 from fairmark.store import schema as S
 from fairmark.store.base import normalize_url as normalize_url  # where callers have imported it from
-from fairmark.store.definitions import Definitions, legacy_definitions, legacy_tuning
 from fairmark.store.lean import SqliteInserts
 from fairmark.store.leanread import SqliteSelects, collector_paused
 from fairmark.store.owner import controller_gone
@@ -36,11 +33,13 @@ from fairmark.store.records import (
     JSONObject,
     JSONValue,
     RunListing,
-    RunOptions,
     Sample,
     TrialRecord,
     sample_row_values,
+    values_by_trial,
 )
+from fairmark.store.records import RunRecord as RunRecord  # where callers have imported it from
+from fairmark.store.records import jsonable_row as jsonable_row
 
 if TYPE_CHECKING:
     from sqlalchemy.engine.interfaces import DBAPIConnection, ExceptionContext
@@ -133,65 +132,6 @@ def _dicts(result: sa.CursorResult[*tuple[object, ...]]) -> list[dict[str, objec
     builds a mapping object per row; a report reads every sample of a run)."""
     keys = list(result.keys())
     return [dict(zip(keys, row, strict=True)) for row in result]
-
-
-def jsonable_row(row: Mapping[str, object]) -> dict[str, object]:
-    """A store row with its timestamps as ISO 8601 text (JSON has no datetime), everything else as is."""
-    return {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in row.items()}
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    id: str
-    plan_path: str
-    plan_text: str
-    plan_sha256: str
-    title: str
-    seed: int
-    host_id: str
-    hostname: str
-    started_at: dt.datetime
-    ended_at: dt.datetime | None
-    status: str
-    command_line: str
-    fairmark_version: str
-    accept_risk: bool
-    options: RunOptions
-    env_before: JSONObject | None  # the environment snapshot (probe/) before the first trial
-    env_after: JSONObject | None
-    notes: list[JSONValue]
-
-    def to_dict(self) -> dict[str, object]:
-        return jsonable_row(vars(self)) | {"controller_gone": self.controller_gone}
-
-    @property
-    def controller_gone(self) -> bool:
-        """The store says "running" but the process that ran it is dead (kill -9, `timeout`)."""
-        return controller_gone(self.status, self.options)
-
-    @property
-    def baseline(self) -> str:
-        """The baseline variant the run resolved ("" when unknown: the first variant of each group)."""
-        return self._definitions().get("baseline") or ""
-
-    @property
-    def variant_definitions(self) -> dict[str, JSONObject]:
-        """Each variant's definition as the run resolved it (name → the plan model's fields)."""
-        return dict(self._definitions().get("variants") or {})
-
-    @property
-    def tuning_sets(self) -> dict[str, JSONObject]:
-        """The plan's [tuning.NAME] sets as the run stored them (a variant's definition names its set)."""
-        opts: RunOptions = self.options or {}
-        if "tuning" in opts:
-            return dict(opts["tuning"] or {})
-        return legacy_tuning(self.plan_text)
-
-    def _definitions(self) -> Definitions:
-        opts: RunOptions = self.options or {}
-        if "baseline" in opts and "variants" in opts:
-            return {"baseline": opts["baseline"], "variants": opts["variants"]}
-        return legacy_definitions(self.plan_text, self.plan_path)
 
 
 class Store:
@@ -602,21 +542,7 @@ class Store:
                 tuple[list[str], list[str], list[float]],
                 self._selects.columns("sample_values", q, {"run_id": run_id}),
             )
-            uniform = _uniform_samples(trial_ids, metrics)
-            if uniform is not None:  # every trial the same metrics in the same order: a column per metric
-                k = len(uniform)
-                per_trial = zip(*(values[i::k] for i in range(k)), strict=True)
-                each = map(dict, map(zip, itertools.repeat(uniform), per_trial))
-                return dict(zip(trial_ids[::k], each, strict=True))
-        rows = zip(trial_ids, metrics, values, strict=True)
-        for trial_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):  # a trial's are together
-            got = {metric: value for _, metric, value in group}
-            found = out.get(trial_id)
-            if found is None:
-                out[trial_id] = got
-            else:  # (a trial whose samples came apart: merged, as one row at a time would)
-                found.update(got)
-        return out
+            return values_by_trial(trial_ids, metrics, values)
 
     # -- findings and artifacts ------------------------------------------------------------------------
     def add_findings(self, run_id: str, phase: str, items: Iterable[Mapping[str, object]]) -> None:
@@ -748,20 +674,6 @@ def _of_run(table: sa.Table, run_id: str | sa.BindParameter[str]) -> tuple[sa.Co
         cells = sa.select(S.cells.c.id).where(S.cells.c.run_id == run_id)
         return (S.samples.c.cell_id.in_(cells), S.samples.c.run_id == run_id)
     return (table.c.run_id == run_id,)
-
-
-def _uniform_samples(trial_ids: list[str], metrics: list[str]) -> tuple[str, ...] | None:
-    """The metrics every trial has, in the order each has them, when the samples are k a trial, a trial's
-    together, each trial once (the usual run); None otherwise."""
-    k = next((i for i, t in enumerate(trial_ids) if t != trial_ids[0]), len(trial_ids))
-    if not k or len(trial_ids) % k:
-        return None
-    firsts = trial_ids[::k]
-    if len(set(firsts)) != len(firsts) or any(trial_ids[i::k] != firsts for i in range(1, k)):
-        return None
-    if any(len(set(metrics[i::k])) != 1 for i in range(k)):
-        return None
-    return tuple(metrics[:k])
 
 
 def _samples_query(*columns: sa.Column[object]) -> sa.Select[*tuple[object, ...]]:

@@ -15,11 +15,10 @@ import datetime as dt
 import json
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TypeAlias, cast
 
 from fairmark.jsonvalue import JSONObject
-from fairmark.store.base import SCHEMA_VERSION
+from fairmark.store.readonly import readonly
 
 # A point of store/history.query_history: run id, started_at, host, cell key, metric, unit, better, n, mean, and
 # the mean of the squares
@@ -113,23 +112,8 @@ class SqliteHistory:
 @contextlib.contextmanager
 def opened(url: str) -> Iterator[SqliteHistory | None]:
     """The store at `url` read directly, or None (not an SQLite file of this schema version: the full store)."""
-    path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else ""
-    if not path or path == ":memory:" or not Path(path).is_file():
-        yield None
-        return
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error:
-        yield None
-        return
-    try:
-        try:
-            version = conn.execute("SELECT value FROM fairmark_meta WHERE key = 'schema_version'").fetchone()
-        except sqlite3.Error:
-            version = None
-        yield SqliteHistory(conn, url) if version is not None and int(version[0]) == SCHEMA_VERSION else None
-    finally:
-        conn.close()
+    with readonly(url) as conn:
+        yield SqliteHistory(conn, url) if conn is not None else None
 
 
 def _datetime(text: str) -> dt.datetime:

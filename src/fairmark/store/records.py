@@ -15,15 +15,17 @@ import itertools
 import operator
 import os
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from fairmark.jsonvalue import JSONObject as JSONObject
 from fairmark.jsonvalue import JSONValue as JSONValue
 from fairmark.jsonvalue import Scalar as Scalar
 from fairmark.plan.metric import BUILTIN_METRICS, Better, MetricSpec
 from fairmark.plan.schedule import Point as Point
+from fairmark.store.definitions import Definitions, legacy_definitions, legacy_tuning
+from fairmark.store.owner import controller_gone
 
 if TYPE_CHECKING:
     # A row as SQLAlchemy reads it: a Core table's values are untyped there; the records below are where the
@@ -346,3 +348,123 @@ class ArtifactRow(TypedDict):
     content_type: str
     data: JSONValue
     text: str | None
+
+
+def jsonable_row(row: Mapping[str, object]) -> dict[str, object]:
+    """A store row with its timestamps as ISO 8601 text (JSON has no datetime), everything else as is."""
+    return {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in row.items()}
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: str
+    plan_path: str
+    plan_text: str
+    plan_sha256: str
+    title: str
+    seed: int
+    host_id: str
+    hostname: str
+    started_at: dt.datetime
+    ended_at: dt.datetime | None
+    status: str
+    command_line: str
+    fairmark_version: str
+    accept_risk: bool
+    options: RunOptions
+    env_before: JSONObject | None  # the environment snapshot (probe/) before the first trial
+    env_after: JSONObject | None
+    notes: list[JSONValue]
+
+    def to_dict(self) -> dict[str, object]:
+        return jsonable_row(vars(self)) | {"controller_gone": self.controller_gone}
+
+    @property
+    def controller_gone(self) -> bool:
+        """The store says "running" but the process that ran it is dead (kill -9, `timeout`)."""
+        return controller_gone(self.status, self.options)
+
+    @property
+    def baseline(self) -> str:
+        """The baseline variant the run resolved ("" when unknown: the first variant of each group)."""
+        return self._definitions().get("baseline") or ""
+
+    @property
+    def variant_definitions(self) -> dict[str, JSONObject]:
+        """Each variant's definition as the run resolved it (name → the plan model's fields)."""
+        return dict(self._definitions().get("variants") or {})
+
+    @property
+    def tuning_sets(self) -> dict[str, JSONObject]:
+        """The plan's [tuning.NAME] sets as the run stored them (a variant's definition names its set)."""
+        opts: RunOptions = self.options or {}
+        if "tuning" in opts:
+            return dict(opts["tuning"] or {})
+        return legacy_tuning(self.plan_text)
+
+    def _definitions(self) -> Definitions:
+        opts: RunOptions = self.options or {}
+        if "baseline" in opts and "variants" in opts:
+            return {"baseline": opts["baseline"], "variants": opts["variants"]}
+        return legacy_definitions(self.plan_text, self.plan_path)
+
+
+def values_by_trial(
+    trial_ids: list[str], metrics: list[str], values: list[float]
+) -> dict[str, dict[str, float]]:
+    """trial id → metric → value, from a run's samples read as three columns in the order they were stored (by
+    cell, as the cells' index holds them): each trial's in that order (`Store.sample_values`, and `show`'s reader
+    of an SQLite store, store/quickrun.py)."""
+    uniform = _uniform_samples(trial_ids, metrics)
+    if uniform is not None:  # every trial the same metrics in the same order: a column per metric
+        k = len(uniform)
+        per_trial = zip(*(values[i::k] for i in range(k)), strict=True)
+        each = map(dict, map(zip, itertools.repeat(uniform), per_trial))
+        return dict(zip(trial_ids[::k], each, strict=True))
+    out: dict[str, dict[str, float]] = {}
+    rows = zip(trial_ids, metrics, values, strict=True)
+    for trial_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):  # a trial's are together
+        got = {metric: value for _, metric, value in group}
+        found = out.get(trial_id)
+        if found is None:
+            out[trial_id] = got
+        else:  # (a trial whose samples came apart: merged, as one row at a time would)
+            found.update(got)
+    return out
+
+
+def _uniform_samples(trial_ids: list[str], metrics: list[str]) -> tuple[str, ...] | None:
+    """The metrics every trial has, in the order each has them, when the samples are k a trial, a trial's
+    together, each trial once (the usual run); None otherwise."""
+    k = next((i for i, t in enumerate(trial_ids) if t != trial_ids[0]), len(trial_ids))
+    if not k or len(trial_ids) % k:
+        return None
+    firsts = trial_ids[::k]
+    if len(set(firsts)) != len(firsts) or any(trial_ids[i::k] != firsts for i in range(1, k)):
+        return None
+    if any(len(set(metrics[i::k])) != 1 for i in range(k)):
+        return None
+    return tuple(metrics[:k])
+
+
+class RunReader(Protocol):
+    """What a run's verdicts and report read of a store (verdict/run.py, report/load.py): `Store`, or on an SQLite
+    file of this schema version store/quickrun.SqliteRun, which reads it without SQLAlchemy."""
+
+    url: str
+
+    def get_run(self, ref: str) -> RunRecord: ...
+
+    def calibrations(self, host_id: str) -> dict[tuple[str, str], JSONObject]: ...
+
+    def cells(self, run_id: str) -> list[CellRecord]: ...
+
+    def trials(self, run_id: str) -> list[TrialRecord]: ...
+
+    def sample_values(self, run_id: str) -> dict[str, dict[str, float]]: ...
+
+    def findings(self, run_id: str) -> list[FindingRow]: ...
+
+    def artifacts(self, run_id: str, kind: str | None = None) -> list[ArtifactRow]: ...
+
+    def iter_artifacts(self, run_id: str, kind: str) -> Iterator[ArtifactRow]: ...

@@ -10,6 +10,9 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
+from fairmark.store.base import BISECT_RESULT as BISECT_RESULT
+from fairmark.store.base import CLAIMED_IO as CLAIMED_IO
+from fairmark.store.base import LOOPS_CALIBRATION as LOOPS_CALIBRATION
 from fairmark.store.base import SCHEMA_VERSION as SCHEMA_VERSION  # lives there: readable without SQLAlchemy
 
 metadata = sa.MetaData()
@@ -157,15 +160,7 @@ artifacts = sa.Table(
     sa.Column("text", sa.Text),  # everything else (SVG, folded stacks, tables)
     sa.Index("ix_artifacts_run", "run_id", "kind"),
 )
-# The artifact kind of what a file-system tool's trial claims it read or written (Adapter.claimed_io), stored
-# by the run (run.trials.trial) and held against the disks and the device by the report (report.pagecache).
-CLAIMED_IO = "io.claimed"
-# The artifact kind of a `loops = "auto"` cell's calibration (each calibration trial's loop count and wall time),
-# stored by the run (run.trials.trial) with the cell's first trial and shown by the reports beside the cell's loop count.
-LOOPS_CALIBRATION = "loops.calibration"
-# The artifact kind of a finished `fairmark bisect`'s outcome (steps, answers, the first bad commit), stored with
-# the bisect's first run by bisect.search and shown by report.publish; every step's run is tagged bisect.id.
-BISECT_RESULT = "bisect.result"
+# The artifact kinds live in store/base.py (readable without SQLAlchemy: `show` on SQLite, store/quickrun.py).
 
 
 calibrations = sa.Table(

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fairmark.stats.sequential import Design, boot_looks
-from fairmark.store.db import RunRecord
+from fairmark.store.records import RunReader, RunRecord
 from fairmark.verdict.pairs import RunDesign, within_run
 from fairmark.verdict.record import Verdict
 from fairmark.verdict.values import MeasuredCell, load_cells
 from fairmark.verdict.wrapcost import with_wrap_costs
 
 if TYPE_CHECKING:
-    from fairmark.store.db import Store
+    pass
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class RunVerdicts:
     verdicts: tuple[Verdict, ...]
 
 
-def design_of(store: Store, run: RunRecord) -> RunDesign:
+def design_of(store: RunReader, run: RunRecord) -> RunDesign:
     """How the run's verdicts are judged: its confidence and baseline, this host's calibrations, and whether each
     variant ran in boots of its own."""
     options = run.options or {}
@@ -75,7 +75,7 @@ def sequential_design(policy: Mapping[str, object]) -> Design | None:
     )
 
 
-def run_verdicts(store: Store, run_ref: str) -> RunVerdicts:
+def run_verdicts(store: RunReader, run_ref: str) -> RunVerdicts:
     """The run's cells and verdicts: each group's variants against its baseline, judged together."""
     run = store.get_run(run_ref)
     design = design_of(store, run)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from fairmark.store.records import CellRecord, TrialRecord
 
 if TYPE_CHECKING:
-    from fairmark.store.db import RunRecord, Store
+    from fairmark.store.records import RunReader, RunRecord
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def _by_trial(
     }
 
 
-def load_cells(store: Store, run: RunRecord) -> tuple[MeasuredCell, ...]:
+def load_cells(store: RunReader, run: RunRecord) -> tuple[MeasuredCell, ...]:
     """Every cell of a stored run with its trials and labelled values: three reads of the store."""
     samples = store.sample_values(run.id)
     trials: dict[int, list[TrialRecord]] = {}
