@@ -48,5 +48,10 @@ class TrialHook:
     def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
         return []
 
+    def end_of_run(self) -> list[tuple[str, Artifact]]:
+        """End of run, before `close`: artifacts that only the run's end completes, each of a cell (its key),
+        stored with that cell's last measured trial (the system monitor's last claims)."""
+        return []
+
     def close(self) -> None:
         """End of run: release anything held across trials."""

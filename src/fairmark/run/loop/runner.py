@@ -32,7 +32,7 @@ from fairmark.run.machine.host import Host, Hosts
 from fairmark.run.spec import Executor
 from fairmark.run.trials.prepare import CellState, WorkloadRuntime, build_runtimes, cell_rows
 from fairmark.run.trials.secrets import Scrubber
-from fairmark.run.trials.trial import Contexts, TrialHook, TrialPath
+from fairmark.run.trials.trial import Contexts, TrialHook, TrialPath, close_hooks
 from fairmark.store.db import Store, now
 from fairmark.store.owner import controller
 
@@ -212,8 +212,7 @@ class Runner:
             try:
                 self.hosts.close()  # here, then each agent restores the system changes it made on its host
             finally:
-                for hook in self.options.hooks:
-                    hook.close()
+                close_hooks(self._trial_path, self.options.hooks, self.progress.note)
                 gc.unfreeze()  # an embedding process (tests, a notebook) gets its collector back
                 self._finish(status)
         return self.run_id

@@ -1,20 +1,41 @@
-"""The system monitor as a trial hook: a background thread (one per run) samples each trial once an interval has
-passed since its last snapshot.
+"""The system monitor as a trial hook: one background thread (one per run) samples the system at a fixed rate,
+and each trial claims the samples of its clock window (issue 34 item 15).
 
-A snapshot is taken in `start` (before the process exists) and in `stop` (after it ended), so every trial has
-whole-trial totals however short it is; the thread adds one snapshot per interval in between.
+Two ways a trial gets its series, by how long its cell's trials last:
+
+- A trial of a cell whose last trial lasted `EXACT_MIN_S` or more (and every cell's first): a snapshot at its
+  start (before the process exists) and at its end, with the sampler's samples between them as the rows: its
+  series is its own, edge to edge. Two snapshots (~0.3 ms of CPU) are under 1% of such a trial.
+- A shorter trial takes no snapshot: its window is claimed from the sampler's intervals. The part of an interval
+  [a, b] that the cell's trials covered, c seconds of it, gets the fraction c / (b − a) of the interval's counter
+  and CPU-tick deltas: the interval's CPU shares and rates, over the wall time the trials lasted. Its trials'
+  claims in each closed interval go as one series (a row an interval) with a later trial of the cell; what is
+  still open when the run ends, with the cell's last measured trial (`end_of_run`). Such a series says
+  `claimed_trials` and `sampler_period_s`: its shares are those of the periods around the trials — its
+  neighbours' (another cell's trials, fairmark's own bookkeeping) share them — which is all a /proc/stat split
+  of a trial of a few milliseconds can say anyway: it counts CPU time in 10 ms ticks. The two snapshots cost
+  more than the whole of a trial of `true` (bench/monitor_overhead.py).
+
+Warm-up trials claim nothing (no report reads their series).
 """
 
 from __future__ import annotations
 
+import bisect
 import platform
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from fairmark.errors import UsageError
 from fairmark.run.hooks import Artifact, HookContext, TrialHook
 from fairmark.run.monitors.base import Snapshot, build_series
+
+# A trial this long or longer takes its own start and end snapshots (its cell's next trial does): 0.3 ms of CPU
+# is 0.6% of it; shorter ones claim the sampler's intervals.
+EXACT_MIN_S = 0.05
+Window = tuple[float, float]  # a trial's clock window (monotonic seconds)
 
 
 class Reader(Protocol):
@@ -34,6 +55,60 @@ def reader_for(system: str | None = None) -> Reader | None:
     return None
 
 
+def _part(a: Snapshot, b: Snapshot, share: float, prev: Snapshot, claimed_s: float) -> Snapshot:
+    """The snapshot after `prev` that adds `share` of the deltas of the interval a → b, `claimed_s` later."""
+    cpu = {}
+    for name, states in b.cpu.items():
+        was, base = a.cpu.get(name, {}), prev.cpu.get(name, {})
+        cpu[name] = {k: base.get(k, 0.0) + share * max(v - was.get(k, 0.0), 0.0) for k, v in states.items()}
+    counters = {
+        k: prev.counters.get(k, 0.0) + share * max(v - a.counters[k], 0.0)
+        for k, v in b.counters.items()
+        if k in a.counters
+    }
+    return Snapshot(t_s=prev.t_s + claimed_s, cpu=cpu, counters=counters, gauges=b.gauges)
+
+
+def claimed_snapshots(samples: Sequence[Snapshot], claims: Sequence[tuple[int, float]]) -> list[Snapshot]:
+    """Cumulative snapshots of the claimed parts of intervals: `claims` are (i, seconds) — that much of the
+    interval samples[i] → samples[i + 1] — in order. Their deltas are the intervals' prorated ones; their clock
+    advances by the seconds claimed: each row's shares and rates are its interval's, the totals the claims'."""
+    first = samples[claims[0][0]]
+    zero = Snapshot(
+        t_s=0.0,
+        cpu={name: dict.fromkeys(states, 0.0) for name, states in first.cpu.items()},
+        counters=dict.fromkeys(first.counters, 0.0),
+        gauges=first.gauges,
+    )
+    out = [zero]
+    for i, seconds in claims:
+        a, b = samples[i], samples[i + 1]
+        span = b.t_s - a.t_s
+        out.append(_part(a, b, min(seconds / span, 1.0) if span > 0 else 0.0, out[-1], seconds))
+    return out
+
+
+def split_claims(
+    times: Sequence[float], windows: Sequence[Window]
+) -> tuple[list[tuple[int, float]], list[Window]]:
+    """The windows' seconds in each closed interval times[i] → times[i + 1] (sorted by i), and what lies after the
+    last sample (still open). A part before the first sample is not claimable (no sample before it) and dropped."""
+    per: dict[int, float] = {}
+    still: list[Window] = []
+    last = times[-1] if times else float("-inf")
+    for t0, t1 in windows:
+        if t1 > last:
+            still.append((max(t0, last), t1))
+        lo, hi = max(t0, times[0]) if times else t0, min(t1, last)
+        i = max(bisect.bisect_right(times, lo) - 1, 0)
+        while i < len(times) - 1 and times[i] < hi:
+            overlap = min(hi, times[i + 1]) - max(lo, times[i])
+            if overlap > 0:
+                per[i] = per.get(i, 0.0) + overlap
+            i += 1
+    return sorted(per.items()), still
+
+
 class SystemMonitor(TrialHook):
     name = "monitor.system"
 
@@ -47,12 +122,15 @@ class SystemMonitor(TrialHook):
             self.unavailable = (
                 f"no system monitor for {platform.system()} (Linux /proc and FreeBSD sysctl only)"
             )
-        # the current trial's snapshots (the thread appends to this list only)
-        self._snaps: list[Snapshot] = []
-        self._trial: list[Snapshot] | None = None  # the list being sampled, None between trials
-        self._wake = threading.Condition()  # guards _trial and _closed; notified only to close
+        self._wake = threading.Condition()  # guards _samples and _closed; notified only to close
+        self._samples: list[Snapshot] = []  # the sampler's, oldest first, from the last before _keep_from
+        self._keep_from = float("inf")  # the oldest moment a claim or the open trial still needs
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._open: tuple[float, Snapshot | None] | None = None  # the running trial: its start, its snapshot
+        self.exact_min_s = EXACT_MIN_S  # (a bench sets 0 or inf to compare the two ways on the same trials)
+        self._exact: dict[str, bool] = {}  # cell → its next trial takes its own snapshots
+        self._claims: dict[str, list[Window]] = {}  # cell → its measured short trials' windows not yet given
         self.errors: list[str] = []
 
     def _snapshot(self) -> Snapshot:
@@ -61,53 +139,107 @@ class SystemMonitor(TrialHook):
         return self.reader.snapshot()
 
     def start(self, ctx: HookContext) -> None:
-        # The thread is not woken: it sleeps at most one interval at a time and, when it wakes, samples the trial
-        # then running if its last snapshot is an interval old. Waking it at every trial's start and end cost
-        # three thread hand-overs per trial (~0.2 ms of CPU and more of waiting on a busy machine).
-        snaps = [self._snapshot()]
-        with self._wake:
-            self._snaps = self._trial = snaps
-        if self._thread is None:  # one thread for the whole run
+        if self._thread is None:  # one sampler for the whole run
             self._thread = threading.Thread(target=self._serve, name="fairmark-monitor", daemon=True)
             self._thread.start()
+        edge = self._snapshot() if self._exact.get(ctx.cell_key, True) else None
+        t0 = edge.t_s if edge is not None else time.monotonic()
+        self._keep_from = min(self._keep_from, t0)
+        self._open = (t0, edge)
 
     def _serve(self) -> None:
+        """Sample every interval, on the sampler's own clock (never woken by a trial: a hand-over between
+        threads at each trial's start and end cost more than the trial of a short command)."""
+        due = time.monotonic()
         while True:
             with self._wake:
-                snaps = self._trial
-                # a sample is due an interval after the trial's last snapshot (never closer than the interval)
-                wait = (
-                    self.interval_s if snaps is None else snaps[-1].t_s + self.interval_s - time.monotonic()
-                )
-                if wait > 0 and not self._closed:
-                    self._wake.wait(wait)
-                    continue
                 if self._closed:
                     return
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._wake.wait(wait)
+                    continue
             try:
-                snap = self._snapshot()
-            except Exception as exc:  # a failed sample must not kill the trial; the artifact reports it
+                snap: Snapshot | None = self._snapshot()
+            except Exception as exc:  # a failed sample must not kill the run; the next series reports it
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 snap = None
-            with self._wake:
-                if (
-                    snap is not None and snaps is not None and self._trial is snaps
-                ):  # a sample of a trial that has ended is dropped
-                    snaps.append(snap)
+            # on the sampler's own clock, but never within half an interval of the last (one taken late on a busy
+            # machine), nor a burst to catch up with those missed
+            now = time.monotonic()
+            late = due + self.interval_s <= now
+            due = now + self.interval_s if late else max(due + self.interval_s, now + self.interval_s / 2)
+            if snap is not None:
+                with self._wake:
+                    self._samples.append(snap)
+                    self._trim()
+
+    def _trim(self) -> None:
+        """Keep the samples from the last one at or before _keep_from (the lock held)."""
+        samples, keep = self._samples, self._keep_from
+        drop = 0
+        while drop + 1 < len(samples) and samples[drop + 1].t_s <= keep:
+            drop += 1
+        if drop:
+            del samples[:drop]
 
     def stop(self, ctx: HookContext, result: Any) -> list[Artifact]:
-        with self._wake:
-            snaps, self._trial = self._trial, None
-        if snaps is None:  # start() never ran for this trial (another hook failed first): nothing to say
+        if self._open is None:  # start() never ran for this trial (another hook failed first): nothing to say
             return []
-        snaps.append(self._snapshot())  # after the thread's last: it appends only while _trial is snaps
-        series = build_series(snaps, os_name=self.os_name, interval_s=self.interval_s)
+        (t0, edge), self._open = self._open, None
+        out = []
+        if edge is not None:
+            end = self._snapshot()
+            t1 = end.t_s
+            out.append(self._artifact(self._edge_series(edge, end)))
+        else:
+            t1 = time.monotonic()
+            if not ctx.warmup:
+                self._claims.setdefault(ctx.cell_key, []).append((t0, t1))
+        self._exact[ctx.cell_key] = t1 - t0 >= self.exact_min_s
+        if not ctx.warmup and self._claims.get(ctx.cell_key):
+            out += self._claimed(ctx.cell_key)
+        self._keep_from = min((w[0] for ws in self._claims.values() for w in ws), default=float("inf"))
+        return out
+
+    def _edge_series(self, first: Snapshot, last: Snapshot) -> dict[str, Any]:
+        """A trial's own series: its two snapshots, and as rows the sampler's samples between them (none within
+        half an interval of either: a row of a few microseconds would make a rate of a single count huge)."""
+        half = self.interval_s / 2
+        with self._wake:
+            inside = [s for s in self._samples if first.t_s + half < s.t_s < last.t_s - half]
+        return build_series([first, *inside, last], os_name=self.os_name, interval_s=self.interval_s)
+
+    def _claimed(self, cell: str) -> list[Artifact]:
+        """The cell's claims in the intervals the sampler has closed, as one series; the rest stays."""
+        with self._wake:
+            samples = list(self._samples)
+        windows = self._claims[cell]
+        times = [s.t_s for s in samples]
+        claims, self._claims[cell] = split_claims(times, windows)
+        if not claims:
+            return []
+        series = build_series(
+            claimed_snapshots(samples, claims), os_name=self.os_name, interval_s=self.interval_s
+        )
+        series["claimed_trials"] = sum(1 for t0, _ in windows if t0 < times[-1])
+        return [self._artifact(series)]
+
+    def _artifact(self, series: dict[str, Any]) -> Artifact:
         numbers = not self.errors  # an error's text is scrubbed like any other
         if self.errors:
             series["sample_errors"] = self.errors[:10]
             self.errors = []
-        self._snaps = []
-        return [Artifact("monitor", "system", "application/json", series, numbers_only=numbers)]
+        return Artifact("monitor", "system", "application/json", series, numbers_only=numbers)
+
+    def end_of_run(self) -> list[tuple[str, Artifact]]:
+        """At the end of the run: each cell's claims not given yet, closed by a last snapshot."""
+        if not any(self._claims.values()) or self.reader is None:
+            return []
+        last = self._snapshot()
+        with self._wake:
+            self._samples.append(last)
+        return [(cell, a) for cell in list(self._claims) for a in self._claimed(cell)]
 
     def close(self) -> None:
         with self._wake:

@@ -98,6 +98,8 @@ class TrialPath:
     _specs: dict[str, tuple[tuple[object, ...], TrialSpec]] = field(
         default_factory=dict
     )  # each cell's last (`_spec`)
+    # each cell's last measured trial, by cell key: where a hook's end-of-run artifacts go (`store_finished`)
+    _last_measured: dict[str, str] = field(default_factory=dict)
 
     def run(
         self,
@@ -472,6 +474,8 @@ class TrialPath:
             if k in specs
         ]
         self.store.add_trial(trial, samples, [self._artifact(cs.cell.key, a) for a in artifacts])
+        if not trial.warmup:
+            self._last_measured[cs.cell.key] = trial.id
         return Outcome(status, trial.error, values, _last_lines(trial) if status != "ok" else ())
 
     def _boot_id(self, variant: str) -> str | None:
@@ -481,6 +485,24 @@ class TrialPath:
         if machine.local and self.hosts.remote:
             return None
         return machine.boot_id()
+
+    def store_finished(self, hook: TrialHook) -> None:
+        """The hook's end-of-run artifacts (TrialHook.end_of_run), each with its cell's last measured trial (a cell
+        that has none gets nothing: no report reads a warm-up's series)."""
+        for cell_key, a in hook.end_of_run():
+            trial_id = self._last_measured.get(cell_key)
+            if trial_id is not None:
+                row = self._artifact(cell_key, a)
+                self.store.add_artifact(
+                    self.run_id,
+                    kind=a.kind,
+                    name=a.name,
+                    content_type=a.content_type,
+                    data=row["data"],  # type: ignore[arg-type]
+                    text=row["text"],  # type: ignore[arg-type]
+                    trial_id=trial_id,
+                    cell_key=cell_key,
+                )
 
     def _artifact(self, cell_key: str, a: Artifact) -> dict[str, object]:
         json_data = a.content_type == "application/json"
@@ -492,6 +514,19 @@ class TrialPath:
             "data": (a.data if a.numbers_only else self.scrub.json(a.data)) if json_data else None,
             "text": None if json_data else self.scrub(str(a.data)),
         }
+
+
+def close_hooks(path: TrialPath | None, hooks: Sequence[TrialHook], note: Callable[[str], None]) -> None:
+    """The run's end: each hook's end-of-run artifacts stored (`path`: the run's trials, None when none ran),
+    then the hook closed."""
+    for hook in hooks:
+        try:  # before close: the system monitor's last claims need its reader
+            if path is not None:
+                path.store_finished(hook)
+        except Exception as exc:  # not the run's own error: say so, keep the run's outcome
+            note(f"{hook.name}: its last artifacts were not stored: {exc}")
+        finally:
+            hook.close()
 
 
 def _wrap(hook: TrialHook, hctx: HookContext, argv: list[str]) -> list[str]:
