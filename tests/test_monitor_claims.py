@@ -8,6 +8,7 @@ import platform
 import sqlite3
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -123,7 +124,7 @@ def test_a_run_of_short_trials_stores_claimed_series_that_cover_its_trials(
     )
     assert code == 0, err
     assert {c["variant"] for c in json.loads(out)["cells"]} == {"a", "b"}
-    with sqlite3.connect(store) as db:
+    with closing(sqlite3.connect(store)) as db:
         trials = {
             tid: (cell, warm, wall)
             for tid, cell, warm, wall in db.execute(
