@@ -102,6 +102,9 @@ class RunShape:
     cv_b: float | None = None  # B's own CV (unequal spreads in a run); None: B like A
     event: str = ""  # "outlier" | "step" (in the second stage) | ""
     integer: float | None = None  # values rounded to integers around this mean
+    order_effect: float = (
+        0.0  # decision rows: each later place inside a round this much slower (caches, heat)
+    )
     min_trials: int = MIN_TRIALS
     max_trials: int = MAX_TRIALS
     target: float = TARGET
@@ -574,18 +577,21 @@ def case_mde_units(units: int, *, run_sd=0.02, trial_cv=CV, trials=10):
 
 # ---- stop = "decision" (issue 36): the run stops when run.loop.stoprule says so, judged as the run is -------------
 def decision_interleaved(rng, shape: RunShape, ratio: float = 1.0, cells: int = 2):
-    """`cells` cells' values over max_trials rounds (one trial sequence, random order inside each round), with the
+    """`cells` cells' values over max_trials rounds (one trial sequence, the runner's order: rounds in twos), with the
     shape's event at a random trial shortly after the first look (within its next 8 rounds: a run that decides
     early would rarely see an event placed anywhere up to max_trials). The first cell is the baseline, the
     second is `ratio` × it, a third (a bisect step's bad end) 1.10 ×."""
     n_max, k = shape.max_trials, shape.min_trials
     z = NOISE[shape.noise](rng, cells * n_max, shape.cv).reshape(n_max, cells)
     order = np.argsort(rng.random((n_max, cells)), axis=1)  # each cell's position inside its round
+    if not os.environ.get("SIM_RANDOM_ORDER"):  # as plan.schedule.Order: round 2k+1 is round 2k reversed
+        order[1::2] = cells - 1 - order[0::2][: n_max // 2]
     pos = cells * np.arange(n_max)[:, None] + order  # each value's position in the trial sequence
     if shape.cv_b is not None:
         z[:, 1] = NOISE[shape.noise](rng, n_max, shape.cv_b)
     mean = shape.integer or 100.0
     x = mean * (1 + z) * np.array([1.0, ratio, 1.10][:cells])
+    x *= 1 + shape.order_effect * order  # each later place in the round that much slower
     if shape.event:
         at = int(rng.integers(cells * k, cells * min(n_max, k + 8)))
         if shape.event == "outlier":
@@ -756,6 +762,12 @@ DECISION_CASES: list[tuple[str, str, str, Callable[[], Callable]]] = [
     (D, "A/A", "hiccups: 3% of trials +20%", lambda: case_decision(RunShape("hiccups"))),
     (D, "A/A", "+15% step in both cells after the first look", lambda: case_decision(RunShape(event="step"))),
     (D, "A/A", "unequal CVs: A 0.5%, B 5%", lambda: case_decision(RunShape(cv=0.005, cv_b=0.05))),
+    (
+        D,
+        "A/A",
+        "order effect: a round's 2nd trial 6% slower",
+        lambda: case_decision(RunShape(order_effect=0.06)),
+    ),
     (D, "A/A", "integers (mean 10.4, CV 3%)", lambda: case_decision(RunShape(cv=0.03, integer=10.4))),
     (D, "A/A", "--quick (3 to 6 trials), normal CV 2%", lambda: case_decision(DQ)),
     (
@@ -1244,6 +1256,11 @@ def main() -> None:
         help="judge without the runs' start times (the verdicts before issue 31 item 6), for a before/after",
     )
     ap.add_argument(
+        "--random-order",
+        action="store_true",
+        help="decision rows: each round shuffled on its own (the runner's order before its rounds went in twos)",
+    )
+    ap.add_argument(
         "--seed",
         type=int,
         default=0,
@@ -1253,6 +1270,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.no_time_order:  # read by the worker processes too (inherited environment)
         os.environ["SIM_NO_TIME_ORDER"] = "1"
+    if args.random_order:
+        os.environ["SIM_RANDOM_ORDER"] = "1"
     chosen = [i for i, c in enumerate(CASES) if args.only in c[0] or args.only in c[2]]
     chosen = [i for i in chosen if not args.path or CASES[i][0] == args.path]
     chunks = 8
