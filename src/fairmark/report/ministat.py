@@ -130,12 +130,20 @@ def _frame(stats: Sequence[Vitals], width: int, compat: bool) -> _Frame | None:
 def _stack(frame: _Frame, values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """(row, column) of every point: equal columns stack upwards from row 1 (ministat's loop, vectorised: a
     million points take milliseconds)."""
+    # in place, in 32-bit integers: the temporaries of 100 000 points were a third of `compare`'s peak memory
     x = np.sort(np.asarray(values, dtype=float))
-    cols = np.clip(((x - frame.x0) / frame.dx).astype(np.int64), 0, frame.width - 1)  # C's truncation
-    idx = np.arange(cols.size)
-    first = np.r_[True, cols[1:] != cols[:-1]]
-    start = np.maximum.accumulate(np.where(first, idx, 0))
-    return idx - start + 1, cols
+    x -= frame.x0
+    x /= frame.dx
+    cols = x.astype(np.int64)  # C's truncation
+    del x
+    np.clip(cols, 0, frame.width - 1, out=cols)
+    cols = cols.astype(np.int32)
+    rows = np.arange(cols.size, dtype=np.int32)
+    start = np.where(np.r_[True, cols[1:] != cols[:-1]], rows, 0)
+    np.maximum.accumulate(start, out=start)
+    rows -= start
+    rows += 1
+    return rows, cols
 
 
 def _bar(frame: _Frame, bar: list[str], s: Vitals) -> None:

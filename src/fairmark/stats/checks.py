@@ -34,10 +34,16 @@ def modified_z(values: Values) -> Floats:
     """0.6745·(x − median)/MAD. When MAD is 0 (over half the values equal) the mean absolute deviation
     stands in (scaled by 0.7979 so both estimate σ for normal data); all zeros when both are 0."""
     x = as_array(values)
-    dev = x - median(x)
+    return _modified_z(x, median(x))
+
+
+def _modified_z(x: Floats, med: float) -> Floats:
+    dev = x - med
     mad = median(np.abs(dev))
     if mad > 0:
-        return 0.6745 * dev / mad
+        dev *= 0.6745  # in place: 0.6745·dev/mad, the same numbers without two more arrays
+        dev /= mad
+        return dev
     mean_ad = float(np.mean(np.abs(dev)))
     return dev / (1.253314 * mean_ad) if mean_ad > 0 else np.zeros_like(x)
 
@@ -86,9 +92,11 @@ def outlier_indices(values: Values) -> list[int]:
     x = as_array(values)
     if x.size < OUTLIER_MIN_N:
         return []
-    z = modified_z(x)
-    tick, med = _tick(x), median(x)
-    far = np.flatnonzero((np.abs(z) > OUTLIER_Z) & (np.abs(x - med) > tick * (1 + 1e-9)))
+    med = median(x)
+    far = np.flatnonzero(np.abs(_modified_z(x, med)) > OUTLIER_Z)
+    if far.size == 0:  # the usual sample: no sort for the tick
+        return []
+    far = far[np.abs(x[far] - med) > _tick(x) * (1 + 1e-9)]
     if far.size == 0:
         return []
     return [int(i) for i, unusual in zip(far, _unusual_vs_rest_all(x, far), strict=True) if unusual]

@@ -3,6 +3,7 @@ median's own distribution-free interval (order statistics; none when n is too sm
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -78,10 +79,11 @@ def sample_sd(x: Floats) -> float:
     ):  # equal values: exactly no spread (their mean can differ from them in the last bit)
         return 0.0
     dev = x - x.mean()
-    scale = float(np.max(np.abs(dev)))
+    scale = max(float(dev.max()), -float(dev.min()))  # max |dev| without an array of them
     if scale == 0 or not math.isfinite(scale):
         return 0.0 if scale == 0 else math.nan
-    return scale * math.sqrt(float(np.sum(np.square(dev / scale))) / (x.size - 1))
+    dev /= scale  # in place: the same numbers, one array instead of three
+    return scale * math.sqrt(float(np.sum(np.square(dev, out=dev))) / (x.size - 1))
 
 
 def exact_mean(x: Floats) -> float:
@@ -134,22 +136,26 @@ def median(x: Floats) -> float:
     if n == 0:
         return math.nan
     k = n // 2
+    part = np.partition(x, k)
     if n % 2:
-        return float(np.partition(x, k)[k])
-    part = np.partition(x, (k - 1, k))
-    return float((part[k - 1] + part[k]) / 2.0)
+        return float(part[k])
+    # the lower middle is the largest value below part[k]: np.partition with both positions, (k − 1, k), took
+    # 1.8 ms at n = 100 000 against 0.16 ms for one position and this max (the same two values, the same sum)
+    return float((part[:k].max() + part[k]) / 2.0)
 
 
 def describe(values: Values, confidence: float = 95.0) -> Summary:
     arr = as_array(values)
     mean, sd, half = mean_ci(arr, confidence)
     n = arr.size
-    mlow, mhigh = median_ci(arr, confidence)
+    ordered = np.sort(arr)  # once, for the median and its interval
+    mlow, mhigh = _median_ci_sorted(ordered, confidence)
+    k = n // 2
     return Summary(
         n=n,
         min=float(arr.min()),
         max=float(arr.max()),
-        median=median(arr),
+        median=float(ordered[k] if n % 2 else (ordered[k - 1] + ordered[k]) / 2.0),
         mean=mean,
         stddev=sd,
         cv=_ratio(sd, abs(mean)),
@@ -165,7 +171,10 @@ def describe(values: Values, confidence: float = 95.0) -> Summary:
 def median_ci(values: Values, confidence: float) -> tuple[float, float]:
     """Distribution-free CI of the median: [x₍ⱼ₎, x₍ₙ₋ⱼ₊₁₎] with the largest j whose coverage
     1 − 2·P(Binomial(n, ½) < j) is still ≥ the level. (nan, nan) when even [min, max] covers less (n ≤ 5 at 95%)."""
-    x = np.sort(as_array(values))
+    return _median_ci_sorted(np.sort(as_array(values)), confidence)
+
+
+def _median_ci_sorted(x: Floats, confidence: float) -> tuple[float, float]:
     n = x.size
     if n == 0:
         return (math.nan, math.nan)
@@ -178,6 +187,7 @@ def median_ci(values: Values, confidence: float) -> tuple[float, float]:
 EXACT_RANK_MAX_N = 5000  # exact integer tails up to here (~3 ms at 5000); lgamma sums above
 
 
+@functools.lru_cache(maxsize=256)  # files or cells of one size: summed once (1 ms at n = 100 000)
 def median_rank(n: int, confidence: float) -> int:
     """The largest j in 1…n//2 with 1 − 2·P(Binomial(n, ½) ≤ j − 1) ≥ confidence/100, or 0. Without scipy:
     importing scipy.special for this one tail was 17 MB of a run's peak RSS and a tenth of its end's CPU; the

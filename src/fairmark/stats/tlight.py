@@ -14,6 +14,7 @@ p of 1e-8, as the outlier test asks, keeps its digits). Both agree with scipy's 
 
 from __future__ import annotations
 
+import functools
 import math
 
 _EPS = 1e-15  # the continued fraction's convergence
@@ -121,6 +122,9 @@ def density(df: float, s: float) -> float:
     return math.exp(log_c - (df + 1.0) / 2.0 * math.log1p(s * s / df))
 
 
+@functools.lru_cache(
+    maxsize=256
+)  # the outlier bound of a sample is asked for by its verdict and its warnings
 def t_isf(df: float, q: float) -> float:
     """The t with P(T > t) = q (scipy.special.stdtrit(df, 1 − q), without rounding 1 − q), for 0 < q < 1."""
     if math.isnan(df) or not df > 0 or not 0.0 < q < 1.0:

@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from fairmark.jsonvalue import JSONObject
 from fairmark.plan.aa import AA_SUFFIX, aa_twin_name
 from fairmark.stats.arrays import Values
 from fairmark.stats.sequential import Design
-from fairmark.store.records import JSONObject
 from fairmark.store.stopreason import first_stage_of, length_regime
 from fairmark.verdict.compare import Better, Comparison
 from fairmark.verdict.judge import Judgement, Pair, aa_spread, judge

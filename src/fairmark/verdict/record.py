@@ -4,10 +4,14 @@ comparison, its Benjamini-Hochberg decision) — a frozen record from the judge 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from fairmark.store.records import JSONObject, Point
+from fairmark.jsonvalue import JSONObject
 from fairmark.verdict.compare import Comparison
 from fairmark.verdict.judge import Judgement
+
+if TYPE_CHECKING:  # in annotations only: `compare` of files loads no store (issue 31 item 7)
+    from fairmark.plan.schedule import Point
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fairmark.store.records import CellRecord, TrialRecord
-
-if TYPE_CHECKING:
-    from fairmark.store.records import RunReader, RunRecord
+if TYPE_CHECKING:  # the records only in annotations: `compare` of files loads no store (issue 31 item 7)
+    from fairmark.store.records import CellRecord, RunReader, RunRecord, TrialRecord
 
 
 @dataclass(frozen=True)
