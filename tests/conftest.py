@@ -31,6 +31,7 @@ for _name in TERMINAL_SIZE:
     os.environ.pop(_name, None)
     os.unsetenv(_name)  # also where readline set it behind os.environ's back (this process's children)
 
+import helpers  # noqa: E402 - after the prefix
 from helpers import FIXTURES, REPO, fairmark_subprocess, json_out  # noqa: E402, F401 - after the prefix; re-exported
 
 # A suite started in the background by a shell without job control (`make test &` in a script, some CI runners)
@@ -69,6 +70,18 @@ def srv_tmp() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="fairmark-test-srv-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The temporary directory of a command that borrows a repository (bisect's, ab's and backfill's checkouts),
+    the test's own: tempfile's in this process (a process of its own is given it as TMPDIR), to see that nothing
+    is left in it. The test runs at a raised priority (helpers.raised_priority)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    with helpers.raised_priority():
+        yield tmp
 
 
 @pytest.fixture

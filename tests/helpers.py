@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -229,4 +229,58 @@ def draw_workload(counts: Path, name: str = "draw") -> str:
     return (
         f"[[workload]]\nname = '{name}'\ncommand = {json.dumps([sys.executable, '-S', '-c', DRAW_PY, str(counts)])}\n"
         f"metrics = [{DRAW_METRIC}]\n"
+    )
+
+
+# -- throwaway git repositories: what bisect, ab, backfill and publish are run on ---------------------------------
+def git(repo: Path, *args: str) -> str:
+    """`git ARGS` in repo: its output, stripped (a failing git fails the test)."""
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def new_repo(path: Path) -> Path:
+    """An empty repository made at path, on branch main, committing as a test identity (not the machine's)."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "test@example.org")
+    git(path, "config", "user.name", "test")
+    return path
+
+
+def commit_files(repo: Path, files: Mapping[str, str], message: str) -> str:
+    """`files` (path in the repository -> text) written, the whole tree committed; the new commit's SHA."""
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def commit_series(path: Path, versions: Iterable[Mapping[str, str]], first: int = 1) -> list[str]:
+    """A new repository at path with one commit per version, "commit N" numbered from `first`: each writes its
+    files over the tree so far (a file it does not name stays as it was). The SHAs, oldest first."""
+    new_repo(path)
+    return [commit_files(path, files, f"commit {i}") for i, files in enumerate(versions, first)]
+
+
+def repo_state(repo: Path) -> dict[str, str]:
+    """What a command that borrows the repository must leave as it found: HEAD, status, worktrees, bisect, refs."""
+    gitdir = Path(git(repo, "rev-parse", "--absolute-git-dir"))
+    return {
+        "head": git(repo, "symbolic-ref", "HEAD") + " " + git(repo, "rev-parse", "HEAD"),
+        "status": git(repo, "status", "--porcelain", "--ignored"),
+        "worktrees": git(repo, "worktree", "list", "--porcelain"),
+        "bisect": " ".join(sorted(p.name for p in gitdir.glob("BISECT_*"))),
+        "refs": git(repo, "for-each-ref", "--format=%(refname)"),
+    }
+
+
+def prog_plan(title: str, run: str, command_prefix: str = "") -> str:
+    """A plan whose one workload, "prog", runs the program the build made in the commit's checkout
+    ($FAIRMARK_CHECKOUT/prog: NAP_C's kind, timing itself) under SCHED_FIFO where it may; `run`: the [run] table's
+    lines; `command_prefix`: shell run before it."""
+    return (
+        f'title = "{title}"\n[run]\n{run}\n[[workload]]\nname = "prog"\nshell = true\n'
+        f"command = '{command_prefix}exec {realtime_prefix()}\"$FAIRMARK_CHECKOUT/prog\"'\nmetrics = [{NAP_METRIC}]\n"
     )

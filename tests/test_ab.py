@@ -12,29 +12,15 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import NAP_C, NAP_METRIC, REPO, raised_priority, realtime_prefix, wait_until
-from test_continual_bisect import git, repo_state
+from helpers import NAP_C, REPO, commit_files, git, new_repo, prog_plan, repo_state, wait_until
 from test_continual_check import validate_junit
 
 DELAY_US = 100_000
-PLAN = f"""title = "ab test"
-[run]
-warmup = 1
-min_trials = 6
-max_trials = 14
-target_ci_pct = 2.0
-[[workload]]
-name = "prog"
-shell = true
-command = 'exec {realtime_prefix()}"$FAIRMARK_CHECKOUT/prog"'
-metrics = [{NAP_METRIC}]
-"""
+PLAN = prog_plan("ab test", "warmup = 1\nmin_trials = 6\nmax_trials = 14\ntarget_ci_pct = 2.0")
 MAKEFILE = "prog: prog.c delay.h\n\tcc -O2 -o prog prog.c\n"
 
 
@@ -49,42 +35,26 @@ def ci_lines() -> list[str]:
     return lines
 
 
-def commit(repo: Path, delay_us: int, message: str, note: str = "") -> str:
-    (repo / "delay.h").write_text(f"#define DELAY_US {delay_us}L\n")
-    (repo / "prog.c").write_text(
-        '#include "delay.h"\n' + NAP_C.replace("argc > 1 ? atof(argv[1]) : 0.1", "DELAY_US / 1e6")
-    )
-    (repo / "NOTES").write_text(note)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
+PROG_C = '#include "delay.h"\n' + NAP_C.replace("argc > 1 ? atof(argv[1]) : 0.1", "DELAY_US / 1e6")
+
+
+def commit(
+    repo: Path, delay_us: int, message: str, note: str = "", also: dict[str, str] | None = None
+) -> str:
+    files = {"delay.h": f"#define DELAY_US {delay_us}L\n", "prog.c": PROG_C, "NOTES": note}
+    return commit_files(repo, files | (also or {}), message)
 
 
 def make_repo(path: Path) -> tuple[str, str, str]:
     """base; a head ~10% slower; a head that changes only a note (each a child of base)."""
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "test@example.org")
-    git(path, "config", "user.name", "test")
-    (path / "bench").mkdir()
-    (path / "bench" / "ab.toml").write_text(PLAN)
-    (path / "Makefile").write_text(MAKEFILE)
-    (path / ".gitignore").write_text("prog\nfairmark.*\n")
-    base = commit(path, DELAY_US, "base")
+    new_repo(path)
+    fixed = {"bench/ab.toml": PLAN, "Makefile": MAKEFILE, ".gitignore": "prog\nfairmark.*\n"}
+    base = commit(path, DELAY_US, "base", also=fixed)
     slow = commit(path, int(DELAY_US * 1.10), "slower by a tenth")
     git(path, "checkout", "-q", "-b", "docs", base)
     same = commit(path, DELAY_US, "a note only", note="nothing measured changes\n")
     git(path, "checkout", "-q", "main")
     return base, slow, same
-
-
-@pytest.fixture
-def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    with raised_priority():
-        yield tmp
 
 
 def run_line(line: str, repo: Path, tmp: Path, base: str, head: str) -> subprocess.CompletedProcess[str]:

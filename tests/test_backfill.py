@@ -7,52 +7,23 @@ The repository is left as found. The program is a C program the test builds (hel
 from __future__ import annotations
 
 import json
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import NAP_C, NAP_METRIC, realtime_prefix
-from test_continual_bisect import git, repo_state
+from helpers import NAP_C, commit_series, prog_plan, repo_state
 
-PLAN = f"""title = "backfill test"
-[run]
-warmup = 0
-min_trials = 3
-max_trials = 3
-[[workload]]
-name = "prog"
-shell = true
-command = 'exec {realtime_prefix()}"$FAIRMARK_CHECKOUT/prog"'
-metrics = [{NAP_METRIC}]
-"""
+PLAN = prog_plan("backfill test", "warmup = 0\nmin_trials = 3\nmax_trials = 3")
+MAKEFILE = "prog: prog.c\n\tcc -O2 -o prog prog.c\n"
 
 
 def make_repo(path: Path, n: int) -> list[str]:
     """n commits of a program sleeping 10 ms + 1 ms per commit; shas oldest first."""
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "test@example.org")
-    git(path, "config", "user.name", "test")
-    (path / "Makefile").write_text("prog: prog.c\n\tcc -O2 -o prog prog.c\n")
-    (path / ".gitignore").write_text("prog\n")
-    shas = []
-    for i in range(n):
-        text = NAP_C.replace("argc > 1 ? atof(argv[1]) : 0.1", f"{0.010 + 0.001 * i}")
-        (path / "prog.c").write_text(text)
-        git(path, "add", "-A")
-        git(path, "commit", "-q", "-m", f"commit {i}")
-        shas.append(git(path, "rev-parse", "HEAD"))
-    return shas
-
-
-@pytest.fixture
-def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    return tmp
+    versions = [
+        {"prog.c": NAP_C.replace("argc > 1 ? atof(argv[1]) : 0.1", f"{0.010 + 0.001 * i}")} for i in range(n)
+    ]
+    versions[0] |= {"Makefile": MAKEFILE, ".gitignore": "prog\n"}
+    return commit_series(path, versions, first=0)
 
 
 @pytest.mark.slow

@@ -12,65 +12,30 @@ round; a step not proven gets more runs, pooled, before it is skipped.
 from __future__ import annotations
 
 import json
-import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import NAP_C, NAP_METRIC, raised_priority, realtime_prefix
+from helpers import NAP_C, commit_series, prog_plan, repo_state
 
 DELAY_US, SLOWER_AT = 100_000, 7
 
-PLAN = f"""title = "bisect test"
-[run]
-warmup = 1
-min_trials = 6
-max_trials = 12
-target_ci_pct = 2.0
-[[workload]]
-name = "prog"
-shell = true
-command = 'exec {realtime_prefix()}"$FAIRMARK_CHECKOUT/prog"'
-metrics = [{NAP_METRIC}]
-"""
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+PLAN = prog_plan("bisect test", "warmup = 1\nmin_trials = 6\nmax_trials = 12\ntarget_ci_pct = 2.0")
+# the program of helpers.NAP_C (times its own sleep), with the sleep's length from delay.h
+PROG_C = '#include "delay.h"\n' + NAP_C.replace(
+    "argc > 1 ? atof(argv[1]) : 0.1", "DELAY_US / 1e6 + 0 * VERSION"
+)
 
 
 def make_repo(path: Path, factor: float) -> list[str]:
     """12 commits of a C program; from commit SLOWER_AT on, it sleeps `factor` times as long."""
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "test@example.org")
-    git(path, "config", "user.name", "test")
-    shas = []
-    for i in range(1, 13):
-        delay = int(DELAY_US * (factor if i >= SLOWER_AT else 1.0))
-        (path / "delay.h").write_text(f"#define DELAY_US {delay}L\n#define VERSION {i}\n")
-        # the program of helpers.NAP_C (times its own sleep), with the sleep's length from delay.h
-        (path / "prog.c").write_text(
-            '#include "delay.h"\n'
-            + NAP_C.replace("argc > 1 ? atof(argv[1]) : 0.1", "DELAY_US / 1e6 + 0 * VERSION")
+
+    def delay_h(i: int) -> str:
+        return (
+            f"#define DELAY_US {int(DELAY_US * (factor if i >= SLOWER_AT else 1.0))}L\n#define VERSION {i}\n"
         )
-        git(path, "add", "-A")
-        git(path, "commit", "-q", "-m", f"commit {i}")
-        shas.append(git(path, "rev-parse", "HEAD"))
-    return shas
 
-
-def repo_state(repo: Path) -> dict[str, str]:
-    gitdir = Path(git(repo, "rev-parse", "--absolute-git-dir"))
-    return {
-        "head": git(repo, "symbolic-ref", "HEAD") + " " + git(repo, "rev-parse", "HEAD"),
-        "status": git(repo, "status", "--porcelain", "--ignored"),
-        "worktrees": git(repo, "worktree", "list", "--porcelain"),
-        "bisect": " ".join(sorted(p.name for p in gitdir.glob("BISECT_*"))),
-        "refs": git(repo, "for-each-ref", "--format=%(refname)"),
-    }
+    return commit_series(path, ({"delay.h": delay_h(i), "prog.c": PROG_C} for i in range(1, 13)))
 
 
 def bisect(fairmark_cli, tmp_path: Path, repo: Path, *extra: str) -> tuple[int, str, str]:
@@ -92,17 +57,6 @@ def bisect(fairmark_cli, tmp_path: Path, repo: Path, *extra: str) -> tuple[int, 
         "--allow-concurrent",
         *extra,
     )
-
-
-@pytest.fixture
-def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """bisect's checkouts go under a temporary directory of this test's own, to see that none is left; the
-    test runs at a raised priority (helpers.raised_priority)."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    with raised_priority():
-        yield tmp
 
 
 @pytest.mark.slow

@@ -17,27 +17,18 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import REPO, raised_priority, realtime_prefix, wait_until
-from test_continual_bisect import make_repo, repo_state
+from helpers import REPO, prog_plan, repo_state, wait_until
+from test_continual_bisect import make_repo
 
-PLAN = f"""title = "bisect signals"
-[run]
-warmup = 0
-min_trials = 6
-max_trials = 12
-target_ci_pct = 2.0
-[[workload]]
-name = "prog"
-shell = true
-command = 'touch "$MARKS/trial-$(basename "$FAIRMARK_CHECKOUT")"; exec {realtime_prefix()}"$FAIRMARK_CHECKOUT/prog"'
-metrics = [{{ name = "elapsed_s", regex = "elapsed ([0-9.]+)", unit = "s", better = "lower" }}]
-"""
+PLAN = prog_plan(
+    "bisect signals",
+    "warmup = 0\nmin_trials = 6\nmax_trials = 12\ntarget_ci_pct = 2.0",
+    command_prefix='touch "$MARKS/trial-$(basename "$FAIRMARK_CHECKOUT")"; ',
+)
 # a candidate's build waits (the build phase's signal comes during it); the ends build at once
 BUILD = (
     'echo $$ >> "$MARKS/build.pids"; touch "$MARKS/build-$(basename "$PWD")"; '
@@ -47,17 +38,6 @@ GIT_SHIM = """#!/bin/sh
 if [ "$1" = bisect ] && [ "$2" = start ]; then touch "$MARKS/git-bisect-start"; sleep 2; fi
 exec {git} "$@"
 """
-
-
-@pytest.fixture
-def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The bisects' temporary directory, this test's own (TMPDIR of the one in a process of its own, tempfile's
-    of the one in this process), to see what is left in it; the test runs at a raised priority."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    with raised_priority():
-        yield tmp
 
 
 def start_bisect(tmp_path: Path, repo: Path, own: Path, *extra: str, env: dict[str, str] | None = None):

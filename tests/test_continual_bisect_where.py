@@ -12,15 +12,12 @@ the wall clock of a loaded machine did to it; the test asserts which function is
 from __future__ import annotations
 
 import shutil
-import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fairmark.run.profiles import hooks_for
-from helpers import raised_priority, realtime_prefix
+from helpers import commit_series, prog_plan
 
 pytestmark = pytest.mark.machine  # perf: one at a time under xdist (tests/conftest.py)
 
@@ -47,48 +44,16 @@ int main(void) {
 }
 """
 
-PLAN = f"""title = "bisect where"
-[run]
-warmup = 1
-min_trials = 6
-max_trials = 12
-target_ci_pct = 2.0
-[[workload]]
-name = "prog"
-shell = true
-command = 'exec {realtime_prefix()}"$FAIRMARK_CHECKOUT/prog"'
-metrics = [{{ name = "elapsed_s", regex = "elapsed ([0-9.]+)", unit = "s", better = "lower" }}]
-"""
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+PLAN = prog_plan("bisect where", "warmup = 1\nmin_trials = 6\nmax_trials = 12\ntarget_ci_pct = 2.0")
 
 
 def make_repo(path: Path) -> list[str]:
     """COMMITS commits; from SLOWER_AT on, the program spins 20 M iterations (~30 ms here) after its sleep."""
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "test@example.org")
-    git(path, "config", "user.name", "test")
-    (path / "prog.c").write_text(PROGRAM)
-    shas = []
-    for i in range(1, COMMITS + 1):
-        extra = 20_000_000 if i >= SLOWER_AT else 0
-        (path / "work.h").write_text(f"#define EXTRA {extra}UL\n#define VERSION {i}UL\n")
-        git(path, "add", "prog.c", "work.h")
-        git(path, "commit", "-q", "-m", f"commit {i}")
-        shas.append(git(path, "rev-parse", "HEAD"))
-    return shas
 
+    def work_h(i: int) -> str:
+        return f"#define EXTRA {20_000_000 if i >= SLOWER_AT else 0}UL\n#define VERSION {i}UL\n"
 
-@pytest.fixture
-def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    with raised_priority():
-        yield tmp
+    return commit_series(path, ({"prog.c": PROGRAM, "work.h": work_h(i)} for i in range(1, COMMITS + 1)))
 
 
 @pytest.mark.slow

@@ -16,35 +16,17 @@ from pathlib import Path
 import pytest
 
 from fairmark.run.profiles import hooks_for
+from test_profile_run import profiled_plan
 
 pytestmark = pytest.mark.machine  # perf (one at a time under xdist, tests/conftest.py)
 
 # Fails only in a profiled trial: the CPU profiler's cgroup is named fairmark-profile-PID-HEX.
 REFUSES = "if grep -q fairmark-profile- /proc/self/cgroup; then echo 'error: refusing to run profiled' >&2; exit 7; fi"
 
-PLAN = """
-[run]
-warmup = 0
-min_trials = 3
-max_trials = 3
-profiled_trials = 2
-max_profiled = 2
-
-[[workload]]
-name = "w"
-command = {command}
-
-[[variant]]
-name = "a"
-
-[[variant]]
-name = "b"
-"""
-
 
 def _plan(tmp_path: Path, shell: str) -> str:
     path = tmp_path / "p.toml"
-    path.write_text(PLAN.format(command=json.dumps(["sh", "-c", shell])))
+    path.write_text(profiled_plan("w", shell))
     return str(path)
 
 

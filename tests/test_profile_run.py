@@ -17,17 +17,21 @@ PROFILED_TRIALS = 2  # the plan's: the CPU profiler's too (max_profiled), which 
 # One at a time under xdist (tests/conftest.py): perf, whose sample rate the kernel lowers machine-wide under load.
 pytestmark = pytest.mark.machine
 
-PLAN = """
+
+def profiled_plan(name: str, shell: str) -> str:
+    """Two variants, a and b, of one workload `name` running `sh -c SHELL`: 3 trials each, and PROFILED_TRIALS
+    more per profiler asked for."""
+    return f"""
 [run]
 warmup = 0
 min_trials = 3
 max_trials = 3
-profiled_trials = 2
-max_profiled = 2
+profiled_trials = {PROFILED_TRIALS}
+max_profiled = {PROFILED_TRIALS}
 
 [[workload]]
-name = "sum"
-command = ["sh", "-c", "head -c 20000000 /dev/zero | md5sum"]
+name = "{name}"
+command = {json.dumps(["sh", "-c", shell])}
 
 [[variant]]
 name = "a"
@@ -35,6 +39,9 @@ name = "a"
 [[variant]]
 name = "b"
 """
+
+
+PLAN = profiled_plan("sum", "head -c 20000000 /dev/zero | md5sum")
 
 
 def _kinds(artifacts: list[dict]) -> set[str]:

@@ -24,7 +24,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,8 +34,7 @@ import pytest
 
 from fairmark.plan.metric import MetricSpec
 from fairmark.store.records import CellRecord, Sample, TrialRecord
-from helpers import nap_workload
-from test_continual_bisect import own_tmp  # noqa: F401 - a fixture: the bisect's temporary directory, priority
+from helpers import commit_series, git, nap_workload
 from test_continual_history import postgres  # noqa: F401 - a fixture: a PostgreSQL server on loopback
 
 NAP_S, STEP_AT, RUNS = 0.05, 16, 30  # the runs STEP_AT..RUNS sleep 20% longer
@@ -293,19 +291,9 @@ def test_text_colours_have_enough_contrast() -> None:
 # -- in Chromium --------------------------------------------------------------------------------------------
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
-
-
 def history_repo(path: Path) -> list[str]:
     """RUNS commits, one per run of the history."""
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    for i in range(1, RUNS + 1):
-        (path / "version").write_text(f"{i}\n")
-        git(path, "add", "-A")
-        git(path, "-c", "user.email=t@example.org", "-c", "user.name=t", "commit", "-q", "-m", f"commit {i}")
-    return git(path, "log", "--reverse", "--format=%H").split()
+    return commit_series(path, ({"version": f"{i}\n"} for i in range(1, RUNS + 1)))
 
 
 class CommitServer:
@@ -445,11 +433,11 @@ DESCRIBED = """(() => {
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # 30 real runs, a bisect and 110 pages in a browser, on a machine maybe at load 16
-def test_site_in_chromium(fairmark_cli, tmp_path: Path, commit_server, own_tmp: Path) -> None:  # noqa: F811
+def test_site_in_chromium(fairmark_cli, tmp_path: Path, commit_server, own_tmp: Path) -> None:
     from chromium import Chromium
 
     server, shas, bisect_repo = commit_server
-    real_history(fairmark_cli, tmp_path, shas)  # at a raised priority: own_tmp (the bisect test's) sets it
+    real_history(fairmark_cli, tmp_path, shas)  # at a raised priority: own_tmp (conftest.py) sets it
     real_bisect(fairmark_cli, tmp_path, bisect_repo)
     st = store()
     lab_history(st, "lab-b", RUNS, 20, 4, shas)

@@ -115,8 +115,8 @@ def test_item10_a_cancelled_bisect_says_so_and_that_the_repository_is_restored(t
     import subprocess
     import sys
 
-    from helpers import REPO
-    from test_continual_bisect import PLAN, make_repo, repo_state
+    from helpers import REPO, repo_state
+    from test_continual_bisect import PLAN, make_repo
 
     repo = tmp_path / "repo"
     make_repo(repo, 1.15)

@@ -10,12 +10,12 @@ line per trial): the verdict does not depend on this machine's noise, so the tes
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from fairmark.errors import ExitStatus
+from helpers import commit_files, new_repo
 
 A = [100, 101, 99, 100, 102, 98]
 B = [101, 110, 102, 107, 104, 106]  # B − A by round: 1 9 3 7 2 8 → +5% (paired CI about +1.5% to +8.5%)
@@ -44,10 +44,6 @@ def _side(path: Path, values: list[int]) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     (path / "values.txt").write_text("".join(f"{v}\n" for v in values))
     return path
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture
@@ -86,15 +82,9 @@ def test_a_point_estimate_past_the_threshold_with_a_ci_inside_it_passes_every_ga
     assert case["status"] == "possible regression" and not json.loads(out)["failed"]
 
     # bisect between a commit with A's values and one with B's: no regression proven beyond 3% → nothing to do
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "test@example.org")
-    _git(repo, "config", "user.name", "test")
+    repo = new_repo(tmp_path / "repo")
     for values in (A, B):
-        _side(repo, values)
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", f"values {values[0]}")
+        commit_files(_side(repo, values), {}, f"values {values[0]}")
     plan = tmp_path / "bisect.toml"
     plan.write_text(BODY)
     ends = ("--good", "main~1", "--bad", "main", "--repo", str(repo), "--build", "true", "--attempts", "1")
