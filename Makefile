@@ -73,7 +73,7 @@ quick-test: setup tools-test lint typecheck
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not slow or representative"
 
 bench: setup tools-test
-	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in bench/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache .pycache .mypy_cache

@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import _commit  # bench/: git's commit of a tree
+
 REPO = Path(__file__).resolve().parent.parent
 # The three plans of issue 39, one protocol (2 warm-ups, a fixed 12 trials a side, 95%): committed files, so that
 # a figure names the plan it measured.
@@ -110,10 +112,7 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
 
 def tree_label(src: str) -> str:
     """A tree by its commit (its working copy's changes are not told apart), else its directory's name."""
-    done = subprocess.run(
-        ["git", "-C", src, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True, check=False
-    )
-    return done.stdout.strip() or Path(src).parent.name
+    return _commit.tree_commit(src) or Path(src).parent.name
 
 
 def meets(k: int, n: int) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+import _commit  # noqa: E402 - bench/: the commit the figures are of
 import test_ab  # noqa: E402 - the suite's own repository
 from helpers import NAP_METRIC, realtime_prefix  # noqa: E402
 
@@ -76,8 +77,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--no-realtime", action="store_true", help="the program's sleep without chrt -f")
     ap.add_argument("--delay-ms", type=int, default=300, help="the base's sleep (test_ab: 100 ms)")
+    _commit.add_option(ap)
     args = ap.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE)
     load0 = os.getloadavg()[0]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,7 +99,7 @@ def main() -> None:
     print(
         f"fairmark's defaults (5 to 30 trials, ±1%), the base sleeping {args.delay_ms} ms"
         f"{', without chrt' if args.no_realtime else ''}; commit "
-        f"{commit.stdout.strip()}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        f"{_commit.commit(args.commit)}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     for what in ("head +10%", "head unchanged"):
         for stop in ("precision", "decision"):

@@ -20,6 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+import _commit  # noqa: E402 - bench/: the commit the figures are of
 from helpers import realtime_prefix  # noqa: E402
 from test_continual_bisect import PLAN, SLOWER_AT, make_repo  # noqa: E402 - the suite's own repository
 
@@ -71,8 +72,8 @@ def main() -> None:
         "--defaults", action="store_true", help="min_trials, max_trials, target: fairmark's defaults"
     )
     ap.add_argument("--no-realtime", action="store_true", help="the program's sleep without chrt -f")
+    _commit.add_option(ap)
     args = ap.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE)
     load0 = os.getloadavg()[0]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,7 +95,7 @@ def main() -> None:
     which = "fairmark's defaults (5, 30, ±1%)" if args.defaults else "the suite's plan (6, 12, ±2%)"
     which += ", without chrt" if args.no_realtime else ""
     print(
-        f"{which}; commit {commit.stdout.strip()}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        f"{which}; commit {_commit.commit(args.commit)}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     for stop in ("precision", "decision"):
         mine = [r for r in results if r["stop"] == stop]

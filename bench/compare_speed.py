@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+import _commit  # bench/: the commit the figures are of
+
 FAIRMARK = [sys.executable, "-m", "fairmark"]
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -86,6 +88,7 @@ def main() -> None:
     ap.add_argument(
         "--against", type=Path, help="an older fairmark's src/ directory, measured in the same turns"
     )
+    _commit.add_option(ap)
     args = ap.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(SRC)
@@ -105,9 +108,8 @@ def main() -> None:
             name: peak_rss(argv, envs["older" if name.startswith("older") else ""])
             for name, argv in cmds.items()
         }
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
     print(
-        f"commit {commit.strip()}, {os.cpu_count()} CPUs, load average {load0[0]:.1f} → "
+        f"commit {_commit.commit(args.commit)}, {os.cpu_count()} CPUs, load average {load0[0]:.1f} → "
         f"{os.getloadavg()[0]:.1f}; median of {args.repeats} runs in turns"
     )
     print(f"  {'command':<46} {'CPU s':>7} {'wall s':>7} {'peak RSS MB':>12}")

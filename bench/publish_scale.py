@@ -23,13 +23,13 @@ import os
 import random
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+import _commit  # bench/: the commit the figures are of
 from fairmark.plan.metric import MetricSpec
 from fairmark.probe import diagnose, take_snapshot
 from fairmark.report.publish.site import PublishOptions, publish
@@ -202,6 +202,7 @@ def main() -> int:
     ap.add_argument("--store", help="an SQLite file: built if missing, reused if there")
     ap.add_argument("--out", help="the site's directory (default: a new temporary one)")
     ap.add_argument("--jobs", type=int, default=0)
+    _commit.add_option(ap)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="fairmark-publish-bench-"))
     path = Path(args.store) if args.store else tmp / "store.db"
@@ -211,10 +212,7 @@ def main() -> int:
         t = time.perf_counter()
         build(store, args, 0, args.runs)
         print(f"store: {args.runs} runs written in {time.perf_counter() - t:.0f} s ({path})", flush=True)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
-    ).stdout.strip()
-    print(f"commit {commit}, {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
+    print(f"commit {_commit.commit(args.commit)}, {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
     out = Path(args.out) if args.out else tmp / "site"
     opts = PublishOptions(
         out=out, tags={"branch": "main"}, repo_url="https://example.org/repo/commit/{sha}", workers=args.jobs
