@@ -44,6 +44,28 @@ _LEGACY = (
     f"AND {_OK}{{more}} ORDER BY runs.started_at"
 )
 _TAG = 'EXISTS (SELECT * FROM run_tags AS tag{i} WHERE tag{i}.run_id = runs.id AND tag{i}."key" = ? AND tag{i}.value = ?)'
+# The points when every trial of the workload ran on the controller (no `host`): the same rows, in the same order,
+# without the join of each sample to its trial — a lookup by a 36-character id that was 60% of the query (bench/
+# read_cost.py: 0.10 of 0.16 s). The trials left out (warm-up, profiled, failed) and those whose max_rss_kib is
+# not the workload's are named instead: few, read once by _ODD. (A sample's trial is always one of its cell's:
+# both are written from the one trial record, under the store's foreign keys.)
+_LOCAL = (
+    'SELECT runs.id, runs.started_at, runs.hostname AS host, cells."key", samples.metric, samples.unit, '
+    "samples.better, count(*) AS n, avg(samples.value) AS mean, avg(samples.value * samples.value) AS mean_sq "
+    "FROM samples JOIN cells ON samples.cell_id = cells.id JOIN runs ON cells.run_id = runs.id "
+    "WHERE cells.workload = ? AND samples.trial_id NOT IN ({out}) "
+    "AND (samples.metric != 'max_rss_kib' OR samples.trial_id NOT IN ({rss})){more} "
+    'GROUP BY runs.id, runs.started_at, runs.hostname, cells."key", samples.metric, samples.unit, samples.better '
+    "ORDER BY runs.started_at"
+)
+# The workload's trials that are not a measured trial of the controller's, or ({rss}) have no max_rss_method: (id,
+# ran on a host, left out, its max_rss_kib not the workload's)
+_ODD = (
+    f"SELECT trials.id, trials.host IS NOT NULL, NOT ({_OK}), trials.max_rss_method IS NULL "
+    "FROM cells JOIN trials ON trials.run_id = cells.run_id AND trials.cell_id = cells.id "
+    f"WHERE cells.workload = ? AND (trials.host IS NOT NULL OR NOT ({_OK}){{rss}})"
+)
+_MAX_NAMED = 10_000  # more trials to name than this: the join (SQLite takes up to 32 766 parameters)
 
 
 class SqliteHistory:
@@ -53,13 +75,13 @@ class SqliteHistory:
         self.conn, self.url = conn, url
 
     def _filters(
-        self, host: str | None, tags: dict[str, str] | None, metric: str | None = None
+        self, host: str | None, tags: dict[str, str] | None, metric: str | None = None, host_is: str = _HOST
     ) -> tuple[str, list[str]]:
         more, args = "", []
         if metric:
             more, args = " AND samples.metric = ?", [metric]
         if host:
-            more, args = more + f" AND {_HOST} = ?", [*args, host]
+            more, args = more + f" AND {host_is} = ?", [*args, host]
         if tags:
             where = " AND ".join(f"({_TAG.format(i=i)})" for i in range(len(tags)))
             more += f" AND runs.id IN (SELECT runs.id FROM runs WHERE {where})"
@@ -70,8 +92,19 @@ class SqliteHistory:
         self, workload: str, metric: str | None, host: str | None, tags: dict[str, str] | None
     ) -> list[PointRow]:
         """store/history.query_history's rows: (id, started_at, host, key, metric, unit, better, n, mean, mean_sq)."""
-        more, args = self._filters(host, tags, metric)
-        rows = self.conn.execute(_POINTS.format(more=more), [workload, *args]).fetchall()
+        rss_too = metric in (None, "max_rss_kib")  # else no max_rss_kib sample is read
+        odd = self.conn.execute(
+            _ODD.format(rss=" OR trials.max_rss_method IS NULL" if rss_too else ""), [workload]
+        ).fetchall()
+        if any(remote for _, remote, _, _ in odd) or len(odd) > _MAX_NAMED:
+            more, args = self._filters(host, tags, metric)
+            rows = self.conn.execute(_POINTS.format(more=more), [workload, *args]).fetchall()
+        else:  # every trial on the controller: its host is the run's
+            out = [t for t, _, left_out, _ in odd if left_out]
+            rss = [t for t, _, left_out, legacy in odd if legacy and not left_out]
+            more, args = self._filters(host, tags, metric, "runs.hostname")
+            sql = _LOCAL.format(out=", ".join("?" * len(out)), rss=", ".join("?" * len(rss)), more=more)
+            rows = self.conn.execute(sql, [workload, *out, *rss, *args]).fetchall()
         return [cast(PointRow, (r[0], _datetime(r[1]), *r[2:])) for r in rows]
 
     def legacy_rss(
