@@ -224,7 +224,9 @@ def test_a_short_plain_file_does_not_fail_the_others(capsys, tmp_path):
 
 
 def test_plain_files_load_no_reader(tmp_path):
-    # compare's start on plain files (issue ab31: ≤ 0.3 s): the readers are imported only for other tools' files
+    # compare's start on plain files (issue ab31: ≤ 0.3 s): the readers are imported only for other tools' files;
+    # nor the variants' journal (compare changes nothing) or the store's records (verdict/ names them in
+    # annotations only)
     import subprocess
     import sys
 
@@ -234,7 +236,8 @@ def test_plain_files_load_no_reader(tmp_path):
     code = (
         "import sys\nfrom fairmark.cli.main import main\n"
         f"main(['compare', {str(a)!r}, {str(b)!r}])\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('fairmark.formats', 'fairmark.report.series'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('fairmark.formats', 'fairmark.report.series', "
+        "'fairmark.run', 'fairmark.store.records', 'fairmark.plan.schedule'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"

@@ -19,7 +19,6 @@ from fairmark.cli import _threads
 from fairmark.cli.common import state
 from fairmark.console import console
 from fairmark.errors import ExitStatus, FairmarkError, Terminated
-from fairmark.run.variants.journal import default_state_dir, journal_paths
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in fairmark, not in the plan or the host
 
@@ -60,6 +59,9 @@ def cli(ctx: click.Context) -> None:
 
 def _recover() -> None:
     """A journal left by a killed fairmark means the system is still changed: put it back before anything."""
+    # LAZY_FOR_START: `compare` (which looks for no journal) does not load it, nor socket, json and selectors
+    from fairmark.run.variants.journal import default_state_dir, journal_paths
+
     if not journal_paths(default_state_dir()):  # the usual case; the variant code (pydantic) is not loaded
         return
     from fairmark.run.variants.system import recover_pending

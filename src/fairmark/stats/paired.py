@@ -29,10 +29,9 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeAlias, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import sample_sd as _sd
@@ -41,6 +40,9 @@ from fairmark.stats.ranks import exact_mann_whitney
 from fairmark.stats.stopping import Capped
 from fairmark.stats.tdist import exact_t
 from fairmark.stats.tlight import t_ppf, t_sf
+
+if TYPE_CHECKING:  # annotations only (stats/arrays.py says why)
+    import numpy.typing as npt
 
 STEIN = "the first stage's spread and all rounds' spread"
 # The design of a verdict whose observation is a unit above the trial (stats.levels, stats.sequential): a label

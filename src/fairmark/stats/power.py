@@ -16,15 +16,18 @@ import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from fairmark.stats import special
 from fairmark.stats.arrays import Floats
 from fairmark.stats.stopping import Capped
 from fairmark.stats.tdist import t_quantile
 from fairmark.stats.tlight import t_isf
+
+if TYPE_CHECKING:  # annotations only (stats/arrays.py says why)
+    import numpy.typing as npt
 
 POWER = 0.80
 LEAN_MIN_DF = 3.0  # below, special.lean() still asks scipy (see mde_factor)
