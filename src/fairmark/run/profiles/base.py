@@ -101,7 +101,74 @@ def cgroup_problem() -> str | None:
         return "no cgroup file system with perf_event is mounted (cgroup v2, or v1 -o perf_event)"
     if not os.access(root, os.W_OK):
         return f"cannot create a cgroup in {root}: needs root"
+    if perf_event_unpropagated(root) and not _toggle_controllers(root):
+        return unpropagated_message(root, "no controller is listed in its cgroup.controllers")
     return None
+
+
+# perf_event is implicit on cgroup v2 (never listed in cgroup.controllers), but the kernel (6.1 here) adds the
+# implicit controllers to what the root gives its children only when the root's cgroup.subtree_control is
+# written: until something enables a controller there, a new cgroup has no perf_event state, and `perf record
+# -G` on it fails with ENOENT, which perf words as "The cpu-clock event is not supported". systemd enables
+# controllers at boot; a minimal init (a container, an initramfs shell, the test's QEMU guest) does not.
+# Enabling one controller and disabling it again leaves cgroup.subtree_control as it was, and every cgroup,
+# old and new, then has perf_event (checked in the guest: `perf stat -G` went from <not supported> to counting).
+SAFE_CONTROLLERS = ("pids", "rdma", "misc", "hugetlb", "io", "memory", "cpu", "cpuset")
+
+
+def perf_event_unpropagated(root: Path) -> bool:
+    """A cgroup v2 root whose cgroup.subtree_control was, for all its contents say, never written: no
+    controller enabled for its children (see above). False on v1 and when a controller is enabled."""
+    try:
+        return (root / "cgroup.controllers").exists() and not (
+            root / "cgroup.subtree_control"
+        ).read_text().split()
+    except OSError:
+        return False
+
+
+def _toggle_controllers(root: Path) -> list[str]:
+    """The controllers of the root's cgroup.controllers this could toggle (the first is used)."""
+    try:
+        listed = (root / "cgroup.controllers").read_text().split()
+    except OSError:
+        return []
+    return [c for c in SAFE_CONTROLLERS if c in listed] + [c for c in listed if c not in SAFE_CONTROLLERS]
+
+
+def unpropagated_message(root: Path, why: str) -> str:
+    control = root / "cgroup.subtree_control"
+    return (
+        f"perf cannot sample a cgroup here: the cgroup v2 root {root} enables no controller for its children "
+        f"({control} is empty), and until one has been, the kernel gives new cgroups no perf_event state (perf -G "
+        f'fails: "The cpu-clock event is not supported"); fairmark could not do it ({why}). Enable one as an '
+        f"init does at boot: `echo +pids > {control}` (as root)"
+    )
+
+
+def propagate_perf_event(root: Path) -> str | None:
+    """Make the kernel give the v2 root's cgroups perf_event (see above) by enabling one controller for the
+    root's children and disabling it at once; None when done or not needed, else why perf -G cannot work."""
+    if not perf_event_unpropagated(root):
+        return None
+    candidates = _toggle_controllers(root)
+    if not candidates:
+        return unpropagated_message(root, "no controller is listed in its cgroup.controllers")
+    control = root / "cgroup.subtree_control"
+    try:
+        _write(control, f"+{candidates[0]}")
+    except OSError as exc:
+        return unpropagated_message(root, f"+{candidates[0]}: {exc.strerror or exc}")
+    # only a child that enabled it in its own subtree_control between the two writes can make this fail (EBUSY):
+    # perf works then, and the controller stays enabled for the root's children, as that child needs
+    with contextlib.suppress(OSError):
+        _write(control, f"-{candidates[0]}")
+    return None
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:  # one write(): cgroupfs parses per write call
+        fh.write(value)
 
 
 # The trial's first process: joins the cgroup, then execs the command in place (same PID), so the command and
@@ -352,8 +419,12 @@ class PerfProfiler(Profiler):
     def wrap(self, argv: list[str], ctx: HookContext) -> list[str]:
         self._drop_cgroup()
         self._error, self.servers = None, ()
+        root = cgroup_mount() or Path("/nonexistent")
+        if problem := propagate_perf_event(root):
+            self._error = problem
+            return argv
         try:
-            self._cgroup = TrialCgroup(cgroup_mount() or Path("/nonexistent"), ctx.place_cgroup)
+            self._cgroup = TrialCgroup(root, ctx.place_cgroup)
         except OSError as exc:
             self._error = f"cannot make the trial's cgroup: {exc}"
             return argv
