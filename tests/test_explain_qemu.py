@@ -1,7 +1,7 @@
 """Where a kernel command-line difference went, in a real guest (issue 35's QEMU case): a boot run reboots a QEMU
 guest (TCG, this machine's Debian kernel, tests/qemuguest.py) A B B A between its default command line —
 Debian's kernel zeroes every page it allocates (CONFIG_INIT_ON_ALLOC_DEFAULT_ON=y) — and `init_on_alloc=0`,
-with `--profile cpu`: every boot takes its own CPU-profiled trials (run/bootrun.py), by `fairmark agent` and
+with `--profile cpu`: every boot takes its own CPU-profiled trials (run/loop/bootrun.py), by `fairmark agent` and
 perf in the guest, and the per-function comparison with boots as the unit finds the page clearing that the
 variant removes: `clear_page_erms` (kernel). The workload fallocates a file on a tmpfs mounted with huge=always:
 2 MiB pages that nothing writes, so that only init_on_alloc clears them (bench/explain_qemu.py runs the same
