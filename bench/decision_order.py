@@ -15,7 +15,9 @@ paths of that rule's own statistic; equivalence from the 8th pair, γ 3 at 2α):
 * sums and differences: the estimate and the variance of d after its order term (n − 2 df) pooled with the
   variance of s (n − 1 df), df 2n − 3 — or Welch's df of the two sides' variances when they differ (unequal
   spreads: s and d are then correlated and the pooled variance has fewer df than it counts);
-* the same, guarded: the larger of that variance and the paired one (the paired df when it is the larger).
+* the same, guarded: the larger of that variance and the paired one (the paired df when it is the larger);
+* a switch: the pooled rule where the sums' variance is at least the differences', else the paired t, each with
+  its own levels — or with one more level per look, so that the switch as a whole spends α on normal paths.
 
 The shapes of the A/A rows are those of bench/verdict_simulation.py's decision rows that a vectorized path can
 carry, plus two the order matters to: an order effect (the round's second trial slower by a multiple of the
@@ -230,6 +232,42 @@ def rule_rows(rule: str, twos: bool, name: str, paths: int, seed: int) -> list[s
     return [name, *cells]
 
 
+def branches(a, b, o, looks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per path and look: the pooled rule's p, the paired t's p, and whether the sums' variance is at least the
+    differences' (after the order term) — where a switch takes the pooled rule."""
+    pooled, paired, take = [], [], []
+    for n in (int(k) for k in looks):
+        for rule, out in (("pooled", pooled), ("paired", paired)):
+            est, se, df = statistic(a, b, o, rule, n)
+            out.append(2 * special.stdtr(df, -np.abs(est) / np.maximum(se, 1e-300)))
+        _, vd, _ = _fit(b[:, :n] - a[:, :n], o[:, :n], n)
+        take.append((a[:, :n] + b[:, :n]).var(1, ddof=1) >= vd)
+    return np.array(pooled).T, np.array(paired).T, np.array(take).T
+
+
+def switch_rows(paths: int, seed: int) -> list[list[str]]:
+    """A switch (rounds in twos): the pooled rule where the sums' variance is at least the differences', else the
+    paired t — each judged by its own calibrated levels, or (scaled) by one more level per look on the ratio of
+    p to its branch's level, calibrated so that the switch itself spends α on normal paths."""
+    rng = np.random.default_rng(seed)
+    rows: list[list[str]] = [["switch, each branch its own levels"], ["switch, scaled to spend α"]]
+    for looks, cv in ((np.arange(5, 21), 0.015), (np.arange(5, 31), 0.02)):
+        pp, pq, take = branches(*paths_of(rng, paths, int(looks[-1]), "normal", 0.0, cv, True), looks)
+        lp, lq = calibrate(pp, looks, ALPHA, SPENDING), calibrate(pq, looks, ALPHA, SPENDING)
+        ratio = np.where(take, pp / np.maximum(lp, 1e-300), pq / np.maximum(lq, 1e-300))
+        scale = calibrate(ratio, looks, ALPHA, SPENDING)
+        cases = [("normal", EFFECT)] if looks[-1] == 20 else [(shape, 0.0) for shape, _ in SHAPES]
+        for shape, change in cases:
+            pp, pq, take = branches(*paths_of(rng, paths, int(looks[-1]), shape, change, cv, True), looks)
+            ratio = np.where(take, pp / np.maximum(lp, 1e-300), pq / np.maximum(lq, 1e-300))
+            for row, hit in zip(rows, (ratio < 1.0, ratio < scale), strict=True):
+                claimed, n = first_cross(hit, looks)
+                row.append(f"{100 * claimed.mean():.1f}%; **{trials(n)}**" if change else rate(claimed))
+                if change:
+                    row.append("(not evaluated)")
+    return rows
+
+
 def trials(n: np.ndarray) -> str:
     return f"{n.mean():.2f} ± {n.std() / math.sqrt(n.size):.2f}"
 
@@ -251,6 +289,7 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=here)
     start, load0 = time.monotonic(), os.getloadavg()[0]
     rows = [rule_rows(r, twos, name, args.paths, args.seed + k) for k, (r, twos, name) in enumerate(RULES)]
+    rows += switch_rows(args.paths, args.seed + len(RULES))
     head = [
         "",
         "power at 3%, CV 1.5%, 5 to 20: power; trials per side",

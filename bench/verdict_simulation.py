@@ -112,7 +112,9 @@ class RunShape:
 
 def interleaved(rng, shape: RunShape, ratio: float = 1.0) -> tuple[np.ndarray, np.ndarray, int]:
     """A's and B's values over max_trials rounds (random order inside each round, one trial sequence), and the
-    rounds the run keeps: the length group_stop sets from the first stage, as the runner does."""
+    rounds the run keeps: the length group_stop sets from the first stage, as the runner does. (Each round is
+    shuffled on its own, as the runner did before its rounds went in twos; the precision rows' shapes have no
+    order effect, so only which value an event strikes differs.)"""
     n_max = shape.max_trials
     z = NOISE[shape.noise](rng, 2 * n_max, shape.cv)
     b_first = rng.random(n_max) < 0.5
@@ -587,6 +589,10 @@ def decision_interleaved(rng, shape: RunShape, ratio: float = 1.0, cells: int = 
     if not os.environ.get("SIM_RANDOM_ORDER"):  # as plan.schedule.Order: round 2k+1 is round 2k reversed
         order[1::2] = cells - 1 - order[0::2][: n_max // 2]
     pos = cells * np.arange(n_max)[:, None] + order  # each value's position in the trial sequence
+    if (
+        shape.noise == "ar1"
+    ):  # drift follows the trial sequence: each value takes its own place's (other noise
+        z = z.reshape(-1)[pos]  # is exchangeable inside the round, and keeps its draws of the table's rows)
     if shape.cv_b is not None:
         z[:, 1] = NOISE[shape.noise](rng, n_max, shape.cv_b)
     mean = shape.integer or 100.0
