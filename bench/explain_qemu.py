@@ -3,6 +3,8 @@
     .venv/bin/python bench/explain_qemu.py                    (~20-60 min under TCG: boots until decided)
     .venv/bin/python bench/explain_qemu.py --max-boots 4 --keep /tmp/store.db
 
+`make bench` runs it too (root, QEMU and this machine's kernel needed; otherwise it says so and is skipped).
+
 A QEMU guest (TCG, this machine's Debian kernel, tests/qemuguest.py; cgroup v2 only, fairmark and perf in it) is
 rebooted A B B A … between Debian's default command line — its kernel zeroes every page it allocates
 (CONFIG_INIT_ON_ALLOC_DEFAULT_ON=y) — and `init_on_alloc=0`, by one `fairmark run --profile cpu` of a plan with
@@ -35,6 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "tests"))
 
+import _commit  # noqa: E402 - bench/: the commit the figures are of
 import qemuguest  # noqa: E402 - the guest builder the tests use
 
 V2 = "cgroup_no_v1=all"  # a pure cgroup v2 host, as every current distribution
@@ -89,9 +92,11 @@ def main() -> None:
     ap.add_argument("--profiled", type=int, default=2, help="profiled trials per boot")
     ap.add_argument("--size", default="96M", help="the file fallocate'd per trial")
     ap.add_argument("--keep", type=Path, help="keep the run's store (sqlite) here")
+    _commit.add_option(ap)
     args = ap.parse_args()
-    if why := qemuguest.available():
-        raise SystemExit(f"no QEMU guest here: {why}")
+    if why := qemuguest.available():  # `make bench` goes on with the other scripts
+        print(f"skipped: no QEMU guest here: {why}")
+        return
     with tempfile.TemporaryDirectory(prefix="fm-explain-qemu-") as tmp:
         store = args.keep or Path(tmp) / "store.db"
         env = os.environ | {
@@ -111,8 +116,9 @@ def main() -> None:
             wall = time.monotonic() - start
             print(run.stdout + run.stderr[-4000:], flush=True)
             print(
-                f"--- exit {run.returncode}, {wall / 60:.1f} min, load average {load:.1f} at the start, "
-                f"{os.getloadavg()[0]:.1f} at the end; the guest's boots: {len(guest.boots)}",
+                f"--- exit {run.returncode}, {wall / 60:.1f} min, commit {_commit.commit(args.commit)}, load "
+                f"average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; the guest's boots: "
+                f"{len(guest.boots)}",
                 flush=True,
             )
             for i, cmdline in enumerate(guest.boots, 1):
