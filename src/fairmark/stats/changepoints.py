@@ -52,6 +52,7 @@ MIN_SIZE = 3  # each side of a split has at least this many points (a mean of 2 
 PHI_GRID = (0.0, 0.3, 0.6)  # the AR(1) autocorrelations whose null each split must pass
 SIMULATIONS = 999  # null series per φ and length: p-values in steps of 0.001
 HAMPEL_K = 2.5  # a point further than this many robust sd from its neighbours' median is pulled in to it
+HAMPEL_OUT = 5.0  # … and one further than this is replaced by it: a one-off (Gaussian: 1 in 3.5 M)
 DESCENT = 0.5  # the sides of a rejected split are tested once more, each at α × DESCENT
 EXACT_LENGTHS = 64  # null tables for every length up to this; longer segments use the next tabulated length
 LENGTH_STEP = 1.08  # the tabulated lengths past EXACT_LENGTHS grow by this factor (a longer null is stricter)
@@ -87,14 +88,17 @@ def _median5(a: Floats, b: Floats, c: Floats, d: Floats, e: Floats) -> Floats:
 
 def _despiked(x: Floats) -> Floats:
     """Rows of x in units of their robust sd, each point held within HAMPEL_K of its five-point running median
-    (three or four points at the ends)."""
+    (three or four points at the ends), or replaced by it past HAMPEL_OUT: a clipped outlier still stood HAMPEL_K
+    sd off, and a +10% step with a newest run x1.3 in 20 runs (sd 3%) was found 36% of the time at α 0.01."""
     s = _scale(x)
     n = x.shape[1]
     pad = np.concatenate([x[:, :1], x[:, :1], x, x[:, -1:], x[:, -1:]], axis=1)
     med = _median5(*(pad[:, k : k + n] for k in range(5)))
     med[:, 0], med[:, 1] = np.median(x[:, :3], axis=1), np.median(x[:, :4], axis=1)
     med[:, -1], med[:, -2] = np.median(x[:, -3:], axis=1), np.median(x[:, -4:], axis=1)
-    held: Floats = (med + np.clip(x - med, -HAMPEL_K * s, HAMPEL_K * s)) / s
+    d = x - med
+    kept = med + np.clip(d, -HAMPEL_K * s, HAMPEL_K * s)
+    held: Floats = np.where(np.abs(d) > HAMPEL_OUT * s, med, kept) / s
     return held
 
 
