@@ -153,3 +153,23 @@ def test_a_run_of_short_trials_stores_claimed_series_that_cover_its_trials(
             w for c, warm, w in trials.values() if c == cell and not warm
         )
     assert all(attribute_cells(report, series).values())
+
+
+def test_a_freebsd_claim_keeps_what_freebsd_lacks_absent() -> None:
+    """FreeBSD's samples (one sysctl call each: a process per sample, dearer than a trial of `true`) claimed the
+    same way: no iowait or steal tick there, so none in the claimed series either — absent, never zero."""
+    from fairmark.run.monitors import freebsd
+
+    fix = Path(__file__).parent / "fixtures" / "h4"
+    a = freebsd.to_snapshot(freebsd.parse_sysctl((fix / "freebsd_sysctl_a.txt").read_text()), 0.0)
+    b = freebsd.to_snapshot(freebsd.parse_sysctl((fix / "freebsd_sysctl_b.txt").read_text()), 2.0)
+    claims, still = split_claims([0.0, 2.0], [(0.5, 1.0), (1.5, 2.5)])
+    assert claims == [(0, 1.0)] and still == [(2.0, 2.5)]
+    claimed = build_series(claimed_snapshots([a, b], claims), os_name="freebsd", interval_s=2.0)
+    whole = build_series([a, b], os_name="freebsd", interval_s=2.0)
+    assert "iowait" not in claimed["cpu_pct"] and "steal" not in claimed["totals"]["cpu_pct"]
+    assert claimed["totals"]["cpu_pct"] == whole["totals"]["cpu_pct"]  # the interval's shares
+    assert claimed["rates_per_s"] == whole["rates_per_s"]  # and its rates, over half its time:
+    assert claimed["totals"]["wall_s"] == 1.0
+    for k, v in whole["totals"]["counters"].items():
+        assert claimed["totals"]["counters"][k] == pytest.approx(v / 2, rel=1e-3), k

@@ -1,9 +1,9 @@
 """What a monitor sample is, independent of the OS it came from, and how samples become a series.
 
 A `Snapshot` holds cumulative counters (context switches, CPU ticks per state, disk bytes …) and gauges
-(run queue, free memory) read at one instant. Rates need two snapshots, so a trial's series is built from
-consecutive pairs; the first and last snapshot are taken at trial start and end so even a 50 ms trial has
-totals.
+(run queue, free memory) read at one instant. Rates need two snapshots, so a series is built from consecutive
+pairs: a trial's own (taken at its start and end, with the sampler's between them) or, for a short trial, the
+claimed parts of the sampler's intervals (run/monitors/sampler.py): either way every trial has totals.
 
 A quantity the OS does not provide (FreeBSD has no iowait or steal tick) is absent, never zero: a report
 must not show a made-up number.
