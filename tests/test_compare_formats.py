@@ -225,8 +225,8 @@ def test_a_short_plain_file_does_not_fail_the_others(capsys, tmp_path):
 
 def test_plain_files_load_no_reader(tmp_path):
     # compare's start on plain files (issue ab31: ≤ 0.3 s): the readers are imported only for other tools' files;
-    # nor the variants' journal (compare changes nothing) or the store's records (verdict/ names them in
-    # annotations only)
+    # nor the variants' journal (compare changes nothing), the store's records (verdict/ names them in
+    # annotations only) or the levels above the trials (files have none)
     import subprocess
     import sys
 
@@ -237,7 +237,8 @@ def test_plain_files_load_no_reader(tmp_path):
         "import sys\nfrom fairmark.cli.main import main\n"
         f"main(['compare', {str(a)!r}, {str(b)!r}])\n"
         "print(sorted(m for m in sys.modules if m.startswith(('fairmark.formats', 'fairmark.report.series', "
-        "'fairmark.run', 'fairmark.store.records', 'fairmark.plan.schedule'))))"
+        "'fairmark.run', 'fairmark.store.records', 'fairmark.plan.schedule', 'fairmark.stats.levels', "
+        "'fairmark.verdict.levels'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from fairmark.jsonvalue import JSONObject
 from fairmark.stats import sequential as seq
@@ -17,12 +17,14 @@ from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Rounds, Tested, change_of, mde_percent, tested, verdict_fields
 from fairmark.stats.describe import Summary
 from fairmark.stats.digits import estimate_text, format_pair
-from fairmark.stats.levels import Advice, LevelsReport
 from fairmark.stats.paired import RatioTest
 from fairmark.stats.ranks import RankCheck, can_reach
 from fairmark.stats.robust import DESIGN as ROBUST
 from fairmark.stats.stopping import Capped
 from fairmark.stats.tdist import MINISTAT_LEVELS, MINISTAT_MAX_DF
+
+if TYPE_CHECKING:  # annotations only: `compare` of files loads no stats.levels (verdict/judge.py's _level)
+    from fairmark.stats.levels import Advice, LevelsReport
 
 TIME_UNITS = frozenset({"s", "sec", "seconds", "ms", "us", "µs", "ns", "min", "wall_s"})
 FEW_TRIALS = 6  # below this a verdict rests on very little (ministat's floor is 3)

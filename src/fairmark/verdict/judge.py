@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Generic
+from typing import TYPE_CHECKING, Generic
 
 from typing_extensions import TypeVar
 
@@ -20,12 +20,13 @@ from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Rounds
 from fairmark.stats.fdr import bh_adjust
-from fairmark.stats.levels import Labels, Unit, known, unit_level
 from fairmark.stats.paired import RoundKey
 from fairmark.stats.sequential import Design
 from fairmark.stats.stopping import Capped
 from fairmark.verdict.compare import ZERO_SPREAD, Comparison, compare
-from fairmark.verdict.levels import compare_levels
+
+if TYPE_CHECKING:
+    from fairmark.stats.levels import Labels, Unit
 
 # The caller's tag of a pair, returned with its judgement (an untagged Pair is a Pair[None]).
 T = TypeVar("T", covariant=True, default=None)
@@ -143,7 +144,7 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
     labels = p.all_labels()
     rounds, first_stage = _rounds(p, labels)
     one_run = rounds is p.rounds
-    level = unit_level(labels)
+    level = _level(labels)
     within = compare(
         p.baseline,
         p.other,
@@ -165,6 +166,8 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
         within = replace(within, warnings=tuple(w for w in within.warnings if not w.startswith(ZERO_SPREAD)))
     if level is None:
         return within
+    from fairmark.verdict.levels import compare_levels  # LAZY_FOR_START (_level says why)
+
     ua, ub = labels[level]
     units = p.sequential if p.sequential and p.sequential.two_sample else None  # boots = "auto"
     return compare_levels(
@@ -180,11 +183,24 @@ def judge_one(p: Pair[T], *, confidence: float = 95.0, ministat_compat: bool = F
     )
 
 
+def _level(labels: Labels) -> str | None:
+    """The level above the trials at which the sides differ (stats.levels.unit_level), None without labels."""
+    if not labels:  # two samples and nothing above their values: `compare` of files, `history`'s segments
+        return None
+    # LAZY_FOR_START: imported here, so that `compare` of files loads neither stats.levels nor verdict.levels
+    # (with stats.timeorder, 8 classes built at import; issue 31 item 7's start)
+    from fairmark.stats.levels import unit_level
+
+    return unit_level(labels)
+
+
 def _rounds(p: Pair[T], labels: Labels) -> tuple[Rounds | None, int | None]:
     """The round of each value as the pairing key: (run, round) when the values come from several runs, so that
     pairs never cross runs; the first stage is then that of each run."""
     if p.rounds is None:
         return None, None
+    from fairmark.stats.levels import known  # LAZY_FOR_START (_level says why)
+
     runs_a, runs_b = labels.get("run") or ((), ())
     if not known(runs_a) or not known(runs_b) or len(set(runs_a) | set(runs_b)) == 1:
         return p.rounds, p.first_stage
