@@ -99,7 +99,8 @@ def test_claimed_cpu_time_covers_what_the_trials_own_processes_used() -> None:
     ncpu = claimed[0]["ncpu"]
     # the first trial took its own snapshots; every later one's window is claimed, start to end
     claimed_wall = sum(s["totals"]["wall_s"] for s in claimed)
-    assert claimed_wall == pytest.approx(sum(windows), rel=0.02)
+    # (each claimed window holds its trial's, and a little more: the hooks' calls around it)
+    assert 0.999 * sum(windows) <= claimed_wall <= 1.05 * sum(windows) + 0.05  # (four digits a series)
     for series in (claimed, own_series):
         busy = _busy_s(series)
         assert 0.8 * own_cpu <= busy <= ncpu * sum(s["totals"]["wall_s"] for s in series) * 1.001, (

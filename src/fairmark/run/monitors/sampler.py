@@ -139,18 +139,22 @@ class SystemMonitor(TrialHook):
         return self.reader.snapshot()
 
     def start(self, ctx: HookContext) -> None:
-        if self._thread is None:  # one sampler for the whole run
-            self._thread = threading.Thread(target=self._serve, name="fairmark-monitor", daemon=True)
-            self._thread.start()
         edge = self._snapshot() if self._exact.get(ctx.cell_key, True) else None
         t0 = edge.t_s if edge is not None else time.monotonic()
         self._keep_from = min(self._keep_from, t0)
         self._open = (t0, edge)
+        if self._thread is None:  # one sampler for the whole run
+            # its first sample is the run's first trial's start (the first trial of a cell takes its own): a
+            # thread slow to start on a busy machine leaves no later window before the sampler's first sample
+            with self._wake:
+                self._samples.append(edge or self._snapshot())
+            self._thread = threading.Thread(target=self._serve, name="fairmark-monitor", daemon=True)
+            self._thread.start()
 
     def _serve(self) -> None:
         """Sample every interval, on the sampler's own clock (never woken by a trial: a hand-over between
         threads at each trial's start and end cost more than the trial of a short command)."""
-        due = time.monotonic()
+        due = time.monotonic() + self.interval_s  # start() took the first
         while True:
             with self._wake:
                 if self._closed:
