@@ -4,12 +4,13 @@ samples) and `fairmark show` of a 300-trial run, as a user starts them (a new pr
 The history store: 200 runs (one a CI commit, tagged branch=main) of one workload × 2 variants × 150 trials × 5
 metrics, written by bench/history_query.py's `fill` (a +10% step half way: one change point per series to size).
 The run: 2 variants × 150 trials of `true`, monitors on, made here by `fairmark run`. Each command is started
-REPS times, alternating with the fairmark of `--against OTHER/src` when given; CPU (user + sys) and peak RSS from
-wait4, medians printed, and whether scipy was loaded (a probe of sys.modules after the command). On this shared
-VM CPU time is what compares across loads; the load average is printed at the start and the end. As a user's
-install has them, the modules' compiled bytecode is cached: PYTHONDONTWRITEBYTECODE is dropped for the commands,
-and each command is started once, unmeasured, before the measured starts (a tree without its __pycache__
-compiled fairmark's ~100 modules at every start: +0.3–0.5 s of CPU that no user pays).
+REPS times, alternating with the fairmark of `--against OTHER/src` when given, as the `fairmark` script starts it
+(numpy's OpenBLAS on one thread where that fairmark does so); CPU (user + sys) from wait4, peak RSS from
+/usr/bin/time (see `started`), medians printed, and whether scipy was loaded (a probe of sys.modules after the
+command). On this shared VM CPU time is what compares across loads; the load average is printed at the start and
+the end. As a user's install has them, the modules' compiled bytecode is cached: PYTHONDONTWRITEBYTECODE is
+dropped for the commands, and each command is started once, unmeasured, before the measured starts (a tree without
+its __pycache__ compiled fairmark's ~100 modules at every start: +0.3–0.5 s of CPU that no user pays).
 
     .venv/bin/python bench/read_cost.py [--reps 7] [--against OTHER/src]
 """
@@ -31,8 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fairmark.store.db import Store
 from history_query import fill
 
+# As the `fairmark` script starts (cli.main.entry): numpy's OpenBLAS on one thread where this fairmark does that
 PROBE = (
-    "import json, sys\nfrom fairmark.cli.main import main\ncode = main(sys.argv[1:])\n"
+    "import json, sys\ntry:\n    from fairmark.cli import _threads\n    _threads.install()\n"
+    "except ImportError:\n    pass\nfrom fairmark.cli.main import main\ncode = main(sys.argv[1:])\n"
     "print(json.dumps({'code': code, 'scipy': 'scipy' in sys.modules}), file=sys.stderr)\n"
 )
 PLAN = (
@@ -42,18 +45,25 @@ PLAN = (
 
 
 def started(argv: list[str], env: dict[str, str]) -> tuple[float, int, bool]:
-    """CPU seconds, peak RSS (KiB) and whether scipy was loaded, of one command that must succeed."""
+    """CPU seconds, peak RSS (KiB) and whether scipy was loaded, of one command that must succeed. The peak is
+    /usr/bin/time's (%M): a child of this process inherits its high-water RSS through fork — or vfork, which
+    subprocess uses — and keeps it across exec, so wait4 gave this bench's own 65 MB for every command; the
+    command started by /usr/bin/time (2 MB) is measured alone. CPU is wait4's (the command and time's ~1 ms)."""
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
-            [sys.executable, "-c", PROBE, *argv], env=env, stdout=subprocess.DEVNULL, stderr=err
+            ["/usr/bin/time", "-f", "maxrss-kib %M", sys.executable, "-c", PROBE, *argv],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
         )
         _, status, ru = os.wait4(proc.pid, 0)
         err.seek(0)
         text = err.read().decode(errors="replace")
-    last = json.loads(text.strip().splitlines()[-1])
+    lines = text.strip().splitlines()
+    last = json.loads(lines[-2]) if len(lines) > 1 and lines[-1].startswith("maxrss-kib ") else {"code": -1}
     if os.waitstatus_to_exitcode(status) != 0 or last["code"] != 0:
         sys.exit(f"{' '.join(argv)} failed: {text[-2000:]}")
-    return ru.ru_utime + ru.ru_stime, int(ru.ru_maxrss), bool(last["scipy"])
+    return ru.ru_utime + ru.ru_stime, int(lines[-1].split()[1]), bool(last["scipy"])
 
 
 def main() -> int:
