@@ -2,7 +2,8 @@
 `ministat` package, 20150715; issue 23 item 10, issue 31 item 7: goal ≤ 0.3 s of CPU and ≤ 40 MB). Each command
 runs REPEATS times in turns; its CPU time (user + sys of the child, from wait4) and wall time are the medians, its
 peak RSS is /usr/bin/time's %M (the child's own: a process started from a pytest worker would inherit the worker's
-high-water mark). Beside it: `python -c "import numpy, click"` (the floor of a Python command that uses numpy) and
+high-water mark). Beside it: `python -c "import numpy, click"` (the floor of a Python command that uses numpy; also
+with OPENBLAS_NUM_THREADS=1, the floor of fairmark, whose entry loads OpenBLAS on one thread) and
 `fairmark --version`. Sources are compiled to bytecode first (a checkout run with PYTHONDONTWRITEBYTECODE would
 otherwise compile 40 modules, 0.1 s, on every start). CPU time travels between a busy machine and an idle one far
 better than wall time; the load average is printed.
@@ -10,6 +11,13 @@ better than wall time; the load average is printed.
 Run: .venv/bin/python bench/compare_speed.py [--lines N] [--repeats R]
      .venv/bin/python bench/compare_speed.py --against OLD/src   also an older fairmark (`git archive COMMIT src |
      tar -x -C OLD`), in the same turns
+
+Last printed (b62977e, load 14.5 → 13.4, median of 7, main's venv, 3a2ce52 in the same turns): 100 000 lines
+each 0.387 s CPU and 36.1 MB (3a2ce52: 0.587 s, 41.0 MB), --ministat-compat 0.452 s, 7 lines 0.278 s and 31.7 MB,
+`import numpy, click` 0.202 s and 26.1 MB, ministat 0.093 s and 4.1 MB: the memory goal met, the CPU goal not.
+Peak RSS counts the libraries' pages mapped from the page cache: in a venv installed minutes before, numpy and
+click alone peaked at 32.2 MB against 26.7 MB in an older one (RssFile 18.1 against 12.7 MB), so compare a row
+only with rows of the same sitting and venv.
 """
 
 from __future__ import annotations
@@ -67,6 +75,14 @@ def commands(d: Path, lines: int, against: Path | None) -> dict[str, list[str]]:
     small = [write(d / f"s{k}", rng.normal(100.0 + k, 2, 7)) for k in range(2)]
     out = {
         'python -c "import numpy, click"': [sys.executable, "-c", "import numpy, click"],
+        # fairmark's own floor: its entry loads OpenBLAS with one thread (cli/_threads.py), whose pool spins
+        "the same, OPENBLAS_NUM_THREADS=1": [
+            "env",
+            "OPENBLAS_NUM_THREADS=1",
+            sys.executable,
+            "-c",
+            "import numpy, click",
+        ],
         "fairmark --version": [*FAIRMARK, "--version"],
         f"fairmark compare ({lines} lines each)": [*FAIRMARK, "compare", *big],
         f"fairmark compare --ministat-compat ({lines})": [*FAIRMARK, "compare", "--ministat-compat", *big],
@@ -127,7 +143,7 @@ def main() -> None:
     old = f"older fairmark compare ({args.lines} lines each)"
     if old in cpu:
         print(f"{big} / older: CPU {cpu[big] / cpu[old]:.2f}×, peak RSS {rss[big] / rss[old]:.2f}×")
-    floor = 'python -c "import numpy, click"'
+    floor = "the same, OPENBLAS_NUM_THREADS=1"
     print(f"{big} − {floor}: CPU {cpu[big] - cpu[floor]:+.3f} s, peak RSS {rss[big] - rss[floor]:+.1f} MB")
     met = "met" if cpu[big] <= 0.3 and rss[big] <= 40 else "NOT met"
     print(f"goal ≤ 0.3 s of CPU and ≤ 40 MB: {cpu[big]:.3f} s, {rss[big]:.1f} MB — {met}")
