@@ -31,7 +31,8 @@ from pathlib import Path
 
 import _commit  # bench/: the commit the figures are of
 from fairmark.plan.metric import MetricSpec
-from fairmark.probe import diagnose, take_snapshot
+from fairmark.probe.doctor import diagnose
+from fairmark.probe.snapshot import take_snapshot
 from fairmark.report.publish.site import PublishOptions, publish
 from fairmark.store import schema as S
 from fairmark.store.db import Store

@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from fairmark.probe import diagnose, take_snapshot, volatile_snapshot
-from fairmark.probe.snapshot import SAMPLE_S
+from fairmark.probe.doctor import diagnose
+from fairmark.probe.snapshot import SAMPLE_S, take_snapshot, volatile_snapshot
 
 TOOLS = [
     "iperf3",

@@ -11,7 +11,7 @@ import pytest
 from fairmark.errors import EnvironmentRefused, PlanError
 from fairmark.plan.load import parse_plan
 from fairmark.plan.model import Boot
-from fairmark.probe import take_snapshot
+from fairmark.probe.snapshot import take_snapshot
 from fairmark.run.machine.boots import (
     boot_order,
     parse_bootfile,

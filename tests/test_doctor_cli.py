@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from fairmark.probe import take_snapshot
+from fairmark.probe.snapshot import take_snapshot
 
 SYSROOTS = Path(__file__).parent / "fixtures" / "sysroots"
 

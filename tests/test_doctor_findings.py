@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fairmark.probe import Finding, diagnose, take_snapshot
+from fairmark.probe.doctor import Finding, diagnose
+from fairmark.probe.snapshot import take_snapshot
 
 SYSROOTS = Path(__file__).parent / "fixtures" / "sysroots"
 

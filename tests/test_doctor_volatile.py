@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fairmark.probe import diagnose, diagnose_volatile, take_snapshot, volatile_part, volatile_snapshot
+from fairmark.probe.doctor import diagnose, diagnose_volatile
+from fairmark.probe.snapshot import take_snapshot, volatile_part, volatile_snapshot
 from fairmark.probe.tools import _package_version, tool_versions
 
 SYSROOTS = Path(__file__).parent / "fixtures" / "sysroots"

@@ -11,8 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from fairmark.probe import diagnose, take_snapshot
 from fairmark.probe.diff import diff_snapshots
+from fairmark.probe.doctor import diagnose
+from fairmark.probe.snapshot import take_snapshot
 from helpers import FIXTURES, REPO
 
 SYSROOTS = FIXTURES / "sysroots"

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from fairmark.errors import InputError
-from fairmark.probe import diagnose, take_snapshot
 from fairmark.probe import freebsd as fb
 from fairmark.probe._io import CommandResult
 from fairmark.probe.capture import save_sysroot
+from fairmark.probe.doctor import diagnose
+from fairmark.probe.snapshot import take_snapshot
 
 SYSROOTS = Path(__file__).parent / "fixtures" / "sysroots"
 

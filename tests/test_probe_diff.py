@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from fairmark.probe import diff_snapshots, host_identity, take_snapshot
+from fairmark.probe.diff import diff_snapshots
+from fairmark.probe.snapshot import host_identity, take_snapshot
 
 SYSROOTS = Path(__file__).parent / "fixtures" / "sysroots"
 
@@ -85,7 +86,7 @@ def test_different_machines_have_different_identities() -> None:
 
 
 def test_comparison_findings_respect_declared_differences() -> None:
-    from fairmark.probe import comparison_findings
+    from fairmark.probe.diff import comparison_findings
 
     a, b = base(), base()
     b["os"]["release"], b["memory"]["thp"] = "6.19.0", "always"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fairmark.probe import take_snapshot
 from fairmark.probe.freebsd import parse_mount, parse_sysctl
 from fairmark.probe.kconfig import parse_freebsd_config
+from fairmark.probe.snapshot import take_snapshot
 
 SYSROOTS = Path(__file__).parent / "fixtures" / "sysroots"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fairmark.probe import take_snapshot
 from fairmark.probe._io import Root
 from fairmark.probe.kconfig import parse_linux_config
 from fairmark.probe.linux import mount_for, parse_cpuinfo, parse_mountinfo, parse_proc_stat, steal_pct
+from fairmark.probe.snapshot import take_snapshot
 
 SYSROOTS = Path(__file__).parent / "fixtures" / "sysroots"
 

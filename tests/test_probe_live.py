@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from fairmark.probe import diagnose, take_snapshot, volatile_snapshot
+from fairmark.probe.doctor import diagnose
+from fairmark.probe.snapshot import take_snapshot, volatile_snapshot
 
 
 def test_live_snapshot_reads_this_host(tmp_path) -> None:

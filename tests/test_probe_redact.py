@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairmark.probe import redact, redact_env, redact_text, take_snapshot
-from fairmark.probe.redact import REDACTED, looks_like_key
+from fairmark.probe import redact
+from fairmark.probe.redact import REDACTED, looks_like_key, redact_env, redact_text
+from fairmark.probe.snapshot import take_snapshot
 
 
 @pytest.mark.parametrize(

@@ -537,7 +537,7 @@ class _FakeFreeBSD:
 
 
 def test_a_freebsd_host_is_probed_and_monitored_with_the_freebsd_parsers(tmp_path: Path) -> None:
-    from fairmark.probe import diagnose
+    from fairmark.probe.doctor import diagnose
     from fairmark.remote.executor import RemoteExecutor
     from fairmark.remote.probe import remote_snapshot
     from fairmark.run.spec import TrialSpec

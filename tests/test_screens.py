@@ -200,7 +200,8 @@ def _publish() -> None:
 def _doctor() -> None:
     """`fairmark doctor --sysroot DIR` on a captured tree (the probe reads only the tree)."""
     from fairmark.cli.doctor import _show
-    from fairmark.probe import diagnose, take_snapshot
+    from fairmark.probe.doctor import diagnose
+    from fairmark.probe.snapshot import take_snapshot
 
     snap = take_snapshot(str(SYSROOTS / "linux-fedora-debug-smt"))
     findings = diagnose(snap)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from fairmark.probe import take_snapshot
+from fairmark.probe.snapshot import take_snapshot
 from fairmark.run.loop.gate import VolatileWatch
 from fairmark.store.db import Store
 

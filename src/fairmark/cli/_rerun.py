@@ -22,7 +22,7 @@ from fairmark.console import console
 from fairmark.errors import InputError, UsageError
 from fairmark.plan.load import LoadedPlan, check_commands, parse_plan
 from fairmark.plan.model import Plan, RunPolicy
-from fairmark.probe import diff_snapshots
+from fairmark.probe.diff import diff_snapshots
 
 RUN_KEY = "tables.runs[0]"
 MAX_SHOWN = 20  # differences listed one per line before the rest is counted

@@ -17,7 +17,7 @@ import click
 from fairmark.cli.common import common_options, open_store
 from fairmark.errors import EnvironmentRefused, InputError
 from fairmark.plan.model import CONFIDENCE_LEVELS
-from fairmark.probe import comparison_findings, diff_snapshots
+from fairmark.probe.diff import comparison_findings, diff_snapshots
 from fairmark.report.compare_runs import own_verdicts, show, show_differences
 from fairmark.report.explain_units import explanations
 from fairmark.verdict.judge import MIN_VALUES

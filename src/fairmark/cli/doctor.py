@@ -10,7 +10,8 @@ from rich.markup import escape
 from fairmark.cli.common import common_options
 from fairmark.console import console
 from fairmark.errors import InputError
-from fairmark.probe import Finding, diagnose, take_snapshot, worst_severity
+from fairmark.probe.doctor import Finding, diagnose, worst_severity
+from fairmark.probe.snapshot import take_snapshot
 from fairmark.remote.connection import HostConnection, HostSpec
 from fairmark.remote.probe import remote_snapshot
 

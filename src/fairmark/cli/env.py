@@ -11,8 +11,9 @@ from fairmark.cli.common import common_options, open_store
 from fairmark.cli.doctor import check_sysroot
 from fairmark.console import console
 from fairmark.errors import UsageError
-from fairmark.probe import comparison_findings, diff_snapshots, take_snapshot
 from fairmark.probe.capture import save_sysroot
+from fairmark.probe.diff import comparison_findings, diff_snapshots
+from fairmark.probe.snapshot import take_snapshot
 
 CATEGORY_STYLE = {"validity": "bold red", "environment": "yellow", "info": "dim"}
 

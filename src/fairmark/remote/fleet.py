@@ -33,8 +33,11 @@ from fairmark.run.guard.signals import unwinding
 # skipped: it only costs each child its import again).
 PRELOAD = (
     "fairmark.plan.kinds",
-    "fairmark.probe",
+    "fairmark.probe.diff",
+    "fairmark.probe.doctor",
     "fairmark.probe.hosts",
+    "fairmark.probe.redact",
+    "fairmark.probe.snapshot",
     "fairmark.probe.which",
     "fairmark.remote.connection",
     "fairmark.remote.executor",

@@ -10,9 +10,9 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from fairmark.probe import take_snapshot
 from fairmark.probe.capture import LINUX_DIRS, LINUX_FILES
 from fairmark.probe.redact import redact_env, redact_text
+from fairmark.probe.snapshot import take_snapshot
 from fairmark.remote.confine import CONTROL, UnsafeName, make_dirs_inside, parts, write_inside
 from fairmark.remote.connection import HostConnection, ProtocolError
 

@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from fairmark.errors import EnvironmentRefused
 from fairmark.plan.model import Plan
-from fairmark.probe import diagnose, host_identity, take_snapshot
-from fairmark.probe.doctor import diagnose_volatile
+from fairmark.probe.doctor import diagnose, diagnose_volatile
 from fairmark.probe.hosts import hardware_differences, software_findings
-from fairmark.probe.snapshot import volatile_part, volatile_snapshot
+from fairmark.probe.snapshot import host_identity, take_snapshot, volatile_part, volatile_snapshot
 from fairmark.run.prerun import wrapcost
 from fairmark.run.trials.prepare import WorkloadRuntime, workload_info
 from fairmark.run.variants.basic import intended_env

@@ -26,7 +26,7 @@ from fairmark.errors import EnvironmentRefused, FairmarkError
 from fairmark.jsonvalue import JSONObject
 from fairmark.plan.kinds import REMOTE_KEYS, VARIANT_KINDS
 from fairmark.plan.model import SystemChanges
-from fairmark.probe import take_snapshot
+from fairmark.probe.snapshot import take_snapshot
 from fairmark.run.launch.executor import execute_spec
 from fairmark.run.machine.boots import HostDidNotReturn, reboot_command
 from fairmark.run.spec import Measured, TrialSpec

@@ -11,8 +11,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fairmark.probe import redact_env
-from fairmark.probe.redact import redact_argv, redact_json, redact_text
+from fairmark.probe.redact import redact_argv, redact_env, redact_json, redact_text
 
 REDACTED = "<redacted>"
 MIN_SECRET_CHARS = 4  # shorter values ("1", "on") would scrub ordinary words out of every output
