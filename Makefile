@@ -58,7 +58,8 @@ format: $(STAMP)
 # The suite runs in TEST_WORKERS processes (pytest-xdist): most of its time is waiting — guests booting, servers
 # starting, processes being killed — not computing. `--dist loadgroup` keeps each module that shares a fixture on
 # one worker, and runs the tests marked `machine` (they change or watch machine-wide state) one at a time on one
-# worker (tests/conftest.py). TEST_WORKERS=0 runs it in this one process, as before.
+# worker (tests/conftest.py); the longest units go out first (the machine group and the QEMU guests start at once).
+# TEST_WORKERS=0 runs it in this one process, as before.
 # pytest exits 5 when it collected nothing; that is a failure here, like any other non-zero code.
 TEST_WORKERS ?= 3
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup

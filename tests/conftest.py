@@ -110,18 +110,44 @@ def pytest_configure(config: pytest.Config) -> None:
     # xdist registers its `xdist_group` marker only when it is loaded: without it (`-p no:xdist`, or a machine
     # without pytest-xdist) the groups added below would fail --strict-markers before any test ran
     config.addinivalue_line("markers", "xdist_group(name): run on one xdist worker with its group (conftest)")
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        # the controller hands the groups out in the order collected (longest first, below), not by how many
+        # tests each has: xdist's default put the QEMU modules (1-4 tests of minutes each) behind dozens of
+        # quick groups, so they started 17-23 minutes in and ended the suite
+        config.option.loadscopereorder = False
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    scopes: dict[pytest.Item, str] = {}  # each test's work unit under xdist: its group, else itself
     for item in items:
         if item.get_closest_marker("machine"):
             group = "machine"
         elif item.module.__name__ in ONE_WORKER_MODULES or _uses_module_fixture(item):  # type: ignore[attr-defined]
             group = item.module.__name__  # type: ignore[attr-defined]
         else:
+            scopes[item] = item.nodeid
             continue
         item.add_marker(pytest.mark.xdist_group(group))
+        scopes[item] = group
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup (not in-process)
+        _longest_first(items, scopes)
+
+
+def _longest_first(items: list[pytest.Item], scopes: dict[pytest.Item, str]) -> None:
+    """Items ordered so that the work units xdist hands out (a group, or a test of none) come longest first, the
+    classic rule for the shortest schedule on a few workers: the machine group and the QEMU guests start at
+    once, on workers of their own, while the rest fill in. A test's length is its own timeout mark (only the
+    tests of minutes have one: 600-3600 s), else 60 if it is slow, else 1; a unit's is its tests' sum. Stable:
+    each unit keeps its order, and every worker collects the same order (xdist checks)."""
+    cost: dict[str, float] = {}
+    for item in items:
+        mark = item.get_closest_marker("timeout")
+        own = (
+            float(mark.args[0]) if mark and mark.args else (60.0 if item.get_closest_marker("slow") else 1.0)
+        )
+        cost[scopes[item]] = cost.get(scopes[item], 0.0) + own
+    items.sort(key=lambda item: -cost[scopes[item]])
 
 
 def _uses_module_fixture(item: pytest.Item) -> bool:
