@@ -137,8 +137,8 @@ def binom_ci(k: int, n: int) -> tuple[float, float]:
     return 100 * ci.low, 100 * ci.high
 
 
-def rates(detect: Detector, level: float, n_noise: int, n_steps: int, name: str) -> None:
-    for shape, make in NOISE.items():
+def rates(detect: Detector, level: float, n_noise: int, n_steps: int, name: str, only: str = "") -> None:
+    for shape, make in ((k, v) for k, v in NOISE.items() if only in k):
         t = time.process_time()
         k = sum(bool(detect(make(i), level, i)) for i in range(n_noise))
         per = (time.process_time() - t) / n_noise
@@ -148,7 +148,7 @@ def rates(detect: Detector, level: float, n_noise: int, n_steps: int, name: str)
             f"| {name} | {level:g} | false alarms, {shape} (goal ≤ 2α: {verdict}) | {k}/{n_noise} = "
             f"{100 * k / n_noise:.1f}% [{lo:.1f}, {hi:.1f}] | {1000 * per:.1f} ms |"
         )
-    for shape, (make, want) in STEPS.items():
+    for shape, (make, want) in ((k, v) for k, v in STEPS.items() if only in k):
         hit = extra = 0
         for i in range(n_steps):
             got = detect(make(i), level, i)
@@ -157,9 +157,13 @@ def rates(detect: Detector, level: float, n_noise: int, n_steps: int, name: str)
         lo, hi = binom_ci(hit, n_steps)
         elo, ehi = binom_ci(extra, n_steps)
         goal = GOALS.get(shape)
-        verdict = f" (goal ≥ {goal}% at α {level:g}: {'met' if 100 * hit >= goal * n_steps else 'NOT met'})"
+        verdict = (
+            f" (goal ≥ {goal}% at α {level:g}: {'met' if 100 * hit >= goal * n_steps else 'NOT met'})"
+            if goal
+            else ""
+        )
         print(
-            f"| {name} | {level:g} | found, {shape}{verdict if goal else ''} | {hit}/{n_steps} = {100 * hit / n_steps:.1f}% [{lo:.1f}, {hi:.1f}] | |"
+            f"| {name} | {level:g} | found, {shape}{verdict} | {hit}/{n_steps} = {100 * hit / n_steps:.1f}% [{lo:.1f}, {hi:.1f}] | |"
         )
         print(
             f"| {name} | {level:g} | a point > 1 run from every step, {shape} | {extra}/{n_steps} = "
@@ -208,14 +212,21 @@ def main() -> int:
     ap.add_argument("--noise", type=int, default=1000, help="noise-only series per shape")
     ap.add_argument("--steps", type=int, default=300, help="series per step shape")
     ap.add_argument("--levels", default="0.01,0.05")
+    ap.add_argument(
+        "--only", default="", help="just the rows whose series' name holds this (no cost, no tigerbeetle)"
+    )
+    ap.add_argument("--tigerbeetle", action="store_true", help="just tigerbeetle's prefixes")
     args = ap.parse_args()
     detect = METHODS[args.method]
     print("| method | α | series | result | CPU per series |\n|---|---|---|---|---|")
-    thousand(detect, args.method)  # first: in a process whose caches are cold
-    two_hundred(detect, args.method)
+    if not (args.only or args.tigerbeetle):
+        thousand(detect, args.method)  # first: in a process whose caches are cold
+        two_hundred(detect, args.method)
     for level in (float(v) for v in args.levels.split(",")):
-        rates(detect, level, args.noise, args.steps, args.method)
-        tigerbeetle(detect, level, args.method)
+        if not args.tigerbeetle:
+            rates(detect, level, args.noise, args.steps, args.method, args.only)
+        if not args.only:
+            tigerbeetle(detect, level, args.method)
     return 0
 
 
