@@ -2,7 +2,9 @@
 profile holds the workload's processes only (its trial's tree and the servers working in its scratch), with its
 share of the busy CPUs' samples."""
 
+import ctypes
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -97,11 +99,20 @@ def _first_frames(folded: str) -> set[str]:
 
 
 def _spin(name: str, cwd: Path | None = None) -> subprocess.Popen:
-    """A CPU-bound process named `name` (a copy of sha1sum reading /dev/zero), in its own session."""
+    """A CPU-bound process named `name` (a copy of sha1sum reading /dev/zero), in its own session.
+
+    It is killed when the pytest worker dies: a worker killed mid-test (a cancelled suite, a timeout) never runs the
+    test's `finally`, and an orphan spinning on /dev/zero burned a CPU for 40 minutes of a later suite."""
     exe = cwd / name if cwd else Path(f"/tmp/{name}-{os.getpid()}")
     exe.write_bytes(Path("/usr/bin/sha1sum").read_bytes())
     exe.chmod(0o755)
-    return subprocess.Popen([str(exe), "/dev/zero"], cwd=cwd, start_new_session=True)
+    return subprocess.Popen(
+        [str(exe), "/dev/zero"], cwd=cwd, start_new_session=True, preexec_fn=_die_with_parent
+    )
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 @pytest.mark.slow
