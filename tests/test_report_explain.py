@@ -176,3 +176,26 @@ def test_table_fits_80_columns_even_when_two_trials_give_an_interval_seconds_wid
     assert "-13545 to +13731" in lines[1], lines[1]
     assert "-1.2e6 to +9.9e6" in lines[2], lines[2]
     assert "-0.0 to +0.0" in lines[3], lines[3]
+
+
+def test_a_cpu_difference_in_one_function_with_too_few_units_is_not_called_off_cpu() -> None:
+    """Run 06e9b747 of bench/explain_qemu.py, decided after 2 + 2 boots: the CPU time per trial fell by 2.06 s,
+    1.99 s of it in clear_page_erms, but with two boots a side no interval excludes 0 (FDR-adjusted Welch
+    intervals of about one degree of freedom). The sentence says that, and not that the time went off-CPU."""
+    from fairmark.report.explain import where
+    from fairmark.stats.attribution_diff import AttributionDiff, FunctionDiff
+
+    clear = FunctionDiff(
+        "clear_page_erms", "kernel", "self", 1.9947, 0.0032, -1.9915, -29.4, 25.4, 0.4, 1.0, False
+    )
+    other = FunctionDiff(
+        "finish_task_switch", "kernel", "self", 0.033, 0.008, -0.025, -1.1, 1.0, 0.6, 1.0, False
+    )
+    few = AttributionDiff("units", 2, 2, 2.1, 0.04, 0.05, 86, (clear, other))
+    text = where(few)
+    assert "with 2 + 2 boots (runs) as the unit" in text and "too few to prove it" in text, text
+    assert "of which -1991.5 ms per trial in `clear_page_erms` (kernel)" in text, text
+    assert "off-CPU" not in text
+    # the same functions with the CPU time unchanged: then the time did go elsewhere
+    same = AttributionDiff("units", 2, 2, 2.1, 2.08, 0.05, 86, (clear, other))
+    assert "off-CPU" in where(same)

@@ -123,6 +123,8 @@ def where(d: AttributionDiff) -> str:
     they explain — or that none does, and where to look instead."""
     claimed = d.claimed("self")
     total = d.cpu_b_s - d.cpu_a_s
+    if not claimed and (few := _too_few(d)):
+        return few
     if not claimed:
         return (
             f"no function's CPU time per trial differs provably ({d.tested} tested, CPU time "
@@ -139,6 +141,33 @@ def where(d: AttributionDiff) -> str:
         else f" (the CPU time per trial differs by {_ms(total)} ms)"
     )
     return f"{named}{more}{share}, the rest within noise"
+
+
+DESIGNS = {"paired": "profiled trials, paired by round", "units": "boots (runs) as the unit"}
+
+
+def _design(d: AttributionDiff) -> str:
+    return f"{d.n_a} + {d.n_b} {DESIGNS.get(d.design, 'profiled trials, unpaired (Welch)')}"
+
+
+def _too_few(d: AttributionDiff) -> str | None:
+    """Nothing claimed although the CPU time per trial moved (by a tenth or more) and one function carries most
+    of the move: not off-CPU time, but too few units to prove it (2 + 2 boots give Welch intervals about one
+    degree of freedom wide, FDR-adjusted over every function: ±25 s around a −2 s difference, run 06e9b747 of
+    bench/explain_qemu.py). Says so, with that function, instead of pointing off-CPU; None otherwise."""
+    total = d.cpu_b_s - d.cpu_a_s
+    own = [f for f in d.functions if f.mode == "self"]
+    top = max(own, key=lambda f: abs(f.diff_s), default=None)
+    if top is None or abs(total) < 0.1 * max(d.cpu_a_s, d.cpu_b_s) or top.diff_s * total <= 0:
+        return None
+    if abs(top.diff_s) < abs(total) / 2:
+        return None
+    more = "more boots (min_boots) or runs" if d.design == "units" else "more profiled trials (max_profiled)"
+    return (
+        f"no function's CPU time per trial differs provably with {_design(d)} (FDR {100 * d.alpha:g}% over "
+        f"{d.tested} functions), though the CPU time differs by {_ms(total)} ms per trial, of which "
+        f"{_named(top)}: too few to prove it; {more} would"
+    )
 
 
 def explanations(report: RunReport) -> list[dict[str, Any]]:
@@ -182,11 +211,7 @@ def table(d: AttributionDiff) -> list[str]:
             f"{mark}{name:<{NAME_WIDTH - 1}} {f.a_s * 1e3:8.1f} {f.b_s * 1e3:8.1f} {_ms_short(f.diff_s):>8}  {interval}"
         )
     rest = len(rows) - TABLE_ROWS
-    design = {
-        "paired": "profiled trials, paired by round",
-        "units": "boots (runs) as the unit",
-    }.get(d.design, "profiled trials, unpaired (Welch)")
-    lines.append(f"* claimed: FDR {100 * d.alpha:g}% over {d.tested} functions; {d.n_a} + {d.n_b} {design}")
+    lines.append(f"* claimed: FDR {100 * d.alpha:g}% over {d.tested} functions; {_design(d)}")
     if rest > 0:
         lines.append(f"  {rest} more functions tested: --json has them all")
     return lines
