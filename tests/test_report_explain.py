@@ -199,3 +199,22 @@ def test_a_cpu_difference_in_one_function_with_too_few_units_is_not_called_off_c
     # the same functions with the CPU time unchanged: then the time did go elsewhere
     same = AttributionDiff("units", 2, 2, 2.1, 2.08, 0.05, 86, (clear, other))
     assert "off-CPU" in where(same)
+
+
+def test_a_faster_variant_is_not_minus_95_percent_faster() -> None:
+    """Run 378a6da6 of bench/explain_qemu.py printed "noinit is -95% faster (-99% to -63%)": a double negative.
+    A fall reads "is faster: -95% (…)"; a rise keeps "is +12% slower (…)"."""
+    from types import SimpleNamespace
+
+    from fairmark.report.explain import _head
+
+    def v(ratio: float, low: float, high: float) -> SimpleNamespace:
+        c = SimpleNamespace(
+            ratio=ratio, ratio_ci_low=low, ratio_ci_high=high, significant=True, better="lower"
+        )
+        return SimpleNamespace(comparison=c, unit="s", variant="B", baseline="A", metric="wall_s")
+
+    fell = _head(v(0.05, 0.01, 0.37))  # type: ignore[arg-type]
+    assert fell.startswith("B is faster: -95% (-99% to -63%)"), fell
+    rose = _head(v(1.12, 1.09, 1.16))  # type: ignore[arg-type]
+    assert rose.startswith("B is +12.0% slower (+9.0% to +16.0%)"), rose

@@ -105,6 +105,8 @@ def _head(v: Verdict) -> str:
         word = "higher" if c.ratio > 1 else "lower"
     if texts is None:
         return f"{v.variant} is {word} than {v.baseline} on {v.metric}"
+    if c.ratio < 1:  # "-95% faster" would be a double negative
+        return f"{v.variant} is {word}: {texts[0]} ({texts[1]} to {texts[2]}) on {v.metric}"
     return f"{v.variant} is {texts[0]} {word} ({texts[1]} to {texts[2]}) on {v.metric}"
 
 
