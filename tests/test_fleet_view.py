@@ -1,8 +1,9 @@
 """The fleet view (issue 32 item 5): after `run --hosts` over five namespace hosts, one of them made slow, the
 view names that host and no other. The odd host's timers are coarse: its sshd's timer slack (inherited by every
-process of its sessions: the agent, its trials) is 20 ms, so a workload of ten 10 ms sleeps takes ~0.2 s longer
+process of its sessions: the agent, its trials) is 50 ms, so a workload of ten 10 ms sleeps takes ~0.5 s longer
 there — a host property, like a power-saving setting, that no load on this machine changes. Its snapshot records
-nothing of it: the view says the cause is outside what fairmark records."""
+nothing of it: the view says the cause is outside what fairmark records. (At 20 ms and 5 trials a host, a CI suite
+at load 10 once stretched the others' 0.1 s to 0.1–0.46 s, and the odd host's +188% was not proven.)"""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from helpers import REPO
 
 HOSTS = ["f0", "f1", "f2", "f3", "f4"]
 ODD = "f2"
-SLACK_NS = 20_000_000
+SLACK_NS = 50_000_000
 
 pytestmark = [
     pytest.mark.slow,
@@ -40,7 +41,7 @@ def _plan(tmp_path: Path, net: nethosts.NetHosts) -> str:
     naps = "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.01; done"
     path = tmp_path / "fleet.toml"
     path.write_text(
-        "[run]\nwarmup = 1\nmin_trials = 5\nmax_trials = 5\n"
+        "[run]\nwarmup = 1\nmin_trials = 8\nmax_trials = 8\n"
         f'[[workload]]\nname = "naps"\ncommand = {json.dumps(["sh", "-c", naps])}\n'
         '[[variant]]\nname = "base"\n' + net.hosts_toml()
     )
