@@ -12,6 +12,7 @@ import pytest
 
 import screens_store
 from fairmark.report.history import HistoryOptions, build_history
+from fairmark.store import quickrun
 from fairmark.store.history import legacy_rss_runs, metrics_of, query_history
 from fairmark.store.quickhistory import opened
 
@@ -93,10 +94,12 @@ def test_the_legacy_run_is_there_to_be_left_out(store_path: Path) -> None:
         assert any(screens_store.RUN_IDS[2] in runs for runs in legacy_rss_runs(quick, "alloc").values())
 
 
-def test_what_it_does_not_know_goes_to_the_full_store(tmp_path: Path, store_path: Path) -> None:
-    with opened(f"sqlite:///{tmp_path / 'none.db'}") as quick:
+@pytest.mark.parametrize("reader", [opened, quickrun.opened], ids=["history", "show"])
+def test_what_it_does_not_know_goes_to_the_full_store(tmp_path: Path, store_path: Path, reader) -> None:
+    """Both sqlite3 readers (history's and show's, over store.readonly) give way to the full store."""
+    with reader(f"sqlite:///{tmp_path / 'none.db'}") as quick:
         assert quick is None
-    with opened("postgresql+psycopg://u@localhost/db") as quick:
+    with reader("postgresql+psycopg://u@localhost/db") as quick:
         assert quick is None
     old = tmp_path / "old.db"
     old.write_bytes(store_path.read_bytes())
@@ -104,8 +107,8 @@ def test_what_it_does_not_know_goes_to_the_full_store(tmp_path: Path, store_path
     with conn:
         conn.execute("UPDATE fairmark_meta SET value = '3' WHERE key = 'schema_version'")
     conn.close()
-    with opened(f"sqlite:///{old}") as quick:
+    with reader(f"sqlite:///{old}") as quick:
         assert quick is None
     (tmp_path / "junk.db").write_text("not a database")
-    with opened(f"sqlite:///{tmp_path / 'junk.db'}") as quick:
+    with reader(f"sqlite:///{tmp_path / 'junk.db'}") as quick:
         assert quick is None

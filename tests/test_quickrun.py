@@ -129,18 +129,3 @@ def test_show_prints_the_same_bytes_by_either_reader(
     monkeypatch.setattr(runs, "opened", nothing)
     full = _show(["show", run_id, *json_flag], store_path)
     assert quick[0] == 0 and quick == full
-
-
-def test_what_it_does_not_know_goes_to_the_full_store(tmp_path: Path, store_path: Path) -> None:
-    with opened(f"sqlite:///{tmp_path / 'none.db'}") as quick:
-        assert quick is None
-    with opened("postgresql+psycopg://u@localhost/db") as quick:
-        assert quick is None
-    old = tmp_path / "old.db"
-    old.write_bytes(store_path.read_bytes())
-    conn = sqlite3.connect(old)
-    with conn:
-        conn.execute("UPDATE fairmark_meta SET value = '3' WHERE key = 'schema_version'")
-    conn.close()
-    with opened(f"sqlite:///{old}") as quick:
-        assert quick is None
