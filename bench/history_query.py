@@ -34,6 +34,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from fairmark.report.history import HistoryOptions, build_history
+from fairmark.run.launch.launcher import RSS_METHOD
 from fairmark.store import schema as S
 from fairmark.store.db import Store
 from fairmark.store.history import query_history
@@ -114,6 +115,8 @@ def fill(store: Store, runs: int, workloads: int, trials: int) -> int:
                             "stdout_tail": "",
                             "stderr_tail": "",
                             "profiled": False,
+                            # as a run measures it: a trial without a method is "left out" of max_rss_kib
+                            "max_rss_method": RSS_METHOD,
                         }
                         for i in range(trials)
                     ]
