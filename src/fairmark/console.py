@@ -70,14 +70,23 @@ def printable(text: str) -> str:
     return text.translate(_CONTROL) if _CONTROL_RE.search(text) else text
 
 
-def escape(text: str) -> str:
-    """rich's markup escaped (rich is imported when something is printed through it, not before: `compare` of
-    plain files writes its lines itself and never loads it)."""
-    if "[" not in text and not text.endswith("\\"):
-        return text  # what rich's escape gives back, without loading rich
-    from rich.markup import escape as rich_escape
+# rich.markup.escape's own pattern: a run of backslashes before what rich would read as a tag
+_ESCAPE_RE = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
 
-    return rich_escape(text)
+
+def _escape_tag(match: re.Match[str]) -> str:
+    backslashes, tag = match.groups()
+    return f"{backslashes}{backslashes}\\{tag}"
+
+
+def escape(text: str) -> str:
+    """rich's markup escaped, as rich.markup.escape does it (its two rules, here so that `show` and `compare` of
+    plain files do not load rich; tests/test_plaintable.py compares both)."""
+    if "[" in text:
+        text = _ESCAPE_RE.sub(_escape_tag, text)
+    if text.endswith("\\") and not text.endswith("\\\\"):
+        return text + "\\"
+    return text
 
 
 @functools.cache
@@ -371,12 +380,23 @@ class Console:
         if not objects and not kwargs and _plain_wrap_width(sys.stdout) is not None:
             self._write(sys.stdout, "\n")  # a blank line, without loading rich
             return
-        self.out.print(*objects, **kwargs)
+        self._markup(sys.stdout, objects, kwargs)
+
+    def _markup(self, stream: Any, objects: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """rich's print of `objects` to `stream` (stdout or stderr); a line of markup to a pipe or a file is
+        written as rich writes it (plaintable.plain_markup) without loading rich — `show` prints ~20 of them."""
+        if len(objects) == 1 and isinstance(objects[0], str) and kwargs.keys() <= {"highlight"}:
+            text = plaintable.plain_markup(objects[0]) if _plain_wrap_width(stream) is not None else None
+            if text is not None:
+                self._write(stream, text + "\n")
+                return
+        (self.out if stream is sys.stdout else self.err).print(*objects, **kwargs)
 
     @property
     def width(self) -> int:
         """Columns of the human output: COLUMNS, the terminal's width, or 80 when it is not a terminal."""
-        return self.human.width
+        plain = _plain_width(sys.stderr if self.json_mode else sys.stdout)
+        return plain if plain is not None else self.human.width
 
     @staticmethod
     def _wrap_width(stream: RichConsole) -> int:
@@ -428,14 +448,14 @@ class Console:
         if plain is not None and _plain_text(line):  # what rich would write, without loading it
             self._write(sys.stdout, self.wrap(line, width=plain) + "\n")
         else:
-            self.out.print(escape(self.wrap(line)), highlight=False)
+            self._markup(sys.stdout, (escape(self.wrap(line)),), {"highlight": False})
 
     def block(self, lines: str | list[str]) -> None:
         """Preformatted lines (a plot, the 80-column text report), printed as they are; suppressed in
         --json mode."""
         if not self.json_mode:
             text = lines if isinstance(lines, str) else "\n".join(lines)
-            self.out.print(escape(text), highlight=False)
+            self._markup(sys.stdout, (escape(text),), {"highlight": False})
 
     @staticmethod
     def table(
@@ -481,9 +501,14 @@ class Console:
             text = self.wrap(text, indent=indent, width=width)
         self._write(err.file, text + "\n")
 
+    def _err_wrap_width(self) -> int:
+        """_wrap_width of stderr, without loading rich when it is a pipe or a file."""
+        plain = _plain_wrap_width(sys.stderr)
+        return plain if plain is not None else self._wrap_width(self.err)
+
     def _prefixed(self, prefix: str, style: str, message: str, indent: str = "  ") -> None:
-        wrapped = self.wrap(message, first=len(prefix) + 1, indent=indent, width=self._wrap_width(self.err))
-        self.err.print(f"[{style}]{prefix}[/] {escape(wrapped)}", highlight=False)
+        wrapped = self.wrap(message, first=len(prefix) + 1, indent=indent, width=self._err_wrap_width())
+        self._markup(sys.stderr, (f"[{style}]{prefix}[/] {escape(wrapped)}",), {"highlight": False})
 
     def note(self, message: str) -> None:
         if not self.quiet:
@@ -495,8 +520,8 @@ class Console:
     def error(self, message: str, hint: str | None = None) -> None:
         self._prefixed("fairmark: error:", "bold red", message)
         if hint:
-            hint = self.wrap(hint, first=8, indent="        ", width=self._wrap_width(self.err))
-            self.err.print(f"  [dim]hint:[/dim] {escape(hint)}")
+            hint = self.wrap(hint, first=8, indent="        ", width=self._err_wrap_width())
+            self._markup(sys.stderr, (f"  [dim]hint:[/dim] {escape(hint)}",), {})
 
     def emit_json(self, obj: Any) -> None:
         # Written as it is encoded (no text copy of a document that holds every trial), in batches: json.dump
@@ -544,7 +569,24 @@ def _plain_wrap_width(stream: Any) -> int | None:
     columns = os.environ.get("COLUMNS")
     if not columns:
         return 0
-    return int(columns) if columns.isdigit() else None
+    return int(columns) if columns.isdigit() and int(columns) else None  # rich prints nothing at COLUMNS=0
+
+
+def _plain_width(stream: Any) -> int | None:
+    """rich's width of a console on `stream` where _plain_wrap_width knows it plain, as rich's Console.size finds
+    it: COLUMNS, else the size of the first of stdin, stdout and stderr that is a terminal (`show | less`), else 80;
+    None where rich is asked (a terminal)."""
+    if _plain_wrap_width(stream) is None:
+        return None
+    columns = os.environ.get("COLUMNS")
+    if columns:
+        return int(columns)
+    for fd in (0, 1, 2):
+        try:
+            return os.get_terminal_size(fd).columns or 80
+        except (AttributeError, ValueError, OSError):  # not a terminal
+            continue
+    return 80
 
 
 def _plain_text(text: str) -> bool:

@@ -27,6 +27,7 @@ from typing import Any
 
 from fairmark.errors import InputError
 from fairmark.plan.model import AA_SUFFIX
+from fairmark.report.explain import where_by_cell
 from fairmark.report.load import load_report
 from fairmark.store.db import RunRecord
 from fairmark.verdict import rule
@@ -206,8 +207,6 @@ def _with_where(store: Any, result: CheckResult) -> CheckResult:
     against others' would take trials for the unit, where the verdict takes runs."""
     if not result.regressions or not store.artifacts(result.run_id, "profile.cpu"):
         return result
-    from fairmark.report.explain import where_by_cell
-
     where = where_by_cell(load_report(store, result.run_id))
     cases = tuple(
         replace(c, where=where.get((c.verdict.group, c.verdict.variant), ""))

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
-
-from fairmark.console import console
+from fairmark.console import console, escape
 from fairmark.report import explain_units
 from fairmark.report.boots import levels_lines
 from fairmark.report.load import load_report

@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
-
-from fairmark.console import console
+from fairmark.console import console, escape
 from fairmark.probe.which import find_tool
 from fairmark.report.data import RunArtifacts
 from fairmark.report.profiles import cpu_view, scope_of, where

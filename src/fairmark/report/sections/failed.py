@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
-from fairmark.console import console
+from fairmark.console import console, escape
 from fairmark.report.failures import (
     failed_cells,
     failed_lines,

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
-from fairmark.console import console
+from fairmark.console import console, escape
 from fairmark.report import pagecache
 from fairmark.report.failures import errors_start, lines, spread_lines
 from fairmark.report.section import Context, Section

@@ -8,9 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
-from fairmark.console import console
+from fairmark.console import console, escape
 from fairmark.plan.metric import BUILTIN_METRICS
 from fairmark.report import attribution as attr
 from fairmark.report.boots import levels_lines

@@ -6,9 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
-from fairmark.console import console
+from fairmark.console import console, escape
 from fairmark.report.section import Context, Section
 from fairmark.store.owner import GONE
 
