@@ -770,6 +770,8 @@ LAZY_FOR_START = {
     ("verdict/judge.py", "fairmark.stats.levels"),
     ("verdict/judge.py", "fairmark.verdict.levels"),
     ("cli/compare.py", "fairmark.report.series_compare"),
+    # `history` by time runs no git (nor subprocess, the host lock, socket)
+    ("cli/history.py", "fairmark.bisect.git"),
 }
 
 

@@ -25,3 +25,9 @@ def parse_tags(items: Sequence[str], option: str = "--tag") -> dict[str, str]:
 
 def tag_option(help_text: str):
     return click.option("--tag", "tag_items", multiple=True, metavar="KEY=VALUE", help=help_text)
+
+
+def short_tag(value: str) -> str:
+    """A full git commit id shortened to 12 hex digits (unambiguous in any repository of this size); any
+    other tag value as it is."""
+    return value[:12] if len(value) == 40 and all(ch in "0123456789abcdef" for ch in value) else value

@@ -10,16 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fairmark.bisect.git import Repo
-from fairmark.cli._tags import parse_tags, tag_option
+from fairmark.cli._tags import parse_tags, short_tag, tag_option
 from fairmark.cli.common import common_options, open_store, state
-from fairmark.cli.runs import short_tag
 from fairmark.console import console, escape
 from fairmark.errors import GateTripped, InputError
-from fairmark.store.base import normalize_url
+from fairmark.store.base import LEGACY_RSS, normalize_url
 from fairmark.store.history import RSS_METRIC, legacy_rss_runs, metrics_of
 from fairmark.store.quickhistory import opened
-from fairmark.store.records import LEGACY_RSS
 
 if TYPE_CHECKING:
     from fairmark.report.history import HistoryOptions
@@ -158,6 +155,8 @@ def commit_order(order: str, repo: str, order_tag: str | None) -> tuple[str, ...
         return None
     if order_tag:
         raise click.UsageError("--order commit and --by-tag KEY are two orders: give one")
+    # LAZY_FOR_START: git's module loads subprocess, the host lock and socket, which a history by time never uses
+    from fairmark.bisect.git import Repo
 
     return Repo(repo).first_parent()
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from fairmark.cli._tags import parse_tags, tag_option
+from fairmark.cli._tags import parse_tags, short_tag, tag_option
 from fairmark.cli.common import common_options, open_store, state
 from fairmark.console import console, escape
 from fairmark.store.base import normalize_url
@@ -71,12 +71,6 @@ def _run_line(r: RunListing, status_w: int) -> str:
 def _status(r: RunListing) -> str:
     """The store's status, or that the run's controller died without ending it (kill -9, `timeout`)."""
     return CONTROLLER_GONE if r["controller_gone"] else r["status"]
-
-
-def short_tag(value: str) -> str:
-    """A full git commit id shortened to 12 hex digits (unambiguous in any repository of this size); any
-    other tag value as it is."""
-    return value[:12] if len(value) == 40 and all(ch in "0123456789abcdef" for ch in value) else value
 
 
 def _runs(limit: int, host: str | None, tags: dict[str, str]) -> tuple[str, list[RunListing]]:

@@ -15,19 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fairmark.plan.metric import MetricSpec
-from fairmark.store.records import (
-    LEGACY_RSS,
-    ArtifactRow,
-    CellRecord,
-    FindingRow,
-    JSONValue,
-    Point,
-    TrialRecord,
-)
+from fairmark.store.records import LEGACY_RSS, ArtifactRow, CellRecord, FindingRow, Point, TrialRecord
 from fairmark.verdict.record import Verdict as Verdict
 from fairmark.verdict.values import MeasuredCell
 
 if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONValue
     from fairmark.report.failures import FailureRate
     from fairmark.store.db import RunRecord
 

@@ -18,9 +18,9 @@ from fairmark.stats.changepoints import (
     undetectable,
 )
 from fairmark.stats.tdist import t_quantile
+from fairmark.store.base import LEGACY_RSS
 from fairmark.store.history import Series, order_by_commits, order_by_tag, query_history
 from fairmark.store.quickhistory import SqliteHistory
-from fairmark.store.records import LEGACY_RSS
 from fairmark.verdict.compare import Better, Comparison
 from fairmark.verdict.pairs import judge_shifts
 

@@ -9,7 +9,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairmark.report.data import CellReport, RunReport, Scaling, ScalingPoint
 from fairmark.report.failures import SPREAD_METHOD, failure_rates, spread_sentence
@@ -20,10 +20,13 @@ from fairmark.stats.rates import poisson_ci
 from fairmark.stats.scaling import curve_shape, efficiency_applies
 from fairmark.stats.spread import compare_spread
 from fairmark.store.base import LOOPS_CALIBRATION
-from fairmark.store.records import ArtifactRow, JSONObject, RunReader, loops_text
+from fairmark.store.records import ArtifactRow, RunReader, loops_text
 from fairmark.verdict.judge import MIN_VALUES, enough
 from fairmark.verdict.run import RunVerdicts, run_verdicts
 from fairmark.verdict.values import MeasuredCell
+
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
 
 
 @dataclass(frozen=True)

@@ -10,18 +10,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fairmark.console import console
 from fairmark.formats.model import Results, Series
-from fairmark.jsonvalue import JSONObject
 from fairmark.stats.describe import describe
 from fairmark.stats.digits import format_value
 from fairmark.stats.robust import DESIGN as ROBUST
 from fairmark.verdict.compare import Comparison
 from fairmark.verdict.judge import MIN_VALUES, Judgement
 from fairmark.verdict.pairs import SeriesPair, judge_series
+
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
 
 Key = tuple[str, str, str]  # (group, name, unit)
 

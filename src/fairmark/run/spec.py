@@ -36,9 +36,11 @@ import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from fairmark.jsonvalue import JSONObject
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
+
 
 SPEC_VERSION = 1
 

@@ -7,13 +7,16 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fairmark.errors import InputError
-from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.tdist import t_quantile
+
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
 
 
 @dataclass(frozen=True)

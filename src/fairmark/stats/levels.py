@@ -30,11 +30,10 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypeGuard
 
 import numpy as np
 
-from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.paired import (
     UNIT_DESIGNS,
@@ -51,6 +50,9 @@ from fairmark.stats.paired import (
     welch_part,
 )
 from fairmark.stats.timeorder import TimeOrder, time_order
+
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
 
 LEVELS = ("host", "boot", "run")  # outermost first; below them: rounds (paired) and trials
 Unit: TypeAlias = str | None  # a value's run, boot or host (None: not recorded)

@@ -30,14 +30,16 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.fdr import bh_adjust
 from fairmark.stats.paired import UNIT_DESIGNS, RatioTest, RoundKey
+
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
 
 Decision = Literal["different", "equivalent", "undecided", "continue"]
 Spending = str

@@ -9,11 +9,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Floats
+
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
 
 RESAMPLES = 4000
 SEED = 20031  # fixed: a report read twice shows the same interval

@@ -32,3 +32,10 @@ def normalize_url(url: str | None) -> str:
     if url.startswith("postgresql://"):
         return "postgresql+psycopg://" + url.removeprefix("postgresql://")
     return url
+
+
+# What a max_rss_kib stored before schema 9 is (TrialRecord.legacy_rss): said by history, reports and exports.
+LEGACY_RSS = (
+    "max_rss_kib was stored before fairmark measured the workload's own peak RSS: it is fairmark's own memory "
+    "(the high-water mark fairmark's process handed to each trial), not the workload's"
+)

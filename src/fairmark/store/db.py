@@ -30,8 +30,6 @@ from fairmark.store.records import (
     ArtifactRow,
     CellRecord,
     FindingRow,
-    JSONObject,
-    JSONValue,
     RunListing,
     Sample,
     TrialRecord,
@@ -45,6 +43,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine.interfaces import DBAPIConnection, ExceptionContext
     from sqlalchemy.pool import ConnectionPoolEntry
 
+    from fairmark.jsonvalue import JSONObject, JSONValue
     from fairmark.store.lean import Rows, SqliteInserts
     from fairmark.store.leanread import SqliteSelects
 

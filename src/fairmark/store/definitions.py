@@ -5,9 +5,10 @@ bundles exported from such runs) get them here, once per read, from the plan tex
 from __future__ import annotations
 
 import tomllib
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
-from fairmark.jsonvalue import JSONObject
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
 
 
 class Definitions(TypedDict, total=False):

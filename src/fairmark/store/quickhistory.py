@@ -15,10 +15,12 @@ import datetime as dt
 import json
 import sqlite3
 from collections.abc import Iterator
-from typing import TypeAlias, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
-from fairmark.jsonvalue import JSONObject
 from fairmark.store.readonly import readonly
+
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
 
 # A point of store/history.query_history: run id, started_at, host, cell key, metric, unit, better, n, mean, and
 # the mean of the squares

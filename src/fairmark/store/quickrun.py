@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, cast
 
 from fairmark.errors import InputError
-from fairmark.jsonvalue import JSONObject, JSONValue
 from fairmark.store.readonly import readonly
 from fairmark.store.records import (
     TRIAL_COLUMNS,
@@ -34,6 +33,8 @@ from fairmark.store.records import (
 
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping  # the type CellRecord.from_row is written for; a dict reads alike
+
+    from fairmark.jsonvalue import JSONObject, JSONValue
 
 _RUN_DATES = ("started_at", "ended_at")
 _RUN_JSON = ("options", "env_before", "env_after", "notes")
@@ -51,7 +52,7 @@ def _json(value: object) -> JSONValue:
     """SQLAlchemy's SQLite JSON as it reads it back (a number stored bare is given as it is)."""
     if value is None or isinstance(value, int | float):
         return value
-    return cast(JSONValue, json.loads(cast(str, value)))
+    return cast("JSONValue", json.loads(cast(str, value)))
 
 
 def _bool(value: object) -> bool | None:
@@ -92,7 +93,7 @@ class SqliteRun:
         rows = self.conn.execute(
             'SELECT "group", metric, data FROM calibrations WHERE host_id = ? ORDER BY id', [host_id]
         )
-        return {(g, m): cast(JSONObject, _json(data)) for g, m, data in rows}
+        return {(g, m): cast("JSONObject", _json(data)) for g, m, data in rows}
 
     def cells(self, run_id: str) -> list[CellRecord]:
         rows = self._dicts("SELECT * FROM cells WHERE run_id = ? ORDER BY id", [run_id])

@@ -19,11 +19,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
-from fairmark.jsonvalue import JSONObject as JSONObject
-from fairmark.jsonvalue import JSONValue as JSONValue
 from fairmark.jsonvalue import Scalar as Scalar
 from fairmark.plan.metric import BUILTIN_METRICS, Better, MetricSpec
 from fairmark.plan.schedule import Point as Point
+from fairmark.store.base import LEGACY_RSS as LEGACY_RSS
 from fairmark.store.definitions import Definitions, legacy_definitions, legacy_tuning
 from fairmark.store.owner import controller_gone
 
@@ -31,6 +30,9 @@ if TYPE_CHECKING:
     # A row as SQLAlchemy reads it: a Core table's values are untyped there; the records below are where the
     # column types (store/schema.py) become field types.
     from sqlalchemy import RowMapping
+
+    from fairmark.jsonvalue import JSONObject as JSONObject
+    from fairmark.jsonvalue import JSONValue as JSONValue
 
 
 def new_id() -> str:
@@ -150,13 +152,6 @@ def loops_text(loops: int, calibration: Mapping[str, object] | None = None) -> s
         f"CPU time: one iteration ≈ {format_value(loop_s, unit='s')}, the process start ≈ "
         f"{format_value(start_s, unit='s')}, {100 * share:.0f}% of a trial)"
     )
-
-
-# What a max_rss_kib stored before schema 9 is (TrialRecord.legacy_rss): said by history, reports and exports.
-LEGACY_RSS = (
-    "max_rss_kib was stored before fairmark measured the workload's own peak RSS: it is fairmark's own memory "
-    "(the high-water mark fairmark's process handed to each trial), not the workload's"
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from fairmark.jsonvalue import JSONObject
 from fairmark.stats import sequential as seq
 from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Rounds, Tested, change_of, mde_percent, tested, verdict_fields
@@ -24,6 +23,7 @@ from fairmark.stats.stopping import Capped
 from fairmark.stats.tdist import MINISTAT_LEVELS, MINISTAT_MAX_DF
 
 if TYPE_CHECKING:  # annotations only: `compare` of files loads no stats.levels (verdict/judge.py's _level)
+    from fairmark.jsonvalue import JSONObject
     from fairmark.stats.levels import Advice, LevelsReport
 
 TIME_UNITS = frozenset({"s", "sec", "seconds", "ms", "us", "µs", "ns", "min", "wall_s"})

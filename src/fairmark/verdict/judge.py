@@ -12,11 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Generic
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from typing_extensions import TypeVar
-
-from fairmark.jsonvalue import JSONObject
 from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Rounds
 from fairmark.stats.fdr import bh_adjust
@@ -26,10 +23,17 @@ from fairmark.stats.stopping import Capped
 from fairmark.verdict.compare import ZERO_SPREAD, Comparison, compare
 
 if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
     from fairmark.stats.levels import Labels, Unit
 
-# The caller's tag of a pair, returned with its judgement (an untagged Pair is a Pair[None]).
-T = TypeVar("T", covariant=True, default=None)
+# The caller's tag of a pair, returned with its judgement (an untagged Pair is a Pair[None]). The default (PEP 696)
+# is for the type checker: at run time typing's TypeVar (3.11's has no default) spares typing_extensions' import.
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as TypeVarDefault
+
+    T = TypeVarDefault("T", covariant=True, default=None)
+else:
+    T = TypeVar("T", covariant=True)
 
 MIN_VALUES = 3  # ministat's floor: fewer values give no statistics (the one definition; use enough())
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-from fairmark.jsonvalue import JSONObject
 from fairmark.plan.aa import AA_SUFFIX, aa_twin_name
 from fairmark.stats.arrays import Values
 from fairmark.stats.sequential import Design
@@ -28,6 +27,9 @@ from fairmark.verdict.judge import Judgement, Pair, aa_spread, judge
 from fairmark.verdict.match import match_cells
 from fairmark.verdict.record import Verdict
 from fairmark.verdict.values import Labelled, MeasuredCell, starts_of
+
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
 
 RunTag: TypeAlias = tuple[
     MeasuredCell, MeasuredCell, str

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fairmark.jsonvalue import JSONObject
 from fairmark.verdict.compare import Comparison
 from fairmark.verdict.judge import Judgement
 
 if TYPE_CHECKING:  # in annotations only: `compare` of files loads no store (issue 31 item 7)
+    from fairmark.jsonvalue import JSONObject
     from fairmark.plan.schedule import Point
 
 

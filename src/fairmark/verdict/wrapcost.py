@@ -7,10 +7,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from fairmark.jsonvalue import JSONObject
 from fairmark.verdict.compare import Comparison
 from fairmark.verdict.record import Verdict
+
+if TYPE_CHECKING:
+    from fairmark.jsonvalue import JSONObject
 
 # The metrics a wrapper's process enters: fairmark's own clock and rusage of the trial's tree. A tool's own
 # figures (MB/s, tps) are measured inside the tool and do not include the wrapper's start.
