@@ -11,6 +11,9 @@ The series (identical for every method: numpy's PCG64 with fixed seeds; noise sd
 - a +10% step at index 11 of 22 (sd 3%), the old table's row;
 - held out (shapes no setting was tuned on): +5% at 7 of 30 (sd 2%), +10% at 25 of 50 with a run x1.3 at 40,
   +10% steps at 15 and 30 of 50, +7% at 13 of 20 (all sd 3% unless said), a step of 10% at 17 of 20;
+- what the outlier costs: the step-and-outlier row's series without its outlier (the same seeds);
+- the ends: +10% at 3 of 20, +20% at 2 and at 18 of 20, +20% in the newest run (undetectable() names
+  1, 2, 18 and 19 of 20: fewer than 3 runs on a side);
 and the one real history, tigerbeetle's 365 runs (Otava's test data, tests/fixtures/changepoints/): the change
 points of its first 100, 120, …, 365 runs (the clear steps at 15, 61, 71 and 95 should stay once found); and,
 first, the CPU time and peak memory of one 1 000-point series in the fresh process, then the CPU time of a
@@ -121,6 +124,19 @@ STEPS: dict[str, tuple[Callable[[int], np.ndarray], list[int]]] = {
     "held out: +10% at 17 of 20 (sd 3%)": (
         lambda i: _noisy([(17, 100.0), (3, 110.0)], 0.03, 28_000 + i),
         [17],
+    ),
+}
+STEPS |= {
+    "+10% at 10 of 20 (sd 3%), the outlier row without its outlier": (
+        lambda i: _noisy([(10, 100.0), (10, 110.0)], 0.03, 21_000 + i),
+        [10],
+    ),
+    "end: +10% at 3 of 20 (sd 3%)": (lambda i: _noisy([(3, 100.0), (17, 110.0)], 0.03, 29_000 + i), [3]),
+    "end: +20% at 2 of 20 (sd 3%)": (lambda i: _noisy([(2, 100.0), (18, 120.0)], 0.03, 30_000 + i), [2]),
+    "end: +20% at 18 of 20 (sd 3%)": (lambda i: _noisy([(18, 100.0), (2, 120.0)], 0.03, 31_000 + i), [18]),
+    "end: +20% in the newest of 20 runs (sd 3%)": (
+        lambda i: _noisy([(19, 100.0), (1, 120.0)], 0.03, 32_000 + i),
+        [19],
     ),
 }
 GOALS = {  # issue 38 item 3: the rate each step shape should reach (false alarms: at most 2α on every shape)
