@@ -207,7 +207,9 @@ def test_item14_an_aa_python_loop_gets_one_count_and_reads_within_one_percent(
     body = "import os\nfor _ in range(int(os.environ['FAIRMARK_LOOPS'])): os.getpid()"
     plan = tmp_path / "aa.toml"
     plan.write_text(
-        "[run]\nwarmup = 1\nmin_trials = 10\nmax_trials = 30\ntarget_ci_pct = 0.4\n"
+        # 10 trials a cell, not up to 30 for a ±0.4% interval: what is asserted is the count, the calibration and
+        # that both per-loop values exist, none of which the number of trials changes (30 took 314 s at load 17)
+        "[run]\nwarmup = 1\nmin_trials = 10\nmax_trials = 10\n"
         '[[workload]]\nname = "getpid"\nloops = "auto"\n'
         f"command = {json.dumps(['python3', '-S', '-c', body])}\n"
         '[[workload.metrics]]\nname = "cpu_s_per_loop"\n'
