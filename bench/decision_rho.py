@@ -33,9 +33,9 @@ import subprocess
 import time
 
 import numpy as np
-from decision_order import calibrate, paths_of, rate, trials
 from scipy import special
 
+from decision_order import calibrate, paths_of, rate, trials
 from fairmark.stats.sequential import EQ_SPENDING, SPENDING, t_levels
 
 ALPHA = 0.05
@@ -67,7 +67,7 @@ SHAPES = (
 
 def shaped(rng, paths: int, n: int, shape: str, change: float, cv: float):
     """(log a, log b) of `paths` runs of n rounds (rounds in twos), B `change` (a log ratio) slower."""
-    name, _, arg = shape.partition(":")
+    name = shape.partition(":")[0]
     if name == "unequal2":
         z = rng.standard_normal((2, paths, n))
         return 0.01 * z[0], 0.03 * z[1] + change
@@ -154,7 +154,10 @@ def judged(s: Stats, rule: str, lv: dict[str, np.ndarray]) -> tuple[np.ndarray, 
         paired = np.ones(s.est.shape, dtype=bool)
     elif kind == "welch":
         paired = np.zeros(s.est.shape, dtype=bool)
-    elif kind in ("switch", "scaled"):  # the paired t also where the sums' variance exceeds the differences' beyond chance
+    elif kind in (
+        "switch",
+        "scaled",
+    ):  # the paired t also where the sums' variance exceeds the differences' beyond chance
         q1, q2 = (float(x) for x in q.split("/"))
         paired = s.fires(q1) | (s.vs / s.vd > special.fdtri(s.n - 1, s.n - 1, 1 - q2))
     else:
@@ -181,7 +184,11 @@ def rule_column(rule: str, paths: int, seed: int, shapes) -> list[str]:
     for shape in POWER_SHAPES:
         est, half, _ = judged(Stats(*shaped(rng, paths, 20, shape, EFFECT, 0.015), l20), rule, lv20)
         hit, n, _ = first(np.abs(est) > half, l20)
-        cells.append(f"{100 * hit.mean():.1f}%; **{trials(n)}**" if shape == "normal" else f"{100 * hit.mean():.1f}%; {trials(n)}")
+        cells.append(
+            f"{100 * hit.mean():.1f}%; **{trials(n)}**"
+            if shape == "normal"
+            else f"{100 * hit.mean():.1f}%; {trials(n)}"
+        )
     cells.append(equivalence(rng, rule, paths, (l30, eq30), (lv30, lveq)))
     for ratio in (1.0, 1.03, 1.2):  # coverage of the interval at the stop (difference or equivalence)
         cells.append(coverage(rng, rule, paths, math.log(ratio), (l30, eq30), (lv30, lveq)))
@@ -251,7 +258,9 @@ def main() -> None:
         "coverage at 1.2",
     ]
     head += [f"A/A false claims, 5 to 30: {text}" for _, text in shapes]
-    print(f"{args.paths} paths a row; mean ± its standard error; bold: a goal's figure, a rate above 5.5%, a coverage below 95%")
+    print(
+        f"{args.paths} paths a row; mean ± its standard error; bold: a goal's figure, a rate above 5.5%, a coverage below 95%"
+    )
     print("| figure | " + " | ".join(rules) + " |")
     print("|---" * (len(rules) + 1) + "|")
     for j, h in enumerate(head):

@@ -111,7 +111,13 @@ def sweep(args: argparse.Namespace) -> None:
                 store = os.path.join(args.out, f"{label}.db")
                 t0, load0 = time.time(), os.getloadavg()[0]
                 one_run(name, cmds[name], args.rounds, store, tmp)
-                line = {"label": label, "k": k, "dt": time.time() - t0, "load0": load0, "load1": os.getloadavg()[0]}
+                line = {
+                    "label": label,
+                    "k": k,
+                    "dt": time.time() - t0,
+                    "load0": load0,
+                    "load1": os.getloadavg()[0],
+                }
                 with open(os.path.join(args.out, "runs.jsonl"), "a") as fh:
                     fh.write(json.dumps(line) + "\n")
     finally:
@@ -202,7 +208,16 @@ def summarize(dirs: list[str]) -> None:
             for first, second, order in run_pairs(sqlite3.connect(db)):
                 by.setdefault(db.stem, []).append(stats_of(first, second, order))
                 rounds.append(first.size)
-    head = ["command", "runs", "rho: mean ± se", "95% interval", "10th pct", "rho < 0", "across", "rho − across"]
+    head = [
+        "command",
+        "runs",
+        "rho: mean ± se",
+        "95% interval",
+        "10th pct",
+        "rho < 0",
+        "across",
+        "rho − across",
+    ]
     head += ["vd/vs median", "vd > vs"]
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
     for label in sorted(by):
@@ -220,7 +235,9 @@ def summarize(dirs: list[str]) -> None:
             loads += [json.loads(x) for x in f.read_text().splitlines() if x]
     if loads:
         l0 = [x["load0"] for x in loads]
-        print(f"\n{len(loads)} runs; load average (1 min) at their starts {st.mean(l0):.1f} ({min(l0):.1f}–{max(l0):.1f})")
+        print(
+            f"\n{len(loads)} runs; load average (1 min) at their starts {st.mean(l0):.1f} ({min(l0):.1f}–{max(l0):.1f})"
+        )
 
 
 def main() -> None:
