@@ -15,8 +15,8 @@ so that the chance of a false claim over *all* the looks is α, not α at each.
   upper GUARD[1] (a round effect or a shared drift, which pairing removes and the unpaired variance carries);
   each branch at its own levels times one factor per look (`switch_scale`), calibrated so that the switch as a
   whole spends the spending function's α on normal data. The trials of a round on this machine are positively
-  correlated, not negatively (bench/round_correlation.py: ρ +0.24 over 6 commands; docs/statistics.md), and
-  the switch keeps its α down to ρ −0.15 (bench/decision_rho.py).
+  correlated, not negatively (bench/round_correlation.py: ρ +0.18 [+0.13, +0.24] over 78 runs of 6 commands;
+  docs/statistics.md), and the switch keeps its α (≤ 5.5%) down to ρ −0.15 (bench/decision_rho.py).
 * Boundaries: each look's t (paired: df n − 1; boots: Welch's) is tested at a nominal level chosen so that
   normal data cross that look first with probability α(t_k) − α(t_{k−1}) — found look by look on 100 000
   seeded simulated paths (`t_levels`; Jennison & Turnbull 2000, §14.2, for why the known-variance boundaries
@@ -68,8 +68,8 @@ MARGIN = 0.1
 EQ_FIRST = 8
 EQ_SPENDING = "hsd3"  # (no margin: a proven equivalence has no interval to cover) and spent a little faster than the difference's α (12.3 rounds against 12.4 with γ 2)
 # The switch's F quantiles (see the module's docstring): the paired t where Var(d)/Var(s) is beyond F's upper 5%,
-# or Var(s)/Var(d) beyond its upper 30% (simulated, bench/decision_rho.py: 6.7 trials at 3% / CV 1.5%, 6.3
-# under a shared drift, where the unpaired variance alone needs 8.8; α kept down to a correlation of −0.15)
+# or Var(s)/Var(d) beyond its upper 30% (simulated, bench/decision_rho.py, 20 000 paths: 6.76 trials at 3% /
+# CV 1.5%, 6.35 under a shared drift where the unpaired variance alone needs 8.71; α kept down to ρ −0.15)
 GUARD = (0.05, 0.3)
 MAX_LOOKS = 60  # beyond this many rounds, looks are spaced evenly (each look costs its simulated paths)
 
@@ -124,8 +124,8 @@ def t_levels(
             block_ss = rng.chisquare(inc - 1.0, paths) if inc > 1 else 0.0
             side[:, 0] += block_mean * inc
             side[:, 1] += block_ss + block_mean**2 * inc
-        score = _extremeness(sums, n, two_sample)
         target = spent(n / n_max, alpha, spending) - prev_spent
+        score = _extremeness(sums, n, two_sample, alive, round(target * paths))
         cut = _cut(score[alive], target * paths)
         alive &= score < cut
         if two_sample:  # the score is 1 − p
@@ -136,11 +136,10 @@ def t_levels(
     return tuple(levels)
 
 
-def _extremeness(sums: Floats, n: int, two_sample: bool) -> Floats:
+def _extremeness(sums: Floats, n: int, two_sample: bool, alive: np.ndarray, count: int) -> Floats:
     """Each simulated path's evidence at a look of n per side, larger the more extreme: |t| of the paired mean
-    (one df: no t distribution per path needed), or 1 − p of Welch's t (its df by path)."""
-    from scipy import special
-
+    (one df: no t distribution per path needed), or 1 − p of Welch's t (its df by path; −inf where it cannot be
+    among the count + 1 most extreme alive paths, see _smallest_ratios)."""
     mean = sums[:, :, 0] / n
     var = np.maximum(sums[:, :, 1] - n * mean**2, 0.0) / max(n - 1, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -149,9 +148,10 @@ def _extremeness(sums: Floats, n: int, two_sample: bool) -> Floats:
             return out
         se2 = (var[0] + var[1]) / n
         df = se2**2 / ((var[0] / n) ** 2 / (n - 1.0) + (var[1] / n) ** 2 / (n - 1.0))
-        t = np.abs(mean[1] - mean[0]) / np.sqrt(se2)
-        welch: Floats = 1.0 - np.nan_to_num(2.0 * special.stdtr(df, -t), nan=1.0)
-        return welch
+        t = np.nan_to_num(np.abs(mean[1] - mean[0]) / np.sqrt(se2), nan=0.0)
+    group = (alive, t, df, (n - 1.0, 2.0 * n - 2.0), 1.0)  # Welch's df of n a side: n − 1 to 2n − 2
+    welch: Floats = 1.0 - _smallest_ratios([group], count, t.size)
+    return welch
 
 
 def _cut(score: Floats, count: float) -> float:
@@ -181,7 +181,6 @@ def switch_scale(looks: tuple[int, ...], alpha: float, spending: Spending = SPEN
     data, the two trials of a round independent, cross look k first under the switch with probability
     α(t_k) − α(t_{k−1}): look by look on CALIBRATION_PATHS seeded paths of the two cells' sufficient statistics,
     as t_levels. The switch alone is liberal (where Var(s) ≫ Var(d) it takes the smaller variance)."""
-    from scipy import special
 
     paired = t_levels(looks, alpha, spending, False)
     welch = t_levels(looks, alpha, spending, True)
@@ -195,23 +194,36 @@ def switch_scale(looks: tuple[int, ...], alpha: float, spending: Spending = SPEN
         for _ in range(n - prev_n):  # one round at a time: the pairs' cross products
             a, b = rng.standard_normal(paths), rng.standard_normal(paths)
             sums += (a, b, a * a, b * b, a * b)
-        va, vb, cov = _moments(sums, n)
-        est = (sums[1] - sums[0]) / n
-        vd, vs = np.maximum(va + vb - 2 * cov, 0.0), np.maximum(va + vb + 2 * cov, 0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p_paired = 2.0 * special.stdtr(n - 1.0, -np.abs(est) / np.sqrt(vd / n))
-            df = (va + vb) ** 2 / ((va * va + vb * vb) / (n - 1.0))
-            p_welch = 2.0 * special.stdtr(df, -np.abs(est) / np.sqrt((va + vb) / n))
-            ratio = np.where(
-                takes_paired(vd, vs, n), p_paired / paired[k], p_welch / welch[k]
-            )  # a level of 0: inf, never crosses
-        ratio = np.nan_to_num(ratio, nan=np.inf)
         target = spent(n / looks[-1], alpha, spending) - prev_spent
+        ratio = _switch_ratios(sums, n, (paired[k], welch[k]), alive, round(target * paths))
         cut = _cut(-ratio[alive], target * paths)
         alive &= -ratio < cut
         scales.append(max(0.0, -cut) if math.isfinite(cut) else (0.0 if cut > 0 else math.inf))
         prev_n, prev_spent = n, prev_spent + target
     return tuple(scales)
+
+
+def _switch_ratios(
+    sums: Floats, n: int, levels: tuple[float, float], alive: np.ndarray, count: int
+) -> Floats:
+    """Each simulated path's p over its branch's level at a look of n pairs (+inf where it cannot be among the
+    count + 1 smallest alive, or its level is 0)."""
+    va, vb, cov = _moments(sums, n)
+    est = np.abs(sums[1] - sums[0]) / n
+    vd, vs = np.maximum(va + vb - 2 * cov, 0.0), np.maximum(va + vb + 2 * cov, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_paired = np.nan_to_num(est / np.sqrt(vd / n), nan=0.0)
+        t_welch = np.nan_to_num(est / np.sqrt((va + vb) / n), nan=0.0)
+        df = (va + vb) ** 2 / ((va * va + vb * vb) / (n - 1.0))
+    paired = takes_paired(vd, vs, n)
+    groups: list[Group] = []
+    for mask, t, dfs, lo_hi, level in (
+        (alive & paired, t_paired, np.full(t_paired.size, n - 1.0), (n - 1.0, n - 1.0), levels[0]),
+        (alive & ~paired, t_welch, df, (n - 1.0, 2.0 * n - 2.0), levels[1]),
+    ):
+        if level > 0:  # a level of 0: that branch never crosses at this look
+            groups.append((mask, t, dfs, lo_hi, level))
+    return _smallest_ratios(groups, count, est.size)
 
 
 def _moments(sums: Floats, n: int) -> tuple[Floats, Floats, Floats]:
@@ -221,6 +233,34 @@ def _moments(sums: Floats, n: int) -> tuple[Floats, Floats, Floats]:
     va = np.maximum(sums[2] - n * ma * ma, 0.0) / d
     vb = np.maximum(sums[3] - n * mb * mb, 0.0) / d
     return va, vb, (sums[4] - n * ma * mb) / d
+
+
+Group = tuple[np.ndarray, Floats, Floats, tuple[float, float], float]
+
+
+def _smallest_ratios(groups: Sequence[Group], count: int, size: int) -> Floats:
+    """p/per of the paths that can be among the count + 1 smallest, +inf elsewhere: each group (mask, |t|, df,
+    the df's bounds, per) a branch whose df lies within its bounds. A p at a fixed df falls as |t| grows, so
+    the count + 1 largest |t| of each group at its lower df bound give a ratio R that count + 1 paths reach, and a
+    path whose ratio at its upper df bound exceeds R cannot be among them: its t distribution (each path's own
+    df) is then never evaluated — the calibrations' cost, since every path's p would be (2–10 s a design)."""
+    from scipy import special
+
+    bounds: list[Floats] = []
+    for mask, t, _, (lo, _), per in groups:
+        tt = t[mask]
+        k = min(count + 1, tt.size)
+        if k > 0:
+            top = np.partition(tt, tt.size - k)[tt.size - k :]
+            bounds.append(np.asarray(2.0 * special.stdtr(lo, -top) / per, dtype=np.float64))
+    every = np.concatenate(bounds) if bounds else np.zeros(0)
+    r = float(np.partition(every, count)[count]) if every.size > count else math.inf
+    out = np.full(size, np.inf)
+    for mask, t, df, (_, hi), per in groups:
+        thr = float(special.stdtrit(hi, 1.0 - r * per / 2.0)) if r * per < 1.0 else 0.0
+        take = mask & (t >= thr)
+        out[take] = np.nan_to_num(2.0 * special.stdtr(df[take], -t[take]), nan=1.0) / per
+    return out
 
 
 @dataclass(frozen=True)
