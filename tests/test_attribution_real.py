@@ -18,7 +18,7 @@ from fairmark.run.monitors import SystemMonitor
 from fairmark.store.records import TrialRecord
 
 # One at a time under xdist (tests/conftest.py): makes /tmp/fairmark-stress-ng-* directories, which test_workload_stress_ng counts.
-pytestmark = pytest.mark.machine("perf")
+pytestmark = pytest.mark.machine
 
 CTX = HookContext("run", "cell", "w", "A", "t1", "/tmp", False)
 
