@@ -43,7 +43,9 @@ def one_run(src: str, tmp: Path, k: int, rounds: int) -> dict[str, object]:
     p.write_text(plan(rounds))
     env = os.environ | {"PYTHONPATH": src, "FAIRMARK_STORE": f"sqlite:///{tmp / f's{k}.db'}"}
     argv = [sys.executable, "-m", "fairmark", "run", str(p), "--json", "--accept-risk", "--no-monitors"]
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if done.returncode != 0:  # the run's own words, not only its exit status (a 1000-round run is an hour)
+        sys.exit(f"fairmark run exited {done.returncode}:\n{done.stderr[-4000:]}")
     doc = json.loads(done.stdout)
     (v,) = [v for v in doc["verdicts"] if v["metric"] == "cpu_s_per_loop"]
     by_round: dict[int, list[tuple[int, str, float]]] = {}

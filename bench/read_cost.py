@@ -6,8 +6,8 @@ metrics, written by bench/history_query.py's `fill` (a +10% step half way: one c
 The run: 2 variants × 150 trials of `true`, monitors on, made here by `fairmark run`. Each command is started
 REPS times, alternating with the fairmark of `--against OTHER/src` when given, as the `fairmark` script starts it
 (numpy's OpenBLAS on one thread where that fairmark does so); CPU (user + sys) from wait4, peak RSS from
-/usr/bin/time (see `started`), medians printed, and whether scipy was loaded (a probe of sys.modules after the
-command). On this shared VM CPU time is what compares across loads; the load average is printed at the start and
+/usr/bin/time (see `started`), medians printed (with `--against`, the ratio of the two trees' medians), and
+whether scipy was loaded (a probe of sys.modules after the command). On this shared VM CPU time is what compares across loads; the load average is printed at the start and
 the end. As a user's install has them, the modules' compiled bytecode is cached: PYTHONDONTWRITEBYTECODE is
 dropped for the commands, and each command is started once, unmeasured, before the measured starts (a tree without
 its __pycache__ compiled fairmark's ~100 modules at every start: +0.3–0.5 s of CPU that no user pays).
@@ -120,6 +120,12 @@ def main() -> int:
             f"{side}: fairmark {label}: {cpu:.3f} s CPU, peak RSS {rss / 1024:.0f} MB "
             f"(median of {len(rows)}), scipy loaded: {'yes' if rows[0][2] else 'no'}"
         )
+    # the claim that survives this VM's ±20% between sittings: one tree's CPU over the other's, in one sitting
+    if args.against:
+        for label in cmds:
+            mine = statistics.median(r[0] for r in got[(label, "this fairmark")])
+            other = statistics.median(r[0] for r in got[(label, args.against)])
+            print(f"fairmark {label}: CPU ratio this / {args.against} = {mine / other:.3f}")
     return 0
 
 

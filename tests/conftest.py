@@ -102,6 +102,10 @@ def fairmark_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int,
 # spent waiting (guests booting, servers starting, kills), not computing. Tests whose module shares a fixture
 # (a QEMU guest, namespace hosts, a store) stay on one worker, so it is made once; those marked `machine` change
 # or watch what the whole machine shares (pyproject.toml) and run one at a time, on one worker, beside the rest.
+# Two such groups: `machine("perf")` — perf, whose sample rate the kernel lowers machine-wide, and stress-ng's
+# /tmp directories counted by name — and plain `machine`: the system lock's sysctls, mounts, loop devices and
+# cpusets, THP, /dev/kmsg, pbuild's namespaces. No test of one changes or watches what the other's do, and as
+# one chain they were the suite's longest unit (2051 s of a run at load 15-17: perf 1029 s, the rest 1022 s).
 # Without xdist (`pytest tests/test_x.py`) these marks do nothing.
 ONE_WORKER_MODULES = {"test_architecture"}  # parses src/ once per process: once, not once per worker
 
@@ -121,8 +125,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     scopes: dict[pytest.Item, str] = {}  # each test's work unit under xdist: its group, else itself
     for item in items:
-        if item.get_closest_marker("machine"):
-            group = "machine"
+        if mark := item.get_closest_marker("machine"):
+            group = "-".join(("machine", *mark.args))  # `machine("perf")`: the perf group, apart
         elif item.module.__name__ in ONE_WORKER_MODULES or _uses_module_fixture(item):  # type: ignore[attr-defined]
             group = item.module.__name__  # type: ignore[attr-defined]
         else:

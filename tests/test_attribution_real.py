@@ -18,7 +18,7 @@ from fairmark.run.monitors import SystemMonitor
 from fairmark.store.records import TrialRecord
 
 # One at a time under xdist (tests/conftest.py): makes /tmp/fairmark-stress-ng-* directories, which test_workload_stress_ng counts.
-pytestmark = pytest.mark.machine
+pytestmark = pytest.mark.machine("perf")
 
 CTX = HookContext("run", "cell", "w", "A", "t1", "/tmp", False)
 

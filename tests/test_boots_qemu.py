@@ -110,7 +110,7 @@ def test_abba_over_four_verified_boots(tmp_path: Path, guest: qemuguest.Guest, f
     assert levels["unit"] == "boot" and v["design"] == "boots as the unit"
     top, trial = levels["levels"]
     assert (top["n_baseline"], top["n_other"], trial["n"]) == (2, 2, 12)
-    assert len(top["means_baseline"]) == 2 and trial["sd"] is not None
+    assert len(top["means_baseline"]) == 2 and top["split_baseline"]["sd_trial"] is not None
     code, out, err = fairmark_cli("show", run_id)
     assert code == 0, err
     assert "boot means" in out and "between-boot sd" in out and "within-boot sd" in out

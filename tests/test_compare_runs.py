@@ -231,8 +231,9 @@ def test_vs_takes_the_boot_as_the_unit_and_reports_each_level(real_run, compare_
     assert row["design"] == "boots as the unit" and not row["significant"] and row["change"] == "none"
     boot, trial = row["levels"]["levels"]
     assert (boot["level"], boot["n"], boot["n_baseline"], boot["n_other"]) == ("boot", 4, 2, 2)
-    assert boot["means_baseline"] == pytest.approx([1.0, 1.06]) and boot["sd"] > 0.01
-    assert (trial["level"], trial["n"]) == ("trial", 12) and trial["sd"] < 0.002
+    split = boot["split_baseline"]  # each side's, on the test's scale (logarithms)
+    assert row["levels"]["scale"] == "log" and boot["means_baseline"] == pytest.approx([1.0, 1.06])
+    assert split["sd"] > 0.01 and split["sd_trial"] < 0.002 and (trial["level"], trial["n"]) == ("trial", 12)
     assert row["levels"]["advice"]["next"] == "more boots"
     code, out, _ = compare_runs(url, *a, "--vs", *b, "--declare", "os.kernel")
     assert code == 0 and "boot means" in out and "between-boot sd" in out and "within-boot sd" in out

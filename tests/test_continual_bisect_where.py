@@ -20,7 +20,7 @@ import pytest
 from fairmark.run.profiles import hooks_for
 from helpers import commit_series, prog_plan
 
-pytestmark = pytest.mark.machine  # perf: one at a time under xdist (tests/conftest.py)
+pytestmark = pytest.mark.machine("perf")  # perf: one at a time under xdist (tests/conftest.py)
 
 SLOWER_AT, COMMITS = 3, 4
 

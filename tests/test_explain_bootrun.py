@@ -22,7 +22,7 @@ from fairmark.run.profiles import hooks_for
 from fairmark.store.db import Store
 from helpers import build_planted
 
-pytestmark = pytest.mark.machine  # perf: one at a time under xdist (tests/conftest.py)
+pytestmark = pytest.mark.machine("perf")  # perf: one at a time under xdist (tests/conftest.py)
 
 
 CMDLINE = Path("/proc/cmdline").read_text().strip()

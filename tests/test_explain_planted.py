@@ -12,7 +12,7 @@ import pytest
 from fairmark.run.profiles import hooks_for
 from helpers import build_planted
 
-pytestmark = pytest.mark.machine  # perf: one at a time under xdist (tests/conftest.py)
+pytestmark = pytest.mark.machine("perf")  # perf: one at a time under xdist (tests/conftest.py)
 
 
 PLAN = """

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from fairmark.probe.diff import diff_snapshots
@@ -169,27 +170,26 @@ def test_a_variant_with_no_kernel_event_gets_an_upper_bound_on_its_rate() -> Non
 def test_between_boot_sd_is_not_its_own_plus_minus(capsys) -> None:
     from fairmark.report.boots import levels_lines
     from fairmark.report.compare_runs import show_levels
-    from fairmark.stats.levels import Levels, LevelsReport
+    from fairmark.stats.levels import LevelsReport, levels
 
-    # the typed record a boots verdict carries since issue 22 (it was a dict)
+    # 2 boots a side, 10 trials each: boot means 16 ms apart, trials 4 ms apart within a boot; one value ≤ 0
+    # keeps the raw scale (in seconds), where the spreads read in ms
+    trial = np.array([-0.006, -0.004, -0.002, -0.001, 0.0, 0.0, 0.001, 0.002, 0.004, 0.006])
+    values = {u: m + trial for u, m in (("a1", 1.234), ("a2", 1.251), ("b1", 1.301), ("b2", -0.001))}
+    units = {u: [u] * 10 for u in values}
     levels = LevelsReport(
-        Levels(
-            unit="boot",
-            units_baseline=2,
-            units_other=2,
-            trials=40,
-            unit_means_baseline=(1.234, 1.251),
-            unit_means_other=(1.301, 1.322),
-            trials_per_unit=10,
-            sd_trial=0.004,
-            sd_unit=0.016,
-            sd_unit_means=0.016,
+        levels(
+            np.concatenate([values["a1"], values["a2"]]),
+            units["a1"] + units["a2"],
+            np.concatenate([values["b1"], values["b2"]]),
+            units["b1"] + units["b2"],
         )
     )
     comparison = SimpleNamespace(levels=levels, name_baseline="A", name_other="B", unit="s")
     show_levels(SimpleNamespace(group="w", variant="", metric="wall_s", comparison=comparison))
     out = capsys.readouterr().out
-    assert "between-boot sd 16 ms" in out and "16 ± 16" not in out and "0.016 ± 0.016" not in out
+    assert "A: between-boot sd 12 ms, within-boot sd 3.6 ms" in out, out  # √((17²/2) − 3.56²/10); √(114/9)
+    assert "16 ± 16" not in out and "12 ± 12" not in out and "0.012 ± 0.012" not in out
     assert "±" not in " ".join(levels_lines(comparison, "s"))  # type: ignore[arg-type]
 
 

@@ -24,7 +24,7 @@ from fairmark.run.profiles.base import (
 from helpers import REPO, fairmark_subprocess, wait_until
 
 # One at a time under xdist (tests/conftest.py): perf, whose sample rate the kernel lowers machine-wide under load; profile cgroups.
-pytestmark = pytest.mark.machine
+pytestmark = pytest.mark.machine("perf")
 
 
 def _dead_pid() -> int:

@@ -18,7 +18,7 @@ import pytest
 from fairmark.run.profiles import hooks_for
 from test_profile_run import profiled_plan
 
-pytestmark = pytest.mark.machine  # perf (one at a time under xdist, tests/conftest.py)
+pytestmark = pytest.mark.machine("perf")  # perf (one at a time under xdist, tests/conftest.py)
 
 # Fails only in a profiled trial: the CPU profiler's cgroup is named fairmark-profile-PID-HEX.
 REFUSES = "if grep -q fairmark-profile- /proc/self/cgroup; then echo 'error: refusing to run profiled' >&2; exit 7; fi"

@@ -15,7 +15,7 @@ from fairmark.run.hooks import HookContext
 from fairmark.run.profiles import hooks_for
 
 # One at a time under xdist (tests/conftest.py): perf, whose sample rate the kernel lowers machine-wide under load; stress-ng's /tmp directories.
-pytestmark = pytest.mark.machine
+pytestmark = pytest.mark.machine("perf")
 
 
 def _run(hook, argv, tmp_path):

@@ -15,7 +15,7 @@ from fairmark.run.profiles import hooks_for
 PROFILED_TRIALS = 2  # the plan's: the CPU profiler's too (max_profiled), which would go on until decided
 
 # One at a time under xdist (tests/conftest.py): perf, whose sample rate the kernel lowers machine-wide under load.
-pytestmark = pytest.mark.machine
+pytestmark = pytest.mark.machine("perf")
 
 
 def profiled_plan(name: str, shell: str) -> str:

@@ -20,7 +20,7 @@ from fairmark.run.hooks import HookContext, TrialHook
 from helpers import PYTHON_TOML
 
 # One at a time under xdist (tests/conftest.py): perf on the namespace hosts: the same kernel, whose perf sample rate is machine-wide.
-pytestmark = pytest.mark.machine
+pytestmark = pytest.mark.machine("perf")
 
 FIX = Path(__file__).parent / "fixtures" / "h4" / "profiles"
 AGENT = [sys.executable, "-m", "fairmark", "agent"]

@@ -4,6 +4,7 @@ more) per item, each failing on the code before it."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -207,7 +208,9 @@ def test_item14_an_aa_python_loop_gets_one_count_and_reads_within_one_percent(
     body = "import os\nfor _ in range(int(os.environ['FAIRMARK_LOOPS'])): os.getpid()"
     plan = tmp_path / "aa.toml"
     plan.write_text(
-        "[run]\nwarmup = 1\nmin_trials = 10\nmax_trials = 30\ntarget_ci_pct = 0.4\n"
+        # 10 trials a cell, not up to 30 for a ±0.4% interval: what is asserted is the count, the calibration and
+        # that both per-loop values exist, none of which the number of trials changes (30 took 314 s at load 17)
+        "[run]\nwarmup = 1\nmin_trials = 10\nmax_trials = 10\n"
         '[[workload]]\nname = "getpid"\nloops = "auto"\n'
         f"command = {json.dumps(['python3', '-S', '-c', body])}\n"
         '[[workload.metrics]]\nname = "cpu_s_per_loop"\n'
@@ -377,9 +380,12 @@ def test_item1_a_busy_machine_gets_one_headline_not_a_line_per_cell(
     out = capsys.readouterr().out
     flat = " ".join(out.split())
     assert flat.count("busy machine:") == 1 and "load average 7.85 4.02 1.66 on 2 CPUs" in flat
-    assert (
-        "Cost: the verdicts below detect only changes of ±" in flat and "To do: stop the other work" in flat
-    )
+    # the fixture's verdicts are on the log scale, some past +10%: a fall and a rise (issue 34: "±970%" read as
+    # if a proven -95% could not be detected)
+    assert re.search(
+        r"Cost: the verdicts below detect only changes of -[0-9.]+% (to -[0-9.]+% )?or \+", flat
+    ), flat
+    assert "To do: stop the other work" in flat
     assert out.index("busy machine:") < out.index("alloc — wall_s")  # before the tables
     assert "USE CPU saturated" not in flat
 

@@ -226,7 +226,7 @@ env = { N = "60000000" }
 
 
 @pytest.mark.slow
-@pytest.mark.machine  # perf: the kernel lowers its sample rate machine-wide under load
+@pytest.mark.machine("perf")  # perf: the kernel lowers its sample rate machine-wide under load
 def test_item3_run_and_show_say_what_was_profiled_its_top_and_where_the_flame_graph_is(
     fairmark_cli, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

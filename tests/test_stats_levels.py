@@ -20,14 +20,20 @@ def nested(means, trials=(-1.0, 0.0, 1.0), tag="a"):
     return values, units
 
 
-def test_variance_components_are_the_method_of_moments():
+def test_variance_components_are_the_method_of_moments_per_side_on_the_tests_scale():
     a, ua = nested([10.0, 14.0])
     b, ub = nested([12.0, 16.0], tag="b")
     lv = levels(a, ua, b, ub)
-    assert lv.sd_trial == pytest.approx(1.0)  # within every boot: -1, 0, 1
-    assert lv.sd_unit_means == pytest.approx(math.sqrt(8.0))  # pooled variance of (10, 14) and (12, 16)
-    assert lv.sd_unit == pytest.approx(math.sqrt(8.0 - 1.0 / 3))  # less the trials' share σ²/m
-    assert lv.unit_means_baseline == (10.0, 14.0) and lv.trials_per_unit == 3
+    assert lv.scale == "log" and lv.unit_means_baseline == (10.0, 14.0) and lv.trials_per_unit == 3
+    for side, means in ((lv.baseline, (10.0, 14.0)), (lv.other, (12.0, 16.0))):
+        logs = [
+            np.log([m - 1, m, m + 1]) for m in means
+        ]  # each side's own one-way analysis of the logarithms
+        msw = float(np.mean([g.var(ddof=1) for g in logs]))
+        msb = 3 * float(np.var([g.mean() for g in logs], ddof=1))
+        assert side.sd_trial == pytest.approx(math.sqrt(msw))
+        assert side.sd_unit == pytest.approx(math.sqrt((msb - msw) / 3))  # less the trials' share σ²/m
+        assert side.share == pytest.approx(1 - msw / msb)
     test = unit_test(lv, confidence=95)
     assert test.design == "boots as the unit" and test.scale == "log"  # on the log boot means
     assert test.parts == "Welch and the nested model"  # both must reject; the interval is the union
@@ -42,7 +48,7 @@ def test_trials_noisy_boots_alike_advise_more_trials_per_boot():
     a, ua = nested([10.0, 10.0], trials=(-5.0, 5.0))
     b, ub = nested([10.0, 10.0], trials=(-5.0, 5.0), tag="b")
     lv = levels(a, ua, b, ub)
-    assert lv.sd_unit == 0.0
+    assert lv.baseline.sd_unit == 0.0 and lv.other.sd_unit == 0.0
     assert advice_words(advice(lv)) == "more trials per boot"
     assert advice(lv, cost_unit_s=20, cost_trial_s=1) is not None
 

@@ -24,6 +24,7 @@ from fairmark.stats.sequential import (
     paired_look,
     spent,
     t_levels,
+    takes_paired,
     tick,
     to_dict,
 )
@@ -125,6 +126,53 @@ def test_levels_spend_alpha_as_simulated_t_tests_find() -> None:
         got = np.array([(first == k).mean() for k in range(n.size)])
         assert np.max(np.abs(got - want)) < 0.002
     assert spent(1.0, 0.05, "hsd2m") == pytest.approx(0.045), "the margin: 90% of α by the last look"
+
+
+def test_the_switch_spends_alpha_as_simulated_pairs_find() -> None:
+    """The switch between the unpaired and the paired variance against an independent reference: 100 000 paths
+    of raw normal pairs (another seed than switch_scale's), each look's branch chosen from the pairs' variances
+    and its t tested at that branch's level; the looks first crossed sum to the α spent."""
+    rng = np.random.default_rng(11)
+    design = Design(5, 20)
+    looks = np.array(design.looks)
+    a, b = rng.standard_normal((2, 100_000, looks[-1]))
+    first = np.full(a.shape[0], -1)
+    for k, n in enumerate(looks):
+        xa, xb = a[:, :n], b[:, :n]
+        va, vb = xa.var(1, ddof=1), xb.var(1, ddof=1)
+        vd, vs = (xb - xa).var(1, ddof=1), (xa + xb).var(1, ddof=1)
+        est = (xb - xa).mean(1)
+        paired = takes_paired(vd, vs, int(n))
+        p_paired = 2 * special.stdtr(n - 1, -np.abs(est) / np.sqrt(vd / n))
+        df = (va + vb) ** 2 / ((va * va + vb * vb) / (n - 1))
+        p_welch = 2 * special.stdtr(df, -np.abs(est) / np.sqrt((va + vb) / n))
+        crossed = np.where(
+            paired,
+            p_paired < design.level(int(n), 0.05, welch=False),
+            p_welch < design.level(int(n), 0.05, welch=True),
+        )
+        first[(first < 0) & crossed] = k
+    assert abs((first >= 0).mean() - spent(1.0, 0.05, design.spending)) < 0.003
+    assert not takes_paired(np.ones(1), np.ones(1), 10).any(), "equal variances: the unpaired one"
+
+
+def test_the_switch_takes_the_paired_t_where_the_round_is_correlated() -> None:
+    """Independent trials: the unpaired variance (twice the df). A round effect shared by the two trials (a
+    drift the pairing removes), or trials of a round negatively correlated (the unpaired variance would be too
+    small): the paired t. `switch = False`: the paired t always."""
+    rng = np.random.default_rng(3)
+    design = Design(5, 30)
+    za, zb = rng.standard_normal((2, 12))
+    za, zb = za - za.mean(), zb - zb.mean()
+    zb -= za * (za @ zb) / (za @ za)  # uncorrelated in this sample: Var(d) = Var(s)
+    a, b = np.exp(0.01 * za), np.exp(0.01 * zb)
+    assert paired_look(a, b, design).variance == "unpaired"
+    drift = 0.05 * rng.standard_normal(12)
+    assert paired_look(a + drift, b + drift, design).variance == "paired"
+    tug = 0.03 * rng.standard_normal(12)  # one side gains what the other loses, round by round
+    assert paired_look(a + tug, b - tug, design).variance == "paired"
+    assert paired_look(a, b, Design(5, 30, switch=False)).variance == "paired"
+    assert paired_look(a, b, design).df > 11, "Welch's df: more than the pairs' n − 1"
 
 
 def test_one_outlier_pair_cannot_make_the_proof() -> None:

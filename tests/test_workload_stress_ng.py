@@ -16,7 +16,7 @@ from fairmark.run.workloads.stress_ng import parse_yaml
 from helpers import wait_until
 
 # One at a time under xdist (tests/conftest.py): counts /tmp/fairmark-stress-ng-* directories and stress-ng processes machine-wide.
-pytestmark = pytest.mark.machine
+pytestmark = pytest.mark.machine("perf")
 
 FIX = Path(__file__).parent / "fixtures" / "tools" / "stress-ng"
 

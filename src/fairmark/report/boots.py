@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fairmark.console import console
 from fairmark.report.section import Context, Section
 from fairmark.stats.digits import column_unit, format_pair, format_spread
+from fairmark.stats.levels import pooled_var
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
@@ -47,13 +48,16 @@ def boot_lines(report: RunReport) -> list[str]:
 
 
 def levels_lines(comparison: Comparison, unit: str) -> list[str]:
-    """Per-unit means and the sd at each level of a verdict judged with boots (or hosts) as the unit."""
+    """Per-unit means and each side's sd at each level, on the scale the verdict tests (logarithms: in %, the sd
+    of the log ×100; else in the values' unit), of a verdict judged with boots (or hosts, runs) as the unit."""
     if comparison.levels is None:
         return []
     lv = comparison.levels.levels
-    level = lv.unit
-    sd_t = lv.sd_trial if math.isfinite(lv.sd_trial) else 0.0
-    # one prefix for every mean of the line, digits as far as the within-boot spread supports
+    level, log = lv.unit, lv.scale == "log"
+    sides = (lv.baseline, lv.other)
+    # one prefix for every mean of the line, digits as far as the trials' spread (in the values' unit) supports
+    var_t, df_t = pooled_var([*lv.groups_baseline, *lv.groups_other])
+    sd_t = math.sqrt(var_t) if df_t else 0.0
     divisor, shown = column_unit([*lv.unit_means_baseline, *lv.unit_means_other], unit)
     suffix = "%" if shown == "%" else f" {shown}" if shown else ""
 
@@ -63,13 +67,23 @@ def levels_lines(comparison: Comparison, unit: str) -> list[str]:
         )
 
     def sd(x: float) -> str:  # a zero spread in the means' prefix ("0 ms"), not the base unit's
-        return "unknown" if not math.isfinite(x) else f"0{suffix}" if x == 0 else format_spread(x, unit)
+        if not math.isfinite(x):
+            return "unknown"
+        if log:
+            return f"{100 * x:.2g}%"
+        return f"0{suffix}" if x == 0 else format_spread(x, unit)
 
     names = (comparison.name_baseline, comparison.name_other)
+    per_side = "; ".join(
+        f"{n}: between-{level} sd {sd(s.sd_unit)}, within-{level} sd {sd(s.sd_trial)}"
+        for n, s in zip(names, sides, strict=True)
+        if s is not None
+    )
+    scale = "; sd of the logarithm ×100, the scale the verdict tests" if log else ""
     return [
         f"{level} means — {names[0]}: {means(lv.unit_means_baseline)}; {names[1]}: {means(lv.unit_means_other)}",
-        f"between-{level} sd {sd(lv.sd_unit)} ({lv.units_baseline} vs {lv.units_other} {level}s); within-{level} "
-        f"sd {sd(lv.sd_trial)} ({lv.trials} trials, {lv.trials_per_unit:.3g} per {level})",
+        f"{per_side} ({lv.units_baseline} vs {lv.units_other} {level}s, {lv.trials} trials, "
+        f"{lv.trials_per_unit:.3g} per {level}{scale})",
     ]
 
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from fairmark.report.data import RunReport
-from fairmark.stats.digits import format_spread
+from fairmark.stats.digits import detectable_pair, format_spread
 
 BUSY_FINDINGS = ("load", "busy-process", "pressure")  # the doctor's rules for other work on the machine
 SATURATED = "cpu_saturation"
@@ -33,20 +33,29 @@ def busy_headline(r: RunReport, attrs: dict[str, Any]) -> str | None:
 
 
 def _cost(r: RunReport) -> str:
-    """The change the primary metrics' verdicts could detect (80% power): what the noise cost."""
+    """The change the primary metrics' verdicts could detect (80% power): what the noise cost. A verdict on the
+    log scale detects a factor either way, so a large one is a fall and a rise ("-91% or +970%"): "±970%" beside
+    a proven -95% read as a contradiction (issue 34)."""
     primary = {c.group: c.primary_metric for c in r.cells}
-    mde = [
-        v.comparison.mde_percent
+    pairs = [
+        detectable_pair(v.comparison.mde_percent, v.comparison.scale == "log")
         for v in r.verdicts
         if primary.get(v.group) == v.metric and math.isfinite(v.comparison.mde_percent)
     ]
-    if not mde:
+    if not pairs:
         return "The intervals are wider for it. "
-    low, high = min(mde), max(mde)
-    span = f"±{format_spread(low, '%')}" + (f" to ±{format_spread(high, '%')}" if high > low * 1.05 else "")
-    return (
-        f"Cost: the verdicts below detect only changes of {span} (80% power); a quiet machine detects less. "
-    )
+
+    def span(xs: list[float], sign: str) -> str:
+        low, high = min(xs), max(xs)
+        one = f"{sign}{format_spread(low, '%')}"
+        return one + (f" to {sign}{format_spread(high, '%')}" if high > low * 1.05 else "")
+
+    falls, rises = [f for f, _ in pairs], [r for _, r in pairs]
+    if falls == rises:
+        what = f"changes of {span(rises, '±')}"
+    else:
+        what = f"changes of {span(falls, '-')} or {span(rises, '+')}"
+    return f"Cost: the verdicts below detect only {what} (80% power); a quiet machine detects less. "
 
 
 def without_saturation(attrs: dict[str, Any]) -> dict[str, Any]:

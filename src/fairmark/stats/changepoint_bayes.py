@@ -61,7 +61,11 @@ def statistic(u: Floats, min_size: int) -> tuple[Floats, Floats]:
     r, n = u.shape
     k = n - 1
     y = u - u.mean(axis=1, keepdims=True)
-    z = y / np.maximum(np.sqrt((y * y).sum(axis=1, keepdims=True)), 1e-300)
+    norm = np.sqrt((y * y).sum(axis=1, keepdims=True))
+    # a row flat to the float's resolution (1e12 and its neighbours, as `publish` met) is centred only to
+    # rounding: its z then has a step longer than its column (a² > ct) and log1p a negative argument below -1
+    flat = norm <= 1e-12 * np.abs(u).max(axis=1, keepdims=True)
+    z = np.where(flat, 0.0, y / np.maximum(norm, 1e-300))
     tau = np.arange(min_size, n - min_size + 1)
     cz = np.concatenate([np.zeros((r, 1)), np.cumsum(z, axis=1)], axis=1)
     a = cz[:, -1:] - cz[:, tau]  # z · each centred step column

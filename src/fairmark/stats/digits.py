@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 PLAIN_DIGITS = 4  # significant digits of a value shown without an interval (a single trial, a bare median)
 FLOAT_NOISE = 1e-12  # a half-width 12 decades below the value is rounding noise of doubles, not a measurement
@@ -310,3 +310,24 @@ def format_bounded(
     texts = [_at_least_one_digit(v / divisor, hw) if v else "0" for v in (value, lo, hi)]
     suffix = "%" if shown == "%" else f" {shown}" if shown else ""
     return f"{texts[0]} [{texts[1]}, {texts[2]}]{suffix}"
+
+
+def detectable_pair(rise_pct: float, log: bool) -> tuple[float, float]:
+    """(fall, rise) in % of the change a design detects, from its MDE as the rise (stats/paired.RatioTest's
+    mde_percent). On the log scale the MDE is a factor either way, ×(1 + rise) or ÷ it: a rise of +970% is a
+    fall of −91%, and "±970%" printed beside a proven −95% read as a contradiction (issue 34). On the raw
+    scale, and below a rise of 10% (the two differ by under a point), both are the rise."""
+    if not log or not math.isfinite(rise_pct) or rise_pct < 10:
+        return rise_pct, rise_pct
+    return 100 * rise_pct / (100 + rise_pct), rise_pct
+
+
+def detectable_text(rise_pct: float, log: bool, fmt: Callable[[float], str]) -> str:
+    """ "±5%" or "-91% or +970%": the change a design detects, each number written by `fmt` (with its %)."""
+    fall, rise = detectable_pair(rise_pct, log)
+    if fall == rise:
+        return f"±{fmt(rise)}"
+    text = fmt(fall)
+    if fall >= 99.5:  # a fall only comes near -100%, never to it: the digits that say how near
+        text = f"{fall:.{max(1, math.ceil(-math.log10(100 - fall)))}f}%"
+    return f"-{text} or +{fmt(rise)}"

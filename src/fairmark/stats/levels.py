@@ -20,8 +20,12 @@ variance component needs estimating for the test to hold its level):
 * 1 unit per side: the unit-to-unit variance is unknown, so **no claim is made**; the difference is shown with
   the interval of the level below (within the unit), labelled as what it is — a lower bound on the uncertainty.
 
-The variance at each level is reported (method of moments: the unit means' variance less the part the trials
-explain, floored at 0), with where the next repetitions buy most precision: more units, or more trials per unit.
+The variance at each level is reported per side and on the test's scale (logarithms when every value is
+positive): a one-way analysis of variance of each side's units (method of moments, floored at 0) gives the
+unit-to-unit share of a unit mean's variance with its exact F interval, and where the next repetitions buy most
+precision: more units, or more trials per unit. Pooled over the sides on the raw scale it said "0% of a boot
+mean's variance is boot-to-boot" for boots whose means were 0.12, 0.13, 0.02 and 0.04 s, because the other
+side's boots, 20 times slower, had a within-boot spread that swamped them (issue 34).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from fairmark.stats.paired import (
     welch_part,
 )
 from fairmark.stats.timeorder import TimeOrder, time_order
+from fairmark.stats.tlight import f_ppf
 
 if TYPE_CHECKING:
     from fairmark.jsonvalue import JSONObject
@@ -83,8 +88,34 @@ def unit_level(labels: Labels | None) -> str | None:
 
 
 @dataclass(frozen=True)
+class Split:
+    """One side's units on the test's scale (`Levels.scale`): a unit mean's variance split into the unit-to-unit
+    part and the trials' (one-way analysis of variance, method of moments), and the unit-to-unit share of it with
+    its interval (exact for equal trials per unit: (1 − share)·F follows F(k − 1, N − k))."""
+
+    units: int
+    per_unit: float  # n₀, the trials per unit the split is for (their mean with equal counts)
+    sd_unit: float  # ≥ 0 (nan: fewer than 2 units)
+    sd_trial: float  # within the units (nan: no unit has 2 trials)
+    share: float  # σ_unit² / (σ_unit² + σ_trial²/n₀) (nan: unknown)
+    share_low: float
+    share_high: float
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "n": self.units,
+            "per_unit": self.per_unit,
+            "sd": _num(self.sd_unit),
+            "sd_trial": _num(self.sd_trial),
+            "share": _num(self.share),
+            "share_ci": [_num(self.share_low), _num(self.share_high)] if math.isfinite(self.share) else None,
+        }
+
+
+@dataclass(frozen=True)
 class Levels:
-    """Both sides' values described at the unit level and below."""
+    """Both sides' values described at the unit level and below: the unit means (in the values' unit) and each
+    side's variance split on the scale the verdict tests ("log": of the logarithms; "raw": in the values' unit)."""
 
     unit: str  # "run" | "boot" | "host"
     units_baseline: int
@@ -93,32 +124,28 @@ class Levels:
     unit_means_baseline: tuple[float, ...]
     unit_means_other: tuple[float, ...]
     trials_per_unit: float  # the mean count m
-    sd_trial: float  # within-unit, pooled over units with ≥ 2 trials (nan: none has)
-    sd_unit: float  # the unit component (method of moments, ≥ 0; nan: fewer than 2 units on every side)
-    sd_unit_means: float  # pooled sd of the unit means within the sides (nan when unknown)
+    scale: str = "raw"
+    baseline: Split | None = None  # None: no values on that side
+    other: Split | None = None
     groups_baseline: tuple[Floats, ...] = field(default=(), repr=False, compare=False)  # values per unit
     groups_other: tuple[Floats, ...] = field(default=(), repr=False, compare=False)
 
     def to_dict(self, *, advice: Advice | None = None) -> JSONObject:
+        sides = {"baseline": self.baseline, "other": self.other}
         return {
             "unit": self.unit,
+            "scale": self.scale,  # of every sd and share below (log: of the logarithms of the values)
             "levels": [
                 {
                     "level": self.unit,
                     "n": self.units_baseline + self.units_other,
                     "n_baseline": self.units_baseline,
                     "n_other": self.units_other,
-                    "sd": _num(self.sd_unit),
-                    "sd_of_means": _num(self.sd_unit_means),
                     "means_baseline": list(self.unit_means_baseline),
                     "means_other": list(self.unit_means_other),
+                    **{f"split_{k}": v.to_dict() if v else None for k, v in sides.items()},
                 },
-                {
-                    "level": "trial",
-                    "n": self.trials,
-                    "per_unit": self.trials_per_unit,
-                    "sd": _num(self.sd_trial),
-                },
+                {"level": "trial", "n": self.trials, "per_unit": self.trials_per_unit},
             ],
             "advice": advice.to_dict() if advice is not None else None,
         }
@@ -133,7 +160,7 @@ class Advice:
     se_now: float
     se_more_units: float
     se_more_trials: float
-    unit_share: float  # the unit level's share of a unit mean's variance (nan: none at all)
+    scale: str = "raw"  # of the standard errors: "log" (of the log ratio) or "raw" (in the values' unit)
     optimal_trials_per_unit: int | None = None
 
     @property
@@ -148,7 +175,7 @@ class Advice:
             f"se_twice_the_{self.unit}s": self.se_more_units,
             "se_twice_the_trials_per_unit": self.se_more_trials,
             "next": self.next,  # a code; verdict/levels.py words it in a comparison's JSON
-            f"share_of_variance_from_{self.unit}s": self.unit_share,
+            "scale": self.scale,
         }
         if self.optimal_trials_per_unit is not None:
             out["optimal_trials_per_unit"] = self.optimal_trials_per_unit
@@ -206,7 +233,7 @@ def group(values: Values, units: Sequence[Unit]) -> list[Floats]:
     return [np.asarray(v, dtype=float) for v in by.values()]
 
 
-def _pooled_var(groups: Sequence[Floats]) -> tuple[float, int]:
+def pooled_var(groups: Sequence[Floats]) -> tuple[float, int]:
     """Pooled variance of groups with ≥ 2 members, and its df; (nan, 0) when none has."""
     ss = sum(float(((g - g.mean()) ** 2).sum()) for g in groups if g.size >= 2)
     df = sum(g.size - 1 for g in groups if g.size >= 2)
@@ -219,17 +246,16 @@ def levels(
     b: Values,
     units_b: Sequence[Unit],
     unit: str = "boot",
+    *,
+    confidence: float = 95.0,
 ) -> Levels:
     ga, gb = group(a, units_a), group(b, units_b)
-    var_trial, _ = _pooled_var([*ga, *gb])
+    log = positive(*ga, *gb)  # the verdict's scale (unit_test, sequential.unit_ratio_test)
+
+    def on(g: Floats) -> Floats:
+        return np.log(g) if log else g
+
     ma, mb = np.array([g.mean() for g in ga]), np.array([g.mean() for g in gb])
-    var_means, _ = _pooled_var([ma, mb])
-    m = (len(a) + len(b)) / (len(ga) + len(gb))
-    if math.isfinite(var_means):
-        within = var_trial / m if math.isfinite(var_trial) else 0.0
-        sd_unit = math.sqrt(max(var_means - within, 0.0))
-    else:
-        sd_unit = math.nan
     return Levels(
         unit,
         len(ga),
@@ -237,13 +263,41 @@ def levels(
         len(a) + len(b),
         tuple(map(float, ma)),
         tuple(map(float, mb)),
-        m,
-        math.sqrt(var_trial) if math.isfinite(var_trial) else math.nan,
-        sd_unit,
-        math.sqrt(var_means) if math.isfinite(var_means) else math.nan,
+        (len(a) + len(b)) / (len(ga) + len(gb)),
+        "log" if log else "raw",
+        split([on(g) for g in ga], confidence) if ga else None,
+        split([on(g) for g in gb], confidence) if gb else None,
         tuple(ga),
         tuple(gb),
     )
+
+
+def split(groups: Sequence[Floats], confidence: float = 95.0) -> Split:
+    """One side's one-way analysis of variance (unequal trials per unit: n₀ = (N − Σnᵢ²/N)/(k − 1)); the share's
+    interval from F = MSB/MSW: (1 − share)·F ~ F(k − 1, N − k), so share = 1 − F_q/F at the two quantiles."""
+    k, sizes = len(groups), np.array([g.size for g in groups], dtype=float)
+    n_all = float(sizes.sum())
+    msw, df_w = pooled_var(groups)
+    nan = math.nan
+    if k < 2:
+        return Split(k, n_all, nan, math.sqrt(msw) if df_w else nan, nan, nan, nan)
+    means = np.array([g.mean() for g in groups])
+    grand = float((sizes * means).sum() / n_all)
+    msb = float((sizes * (means - grand) ** 2).sum()) / (k - 1)
+    n0 = (n_all - float((sizes**2).sum()) / n_all) / (k - 1)
+    if not df_w:  # one trial per unit: the unit means' variance, not split
+        return Split(k, n0, nan, nan, nan, nan, nan)
+    sd_u = math.sqrt(max((msb - msw) / n0, 0.0))
+    if msb == 0:  # no unit differs from another (nor, maybe, any trial): nothing to split
+        return Split(k, n0, sd_u, math.sqrt(msw), nan, nan, nan)
+    f = msb / msw if msw > 0 else math.inf
+    tail = (1 - confidence / 100) / 2
+
+    def share(q: float) -> float:
+        return max(0.0, 1.0 - q / f)
+
+    low, high = share(f_ppf(k - 1, df_w, 1 - tail)), share(f_ppf(k - 1, df_w, tail))
+    return Split(k, n0, sd_u, math.sqrt(msw), share(1.0), low, high)
 
 
 def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> RatioTest | None:
@@ -321,11 +375,11 @@ def _nested_parts(ga: list[Floats], gb: list[Floats], log: bool, c: float, confi
     excess to its mean's variance, in a second test that must reject too: a checked run of CV 5% against
     baseline runs of CV 0.5% varies by its own σ_trial²/m (pooled: 15% false positives). Its own σ_trial
     alone is no better: from a few tied integers it can be 0 (6.6% in 4000 simulations)."""
-    pooled = _pooled_var([*ga, *gb])
+    pooled = pooled_var([*ga, *gb])
     if not pooled[1]:
         return []
     parts = [_nested_test(ga, gb, pooled, log, c, confidence)]
-    (vt_a, df_a), (vt_b, df_b) = _pooled_var(ga), _pooled_var(gb)
+    (vt_a, df_a), (vt_b, df_b) = pooled_var(ga), pooled_var(gb)
     if df_a and df_b and 1 in (len(ga), len(gb)):
         single_b = len(gb) == 1
         excess = (vt_b - vt_a) / gb[0].size if single_b else (vt_a - vt_b) / ga[0].size
@@ -383,22 +437,28 @@ def _nested_test(
 def advice(
     lv: Levels, *, cost_unit_s: float | None = None, cost_trial_s: float | None = None
 ) -> Advice | None:
-    """Where the next repetitions buy most precision: the standard error of the difference now, with twice the
-    units, and with twice the trials per unit (same design otherwise); the optimal trials per unit when costs
-    are known. None while a level's variance is unknown."""
-    if not (math.isfinite(lv.sd_unit) and math.isfinite(lv.sd_trial)):
+    """Where the next repetitions buy most precision: the standard error of the difference now (on the test's
+    scale: each side's unit means vary by their own σ_unit² + σ_trial²/m, as Welch's t lets them), with twice the
+    units, and with twice the trials per unit; the optimal trials per unit when costs are known. A side of one
+    unit borrows the other side's σ_unit (the verdict assumes it too). None while a level's variance is
+    unknown."""
+    sides = [s for s in (lv.baseline, lv.other) if s is not None]
+    vus = [s.sd_unit**2 for s in sides if math.isfinite(s.sd_unit)]
+    if len(sides) < 2 or not vus or not all(math.isfinite(s.sd_trial) for s in sides):
         return None
-    vu, vt, m = lv.sd_unit**2, lv.sd_trial**2, lv.trials_per_unit
-    inv = 1 / lv.units_baseline + 1 / lv.units_other
+    parts = [
+        (s.sd_unit**2 if math.isfinite(s.sd_unit) else max(vus), s.sd_trial**2, s.per_unit, s.units)
+        for s in sides
+    ]
 
     def se(units_factor: float, trials_factor: float) -> float:
-        return math.sqrt((vu + vt / (m * trials_factor)) * inv / units_factor)
+        return math.sqrt(sum((vu + vt / (m * trials_factor)) / (k * units_factor) for vu, vt, m, k in parts))
 
     optimal = None
-    if cost_unit_s and cost_trial_s and vu > 0:
-        optimal = max(1, math.ceil(math.sqrt(cost_unit_s * vt / (cost_trial_s * vu))))
-    share = vu / (vu + vt / m) if vu + vt / m > 0 else math.nan
-    return Advice(lv.unit, se(1, 1), se(2, 1), se(1, 2), share, optimal)
+    vu_all, vt_all = sum(p[0] for p in parts), sum(p[1] for p in parts)
+    if cost_unit_s and cost_trial_s and vu_all > 0:
+        optimal = max(1, math.ceil(math.sqrt(cost_unit_s * vt_all / (cost_trial_s * vu_all))))
+    return Advice(lv.unit, se(1, 1), se(2, 1), se(1, 2), lv.scale, optimal)
 
 
 def time_order_of(

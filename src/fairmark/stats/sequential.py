@@ -6,6 +6,17 @@ round) or every A B B A block (boots) — and it may, because it pays for every 
 over the looks by a Lan–DeMets spending function of the information fraction n/N (N the most the run may take),
 so that the chance of a false claim over *all* the looks is α, not α at each.
 
+* The variance (paired designs, `Design.switch`): the two trials of a round carry two numbers, their difference
+  d = b − a, which the paired t reads (n − 1 df), and their sum s = a + b. Where the two trials of a round are
+  not correlated Var(s) = Var(d), and (Var(d) + Var(s))/2 = Var(a) + Var(b), the unpaired variance of the two
+  cells, has twice the df (Welch–Satterthwaite's: unequal spreads): issue 36's trial goals need it. The paired
+  t is taken instead at a look where Var(d)/Var(s) is beyond F's upper GUARD[0] quantile (a negative
+  correlation inside the round, which would make the unpaired variance too small) or Var(s)/Var(d) beyond its
+  upper GUARD[1] (a round effect or a shared drift, which pairing removes and the unpaired variance carries);
+  each branch at its own levels times one factor per look (`switch_scale`), calibrated so that the switch as a
+  whole spends the spending function's α on normal data. The trials of a round on this machine are positively
+  correlated, not negatively (bench/round_correlation.py: ρ +0.18 [+0.13, +0.24] over 78 runs of 6 commands;
+  docs/statistics.md), and the switch keeps its α (≤ 5.5%) down to ρ −0.15 (bench/decision_rho.py).
 * Boundaries: each look's t (paired: df n − 1; boots: Welch's) is tested at a nominal level chosen so that
   normal data cross that look first with probability α(t_k) − α(t_{k−1}) — found look by look on 100 000
   seeded simulated paths (`t_levels`; Jennison & Turnbull 2000, §14.2, for why the known-variance boundaries
@@ -56,6 +67,10 @@ MARGIN = 0.1
 # (A/A at CV 1.5%, at most 30 rounds: 12.2 rounds to a proven equivalence from 8 against 13.1 from 5, simulated)
 EQ_FIRST = 8
 EQ_SPENDING = "hsd3"  # (no margin: a proven equivalence has no interval to cover) and spent a little faster than the difference's α (12.3 rounds against 12.4 with γ 2)
+# The switch's F quantiles (see the module's docstring): the paired t where Var(d)/Var(s) is beyond F's upper 5%,
+# or Var(s)/Var(d) beyond its upper 30% (simulated, bench/decision_rho.py, 20 000 paths: 6.76 trials at 3% /
+# CV 1.5%, 6.35 under a shared drift where the unpaired variance alone needs 8.71; α kept down to ρ −0.15)
+GUARD = (0.05, 0.3)
 MAX_LOOKS = 60  # beyond this many rounds, looks are spaced evenly (each look costs its simulated paths)
 
 
@@ -109,8 +124,8 @@ def t_levels(
             block_ss = rng.chisquare(inc - 1.0, paths) if inc > 1 else 0.0
             side[:, 0] += block_mean * inc
             side[:, 1] += block_ss + block_mean**2 * inc
-        score = _extremeness(sums, n, two_sample)
         target = spent(n / n_max, alpha, spending) - prev_spent
+        score = _extremeness(sums, n, two_sample, alive, round(target * paths))
         cut = _cut(score[alive], target * paths)
         alive &= score < cut
         if two_sample:  # the score is 1 − p
@@ -121,11 +136,10 @@ def t_levels(
     return tuple(levels)
 
 
-def _extremeness(sums: Floats, n: int, two_sample: bool) -> Floats:
+def _extremeness(sums: Floats, n: int, two_sample: bool, alive: np.ndarray, count: int) -> Floats:
     """Each simulated path's evidence at a look of n per side, larger the more extreme: |t| of the paired mean
-    (one df: no t distribution per path needed), or 1 − p of Welch's t (its df by path)."""
-    from scipy import special
-
+    (one df: no t distribution per path needed), or 1 − p of Welch's t (its df by path; −inf where it cannot be
+    among the count + 1 most extreme alive paths, see _smallest_ratios)."""
     mean = sums[:, :, 0] / n
     var = np.maximum(sums[:, :, 1] - n * mean**2, 0.0) / max(n - 1, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -134,9 +148,10 @@ def _extremeness(sums: Floats, n: int, two_sample: bool) -> Floats:
             return out
         se2 = (var[0] + var[1]) / n
         df = se2**2 / ((var[0] / n) ** 2 / (n - 1.0) + (var[1] / n) ** 2 / (n - 1.0))
-        t = np.abs(mean[1] - mean[0]) / np.sqrt(se2)
-        welch: Floats = 1.0 - np.nan_to_num(2.0 * special.stdtr(df, -t), nan=1.0)
-        return welch
+        t = np.nan_to_num(np.abs(mean[1] - mean[0]) / np.sqrt(se2), nan=0.0)
+    group = (alive, t, df, (n - 1.0, 2.0 * n - 2.0), 1.0)  # Welch's df of n a side: n − 1 to 2n − 2
+    welch: Floats = 1.0 - _smallest_ratios([group], count, t.size)
+    return welch
 
 
 def _cut(score: Floats, count: float) -> float:
@@ -148,6 +163,104 @@ def _cut(score: Floats, count: float) -> float:
         return -math.inf
     part = np.partition(score, (score.size - k - 1, score.size - k))
     return float(0.5 * (part[score.size - k - 1] + part[score.size - k]))
+
+
+def takes_paired(vd: Floats, vs: Floats, n: int, guard: tuple[float, float] = GUARD) -> np.ndarray:
+    """Where the switch takes the paired t: Var(d)/Var(s) beyond F(n − 1, n − 1)'s upper guard[0] quantile, or
+    Var(s)/Var(d) beyond its upper guard[1] (either variance 0: the paired t)."""
+    from scipy import special
+
+    neg, pos = (float(special.fdtri(n - 1.0, n - 1.0, 1.0 - q)) for q in guard)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ~((vd <= neg * vs) & (vs <= pos * vd) & (vd > 0) & (vs > 0))
+
+
+@functools.lru_cache(maxsize=64)
+def switch_scale(looks: tuple[int, ...], alpha: float, spending: Spending = SPENDING) -> tuple[float, ...]:
+    """The factor per look on both branches' levels (t_levels of the paired and of the Welch t) such that normal
+    data, the two trials of a round independent, cross look k first under the switch with probability
+    α(t_k) − α(t_{k−1}): look by look on CALIBRATION_PATHS seeded paths of the two cells' sufficient statistics,
+    as t_levels. The switch alone is liberal (where Var(s) ≫ Var(d) it takes the smaller variance)."""
+
+    paired = t_levels(looks, alpha, spending, False)
+    welch = t_levels(looks, alpha, spending, True)
+    rng = np.random.default_rng(CALIBRATION_SEED + 1)
+    paths = CALIBRATION_PATHS
+    sums = np.zeros((5, paths))  # Σa, Σb, Σa², Σb², Σab
+    alive = np.ones(paths, dtype=bool)
+    scales: list[float] = []
+    prev_n, prev_spent = 0, 0.0
+    for k, n in enumerate(looks):
+        for _ in range(n - prev_n):  # one round at a time: the pairs' cross products
+            a, b = rng.standard_normal(paths), rng.standard_normal(paths)
+            sums += (a, b, a * a, b * b, a * b)
+        target = spent(n / looks[-1], alpha, spending) - prev_spent
+        ratio = _switch_ratios(sums, n, (paired[k], welch[k]), alive, round(target * paths))
+        cut = _cut(-ratio[alive], target * paths)
+        alive &= -ratio < cut
+        scales.append(max(0.0, -cut) if math.isfinite(cut) else (0.0 if cut > 0 else math.inf))
+        prev_n, prev_spent = n, prev_spent + target
+    return tuple(scales)
+
+
+def _switch_ratios(
+    sums: Floats, n: int, levels: tuple[float, float], alive: np.ndarray, count: int
+) -> Floats:
+    """Each simulated path's p over its branch's level at a look of n pairs (+inf where it cannot be among the
+    count + 1 smallest alive, or its level is 0)."""
+    va, vb, cov = _moments(sums, n)
+    est = np.abs(sums[1] - sums[0]) / n
+    vd, vs = np.maximum(va + vb - 2 * cov, 0.0), np.maximum(va + vb + 2 * cov, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_paired = np.nan_to_num(est / np.sqrt(vd / n), nan=0.0)
+        t_welch = np.nan_to_num(est / np.sqrt((va + vb) / n), nan=0.0)
+        df = (va + vb) ** 2 / ((va * va + vb * vb) / (n - 1.0))
+    paired = takes_paired(vd, vs, n)
+    groups: list[Group] = []
+    for mask, t, dfs, lo_hi, level in (
+        (alive & paired, t_paired, np.full(t_paired.size, n - 1.0), (n - 1.0, n - 1.0), levels[0]),
+        (alive & ~paired, t_welch, df, (n - 1.0, 2.0 * n - 2.0), levels[1]),
+    ):
+        if level > 0:  # a level of 0: that branch never crosses at this look
+            groups.append((mask, t, dfs, lo_hi, level))
+    return _smallest_ratios(groups, count, est.size)
+
+
+def _moments(sums: Floats, n: int) -> tuple[Floats, Floats, Floats]:
+    """The two cells' sample variances and covariance (n − 1 df) from Σa, Σb, Σa², Σb², Σab."""
+    ma, mb = sums[0] / n, sums[1] / n
+    d = max(n - 1, 1)
+    va = np.maximum(sums[2] - n * ma * ma, 0.0) / d
+    vb = np.maximum(sums[3] - n * mb * mb, 0.0) / d
+    return va, vb, (sums[4] - n * ma * mb) / d
+
+
+Group = tuple[np.ndarray, Floats, Floats, tuple[float, float], float]
+
+
+def _smallest_ratios(groups: Sequence[Group], count: int, size: int) -> Floats:
+    """p/per of the paths that can be among the count + 1 smallest, +inf elsewhere: each group (mask, |t|, df,
+    the df's bounds, per) a branch whose df lies within its bounds. A p at a fixed df falls as |t| grows, so
+    the count + 1 largest |t| of each group at its lower df bound give a ratio R that count + 1 paths reach, and a
+    path whose ratio at its upper df bound exceeds R cannot be among them: its t distribution (each path's own
+    df) is then never evaluated — the calibrations' cost, since every path's p would be (2–10 s a design)."""
+    from scipy import special
+
+    bounds: list[Floats] = []
+    for mask, t, _, (lo, _), per in groups:
+        tt = t[mask]
+        k = min(count + 1, tt.size)
+        if k > 0:
+            top = np.partition(tt, tt.size - k)[tt.size - k :]
+            bounds.append(np.asarray(2.0 * special.stdtr(lo, -top) / per, dtype=np.float64))
+    every = np.concatenate(bounds) if bounds else np.zeros(0)
+    r = float(np.partition(every, count)[count]) if every.size > count else math.inf
+    out = np.full(size, np.inf)
+    for mask, t, df, (_, hi), per in groups:
+        thr = float(special.stdtrit(hi, 1.0 - r * per / 2.0)) if r * per < 1.0 else 0.0
+        take = mask & (t >= thr)
+        out[take] = np.nan_to_num(2.0 * special.stdtr(df[take], -t[take]), nan=1.0) / per
+    return out
 
 
 @dataclass(frozen=True)
@@ -166,6 +279,9 @@ class Design:
     spending: Spending = SPENDING
     eq_spending: Spending = EQ_SPENDING
     two_sample: bool = False  # units of two independent samples (boots), n per side; else pairs
+    # pairs: the switch between the unpaired (Welch) and the paired variance (see the module's docstring);
+    # False: the paired t alone (the code before; bench/decision_rho.py's "paired")
+    switch: bool = True
 
     @property
     def alpha(self) -> float:
@@ -192,13 +308,26 @@ class Design:
     def is_look(self, n: int) -> bool:
         return n in self.looks or n >= self.looks[-1]
 
-    def level(self, n: int, alpha: float, spending: Spending | None = None, *, eq: bool = False) -> float:
+    def level(
+        self,
+        n: int,
+        alpha: float,
+        spending: Spending | None = None,
+        *,
+        eq: bool = False,
+        welch: bool | None = None,
+    ) -> float:
         """The nominal two-sided level at n units (the look at or below n; 0 before the first look); `eq`: of
-        the equivalence looks."""
+        the equivalence looks; `welch`: the switch's branch (None: the design's own t alone)."""
         looks = self.eq_looks if eq else self.looks
-        levels = t_levels(looks, alpha, spending or self.spending, self.two_sample)
+        sp = spending or self.spending
+        if welch is None:
+            levels = t_levels(looks, alpha, sp, self.two_sample)
+        else:
+            scale = switch_scale(looks, alpha, sp)
+            levels = tuple(lv * f for lv, f in zip(t_levels(looks, alpha, sp, welch), scale, strict=True))
         below = [lv for look, lv in zip(looks, levels, strict=True) if look <= n]
-        return below[-1] if below else 0.0
+        return min(below[-1], 1.0) if below else 0.0
 
 
 @dataclass(frozen=True)
@@ -219,6 +348,7 @@ class Look:
     eq_high: float
     p_value: float
     margin: float  # the equivalence margin on the test's scale actually used (less the resolution)
+    variance: str = "paired"  # the switch's branch: "paired", or "unpaired" (the two cells' Welch variance)
 
 
 def _t(level: float, df: float) -> float:
@@ -245,16 +375,28 @@ def tick(values: Values) -> float:
     return h
 
 
-def look(d: Floats, design: Design, *, resolution: float = 0.0, margin: float | None = None) -> Look:
+def look(
+    d: Floats,
+    design: Design,
+    *,
+    resolution: float = 0.0,
+    margin: float | None = None,
+    sides: tuple[Floats, Floats] | None = None,
+) -> Look:
     """The sequential test of paired differences `d` (log ratios, or differences) at look n = len(d).
     `resolution`: one tick of the values on the test's scale (see `tick`); `margin`: the equivalence margin on
-    the test's scale (default: log(1 + equivalence_pct/100))."""
+    the test's scale (default: log(1 + equivalence_pct/100)); `sides`: the two cells' values on that scale
+    (d = b − a), for the switch's unpaired variance (without them, or `design.switch` off: the paired t)."""
     n = int(d.size)
     eq = math.log1p(design.equivalence_pct / 100.0) if margin is None else margin
     beyond = math.log1p(design.beyond_pct / 100.0) if margin is None else design.beyond_pct / 100.0
+    margins = (eq - resolution, beyond)
     sd = float(d.std(ddof=1)) if n > 1 else math.nan
     sd = max(sd, resolution * math.sqrt(2.0 / 12.0))  # two rounded values per pair: h²/12 each
-    test = decide(float(d.mean()), sd / math.sqrt(n), n - 1.0, n, design, (eq - resolution, beyond))
+    if sides is not None and design.switch and not design.two_sample and n > 2:
+        test = _switched(d, sides, design, resolution, margins)
+    else:
+        test = decide(float(d.mean()), sd / math.sqrt(n), n - 1.0, n, design, margins)
     if test.decision == "different" and n > 3:
         # one pair alone must not make the proof: without its most extreme pair the change must still be
         # significant (at the fixed-sample level), the same way
@@ -273,6 +415,24 @@ def look(d: Floats, design: Design, *, resolution: float = 0.0, margin: float | 
                 high=max(test.high, high),
             )
     return test
+
+
+def _switched(
+    d: Floats, sides: tuple[Floats, Floats], design: Design, resolution: float, margins: tuple[float, float]
+) -> Look:
+    """The switch's test at this look: the unpaired (Welch) variance of the two cells, or the paired one where
+    the data show a correlation inside the round (see the module's docstring), each at its branch's levels."""
+    xa, xb = sides
+    n = int(d.size)
+    floor = resolution * resolution / 12.0  # a rounded value's h²/12
+    va, vb = max(float(xa.var(ddof=1)), floor), max(float(xb.var(ddof=1)), floor)
+    vd = max(float(d.var(ddof=1)), 2.0 * floor)
+    vs = max(float((xa + xb).var(ddof=1)), 2.0 * floor)
+    if bool(takes_paired(np.array(vd), np.array(vs), n)):
+        return decide(float(d.mean()), math.sqrt(vd / n), n - 1.0, n, design, margins, welch=False)
+    df = (va + vb) ** 2 / ((va * va + vb * vb) / (n - 1.0))
+    test = decide(float(d.mean()), math.sqrt((va + vb) / n), df, n, design, margins, welch=True)
+    return replace(test, variance="unpaired")
 
 
 def welch_look(xa: Floats, xb: Floats, design: Design, *, resolution: float = 0.0) -> Look:
@@ -299,14 +459,25 @@ def _plain_rejects(d: Floats, alpha: float, estimate: float) -> bool:
     return abs(mean) / (sd / math.sqrt(d.size)) > _t(alpha, d.size - 1.0) and same_way
 
 
-def decide(est: float, se: float, df: float, n: int, design: Design, margins: tuple[float, float]) -> Look:
+def decide(
+    est: float,
+    se: float,
+    df: float,
+    n: int,
+    design: Design,
+    margins: tuple[float, float],
+    *,
+    welch: bool | None = None,
+) -> Look:
     """What the look at n units decides from an estimate, its standard error and df: a difference when the
     repeated 1 − α interval excludes 0 and ±`beyond` (margins[1]), equivalence when the repeated 1 − 2α interval
     lies inside ±`usable` (margins[0]: the margin less the values' resolution), else go on (or undecided at the
-    last look). Any stopping rule read from repeated intervals keeps their coverage: the gate's margin too."""
+    last look). Any stopping rule read from repeated intervals keeps their coverage: the gate's margin too.
+    `welch`: the switch's branch whose levels apply (None: the design's own t)."""
     usable, beyond = margins
     a = design.alpha
-    lv, lv_eq = design.level(n, a), design.level(n, 2.0 * a, design.eq_spending, eq=True)
+    lv = design.level(n, a, welch=welch)
+    lv_eq = design.level(n, 2.0 * a, design.eq_spending, eq=True, welch=welch)
     t, t_eq = _t(lv, df), _t(lv_eq, df)
     spread = se > 0 and math.isfinite(se)
     t_stat = abs(est) / se if spread else (math.inf if est != 0 else 0.0)
@@ -343,9 +514,11 @@ def paired_look(a: Values, b: Values, design: Design) -> Look:
     h = tick(np.concatenate([xa, xb]))
     if on_log_scale(xa, xb):
         gm = math.exp(float(np.log(np.concatenate([xa, xb])).mean()))
-        return look(np.log(xb) - np.log(xa), design, resolution=h / gm)
+        la, lb = np.log(xa), np.log(xb)
+        return look(lb - la, design, resolution=h / gm, sides=(la, lb))
     scale = abs(float(xa.mean())) if xa.size and xa.mean() != 0 else 1.0
-    return look((xb - xa) / scale, design, resolution=h / scale, margin=design.equivalence_pct / 100.0)
+    sa, sb = xa / scale, xb / scale
+    return look(sb - sa, design, resolution=h / scale, margin=design.equivalence_pct / 100.0, sides=(sa, sb))
 
 
 def ratio_interval(test: Look, log: bool) -> tuple[float, float, float]:
@@ -366,6 +539,7 @@ def to_dict(test: Look, design: Design, log: bool) -> JSONObject:
         "first_look": design.looks[0],
         "last_look": design.looks[-1],
         "nominal_t": test.t_crit if math.isfinite(test.t_crit) else None,
+        "variance": test.variance,
         # before the first equivalence look the interval has no bound (None: JSON has no infinity)
         "tost_ratio_low": _ratio(test.eq_low, log),
         "tost_ratio_high": _ratio(test.eq_high, log),

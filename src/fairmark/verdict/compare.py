@@ -15,7 +15,7 @@ from fairmark.stats import sequential as seq
 from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Rounds, Tested, change_of, mde_percent, tested, verdict_fields
 from fairmark.stats.describe import Summary
-from fairmark.stats.digits import estimate_text, format_pair
+from fairmark.stats.digits import detectable_text, estimate_text, format_pair
 from fairmark.stats.paired import RatioTest
 from fairmark.stats.ranks import RankCheck, can_reach
 from fairmark.stats.robust import DESIGN as ROBUST
@@ -391,8 +391,8 @@ def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
         suffix = f" {unit}" if unit else ""
         near = format_pair(mean_baseline, test.mde)[0]
         return f"±{format_pair(test.mde, test.mde)[0]}{suffix} (the baseline's mean, {near}{suffix}, is too near 0 for a percentage)"
-    if math.isfinite(pct):
-        return f"±{format_pair(pct, pct)[0]}%"
+    if math.isfinite(pct):  # on the log scale a factor either way: "-91% or +970%", not "±970%"
+        return detectable_text(pct, test.scale == "log", lambda x: f"{format_pair(x, x)[0]}%")
     if math.isfinite(test.mde):  # a baseline mean of 0: in the values' unit (once, not "±2.1 ± 2.1")
         return f"±{format_pair(test.mde, test.mde)[0]}" + (f" {unit}" if unit else "")
     return "no size (too few values)"

@@ -16,6 +16,7 @@ from fairmark.stats.levels import (
     Advice,
     Levels,
     LevelsReport,
+    Split,
     Unit,
     WithinBound,
     advice,
@@ -48,16 +49,57 @@ WHY_LEVEL = {
 UNKNOWN_BOOT_VARIANCE = NO_CLAIM
 
 
-def advice_sentence(lv: Levels, adv: Advice | None, mean_baseline: float) -> str:
+def advice_sentence(lv: Levels, adv: Advice | None, mean_baseline: float, names: tuple[str, str]) -> str:
+    """How a unit mean's variance splits on each side (with its interval), and where the next repetitions buy
+    most precision, on the verdict's scale."""
+    shares = share_clause(lv, names)
     if adv is None:
-        return f"where more repetitions help most: unknown until each side has ≥ 2 {lv.unit}s"
-    pct = 100.0 / abs(mean_baseline) if mean_baseline else math.nan
+        return f"{shares}; where more repetitions help most: unknown until each side has ≥ 2 {lv.unit}s"
+    if adv.scale == "log":  # a standard error of the log ratio, as the change of the ratio it stands for
+
+        def pct(se: float) -> str:
+            return f"{100 * math.expm1(se):.2g}%"
+    else:
+
+        def pct(se: float) -> str:
+            return f"{100 * se / abs(mean_baseline):.2g}%" if mean_baseline else "unknown"
+
     return (
-        f"{100 * adv.unit_share:.0f}% of a {lv.unit} mean's variance is {lv.unit}-to-{lv.unit}; the next repetitions "
-        f"buy most as {advice_words(adv)} (standard error {adv.se_now * pct:.2g}% now, "
-        f"{adv.se_more_units * pct:.2g}% with twice the {lv.unit}s, "
-        f"{adv.se_more_trials * pct:.2g}% with twice the trials per {lv.unit})"
+        f"{shares}; the next repetitions buy most as {advice_words(adv)} (standard error {pct(adv.se_now)} now, "
+        f"{pct(adv.se_more_units)} with twice the {lv.unit}s, "
+        f"{pct(adv.se_more_trials)} with twice the trials per {lv.unit})"
     )
+
+
+def share_clause(lv: Levels, names: tuple[str, str]) -> str:
+    """ "boot-to-boot share of a boot mean's variance: default 0% (0% to 86%), noinit 93% (61% to 99%)" — or
+    why a side's is unknown; "too few boots to split the variance" when neither side's is known."""
+    u = lv.unit
+
+    def one(name: str, s: Split | None) -> str | None:
+        if s is None or s.units < 2:
+            return f"{name} unknown (one {u})"
+        if not math.isfinite(s.sd_trial):
+            return f"{name} unknown (one trial per {u})"
+        if not math.isfinite(s.share):
+            return f"{name} unknown (no spread)"
+        return f"{name} {_pct(s.share)} ({_pct(s.share_low)} to {_pct(s.share_high)})"
+
+    said = [one(n, s) for n, s in zip(names, (lv.baseline, lv.other), strict=True)]
+    if all(t is None or "unknown" in t for t in said):
+        return f"too few {u}s (or trials per {u}) to split the variance of a {u} mean"
+    scale = ", of the logarithms as tested" if lv.scale == "log" else ""
+    return f"{u}-to-{u} share of a {u} mean's variance{scale}: {', '.join(t for t in said if t)}"
+
+
+def _pct(x: float) -> str:
+    """A share in whole percent, never "100%" for one below 1 nor "0%" for one above 0 (an interval's end)."""
+    v = round(100 * x)
+    if v == 100 and x < 1:
+        return ">99%"
+    if v == 0 and x > 0:
+        return "<1%"
+    return f"{v}%"
 
 
 def compare_levels(
@@ -102,7 +144,7 @@ def compare_levels(
         below,
         **verdict_fields(test, ma),
         change=change_of(test, below.better),
-        sentence=f"{sentence} ({counts}); {advice_sentence(lv, adv, ma)}",
+        sentence=f"{sentence} ({counts}); {advice_sentence(lv, adv, ma, names)}",
         levels=LevelsReport(lv, adv, order=order),
         claim=True,
         sequential=to_dict(decided[1], sequential, test.scale == "log") if decided and sequential else None,
