@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from fairmark.stats import levelcache
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.fdr import bh_adjust
 from fairmark.stats.paired import UNIT_DESIGNS, RatioTest, RoundKey
@@ -101,6 +102,13 @@ CALIBRATION_SEED = (
 @functools.lru_cache(maxsize=64)
 def t_levels(
     looks: tuple[int, ...], alpha: float, spending: Spending = SPENDING, two_sample: bool = False
+) -> tuple[float, ...]:
+    """_simulated_t_levels, kept on disk between processes (stats.levelcache)."""
+    return levelcache.cached("t_levels", _simulated_t_levels, looks, alpha, spending, two_sample)
+
+
+def _simulated_t_levels(
+    looks: tuple[int, ...], alpha: float, spending: Spending, two_sample: bool
 ) -> tuple[float, ...]:
     """Each look's nominal two-sided level for a t statistic with its variance estimated, such that normal data
     cross look k first with probability α(t_k) − α(t_{k−1}) of the spending function — exact up to Monte Carlo
@@ -177,6 +185,11 @@ def takes_paired(vd: Floats, vs: Floats, n: int, guard: tuple[float, float] = GU
 
 @functools.lru_cache(maxsize=64)
 def switch_scale(looks: tuple[int, ...], alpha: float, spending: Spending = SPENDING) -> tuple[float, ...]:
+    """_simulated_switch_scale, kept on disk between processes (stats.levelcache)."""
+    return levelcache.cached("switch_scale", _simulated_switch_scale, looks, alpha, spending)
+
+
+def _simulated_switch_scale(looks: tuple[int, ...], alpha: float, spending: Spending) -> tuple[float, ...]:
     """The factor per look on both branches' levels (t_levels of the paired and of the Welch t) such that normal
     data, the two trials of a round independent, cross look k first under the switch with probability
     α(t_k) − α(t_{k−1}): look by look on CALIBRATION_PATHS seeded paths of the two cells' sufficient statistics,
