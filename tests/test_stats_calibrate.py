@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.errors import GateTripped
+from fairmark.stats.digits import format_pair
 
 PLAN = """
 [run]
@@ -41,11 +42,17 @@ def test_calibrate_stores_rate_and_mde_and_later_verdicts_show_them(tmp_path: Pa
     low, high = data["false_positive_ci"]
     assert 0 <= low <= data["false_positive_rate"] <= high <= 1  # exact binomial CI, wide at K = 3
     assert data["mde_percent"] > 0 and data["trials_per_side"] == [3, 3]
+    fall = 100 * data["mde_percent"] / (100 + data["mde_percent"])  # ×(1 + m) one way, ÷(1 + m) the other
     assert _hooks_of(data["run_ids"]) == [["monitor.system"]] * 3  # the monitors `run` has (issue 39)
     code, out, err = fairmark_cli("run", str(plan), "--json", "--no-monitors", "--accept-risk")
     assert code == 0, err
     (verdict,) = json.loads(out)["verdicts"]
-    assert "calibration: this machine shows changes beyond ±" in verdict["sentence"]
+    # the calibration's change as the verdict's own: a factor either way on the log scale ("-47% or +90%")
+    size = "±" if data["mde_percent"] < 10 else f"-{format_pair(fall, fall)[0]}% or +"
+    assert (
+        data["scale"] == "log"
+        and f"calibration: this machine shows changes beyond {size}" in verdict["sentence"]
+    )
     assert "false positives in 3 A/A runs" in verdict["sentence"]
 
 

@@ -66,7 +66,7 @@ def _rows(found: dict[tuple[str, str, str], list[dict[str, Any]]], run_ids, host
 def _line(row: dict[str, Any]) -> str:
     """A workload's false-positive rate with its CI and the change it detects: sizes and rates in two
     significant digits, never in exponent notation ('±140%', was '±1.4e+02%')."""
-    from fairmark.stats.digits import format_spread
+    from fairmark.stats.digits import detectable_text, format_spread
 
     d = row["data"]
     low, high = d["false_positive_ci"]
@@ -79,9 +79,11 @@ def _line(row: dict[str, Any]) -> str:
         return head + said
     pct = (format_spread(100 * x, "%") for x in (d["false_positive_rate"], low, high))
     rate, lo, hi = pct
+    # on the log scale a factor either way ("-47% or +90%"); a calibration stored without its scale: "±90%"
+    size = detectable_text(mde, d.get("scale") == "log", lambda x: format_spread(x, "%"))
     return (
         f"{head}{said} ({rate}, 95% CI {lo[:-1]}–{hi}; α = {100 * d['alpha']:g}%); detects "
-        f"±{format_spread(mde, '%')} with 80% power at {d['trials_per_side'][0]}–{d['trials_per_side'][1]} "
+        f"{size} with 80% power at {d['trials_per_side'][0]}–{d['trials_per_side'][1]} "
         "trials per side"
     )
 

@@ -18,6 +18,7 @@ class Calibration(TypedDict):
     false_positive_ci: list[float]  # Clopper-Pearson, [low, high]
     alpha: float
     mde_percent: float | None  # the median of the runs' minimum detectable effects
+    scale: str  # "log" when every run's verdict was on the log scale: its MDE is a factor either way
     trials_per_side: list[int] | None  # the fewest and the most
 
 
@@ -46,6 +47,7 @@ def summarize(aa: Sequence[Mapping[str, object]], *, confidence: float) -> Calib
         "false_positive_ci": [low, high],
         "alpha": 1.0 - confidence / 100.0,
         "mde_percent": mdes[len(mdes) // 2] if mdes else None,
+        "scale": "log" if aa and all(c.get("scale") == "log" for c in aa) else "raw",
         "trials_per_side": [trials[0], trials[-1]] if trials else None,
     }
 

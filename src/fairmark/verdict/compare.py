@@ -434,7 +434,8 @@ def _calibration_clause(calibration: Mapping[str, object] | None) -> str:
     mde, fp = _number(calibration, "mde_percent"), _number(calibration, "false_positive_rate")
     parts = []
     if mde is not None and math.isfinite(mde) and mde > 0:
-        parts.append(f"this machine shows changes beyond ±{format_pair(mde, mde)[0]}% for this workload")
+        size = detectable_text(mde, calibration.get("scale") == "log", lambda x: f"{format_pair(x, x)[0]}%")
+        parts.append(f"this machine shows changes beyond {size} for this workload")
     if fp is not None:
         ci = calibration.get("false_positive_ci")
         low, high = (ci[0], ci[1]) if isinstance(ci, list | tuple) and len(ci) == 2 else (math.nan, math.nan)
