@@ -51,3 +51,16 @@ def test_a_verdicts_calibration_clause_says_the_fall_and_the_rise() -> None:
 
     clause = _calibration_clause(_calibration(500.0, "log"))
     assert "this machine shows changes beyond -80% or +500% for this workload" in clause, clause
+
+
+def test_the_decision_stops_first_table_names_its_columns_as_the_text_does() -> None:
+    """docs/statistics.md, "Stopping when decided": the first table's last column was relabelled "the paired t
+    alone (superseded by the switch …)" while the paragraph above still introduced its figures as "after"."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "statistics.md").read_text()
+    intro, table = text.split("## Stopping when decided", 1)[1].split("\n| case |", 1)
+    columns = [c.split(": rate")[0].strip() for c in table.split("\n", 1)[0].strip(" |").split("|")[1:]]
+    labels = [c.split(" (superseded")[0] for c in columns]
+    assert labels == ["before (precision)", "before (decision)", "the paired t alone"], columns
+    assert '"after"' not in intro and all(f'"{label}"' in intro for label in labels)
