@@ -3,7 +3,12 @@ round: one test (or more) per screen, each failing on the code before it (main a
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 
 def _calibration(mde: float, scale: str | None) -> dict[str, Any]:
@@ -64,3 +69,63 @@ def test_the_decision_stops_first_table_names_its_columns_as_the_text_does() -> 
     labels = [c.split(" (superseded")[0] for c in columns]
     assert labels == ["before (precision)", "before (decision)", "the paired t alone"], columns
     assert '"after"' not in intro and all(f'"{label}"' in intro for label in labels)
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="needs the OpenSSH client (ssh -G)")
+def test_a_host_reached_through_loopback_runs_on_this_machine(tmp_path: Path) -> None:
+    """A QEMU guest behind a forwarded port (tests/qemuguest.py: root@127.0.0.1 -p PORT), or an alias to it."""
+    from fairmark.remote.connection import HostSpec, reaches_this_machine
+
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        "Host guest\n  HostName 127.0.0.1\n  Port 2222\nHost far\n  HostName 192.0.2.7\n"
+        "Host jumped\n  HostName 127.0.0.1\n  ProxyJump bastion\n"
+    )
+    f = ("-F", str(cfg))
+    assert reaches_this_machine(HostSpec("g", "root@127.0.0.1", (*f, "-p", "2222")))
+    assert reaches_this_machine(HostSpec("g", "guest", f))
+    assert reaches_this_machine(HostSpec("g", "root@localhost", f))
+    assert reaches_this_machine(HostSpec("g", "root@::1", f))
+    assert not reaches_this_machine(HostSpec("g", "far", f))
+    assert not reaches_this_machine(HostSpec("g", "jumped", f))  # the loopback of the jump host, not this one
+
+
+# A QEMU boots run (2 vs 2 boots of a TCG guest, 1 CPU) with this VM at load 15-20: the headline quoted the
+# guest's own load, which does not see the work competing for the guest's CPU here.
+THIS = {"load": {"loadavg": [15.2, 17.0, 14.1]}, "threads": 2}
+GUEST = {"finding_id": "load", "evidence": "host guest: load average 0.70 0.19 0.06 on 1 CPUs"}
+
+
+def test_a_guests_busy_headline_says_this_machines_load_and_the_guests() -> None:
+    from fairmark.report.busy import busy_headline
+    from fairmark.run.loop.gate import competing_here
+
+    found = competing_here(["guest"], THIS)
+    here = "this machine (host guest runs on it): load average 15.20 17.00 14.10 on 2 CPUs"
+    assert [(f["id"], f["evidence"]) for f in found] == [("load", here)]
+    assert competing_here([], THIS) == []  # no host runs here: the hosts' own loads are what competes
+    # the gate stores this machine's findings first, then each host's (run.loop.gate.Gate._check_hosts)
+    rows = [{"finding_id": f["id"], "evidence": f["evidence"]} for f in found] + [GUEST]
+    line = busy_headline(SimpleNamespace(findings=rows, cells=[], verdicts=[]), {})  # type: ignore[arg-type]
+    assert line is not None and line.startswith(f"busy machine: {here}; {GUEST['evidence']}. "), line
+
+
+def test_between_rounds_this_machine_is_watched_for_a_guest_and_named() -> None:
+    from fairmark.run.loop.gate import VolatileWatch
+
+    stored: list[dict[str, Any]] = []
+    store = SimpleNamespace(
+        add_artifact=lambda *a, **k: None, add_findings=lambda _r, _p, rows: stored.extend(rows)
+    )
+    guest = SimpleNamespace(snapshot=dict)
+    hosts = SimpleNamespace(
+        variant_host={"a": "guest", "b": "guest"}, here=["guest"], remote={"guest": guest}
+    )
+    watch = VolatileWatch(enabled=True)
+    watch.follow(hosts)
+    assert watch.local and watch.here == ["guest"]  # before: only the guest was watched
+    notes: list[str] = []
+    watch._judge(store, "r", notes.append, None, THIS, None)  # type: ignore[arg-type]
+    said = "this machine (host guest runs on it): load average 15.20 17.00 14.10 on 2 CPUs"
+    assert notes == [f"between rounds: The host is not idle: {said}"], notes
+    assert [f["evidence"] for f in stored] == [said]

@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import functools
 import hashlib
+import ipaddress
 import itertools
 import json
 import os
@@ -134,6 +135,31 @@ class HostSpec:
     agent: tuple[str, ...] = ()  # e.g. ("fairmark", "agent") when fairmark is installed there
     python: str | None = None  # None: the first Python 3 of PYTHON_PLACES on the host
     become: tuple[str, ...] = ()  # e.g. ("sudo", "-n"): the agent and plain commands run as root through it
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+
+
+def reaches_this_machine(spec: HostSpec) -> bool:
+    """Whether ssh reaches the host through this machine's loopback — a VM's forwarded port, a container's: its
+    CPUs are then this machine's, and the work here competes with its trials. The address is ssh's own (`ssh
+    -G`: an alias's HostName, the options'); a ProxyJump or ProxyCommand makes loopback another machine's."""
+    try:
+        out = subprocess.run(
+            ["ssh", "-G", *spec.ssh_options, "--", spec.ssh], capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    conf = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    if conf.get("proxyjump", "none") != "none" or conf.get("proxycommand", "none") != "none":
+        return False
+    name = conf.get("hostname") or spec.ssh.rsplit("@", 1)[-1]
+    if name.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _fairmark_imports(path: Path) -> set[str]:

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, cast
 from fairmark.errors import EnvironmentRefused, PlanError
 from fairmark.plan.kinds import REMOTE_KEYS, given
 from fairmark.plan.load import check_hosts
-from fairmark.remote.connection import AgentError, ConnectionLost, HostConnection, HostSpec
+from fairmark.remote.connection import (
+    AgentError,
+    ConnectionLost,
+    HostConnection,
+    HostSpec,
+    reaches_this_machine,
+)
 from fairmark.remote.executor import RemoteExecutor
 from fairmark.remote.probe import remote_snapshot
 from fairmark.remote.profiling import RemoteProfile
@@ -300,7 +306,11 @@ class RemoteHost:
         return self._executor().last_boot_id or self._connection().hello.get("boot_id")
 
     def snapshot(self) -> Snapshot:
-        return cast("Snapshot", remote_snapshot(self._connection()))  # the probe's dict, as run/host types it
+        return cast("Snapshot", remote_snapshot(self._connection()))
+
+    def on_this_machine(self) -> bool:
+        """Whether it runs on the controller's machine (reached through loopback: a VM, a container)."""
+        return reaches_this_machine(self.spec)  # the probe's dict, as run/host types it
 
     def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
         return self._connection().run(argv, timeout_s=timeout_s)

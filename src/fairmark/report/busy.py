@@ -21,7 +21,8 @@ def busy_headline(r: RunReport, attrs: dict[str, Any]) -> str | None:
     waited = [k for k, a in attrs.items() if a is not None and any(f.key == SATURATED for f in a.flags)]
     if not seen and not waited:
         return None
-    what = [str(seen["load"]["evidence"])] if "load" in seen else []
+    # every machine's load, in the gate's order: this machine first when a guest's CPUs are its (run.loop.gate)
+    what = list(dict.fromkeys(str(f["evidence"]) for f in r.findings if f.get("finding_id") == "load"))
     what += ["tasks waited for a CPU (pressure stall)"] if "pressure" in seen and not waited else []
     if waited:
         what.append(f"tasks waited for a CPU during {len(waited)} of {len(r.cells)} cell(s)")

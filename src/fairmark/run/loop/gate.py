@@ -68,7 +68,7 @@ class Gate:
         refused unless the plan declares them. Returns (the run's env_before, findings tagged with their host)."""
 
         snaps = self.hosts.snapshots()
-        found = []
+        found = competing_here(self.hosts.here)  # first: the machine a guest's CPUs are
         for name, snap in snaps.items():
             for f in diagnose(snap, intended_env=intended_env(self.plan.variant)):
                 d = f.to_dict()
@@ -115,6 +115,28 @@ class Gate:
         return take_snapshot("/", tools=self.programs)
 
 
+COMPETING = ("load", "pressure")  # what this machine's work does to a guest's trials on it
+
+
+def competing_here(guests: list[str], snap: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """This machine's load and CPU pressure when hosts run on it (`guests`: VMs or containers reached through
+    loopback): their CPUs are this machine's, and a guest's own load average does not see the work here (a TCG
+    guest read 0.70 on 1 CPU while this machine ran at load 15-20). Named as this machine's."""
+    if not guests:
+        return []
+    found = []
+    for f in diagnose_volatile(snap if snap is not None else volatile_snapshot()):
+        if f.id in COMPETING:
+            d = f.to_dict()
+            d["evidence"] = f"{here_label(guests)}: {d['evidence']}"
+            found.append(d)
+    return found
+
+
+def here_label(guests: list[str]) -> str:
+    return f"this machine (host {', '.join(guests)} runs on it)"
+
+
 @dataclass
 class VolatileWatch:
     """Between rounds (at most every VOLATILE_EVERY_S), sample the cheap, volatile environment: a neighbour
@@ -133,6 +155,7 @@ class VolatileWatch:
     hosts: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
     hosts_before: dict[str, dict[str, Any]] = field(default_factory=dict)
     local: bool = True  # whether some variant runs on this machine (else the controller is not watched)
+    here: list[str] = field(default_factory=list)  # hosts that run on this machine: it is watched for them
 
     def follow(self, hosts: Any) -> None:
         """Watch where the run's variants run: each host whose variants run there, sampled by its agent and
@@ -140,7 +163,8 @@ class VolatileWatch:
         used = {h for h in hosts.variant_host.values() if h}
         if not used:
             return
-        self.local = any(not h for h in hosts.variant_host.values())
+        self.here = [h for h in hosts.here if h in used]
+        self.local = any(not h for h in hosts.variant_host.values()) or bool(self.here)
         if self.local:
             self.env_before = None  # the gate's snapshot is a host's: no baseline of this machine's
         self.hosts = {n: hosts.remote[n].snapshot for n in sorted(used)}
@@ -182,6 +206,9 @@ class VolatileWatch:
         if host:
             for f in new:
                 f["id"], f["evidence"] = f"{host}:{f['id']}", f"host {host}: {f['evidence']}"
+        elif self.here:  # this machine, watched for the guests on it
+            for f in new:
+                f["evidence"] = f"{here_label(self.here)}: {f['evidence']}"
         new = [f for f in new if f["severity"] != "info" and f["id"] not in self.noticed]
         for f in new:
             self.noticed.add(f["id"])

@@ -400,6 +400,12 @@ class Hosts:
         self.snaps = {name: host.snapshot() for name, host in self.remote.items()}
         return self.snaps
 
+    @functools.cached_property
+    def here(self) -> list[str]:
+        """The hosts that run on this machine (a VM or container reached through loopback): their trials compete
+        with the work here, which their own load average does not show."""
+        return [n for n, h in sorted(self.remote.items()) if getattr(h, "on_this_machine", lambda: False)()]
+
     def describe(self) -> dict[str, HostRecord]:
         """What the run records about its hosts (`fairmark runs --host NAME` filters on these names)."""
         out: dict[str, HostRecord] = {}
