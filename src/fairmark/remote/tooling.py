@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from fairmark.cachedir import cache_dir
 from fairmark.errors import PlanError
 from fairmark.remote.confine import write_inside
 from fairmark.remote.connection import ConnectionLost, ProtocolError
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 
 # -- on the host (called by the agent's "adapter" operation) -------------------------------------------------
 def handle(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
-    from fairmark.run.loop.stage import cache_dir
-
     key, method = req["key"], req["method"]
     if method == "setup":
         c = req["ctx"]

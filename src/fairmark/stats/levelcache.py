@@ -24,12 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
+from fairmark.cachedir import cache_dir
+
 Levels = tuple[float, ...]
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fairmark" / "levels"
+    return cache_dir() / "levels"
 
 
 @functools.cache

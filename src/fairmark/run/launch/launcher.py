@@ -63,6 +63,7 @@ def _c_text(name: str) -> str:
 
 
 def _cache_dir() -> str:
+    # fairmark.cachedir's rule, written again: this file is shipped alone to hosts that have no fairmark
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "fairmark")
 

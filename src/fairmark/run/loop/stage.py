@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fairmark.cachedir import cache_dir
 from fairmark.errors import FairmarkError
 from fairmark.plan.model import RunPolicy, Workload
 from fairmark.run.guard import scratch
@@ -26,11 +27,6 @@ from fairmark.run.workloads.servers import free_port
 
 if TYPE_CHECKING:
     from fairmark.run.machine.host import Hosts
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fairmark"
 
 
 @contextmanager
