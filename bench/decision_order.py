@@ -31,12 +31,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import subprocess
 import time
 
 import numpy as np
 from scipy import special
 
+from _table import print_figures, print_provenance
 from fairmark.stats.sequential import EQ_SPENDING, SPENDING, spent
 
 ALPHA = 0.05
@@ -285,8 +285,6 @@ def main() -> None:
     )
     ap.add_argument("--seed", type=int, default=36)
     args = ap.parse_args()
-    here = os.path.dirname(__file__) or "."
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=here)
     start, load0 = time.monotonic(), os.getloadavg()[0]
     rows = [rule_rows(r, twos, name, args.paths, args.seed + k) for k, (r, twos, name) in enumerate(RULES)]
     rows += switch_rows(args.paths, args.seed + len(RULES))
@@ -296,20 +294,9 @@ def main() -> None:
         "A/A CV 1.5%, 5 to 30: proven within ±2%; trials per side (false equivalence at +2%)",
     ]
     head += [f"A/A false claims, 5 to 30: {text}" for _, text in SHAPES]
-    print(
-        f"{args.paths} paths a row; mean ± its standard error; a rate ± √(p(1 − p)/paths); bold: a goal's figure, or a rate above 5.5%"
-    )
-    for j, h in enumerate(
-        head[1:], 1
-    ):  # one table per rule would be wide: a row per figure, a column per rule
-        if j == 1:
-            print("| figure | " + " | ".join(r[0] for r in rows) + " |")
-            print("|---" * (len(rows) + 1) + "|")
-        print(f"| {h} | " + " | ".join(r[j] for r in rows) + " |")
-    print(
-        f"\ncommit {commit.stdout.strip()}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, "
-        f"{time.monotonic() - start:.0f} s"
-    )
+    note = f"{args.paths} paths a row; mean ± its standard error; a rate ± √(p(1 − p)/paths); bold: a goal's figure, or a rate above 5.5%"
+    print_figures(note, head[1:], [(r[0], r[1:]) for r in rows])
+    print_provenance(start, load0)
 
 
 if __name__ == "__main__":

@@ -29,12 +29,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import subprocess
 import time
 
 import numpy as np
 from scipy import special
 
+from _table import print_figures, print_provenance
 from decision_order import calibrate, paths_of, rate, trials
 from fairmark.stats.sequential import EQ_SPENDING, SPENDING, t_levels
 
@@ -243,8 +243,6 @@ def main() -> None:
     ap.add_argument("--shapes", default="", help="extra shapes, comma-separated (e.g. rho~0.1,0.2)")
     args = ap.parse_args()
     shapes = list(SHAPES) + [(s, s) for s in args.shapes.split(";") if s]
-    here = os.path.dirname(__file__) or "."
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=here)
     start, load0 = time.monotonic(), os.getloadavg()[0]
     rules = args.rules.split(",")
     cols = [rule_column(r, args.paths, args.seed + k, shapes) for k, r in enumerate(rules)]
@@ -258,17 +256,9 @@ def main() -> None:
         "coverage at 1.2",
     ]
     head += [f"A/A false claims, 5 to 30: {text}" for _, text in shapes]
-    print(
-        f"{args.paths} paths a row; mean ± its standard error; bold: a goal's figure, a rate above 5.5%, a coverage below 95%"
-    )
-    print("| figure | " + " | ".join(rules) + " |")
-    print("|---" * (len(rules) + 1) + "|")
-    for j, h in enumerate(head):
-        print(f"| {h} | " + " | ".join(c[j] for c in cols) + " |")
-    print(
-        f"\ncommit {commit.stdout.strip()}, load average {load0:.1f} → {os.getloadavg()[0]:.1f} on "
-        f"{os.cpu_count()} CPUs, {time.monotonic() - start:.0f} s"
-    )
+    note = f"{args.paths} paths a row; mean ± its standard error; bold: a goal's figure, a rate above 5.5%, a coverage below 95%"
+    print_figures(note, head, list(zip(rules, cols, strict=True)))
+    print_provenance(start, load0)
 
 
 if __name__ == "__main__":
