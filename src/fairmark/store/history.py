@@ -100,7 +100,7 @@ def _points(
         .where(c.c.workload == workload, t.c.warmup.is_(False), t.c.profiled.is_(False), t.c.status == "ok")
         .where(sa.or_(s.c.metric != RSS_METRIC, t.c.max_rss_method.is_not(None)))
         .group_by(r.c.id, r.c.started_at, host_col, c.c.key, s.c.metric, s.c.unit, s.c.better)
-        .order_by(r.c.started_at)
+        .order_by(r.c.started_at, r.c.id, host_col, c.c.key, s.c.metric, s.c.unit, s.c.better)
     )
     if metric:
         q = q.where(s.c.metric == metric)

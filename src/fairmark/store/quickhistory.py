@@ -32,13 +32,15 @@ _JOIN = (
 )
 _HOST = "coalesce(trials.host, runs.hostname)"
 _OK = "trials.warmup IS 0 AND trials.profiled IS 0 AND trials.status = 'ok'"
+# a point per group, ties of a run's start broken as its groups sort (the order is the query's, not the plan's)
+_ORDER = 'runs.started_at, runs.id, host, cells."key", samples.metric, samples.unit, samples.better'
 _POINTS = (
     f'SELECT runs.id, runs.started_at, {_HOST} AS host, cells."key", samples.metric, samples.unit, '
     "samples.better, count(*) AS n, avg(samples.value) AS mean, avg(samples.value * samples.value) AS mean_sq "
     f"{_JOIN} WHERE cells.workload = ? AND {_OK} "
     "AND (samples.metric != 'max_rss_kib' OR trials.max_rss_method IS NOT NULL){more} "
     f'GROUP BY runs.id, runs.started_at, {_HOST}, cells."key", samples.metric, samples.unit, samples.better '
-    "ORDER BY runs.started_at"
+    f"ORDER BY {_ORDER}"
 )
 _LEGACY = (
     f'SELECT DISTINCT runs.id, runs.started_at, {_HOST} AS host, cells."key" {_JOIN} '
@@ -50,15 +52,20 @@ _TAG = 'EXISTS (SELECT * FROM run_tags AS tag{i} WHERE tag{i}.run_id = runs.id A
 # without the join of each sample to its trial — a lookup by a 36-character id that was 60% of the query (bench/
 # read_cost.py: 0.10 of 0.16 s). The trials left out (warm-up, profiled, failed) and those whose max_rss_kib is
 # not the workload's are named instead: few, read once by _ODD. (A sample's trial is always one of its cell's:
-# both are written from the one trial record, under the store's foreign keys.)
+# both are written from the one trial record, under the store's foreign keys.) The samples are aggregated per
+# cell before the join to its run: a cell is one (run, key) (UNIQUE), so the groups are _POINTS' groups, but
+# their keys are an integer instead of two ids, the key and the metric's texts — sorting 60 000 samples by those
+# was a third of the query's instructions (of 200 runs × 300 samples; valgrind). ORDER BY is _POINTS' own.
 _LOCAL = (
-    'SELECT runs.id, runs.started_at, runs.hostname AS host, cells."key", samples.metric, samples.unit, '
-    "samples.better, count(*) AS n, avg(samples.value) AS mean, avg(samples.value * samples.value) AS mean_sq "
-    "FROM samples JOIN cells ON samples.cell_id = cells.id JOIN runs ON cells.run_id = runs.id "
-    "WHERE cells.workload = ? AND samples.trial_id NOT IN ({out}) "
-    "AND (samples.metric != 'max_rss_kib' OR samples.trial_id NOT IN ({rss})){more} "
-    'GROUP BY runs.id, runs.started_at, runs.hostname, cells."key", samples.metric, samples.unit, samples.better '
-    "ORDER BY runs.started_at"
+    'SELECT runs.id, runs.started_at, runs.hostname AS host, cells."key", s.metric, s.unit, s.better, s.n, '
+    "s.mean, s.mean_sq FROM (SELECT samples.cell_id, samples.metric, samples.unit, samples.better, "
+    "count(*) AS n, avg(samples.value) AS mean, avg(samples.value * samples.value) AS mean_sq FROM samples "
+    "WHERE samples.cell_id IN (SELECT cells.id FROM cells JOIN runs ON cells.run_id = runs.id "
+    "WHERE cells.workload = ?{of_runs}) AND samples.trial_id NOT IN ({out}) "
+    "AND (samples.metric != 'max_rss_kib' OR samples.trial_id NOT IN ({rss})){of_samples} "
+    "GROUP BY samples.cell_id, samples.metric, samples.unit, samples.better) AS s "
+    "JOIN cells ON s.cell_id = cells.id JOIN runs ON cells.run_id = runs.id "
+    f"ORDER BY {_ORDER.replace('samples.', 's.')}"
 )
 # The workload's trials that are not a measured trial of the controller's, or ({rss}) have no max_rss_method: (id,
 # ran on a host, left out, its max_rss_kib not the workload's)
@@ -104,9 +111,11 @@ class SqliteHistory:
         else:  # every trial on the controller: its host is the run's
             out = [t for t, _, left_out, _ in odd if left_out]
             rss = [t for t, _, left_out, legacy in odd if legacy and not left_out]
-            more, args = self._filters(host, tags, metric, "runs.hostname")
-            sql = _LOCAL.format(out=", ".join("?" * len(out)), rss=", ".join("?" * len(rss)), more=more)
-            rows = self.conn.execute(sql, [workload, *out, *rss, *args]).fetchall()
+            of_runs, run_args = self._filters(host, tags, None, "runs.hostname")
+            of_samples, sample_args = self._filters(None, None, metric)
+            marks = {"out": ", ".join("?" * len(out)), "rss": ", ".join("?" * len(rss))}
+            sql = _LOCAL.format(of_runs=of_runs, of_samples=of_samples, **marks)
+            rows = self.conn.execute(sql, [workload, *run_args, *out, *rss, *sample_args]).fetchall()
         return [cast(PointRow, (r[0], _datetime(r[1]), *r[2:])) for r in rows]
 
     def legacy_rss(
