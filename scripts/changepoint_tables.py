@@ -1,5 +1,6 @@
 """Writes src/fairmark/stats/changepoint_nulls.npz: the AR(1) null tables of `fairmark history`'s change-point
-test for every tabulated segment length up to SHIPPED_UP_TO (stats/changepoints.py). They are deterministic
+test for every tabulated segment length up to SHIPPED_UP_TO (stats/changepoints.py), one member "n<length>" a
+length (a history decompresses only the lengths it tests). They are deterministic
 (seeded by length); tests/test_continual_changepoints.py recomputes a few and compares. Run it again after a
 change to the statistic, PHI_GRID, SIMULATIONS or TAIL:
 
@@ -8,6 +9,7 @@ change to the statistic, PHI_GRID, SIMULATIONS or TAIL:
 
 from __future__ import annotations
 
+import resource
 import sys
 import time
 from pathlib import Path
@@ -23,12 +25,13 @@ from fairmark.stats import changepoints as cp  # noqa: E402
 def main() -> int:
     t = time.process_time()
     lengths = cp.tabulated_lengths()
-    tables = np.stack([cp.simulate_null(n) for n in lengths])
+    tables = [cp.simulate_null(n) for n in lengths]
     out = ROOT / "src" / "fairmark" / "stats" / cp.SHIPPED_FILE
-    np.savez_compressed(out, lengths=np.array(lengths), tables=tables)
+    np.savez_compressed(out, **{f"n{n}": table for n, table in zip(lengths, tables, strict=True)})
     print(
         f"{len(lengths)} lengths ({lengths[0]}…{lengths[-1]}), {out.stat().st_size} bytes, "
-        f"{time.process_time() - t:.0f} s CPU"
+        f"{time.process_time() - t:.0f} s CPU, peak RSS "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB"
     )
     return 0
 

@@ -94,11 +94,35 @@ def test_tigerbeetle_steps_stay_found_as_runs_are_added() -> None:
 
 def test_shipped_null_tables_are_what_the_simulation_gives() -> None:
     """The tables in the package are the simulation's, bit for bit, for a few lengths (a change to the statistic
-    without scripts/changepoint_tables.py fails here)."""
-    from fairmark.stats.changepoints import _shipped, simulate_null
+    without scripts/changepoint_tables.py fails here): both statistics (the Bayes factor up to 64 runs, the t
+    past it), the cheap lengths of each (9999 series of 64 runs cost ten times those of 20)."""
+    from fairmark.stats.changepoints import _shipped_table, simulate_null
 
-    for n in (6, 20, 64, 102):
-        np.testing.assert_array_equal(_shipped()[n], simulate_null(n))
+    for n in (6, 20, 70, 102):
+        np.testing.assert_array_equal(_shipped_table(n), simulate_null(n))
+
+
+def test_p_values_are_the_tables_exceedances_up_to_the_largest_level() -> None:
+    """p = (1 + the null statistics at least as large) / (SIMULATIONS + 1) while that count is inside the kept
+    tail, 1 past it; so every p up to max_alpha() is exact, and a level above it is refused, not silently
+    tested at max_alpha()."""
+    from fairmark.errors import UsageError
+    from fairmark.stats import changepoints as cp
+
+    x = np.random.default_rng(3).normal(100, 3, 30)
+    t = float(cp._statistic(x[None, :])[0][0])
+    tables = cp._null(30)
+    assert tables.shape == (len(cp.PHI_GRID), cp.TAIL)
+    exceed = max(int((table >= t).sum()) for table in tables)
+    p, _, _ = cp._test(x)
+    assert p == ((1 + exceed) / (cp.SIMULATIONS + 1) if exceed < cp.TAIL else 1.0)
+    assert cp.max_alpha() == cp.TAIL / (cp.SIMULATIONS + 1) >= 0.05
+    smallest = float(tables[:, 0].max())  # the largest statistic not counted in some table: p = 1
+    assert cp._p_value(smallest - 1e-9, 30) == 1.0
+    largest = float(tables[:, -1].max())
+    assert cp._p_value(largest + 1e-9, 30) == 1 / (cp.SIMULATIONS + 1)
+    with pytest.raises(UsageError, match="levels up to"):
+        detect(x, alpha=cp.max_alpha() * 1.01)
 
 
 def test_running_median_of_five_is_the_sorted_middle() -> None:

@@ -74,6 +74,9 @@ def test_step_at_run_12_and_a_noise_only_history(fairmark_cli, tmp_path: Path) -
     )
     assert code == 0 and "change point before point" in out
     assert "(idx=" in (tmp_path / "h.html").read_text() and (tmp_path / "h.png").stat().st_size > 1000
+    # a level the null tables cannot test at is refused, not tested at theirs (0.05) under its name
+    code, out, err = fairmark_cli("history", "nap", "--tag", "step=1", "--alpha", "0.1")
+    assert code == 2 and "change points are tested at levels up to 0.05" in out + err, (out, err)
 
 
 @pytest.fixture

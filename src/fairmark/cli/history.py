@@ -49,7 +49,11 @@ def order_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @order_options
 @click.option("--by-tag", "order_tag", metavar="KEY", help="Order the points by this tag, not by time.")
 @click.option(
-    "--alpha", type=float, default=0.01, show_default=True, help="Change points' significance level."
+    "--alpha",
+    type=float,
+    default=0.01,
+    show_default=True,
+    help="Change points' significance level (at most 0.05).",
 )
 @click.option(
     "--new-since",

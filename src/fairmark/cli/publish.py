@@ -42,7 +42,11 @@ def _window(ctx: click.Context, param: click.Parameter, value: int) -> int | Non
 @order_options
 @click.option("--by-tag", "order_tag", metavar="KEY", help="Order a series' points by this tag, not by time.")
 @click.option(
-    "--alpha", type=float, default=0.01, show_default=True, help="Change points' significance level."
+    "--alpha",
+    type=float,
+    default=0.01,
+    show_default=True,
+    help="Change points' significance level (at most 0.05).",
 )
 @click.option(
     "--window",

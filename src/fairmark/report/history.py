@@ -11,6 +11,7 @@ from typing import Any
 from fairmark.stats.changepoints import (
     PHI_GRID,
     ChangePoint,
+    check_alpha,
     detect,
     min_p_value,
     serial_correlation,
@@ -40,6 +41,9 @@ class HistoryOptions:
     commit_order: tuple[str, ...] | None = (
         None  # points in this first-parent order (commit ids, oldest first)
     )
+
+    def __post_init__(self) -> None:
+        check_alpha(self.alpha)  # before the store is read, and for a series too short to be tested
 
 
 def ci_half_width(sd: float, n: int, confidence: float) -> float:

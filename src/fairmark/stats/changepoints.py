@@ -35,6 +35,7 @@ below 2/C(n, τ) — 10 runs at α 0.01 can show a split at 5 and none at 3 or 7
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 import math
 from collections.abc import Sequence
@@ -43,6 +44,7 @@ from importlib.resources import files
 
 import numpy as np
 
+from fairmark.errors import UsageError
 from fairmark.stats import changepoint_bayes
 from fairmark.stats.arrays import Floats
 from fairmark.stats.changepoint_bayes import SHORT
@@ -50,13 +52,18 @@ from fairmark.stats.checks import _lag1
 
 MIN_SIZE = 3  # each side of a split has at least this many points (a mean of 2 says little)
 PHI_GRID = (0.0, 0.3, 0.6)  # the AR(1) autocorrelations whose null each split must pass
-SIMULATIONS = 999  # null series per φ and length: p-values in steps of 0.001
+# null series per φ and length: p-values in steps of 0.0001 (with 999, which table was drawn moved the power at
+# α 0.01 by about ±5 points: bench/changepoint_ablation.py)
+SIMULATIONS = 9999
 HAMPEL_K = 2.5  # a point further than this many robust sd from its neighbours' median is pulled in to it
 HAMPEL_OUT = 5.0  # … and one further than this is replaced by it: a one-off (Gaussian: 1 in 3.5 M)
 DESCENT = 0.5  # the sides of a rejected split are tested once more, each at α × DESCENT
 EXACT_LENGTHS = 64  # null tables for every length up to this; longer segments use the next tabulated length
 LENGTH_STEP = 1.08  # the tabulated lengths past EXACT_LENGTHS grow by this factor (a longer null is stricter)
-TAIL = 100  # the largest null statistics kept per table: p-values down to 0.1 are exact, larger ones are 1
+TAIL = 500  # the largest null statistics kept per table: p-values up to 0.05 are exact, larger ones are 1
+CHUNK = (
+    1000  # null series simulated at a time (memory: a 64-run chunk's pairs of splits take ~40 MB an array)
+)
 SHIPPED_UP_TO = 2000  # tables for segments up to this long ship with the package; longer ones are simulated
 SHIPPED_FILE = "changepoint_nulls.npz"
 
@@ -151,44 +158,64 @@ def tabulated_lengths() -> list[int]:
 
 def simulate_null(n: int) -> Floats:
     """The TAIL largest statistics, ascending, of SIMULATIONS Gaussian AR(1) series of n points for each φ of
-    PHI_GRID: shape (len(PHI_GRID), TAIL). Seeded by n alone: the same on every machine and every call."""
+    PHI_GRID: shape (len(PHI_GRID), TAIL). Seeded by n alone: the same on every machine and every call (drawn
+    CHUNK series at a time from one generator: the same numbers as in one draw, in a bounded memory)."""
     from scipy.signal import lfilter
 
     rng = np.random.default_rng(7_919 * n + 1)
     tables = []
     for phi in PHI_GRID:
-        e = rng.standard_normal((SIMULATIONS, n))
-        e[:, 0] /= math.sqrt(1 - phi * phi)  # a stationary start
-        z = lfilter([math.sqrt(1 - phi * phi)], [1.0, -phi], e, axis=1)
-        tables.append(np.sort(_statistic(z)[0])[-TAIL:])
+        stats = []
+        for k in range(0, SIMULATIONS, CHUNK):
+            e = rng.standard_normal((min(CHUNK, SIMULATIONS - k), n))
+            e[:, 0] /= math.sqrt(1 - phi * phi)  # a stationary start
+            z = lfilter([math.sqrt(1 - phi * phi)], [1.0, -phi], e, axis=1)
+            stats.append(_statistic(z)[0])
+        tables.append(np.sort(np.concatenate(stats))[-TAIL:])
     return np.array(tables)
 
 
 @functools.lru_cache(maxsize=1)
-def _shipped() -> dict[int, Floats]:
-    with files("fairmark.stats").joinpath(SHIPPED_FILE).open("rb") as f, np.load(f) as data:
-        return dict(zip((int(n) for n in data["lengths"]), data["tables"], strict=True))
+def _shipped() -> np.lib.npyio.NpzFile:
+    """The shipped tables (1.2 MB), one member a length, each decompressed only when a segment of its length is
+    tested: opening ~3 ms of CPU, a 20-run history's 15 lengths ~3 ms more, all 104 ~20 ms."""
+    tables: np.lib.npyio.NpzFile = np.load(
+        io.BytesIO(files("fairmark.stats").joinpath(SHIPPED_FILE).read_bytes())
+    )
+    return tables
+
+
+def _shipped_table(n: int) -> Floats | None:
+    key = f"n{n}"
+    table: Floats | None = _shipped()[key] if key in _shipped().files else None
+    return table
 
 
 @functools.lru_cache(maxsize=64)
 def _null(n: int) -> Floats:
     """The null tables of a tabulated length: shipped up to SHIPPED_UP_TO points, simulated past it."""
-    shipped = _shipped().get(n)
+    shipped = _shipped_table(n)
     return shipped if shipped is not None else simulate_null(n)
 
 
 def _test(x: Floats) -> tuple[float, int, float]:
     """(p, split, statistic) of a segment's best split, before the permutation floor. p is 1.0 when the statistic
-    is below the tables' tails (p > TAIL / (SIMULATIONS + 1), far above any α a history uses)."""
+    is below the tables' tails (p > max_alpha(): the exceedances past the tail are not counted)."""
     stat, at = _statistic(x[None, :])
-    t, tau, n = float(stat[0]), int(at[0]), x.size
+    t = float(stat[0])
+    return _p_value(t, x.size), int(at[0]), t
+
+
+def _p_value(t: float, n: int) -> float:
+    """The largest over PHI_GRID of (1 + the null statistics of n points at least t) / (SIMULATIONS + 1); 1.0
+    when every kept one is (the count past the tail is unknown: p > max_alpha())."""
     exceed = max(TAIL - int(np.searchsorted(table, t - 1e-12 * abs(t))) for table in _null(tabulated(n)))
-    p = (1 + exceed) / (SIMULATIONS + 1) if exceed < TAIL else 1.0
-    return p, tau, t
+    return (1 + exceed) / (SIMULATIONS + 1) if exceed < TAIL else 1.0
 
 
 def detect(values: Sequence[float], *, alpha: float = 0.05) -> list[ChangePoint]:
     """The significant change points of `values`, in order: binary segmentation, every segment searched."""
+    check_alpha(alpha)
     x = np.asarray(values, dtype=float)
     found: list[ChangePoint] = []
     todo = [(0, x.size)]
@@ -223,6 +250,21 @@ def _split(x: Floats, a: int, b: int, alpha: float) -> list[ChangePoint]:
         if level == alpha:
             tries = [(lo, lo + tau, alpha * DESCENT), (lo + tau, hi, alpha * DESCENT)]
     return []
+
+
+def max_alpha() -> float:
+    """The largest level a split can be tested at: p-values up to it are exact, above it they read 1."""
+    return TAIL / (SIMULATIONS + 1)
+
+
+def check_alpha(alpha: float) -> None:
+    """Refuse a level the tables cannot test at (it would be tested at max_alpha() and say it was not)."""
+    if alpha > max_alpha():
+        raise UsageError(
+            f"α = {alpha:g}: change points are tested at levels up to {max_alpha():g} (their null tables keep "
+            f"the {TAIL} largest of {SIMULATIONS} statistics: larger p-values are not counted)",
+            hint=f"--alpha {max_alpha():g} or less",
+        )
 
 
 def min_p_value(n: int) -> float:
