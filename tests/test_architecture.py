@@ -772,6 +772,11 @@ LAZY_FOR_START = {
     ("cli/compare.py", "fairmark.report.series_compare"),
     # `history` by time runs no git (nor subprocess, the host lock, socket)
     ("cli/history.py", "fairmark.bisect.git"),
+    # the decision stop's and boots' looks (stats.sequential, stats.levelcache, 3 record classes): `show` and
+    # `history` of a run stopped otherwise do not load them (tests/test_cli_imports.py; issue 34 item 15)
+    ("verdict/run.py", "fairmark.stats.sequential"),
+    ("verdict/compare.py", "fairmark.stats.sequential"),
+    ("stats/compare.py", "fairmark.stats.sequential"),
 }
 
 

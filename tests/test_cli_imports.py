@@ -100,7 +100,7 @@ def test_show_and_history_to_a_pipe_load_no_rich(tmp_path) -> None:
     (console.py, plaintable.py: its import and its rendering were a tenth of `show`'s CPU, issue 34 item 15);
     their bytes are rich's (tests/test_plaintable.py, tests/test_quickrun.py). Nor typing_extensions (the JSON
     aliases are made for the plan model and the wire only); `history` by time loads no git module nor the
-    store's records."""
+    store's records; neither loads the decision stop's looks (stats.sequential) for runs that stopped otherwise."""
     import os
 
     import screens_store
@@ -109,7 +109,13 @@ def test_show_and_history_to_a_pipe_load_no_rich(tmp_path) -> None:
     screens_store.build(store)
     env = os.environ | {"FAIRMARK_STORE": str(store), "FAIRMARK_STATE_DIR": str(tmp_path / "state")}
     env["COLUMNS"] = "120"  # the screens' oltp table is 89 columns wide: rich folds it at 80
-    unwanted = ("rich", "typing_extensions", "fairmark.bisect.git", "fairmark.store.records")
+    unwanted = (
+        "rich",
+        "typing_extensions",
+        "fairmark.bisect.git",
+        "fairmark.store.records",
+        "fairmark.stats.sequential",
+    )
     probe = PROBE.replace(repr(HEAVY), repr(unwanted))
     for args in (["show", "last"], ["history", "alloc"], ["history", "crypto"]):
         res = subprocess.run(

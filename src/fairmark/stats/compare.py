@@ -16,18 +16,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import numpy as np
 
 from fairmark.errors import InputError, UsageError
 from fairmark.stats import robust
-from fairmark.stats import sequential as seq
 from fairmark.stats.arrays import Floats, Values
 from fairmark.stats.describe import Summary, as_array, describe, sample_sd
 from fairmark.stats.paired import RatioTest, RoundKey, fieller, paired_by_round, two_sided_p, welch
 from fairmark.stats.ranks import RankCheck, exact_mann_whitney, signed_rank
 from fairmark.stats.robust import Reason
+
+if TYPE_CHECKING:  # a run stopped by the decision stop loads it (LAZY_FOR_START): `show` of any other not
+    from fairmark.stats import sequential as seq
 from fairmark.stats.stopping import Capped
 from fairmark.stats.tdist import exact_t, t_quantile
 
@@ -105,7 +107,9 @@ def _sequential_test(
     ra, rb = rounds
     if len(ra) != a.size or len(rb) != b.size:
         raise InputError("rounds must give one round per value")
-    return seq.paired_ratio_test(
+    from fairmark.stats.sequential import paired_ratio_test
+
+    return paired_ratio_test(
         dict(zip(ra, a.tolist(), strict=True)), dict(zip(rb, b.tolist(), strict=True)), design
     )
 

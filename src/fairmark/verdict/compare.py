@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from fairmark.stats import sequential as seq
 from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Rounds, Tested, change_of, mde_percent, tested, verdict_fields
 from fairmark.stats.describe import Summary
@@ -24,6 +23,7 @@ from fairmark.stats.tdist import MINISTAT_LEVELS, MINISTAT_MAX_DF
 
 if TYPE_CHECKING:  # annotations only: `compare` of files loads no stats.levels (verdict/judge.py's _level)
     from fairmark.jsonvalue import JSONObject
+    from fairmark.stats import sequential as seq
     from fairmark.stats.levels import Advice, LevelsReport
 
 TIME_UNITS = frozenset({"s", "sec", "seconds", "ms", "us", "µs", "ns", "min", "wall_s"})
@@ -182,7 +182,7 @@ def compare(
         ministat_note=ministat_note(float(confidence), ministat_compat, sa.n + sb.n - 2),
         baseline=sa,
         other=sb,
-        sequential=seq.to_dict(look, sequential, test.scale == "log") if look and sequential else None,
+        sequential=_look_dict(look, sequential, test.scale == "log") if look and sequential else None,
     )
 
 
@@ -246,6 +246,14 @@ def ministat_note(confidence: float, ministat_compat: bool, df: float = 0) -> st
     if confidence not in MINISTAT_LEVELS:
         return f"ministat has no {confidence:g}% level (it offers 80 90 95 98 99 99.5); exact t used"
     return None
+
+
+def _look_dict(look: seq.Look, design: seq.Design, log: bool) -> JSONObject:
+    """The decision stop's last look as stored with the comparison (stats.sequential.to_dict): loaded for a run
+    that stopped so, not for `show` of any other (LAZY_FOR_START)."""
+    from fairmark.stats.sequential import to_dict
+
+    return to_dict(look, design, log)
 
 
 def outcome(test: seq.Look, *, log: bool, design: seq.Design, units: str = "rounds") -> str:

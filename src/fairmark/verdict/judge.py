@@ -18,13 +18,13 @@ from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Rounds
 from fairmark.stats.fdr import bh_adjust
 from fairmark.stats.paired import RoundKey
-from fairmark.stats.sequential import Design
 from fairmark.stats.stopping import Capped
 from fairmark.verdict.compare import ZERO_SPREAD, Comparison, compare
 
 if TYPE_CHECKING:
     from fairmark.jsonvalue import JSONObject
     from fairmark.stats.levels import Labels, Unit
+    from fairmark.stats.sequential import Design
 
 # The caller's tag of a pair, returned with its judgement (an untagged Pair is a Pair[None]). The default (PEP 696)
 # is for the type checker: at run time typing's TypeVar (3.11's has no default) spares typing_extensions' import.

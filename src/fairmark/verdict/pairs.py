@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from fairmark.plan.aa import AA_SUFFIX, aa_twin_name
 from fairmark.stats.arrays import Values
-from fairmark.stats.sequential import Design
 from fairmark.store.stopreason import first_stage_of, length_regime
 from fairmark.verdict.compare import Better, Comparison
 from fairmark.verdict.judge import Judgement, Pair, aa_spread, judge
@@ -30,6 +29,7 @@ from fairmark.verdict.values import Labelled, MeasuredCell, starts_of
 
 if TYPE_CHECKING:
     from fairmark.jsonvalue import JSONObject
+    from fairmark.stats.sequential import Design
 
 RunTag: TypeAlias = tuple[
     MeasuredCell, MeasuredCell, str

@@ -8,15 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fairmark.stats.sequential import Design, boot_looks
 from fairmark.store.records import RunReader, RunRecord
 from fairmark.verdict.pairs import RunDesign, within_run
 from fairmark.verdict.record import Verdict
 from fairmark.verdict.values import MeasuredCell, load_cells
 from fairmark.verdict.wrapcost import with_wrap_costs
 
-if TYPE_CHECKING:
-    pass
+if TYPE_CHECKING:  # loaded by a run stopped by decision or by boots only (LAZY_FOR_START)
+    from fairmark.stats.sequential import Design
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,8 @@ def boot_design(policy: Mapping[str, object]) -> Design | None:
     """The boot-level looks of a run with boots = "auto" (stats.sequential.boot_looks), else None."""
     if policy.get("boots") != "auto":
         return None
+    from fairmark.stats.sequential import boot_looks
+
     low, high = policy.get("min_boots", 2), policy.get("max_boots", 8)
     confidence, margin = policy.get("confidence", 95.0), policy.get("equivalence_pct", 2.0)
     return boot_looks(
@@ -63,6 +64,8 @@ def sequential_design(policy: Mapping[str, object]) -> Design | None:
     """The looks of a run stopped when decided (its stored policy's `stop = "decision"`), else None."""
     if policy.get("stop") != "decision":
         return None
+    from fairmark.stats.sequential import Design
+
     confidence, margin = policy.get("confidence", 95.0), policy.get("equivalence_pct", 2.0)
     first, last = policy.get("min_trials", 5), policy.get("max_trials", 30)
     beyond = policy.get("beyond_pct", 0.0)
