@@ -100,7 +100,8 @@ def test_show_and_history_to_a_pipe_load_no_rich(tmp_path) -> None:
     (console.py, plaintable.py: its import and its rendering were a tenth of `show`'s CPU, issue 34 item 15);
     their bytes are rich's (tests/test_plaintable.py, tests/test_quickrun.py). Nor typing_extensions (the JSON
     aliases are made for the plan model and the wire only); `history` by time loads no git module nor the
-    store's records; neither loads the decision stop's looks (stats.sequential) for runs that stopped otherwise."""
+    store's records; neither loads the decision stop's looks (stats.sequential) for runs that stopped otherwise, nor
+    the levels above the trials (stats.levels) for runs without boots."""
     import os
 
     import screens_store
@@ -115,6 +116,7 @@ def test_show_and_history_to_a_pipe_load_no_rich(tmp_path) -> None:
         "fairmark.bisect.git",
         "fairmark.store.records",
         "fairmark.stats.sequential",
+        "fairmark.stats.levels",
     )
     probe = PROBE.replace(repr(HEAVY), repr(unwanted))
     for args in (["show", "last"], ["history", "alloc"], ["history", "crypto"]):

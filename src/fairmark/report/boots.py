@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from fairmark.console import console
 from fairmark.report.section import Context, Section
+from fairmark.stats.describe import pooled_var
 from fairmark.stats.digits import column_unit, format_pair, format_spread
-from fairmark.stats.levels import pooled_var
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport

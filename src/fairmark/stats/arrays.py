@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 
 import numpy as np
 
@@ -15,3 +15,10 @@ if TYPE_CHECKING:
 else:  # the same classes at run time without importing numpy.typing (2 ms of every command that uses numpy)
     Floats = Indices = np.ndarray
 Values: TypeAlias = Sequence[float] | Floats  # what a statistic takes: a list of values or an array of them
+Unit: TypeAlias = str | None  # a value's run, boot or host (None: not recorded; stats.levels' levels)
+
+
+# here, not in stats.levels: a verdict asks it of every pair, and `show` of a run without boots loads no levels
+def known(labels: Sequence[Unit] | None) -> TypeGuard[Sequence[str]]:
+    """Every value's unit is recorded (and there are values)."""
+    return labels is not None and len(labels) > 0 and None not in labels

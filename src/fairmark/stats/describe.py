@@ -238,3 +238,11 @@ def _ratio(num: float, den: float) -> float:
     if den == 0 or math.isnan(den) or math.isnan(num):
         return math.nan
     return num / den
+
+
+# a boot run's within-unit spread (stats.levels, report/boots.py): here, so that `show` of other runs loads no levels
+def pooled_var(groups: Sequence[Floats]) -> tuple[float, int]:
+    """Pooled variance of groups with ≥ 2 members, and its df; (nan, 0) when none has."""
+    ss = sum(float(((g - g.mean()) ** 2).sum()) for g in groups if g.size >= 2)
+    df = sum(g.size - 1 for g in groups if g.size >= 2)
+    return (ss / df if df else math.nan), df

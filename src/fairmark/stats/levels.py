@@ -34,11 +34,12 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import numpy as np
 
-from fairmark.stats.arrays import Floats, Values
+from fairmark.stats.arrays import Floats, Unit, Values, known
+from fairmark.stats.describe import pooled_var
 from fairmark.stats.paired import (
     UNIT_DESIGNS,
     Part,
@@ -60,15 +61,9 @@ if TYPE_CHECKING:
     from fairmark.jsonvalue import JSONObject
 
 LEVELS = ("host", "boot", "run")  # outermost first; below them: rounds (paired) and trials
-Unit: TypeAlias = str | None  # a value's run, boot or host (None: not recorded)
 Labels: TypeAlias = Mapping[
     str, tuple[Sequence[Unit], Sequence[Unit]]
 ]  # level → each side's unit of each value
-
-
-def known(labels: Sequence[Unit] | None) -> TypeGuard[Sequence[str]]:
-    """Every value's unit is recorded (and there are values)."""
-    return labels is not None and len(labels) > 0 and None not in labels
 
 
 def unit_level(labels: Labels | None) -> str | None:
@@ -231,13 +226,6 @@ def group(values: Values, units: Sequence[Unit]) -> list[Floats]:
     for v, u in zip(values, units, strict=True):
         by[u].append(float(v))
     return [np.asarray(v, dtype=float) for v in by.values()]
-
-
-def pooled_var(groups: Sequence[Floats]) -> tuple[float, int]:
-    """Pooled variance of groups with ≥ 2 members, and its df; (nan, 0) when none has."""
-    ss = sum(float(((g - g.mean()) ** 2).sum()) for g in groups if g.size >= 2)
-    df = sum(g.size - 1 for g in groups if g.size >= 2)
-    return (ss / df if df else math.nan), df
 
 
 def levels(

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from fairmark.stats.arrays import Values
+from fairmark.stats.arrays import Values, known
 from fairmark.stats.compare import Better, Rounds
 from fairmark.stats.fdr import bh_adjust
 from fairmark.stats.paired import RoundKey
@@ -23,7 +23,8 @@ from fairmark.verdict.compare import ZERO_SPREAD, Comparison, compare
 
 if TYPE_CHECKING:
     from fairmark.jsonvalue import JSONObject
-    from fairmark.stats.levels import Labels, Unit
+    from fairmark.stats.arrays import Unit
+    from fairmark.stats.levels import Labels
     from fairmark.stats.sequential import Design
 
 # The caller's tag of a pair, returned with its judgement (an untagged Pair is a Pair[None]). The default (PEP 696)
@@ -203,8 +204,6 @@ def _rounds(p: Pair[T], labels: Labels) -> tuple[Rounds | None, int | None]:
     pairs never cross runs; the first stage is then that of each run."""
     if p.rounds is None:
         return None, None
-    from fairmark.stats.levels import known  # LAZY_FOR_START (_level says why)
-
     runs_a, runs_b = labels.get("run") or ((), ())
     if not known(runs_a) or not known(runs_b) or len(set(runs_a) | set(runs_b)) == 1:
         return p.rounds, p.first_stage

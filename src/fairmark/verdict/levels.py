@@ -10,14 +10,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from fairmark.stats.arrays import Values
+from fairmark.stats.arrays import Unit, Values
 from fairmark.stats.compare import change_of, verdict_fields
 from fairmark.stats.levels import (
     Advice,
     Levels,
     LevelsReport,
     Split,
-    Unit,
     WithinBound,
     advice,
     levels,
