@@ -121,6 +121,9 @@ def test_p_values_are_the_tables_exceedances_up_to_the_largest_level() -> None:
     assert cp._p_value(smallest - 1e-9, 30) == 1.0
     largest = float(tables[:, -1].max())
     assert cp._p_value(largest + 1e-9, 30) == 1 / (cp.SIMULATIONS + 1)
+    # past the shipped lengths, fewer series (simulated at first use) with the same reach
+    simulations, tail = cp._simulations(cp.tabulated(max(cp.tabulated_lengths()) + 1))
+    assert simulations < cp.SIMULATIONS and tail / (simulations + 1) == cp.max_alpha()
     with pytest.raises(UsageError, match="levels up to"):
         detect(x, alpha=cp.max_alpha() * 1.01)
 

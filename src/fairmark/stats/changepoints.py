@@ -61,10 +61,11 @@ DESCENT = 0.5  # the sides of a rejected split are tested once more, each at α 
 EXACT_LENGTHS = 64  # null tables for every length up to this; longer segments use the next tabulated length
 LENGTH_STEP = 1.08  # the tabulated lengths past EXACT_LENGTHS grow by this factor (a longer null is stricter)
 TAIL = 500  # the largest null statistics kept per table: p-values up to 0.05 are exact, larger ones are 1
-CHUNK = (
-    1000  # null series simulated at a time (memory: a 64-run chunk's pairs of splits take ~40 MB an array)
-)
+CHUNK = 1000  # null series simulated at a time (a 64-run chunk's pairs of splits: ~40 MB an array)
 SHIPPED_UP_TO = 2000  # tables for segments up to this long ship with the package; longer ones are simulated
+# … at a segment's first test, from fewer series: 9999 of 2500 runs cost 24 s of CPU, 999 a tenth of it (p-values
+# in steps of 0.001, exact up to the same max_alpha())
+LONG_SIMULATIONS = 999
 SHIPPED_FILE = "changepoint_nulls.npz"
 
 
@@ -163,16 +164,25 @@ def simulate_null(n: int) -> Floats:
     from scipy.signal import lfilter
 
     rng = np.random.default_rng(7_919 * n + 1)
+    simulations, tail = _simulations(n)
     tables = []
     for phi in PHI_GRID:
         stats = []
-        for k in range(0, SIMULATIONS, CHUNK):
-            e = rng.standard_normal((min(CHUNK, SIMULATIONS - k), n))
+        for k in range(0, simulations, CHUNK):
+            e = rng.standard_normal((min(CHUNK, simulations - k), n))
             e[:, 0] /= math.sqrt(1 - phi * phi)  # a stationary start
             z = lfilter([math.sqrt(1 - phi * phi)], [1.0, -phi], e, axis=1)
             stats.append(_statistic(z)[0])
-        tables.append(np.sort(np.concatenate(stats))[-TAIL:])
+        tables.append(np.sort(np.concatenate(stats))[-tail:])
     return np.array(tables)
+
+
+def _simulations(n: int) -> tuple[int, int]:
+    """(series, largest kept) of a tabulated length's null tables: SIMULATIONS and TAIL for the shipped ones,
+    LONG_SIMULATIONS and as many as keep p exact up to max_alpha() past them."""
+    if n <= tabulated(SHIPPED_UP_TO):
+        return SIMULATIONS, TAIL
+    return LONG_SIMULATIONS, round(TAIL * (LONG_SIMULATIONS + 1) / (SIMULATIONS + 1))
 
 
 @functools.lru_cache(maxsize=1)
@@ -207,10 +217,11 @@ def _test(x: Floats) -> tuple[float, int, float]:
 
 
 def _p_value(t: float, n: int) -> float:
-    """The largest over PHI_GRID of (1 + the null statistics of n points at least t) / (SIMULATIONS + 1); 1.0
-    when every kept one is (the count past the tail is unknown: p > max_alpha())."""
-    exceed = max(TAIL - int(np.searchsorted(table, t - 1e-12 * abs(t))) for table in _null(tabulated(n)))
-    return (1 + exceed) / (SIMULATIONS + 1) if exceed < TAIL else 1.0
+    """The largest over PHI_GRID of (1 + the null statistics of n points at least t) / (series + 1); 1.0 when
+    every kept one is (the count past the tail is unknown: p > max_alpha())."""
+    simulations, tail = _simulations(tabulated(n))
+    exceed = max(tail - int(np.searchsorted(table, t - 1e-12 * abs(t))) for table in _null(tabulated(n)))
+    return (1 + exceed) / (simulations + 1) if exceed < tail else 1.0
 
 
 def detect(values: Sequence[float], *, alpha: float = 0.05) -> list[ChangePoint]:
@@ -272,7 +283,7 @@ def min_p_value(n: int) -> float:
     step of the null tables."""
     if n < 2 * MIN_SIZE:
         return 1.0
-    return max(2 / math.comb(n, n // 2), 1 / (SIMULATIONS + 1))
+    return max(2 / math.comb(n, n // 2), 1 / (_simulations(tabulated(n))[0] + 1))
 
 
 def undetectable(n: int, alpha: float) -> list[int]:
