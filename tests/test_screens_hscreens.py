@@ -3,11 +3,13 @@ round: one test (or more) per screen, each failing on the code before it (main a
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 
@@ -129,3 +131,65 @@ def test_between_rounds_this_machine_is_watched_for_a_guest_and_named() -> None:
     said = "this machine (host guest runs on it): load average 15.20 17.00 14.10 on 2 CPUs"
     assert notes == [f"between rounds: The host is not idle: {said}"], notes
     assert [f["evidence"] for f in stored] == [said]
+
+
+def _boots(store: Any, run: str, workload: str, variant: str, metric: str) -> list[np.ndarray]:
+    """Each boot's logarithms of a cell's metric, from the stored trials."""
+    (cell,) = [c for c in store.cells(run) if c.workload == workload and c.variant == variant]
+    trials = {t.id: t.boot_id for t in store.trials(run) if t.cell_id == cell.id and not t.warmup}
+    by: dict[str, list[float]] = {}
+    for s in store.samples(run):
+        if s.trial_id in trials and s.metric == metric:
+            by.setdefault(trials[s.trial_id], []).append(s.value)
+    return [np.log(v) for v in by.values()]
+
+
+def test_compare_runs_vs_interval_and_detectable_change_share_one_spread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fairmark_cli: Any
+) -> None:
+    """The golden `compare-runs A1 A2 --vs B1 B2` (tests/screens_store.py): crypto/nodebug printed "-30% to +40%"
+    beside "would detect -70% or +190%". Both are Welch's t on the boot means (df 1.0005), its se widened ×1.45
+    for drift; the change is large because its 80% power is averaged over the true spread, which one df leaves
+    nearly unknown (stats.power). Checked here against scipy and a Monte Carlo; the screen now says the df."""
+    import json
+
+    from scipy import stats
+
+    import screens_store as fx
+    from fairmark.stats.power import mde_factor
+    from fairmark.store.db import Store
+
+    db = tmp_path / "s.db"
+    fx.build(db)
+    monkeypatch.setenv("FAIRMARK_STORE", str(db))
+    sides = [r[:8] for r in fx.RUN_IDS[3:5]], [r[:8] for r in fx.RUN_IDS[5:7]]
+    code, out, err = fairmark_cli("compare-runs", *sides[0], "--vs", *sides[1], "--json")
+    assert code == 0, err
+    (c,) = [
+        x
+        for x in json.loads(out)["comparisons"]
+        if (x["workload"], x["variant"], x["metric"]) == ("crypto", "nodebug", "bytes_s")
+    ]
+    store = Store.open(str(db))
+    a = [m for r in fx.RUN_IDS[3:5] for m in _boots(store, r, "crypto", "nodebug", "bytes_s")]
+    b = [m for r in fx.RUN_IDS[5:7] for m in _boots(store, r, "crypto", "nodebug", "bytes_s")]
+    ma, mb = np.array([g.mean() for g in a]), np.array([g.mean() for g in b])
+    welch = stats.ttest_ind(mb, ma, equal_var=False)
+    va, vb = ma.var(ddof=1) / ma.size, mb.var(ddof=1) / mb.size
+    df = (va + vb) ** 2 / (va**2 / (ma.size - 1) + vb**2 / (mb.size - 1))
+    assert c["df"] == pytest.approx(df, rel=1e-9) and df == pytest.approx(1.0005, abs=1e-4)
+    t = stats.t.ppf(0.975, df)
+    low, high = math.log(c["ratio_ci_low"]), math.log(c["ratio_ci_high"])
+    assert (low + high) / 2 == pytest.approx(mb.mean() - ma.mean(), abs=1e-12)  # centred on Welch's estimate
+    se = (high - low) / (2 * t)
+    assert se / math.sqrt(va + vb) == pytest.approx(1.45, abs=0.005)  # the widening the screen prints
+    assert welch.statistic == pytest.approx((mb.mean() - ma.mean()) / math.sqrt(va + vb))
+    assert c["mde_percent"] == pytest.approx(100 * math.expm1(mde_factor(df, 95.0) * se), rel=1e-9)  # one se
+    # the factor, independently: a repeat at the change c·s, σ = s/√u with u ~ χ²(df)/df, rejects 80% of the time
+    rng = np.random.default_rng(7)
+    u, v, z = rng.chisquare(df, 400_000) / df, rng.chisquare(df, 400_000) / df, rng.standard_normal(400_000)
+    sigma = 1 / np.sqrt(u)
+    power = np.mean(np.abs((mde_factor(df, 95.0) + sigma * z) / (sigma * np.sqrt(v))) > t)
+    assert power == pytest.approx(0.80, abs=0.005)
+    assert "-30% to +40%" in c["sentence"] and "would detect a change of -70% or +190%" in c["sentence"]
+    assert "interval and detectable change on df 1.0;" in c["sentence"]
