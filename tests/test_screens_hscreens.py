@@ -193,3 +193,34 @@ def test_compare_runs_vs_interval_and_detectable_change_share_one_spread(
     assert power == pytest.approx(0.80, abs=0.005)
     assert "-30% to +40%" in c["sentence"] and "would detect a change of -70% or +190%" in c["sentence"]
     assert "interval and detectable change on df 1.0;" in c["sentence"]
+
+
+def test_boots_as_the_unit_is_welch_and_the_pooled_t_on_the_boot_means() -> None:
+    """stats.levels.unit_test with unequal between-boot spreads (side A's boots vary 10 times B's): its verdict
+    needs both parts, Welch's t on the boot means (each side's own spread, Satterthwaite's df) and the nested
+    model (σ_unit pooled: with equal trials per boot, the pooled t on the boot means). Hand-checked with scipy:
+    its p is the larger of the two, its interval the union. The pooling is the guard Welch's df needs at 2 vs 6
+    boots of equal spread, not the verdict's model of unequal ones (bench/boots_unequal.py)."""
+    from scipy import stats
+
+    from fairmark.stats.levels import levels, unit_test
+
+    rng = np.random.default_rng(3)
+    offsets = {"a": [0.06, -0.05], "b": [0.004, -0.003, 0.006, 0.001, -0.002, 0.0]}
+    values: dict[str, list[float]] = {"a": [], "b": []}
+    units: dict[str, list[str]] = {"a": [], "b": []}
+    for s, offs in offsets.items():
+        for i, off in enumerate(offs):
+            values[s] += list(np.exp(1.0 + off + rng.normal(0.0, 0.01, 8)))
+            units[s] += [f"{s}{i}"] * 8
+    lv = levels(np.array(values["a"]), units["a"], np.array(values["b"]), units["b"])
+    test = unit_test(lv, confidence=95.0)
+    assert test is not None and test.parts == "Welch and the nested model"
+    xa = np.array([np.log(g).mean() for g in lv.groups_baseline])
+    xb = np.array([np.log(g).mean() for g in lv.groups_other])
+    welch, pooled = (stats.ttest_ind(xb, xa, equal_var=e) for e in (False, True))
+    assert test.p_value == pytest.approx(max(welch.pvalue, pooled.pvalue), rel=1e-9)
+    assert test.p_value == pytest.approx(welch.pvalue, rel=1e-9)  # the spreads differ: Welch's part decides
+    ci = [r.confidence_interval(0.95) for r in (welch, pooled)]
+    assert test.ratio_ci_low == pytest.approx(math.exp(min(c.low for c in ci)), rel=1e-9)
+    assert test.ratio_ci_high == pytest.approx(math.exp(max(c.high for c in ci)), rel=1e-9)

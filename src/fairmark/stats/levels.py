@@ -297,7 +297,11 @@ def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> Ratio
     * the nested model (Kalibera & Jones): a unit mean varies by σ_unit² + σ_trial²/m, with σ_trial from the
       trials inside the units (many df) and σ_unit pooled over both sides (method of moments) — it weighs
       a unit of 2 trials and one of 40 as they deserve (pooled t on unweighted means: 25% false positives
-      at 2 boots × 2 trials vs 6 × 40), but assumes the same unit-to-unit spread on both sides.
+      at 2 boots × 2 trials vs 6 × 40), but assumes the same unit-to-unit spread on both sides. Alone, with one
+      side's boots 10 times as spread, it claims 39–44%; here Welch's part must reject too, so the verdict keeps
+      Welch's rate (bench/boots_unequal.py, docs/statistics.md). Each side's own σ_unit would make it Welch's t
+      again (identical with equal trials per unit) and lose what the pooling guards: 2.5% at 2 vs 6 boots of
+      equal spread, where Welch alone gives 8.7%.
 
     With one unit on a side only the nested model can judge (the single unit varies like the others, and by its
     own trials' spread where that is larger)."""
