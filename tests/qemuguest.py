@@ -35,6 +35,10 @@ from pathlib import Path
 MODULES = ("virtio_pci", "virtio_net", "virtio_rng", "9pnet_virtio", "9p")
 # no_timer_check: under TCG on a loaded machine the kernel can mistime the IO-APIC timer check and panic
 BASE_CMDLINE = "console=ttyS0 panic=-1 quiet no_timer_check"
+# How long a boot may take to answer SSH: TCG's CPU is what the busy host leaves it. A plain guest's boot is 12-16 s
+# of QEMU's CPU, but at load 17-21 (2 CPUs, three guests and other suites) it got 10 s of CPU in 240 s, and the
+# boots module errored four times (2026-11-29, two suites); a fairmark guest already had 600 s.
+BOOT_WAIT_S = 600.0
 TOOLS = ("qemu-system-x86_64", "busybox", "dropbear", "dropbearkey", "ssh", "ssh-keygen", "modprobe")
 
 
@@ -400,15 +404,14 @@ class Guest:
                 )
                 self._proc.wait()
 
-    def start(self, timeout_s: float | None = None) -> None:
-        """Boot; None: 240 s, 600 s for a fairmark guest (its initramfs is 6 times as large: perf)."""
-        timeout_s = timeout_s if timeout_s is not None else (600.0 if self.fairmark else 240.0)
+    def start(self, timeout_s: float = BOOT_WAIT_S) -> None:
+        """Boot, and wait for SSH at most timeout_s."""
         self._thread = threading.Thread(target=self._loop, name="qemu-boot-loader", daemon=True)
         self._thread.start()
         if not self.wait_ssh(timeout_s):
             raise RuntimeError(f"guest not reachable over SSH within {timeout_s:g} s:\n{self.console_tail()}")
 
-    def ensure_up(self, timeout_s: float = 240.0) -> None:
+    def ensure_up(self, timeout_s: float = BOOT_WAIT_S) -> None:
         """Before a test: a guest that an earlier test left mid-reboot (a timeout on a busy machine, where a TCG
         boot takes minutes) is waited for, and one that is gone or out of boots is started again."""
         if self._thread and self._thread.is_alive() and self.wait_ssh(timeout_s):
