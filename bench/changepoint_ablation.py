@@ -15,7 +15,7 @@ The variants (none is fairmark's detector unless named "main"):
 - tables of 999 seed +1 / +2: main's statistic, its tables drawn again from other seeds (their Monte Carlo error);
 - tables of 9999: main's statistic, tables of ten times as many series (p in steps of 0.0001);
 - outliers clipped only: no replacement past HAMPEL_OUT (a point is still held within HAMPEL_K robust sd);
-- clip at 3.5 / 4 sd: points held within 3.5 or 4 robust sd of their neighbours' median, not 2.5;
+- clip at 3.5 / 4 sd: points held within 3.5 or 4 robust sd of their neighbours' median, not HAMPEL_K;
 - no despiking: the series only scaled (no Hampel filter at all);
 - one step only: the two-step model's prior weight and the weight to report two splits near 0;
 - no descent: a rejected segment's two sides are not tested again;

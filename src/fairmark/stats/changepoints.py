@@ -9,8 +9,9 @@ history (tigerbeetle, 365 runs) and simulated ones, that design failed in four w
 
 - **An outlier disabled detection.** A newest run ×1.3 hid an older −10% step: the drift guard was scaled by the
   points' root mean square. Here each point is first held within HAMPEL_K robust standard deviations of the median
-  of its five neighbours (a Hampel filter; the scale is the MAD of first differences, which a step does not
-  inflate): a one-off spike is pulled in, a step stays a step.
+  of its five neighbours, or replaced by it past HAMPEL_OUT (a Hampel filter; the scale is the root mean square
+  of the first differences without their largest TRIM share, which a step or an outlier does not inflate — not
+  their MAD, too noisy in 20 points): a one-off spike is pulled in, a step stays a step.
 - **Permutations assume exchangeable runs**, and a machine that drifts from run to run (lag-1 autocorrelation φ of
   the run means) makes a slow wander look like a step (plain permutations: 22% false alarms at φ 0.6). Here the
   statistic is studentized by the long-run variance factor √((1 + ρ̂)/(1 − ρ̂)), ρ̂ the smaller of two estimates of
@@ -41,6 +42,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
+from statistics import NormalDist
 
 import numpy as np
 
@@ -55,8 +57,9 @@ PHI_GRID = (0.0, 0.3, 0.6)  # the AR(1) autocorrelations whose null each split m
 # null series per φ and length: p-values in steps of 0.0001 (with 999, which table was drawn moved the power at
 # α 0.01 by about ±5 points: bench/changepoint_ablation.py)
 SIMULATIONS = 9999
-HAMPEL_K = 2.5  # a point further than this many robust sd from its neighbours' median is pulled in to it
-HAMPEL_OUT = 5.0  # … and one further than this is replaced by it: a one-off (Gaussian: 1 in 3.5 M)
+HAMPEL_K = 2.85  # a point further than this many robust sd from its neighbours' median is pulled in to it
+HAMPEL_OUT = 4.25  # … and one further than this is replaced by it: a one-off
+TRIM = 0.15  # the share of the largest first differences the robust sd leaves out (steps and outliers)
 DESCENT = 0.5  # the sides of a rejected split are tested once more, each at α × DESCENT
 EXACT_LENGTHS = 64  # null tables for every length up to this; longer segments use the next tabulated length
 LENGTH_STEP = 1.08  # the tabulated lengths past EXACT_LENGTHS grow by this factor (a longer null is stricter)
@@ -78,11 +81,28 @@ class ChangePoint:
 
 
 def _scale(x: Floats) -> Floats:
-    """Each row's robust standard deviation from its first differences (a step moves one difference only)."""
-    d = np.diff(x, axis=1)
-    mad = np.median(np.abs(d - np.median(d, axis=1, keepdims=True)), axis=1, keepdims=True)
-    scale: Floats = 1.4826 * mad / math.sqrt(2)
+    """Each row's robust standard deviation from its first differences (a step moves one difference, an outlier
+    two): the root mean square of the differences without their largest TRIM share, made consistent for Gaussian
+    noise. Not their MAD: from 19 differences it is off by ±30% (sd), and where it came out small the filter held
+    ordinary points in — that cost 3–5 points of power at α 0.01 (docs/statistics.md, issue 38 item 3)."""
+    n = x.shape[1]
+    drop = min(max(1, round(TRIM * (n - 1))), n - 2)
+    d = np.sort(np.abs(np.diff(x, axis=1)), axis=1)[:, : n - 1 - drop]
+    scale: Floats = np.sqrt(
+        (d * d).mean(axis=1, keepdims=True) / 2 / _kept_share_variance(n - 1 - drop, n - 1)
+    )
     return np.maximum(scale, 1e-12 * np.maximum(np.abs(np.median(x, axis=1, keepdims=True)), 1e-300))
+
+
+@functools.lru_cache(maxsize=256)
+def _kept_share_variance(kept: int, of: int) -> float:
+    """E[Z² | Z among the share kept/of of a standard normal nearest 0]: the trimmed mean square's consistency
+    factor (1 when nothing is left out)."""
+    if kept >= of:
+        return 1.0
+    q = kept / of
+    a = NormalDist().inv_cdf((1 + q) / 2)
+    return 1 - 2 * a * math.exp(-a * a / 2) / math.sqrt(2 * math.pi) / q
 
 
 def _median5(a: Floats, b: Floats, c: Floats, d: Floats, e: Floats) -> Floats:
