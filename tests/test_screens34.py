@@ -462,3 +462,21 @@ def test_item6_the_lock_table_lines_up_under_its_caption() -> None:
     caption, header, row = w.lines[0], w.lines[1], w.lines[2]
     assert caption.startswith("    lock contention of a") and header.startswith("    lock / caller"), w.lines
     assert row.startswith("    futex") or row.startswith("    0x7f00"), w.lines
+
+
+@pytest.mark.parametrize(
+    ("ratio", "low", "high", "bounds"),
+    [
+        (1.2, 0.0052, 301.0, ("-99.5%", "+30000%")),  # a real boots run printed "(0% to +30000%)"
+        (0.16, 0.03, 4.3, ("-97%", "+330%")),  # "-100% to +330%" beside "observed -84%"
+        (1.5, 0.8, 17.0, ("-20%", "+1600%")),
+        (1.0512, 1.03, 1.07, ("+3.0%", "+7.0%")),  # already right: unchanged
+    ],
+)
+def test_item4_each_bound_keeps_its_own_two_significant_digits(
+    ratio: float, low: float, high: float, bounds: tuple[str, str]
+) -> None:
+    from fairmark.verdict.compare import percent_texts
+
+    texts = percent_texts(ratio, low, high, False)
+    assert texts is not None and texts[1:] == bounds

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Rounds, Tested, change_of, mde_percent, tested, verdict_fields
 from fairmark.stats.describe import Summary
-from fairmark.stats.digits import detectable_text, estimate_text, format_pair
+from fairmark.stats.digits import detectable_text, estimate_text, format_pair, last_digit_exponent, round_to
 from fairmark.stats.paired import RatioTest
 from fairmark.stats.ranks import RankCheck, can_reach
 from fairmark.stats.robust import DESIGN as ROBUST
@@ -313,8 +313,9 @@ EXACT_PCT = 1e-9  # below this, a percentage is floating-point rounding, not a m
 
 
 def percent_texts(ratio: float, low: float, high: float, significant: bool) -> tuple[str, str, str] | None:
-    """(observed change, CI low, CI high) in percent, signed and rounded together; None when unbounded. A
-    significant interval's bounds keep the digits that show they exclude 0 ("-1.2% to -0.03%", never
+    """(observed change, CI low, CI high) in percent, signed, each with two significant digits of its own at least
+    (the interval's width may give more); None when unbounded. A
+    significant interval's bounds keep the digits that show they exclude 0 ("-1.2% to -0.030%", never
     "to +0.0%")."""
     if not all(math.isfinite(v) for v in (ratio, low, high)):
         return None
@@ -328,7 +329,23 @@ def percent_texts(ratio: float, low: float, high: float, significant: bool) -> t
             texts = [_signed(v, hw) for v in pct]
     estimate = estimate_text(pct[0], hw)  # two significant digits at least, however wide the interval
     estimate = estimate if estimate.startswith("-") or float(estimate) == 0 else "+" + estimate
-    return (estimate + "%", texts[1] + "%", texts[2] + "%")
+    return (estimate + "%", _bound_text(pct[1], texts[1], hw), _bound_text(pct[2], texts[2], hw))
+
+
+def _bound_text(pct: float, text: str, hw: float | None) -> str:
+    """A bound with digits of its own: rounded to the whole interval's width, a boots run's lower bound of ratio
+    0.0052 printed "0% to +30000%" and one of 0.03 "-100%" — a bound is a value, it keeps two significant digits,
+    and one of its distance from -100% (the ratio itself), so it never rounds across 0 or onto -100%."""
+    shown = last_digit_exponent(hw) if hw is not None else None
+    if pct == 0 or not math.isfinite(pct) or shown is None:
+        return text + "%"
+    needed = math.floor(math.log10(abs(pct))) - 1
+    if -100 < pct < 0:
+        needed = min(needed, math.floor(math.log10(100 + pct)))
+    if shown <= needed:
+        return text + "%"
+    own = round_to(pct, needed)
+    return (own if own.startswith("-") else "+" + own) + "%"
 
 
 def _pct_value(text: str) -> float:
