@@ -81,7 +81,7 @@ def test_json_document(capsys):
     assert set(c["mann_whitney"]) >= {"u", "p_value", "significant", "min_p", "exact"}
     # fairmark's verdict: Welch's t on the logarithms (the ratio of geometric means), not ministat's pooled t
     assert c["design"] == "Welch" and c["scale"] == "log"
-    assert c["sentence"] == "chameleon is higher (worse) than iguana: +110% (80% CI: +10% to +290%)"
+    assert c["sentence"] == "chameleon is higher (worse) than iguana: +110% (80% CI: +9.4% to +290%)"
 
 
 def test_human_output_has_ministat_part_then_verdicts(capsys):

@@ -92,7 +92,7 @@ def test_not_significant_sentence_gives_bound():
     c = compare([10, 10.2, 9.9, 10.1, 10.05, 9.95], [10, 10.1, 9.9, 10.05, 9.95, 10.0], unit="s")
     # not "a change beyond ±e would have shown" (a change of exactly e is seen half the time): 80% power
     assert c.sentence == (
-        "B vs A: no difference proven at 95% confidence, observed -0.33% (95% CI: -1.5% to +0.9%); "
+        "B vs A: no difference proven at 95% confidence, observed -0.33% (95% CI: -1.5% to +0.87%); "
         "this run would detect a change of ±1.9% with 80% power"
     )
 
