@@ -23,6 +23,7 @@ from fairmark.report.busy import busy_headline
 from fairmark.stats.levels import advice, levels
 from fairmark.stats.sequential import boot_looks
 from fairmark.stats.tlight import f_ppf
+from fairmark.verdict.compare import detectable_text
 from fairmark.verdict.levels import compare_levels
 
 # run 378a6da6's measured wall_s, 3 trials per boot, in the boots' order (A B B A B A A B …)
@@ -133,3 +134,29 @@ def test_f_quantiles_match_scipy() -> None:
         for d2 in (1, 4, 8, 50, 1000):
             for p in (0.005, 0.025, 0.5, 0.975, 0.995):
                 assert f_ppf(d1, d2, p) == pytest.approx(stats.f.ppf(p, d1, d2), rel=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("rise", "text"),
+    [
+        (1e3, "-91% or +1000%"),
+        (2e4, "-99.5% or +20000%"),
+        (99_899, "-99.9% or +99899%"),
+        (5e4, "-99.8% or +50000%"),
+        (1e5, "more than ×1000 either way"),
+        (1e17, "more than ×1000 either way"),
+        (math.inf, ""),
+    ],
+)
+def test_a_fall_near_minus_100_is_written_without_an_error(rise: float, text: str) -> None:
+    written = detectable_text(rise, True, lambda x: f"{x:.0f}%")
+    assert written == text or (not text and written), written
+
+
+def test_two_boots_a_side_with_a_tenfold_boot_give_a_verdict_not_an_error() -> None:
+    # the busy suite of 2026-11-29: a guest's 2 × 3 trials a side, one boot of the baseline ten times the other;
+    # the detectable rise on one df was ~10¹⁷% and its fall's digits took log10(0)
+    a = [0.01725, 0.02836, 0.01233, 9.4745, 4.69816, 9.21]
+    b = [0.13, 0.4496, 0.57, 0.06715, 0.16096, 0.09986]
+    c = compare_levels(a, ["1"] * 3 + ["2"] * 3, b, ["3"] * 3 + ["4"] * 3, level="boot")
+    assert "would detect a change of more than ×1000 either way" in c.sentence, c.sentence

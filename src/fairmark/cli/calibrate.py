@@ -66,7 +66,8 @@ def _rows(found: dict[tuple[str, str, str], list[dict[str, Any]]], run_ids, host
 def _line(row: dict[str, Any]) -> str:
     """A workload's false-positive rate with its CI and the change it detects: sizes and rates in two
     significant digits, never in exponent notation ('±140%', was '±1.4e+02%')."""
-    from fairmark.stats.digits import detectable_text, format_spread
+    from fairmark.stats.digits import format_spread
+    from fairmark.verdict.compare import detectable_text
 
     d = row["data"]
     low, high = d["false_positive_ci"]

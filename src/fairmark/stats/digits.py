@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 PLAIN_DIGITS = 4  # significant digits of a value shown without an interval (a single trial, a bare median)
 FLOAT_NOISE = 1e-12  # a half-width 12 decades below the value is rounding noise of doubles, not a measurement
@@ -320,14 +320,3 @@ def detectable_pair(rise_pct: float, log: bool) -> tuple[float, float]:
     if not log or not math.isfinite(rise_pct) or rise_pct < 10:
         return rise_pct, rise_pct
     return 100 * rise_pct / (100 + rise_pct), rise_pct
-
-
-def detectable_text(rise_pct: float, log: bool, fmt: Callable[[float], str]) -> str:
-    """ "±5%" or "-91% or +970%": the change a design detects, each number written by `fmt` (with its %)."""
-    fall, rise = detectable_pair(rise_pct, log)
-    if fall == rise:
-        return f"±{fmt(rise)}"
-    text = fmt(fall)
-    if fall >= 99.5:  # a fall only comes near -100%, never to it: the digits that say how near
-        text = f"{fall:.{max(1, math.ceil(-math.log10(100 - fall)))}f}%"
-    return f"-{text} or +{fmt(rise)}"

@@ -7,14 +7,14 @@ where ministat's numbers differ — in the `Comparison` every command shows and 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Rounds, Tested, change_of, mde_percent, tested, verdict_fields
 from fairmark.stats.describe import Summary
-from fairmark.stats.digits import detectable_text, estimate_text, format_pair, last_digit_exponent, round_to
+from fairmark.stats.digits import detectable_pair, estimate_text, format_pair, last_digit_exponent, round_to
 from fairmark.stats.paired import RatioTest
 from fairmark.stats.ranks import RankCheck, can_reach
 from fairmark.stats.robust import DESIGN as ROBUST
@@ -407,6 +407,25 @@ def verdict_sentence(
             f"this run would detect a change of {_mde_text(test, mean_baseline, unit)} with {POWER_PCT}% power"
         )
     return text + _calibration_clause(calibration)
+
+
+HUGE_RISE_PCT = 99_900.0  # ×1000: beyond it a detectable change is said as a factor, not in digits
+
+
+def detectable_text(rise_pct: float, log: bool, fmt: Callable[[float], str]) -> str:
+    """ "±5%" or "-91% or +970%": the change a design detects, each number written by `fmt` (with its %); past a
+    factor of 1000 either way "more than ×1000 either way" (a boots run on one df needed ×10¹⁷, and the fall's
+    digits took log10(0): "internal error: math domain error" at the end of a run at load 20)."""
+    fall, rise = detectable_pair(rise_pct, log)
+    if fall == rise:
+        return f"±{fmt(rise)}"
+    if rise >= HUGE_RISE_PCT:
+        return f"more than ×{HUGE_RISE_PCT / 100 + 1:.0f} either way"
+    text = fmt(fall)
+    if fall >= 99.5:  # a fall only comes near -100%, never to it: the digits that say how near
+        left = 1e4 / (100 + rise)  # 100 - fall without the cancellation
+        text = f"{100 - left:.{max(1, math.ceil(-math.log10(left)))}f}%"
+    return f"-{text} or +{fmt(rise)}"
 
 
 def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
