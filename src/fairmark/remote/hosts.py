@@ -306,11 +306,11 @@ class RemoteHost:
         return self._executor().last_boot_id or self._connection().hello.get("boot_id")
 
     def snapshot(self) -> Snapshot:
-        return cast("Snapshot", remote_snapshot(self._connection()))
+        return cast("Snapshot", remote_snapshot(self._connection()))  # the probe's dict, as run/host types it
 
     def on_this_machine(self) -> bool:
         """Whether it runs on the controller's machine (reached through loopback: a VM, a container)."""
-        return reaches_this_machine(self.spec)  # the probe's dict, as run/host types it
+        return reaches_this_machine(self.spec)
 
     def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
         return self._connection().run(argv, timeout_s=timeout_s)

@@ -337,7 +337,7 @@ def _bound_text(pct: float, text: str, hw: float | None) -> str:
     0.0052 printed "0% to +30000%" and one of 0.03 "-100%" — a bound is a value, it keeps two significant digits,
     and one of its distance from -100% (the ratio itself), so it never rounds across 0 or onto -100%."""
     shown = last_digit_exponent(hw) if hw is not None else None
-    if pct == 0 or not math.isfinite(pct) or shown is None:
+    if abs(pct) < EXACT_PCT or not math.isfinite(pct) or shown is None:  # 0, or floating-point rounding of it
         return text + "%"
     needed = math.floor(math.log10(abs(pct))) - 1
     if -100 < pct < 0:
