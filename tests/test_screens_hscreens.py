@@ -125,12 +125,16 @@ def test_between_rounds_this_machine_is_watched_for_a_guest_and_named() -> None:
     )
     watch = VolatileWatch(enabled=True)
     watch.follow(hosts)
-    assert watch.local and watch.here == ["guest"]  # before: only the guest was watched
+    assert not watch.local and watch.here == ["guest"]  # before: only the guest was watched
     notes: list[str] = []
     watch._judge(store, "r", notes.append, None, THIS, None)  # type: ignore[arg-type]
     said = "this machine (host guest runs on it): load average 15.20 17.00 14.10 on 2 CPUs"
     assert notes == [f"between rounds: The host is not idle: {said}"], notes
     assert [f["evidence"] for f in stored] == [said]
+    # what does not compete with the guest (this machine's THP) is not said for it
+    stored.clear()
+    watch._judge(store, "r", notes.append, None, {"thp": "always"}, {"thp": "never"})  # type: ignore[arg-type]
+    assert stored == [], stored
 
 
 def _boots(store: Any, run: str, workload: str, variant: str, metric: str) -> list[np.ndarray]:

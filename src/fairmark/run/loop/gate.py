@@ -116,6 +116,7 @@ class Gate:
 
 
 COMPETING = ("load", "pressure")  # what this machine's work does to a guest's trials on it
+HERE_NAME = "this-machine"  # its volatile samples' name when it is watched only for the guests on it
 
 
 def competing_here(guests: list[str], snap: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -164,8 +165,8 @@ class VolatileWatch:
         if not used:
             return
         self.here = [h for h in hosts.here if h in used]
-        self.local = any(not h for h in hosts.variant_host.values()) or bool(self.here)
-        if self.local:
+        self.local = any(not h for h in hosts.variant_host.values())
+        if self.local or self.here:
             self.env_before = None  # the gate's snapshot is a host's: no baseline of this machine's
         self.hosts = {n: hosts.remote[n].snapshot for n in sorted(used)}
         self.hosts_before = {n: s for n, s in getattr(hosts, "snaps", {}).items() if n in used}
@@ -174,7 +175,7 @@ class VolatileWatch:
         if not self.enabled or time.monotonic() - self.last < VOLATILE_EVERY_S:
             return
 
-        if self.local:
+        if self.local or self.here:
             before = volatile_part(self.env_before) if self.env_before else None
             self._judge(store, run_id, note, None, volatile_snapshot(), before)
         for name, take in self.hosts.items():
@@ -193,12 +194,15 @@ class VolatileWatch:
         snap: dict[str, Any],
         baseline: dict[str, Any] | None,
     ) -> None:
-        """One machine's sample: stored, and what is new in it noticed once (labelled with its host)."""
+        """One machine's sample: stored, and what is new in it noticed once (labelled with its host). This machine,
+        watched only for the guests on it, is stored under its own name and says only what competes with them
+        (load, CPU pressure): its THP or governor are not the guests' (issue 32 item 2)."""
         name = str(snap.get("taken_at", ""))
+        for_guests = host is None and not self.local and bool(self.here)
         store.add_artifact(
             run_id,
             kind="env.volatile",
-            name=f"{host} {name}" if host else name,
+            name=f"{host} {name}" if host else f"{HERE_NAME} {name}" if for_guests else name,
             content_type="application/json",
             data=self.scrub(snap | ({"host": host} if host else {})),  # the busiest processes are named in it
         )
@@ -207,6 +211,7 @@ class VolatileWatch:
             for f in new:
                 f["id"], f["evidence"] = f"{host}:{f['id']}", f"host {host}: {f['evidence']}"
         elif self.here:  # this machine, watched for the guests on it
+            new = [f for f in new if f["id"] in COMPETING] if for_guests else new
             for f in new:
                 f["evidence"] = f"{here_label(self.here)}: {f['evidence']}"
         new = [f for f in new if f["severity"] != "info" and f["id"] not in self.noticed]
