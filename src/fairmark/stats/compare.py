@@ -27,11 +27,11 @@ from fairmark.stats.describe import Summary, as_array, describe, sample_sd
 from fairmark.stats.paired import RatioTest, RoundKey, fieller, paired_by_round, two_sided_p, welch
 from fairmark.stats.ranks import RankCheck, exact_mann_whitney, signed_rank
 from fairmark.stats.robust import Reason
+from fairmark.stats.stopping import Capped
+from fairmark.stats.tdist import exact_t, t_quantile
 
 if TYPE_CHECKING:  # a run stopped by the decision stop loads it (LAZY_FOR_START): `show` of any other not
     from fairmark.stats import sequential as seq
-from fairmark.stats.stopping import Capped
-from fairmark.stats.tdist import exact_t, t_quantile
 
 Better = Literal["lower", "higher"]
 Rounds = tuple[Sequence[RoundKey], Sequence[RoundKey]]  # each side's round of each value (same order)
