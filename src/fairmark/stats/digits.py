@@ -108,6 +108,13 @@ def round_to(value: float, exponent: int) -> str:
     return f"{value:.{-exponent}f}"
 
 
+def significant_exponent(value: float, digits: int) -> int:
+    """Power of ten of the last of `digits` significant digits of `value` (not 0) once rounded: 9.96 to two is
+    "10", not "10.0" (the exponent of the value before rounding kept a third digit)."""
+    exp = math.floor(math.log10(abs(value))) - digits + 1
+    return exp + 1 if round(abs(value) / 10.0**exp) >= 10**digits else exp
+
+
 def _plain(value: float) -> str:
     """A value without an interval: PLAIN_DIGITS significant digits, never in exponent notation."""
     if value == 0 or not math.isfinite(value):
@@ -193,7 +200,7 @@ def estimate_text(value: float, half_width: float | None) -> str:
     text = format_pair(value, half_width)[0]
     if not math.isfinite(value) or abs(value) < 1e-9 or half_width is None:
         return text
-    own = math.floor(math.log10(abs(value))) - 1
+    own = significant_exponent(value, 2)
     exp = last_digit_exponent(half_width)
     return text if exp is not None and exp <= own else _clean(round_to(value, own))
 

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Literal
 from fairmark.stats.arrays import Values
 from fairmark.stats.compare import Better, Rounds, Tested, change_of, mde_percent, tested, verdict_fields
 from fairmark.stats.describe import Summary
-from fairmark.stats.digits import detectable_pair, estimate_text, format_pair, last_digit_exponent, round_to
+from fairmark.stats.digits import (
+    detectable_pair,
+    format_pair,
+    last_digit_exponent,
+    round_to,
+    significant_exponent,
+)
 from fairmark.stats.paired import RatioTest
 from fairmark.stats.ranks import RankCheck, can_reach
 from fairmark.stats.robust import DESIGN as ROBUST
@@ -313,43 +319,35 @@ EXACT_PCT = 1e-9  # below this, a percentage is floating-point rounding, not a m
 
 
 def percent_texts(ratio: float, low: float, high: float, significant: bool) -> tuple[str, str, str] | None:
-    """(observed change, CI low, CI high) in percent, signed, each with two significant digits of its own at least
-    (the interval's width may give more); None when unbounded. A
-    significant interval's bounds keep the digits that show they exclude 0 ("-1.2% to -0.030%", never
-    "to +0.0%")."""
+    """(observed change, CI low, CI high) in percent, signed, each rounded once by change_text: to the interval's
+    last digit or to two significant digits of its own, whichever is finer; None when unbounded. So a
+    significant interval's bounds show that they exclude 0 ("-1.2% to -0.030%", never "to +0.0%") without giving
+    the estimate and the other bound digits of a narrower interval (it once printed "-1.200% (-2.360% to -0.0040%)":
+    every text rounded again to the width that made the near bound show its sign). `significant` is kept for the
+    callers: two digits of its own show every bound's sign."""
+    del significant
     if not all(math.isfinite(v) for v in (ratio, low, high)):
         return None
     pct = [100.0 * (v - 1.0) for v in (ratio, low, high)]
     hw = (pct[2] - pct[1]) / 2 or None
-    texts = [_signed(v, hw) for v in pct]
-    if significant:
-        near = min(pct[1:], key=abs)
-        while hw and _pct_value(texts[1 + pct[1:].index(near)]) * near <= 0 and hw > abs(near) * 1e-6:
-            hw /= 10  # one more digit until the near bound shows its sign
-            texts = [_signed(v, hw) for v in pct]
-    estimate = estimate_text(pct[0], hw)  # two significant digits at least, however wide the interval
-    estimate = estimate if estimate.startswith("-") or float(estimate) == 0 else "+" + estimate
-    return (estimate + "%", _bound_text(pct[1], texts[1], hw), _bound_text(pct[2], texts[2], hw))
+    return (change_text(pct[0], hw), change_text(pct[1], hw), change_text(pct[2], hw))
 
 
-def _bound_text(pct: float, text: str, hw: float | None) -> str:
-    """A bound with digits of its own: rounded to the whole interval's width, a boots run's lower bound of ratio
-    0.0052 printed "0% to +30000%" and one of 0.03 "-100%" — a bound is a value, it keeps two significant digits,
-    and one of its distance from -100% (the ratio itself), so it never rounds across 0 or onto -100%."""
+def change_text(pct: float, hw: float | None) -> str:
+    """A change in percent, signed, in one rounding step: to the interval's last digit (half-width `hw`) or to
+    two significant digits of its own, whichever is finer — and above -100% to one significant digit at least of
+    what is left (the ratio), so a value never rounds across 0 or onto -100%: a boots run's lower bound of ratio
+    0.0052 printed "0% to +30000%", one of 0.03 "-100%", and an estimate of -99.7% under a wide interval "-100%".
+    A value under EXACT_PCT is floating-point rounding of 0: it keeps the interval's digits, as 0 does."""
+    text = format_pair(pct, hw)[0]  # the interval's digits (a float-noise interval: four significant digits)
     shown = last_digit_exponent(hw) if hw is not None else None
-    if abs(pct) < EXACT_PCT or not math.isfinite(pct) or shown is None:  # 0, or floating-point rounding of it
-        return text + "%"
-    needed = math.floor(math.log10(abs(pct))) - 1
-    if -100 < pct < 0:
-        needed = min(needed, math.floor(math.log10(100 + pct)))
-    if shown <= needed:
-        return text + "%"
-    own = round_to(pct, needed)
-    return (own if own.startswith("-") else "+" + own) + "%"
-
-
-def _pct_value(text: str) -> float:
-    return float(text)
+    if abs(pct) >= EXACT_PCT and math.isfinite(pct) and shown is not None:
+        own = significant_exponent(pct, 2)
+        if -100 < pct < 0:
+            own = min(own, significant_exponent(100 + pct, 1))
+        if own < shown:
+            text = round_to(pct, own)
+    return (text if text.startswith("-") or float(text) == 0 else "+" + text) + "%"
 
 
 def _number(d: Mapping[str, object], key: str) -> float | None:
