@@ -2,8 +2,9 @@
 samples) and `fairmark show` of a 300-trial run, as a user starts them (a new process, imports included).
 
 The history store: 200 runs (one a CI commit, tagged branch=main) of one workload × 2 variants × 150 trials × 5
-metrics, written by bench/history_query.py's `fill` (a +10% step half way: one change point per series to size).
-The run: 2 variants × 150 trials of `true`, monitors on, made here by `fairmark run`. Each command is started
+metrics, written by bench/history_query.py's `fill` (a +10% step half way: one change point per series to size)
+through each side's own fairmark, as its runs' ends write it (a store of the schema that fairmark reads).
+The run: 2 variants × 150 trials of `true`, monitors on, made by each side's `fairmark run`. Each command is started
 REPS times, alternating with the fairmark of `--against OTHER/src` when given, as the `fairmark` script starts it
 (numpy's OpenBLAS on one thread where that fairmark does so); CPU (user + sys) from wait4, peak RSS from
 /usr/bin/time (see `started`), medians printed (with `--against`, the ratio of the two trees' medians), and
@@ -27,11 +28,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from fairmark.store.db import Store
-from history_query import fill
-
+BENCH = Path(__file__).resolve().parent
+# A side's history store, written by that side's fairmark (a store of the schema it reads: schema 12 sums an
+# ended run's cells, which an older fairmark refuses to open) with bench/history_query.py's fill
+FILL = (
+    "import sys\nsys.path.insert(0, sys.argv[2])\nfrom fairmark.store.db import Store\n"
+    "from history_query import fill\nprint(fill(Store.open(sys.argv[1]), 200, 1, 150))\n"
+)
 # As the `fairmark` script starts (cli.main.entry): numpy's OpenBLAS on one thread where this fairmark does that
 PROBE = (
     "import json, sys\ntry:\n    from fairmark.cli import _threads\n    _threads.install()\n"
@@ -66,6 +69,23 @@ def started(argv: list[str], env: dict[str, str]) -> tuple[float, int, bool]:
     return ru.ru_utime + ru.ru_stime, int(lines[-1].split()[1]), bool(last["scipy"])
 
 
+def stores(tmp: Path, env: dict[str, str]) -> tuple[str, str, int]:
+    """A side's history store (its number of samples) and its run of `true`, each made by that side's fairmark."""
+    tmp.mkdir()
+    hist, runs = f"sqlite:///{tmp / 'history.db'}", f"sqlite:///{tmp / 'run.db'}"
+    out = subprocess.run(
+        [sys.executable, "-c", FILL, hist, str(BENCH)], env=env, check=True, capture_output=True, text=True
+    )
+    (tmp / "p.toml").write_text(PLAN)
+    subprocess.run(
+        [sys.executable, "-m", "fairmark", "run", str(tmp / "p.toml"), "--json"],
+        env=env | {"FAIRMARK_STORE": runs},
+        check=True,
+        capture_output=True,
+    )
+    return hist, runs, int(out.stdout)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=7)
@@ -82,33 +102,24 @@ def main() -> int:
     }
     load = [os.getloadavg()[0]]
     try:
-        hist, runs = f"sqlite:///{tmp / 'history.db'}", f"sqlite:///{tmp / 'run.db'}"
-        store = Store.open(hist)
-        n = fill(store, 200, 1, 150)
-        store.engine.dispose()
-        (tmp / "p.toml").write_text(PLAN)
-        subprocess.run(
-            [sys.executable, "-m", "fairmark", "run", str(tmp / "p.toml"), "--json"],
-            env=env | {"FAIRMARK_STORE": runs},
-            check=True,
-            capture_output=True,
-        )
+        urls = {side: stores(tmp / f"side{i}", env | senv) for i, (side, senv) in enumerate(sides.items())}
+        n = urls["this fairmark"][2]
         cmds = {
             f"history w0:wall_s --tag branch=main ({n:,} samples, 200 runs)": (
                 ["history", "w0:wall_s", "--tag", "branch=main"],
-                hist,
+                0,
             ),
-            "show last (2 × 150 trials of `true`, monitors on)": (["show", "last"], runs),
+            "show last (2 × 150 trials of `true`, monitors on)": (["show", "last"], 1),
         }
         got: dict[tuple[str, str], list[tuple[float, int, bool]]] = {}
-        for argv, url in cmds.values():  # unmeasured: writes each side's __pycache__
-            for senv in sides.values():
-                started(argv, env | senv | {"FAIRMARK_STORE": url})
-        for label, (argv, url) in cmds.items():
+        for argv, which in cmds.values():  # unmeasured: writes each side's __pycache__
+            for side, senv in sides.items():
+                started(argv, env | senv | {"FAIRMARK_STORE": urls[side][which]})
+        for label, (argv, which) in cmds.items():
             for _ in range(args.reps):
                 for side, senv in sides.items():
                     got.setdefault((label, side), []).append(
-                        started(argv, env | senv | {"FAIRMARK_STORE": url})
+                        started(argv, env | senv | {"FAIRMARK_STORE": urls[side][which]})
                     )
         load.append(os.getloadavg()[0])
     finally:

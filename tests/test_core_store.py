@@ -209,6 +209,99 @@ def test_verdicts_are_not_stored_and_an_older_stores_table_goes(tmp_path: Path) 
     assert int(version) == schema.SCHEMA_VERSION >= 8 and migrated.get_run(run_id).id == run_id
 
 
+def _summed(store: Store) -> dict[int, str]:
+    """cell id → its sums (store/sums.py)."""
+    import sqlalchemy as sa
+
+    with store.engine.connect() as conn:
+        return dict(conn.execute(sa.text("SELECT cell_id, sums FROM cell_sums")).all())
+
+
+def _two_cells(store: Store, trials: int = 6) -> tuple[str, dict[str, int]]:
+    run_id = _run(store)
+    ids = store.ensure_cells(run_id, [CellRecord(f"w/{v}", "w", v, (), "wall_s", ()) for v in "AB"])
+    for seq in range(trials):
+        _trial(store, run_id, ids["w/" + "AB"[seq % 2]], seq)
+    return run_id, ids
+
+
+def _trial(store: Store, run_id: str, cell: int, seq: int, status: str = "ok") -> None:
+    when = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    trial = TrialRecord(run_id, cell, seq, seq, False, status, when, max_rss_method="launcher")
+    store.add_trial(
+        trial, [Sample(trial.id, cell, m, 1.0 + seq / 7, "s", "lower") for m in ("wall_s", "cpu_s")]
+    )
+
+
+def test_an_ended_runs_cells_are_summed_and_a_later_trial_clears_its_cells(store: Store) -> None:
+    """Schema 12 (store/sums.py): a run that ends (done, interrupted, failed) has its cells summed for `history`
+    in the same transaction; a trial stored after (a resumed run) deletes its own cell's sums, not the others';
+    the points read through the sums are those of the samples. PostgreSQL keeps no sums (its history is its own
+    query) and works as before."""
+    from fairmark.store.history import query_history
+    from fairmark.store.quickhistory import opened
+
+    run_id, ids = _two_cells(store)
+    _trial(store, run_id, ids["w/B"], 6, status="failed")  # left out of the points, its metrics still named
+    sqlite = store.url.startswith("sqlite")
+    assert _summed(store) == {}  # running
+    store.update_run(run_id, status="interrupted", ended_at=dt.datetime(2026, 1, 1, 1, tzinfo=dt.UTC))
+    assert set(_summed(store)) == (set(ids.values()) if sqlite else set())
+    full = repr(query_history(store, "w"))
+    assert "n=3" in full and full.count("Point(") == 4
+    _trial(store, run_id, ids["w/A"], 7)  # resumed: w/A has a new trial
+    assert set(_summed(store)) == ({ids["w/B"]} if sqlite else set())
+    store.update_run(run_id, status="running", ended_at=None)
+    assert set(_summed(store)) == ({ids["w/B"]} if sqlite else set())
+    store.update_run(run_id, status="done")
+    assert set(_summed(store)) == (set(ids.values()) if sqlite else set())
+    if sqlite:
+        with opened(store.url) as quick:
+            assert quick is not None and len(quick._summed("w", None)) == 2
+            assert repr(query_history(quick, "w")) == repr(query_history(store, "w"))
+    store.delete_run(run_id)
+    assert _summed(store) == {} and query_history(store, "w") == []
+
+
+def test_a_v11_store_gets_the_sums_of_its_ended_runs(tmp_path: Path) -> None:
+    """The migration to 12 sums every run stored before that is not running, as its end would have; a running
+    run's cells are read from their samples; the triggers are those of a new store."""
+    import sqlalchemy as sa
+
+    from fairmark.store import schema
+
+    store = Store.open(f"sqlite:///{tmp_path / 'old.db'}")
+    ended, _ = _two_cells(store)
+    running, _ = _two_cells(store)
+    store.update_run(ended, status="done")
+    sums = _summed(store)
+    triggers = "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name"
+    with store.engine.begin() as conn:
+        made = conn.execute(sa.text(triggers)).all()
+        assert len(made) == 9
+        for name, _ in made:
+            conn.execute(sa.text(f"DROP TRIGGER {name}"))
+        conn.execute(sa.text("DROP TABLE cell_sums"))
+        conn.execute(sa.text("UPDATE fairmark_meta SET value = '11' WHERE key = 'schema_version'"))
+    store.engine.dispose()
+    store = Store.open(store.url)
+    assert _summed(store) == sums and len(sums) == 2 and schema.SCHEMA_VERSION == 12
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.text(triggers)).all() == made
+    assert store.get_run(running).status == "running"
+
+
+def test_an_imported_runs_cells_are_summed(tmp_path: Path) -> None:
+    from fairmark.cli.bundle import bundle_of, import_bundle
+
+    store = Store.open(f"sqlite:///{tmp_path / 'a.db'}")
+    run_id, _ = _two_cells(store)
+    store.update_run(run_id, status="done")
+    other = Store.open(f"sqlite:///{tmp_path / 'b.db'}")
+    import_bundle(other, bundle_of(store, run_id), "run.json")
+    assert sorted(_summed(other).values()) == sorted(_summed(store).values())
+
+
 def test_newer_store_is_refused(tmp_path: Path) -> None:
     import sqlalchemy as sa
 

@@ -13,14 +13,22 @@ import pytest
 import screens_store
 from fairmark.report.history import HistoryOptions, build_history
 from fairmark.store import quickrun
+from fairmark.store.db import Store
 from fairmark.store.history import legacy_rss_runs, metrics_of, query_history
 from fairmark.store.quickhistory import opened
 
 
-@pytest.fixture(scope="module", params=["local", "remote"])
+@pytest.fixture(
+    scope="module",
+    params=[(where, sums) for where in ("local", "remote") for sums in ("samples", "sums", "some sums")],
+    ids=lambda p: "-".join(p),
+)
 def store_path(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
     """The screens store with trials of every kind the query leaves out (warm-up, profiled, timed out); "remote":
-    some also ran on hosts (one named as the controller is), which the quick reader reads by the join."""
+    some also ran on hosts (one named as the controller is), which the quick reader reads by the join. Its runs'
+    cells are read from their samples, or from the sums the runs' ends write (store/sums.py), or half each way:
+    the full store's reader, which reads the samples, is the reference."""
+    where, sums = request.param
     path = tmp_path_factory.mktemp("quickhistory") / "s.db"
     store = screens_store.build(path)
     store.engine.dispose()
@@ -35,12 +43,17 @@ def store_path(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixture
         conn.execute("UPDATE trials SET warmup = 1 WHERE run_id = ? AND round = 0", [runs[5]])
         conn.execute("UPDATE trials SET profiled = 1, warmup = 1 WHERE run_id = ? AND seq = 3", [runs[6]])
         conn.execute("UPDATE trials SET status = 'timeout' WHERE run_id = ? AND seq = 5", [runs[6]])
-        if request.param == "remote":
+        if where == "remote":
             conn.execute("UPDATE trials SET host = 'h2' WHERE run_id = ? AND round < 4", [runs[3]])
             conn.execute(
                 "UPDATE trials SET host = ? WHERE run_id = ? AND seq = 2", [screens_store.HOST, runs[4]]
             )
     conn.close()
+    if sums != "samples":  # as each run's end sums its cells, after its trials are what the UPDATEs made them
+        store = Store.open(f"sqlite:///{path}")
+        for run_id in runs[:: 1 if sums == "sums" else 2]:
+            store.update_run(run_id, status="done")
+        store.engine.dispose()
     return path
 
 
@@ -58,8 +71,6 @@ FILTERS = [
 @pytest.mark.parametrize("workload", ["alloc", "crypto", "oltp", "nothing"])
 @pytest.mark.parametrize("filters", FILTERS)
 def test_the_quick_reader_reads_what_the_store_reads(store_path: Path, workload: str, filters: dict) -> None:
-    from fairmark.store.db import Store
-
     url = f"sqlite:///{store_path}"
     store = Store.open(url)
     with opened(url) as quick:
@@ -76,16 +87,26 @@ def test_the_quick_reader_reads_what_the_store_reads(store_path: Path, workload:
     store.engine.dispose()
 
 
-def test_a_store_of_the_controllers_trials_is_read_without_the_join(store_path: Path) -> None:
+def test_a_store_of_the_controllers_trials_is_read_without_the_join(
+    store_path: Path, request: pytest.FixtureRequest
+) -> None:
     """Its points without joining each sample to its trial (quickhistory._LOCAL); a store with trials on hosts
-    by the join the full store's query makes."""
+    by the join the full store's query makes; a summed cell by its sums, not its samples."""
     with opened(f"sqlite:///{store_path}") as quick:
         assert quick is not None
         sql: list[str] = []
         quick.conn.set_trace_callback(sql.append)
         assert quick.points("alloc", "wall_s", None, None)
-        on_hosts = quick.conn.execute("SELECT 1 FROM trials WHERE host IS NOT NULL LIMIT 1").fetchall() != []
-        assert any("JOIN trials ON samples.trial_id" in s for s in sql) == on_hosts
+        unsummed = "cell_id NOT IN (SELECT cell_id FROM cell_sums)"
+        on_hosts = quick.conn.execute(
+            f"SELECT 1 FROM trials WHERE host IS NOT NULL AND {unsummed}"
+        ).fetchall()
+        assert any("JOIN trials ON samples.trial_id" in s for s in sql) == (on_hosts != [])
+        summed = len(quick._summed("alloc", None))
+        assert (
+            summed
+            == {"samples": 0, "sums": 20, "some sums": 10}[request.node.callspec.params["store_path"][1]]
+        )
 
 
 def test_the_legacy_run_is_there_to_be_left_out(store_path: Path) -> None:

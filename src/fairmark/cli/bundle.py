@@ -23,6 +23,7 @@ from fairmark.report.load import load_report
 from fairmark.store import schema as S
 from fairmark.store.db import Store, jsonable_row
 from fairmark.store.records import LEGACY_RSS
+from fairmark.store.sums import write as write_sums
 
 BUNDLE_FORMAT = "fairmark-bundle"
 BUNDLE_VERSION = 1
@@ -339,6 +340,8 @@ def _insert(conn: sa.Connection, doc: dict[str, Any]) -> str:
             trial_ids = frozenset(r["id"] for r in rows)
         if rows:
             conn.execute(sa.insert(table), rows)
+    if t["runs"][0].get("status") != "running":
+        write_sums(conn, run_id)  # as the run's end did where it ran (store/sums.py)
     return run_id
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SCHEMA_VERSION = 11  # store/schema.py: bumped with each appended migration
+SCHEMA_VERSION = 12  # store/schema.py: bumped with each appended migration
 
 # The artifact kind of what a file-system tool's trial claims it read or written (Adapter.claimed_io), stored
 # by the run (run.trials.trial) and held against the disks and the device by the report (report.pagecache).

@@ -38,6 +38,8 @@ from fairmark.store.records import (
 )
 from fairmark.store.records import RunRecord as RunRecord  # where callers have imported it from
 from fairmark.store.records import jsonable_row as jsonable_row
+from fairmark.store.sums import create_triggers
+from fairmark.store.sums import write as write_sums
 
 if TYPE_CHECKING:
     from sqlalchemy.engine.interfaces import DBAPIConnection, ExceptionContext
@@ -248,6 +250,7 @@ class Store:
             row = conn.execute(sa.select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first()
             if row is None:
                 S.metadata.create_all(conn)
+                create_triggers(conn)
                 conn.execute(sa.insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
                 return
             version = int(row[0])
@@ -341,8 +344,12 @@ class Store:
             return set(conn.scalars(q))
 
     def update_run(self, run_id: str, **values: object) -> None:
+        """Set columns of a run; a run that ends (any status but "running") has its cells summed for `history`
+        in the same transaction (store/sums.py)."""
         with self._begin() as conn:
             conn.execute(sa.update(S.runs).where(S.runs.c.id == run_id).values(**values))
+            if values.get("status", "running") != "running":
+                write_sums(conn, run_id)
 
     def get_run(self, ref: str) -> RunRecord:
         """A run by full id, unique prefix, or 'last'."""
@@ -637,10 +644,14 @@ class Store:
             return _dicts(conn.execute(q))
 
     def insert_rows(self, rows_by_table: Mapping[sa.Table, Sequence[Mapping[str, object]]]) -> None:
+        """Rows of whole runs (a bundle's import): the cells of those that have ended are summed (store/sums.py)."""
         with self._begin() as conn:
             for table, rows in rows_by_table.items():
                 if rows:
                     conn.execute(sa.insert(table), rows)
+            for run in rows_by_table.get(S.runs, ()):
+                if run.get("status") != "running":
+                    write_sums(conn, str(run["id"]))
 
     # -- calibrations (fairmark calibrate) ---------------------------------------------------------------
     def add_calibrations(self, rows: Sequence[Mapping[str, object]]) -> None:

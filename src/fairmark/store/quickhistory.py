@@ -18,6 +18,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, TypeAlias, cast
 
 from fairmark.store.readonly import readonly
+from fairmark.store.sums import HOST as _HOST
+from fairmark.store.sums import OK as _OK
+from fairmark.store.sums import Doc
 
 if TYPE_CHECKING:
     from fairmark.jsonvalue import JSONObject
@@ -30,21 +33,22 @@ _JOIN = (
     "FROM samples JOIN cells ON samples.cell_id = cells.id JOIN runs ON cells.run_id = runs.id "
     "JOIN trials ON samples.trial_id = trials.id"
 )
-_HOST = "coalesce(trials.host, runs.hostname)"
-_OK = "trials.warmup IS 0 AND trials.profiled IS 0 AND trials.status = 'ok'"
+# The cells read from their samples: those without sums (store/sums.py: an ended run's cells have them)
+_UNSUMMED = "cells.id NOT IN (SELECT cell_id FROM cell_sums)"
 # a point per group, ties of a run's start broken as its groups sort (the order is the query's, not the plan's)
 _ORDER = 'runs.started_at, runs.id, host, cells."key", samples.metric, samples.unit, samples.better'
 _POINTS = (
     f'SELECT runs.id, runs.started_at, {_HOST} AS host, cells."key", samples.metric, samples.unit, '
     "samples.better, count(*) AS n, avg(samples.value) AS mean, avg(samples.value * samples.value) AS mean_sq "
-    f"{_JOIN} WHERE cells.workload = ? AND {_OK} "
+    f"{_JOIN} WHERE cells.workload = ? AND {_UNSUMMED} AND {_OK} "
     "AND (samples.metric != 'max_rss_kib' OR trials.max_rss_method IS NOT NULL){more} "
     f'GROUP BY runs.id, runs.started_at, {_HOST}, cells."key", samples.metric, samples.unit, samples.better '
     f"ORDER BY {_ORDER}"
 )
 _LEGACY = (
     f'SELECT DISTINCT runs.id, runs.started_at, {_HOST} AS host, cells."key" {_JOIN} '
-    "WHERE cells.workload = ? AND samples.metric = 'max_rss_kib' AND trials.max_rss_method IS NULL "
+    f"WHERE cells.workload = ? AND {_UNSUMMED} AND samples.metric = 'max_rss_kib' "
+    "AND trials.max_rss_method IS NULL "
     f"AND {_OK}{{more}} ORDER BY runs.started_at"
 )
 _TAG = 'EXISTS (SELECT * FROM run_tags AS tag{i} WHERE tag{i}.run_id = runs.id AND tag{i}."key" = ? AND tag{i}.value = ?)'
@@ -61,7 +65,7 @@ _LOCAL = (
     "s.mean, s.mean_sq FROM (SELECT samples.cell_id, samples.metric, samples.unit, samples.better, "
     "count(*) AS n, avg(samples.value) AS mean, avg(samples.value * samples.value) AS mean_sq FROM samples "
     "WHERE samples.cell_id IN (SELECT cells.id FROM cells JOIN runs ON cells.run_id = runs.id "
-    "WHERE cells.workload = ?{of_runs}) AND samples.trial_id NOT IN ({out}) "
+    f"WHERE cells.workload = ? AND {_UNSUMMED}{{of_runs}}) AND samples.trial_id NOT IN ({{out}}) "
     "AND (samples.metric != 'max_rss_kib' OR samples.trial_id NOT IN ({rss})){of_samples} "
     "GROUP BY samples.cell_id, samples.metric, samples.unit, samples.better) AS s "
     "JOIN cells ON s.cell_id = cells.id JOIN runs ON cells.run_id = runs.id "
@@ -72,7 +76,12 @@ _LOCAL = (
 _ODD = (
     f"SELECT trials.id, trials.host IS NOT NULL, NOT ({_OK}), trials.max_rss_method IS NULL "
     "FROM cells JOIN trials ON trials.run_id = cells.run_id AND trials.cell_id = cells.id "
-    f"WHERE cells.workload = ? AND (trials.host IS NOT NULL OR NOT ({_OK}){{rss}})"
+    f"WHERE cells.workload = ? AND {_UNSUMMED} AND (trials.host IS NOT NULL OR NOT ({_OK}){{rss}})"
+)
+# The workload's summed cells (in runs with tags: {of_runs}): run id, started_at, cell key, sums (store/sums.py)
+_SUMMED = (
+    'SELECT runs.id, runs.started_at, cells."key", cell_sums.sums FROM cells JOIN runs ON cells.run_id = runs.id '
+    "JOIN cell_sums ON cell_sums.cell_id = cells.id WHERE cells.workload = ?{of_runs}"
 )
 _MAX_NAMED = 10_000  # more trials to name than this: the join (SQLite takes up to 32 766 parameters)
 
@@ -82,6 +91,7 @@ class SqliteHistory:
 
     def __init__(self, conn: sqlite3.Connection, url: str):
         self.conn, self.url = conn, url
+        self._docs: dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[str, str, str, Doc]]] = {}
 
     def _filters(
         self, host: str | None, tags: dict[str, str] | None, metric: str | None = None, host_is: str = _HOST
@@ -100,29 +110,62 @@ class SqliteHistory:
     def points(
         self, workload: str, metric: str | None, host: str | None, tags: dict[str, str] | None
     ) -> list[PointRow]:
-        """store/history.query_history's rows: (id, started_at, host, key, metric, unit, better, n, mean, mean_sq)."""
+        """store/history.query_history's rows: (id, started_at, host, key, metric, unit, better, n, mean, mean_sq),
+        of the summed cells from their sums, of the others from their samples, in the query's order."""
+        rows = [
+            (run_id, started, point[0], key, *point[1:])
+            for run_id, started, key, doc in self._summed(workload, tags)
+            for point in doc["points"]
+            if (not metric or point[1] == metric) and (not host or point[0] == host)
+        ]
+        rows.extend(self._sampled(workload, metric, host, tags))
+        rows.sort(
+            key=lambda r: (r[1], r[0], r[2], r[3], r[4], r[5], r[6])
+        )  # _ORDER (SQLite's BINARY: as str's)
+        return [cast(PointRow, (r[0], _datetime(r[1]), *r[2:])) for r in rows]
+
+    def _summed(self, workload: str, tags: dict[str, str] | None) -> list[tuple[str, str, str, Doc]]:
+        """(run id, started_at, cell key, sums) of the workload's summed cells (in runs with `tags`)."""
+        key = (workload, tuple(sorted((tags or {}).items())))
+        if key not in self._docs:
+            of_runs, args = self._filters(None, tags)
+            got = self.conn.execute(_SUMMED.format(of_runs=of_runs), [workload, *args])
+            self._docs[key] = [(run_id, started, k, json.loads(doc)) for run_id, started, k, doc in got]
+        return self._docs[key]
+
+    def _sampled(
+        self, workload: str, metric: str | None, host: str | None, tags: dict[str, str] | None
+    ) -> list[tuple[object, ...]]:
+        """The points of the cells without sums, from their samples."""
         rss_too = metric in (None, "max_rss_kib")  # else no max_rss_kib sample is read
         odd = self.conn.execute(
             _ODD.format(rss=" OR trials.max_rss_method IS NULL" if rss_too else ""), [workload]
         ).fetchall()
         if any(remote for _, remote, _, _ in odd) or len(odd) > _MAX_NAMED:
             more, args = self._filters(host, tags, metric)
-            rows = self.conn.execute(_POINTS.format(more=more), [workload, *args]).fetchall()
-        else:  # every trial on the controller: its host is the run's
-            out = [t for t, _, left_out, _ in odd if left_out]
-            rss = [t for t, _, left_out, legacy in odd if legacy and not left_out]
-            of_runs, run_args = self._filters(host, tags, None, "runs.hostname")
-            of_samples, sample_args = self._filters(None, None, metric)
-            marks = {"out": ", ".join("?" * len(out)), "rss": ", ".join("?" * len(rss))}
-            sql = _LOCAL.format(of_runs=of_runs, of_samples=of_samples, **marks)
-            rows = self.conn.execute(sql, [workload, *run_args, *out, *rss, *sample_args]).fetchall()
-        return [cast(PointRow, (r[0], _datetime(r[1]), *r[2:])) for r in rows]
+            return self.conn.execute(_POINTS.format(more=more), [workload, *args]).fetchall()
+        # every trial on the controller: its host is the run's
+        out = [t for t, _, left_out, _ in odd if left_out]
+        rss = [t for t, _, left_out, legacy in odd if legacy and not left_out]
+        of_runs, run_args = self._filters(host, tags, None, "runs.hostname")
+        of_samples, sample_args = self._filters(None, None, metric)
+        marks = {"out": ", ".join("?" * len(out)), "rss": ", ".join("?" * len(rss))}
+        sql = _LOCAL.format(of_runs=of_runs, of_samples=of_samples, **marks)
+        return self.conn.execute(sql, [workload, *run_args, *out, *rss, *sample_args]).fetchall()
 
     def legacy_rss(
         self, workload: str, host: str | None, tags: dict[str, str] | None
     ) -> list[tuple[str, ...]]:
         more, args = self._filters(host, tags)
-        return [(r[0], r[2], r[3]) for r in self.conn.execute(_LEGACY.format(more=more), [workload, *args])]
+        rows = self.conn.execute(_LEGACY.format(more=more), [workload, *args]).fetchall()
+        rows += [
+            (run_id, started, h, key)
+            for run_id, started, key, doc in self._summed(workload, tags)
+            for h in doc["legacy_rss"]
+            if not host or h == host
+        ]
+        rows.sort(key=lambda r: r[1])  # the query's ORDER BY runs.started_at
+        return [(r[0], r[2], r[3]) for r in rows]
 
     def tags(self, run_ids: list[str]) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {r: {} for r in run_ids}
@@ -138,12 +181,16 @@ class SqliteHistory:
         newest = self.conn.execute(
             "SELECT primary_metric FROM cells WHERE workload = ? ORDER BY id DESC LIMIT 1", [workload]
         ).fetchone()
-        names = self.conn.execute(
-            "SELECT DISTINCT samples.metric FROM samples JOIN cells ON samples.cell_id = cells.id "
-            "WHERE cells.workload = ?",
-            [workload],
-        )
-        return (newest[0] if newest else None), sorted(n for (n,) in names)
+        names = {
+            n
+            for (n,) in self.conn.execute(
+                "SELECT DISTINCT samples.metric FROM samples JOIN cells ON samples.cell_id = cells.id "
+                f"WHERE cells.workload = ? AND {_UNSUMMED}",
+                [workload],
+            )
+        }
+        names.update(n for *_, doc in self._summed(workload, None) for n in doc["metrics"])
+        return (newest[0] if newest else None), sorted(names)
 
     def options(self, run_ids: set[str]) -> dict[str, JSONObject | None]:
         """run id → its options (JSON), for the baseline of each series."""

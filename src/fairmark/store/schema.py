@@ -14,6 +14,7 @@ from fairmark.store.base import BISECT_RESULT as BISECT_RESULT
 from fairmark.store.base import CLAIMED_IO as CLAIMED_IO
 from fairmark.store.base import LOOPS_CALIBRATION as LOOPS_CALIBRATION
 from fairmark.store.base import SCHEMA_VERSION as SCHEMA_VERSION  # lives there: readable without SQLAlchemy
+from fairmark.store.sums import create_triggers, write_ended
 
 metadata = sa.MetaData()
 
@@ -193,6 +194,17 @@ run_tags = sa.Table(
     sa.Index("ix_run_tags_key_value", "key", "value"),
 )
 
+# What `fairmark history` reads of a cell of an ended run instead of its samples (store/sums.py: when it is written,
+# and the triggers that delete it when the cell's trials or samples change). SQLite stores only: PostgreSQL's stays
+# empty. `sums` is a JSON document: {"points": [[host, metric, unit, better, n, mean, mean_sq], ...],
+# "legacy_rss": [host, ...], "metrics": [name, ...]}.
+cell_sums = sa.Table(
+    "cell_sums",
+    metadata,
+    sa.Column("cell_id", sa.Integer, sa.ForeignKey("cells.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("sums", sa.Text, nullable=False),
+)
+
 # what `fairmark history` reads: a workload's cells, then their samples by cell (and metric until v11)
 _HISTORY_INDEXES = (
     sa.Index("ix_cells_workload", cells.c.workload),
@@ -281,6 +293,13 @@ def _v11_samples_by_cell(conn: sa.Connection) -> None:
     next(i for i in samples.indexes if i.name == "ix_samples_cell").create(conn, checkfirst=True)
 
 
+def _v12_cell_sums(conn: sa.Connection) -> None:
+    """v12: an ended run's cells are summed for `history` (store/sums.py); the runs stored before are summed now."""
+    metadata.create_all(conn, tables=[cell_sums])
+    create_triggers(conn)
+    write_ended(conn)
+
+
 # version → function(connection) that upgrades from version-1 to version
 MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     2: _v2_cell_params,
@@ -293,4 +312,5 @@ MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     9: _v9_trial_rss_method,
     10: _v10_cell_loops,
     11: _v11_samples_by_cell,
+    12: _v12_cell_sums,
 }
