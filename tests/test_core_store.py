@@ -219,9 +219,10 @@ def _summed(store: Store) -> dict[int, str]:
 
 def _two_cells(store: Store, trials: int = 6) -> tuple[str, dict[str, int]]:
     run_id = _run(store)
-    ids = store.ensure_cells(run_id, [CellRecord(f"w/{v}", "w", v, (), "wall_s", ()) for v in "AB"])
+    # a workload of its own: the PostgreSQL store is the module's, and other tests store `w`
+    ids = store.ensure_cells(run_id, [CellRecord(f"sums/{v}", "sums", v, (), "wall_s", ()) for v in "AB"])
     for seq in range(trials):
-        _trial(store, run_id, ids["w/" + "AB"[seq % 2]], seq)
+        _trial(store, run_id, ids["sums/" + "AB"[seq % 2]], seq)
     return run_id, ids
 
 
@@ -242,25 +243,27 @@ def test_an_ended_runs_cells_are_summed_and_a_later_trial_clears_its_cells(store
     from fairmark.store.quickhistory import opened
 
     run_id, ids = _two_cells(store)
-    _trial(store, run_id, ids["w/B"], 6, status="failed")  # left out of the points, its metrics still named
+    _trial(
+        store, run_id, ids["sums/B"], 6, status="failed"
+    )  # left out of the points, its metrics still named
     sqlite = store.url.startswith("sqlite")
     assert _summed(store) == {}  # running
     store.update_run(run_id, status="interrupted", ended_at=dt.datetime(2026, 1, 1, 1, tzinfo=dt.UTC))
     assert set(_summed(store)) == (set(ids.values()) if sqlite else set())
-    full = repr(query_history(store, "w"))
+    full = repr(query_history(store, "sums"))
     assert "n=3" in full and full.count("Point(") == 4
-    _trial(store, run_id, ids["w/A"], 7)  # resumed: w/A has a new trial
-    assert set(_summed(store)) == ({ids["w/B"]} if sqlite else set())
+    _trial(store, run_id, ids["sums/A"], 7)  # resumed: sums/A has a new trial
+    assert set(_summed(store)) == ({ids["sums/B"]} if sqlite else set())
     store.update_run(run_id, status="running", ended_at=None)
-    assert set(_summed(store)) == ({ids["w/B"]} if sqlite else set())
+    assert set(_summed(store)) == ({ids["sums/B"]} if sqlite else set())
     store.update_run(run_id, status="done")
     assert set(_summed(store)) == (set(ids.values()) if sqlite else set())
     if sqlite:
         with opened(store.url) as quick:
-            assert quick is not None and len(quick._summed("w", None)) == 2
-            assert repr(query_history(quick, "w")) == repr(query_history(store, "w"))
+            assert quick is not None and len(quick._summed("sums", None)) == 2
+            assert repr(query_history(quick, "sums")) == repr(query_history(store, "sums"))
     store.delete_run(run_id)
-    assert _summed(store) == {} and query_history(store, "w") == []
+    assert _summed(store) == {} and query_history(store, "sums") == []
 
 
 def test_a_v11_store_gets_the_sums_of_its_ended_runs(tmp_path: Path) -> None:

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 # the mean of the squares
 PointRow: TypeAlias = tuple[str, dt.datetime, str, str, str, str, str, int, float, float]
 
+# The same as the query gives it, started_at as its text
+_TextRow: TypeAlias = tuple[str, str, str, str, str, str, str, int, float, float]
+
 _JOIN = (
     "FROM samples JOIN cells ON samples.cell_id = cells.id JOIN runs ON cells.run_id = runs.id "
     "JOIN trials ON samples.trial_id = trials.id"
@@ -113,16 +116,15 @@ class SqliteHistory:
         """store/history.query_history's rows: (id, started_at, host, key, metric, unit, better, n, mean, mean_sq),
         of the summed cells from their sums, of the others from their samples, in the query's order."""
         rows = [
-            (run_id, started, point[0], key, *point[1:])
+            _row(run_id, started, key, point)
             for run_id, started, key, doc in self._summed(workload, tags)
-            for point in doc["points"]
+            for point in cast("list[list[str | int | float]]", doc["points"])
             if (not metric or point[1] == metric) and (not host or point[0] == host)
         ]
         rows.extend(self._sampled(workload, metric, host, tags))
-        rows.sort(
-            key=lambda r: (r[1], r[0], r[2], r[3], r[4], r[5], r[6])
-        )  # _ORDER (SQLite's BINARY: as str's)
-        return [cast(PointRow, (r[0], _datetime(r[1]), *r[2:])) for r in rows]
+        # _ORDER: texts all (SQLite's BINARY collation orders UTF-8 as str orders code points)
+        rows.sort(key=lambda r: (r[1], r[0], r[2], r[3], r[4], r[5], r[6]))
+        return [(r[0], _datetime(r[1]), *r[2:]) for r in rows]
 
     def _summed(self, workload: str, tags: dict[str, str] | None) -> list[tuple[str, str, str, Doc]]:
         """(run id, started_at, cell key, sums) of the workload's summed cells (in runs with `tags`)."""
@@ -135,7 +137,7 @@ class SqliteHistory:
 
     def _sampled(
         self, workload: str, metric: str | None, host: str | None, tags: dict[str, str] | None
-    ) -> list[tuple[object, ...]]:
+    ) -> list[_TextRow]:
         """The points of the cells without sums, from their samples."""
         rss_too = metric in (None, "max_rss_kib")  # else no max_rss_kib sample is read
         odd = self.conn.execute(
@@ -205,6 +207,23 @@ def opened(url: str) -> Iterator[SqliteHistory | None]:
     """The store at `url` read directly, or None (not an SQLite file of this schema version: the full store)."""
     with readonly(url) as conn:
         yield SqliteHistory(conn, url) if conn is not None else None
+
+
+def _row(run_id: str, started: str, key: str, point: list[str | int | float]) -> _TextRow:
+    """A point of a cell's sums ([host, metric, unit, better, n, mean, mean_sq]) as the query's row."""
+    host, metric, unit, better, n, mean, mean_sq = point
+    return (
+        run_id,
+        started,
+        str(host),
+        key,
+        str(metric),
+        str(unit),
+        str(better),
+        int(n),
+        float(mean),
+        float(mean_sq),
+    )
 
 
 def _datetime(text: str) -> dt.datetime:

@@ -19,13 +19,13 @@ Only SQLite stores are summed: the sqlite3 reader is their `history`; PostgreSQL
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
 # A cell's sums: "points" [host, metric, unit, better, n, mean, mean_sq], "legacy_rss" hosts, "metrics" names
-Doc: TypeAlias = dict[str, list[Any]]
+Doc: TypeAlias = dict[str, list[object]]
 
 # The measured trials (as store/history.query_history reads them) and the host a point is on
 HOST = "coalesce(trials.host, runs.hostname)"
@@ -136,7 +136,7 @@ def _local(conn: sa.Connection, run_id: str, docs: dict[int, Doc], out: list[str
         for cell, metric in conn.exec_driver_sql(_METRICS, (run_id,)):
             docs[cell]["metrics"].append(metric)
     for doc in docs.values():
-        doc["metrics"] = sorted(set(doc["metrics"]))
+        doc["metrics"] = [*sorted({str(m) for m in doc["metrics"]})]
 
 
 def write_ended(conn: sa.Connection) -> None:
