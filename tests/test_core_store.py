@@ -303,6 +303,8 @@ def test_an_imported_runs_cells_are_summed(tmp_path: Path) -> None:
     other = Store.open(f"sqlite:///{tmp_path / 'b.db'}")
     import_bundle(other, bundle_of(store, run_id), "run.json")
     assert sorted(_summed(other).values()) == sorted(_summed(store).values())
+    store.engine.dispose()
+    other.engine.dispose()
 
 
 def test_newer_store_is_refused(tmp_path: Path) -> None:
