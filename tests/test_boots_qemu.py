@@ -168,7 +168,7 @@ def test_kexec_variants_verified_by_their_command_lines(
     # Each boot is told from the other by the words of its own append and the absence of the other's.
     def kexec(append: str) -> str:
         return (
-            f'boot = {{ kexec = {{ kernel = "/mnt/share/vmlinuz", initrd = "/mnt/share/initrd.gz", '
+            f'boot = {{ kexec = {{ kernel = "/mnt/share/vmlinuz", initrd = "/mnt/share/initrd.img", '
             f'append = "{append}" }}, timeout_s = 300 }}'
         )
 
