@@ -324,8 +324,7 @@ class Guest:
     ):
         """`cmdline`: words added to every boot's command line (e.g. cgroup_no_v1=all); `smp`: its CPUs;
         `fairmark`: fairmark installed in the guest (a compiled copy of this checkout's src and its virtualenv's
-        packages over 9p),
-        its agent `fairmark agent` — what profiles and tool workloads on a host need."""
+        packages over 9p), its agent `fairmark agent` — what profiles and tool workloads on a host need."""
         self.max_boots, self.memory_mb, self.smp, self.extra = max_boots, memory_mb, smp, cmdline
         self.fairmark = fairmark
         self.dir = Path(tempfile.mkdtemp(prefix="fairmark-qemu-"))
