@@ -131,7 +131,8 @@ def placeless(rng: np.random.Generator, r: int, q: np.ndarray, favour: list[floa
 
 GOAL_PHIS = (0.0, 0.3, 0.6)  # issue 38's noise shapes of 20 runs: level α at φ 0, false alarms ≤ 2α at 0.3, 0.6
 PLACES = list(range(3, N - 2))  # the places a place-fair test weighs alike (3 runs a side at least)
-R_FINE = np.linspace(1e-3, 22, 2200)  # the radius grid of the step's direction density (its mass lies in 1–14)
+R_FINE = np.linspace(1e-3, 16, 400)  # the radius grid of the direction density: its mass lies in 1–12, and
+# the sum is exact to 1e-13 in log against a grid of 2200 to 22 and against the closed form at no step
 
 
 def null_density(z: np.ndarray, q: np.ndarray, phi: float) -> np.ndarray:
