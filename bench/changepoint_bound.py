@@ -129,7 +129,11 @@ def placeless(rng: np.random.Generator, r: int, q: np.ndarray, favour: list[floa
                 )
 
 
-GOAL_PHIS = (0.0, 0.3, 0.6)  # issue 38's noise shapes of 20 runs: level α at φ 0, false alarms ≤ 2α at 0.3, 0.6
+GOAL_PHIS = (
+    0.0,
+    0.3,
+    0.6,
+)  # issue 38's noise shapes of 20 runs: level α at φ 0, false alarms ≤ 2α at 0.3, 0.6
 PLACES = list(range(3, N - 2))  # the places a place-fair test weighs alike (3 runs a side at least)
 R_FINE = np.linspace(1e-3, 16, 400)  # the radius grid of the direction density: its mass lies in 1–12, and
 # the sum is exact to 1e-13 in log against a grid of 2200 to 22 and against the closed form at no step
@@ -230,14 +234,14 @@ def goal(rng: np.random.Generator, per_place: int, per_null: int, q: np.ndarray,
     priors = [("told: 10", np.where(np.array(PLACES) == 10, 0.0, -np.inf))]
     for gamma in (0.0, *favour):
         w = np.array([(t * (N - t)) ** gamma for t in PLACES])
-        priors.append((f"uniform 3–17" if gamma == 0 else f"∝ (τ(n−τ))^{gamma:g}", np.log(w / w.sum())))
+        priors.append(("uniform 3–17" if gamma == 0 else f"∝ (τ(n−τ))^{gamma:g}", np.log(w / w.sum())))
     for size in (2.5, 10 / 3):
 
         def sample(x: np.ndarray, size: float = size) -> tuple[np.ndarray, np.ndarray]:
             z = _direction(x, q)
             return _components(z, q, size, PLACES), np.array([null_density(z, q, f) for f in GOAL_PHIS])
 
-        def steps(t: int) -> np.ndarray:
+        def steps(t: int, size: float = size) -> np.ndarray:
             return np.r_[np.zeros(t), np.full(N - t, size)] + rng.standard_normal((per_place, N))
 
         fit = {t: sample(steps(t)) for t in PLACES}
@@ -258,7 +262,9 @@ def main() -> int:
     ap.add_argument("--placeless-only", action="store_true")
     ap.add_argument("--favour", default="", help="γ of middle-favouring priors, e.g. 1,2,4,8")
     ap.add_argument("--goal", action="store_true", help="the bound under issue 38's constraint")
-    ap.add_argument("--per-place", type=int, default=2000, help="--goal: step series a place (twice: fit, check)")
+    ap.add_argument(
+        "--per-place", type=int, default=2000, help="--goal: step series a place (twice: fit, check)"
+    )
     args = ap.parse_args()
     r = args.series
     rng = np.random.default_rng(38)
