@@ -18,8 +18,10 @@ history (tigerbeetle, 365 runs) and simulated ones, that design failed in four w
   the lag-1 autocorrelation — of the residuals around the split's two means, and from the first and second
   differences (E d₂² / E d₁² = 1 + φ, robust to other steps in the segment, which make the residuals look
   correlated) —, and its p-value is the largest of those of simulated Gaussian AR(1) series with φ in PHI_GRID,
-  passed through the same filter and statistic. The statistic is scale- and location-free, so each null table
-  depends only on the segment's length: computed once per length (PHI_GRID × SIMULATIONS series), cached.
+  passed through the same filter and statistic — the drifting ones' divided by DRIFT_ALLOWANCE: the level
+  stated holds on independent runs, and under drift false alarms stay within issue 38's 2α. The statistic is
+  scale- and location-free, so each null table depends only on the segment's length: computed once per length
+  (PHI_GRID × SIMULATIONS series), cached.
 - **One rejected split stopped the whole search.** Here a segment whose best split is not significant leaves the
   others searched; and its two sides (at that split) are tested once more, at α·DESCENT each: a second step
   nearby makes the first look like drift (a 20-run staircase, tigerbeetle's four steps), and a side shows its
@@ -54,6 +56,11 @@ from fairmark.stats.checks import _lag1
 
 MIN_SIZE = 3  # each side of a split has at least this many points (a mean of 2 says little)
 PHI_GRID = (0.0, 0.3, 0.6)  # the AR(1) autocorrelations whose null each split must pass
+# … at α against independent runs (φ 0: the level stated is the level held there) and, in a segment of up to
+# SHORT runs (the Bayes factor's: too few to estimate φ), at α × this against drift (φ > 0): issue 38 allows
+# false alarms up to 2α under AR(1) φ 0.3 and 0.6, but the whole search spends more than its top test — at 1.5,
+# 9.4% of 20-run φ 0.6 series showed a change point at α 0.05 (docs/statistics.md)
+DRIFT_ALLOWANCE = 1.25
 # null series per φ and length: p-values in steps of 0.0001 (with 999, which table was drawn moved the power at
 # α 0.01 by about ±5 points: bench/changepoint_ablation.py)
 SIMULATIONS = 9999
@@ -64,6 +71,8 @@ DESCENT = 0.5  # the sides of a rejected split are tested once more, each at α 
 EXACT_LENGTHS = 64  # null tables for every length up to this; longer segments use the next tabulated length
 LENGTH_STEP = 1.08  # the tabulated lengths past EXACT_LENGTHS grow by this factor (a longer null is stricter)
 TAIL = 500  # the largest null statistics kept per table: p-values up to 0.05 are exact, larger ones are 1
+# … and per table of SHORT runs or fewer, whose drift p-values are divided by DRIFT_ALLOWANCE: exact up to 0.0625
+SHORT_TAIL = math.ceil(TAIL * DRIFT_ALLOWANCE - 1e-9)
 CHUNK = 1000  # null series simulated at a time (a 64-run chunk's pairs of splits: ~40 MB an array)
 SHIPPED_UP_TO = 2000  # tables for segments up to this long ship with the package; longer ones are simulated
 # … at a segment's first test, from fewer series: 9999 of 2500 runs cost 24 s of CPU, 999 a tenth of it (p-values
@@ -75,7 +84,9 @@ SHIPPED_FILE = "changepoint_nulls.npz"
 @dataclass(frozen=True)
 class ChangePoint:
     index: int  # the first point of the new segment
-    p_value: float  # the largest over the AR(1) nulls of PHI_GRID, and at least the permutation floor
+    p_value: (
+        float  # max(p against φ 0, p against φ > 0 of PHI_GRID / DRIFT_ALLOWANCE), ≥ the permutation floor
+    )
     statistic: float  # the studentized t of the split
     phi: float = PHI_GRID[-1]  # the largest lag-1 autocorrelation whose noise the split was tested against
 
@@ -198,8 +209,10 @@ def simulate_null(n: int) -> Floats:
 
 
 def _simulations(n: int) -> tuple[int, int]:
-    """(series, largest kept) of a tabulated length's null tables: SIMULATIONS and TAIL for the shipped ones,
-    LONG_SIMULATIONS and as many as keep p exact up to max_alpha() past them."""
+    """(series, largest kept) of a tabulated length's null tables: SIMULATIONS and SHORT_TAIL (up to SHORT
+    points) or TAIL for the shipped ones, LONG_SIMULATIONS and as many as keep p exact up to max_alpha() past them."""
+    if n <= SHORT:
+        return SIMULATIONS, SHORT_TAIL
     if n <= tabulated(SHIPPED_UP_TO):
         return SIMULATIONS, TAIL
     return LONG_SIMULATIONS, round(TAIL * (LONG_SIMULATIONS + 1) / (SIMULATIONS + 1))
@@ -228,20 +241,24 @@ def _null(n: int) -> Floats:
     return shipped if shipped is not None else simulate_null(n)
 
 
-def _test(x: Floats) -> tuple[float, int, float]:
+def _test(x: Floats, allowance: float = DRIFT_ALLOWANCE) -> tuple[float, int, float]:
     """(p, split, statistic) of a segment's best split, before the permutation floor. p is 1.0 when the statistic
     is below the tables' tails (p > max_alpha(): the exceedances past the tail are not counted)."""
     stat, at = _statistic(x[None, :])
     t = float(stat[0])
-    return _p_value(t, x.size), int(at[0]), t
+    return _p_value(t, x.size, allowance), int(at[0]), t
 
 
-def _p_value(t: float, n: int) -> float:
-    """The largest over PHI_GRID of (1 + the null statistics of n points at least t) / (series + 1); 1.0 when
-    every kept one is (the count past the tail is unknown: p > max_alpha())."""
+def _p_value(t: float, n: int, allowance: float = DRIFT_ALLOWANCE) -> float:
+    """max(p at φ 0, the largest p at φ > 0 of PHI_GRID / allowance), each p = (1 + the null statistics of n
+    points at least t) / (series + 1); 1.0 when that exceeds max_alpha() (past the tails the count of
+    exceedances is unknown, and no level tests it). The allowance applies up to SHORT points: a longer segment
+    estimates its own autocorrelation (the t's studentization), and its tables keep TAIL statistics only."""
     simulations, tail = _simulations(tabulated(n))
-    exceed = max(tail - int(np.searchsorted(table, t - 1e-12 * abs(t))) for table in _null(tabulated(n)))
-    return (1 + exceed) / (simulations + 1) if exceed < tail else 1.0
+    exceed = [tail - int(np.searchsorted(table, t - 1e-12 * abs(t))) for table in _null(tabulated(n))]
+    ps = [(1 + k) / (simulations + 1) if k < tail else math.inf for k in exceed]
+    p = max(ps[0], max(ps[1:]) / (allowance if n <= SHORT else 1.0))
+    return p if p <= max_alpha() else 1.0
 
 
 def detect(values: Sequence[float], *, alpha: float = 0.05) -> list[ChangePoint]:
@@ -260,15 +277,17 @@ def detect(values: Sequence[float], *, alpha: float = 0.05) -> list[ChangePoint]
 
 
 def _split(x: Floats, a: int, b: int, alpha: float) -> list[ChangePoint]:
-    """The segment's best split when it is significant at α (with a second one when two steps are the more
-    probable explanation of a short segment); else the best split of one of its two sides (at that split; the
-    earlier side first) when it is significant at α·DESCENT — then the segment is searched again between them."""
+    """The segment's best split when it is significant at α (α × DRIFT_ALLOWANCE against drift; with a second
+    one when two steps are the more probable explanation of a short segment); else the best split of one of its
+    two sides (at that split; the earlier side first) when it is significant at α·DESCENT against every φ alike
+    — then the segment is searched again between them. The descent is held to the strict level: with the
+    allowance there too, 50-run φ 0.6 series showed a change point 1.8% of the time at α 0.01 (1.4% without)."""
     tries = [(a, b, alpha)]
     while tries:
         lo, hi, level = tries.pop(0)
         if hi - lo < 2 * MIN_SIZE:
             continue
-        p, tau, t = _test(x[lo:hi])
+        p, tau, t = _test(x[lo:hi], DRIFT_ALLOWANCE if level == alpha else 1.0)
         n = hi - lo
         if max(p, 2 / math.comb(n, tau)) <= level:
             pair = (
