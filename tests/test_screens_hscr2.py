@@ -81,3 +81,146 @@ def test_one_rounding_rule_on_random_intervals() -> None:
                 "." in text
             ):  # no more digits than the finer rule asks (one fewer where it rounded up a decade)
                 assert finest <= _exponent(text) <= finest + 1, (value, hw, texts)
+
+
+# ---- item 3: the screens of a busy machine, read afresh ------------------------------------------------------
+
+
+def test_one_detectable_change_has_one_text_on_every_screen() -> None:
+    """The verdict line said "-50% or +80%", the busy headline "+79% to +84%" and `calibrate` "-46% or +84%" of
+    one run's detectable changes: two significant digits everywhere now, and the headline spans falls as rises."""
+    from types import SimpleNamespace
+
+    from fairmark.report.busy import _cost
+    from fairmark.verdict.compare import detectable_text
+
+    assert (
+        detectable_text(84.0, True) == "-46% or +84%"
+    )  # was "-50% or +80%" (one digit where its lead was ≥ 355)
+    assert detectable_text(11.11, True) == "-10% or +11%"  # 9.999…: "10", not "10.0"
+    cells = [SimpleNamespace(group=g, primary_metric="m") for g in ("a", "b")]
+    verdicts = [
+        SimpleNamespace(group=g, metric="m", comparison=SimpleNamespace(mde_percent=mde, scale="log"))
+        for g, mde in (("a", 79.0), ("b", 84.0))
+    ]
+    cost = _cost(SimpleNamespace(cells=cells, verdicts=verdicts))  # type: ignore[arg-type]
+    assert "changes of -44% to -46% or +79% to +84%" in cost, cost  # was "-44% or +79% to +84%"
+    huge = [SimpleNamespace(group="a", metric="m", comparison=SimpleNamespace(mde_percent=1e6, scale="log"))]
+    cost = _cost(SimpleNamespace(cells=cells, verdicts=[*verdicts, *huge]))  # type: ignore[arg-type]
+    assert "-44% or +79% up to more than ×1000" in cost, cost
+
+
+def test_a_share_near_all_adds_up_with_the_rest() -> None:
+    from fairmark.report.attribution import describe
+
+    text = describe("alloc", 99.4, 0.6, None, "rusage")
+    assert "99.4% user time" in text and "about 0.6% of it" in text, text  # was "99% user time … 0.6%"
+    assert "99.9% user time" in describe("alloc", 99.9, 0.1, None, "rusage")
+    assert "96% user time" in describe("alloc", 96.2, 3.8, None, "rusage")
+
+
+def test_a_profiled_workload_share_is_never_zero_when_it_ran() -> None:
+    from fairmark.report.profiles import cpu_line
+
+    view = {"scope": "process tree (cgroup)", "workload_share": 17 / 4687}
+    line = cpu_line({**view, "workload_samples": 17, "busy_samples": 4687})
+    assert "they were 0.36% of the samples" in line, line  # was "0%"
+
+
+def test_means_differ_by_a_signed_difference_with_the_verdicts_digits() -> None:
+    from fairmark.report.views import difference_text
+    from fairmark.verdict.compare import compare
+
+    a = [0.30, 0.34, 0.29, 0.45, 0.38, 0.33, 0.41, 0.36]
+    b = [1.9, 2.1, 1.8, 2.3, 2.0, 1.95, 2.2, 2.05]
+    c = compare(a, b, unit="s")
+    assert difference_text(c, "s") == "+1.68 s", c.interval  # was "1.680 s": no sign, four digits
+    assert difference_text(compare(b, a, unit="s"), "s").startswith("-1.6")
+    same = compare([1.333] * 6, [1.333] * 6, unit="x")
+    assert difference_text(same, "x") == ""  # was "change no interval (no spread); means differ by 0 x"
+
+
+def test_a_difference_and_a_mean_near_zero_keep_two_digits() -> None:
+    from fairmark.verdict.compare import compare
+
+    c = compare([-1, 1, -2, 2, 0.5, -0.4], [30, -20, 50, 10, 40, -30], unit="ms")
+    assert "the baseline's mean, 0.017 ms," in c.sentence, c.sentence  # was "0 ms"
+    assert "observed +13 ms ± 34 ms" in c.sentence, c.sentence
+
+
+def test_history_cuts_a_times_interval_at_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    from fairmark.cli.history import _table
+
+    point = {"run_id": "4454780e" * 4, "started_at": "2026-11-29T12:17:00", "tags": {}}
+    s = {
+        "cell": "alloc/nodebug",
+        "metric": "wall_s",
+        "unit": "s",
+        "host": "vm",
+        "better": "lower",
+        "change_points": [],
+        "too_short": "",
+        "undetectable": None,
+        "points": [
+            {**point, "n": 5, "mean": 0.39, "ci_half_width": 0.07},
+            {**point, "n": 5, "mean": 0.9, "ci_half_width": 1.2},
+        ],
+    }
+    _table("alloc", s, 0.01)
+    out = capsys.readouterr().out
+    assert "900 [0, 2100]" in out and "± 1200" not in out, out  # a time is never below 0
+    assert "390 ± 70" in out, out
+
+
+def test_calibrate_says_one_trial_count_once_and_a_constant_metric_as_such() -> None:
+    from fairmark.cli.calibrate import _line
+    from fairmark.stats.calibration import summarize
+
+    comp = {"significant": False, "mde_percent": 27.0, "scale": "log", "n_baseline": 5, "n_other": 5}
+    row = {"group": "zstd", "metric": "compress_mb_s", "data": summarize([comp] * 3, confidence=95)}
+    assert "at 5 trials per side" in _line(row), _line(row)  # was "5–5"
+    const = {"significant": False, "mde_percent": None, "constant": True, "n_baseline": 5, "n_other": 5}
+    row = {"group": "zstd", "metric": "ratio", "data": summarize([const] * 3, confidence=95)}
+    assert _line(row) == "zstd ratio: the same value in every trial (nothing to calibrate)"  # was "0 of 3 …"
+
+
+def test_spreads_round_up_a_decade_to_two_digits() -> None:
+    from fairmark.stats.digits import format_cv, format_spread
+
+    assert format_spread(9.99, "%") == "10%" and format_spread(0.0999, "ms") == "100 µs"
+    assert format_cv(0.0999) == "10%" and format_cv(0.0994) == "9.9%"
+
+
+def test_report_text_says_the_busy_machine_once_before_the_verdicts() -> None:
+    """`show` said "busy machine: … Cost: …" once before the tables; `report --text` said nothing of it and kept
+    "CPU saturated" under every cell."""
+    import datetime
+    from types import SimpleNamespace
+
+    from fairmark.report.attribution import UseFlag
+    from fairmark.report.sections import header
+    from fairmark.report.writer import Writer
+
+    run = SimpleNamespace(
+        id="r1", title="t", status="done", hostname="vm", started_at=datetime.datetime(2026, 11, 29)
+    )
+    run.options = {}
+    report = SimpleNamespace(
+        run=run,
+        confidence=95.0,
+        baseline="a",
+        risk_note=None,
+        rerun_note=None,
+        profiled_note=None,
+        rss_note=None,
+        findings=[{"finding_id": "load", "evidence": "load average 9.6 on 2 CPUs"}],
+        cells=[],
+        verdicts=[],
+        groups=dict,
+    )
+    flag = UseFlag("cpu_saturation", "CPU saturated: run queue averaged 10.9")
+    ctx = SimpleNamespace(attributions={"w/a": SimpleNamespace(flags=(flag,))})
+    w = Writer(markdown=False)
+    header._text(w, report, ctx)  # type: ignore[arg-type]
+    text = "\n".join(w.lines)
+    assert "busy machine: load average 9.6 on 2 CPUs" in text, text

@@ -53,11 +53,11 @@ def test_calibration_summary_keeps_the_verdicts_scale() -> None:
 
 def test_a_verdicts_calibration_clause_says_the_fall_and_the_rise() -> None:
     """A run's verdict quoted the calibration as "changes beyond ±500%" beside its own "-70% or +220%"; a rise of
-    +500% is a fall of 100·500/600 = -83%, one significant digit as the verdict's own detectable change."""
+    +500% is a fall of 100·500/600 = -83%, two significant digits as the verdict's own detectable change."""
     from fairmark.verdict.compare import _calibration_clause
 
     clause = _calibration_clause(_calibration(500.0, "log"))
-    assert "this machine shows changes beyond -80% or +500% for this workload" in clause, clause
+    assert "this machine shows changes beyond -83% or +500% for this workload" in clause, clause
 
 
 def test_the_decision_stops_first_table_names_its_columns_as_the_text_does() -> None:
@@ -195,7 +195,7 @@ def test_compare_runs_vs_interval_and_detectable_change_share_one_spread(
     sigma = 1 / np.sqrt(u)
     power = np.mean(np.abs((mde_factor(df, 95.0) + sigma * z) / (sigma * np.sqrt(v))) > t)
     assert power == pytest.approx(0.80, abs=0.005)
-    assert "-30% to +40%" in c["sentence"] and "would detect a change of -70% or +190%" in c["sentence"]
+    assert "-30% to +40%" in c["sentence"] and "would detect a change of -66% or +190%" in c["sentence"]
     assert "interval and detectable change on df 1.0;" in c["sentence"]
 
 

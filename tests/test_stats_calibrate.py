@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.errors import GateTripped
-from fairmark.stats.digits import format_pair
+from fairmark.stats.digits import format_spread
 
 PLAN = """
 [run]
@@ -48,7 +48,7 @@ def test_calibrate_stores_rate_and_mde_and_later_verdicts_show_them(tmp_path: Pa
     assert code == 0, err
     (verdict,) = json.loads(out)["verdicts"]
     # the calibration's change as the verdict's own: a factor either way on the log scale ("-47% or +90%")
-    size = "±" if data["mde_percent"] < 10 else f"-{format_pair(fall, fall)[0]}% or +"
+    size = "±" if data["mde_percent"] < 10 else f"-{format_spread(fall, '%')} or +"  # two significant digits
     assert (
         data["scale"] == "log"
         and f"calibration: this machine shows changes beyond {size}" in verdict["sentence"]

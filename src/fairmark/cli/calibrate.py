@@ -76,17 +76,24 @@ def _line(row: dict[str, Any]) -> str:
     if mde == 0:
         return head + "the same value in every trial (nothing to calibrate)"
     said = f"{d['false_positives']} of {d['runs']} A/A runs called different"
+    if mde is None and d.get("constant"):  # zstd's compression ratio: "0 of 3 called different" said nothing
+        return head + "the same value in every trial (nothing to calibrate)"
     if mde is None:
         return head + said
     pct = (format_spread(100 * x, "%") for x in (d["false_positive_rate"], low, high))
     rate, lo, hi = pct
     # on the log scale a factor either way ("-47% or +90%"); a calibration stored without its scale: "±90%"
-    size = detectable_text(mde, d.get("scale") == "log", lambda x: format_spread(x, "%"))
+    size = detectable_text(mde, d.get("scale") == "log")
     return (
         f"{head}{said} ({rate}, 95% CI {lo[:-1]}–{hi}; α = {100 * d['alpha']:g}%); detects "
-        f"{size} with 80% power at {d['trials_per_side'][0]}–{d['trials_per_side'][1]} "
-        "trials per side"
+        f"{size} with 80% power at {_span(d['trials_per_side'])} trials per side"
     )
+
+
+def _span(fewest_most: list[int]) -> str:
+    """ "5" or "3–5": "5–5 trials per side" said one number twice."""
+    low, high = fewest_most
+    return f"{low}" if low == high else f"{low}–{high}"
 
 
 def aa_runs(

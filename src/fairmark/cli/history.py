@@ -214,12 +214,13 @@ def _all_left_out(store: Store, workload: str, metric: str, host: str | None, ta
 def _table(workload: str, s: dict, alpha: float) -> None:
     """One line per run: its mean ± CI in a prefix shared by the series (so points compare at a glance), the
     digits each CI supports; change points marked ▲ where the new level starts."""
-    from fairmark.stats import format_value
-    from fairmark.stats.digits import column_unit
+    from fairmark.stats.digits import column_unit, format_bounded, never_negative
 
     t = console.table("#", "run", "started", "n", "mean ± CI", "tags", wrap=("tags",), right=("#", "n"))
     starts = {cp["index"] for cp in s["change_points"]}
     divisor, unit = column_unit((p["mean"] for p in s["points"]), s["unit"])
+    # a time's interval stops at 0 ("900 [0, 2100]", not "900 ± 1200" ms), as the run's tables do
+    floor = 0.0 if never_negative(s["unit"]) and all(p["mean"] >= 0 for p in s["points"]) else None
     for i, p in enumerate(s["points"]):
         hw = p["ci_half_width"]
         t.add_row(
@@ -227,7 +228,7 @@ def _table(workload: str, s: dict, alpha: float) -> None:
             p["run_id"][:8],
             p["started_at"][:16].replace("T", " "),
             str(p["n"]),
-            format_value(p["mean"] / divisor, hw / divisor if math.isfinite(hw) else None),
+            format_bounded(p["mean"] / divisor, hw / divisor if math.isfinite(hw) else None, low=floor),
             escape(" ".join(f"{k}={short_tag(v)}" for k, v in sorted(p["tags"].items()))),
         )
     better = f", {s['better']} is better" if s.get("better") else ""

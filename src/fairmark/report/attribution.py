@@ -197,10 +197,11 @@ def can_move(pct: float) -> str:
 
 
 def _whole(pct: float) -> str:
-    """A share near 100% with the decimal that keeps it from reading as all of it ("99.6%", not "100%")."""
+    """A share near 100% with the decimal that keeps it from reading as all of it ("99.6%", not "100%"), and
+    whenever can_move gives the rest a decimal: "99% user time … about 0.6% of it" did not add up to 100."""
     if 99.95 <= pct < 100:
         return "over 99.9%"
-    return f"{pct:.1f}%" if 99.5 <= pct < 100 else f"{pct:.0f}%"
+    return f"{pct:.1f}%" if 99 < pct < 100 else f"{pct:.0f}%"
 
 
 def describe(

@@ -9,7 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from fairmark.report.data import RunReport
-from fairmark.stats.digits import detectable_pair, format_spread
+from fairmark.stats.digits import detectable_pair
+from fairmark.verdict.compare import HUGE_RISE_PCT, detectable_size, fall_text
 
 BUSY_FINDINGS = ("load", "busy-process", "pressure")  # the doctor's rules for other work on the machine
 SATURATED = "cpu_saturation"
@@ -46,17 +47,25 @@ def _cost(r: RunReport) -> str:
     if not pairs:
         return "The intervals are wider for it. "
 
-    def span(xs: list[float], sign: str) -> str:
-        low, high = min(xs), max(xs)
-        one = f"{sign}{format_spread(low, '%')}"
-        return one + (f" to {sign}{format_spread(high, '%')}" if high > low * 1.05 else "")
-
-    falls, rises = [f for f, _ in pairs], [r for _, r in pairs]
-    if falls == rises:
-        what = f"changes of {span(rises, '±')}"
+    # the digits of the verdicts' own "would detect a change of …" (verdict.compare.detectable_size): the headline
+    # said "+79% to +84%" above a verdict's "+80%"; a fall near -100% keeps the digits that say how near
+    low, high = min(pairs, key=lambda p: p[1]), max(pairs, key=lambda p: p[1])
+    if high[1] >= HUGE_RISE_PCT:
+        what = f"changes of {_pair(low)} up to more than ×{HUGE_RISE_PCT / 100 + 1:.0f} either way"
+    elif all(f == r for f, r in pairs):
+        what = f"changes of {_span(detectable_size(low[1]), detectable_size(high[1]), '±')}"
     else:
-        what = f"changes of {span(falls, '-')} or {span(rises, '+')}"
+        falls = _span(fall_text(*low), fall_text(*high), "-")
+        what = f"changes of {falls} or {_span(detectable_size(low[1]), detectable_size(high[1]), '+')}"
     return f"Cost: the verdicts below detect only {what} (80% power); a quiet machine detects less. "
+
+
+def _span(low: str, high: str, sign: str) -> str:
+    return f"{sign}{low}" + (f" to {sign}{high}" if high != low else "")
+
+
+def _pair(p: tuple[float, float]) -> str:
+    return f"±{detectable_size(p[1])}" if p[0] == p[1] else f"-{fall_text(*p)} or +{detectable_size(p[1])}"
 
 
 def without_saturation(attrs: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fairmark.stats.digits import format_cv
+
 SYSTEM_WIDE = "system-wide"
 
 
@@ -55,7 +57,8 @@ def cpu_line(view: dict[str, Any]) -> str:
     if share is None:
         return f"{view['scope']}{on}: the workload's processes only"
     return (
-        f"{view['scope']}{on}: the workload's processes only; they were {100 * share:.0f}% of the samples of busy CPUs "
+        # two significant digits: 17 of 4687 samples was "0%", as if the workload had not run at all
+        f"{view['scope']}{on}: the workload's processes only; they were {format_cv(share)} of the samples of busy CPUs "
         f"during the profiled trials ({view['workload_samples']} of {view['busy_samples']})"
     )
 

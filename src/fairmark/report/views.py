@@ -16,7 +16,7 @@ from fairmark.report.boots import levels_lines
 from fairmark.report.data import CellReport, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.stats import format_median, format_value
-from fairmark.stats.digits import bounds, format_bounded, format_cv, shared_scale
+from fairmark.stats.digits import bounds, estimate_text, format_bounded, format_cv, scale_unit, shared_scale
 
 if TYPE_CHECKING:
     from fairmark.verdict.compare import Comparison
@@ -64,7 +64,7 @@ def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dic
                 "variant": v.variant,
                 # the point difference of the means, and the change with the interval of the design that decided
                 # (paired by round, Welch, units): never ministat's unpaired ± beside a paired verdict
-                "difference": format_value(c.difference, None, unit),
+                "difference": difference_text(c, unit),
                 "percent": c.interval,
                 "significant": v.significant,
                 "fdr_significant": v.fdr_significant,
@@ -76,6 +76,21 @@ def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dic
             }
         )
     return rows
+
+
+def difference_text(c: Comparison, unit: str) -> str:
+    """The difference of the means, signed like the change beside it and with the digits the verdict's interval
+    gives it in the unit (at least two significant): "means differ by 1.588 s" stood beside "+350% (+290% to
+    +430%)", and "-26.83 µs" beside an interval of ±54 µs. Empty for a metric that never varied."""
+    if c.constant and c.difference == 0:
+        return ""
+    low, high = c.ratio_ci_low, c.ratio_ci_high
+    width = (high - low) / 2 * abs(c.mean_baseline) if math.isfinite(high - low) else c.half_width
+    hw = width if math.isfinite(width) and width > 0 else None
+    divisor, shown = scale_unit(max(abs(c.difference), hw or 0.0), unit)
+    text = estimate_text(c.difference / divisor, None if hw is None else hw / divisor)
+    sign = "" if text.startswith("-") or float(text) == 0 else "+"
+    return sign + text + ("%" if shown == "%" else f" {shown}" if shown else "")
 
 
 def mean_text(

@@ -20,6 +20,7 @@ class Calibration(TypedDict):
     mde_percent: float | None  # the median of the runs' minimum detectable effects
     scale: str  # "log" when every run's verdict was on the log scale: its MDE is a factor either way
     trials_per_side: list[int] | None  # the fewest and the most
+    constant: bool  # every run's twin and baseline were each one value: no interval, nothing to calibrate
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -49,6 +50,7 @@ def summarize(aa: Sequence[Mapping[str, object]], *, confidence: float) -> Calib
         "mde_percent": mdes[len(mdes) // 2] if mdes else None,
         "scale": "log" if aa and all(c.get("scale") == "log" for c in aa) else "raw",
         "trials_per_side": [trials[0], trials[-1]] if trials else None,
+        "constant": bool(aa) and all(c.get("constant") for c in aa),
     }
 
 

@@ -178,7 +178,7 @@ def format_cv(cv: float | None) -> str:
     if cv is None or not math.isfinite(cv):
         return "—"
     pct = 100 * cv
-    exp = math.floor(math.log10(abs(pct))) - 1 if pct else 0
+    exp = significant_exponent(pct, 2) if pct else 0
     return _clean(round_to(pct, min(exp, 0) if abs(pct) >= 10 else exp)) + "%"
 
 
@@ -189,7 +189,7 @@ def format_spread(sd: float, unit: str = "") -> str:
         return "n/a"
     divisor, shown = scale_unit(sd, unit)
     x = sd / divisor
-    text = _clean(round_to(x, math.floor(math.log10(abs(x))) - 1)) if x else "0"
+    text = _clean(round_to(x, significant_exponent(x, 2))) if x else "0"  # 9.99: "10", not "10.0"
     return f"{text}%" if shown == "%" else text + (f" {shown}" if shown else "")
 
 
@@ -290,6 +290,13 @@ def bounds(unit: str, smallest: float | None, largest: float | None) -> tuple[fl
     low = 0.0 if smallest >= 0 else None
     high = 100.0 if unit == "%" and low is not None and largest <= 100 else None
     return low, high
+
+
+def never_negative(unit: str) -> bool:
+    """Whether a quantity in `unit` cannot be below zero by what it is — a time, a size, a rate of bytes or bits,
+    a frequency, a power — whatever values a series took (history keeps no run's smallest value)."""
+    fam = _family(unit)
+    return fam is not None and fam[2] is not _COUNT
 
 
 def format_bounded(

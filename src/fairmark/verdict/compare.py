@@ -16,7 +16,9 @@ from fairmark.stats.compare import Better, Rounds, Tested, change_of, mde_percen
 from fairmark.stats.describe import Summary
 from fairmark.stats.digits import (
     detectable_pair,
+    estimate_text,
     format_pair,
+    format_spread,
     last_digit_exponent,
     round_to,
     significant_exponent,
@@ -410,8 +412,23 @@ def verdict_sentence(
 HUGE_RISE_PCT = 99_900.0  # ×1000: beyond it a detectable change is said as a factor, not in digits
 
 
-def detectable_text(rise_pct: float, log: bool, fmt: Callable[[float], str]) -> str:
-    """ "±5%" or "-91% or +970%": the change a design detects, each number written by `fmt` (with its %); past a
+def detectable_size(x: float) -> str:
+    """A detectable change's size with its %, two significant digits wherever it is printed: the verdict, its
+    calibration clause, `calibrate` and the busy headline said one MDE as "-50% or +80%", "-46% or +84%" and
+    "+79% to +84%" on one screen."""
+    return format_spread(x, "%")
+
+
+def fall_text(fall: float, rise: float, fmt: Callable[[float], str] = detectable_size) -> str:
+    """A detectable fall with its %: a fall only comes near -100%, never to it — the digits that say how near."""
+    if fall < 99.5:
+        return fmt(fall)
+    left = 1e4 / (100 + rise)  # 100 - fall without the cancellation
+    return f"{100 - left:.{max(1, math.ceil(-math.log10(left)))}f}%"
+
+
+def detectable_text(rise_pct: float, log: bool, fmt: Callable[[float], str] = detectable_size) -> str:
+    """ "±5.0%" or "-91% or +970%": the change a design detects, each number written by `fmt` (with its %); past a
     factor of 1000 either way "more than ×1000 either way" (a boots run on one df needed ×10¹⁷, and the fall's
     digits took log10(0): "internal error: math domain error" at the end of a run at load 20)."""
     fall, rise = detectable_pair(rise_pct, log)
@@ -419,11 +436,7 @@ def detectable_text(rise_pct: float, log: bool, fmt: Callable[[float], str]) -> 
         return f"±{fmt(rise)}"
     if rise >= HUGE_RISE_PCT:
         return f"more than ×{HUGE_RISE_PCT / 100 + 1:.0f} either way"
-    text = fmt(fall)
-    if fall >= 99.5:  # a fall only comes near -100%, never to it: the digits that say how near
-        left = 1e4 / (100 + rise)  # 100 - fall without the cancellation
-        text = f"{100 - left:.{max(1, math.ceil(-math.log10(left)))}f}%"
-    return f"-{text} or +{fmt(rise)}"
+    return f"-{fall_text(fall, rise, fmt)} or +{fmt(rise)}"
 
 
 def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
@@ -431,10 +444,10 @@ def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
     if math.isfinite(pct) and test.scale == "raw" and pct > 100 and math.isfinite(test.mde):
         # values around 0 (a difference, a count): a percentage of a mean near 0 says nothing ("±800%")
         suffix = f" {unit}" if unit else ""
-        near = format_pair(mean_baseline, test.mde)[0]
+        near = estimate_text(mean_baseline, test.mde)  # two digits: "the baseline's mean, 0 ms" was 0.017 ms
         return f"±{format_pair(test.mde, test.mde)[0]}{suffix} (the baseline's mean, {near}{suffix}, is too near 0 for a percentage)"
     if math.isfinite(pct):  # on the log scale a factor either way: "-91% or +970%", not "±970%"
-        return detectable_text(pct, test.scale == "log", lambda x: f"{format_pair(x, x)[0]}%")
+        return detectable_text(pct, test.scale == "log")
     if math.isfinite(test.mde):  # a baseline mean of 0: in the values' unit (once, not "±2.1 ± 2.1")
         return f"±{format_pair(test.mde, test.mde)[0]}" + (f" {unit}" if unit else "")
     return "no size (too few values)"
@@ -476,7 +489,7 @@ def _calibration_clause(calibration: Mapping[str, object] | None) -> str:
     mde, fp = _number(calibration, "mde_percent"), _number(calibration, "false_positive_rate")
     parts = []
     if mde is not None and math.isfinite(mde) and mde > 0:
-        size = detectable_text(mde, calibration.get("scale") == "log", lambda x: f"{format_pair(x, x)[0]}%")
+        size = detectable_text(mde, calibration.get("scale") == "log")
         parts.append(f"this machine shows changes beyond {size} for this workload")
     if fp is not None:
         ci = calibration.get("false_positive_ci")
@@ -489,7 +502,9 @@ def _calibration_clause(calibration: Mapping[str, object] | None) -> str:
 
 
 def _signed(value: float, half_width: float | None) -> str:
-    text = format_pair(value, half_width)[0]
+    """A difference in the values' unit, signed, with two significant digits at least: "observed 0 ms ± 500 ms"
+    was a difference of 30 ms under a wide interval."""
+    text = estimate_text(value, half_width)
     return text if text.startswith("-") or float(text) == 0 else "+" + text
 
 

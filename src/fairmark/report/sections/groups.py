@@ -325,6 +325,9 @@ def text_profiles(w: Writer, c: CellReport, arts: RunArtifacts) -> None:
 
 
 def _text(w: Writer, report: RunReport, ctx: Context) -> None:
+    attrs = ctx.attributions
+    if busy_headline(report, attrs):  # the header said it once for all (report/busy.py), as `show` does
+        attrs = without_saturation(attrs)
     for group, cells in report.groups().items():
         metric = cells[0].primary_metric
         spec = cells[0].spec(metric)
@@ -336,7 +339,7 @@ def _text(w: Writer, report: RunReport, ctx: Context) -> None:
             w.blank()
             w.block(plot.splitlines())
         for c in cells:
-            _text_cell(w, c, ctx.artifacts, ctx.attributions.get(c.key))
+            _text_cell(w, c, ctx.artifacts, attrs.get(c.key))
 
 
 # -- --json ----------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from fairmark.console import console, escape
+from fairmark.report.busy import busy_headline
 from fairmark.report.section import Context, Section
 from fairmark.store.owner import GONE
 
@@ -50,7 +51,7 @@ def _terminal(r: RunReport, _: Context) -> None:
         console.print(f"[{colour}]{escape(console.wrap(r.risk_note))}[/]")
 
 
-def _text(w: Writer, report: RunReport, _: Context) -> None:
+def _text(w: Writer, report: RunReport, ctx: Context) -> None:
     run = report.run
     w.heading(f"fairmark run {run.id}" + (f" — {run.title}" if run.title else ""), 2)
     w.para(
@@ -67,6 +68,9 @@ def _text(w: Writer, report: RunReport, _: Context) -> None:
         w.para(report.profiled_note)
     if report.rss_note:
         w.para(report.rss_note)
+    headline = busy_headline(report, ctx.attributions)
+    if headline:  # as `show` says it, once before the verdicts (groups' text drops "CPU saturated" per cell)
+        w.para(headline)
 
 
 def _json(r: RunReport, _: Context) -> dict[str, Any]:

@@ -21,7 +21,8 @@ def _text(w: Writer, report: RunReport, ctx: Context) -> None:
         w.para("No comparisons: a verdict needs two variants with at least 3 measured trials each.")
     for v in rows:
         w.para(f"{v['group']} {v['metric']}: {v['sentence']}", "* " if w.md else "- ")
-        w.para(f"change {v['percent']}; means differ by {v['difference']}", "    ")
+        if v["difference"]:  # none for a metric that never varied: its sentence says so
+            w.para(f"change {v['percent']}; means differ by {v['difference']}", "    ")
         if v["significant"] and not v["fdr_significant"]:
             w.para("not significant after false-discovery-rate control across the run", "    ")
         for extra in [*v["levels"], *v["warnings"], v["caveat"]]:
