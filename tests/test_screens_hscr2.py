@@ -224,3 +224,40 @@ def test_report_text_says_the_busy_machine_once_before_the_verdicts() -> None:
     header._text(w, report, ctx)  # type: ignore[arg-type]
     text = "\n".join(w.lines)
     assert "busy machine: load average 9.6 on 2 CPUs" in text, text
+
+
+def test_a_trials_progress_value_is_never_rounded_to_zero() -> None:
+    """Under a mean of "1000 [0, 5000] ms" (a quick run at load 16) a trial of 0.3 s printed "0 ms"."""
+    from fairmark.cli._progress import Shown, _message
+
+    ev = {
+        "cell": "alloc/nodebug",
+        "warmup": False,
+        "n": 3,
+        "max_trials": 5,
+        "status": "ok",
+        "value": 0.3,
+        "unit": "s",
+        "mean": 1.0,
+        "ci_half_width": 2.4,
+    }
+    line = _message(ev, Shown(0.65, 0.0, None))
+    assert "trial 3/5  300 ms  (mean 1000 [0, 3400] ms, n=3)" in line, line  # was "0 ms"
+
+
+def test_run_json_stderr_headline_points_to_no_verdicts_below() -> None:
+    """`run --json` says the headline on stderr, where no verdict follows it: they are in the JSON document."""
+    from types import SimpleNamespace
+
+    from fairmark.report.busy import busy_headline
+
+    cells = [SimpleNamespace(group="a", primary_metric="m")]
+    verdicts = [
+        SimpleNamespace(group="a", metric="m", comparison=SimpleNamespace(mde_percent=20.0, scale="log"))
+    ]
+    run = SimpleNamespace(
+        findings=[{"finding_id": "load", "evidence": "load 9"}], cells=cells, verdicts=verdicts
+    )
+    assert "the verdicts below detect only" in (busy_headline(run, {}) or "")  # type: ignore[arg-type]
+    line = busy_headline(run, {}, tables=False)  # type: ignore[arg-type]
+    assert line is not None and "this run's verdicts detect only changes of -17% or +20%" in line, line

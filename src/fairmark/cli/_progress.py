@@ -21,8 +21,8 @@ from rich.progress import (
 from fairmark.console import console
 from fairmark.plan.model import RunPolicy
 from fairmark.run.loop.runner import Progress as RunnerProgress
-from fairmark.stats import format_pair, format_value
-from fairmark.stats.digits import bounds, format_bounded, scale_unit
+from fairmark.stats import format_value
+from fairmark.stats.digits import bounds, estimate_text, format_bounded, scale_unit
 
 # A plain (not a terminal: a log, CI) line per trial, but not more than one per PLAIN_EVERY_S: a plan of thousands
 # of millisecond trials wrote thousands of lines nobody reads, and formatting them was a tenth of fairmark's own
@@ -53,14 +53,15 @@ def _estimate(ev: dict[str, Any], shown: Shown) -> str:
 
 def _value(ev: dict[str, Any], shown: Shown) -> str:
     """The trial's value in the cell's unit, rounded where the mean's CI puts the last digit once there is one
-    (4 significant digits before)."""
+    (4 significant digits before), but to two significant digits at least: under a mean of "1000 [0, 5000] ms"
+    a trial of 0.3 s printed "0 ms"."""
     if ev["value"] is None:
         return "?"
     hw, mean = ev.get("ci_half_width"), ev.get("mean")
     if hw is None or mean is None or not math.isfinite(hw) or not hw > 0:
         return format_value(ev["value"], None, ev["unit"], scale=shown.scale)
     divisor, unit = scale_unit(shown.scale if shown.scale is not None else max(abs(mean), hw), ev["unit"])
-    text = format_pair(ev["value"] / divisor, hw / divisor)[0]
+    text = estimate_text(ev["value"] / divisor, hw / divisor)
     return f"{text}%" if unit == "%" else text + (f" {unit}" if unit else "")
 
 

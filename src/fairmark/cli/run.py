@@ -60,7 +60,7 @@ def _environment_to_stderr(report: RunReport) -> None:
     headline first, as the tables have it."""
     from fairmark.report.busy import busy_headline
 
-    headline = busy_headline(report, attribute_cells(report, MonitorSeries(report)))
+    headline = busy_headline(report, attribute_cells(report, MonitorSeries(report)), tables=False)
     if headline:
         console.warn(headline)
     seen: set[str] = set()

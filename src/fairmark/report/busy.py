@@ -16,8 +16,9 @@ BUSY_FINDINGS = ("load", "busy-process", "pressure")  # the doctor's rules for o
 SATURATED = "cpu_saturation"
 
 
-def busy_headline(r: RunReport, attrs: dict[str, Any]) -> str | None:
-    """The headline, or None when neither the doctor nor the monitors saw the machine busy."""
+def busy_headline(r: RunReport, attrs: dict[str, Any], *, tables: bool = True) -> str | None:
+    """The headline, or None when neither the doctor nor the monitors saw the machine busy. `tables`: the
+    verdicts follow it (without, `run --json`'s stderr: they are in the JSON document, not "below")."""
     seen = {f["finding_id"]: f for f in r.findings if f.get("finding_id") in BUSY_FINDINGS}
     waited = [k for k, a in attrs.items() if a is not None and any(f.key == SATURATED for f in a.flags)]
     if not seen and not waited:
@@ -29,12 +30,13 @@ def busy_headline(r: RunReport, attrs: dict[str, Any]) -> str | None:
         what.append(f"tasks waited for a CPU during {len(waited)} of {len(r.cells)} cell(s)")
     if "busy-process" in seen:
         what.append("another process used the CPU (below)")
-    return f"busy machine: {'; '.join(what)}. {_cost(r)}To do: stop the other work and run again; " + (
-        "`fairmark doctor` names it, `fairmark calibrate PLAN` says what this machine can detect."
+    return (
+        f"busy machine: {'; '.join(what)}. {_cost(r, tables)}To do: stop the other work and run again; "
+        + ("`fairmark doctor` names it, `fairmark calibrate PLAN` says what this machine can detect.")
     )
 
 
-def _cost(r: RunReport) -> str:
+def _cost(r: RunReport, tables: bool = True) -> str:
     """The change the primary metrics' verdicts could detect (80% power): what the noise cost. A verdict on the
     log scale detects a factor either way, so a large one is a fall and a rise ("-91% or +970%"): "±970%" beside
     a proven -95% read as a contradiction (issue 34)."""
@@ -57,7 +59,8 @@ def _cost(r: RunReport) -> str:
     else:
         falls = _span(fall_text(*low), fall_text(*high), "-")
         what = f"changes of {falls} or {_span(detectable_size(low[1]), detectable_size(high[1]), '+')}"
-    return f"Cost: the verdicts below detect only {what} (80% power); a quiet machine detects less. "
+    which = "the verdicts below" if tables else "this run's verdicts"
+    return f"Cost: {which} detect only {what} (80% power); a quiet machine detects less. "
 
 
 def _span(low: str, high: str, sign: str) -> str:
