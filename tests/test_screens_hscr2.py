@@ -261,3 +261,14 @@ def test_run_json_stderr_headline_points_to_no_verdicts_below() -> None:
     assert "the verdicts below detect only" in (busy_headline(run, {}) or "")  # type: ignore[arg-type]
     line = busy_headline(run, {}, tables=False)  # type: ignore[arg-type]
     assert line is not None and "this run's verdicts detect only changes of -17% or +20%" in line, line
+
+
+def test_history_of_too_few_runs_for_any_split_says_so() -> None:
+    """ "5 runs are too few … (the smallest p-value 5 runs can reach is 1; …)": no split of 5 runs is tested."""
+    from fairmark.report.history import HistoryOptions, too_short
+
+    opts = HistoryOptions("alloc", alpha=0.01)
+    five = too_short(5, opts)
+    assert five is not None and "a split needs 3 runs on each side" in five and "is 1;" not in five, five
+    eight = too_short(8, opts)
+    assert eight is not None and "the smallest p-value 8 runs can reach is 0.029" in eight, eight

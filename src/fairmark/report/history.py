@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairmark.stats.changepoints import (
+    MIN_SIZE,
     PHI_GRID,
     ChangePoint,
     check_alpha,
@@ -152,7 +153,10 @@ def too_short(n: int, opts: HistoryOptions) -> str | None:
     if smallest <= opts.alpha:
         return None
     need = shortest_for(opts.alpha)
-    reach = f"the smallest p-value {n} runs can reach is {smallest:.2g}" if n >= 2 else "no split is tested"
+    if n < 2 * MIN_SIZE:  # "the smallest p-value 5 runs can reach is 1": no split of them is tested at all
+        reach = f"a split needs {MIN_SIZE} runs on each side"
+    else:
+        reach = f"the smallest p-value {n} runs can reach is {smallest:.2g}"
     enough = f"{need} runs can" if need else "no series can"
     return f"{n} runs are too few to show any change point at α = {opts.alpha:g} ({reach}; {enough})"
 
