@@ -272,3 +272,12 @@ def test_history_of_too_few_runs_for_any_split_says_so() -> None:
     assert five is not None and "a split needs 3 runs on each side" in five and "is 1;" not in five, five
     eight = too_short(8, opts)
     assert eight is not None and "the smallest p-value 8 runs can reach is 0.029" in eight, eight
+
+
+def test_checks_table_rounds_its_change_as_the_sentence_below_it() -> None:
+    """`check`'s table said "0% [-30%, +50%]" above its sentence's "-33% to +50%" for a change of -0.023%."""
+    from fairmark.report.check_output import change_text
+
+    assert change_text(-0.023, 0.67, 1.5) == "-0.023% [-33%, +50%]"
+    assert change_text(-84.0, 0.006, 4.3) == "-84% [-99.4%, +330%]"  # never "-100%"
+    assert change_text(6.0, 0.95, 1.17) == "+6.0% [-5.0%, +17%]"

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from fairmark.report.check import POSSIBLE, REGRESSION, UNJUDGED, Case, CheckResult
-from fairmark.stats.digits import format_pair, format_value
+from fairmark.stats.digits import format_value
 from fairmark.verdict.compare import Comparison
+from fairmark.verdict.compare import change_text as percent_change_text
 
 
 def _pct(value: float) -> str:
@@ -28,14 +29,12 @@ def change_text(change: float | None, low: float | None, high: float | None) -> 
         return "–"
     if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
         return _pct(change)
+    # one rounding of each, as the verdict's sentence has it (verdict.compare.percent_texts): to the interval's
+    # width alone a change of +3% in [-40%, +60%] read "0%", and a bound of -99.4% "-100%"
     ends = (100 * (low - 1), 100 * (high - 1))
     hw = (ends[1] - ends[0]) / 2 or None
-    pct, lo, hi = (_signed(format_pair(v, hw)[0]) for v in (change, *ends))
-    return f"{pct}% [{lo}%, {hi}%]"
-
-
-def _signed(text: str) -> str:
-    return text if text.startswith("-") or text == "0" else "+" + text
+    pct, lo, hi = (percent_change_text(v, hw) for v in (change, *ends))
+    return f"{pct} [{lo}, {hi}]"
 
 
 def _finite(x: float | None) -> float | None:
