@@ -281,3 +281,14 @@ def test_checks_table_rounds_its_change_as_the_sentence_below_it() -> None:
     assert change_text(-0.023, 0.67, 1.5) == "-0.023% [-33%, +50%]"
     assert change_text(-84.0, 0.006, 4.3) == "-84% [-99.4%, +330%]"  # never "-100%"
     assert change_text(6.0, 0.95, 1.17) == "+6.0% [-5.0%, +17%]"
+
+
+def test_the_aa_warning_never_prints_exponent_notation() -> None:
+    """An A/A twin on a loaded machine shows ±280%: the warning read "(+1.5e+02%) is within the ±2.8e+02%"."""
+    from types import SimpleNamespace
+
+    from fairmark.verdict.compare import _calibration_warning
+
+    test = SimpleNamespace(ratio=2.5, significant=True)
+    (line,) = _calibration_warning(test, 280.0)  # type: ignore[arg-type]
+    assert line.startswith("the change (+150%) is within the ±280% an A/A run"), line

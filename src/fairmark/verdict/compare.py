@@ -513,8 +513,9 @@ def _calibration_warning(test: RatioTest, aa_pct: float | None) -> list[str]:
     if aa_pct is None or not test.significant or not math.isfinite(change) or abs(change) >= aa_pct:
         return []
     return [
-        f"the change ({change:+.2g}%) is within the ±{aa_pct:.2g}% an A/A run of this workload shows on this "
-        "machine: treat it as unproven"
+        # two significant digits, never in exponent notation: an A/A twin at load 20 shows ±280% ("±2.8e+02%")
+        f"the change ({change_text(change, aa_pct)}) is within the ±{detectable_size(aa_pct)} an A/A run of this "
+        "workload shows on this machine: treat it as unproven"
     ]
 
 
