@@ -112,7 +112,7 @@ def test_history_of_a_workload_shows_its_primary_metric_and_names_the_others(
     assert doc["metric"] == "rate" and {s["metric"] for s in doc["series"]} == {"rate"}
     assert "wall_s" in doc["other_metrics"] and "rate" not in doc["other_metrics"]
     code, out, _ = fairmark_cli("history", "w")
-    assert out.count("on ") == 1  # one table (its title: "w w/default rate (req/s) on HOST")
+    assert out.count("#  run") == 1  # one table (its title: "w/default rate in req/s on HOST")
     assert "rate is w's primary metric; also stored: " in out and "`fairmark history w:METRIC`" in out
     code, out, _ = fairmark_cli("history", "w:wall_s", "--json")
     assert {s["metric"] for s in json.loads(out)["series"]} == {"wall_s"}
