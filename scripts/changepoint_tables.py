@@ -2,7 +2,7 @@
 test for every tabulated segment length up to SHIPPED_UP_TO (stats/changepoints.py), one member "n<length>" a
 length (a history decompresses only the lengths it tests). They are deterministic
 (seeded by length); tests/test_continual_changepoints.py recomputes a few and compares. Run it again after a
-change to the statistic, PHI_GRID, SIMULATIONS or TAIL:
+change to the statistic, PHI_GRID, SIMULATIONS, TAIL or DRIFT_ALLOWANCE (SHORT_TAIL, the tail up to SHORT runs):
 
     .venv/bin/python scripts/changepoint_tables.py
 """
