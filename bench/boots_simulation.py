@@ -13,7 +13,8 @@ import json
 import numpy as np
 from scipy.stats import binomtest
 
-from fairmark.stats.levels import levels, unit_test
+from boots_unequal import unit_levels  # run from bench/ (sys.path[0])
+from fairmark.stats.levels import unit_test
 from fairmark.verdict.judge import Pair, judge
 
 BOOT_SD, TRIAL_SD, TRIALS, EFFECT = 0.03, 0.005, 10, 1.05
@@ -46,7 +47,7 @@ def rule_only(boots: int, sims: int, seed: int) -> int:
     hits = 0
     for _ in range(sims):
         (a, ua), (b, ub) = side(rng, boots, 1.0, "a"), side(rng, boots, 1.0, "b")
-        test = unit_test(levels(a, ua, b, ub), confidence=95.0)
+        test = unit_test(unit_levels(a, ua, b, ub), confidence=95.0)
         hits += bool(test and test.significant)
     return hits
 

@@ -118,3 +118,84 @@ def test_a_single_unit_with_noisier_trials_is_judged_by_its_own_spread():
         test = unit_test(levels(np.concatenate(a), ua, b, ["b"] * 15, "run"), confidence=95)
         claimed += test.significant
     assert claimed <= 0.08 * 300, claimed
+
+
+def _side(rng, k, m, sd_unit, sd_trial, tag, shift=0.0):
+    values = [
+        v for _ in range(k) for v in np.exp(1.0 + shift + rng.normal(0, sd_unit) + rng.normal(0, sd_trial, m))
+    ]
+    return values, [f"{tag}{i}" for i in range(k) for _ in range(m)]
+
+
+def test_welch_on_two_units_against_six_uses_the_corrected_level_not_satterthwaites_df():
+    """2 vs 6 boots, A's boots 10 times as spread: Satterthwaite's df at 5% rejects up to 9.0% of A/A comparisons
+    (its variance on 1 df is often small, which makes both t and the df large). The Welch part's t is the t at the
+    level α′ of stats.levels.SMALL_ALPHA on Satterthwaite's df (scipy), and its df the one whose 97.5% quantile
+    that t is; the interval and the detectable change are that part's."""
+    from scipy import stats
+
+    from fairmark.stats.levels import small_alpha
+
+    rng = np.random.default_rng(11)
+    (a, ua), (b, ub) = _side(rng, 2, 8, 0.05, 0.01, "a"), _side(rng, 6, 8, 0.005, 0.01, "b")
+    lv = levels(a, ua, b, ub)
+    test = unit_test(lv, confidence=95)
+    xa = np.array([np.log(g).mean() for g in lv.groups_baseline])
+    xb = np.array([np.log(g).mean() for g in lv.groups_other])
+    va, vb = xa.var(ddof=1) / 2, xb.var(ddof=1) / 6
+    df = (va + vb) ** 2 / (va**2 / 1 + vb**2 / 5)
+    assert test.parts == "Welch and the nested model" and test.se == pytest.approx(math.sqrt(va + vb))
+    alpha = small_alpha(2, 6)
+    assert 0 < alpha < 0.05
+    assert test.t_quantile == pytest.approx(stats.t.ppf(1 - alpha / 2, df), rel=1e-6)
+    assert test.t_quantile == pytest.approx(stats.t.ppf(0.975, test.df), rel=1e-6) and test.df < df
+    assert test.p_value == pytest.approx(
+        2 * stats.t.sf(abs(xb.mean() - xa.mean()) / test.se, test.df), rel=1e-6
+    )
+    half = test.t_quantile * test.se
+    assert test.ratio_ci_low == pytest.approx(math.exp(xb.mean() - xa.mean() - half), rel=1e-9)
+
+
+def test_the_corrected_level_keeps_five_percent_at_the_worst_spread_ratio():
+    """An independent check of the table's entries (scipy, coarse quadrature over both sample variances): the
+    verdict's two parts at α′ reject at most 5% at the worst ratio of the sides' spreads, where Satterthwaite's
+    df at 5% rejects 6.4% (2 vs 2) to 9.0% (2 vs 6)."""
+    from scipy import stats
+
+    from fairmark.stats.levels import small_alpha
+
+    u = (np.arange(80) + 0.5) / 80
+
+    def rate(n1: int, n2: int, alpha: float, theta: float) -> float:
+        q1, q2 = np.meshgrid(*(stats.chi2.ppf(u, n - 1) / (n - 1) for n in (n1, n2)), indexing="ij")
+        v1, v2 = theta * q1, (1 - theta) * q2
+        df = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1))
+        c = stats.t.ppf(1 - alpha / 2, df) * np.sqrt(v1 + v2)
+        sp2 = ((n1 - 1) * n1 * theta * q1 + (n2 - 1) * n2 * (1 - theta) * q2) / (n1 + n2 - 2)
+        c = np.maximum(c, stats.t.ppf(0.975, n1 + n2 - 2) * np.sqrt(sp2 * (1 / n1 + 1 / n2)))
+        return float((2 * stats.norm.sf(c)).mean())
+
+    for n1, n2, before in ((2, 2, 0.063), (2, 6, 0.088), (3, 8, 0.06)):
+        thetas = (0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
+        assert max(rate(n1, n2, 0.05, th) for th in thetas) > before
+        assert max(rate(n1, n2, small_alpha(n1, n2), th) for th in thetas) <= 0.0505
+
+
+def test_two_noisy_boots_against_six_quiet_ones_keep_the_level():
+    """A seeded A/A simulation of the breach (docs/statistics.md, bench/boots_unequal.py): 2 vs 6 boots, A's
+    boots 10 times as spread. Satterthwaite's df claimed 8–9%; the corrected level about 4%."""
+    rng = np.random.default_rng(2026)
+    claimed = 0
+    for _ in range(800):
+        (a, ua), (b, ub) = _side(rng, 2, 8, 0.05, 0.01, "a"), _side(rng, 6, 8, 0.005, 0.01, "b")
+        test = unit_test(levels(a, ua, b, ub), confidence=95)
+        claimed += test.significant
+    assert claimed <= 0.06 * 800, claimed
+
+
+def test_without_trials_inside_the_units_welch_takes_hsus_df():
+    """One value per unit: no nested part to guard Welch's df, so the conservative min(na, nb) − 1."""
+    a, ua = [10.0, 12.5], ["a0", "a1"]
+    b, ub = [11.0, 11.2, 10.9, 11.1, 11.3, 10.8], [f"b{i}" for i in range(6)]
+    test = unit_test(levels(a, ua, b, ub), confidence=95)
+    assert test.parts == "" and test.df == pytest.approx(1.0)

@@ -55,7 +55,7 @@ from fairmark.stats.paired import (
     welch_part,
 )
 from fairmark.stats.timeorder import TimeOrder, time_order
-from fairmark.stats.tlight import f_ppf
+from fairmark.stats.tlight import f_ppf, t_isf, t_sf
 
 if TYPE_CHECKING:
     from fairmark.jsonvalue import JSONObject
@@ -318,7 +318,11 @@ def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> Ratio
         ga, gb = [g / c for g in ga], [g / c for g in gb]
     nested = _nested_parts(ga, gb, log, c, confidence)
     parts: list[Part] = []
-    if (na >= 2 and nb >= 2) or not nested:  # with one unit on a side: Welch's prediction form
+    if na >= 2 and nb >= 2:
+        part = _welch_units(xa, xb, log, c, confidence, with_nested=bool(nested))
+        if part is not None:
+            parts.append(part)
+    elif not nested:  # with one unit on a side: Welch's prediction form
         part = welch_part(xa, xb, log, c, confidence)
         if part is not None:
             parts.append(part)
@@ -347,6 +351,97 @@ def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> Ratio
         confidence,
         " and ".join(names) if len(parts) >= 2 else "",
     )
+
+
+# Welch's t on the unit means with 2–5 units on a side: the level α′ (at 95% confidence) at which the verdict's
+# two parts together (Welch's AND the nested model's, the pooled t with equal trials per unit) reject at most 5%
+# of A/A comparisons whatever the ratio of the sides' spreads, by (fewer units, more units). Satterthwaite's df
+# at 5% reached 9.0% at 2 vs 6 when the 2 units are the noisy side: its variance on 1 df is often small, which
+# makes both t and the df large. Computed by quadrature, not sampled: bench/welch_small_units.py prints the table.
+SMALL_ALPHA: dict[tuple[int, int], float] = {
+    (2, 2): 0.03594,
+    (2, 3): 0.01719,
+    (2, 4): 0.00996,
+    (2, 5): 0.00645,
+    (2, 6): 0.00469,
+    (2, 8): 0.00371,
+    (2, 12): 0.00449,
+    (2, 20): 0.00820,
+    (2, 40): 0.01875,
+    (2, 100): 0.03613,
+    (3, 3): 0.04082,
+    (3, 4): 0.03672,
+    (3, 5): 0.03477,
+    (3, 6): 0.03438,
+    (3, 8): 0.03457,
+    (3, 12): 0.03652,
+    (3, 20): 0.04043,
+    (3, 40): 0.04531,
+    (3, 100): 0.04883,
+    (4, 4): 0.04453,
+    (4, 5): 0.04297,
+    (4, 6): 0.04258,
+    (4, 8): 0.04219,
+    (4, 12): 0.04336,
+    (4, 20): 0.04512,
+    (4, 40): 0.04746,
+    (4, 100): 0.04922,
+    (5, 5): 0.04648,
+    (5, 6): 0.04590,
+    (5, 8): 0.04551,
+    (5, 12): 0.04551,
+    (5, 20): 0.04648,
+    (5, 40): 0.04805,
+    (5, 100): 0.04941,
+}
+SMALL_UNITS = 5  # above, Welch's worst case at 5% is within a few tenths of a point of it
+
+
+def small_alpha(few: int, many: int) -> float:
+    """α′ for these unit counts: between the table's columns the smaller of the two around, beyond its last the
+    smaller of the last two (the level falls and rises again with the larger side; both ends are computed)."""
+    row = sorted((m, a) for (f, m), a in SMALL_ALPHA.items() if f == few)
+    above = [a for m, a in row if m >= many]
+    below = [a for m, a in row if m <= many]
+    if not above:
+        return min(a for _, a in row[-2:])
+    return min(above[0], below[-1]) if below else above[0]
+
+
+def welch_units_df(df: float, na: int, nb: int, confidence: float, *, with_nested: bool) -> float:
+    """The df of the verdict's Welch part on unit means: Satterthwaite's, or with 2–5 units on a side the df
+    whose quantile at `confidence` is Satterthwaite's t at the corrected level α′ (SMALL_ALPHA), so the
+    interval, the p and the detectable change all come from that one t. Without the nested part (one trial
+    per unit), or at a level the table was not computed for, Hsu's min(na, nb) − 1, which keeps the level for
+    any spreads (Mickey & Brown 1966), at a cost of power."""
+    few, many = sorted((na, nb))
+    if few > SMALL_UNITS:
+        return df
+    if not with_nested or float(confidence) != 95.0:
+        return min(df, float(few - 1))
+    t = t_isf(df, small_alpha(few, many) / 2)
+    return _df_of_quantile(t, (1 - confidence / 100) / 2, df)
+
+
+def _df_of_quantile(t: float, tail: float, high: float) -> float:
+    """The df (≤ high) at which P(T > t) = tail: bisection on log df (the tail shrinks as the df grow)."""
+    lo, hi = math.log(1e-3), math.log(high)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if t_sf(math.exp(mid), t) < tail else (mid, hi)
+    return math.exp(lo)
+
+
+def _welch_units(
+    xa: Floats, xb: Floats, log: bool, c: float, confidence: float, *, with_nested: bool
+) -> Part | None:
+    """Welch's t on ≥ 2 unit means a side, on welch_units_df's df; None without any spread."""
+    va, vb = float(xa.var(ddof=1)) / xa.size, float(xb.var(ddof=1)) / xb.size
+    if not va + vb > 0:
+        return None
+    df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1))
+    df = welch_units_df(df, xa.size, xb.size, confidence, with_nested=with_nested)
+    return means_part(float(xa.mean()), float(xb.mean()), va, vb, df, log, c, confidence)
 
 
 def _widened(q: Part, inflation: float, log: bool, base: float, confidence: float) -> Part:
