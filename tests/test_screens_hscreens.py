@@ -53,11 +53,11 @@ def test_calibration_summary_keeps_the_verdicts_scale() -> None:
 
 def test_a_verdicts_calibration_clause_says_the_fall_and_the_rise() -> None:
     """A run's verdict quoted the calibration as "changes beyond ±500%" beside its own "-70% or +220%"; a rise of
-    +500% is a fall of 100·500/600 = -83%, two significant digits as the verdict's own detectable change."""
+    +500% is a fall of 100·500/600 = -83%, one significant digit as the verdict's own detectable change."""
     from fairmark.verdict.compare import _calibration_clause
 
     clause = _calibration_clause(_calibration(500.0, "log"))
-    assert "this machine shows changes beyond -83% or +500% for this workload" in clause, clause
+    assert "this machine shows changes beyond -80% or +500% for this workload" in clause, clause
 
 
 def test_the_decision_stops_first_table_names_its_columns_as_the_text_does() -> None:
@@ -151,15 +151,17 @@ def _boots(store: Any, run: str, workload: str, variant: str, metric: str) -> li
 def test_compare_runs_vs_interval_and_detectable_change_share_one_spread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fairmark_cli: Any
 ) -> None:
-    """The golden `compare-runs A1 A2 --vs B1 B2` (tests/screens_store.py): crypto/nodebug printed "-30% to +40%"
-    beside "would detect -70% or +190%". Both are Welch's t on the boot means (df 1.0005), its se widened ×1.45
-    for drift; the change is large because its 80% power is averaged over the true spread, which one df leaves
-    nearly unknown (stats.power). Checked here against scipy and a Monte Carlo; the screen now says the df."""
+    """The golden `compare-runs A1 A2 --vs B1 B2` (tests/screens_store.py): crypto/nodebug's interval and its
+    detectable change are both Welch's t on the boot means (Satterthwaite's df 1.0005) at the level α′ that keeps
+    5% with 2 vs 2 boots (stats.levels.SMALL_ALPHA), its se widened ×1.45 for drift; the screen's df is the one
+    whose 95% quantile is that t. The change is large because its 80% power is averaged over the true spread,
+    which one df leaves nearly unknown (stats.power). Checked here against scipy and a Monte Carlo."""
     import json
 
     from scipy import stats
 
     import screens_store as fx
+    from fairmark.stats.levels import small_alpha
     from fairmark.stats.power import mde_factor
     from fairmark.store.db import Store
 
@@ -181,33 +183,38 @@ def test_compare_runs_vs_interval_and_detectable_change_share_one_spread(
     welch = stats.ttest_ind(mb, ma, equal_var=False)
     va, vb = ma.var(ddof=1) / ma.size, mb.var(ddof=1) / mb.size
     df = (va + vb) ** 2 / (va**2 / (ma.size - 1) + vb**2 / (mb.size - 1))
-    assert c["df"] == pytest.approx(df, rel=1e-9) and df == pytest.approx(1.0005, abs=1e-4)
-    t = stats.t.ppf(0.975, df)
+    assert df == pytest.approx(1.0005, abs=1e-4)
+    alpha = small_alpha(2, 2)
+    t = stats.t.ppf(1 - alpha / 2, df)
+    assert stats.t.ppf(0.975, c["df"]) == pytest.approx(t, rel=1e-6) and c["df"] < df
     low, high = math.log(c["ratio_ci_low"]), math.log(c["ratio_ci_high"])
     assert (low + high) / 2 == pytest.approx(mb.mean() - ma.mean(), abs=1e-12)  # centred on Welch's estimate
     se = (high - low) / (2 * t)
     assert se / math.sqrt(va + vb) == pytest.approx(1.45, abs=0.005)  # the widening the screen prints
     assert welch.statistic == pytest.approx((mb.mean() - ma.mean()) / math.sqrt(va + vb))
-    assert c["mde_percent"] == pytest.approx(100 * math.expm1(mde_factor(df, 95.0) * se), rel=1e-9)  # one se
+    level = 100 * (1 - alpha)
+    assert c["mde_percent"] == pytest.approx(100 * math.expm1(mde_factor(df, level) * se), rel=1e-9)  # one se
     # the factor, independently: a repeat at the change c·s, σ = s/√u with u ~ χ²(df)/df, rejects 80% of the time
     rng = np.random.default_rng(7)
     u, v, z = rng.chisquare(df, 400_000) / df, rng.chisquare(df, 400_000) / df, rng.standard_normal(400_000)
     sigma = 1 / np.sqrt(u)
-    power = np.mean(np.abs((mde_factor(df, 95.0) + sigma * z) / (sigma * np.sqrt(v))) > t)
+    power = np.mean(np.abs((mde_factor(df, level) + sigma * z) / (sigma * np.sqrt(v))) > t)
     assert power == pytest.approx(0.80, abs=0.005)
-    assert "-30% to +40%" in c["sentence"] and "would detect a change of -66% or +190%" in c["sentence"]
-    assert "interval and detectable change on df 1.0;" in c["sentence"]
+    assert "-39% to +60%" in c["sentence"] and "would detect a change of -77% or +340%" in c["sentence"]
+    assert "interval and detectable change on df 0.9;" in c["sentence"]
 
 
 def test_boots_as_the_unit_is_welch_and_the_pooled_t_on_the_boot_means() -> None:
     """stats.levels.unit_test with unequal between-boot spreads (side A's boots vary 10 times B's): its verdict
     needs both parts, Welch's t on the boot means (each side's own spread, Satterthwaite's df) and the nested
     model (σ_unit pooled: with equal trials per boot, the pooled t on the boot means). Hand-checked with scipy:
-    its p is the larger of the two, its interval the union. The pooling is the guard Welch's df needs at 2 vs 6
-    boots of equal spread, not the verdict's model of unequal ones (bench/boots_unequal.py)."""
+    its p is the larger of the two, its interval the union; Welch's part at 2 vs 6 boots at the level α′ of
+    stats.levels.SMALL_ALPHA (its df the one whose 95% quantile is Satterthwaite's t at α′). The pooling is the
+    guard Welch's df needs at 2 vs 6 boots of equal spread, not the verdict's model of unequal ones
+    (bench/boots_unequal.py)."""
     from scipy import stats
 
-    from fairmark.stats.levels import levels, unit_test
+    from fairmark.stats.levels import levels, small_alpha, unit_test
 
     rng = np.random.default_rng(3)
     offsets = {"a": [0.06, -0.05], "b": [0.004, -0.003, 0.006, 0.001, -0.002, 0.0]}
@@ -223,8 +230,12 @@ def test_boots_as_the_unit_is_welch_and_the_pooled_t_on_the_boot_means() -> None
     xa = np.array([np.log(g).mean() for g in lv.groups_baseline])
     xb = np.array([np.log(g).mean() for g in lv.groups_other])
     welch, pooled = (stats.ttest_ind(xb, xa, equal_var=e) for e in (False, True))
-    assert test.p_value == pytest.approx(max(welch.pvalue, pooled.pvalue), rel=1e-9)
-    assert test.p_value == pytest.approx(welch.pvalue, rel=1e-9)  # the spreads differ: Welch's part decides
-    ci = [r.confidence_interval(0.95) for r in (welch, pooled)]
+    assert stats.t.ppf(0.975, test.df) == pytest.approx(
+        stats.t.ppf(1 - small_alpha(2, 6) / 2, welch.df), rel=1e-6
+    )
+    welch_p = 2 * stats.t.sf(abs(welch.statistic), test.df)  # Welch's t on the corrected df
+    assert test.p_value == pytest.approx(max(welch_p, pooled.pvalue), rel=1e-9)
+    assert test.p_value == pytest.approx(welch_p, rel=1e-9)  # the spreads differ: Welch's part decides
+    ci = [welch.confidence_interval(0.95 + 0.05 - small_alpha(2, 6)), pooled.confidence_interval(0.95)]
     assert test.ratio_ci_low == pytest.approx(math.exp(min(c.low for c in ci)), rel=1e-9)
     assert test.ratio_ci_high == pytest.approx(math.exp(max(c.high for c in ci)), rel=1e-9)

@@ -54,6 +54,7 @@ from fairmark.stats.paired import (
     welch,
     welch_part,
 )
+from fairmark.stats.power import mde_factor
 from fairmark.stats.timeorder import TimeOrder, time_order
 from fairmark.stats.tlight import f_ppf, t_isf, t_sf
 
@@ -292,16 +293,16 @@ def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> Ratio
     """The verdict's test with the unit as the observation; None with one unit per side (no unit-to-unit
     variance is known). Two tests must both reject, and the interval is the union of theirs:
 
-    * Welch's t on the unit means (no assumption about either side's spread; its Satterthwaite df overstates
-      what 2 units know: 7–11% false positives at 2 vs 6 units alone);
+    * Welch's t on the unit means (no assumption about either side's spread), with 2–5 units on a side at the
+      level of SMALL_ALPHA (welch_units_df: at 5%, 8.2% false positives at 2 vs 6 boots, the 2 the noisy side);
     * the nested model (Kalibera & Jones): a unit mean varies by σ_unit² + σ_trial²/m, with σ_trial from the
       trials inside the units (many df) and σ_unit pooled over both sides (method of moments) — it weighs
       a unit of 2 trials and one of 40 as they deserve (pooled t on unweighted means: 25% false positives
       at 2 boots × 2 trials vs 6 × 40), but assumes the same unit-to-unit spread on both sides. Alone, with one
       side's boots 10 times as spread, it claims 39–44%; here Welch's part must reject too, so the verdict keeps
       Welch's rate (bench/boots_unequal.py, docs/statistics.md). Each side's own σ_unit would make it Welch's t
-      again (identical with equal trials per unit) and lose what the pooling guards: 2.5% at 2 vs 6 boots of
-      equal spread, where Welch alone gives 8.7%.
+      again (identical with equal trials per unit) and lose what the pooling guards (and SMALL_ALPHA counts on):
+      2.5% at 2 vs 6 boots of equal spread, where Welch alone gives 8.7%.
 
     With one unit on a side only the nested model can judge (the single unit varies like the others, and by its
     own trials' spread where that is larger)."""
@@ -317,15 +318,7 @@ def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> Ratio
     else:
         ga, gb = [g / c for g in ga], [g / c for g in gb]
     nested = _nested_parts(ga, gb, log, c, confidence)
-    parts: list[Part] = []
-    if na >= 2 and nb >= 2:
-        part = _welch_units(xa, xb, log, c, confidence, with_nested=bool(nested))
-        if part is not None:
-            parts.append(part)
-    elif not nested:  # with one unit on a side: Welch's prediction form
-        part = welch_part(xa, xb, log, c, confidence)
-        if part is not None:
-            parts.append(part)
+    parts, factor = _welch_parts(xa, xb, log, c, confidence, bool(nested))
     names = ["Welch"] if parts else []
     names += ["the nested model", "its single unit's own trial spread"][: len(nested)]
     parts += nested
@@ -342,7 +335,7 @@ def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> Ratio
             log=log,
         )
     ratio = ratio_of(float(xa.mean()), float(xb.mean()), log)
-    return combine(
+    test = combine(
         design,
         "log" if log else "raw",
         None,
@@ -351,6 +344,23 @@ def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> Ratio
         confidence,
         " and ".join(names) if len(parts) >= 2 else "",
     )
+    if factor is None:
+        return test
+    # the Welch part's detectable change at the level it tests (combine's is at `confidence` on its df)
+    others = [mde_factor(q.df, confidence) * q.se for q in parts[1:]]
+    return replace(test, mde=max([factor * parts[0].se, *others]))
+
+
+def _welch_parts(
+    xa: Floats, xb: Floats, log: bool, c: float, confidence: float, with_nested: bool
+) -> tuple[list[Part], float | None]:
+    """Welch's part of unit_test, if any, and with ≥ 2 units a side its detectable change per standard error.
+    One unit on a side: Welch's prediction form, only where the nested model cannot judge."""
+    if xa.size >= 2 and xb.size >= 2:
+        got = _welch_units(xa, xb, log, c, confidence, with_nested=with_nested)
+        return ([got[0]], got[1]) if got is not None else ([], None)
+    part = None if with_nested else welch_part(xa, xb, log, c, confidence)
+    return ([part] if part is not None else []), None
 
 
 # Welch's t on the unit means with 2–5 units on a side: the level α′ (at 95% confidence) at which the verdict's
@@ -408,19 +418,22 @@ def small_alpha(few: int, many: int) -> float:
     return min(above[0], below[-1]) if below else above[0]
 
 
-def welch_units_df(df: float, na: int, nb: int, confidence: float, *, with_nested: bool) -> float:
-    """The df of the verdict's Welch part on unit means: Satterthwaite's, or with 2–5 units on a side the df
-    whose quantile at `confidence` is Satterthwaite's t at the corrected level α′ (SMALL_ALPHA), so the
-    interval, the p and the detectable change all come from that one t. Without the nested part (one trial
-    per unit), or at a level the table was not computed for, Hsu's min(na, nb) − 1, which keeps the level for
-    any spreads (Mickey & Brown 1966), at a cost of power."""
+def welch_units_df(
+    df: float, na: int, nb: int, confidence: float, *, with_nested: bool
+) -> tuple[float, float]:
+    """The df of the verdict's Welch part on unit means, and the level (as a confidence) its t is taken at on
+    Satterthwaite's df `df`: Satterthwaite's own at `confidence`, or with 2–5 units on a side the corrected level
+    α′ (SMALL_ALPHA) and the df whose quantile at `confidence` is that t, so the interval and the p come from one
+    t. Without the nested part (one trial per unit), or at a level the table was not computed for, Hsu's
+    min(na, nb) − 1, which keeps the level whatever the spreads (Mickey & Brown 1966), at a cost of power."""
     few, many = sorted((na, nb))
     if few > SMALL_UNITS:
-        return df
+        return df, confidence
     if not with_nested or float(confidence) != 95.0:
-        return min(df, float(few - 1))
-    t = t_isf(df, small_alpha(few, many) / 2)
-    return _df_of_quantile(t, (1 - confidence / 100) / 2, df)
+        return min(df, float(few - 1)), confidence
+    alpha = small_alpha(few, many)
+    t = t_isf(df, alpha / 2)
+    return _df_of_quantile(t, (1 - confidence / 100) / 2, df), 100 * (1 - alpha)
 
 
 def _df_of_quantile(t: float, tail: float, high: float) -> float:
@@ -434,14 +447,17 @@ def _df_of_quantile(t: float, tail: float, high: float) -> float:
 
 def _welch_units(
     xa: Floats, xb: Floats, log: bool, c: float, confidence: float, *, with_nested: bool
-) -> Part | None:
-    """Welch's t on ≥ 2 unit means a side, on welch_units_df's df; None without any spread."""
+) -> tuple[Part, float] | None:
+    """Welch's t on ≥ 2 unit means a side, on welch_units_df's df, and the factor of its standard error that a
+    repeat detects with 80% power: at the level it tests on Satterthwaite's df (stats.power.mde_factor; the
+    equivalent df can be below 1, where the factor is not defined); None without any spread."""
     va, vb = float(xa.var(ddof=1)) / xa.size, float(xb.var(ddof=1)) / xb.size
     if not va + vb > 0:
         return None
     df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1))
-    df = welch_units_df(df, xa.size, xb.size, confidence, with_nested=with_nested)
-    return means_part(float(xa.mean()), float(xb.mean()), va, vb, df, log, c, confidence)
+    df_t, level = welch_units_df(df, xa.size, xb.size, confidence, with_nested=with_nested)
+    part = means_part(float(xa.mean()), float(xb.mean()), va, vb, df_t, log, c, confidence)
+    return part, mde_factor(df if level != confidence else df_t, level)
 
 
 def _widened(q: Part, inflation: float, log: bool, base: float, confidence: float) -> Part:
