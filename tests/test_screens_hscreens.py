@@ -53,11 +53,11 @@ def test_calibration_summary_keeps_the_verdicts_scale() -> None:
 
 def test_a_verdicts_calibration_clause_says_the_fall_and_the_rise() -> None:
     """A run's verdict quoted the calibration as "changes beyond ±500%" beside its own "-70% or +220%"; a rise of
-    +500% is a fall of 100·500/600 = -83%, one significant digit as the verdict's own detectable change."""
+    +500% is a fall of 100·500/600 = -83%, two significant digits as the verdict's own detectable change."""
     from fairmark.verdict.compare import _calibration_clause
 
     clause = _calibration_clause(_calibration(500.0, "log"))
-    assert "this machine shows changes beyond -80% or +500% for this workload" in clause, clause
+    assert "this machine shows changes beyond -83% or +500% for this workload" in clause, clause
 
 
 def test_the_decision_stops_first_table_names_its_columns_as_the_text_does() -> None:
