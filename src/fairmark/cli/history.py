@@ -53,7 +53,7 @@ def order_options(func: Callable[..., Any]) -> Callable[..., Any]:
     type=float,
     default=0.01,
     show_default=True,
-    help="Change points' significance level (at most 0.05).",
+    help="Each split's significance level (at most 0.05); a history's false alarms stay within 2α.",
 )
 @click.option(
     "--new-since",

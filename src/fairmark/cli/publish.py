@@ -46,7 +46,7 @@ def _window(ctx: click.Context, param: click.Parameter, value: int) -> int | Non
     type=float,
     default=0.01,
     show_default=True,
-    help="Change points' significance level (at most 0.05).",
+    help="Each split's significance level (at most 0.05); a history's false alarms stay within 2α.",
 )
 @click.option(
     "--window",
