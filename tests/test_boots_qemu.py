@@ -58,8 +58,11 @@ def guest() -> Iterator[qemuguest.Guest]:
 
 
 @pytest.fixture(autouse=True)
-def _guest_up(guest: qemuguest.Guest) -> None:
+def _guest_up(guest: qemuguest.Guest, monkeypatch: pytest.MonkeyPatch) -> None:
     guest.ensure_up()
+    # an emulated CPU on a busy machine, as in the other guests' modules: beside `stress-ng --cpu 2` and two
+    # other guests (load 17-19), the shipped agent's first answer took over the default 60 s in three tests
+    monkeypatch.setenv("FAIRMARK_AGENT_DEADLINE_S", "600")
 
 
 def found(snapshot: dict, key: str) -> str | None:
@@ -160,7 +163,8 @@ def test_a_host_that_does_not_come_back_interrupts_the_run(
     assert rec["phase"] == "rebooting" and rec["variant"] == "a"
 
 
-@pytest.mark.timeout(600)
+# two kexec boots: beside `stress-ng --cpu 2` and two other guests one did not answer within 300 s
+@pytest.mark.timeout(1800)
 def test_kexec_variants_verified_by_their_command_lines(
     tmp_path: Path, guest: qemuguest.Guest, fairmark_cli
 ) -> None:
@@ -169,7 +173,7 @@ def test_kexec_variants_verified_by_their_command_lines(
     def kexec(append: str) -> str:
         return (
             f'boot = {{ kexec = {{ kernel = "/mnt/share/vmlinuz", initrd = "/mnt/share/initrd.img", '
-            f'append = "{append}" }}, timeout_s = 300 }}'
+            f'append = "{append}" }}, timeout_s = 600 }}'
         )
 
     variants = (
