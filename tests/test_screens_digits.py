@@ -1,4 +1,4 @@
-"""Issue 34, round two (helper hscr2): the digits of a change and its interval, rounded once; screens that read
+"""Issue 34, round two: the digits of a change and its interval, rounded once; screens that read
 wrong on a busy machine. Each test failed on the code before its fix."""
 
 from __future__ import annotations
