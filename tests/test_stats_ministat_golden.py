@@ -60,8 +60,9 @@ def test_manual_vector_verdicts(capsys):
     # the ratio's interval in the sentence (asymmetric; Welch on the logarithms: geometric means), and what the
     # run could detect with 80% power
     assert "no difference proven at 95% confidence, observed +110% (95% CI: -26% to +470%)" in out95
-    # on the log scale a factor either way: +400% up is -80% down (÷5), not "±400%" (issue 34)
-    assert "this run would detect a change of -80% or +400% with 80% power" in out95
+    # on the log scale a factor either way: +380% up is -79% down (÷4.8), not "±380%" (issue 34); two
+    # significant digits, as every screen says a detectable change
+    assert "this run would detect a change of -79% or +380% with 80% power" in out95
     _, out80 = run_compare(capsys, ["-c", "80", "iguana", "chameleon"])
     assert "\t240 +/- 212.215\n\t80% +/- 70.7384%\n\t(Student's t, pooled s = 264.159)\n" in out80
     assert "chameleon is higher (worse) than iguana: +110% (80% CI: +9.4% to +290%)" in out80
