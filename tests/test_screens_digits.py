@@ -292,3 +292,20 @@ def test_the_aa_warning_never_prints_exponent_notation() -> None:
     test = SimpleNamespace(ratio=2.5, significant=True)
     (line,) = _calibration_warning(test, 280.0)  # type: ignore[arg-type]
     assert line.startswith("the change (+150%) is within the ±280% an A/A run"), line
+
+
+def test_a_change_without_an_interval_is_never_in_exponent_notation() -> None:
+    from types import SimpleNamespace
+
+    from fairmark.verdict.levels import _within_text
+
+    c = SimpleNamespace(
+        ratio=13.345,
+        ratio_ci_low=float("nan"),
+        ratio_ci_high=float("nan"),
+        change_percent=1234.5,
+        design="Welch",
+        confidence=95.0,
+    )
+    text = _within_text(c)  # type: ignore[arg-type]
+    assert "e+" not in text and text.startswith("+1234") and text.endswith("(no interval)"), text

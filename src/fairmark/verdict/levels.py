@@ -28,6 +28,7 @@ from fairmark.stats.timeorder import TimeOrder
 from fairmark.verdict.compare import (
     Comparison,
     advice_words,
+    change_text,
     compare,
     percent_texts,
     sequential_sentence,
@@ -198,7 +199,7 @@ def _no_claim(below: Comparison, lv: Levels, level: str, names: tuple[str, str])
 def _within_text(c: Comparison) -> str:
     texts = percent_texts(c.ratio, c.ratio_ci_low, c.ratio_ci_high, False)
     if texts is None:
-        return f"{c.change_percent:+.3g}% (no interval)"
+        return f"{change_text(c.change_percent, None)} (no interval)"  # not :g, which wrote +1.23e+03%
     how = "paired by round" if c.design == "paired by round" else "trials as independent samples"
     return f"{texts[0]} ({c.confidence:g}% interval, {how}: {texts[1]} to {texts[2]})"
 
