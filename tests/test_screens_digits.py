@@ -309,3 +309,18 @@ def test_a_change_without_an_interval_is_never_in_exponent_notation() -> None:
     )
     text = _within_text(c)  # type: ignore[arg-type]
     assert "e+" not in text and text.startswith("+1234") and text.endswith("(no interval)"), text
+
+
+def test_fleet_hosts_intervals_keep_the_verdicts_digits(capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    from fairmark.report.fleet import render
+
+    host = SimpleNamespace(host="slow", ratio=0.0012, ratio_lo=0.0005, ratio_hi=0.003, odd=True, n=5, q=0.001)
+    cell = SimpleNamespace(key="w/a", metric="wall_s", hosts=[host])
+    view = SimpleNamespace(
+        fleet="lab", runs={"slow": 1}, cells=[cell], odd=["slow"], differences={"slow": []}
+    )
+    render(view)  # type: ignore[arg-type]
+    out = capsys.readouterr().out
+    assert "slow         -99.88% (-99.95% to -99.70%)" in out, out  # was "-99.9% (-100.0% to -99.7%)"

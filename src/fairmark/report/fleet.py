@@ -16,6 +16,7 @@ from fairmark.errors import UsageError
 from fairmark.probe.hosts import hardware_differences, software_differences
 from fairmark.stats.fleet import MIN_HOSTS, HostDeviation, odd_hosts
 from fairmark.store.db import Store
+from fairmark.verdict.compare import percent_texts
 
 
 @dataclass(frozen=True)
@@ -108,10 +109,9 @@ def render(view: FleetView) -> None:
             console.text(f"  needs {MIN_HOSTS} or more hosts with 2 or more measured trials: not judged")
         for h in sorted(cell.hosts, key=lambda d: d.q):
             mark = "ODD " if h.odd else "    "
-            console.text(
-                f"  {mark}{h.host:<12} {_pct(h.ratio)} ({_pct(h.ratio_lo)} to {_pct(h.ratio_hi)}), "
-                f"n={h.n}, q={h.q:.2g}"
-            )
+            texts = percent_texts(h.ratio, h.ratio_lo, h.ratio_hi, h.odd)  # the verdicts' digits
+            change, low, high = texts or (_pct(h.ratio), _pct(h.ratio_lo), _pct(h.ratio_hi))
+            console.text(f"  {mark}{h.host:<12} {change} ({low} to {high}), n={h.n}, q={h.q:.2g}")
     if not view.odd:
         console.text(
             "\nno host differs from the fleet beyond the noise (5% false discovery rate across hosts)"
