@@ -205,23 +205,6 @@ def estimate_text(value: float, half_width: float | None) -> str:
     return text if exp is not None and exp <= own else _clean(round_to(value, own))
 
 
-def format_change(percent: float, half_width: float | None, *, floor: float | None = -100.0) -> str:
-    """A signed change and its interval: '+12.3% ± 1.8%', or, when the symmetric interval would pass below
-    `floor` (a ratio of two positive quantities cannot fall below -100%), the interval cut there and written
-    out: '+50% (-100% to +230%)' — the cut interval holds the true value whenever the uncut one does."""
-    if floor is None or half_width is None or not math.isfinite(half_width) or percent - half_width >= floor:
-        return format_percent(percent, half_width, signed=True)
-    text = estimate_text(percent, half_width)
-    low, high = (
-        format_pair(v, half_width)[0] for v in (max(floor, percent - half_width), percent + half_width)
-    )
-    return f"{_signed(text)}% ({_signed(low)}% to {_signed(high)}%)"
-
-
-def _signed(text: str) -> str:
-    return text if text.startswith("-") or text == "0" else "+" + text
-
-
 def _clean(text: str) -> str:
     """No '-0.0': a value that rounds to zero has no sign."""
     return text[1:] if text.startswith("-") and float(text) == 0 else text
