@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 
 from fairmark.store.readonly import readonly
 from fairmark.store.sums import HOST as _HOST
+from fairmark.store.sums import MAX_NAMED as _MAX_NAMED
 from fairmark.store.sums import OK as _OK
 from fairmark.store.sums import Doc
 
@@ -86,7 +87,6 @@ _SUMMED = (
     'SELECT runs.id, runs.started_at, cells."key", cell_sums.sums FROM cells JOIN runs ON cells.run_id = runs.id '
     "JOIN cell_sums ON cell_sums.cell_id = cells.id WHERE cells.workload = ?{of_runs}"
 )
-_MAX_NAMED = 10_000  # more trials to name than this: the join (SQLite takes up to 32 766 parameters)
 
 
 class SqliteHistory:

@@ -56,7 +56,8 @@ _ODD = (
     f"SELECT id, host IS NOT NULL, NOT ({OK}), max_rss_method IS NULL FROM trials "
     f"WHERE run_id = ? AND (host IS NOT NULL OR NOT ({OK}) OR max_rss_method IS NULL)"
 )
-_MAX_NAMED = 10_000
+# more trials to name than this: the join (SQLite takes up to 32 766 parameters); store/quickhistory's too
+MAX_NAMED = 10_000
 # _POINTS for such a run: each cell's samples by its index, grouped without the join to their trials
 _LOCAL = (
     "SELECT samples.cell_id, samples.metric, samples.unit, samples.better, count(*), avg(samples.value), "
@@ -102,7 +103,7 @@ def write(conn: sa.Connection, run_id: str) -> None:
         for (cell,) in conn.exec_driver_sql(_OF_RUN, (run_id,))
     }
     odd = conn.exec_driver_sql(_ODD, (run_id,)).fetchall()
-    if any(remote or (legacy and not out) for _, remote, out, legacy in odd) or len(odd) > _MAX_NAMED:
+    if any(remote or (legacy and not out) for _, remote, out, legacy in odd) or len(odd) > MAX_NAMED:
         _joined(conn, run_id, docs)
     else:
         _local(conn, run_id, docs, [t for t, _, out, _ in odd if out])
