@@ -15,6 +15,7 @@ from fairmark.stats.digits import column_unit, format_pair, format_spread
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
     from fairmark.report.writer import Writer
+    from fairmark.stats.levels import Levels
     from fairmark.verdict.compare import Comparison
 
 
@@ -82,9 +83,20 @@ def levels_lines(comparison: Comparison, unit: str) -> list[str]:
     scale = "; sd of the logarithm ×100, the scale the verdict tests" if log else ""
     return [
         f"{level} means — {names[0]}: {means(lv.unit_means_baseline)}; {names[1]}: {means(lv.unit_means_other)}",
-        f"{per_side} ({lv.units_baseline} vs {lv.units_other} {level}s, {lv.trials} trials, "
-        f"{lv.trials_per_unit:.3g} per {level}{scale})",
+        f"{per_side} ({lv.units_baseline} vs {lv.units_other} {level}s, {_trial_counts(lv)}{scale})",
     ]
+
+
+def _trial_counts(lv: Levels) -> str:
+    """'16 trials, 8 per boot' when every unit has as many; else each side's own ('15 and 5 trials' of two runs,
+    '30 trials: 8 and 3–5 per boot'), never their mean as if it were every unit's."""
+    counts = [sorted(len(g) for g in side) for side in (lv.groups_baseline, lv.groups_other)]
+    if not all(counts) or len({c for side in counts for c in side}) <= 1:
+        return f"{lv.trials} trials, {lv.trials_per_unit:.3g} per {lv.unit}"
+    if all(len(side) == 1 for side in counts):
+        return f"{counts[0][0]} and {counts[1][0]} trials"
+    a, b = (f"{side[0]}" if side[0] == side[-1] else f"{side[0]}–{side[-1]}" for side in counts)
+    return f"{lv.trials} trials: {a} and {b} per {lv.unit}"
 
 
 # -- the section: a boot run's boots (report/sections.py) ------------------------------------------------------
