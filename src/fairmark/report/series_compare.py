@@ -17,9 +17,9 @@ import numpy as np
 from fairmark.console import console
 from fairmark.formats.model import Results, Series
 from fairmark.stats.describe import describe
-from fairmark.stats.digits import format_value
+from fairmark.stats.digits import format_cv, format_pair, format_value
 from fairmark.stats.robust import DESIGN as ROBUST
-from fairmark.verdict.compare import Comparison
+from fairmark.verdict.compare import Comparison, change_text, percent_texts
 from fairmark.verdict.judge import MIN_VALUES, Judgement
 from fairmark.verdict.pairs import SeriesPair, judge_series
 
@@ -116,18 +116,16 @@ def _headers(names: Sequence[str]) -> list[str]:
 
 
 def _center(s: Series | None) -> str:
+    """The median at the digits its interval's half-width allows, and that half-width in % (two digits)."""
     if s is None:
         return "—"
     if len(s.values) < 2:
         return f"{format_value(s.values[0])} (n=1)" if s.values else "(n=0)"
     d = describe(s.values)
     if math.isfinite(d.median_ci_low) and d.median:
-        half = 50.0 * (d.median_ci_high - d.median_ci_low) / abs(d.median)
-        return (
-            f"{format_value(d.median)} ± {half:.0f}%"
-            if half >= 10
-            else f"{format_value(d.median)} ± {half:.2g}%"
-        )
+        half = (d.median_ci_high - d.median_ci_low) / 2
+        shown = format_pair(d.median, half)[0] if half > 0 else format_value(d.median)
+        return f"{shown} ± {format_cv(half / abs(d.median))}"
     return format_value(d.median)
 
 
@@ -166,21 +164,43 @@ def _word(c: Comparison) -> str:
 
 def _geomean(rows: Sequence[Row], columns: int) -> list[str]:
     """Each column's geometric mean of the benchmarks' medians over the rows every column has (positive
-    values only), and the geometric mean of the rows' verdict ratios — a summary, not a test."""
+    values only), and the geometric mean of the rows' verdict ratios — a summary, not a test. Each is rounded
+    as the house rounds a value: to the digits of its interval's half-width, here on the log scale the root of
+    the sum of the rows' squared half-widths over their count (rows taken as independent)."""
     full = [r for r in rows if all(s is not None and s.values and min(s.values) > 0 for s in r.series)]
     if not full:
         return [""] * (2 * columns - 1)
-    centers = [
-        format_value(math.exp(float(np.mean([math.log(describe(r.series[j].values).median) for r in full]))))  # type: ignore[union-attr]
-        for j in range(columns)
-    ]
+    centers = [_center_mean([r.series[j] for r in full]) for j in range(columns)]  # type: ignore[misc]
     out = [centers[0]]
     for j in range(1, columns):
-        ratios = [r.judged[j - 1].comparison.ratio for r in full if r.judged[j - 1] is not None]  # type: ignore[union-attr]
-        ratios = [x for x in ratios if math.isfinite(x) and x > 0]
-        change = f"{100.0 * (math.exp(float(np.mean(np.log(ratios)))) - 1.0):+.2f}%" if ratios else ""
-        out += [centers[j], change]
+        cs = [r.judged[j - 1].comparison for r in full if r.judged[j - 1] is not None]  # type: ignore[union-attr]
+        cs = [c for c in cs if math.isfinite(c.ratio) and c.ratio > 0]
+        out += [centers[j], _ratio_mean(cs)]
     return out
+
+
+def _log_mean(pairs: Sequence[tuple[float, float, float]]) -> tuple[float, float | None]:
+    """exp(mean log value) of (value, interval low, high) triples, and its half-width on the log scale (None
+    when a row has no interval)."""
+    centre = math.exp(float(np.mean([math.log(v) for v, _, _ in pairs])))
+    halves = [(math.log(hi) - math.log(lo)) / 2 for _, lo, hi in pairs if 0 < lo <= hi and math.isfinite(hi)]
+    if len(halves) < len(pairs):
+        return centre, None
+    return centre, math.sqrt(sum(h * h for h in halves)) / len(pairs)
+
+
+def _center_mean(series: Sequence[Series]) -> str:
+    ds = [describe(s.values) for s in series]
+    centre, hw = _log_mean([(d.median, d.median_ci_low, d.median_ci_high) for d in ds])
+    return format_pair(centre, centre * math.expm1(hw))[0] if hw else format_value(centre)
+
+
+def _ratio_mean(cs: Sequence[Comparison]) -> str:
+    if not cs:
+        return ""
+    g, hw = _log_mean([(c.ratio, c.ratio_ci_low, c.ratio_ci_high) for c in cs])
+    texts = percent_texts(g, g * math.exp(-hw), g * math.exp(hw), False) if hw else None
+    return texts[0] if texts else change_text(100.0 * (g - 1.0), None)
 
 
 def _config_lines(files: Sequence[Results]) -> list[str]:
