@@ -324,3 +324,54 @@ def test_fleet_hosts_intervals_keep_the_verdicts_digits(capsys: pytest.CaptureFi
     render(view)  # type: ignore[arg-type]
     out = capsys.readouterr().out
     assert "slow         -99.88% (-99.95% to -99.70%)" in out, out  # was "-99.9% (-100.0% to -99.7%)"
+
+
+# ---- round three (hscr3) -------------------------------------------------------------------------------------
+
+
+def test_compare_runs_levels_line_gives_each_runs_own_trial_count() -> None:
+    """Two runs of 15 and 5 trials printed "(1 vs 1 runs, 20 trials, 10 per run": the mean as if every run's."""
+    from fairmark.report.boots import levels_lines
+    from fairmark.verdict.levels import compare_levels
+
+    rng = random.Random(3)
+    a = [1.0 + 0.01 * rng.random() for _ in range(15)]
+    b = [1.1 + 0.01 * rng.random() for _ in range(5)]
+    c = compare_levels(a, ["r1"] * 15, b, ["r2"] * 5, level="run")
+    text = " ".join(levels_lines(c, "s"))
+    assert "(1 vs 1 runs, 15 and 5 trials;" in text and "per run" not in text, text
+    units = ["b0"] * 8 + ["b1"] * 8
+    c = compare_levels([*a, 1.0], units[:16], b * 6, [f"c{i // 5}" for i in range(30)], level="boot")
+    text = " ".join(levels_lines(c, "s"))
+    assert "(2 vs 6 boots, 46 trials: 8 and 5 per boot;" in text, text
+    odd = [f"c{0 if i < 3 else 1 + (i - 3) // 5}" for i in range(28)]
+    text = " ".join(levels_lines(compare_levels([*a, 1.0], units[:16], (b * 6)[:28], odd, level="boot"), "s"))
+    assert "(2 vs 6 boots, 44 trials: 8 and 3–5 per boot;" in text, text
+    even = compare_levels(a[:10], ["r1"] * 5 + ["r2"] * 5, b * 2, ["r3"] * 5 + ["r4"] * 5, level="run")
+    assert "(2 vs 2 runs, 20 trials, 5 per run;" in " ".join(levels_lines(even, "s"))
+
+
+def _compare_lines(capsys: pytest.CaptureFixture[str], *files: str) -> list[str]:
+    from pathlib import Path
+
+    from fairmark.cli.main import main
+
+    here = Path(__file__).parent / "fixtures" / "othertools"
+    assert main(["compare", *(str(here / f) for f in files)]) == 0
+    return [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_compare_geomean_and_medians_at_their_intervals_digits(capsys: pytest.CaptureFixture[str]) -> None:
+    """The geomean row printed its change with `+.2f` ("+120.30%" of rows at ±30% to ±760 000%) and every
+    median with four significant digits ("7738 ± 68%"): each now at the digits its interval allows."""
+    lines = _compare_lines(capsys, "go/old.txt", "go/new.txt")
+    assert "Encode/format=json-2 8000 ± 68% 10000 ± 78% ~ +3.7% (-74% to +310%)" in " ".join(lines)
+    assert "geomean 29000 30000 +1.6%" in lines, lines  # was "29070 33410 +1.63%"
+    assert "Encode/format=gob-2 0.59 ± 39% 0.56 ± 16% ~ +0.20% (-25% to +34%)" in " ".join(
+        lines
+    )  # was "0.555"
+    assert "geomean 2.2 2.0 -1.7%" in lines, lines  # was "2.218 1.994 -1.71%"
+    lines = _compare_lines(capsys, "gbench/gb_a.json", "gbench/gb_b.json")
+    assert "geomean 8059 8538 +120%" in lines, lines  # was "+120.30%" (no median interval at n=5: 4 digits)
+    lines = _compare_lines(capsys, "benchstat/crc-old.txt", "benchstat/crc-new.txt")
+    assert "44.4 ± 2.0% 44.4 ± 1.5% ~ -0.47%" in " ".join(lines), lines  # was "44.4 ± 2%": two digits
