@@ -5,6 +5,7 @@ cell — what the monitors attribute its time to, its other metrics, warnings, f
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,8 @@ from fairmark.report.views import (
     table_scale,
 )
 from fairmark.stats import format_median, format_value
-from fairmark.stats.digits import column_unit, format_cv, format_interval
+from fairmark.stats.digits import column_unit, format_cv, format_interval, format_pair
+from fairmark.stats.tlight import t_ppf
 from fairmark.store.events import events_in
 from fairmark.verdict.judge import enough
 
@@ -271,13 +273,33 @@ def _text_cell(w: Writer, c: CellReport, arts: RunArtifacts, a: Any) -> None:
             w.para(f"USE: {f.message}", "    ")
     series = arts.data(c.key, "monitor/system")
     digest = [
-        f"{m['name']} {format_value(m['mean'], None, '%' if m['unit'] == '%' else '')}"
-        for m in attr.monitor_summary(series)
+        f"{m['name']} {m['mean_text']}"
+        for m in monitor_rows(series)
         if m["name"] in ("CPU user", "CPU system", "CPU iowait", "run queue", "context switches")
     ]
     if digest:
         w.para(f"monitor ({c.variant}, means): " + ", ".join(digest), "    ")
     text_profiles(w, c, arts)
+
+
+def monitor_rows(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """attribution.monitor_summary's rows, each with `mean_text`: its mean rounded at the digits of the 95% t
+    half-width of the trials' own values' mean (two trials or more; one: four significant digits). The text and
+    HTML reports printed four and three significant digits whatever the trials' spread."""
+    rows = attr.monitor_summary(series)
+    per_trial: dict[str, list[float]] = {}
+    for s in series if len(series) >= 2 else ():
+        for r in attr.monitor_summary([s]):
+            per_trial.setdefault(r["name"], []).append(r["mean"])
+    for r in rows:
+        vals = per_trial.get(r["name"], [])
+        hw = (
+            t_ppf(len(vals) - 1, 0.975) * statistics.stdev(vals) / math.sqrt(len(vals))
+            if len(vals) > 1
+            else None
+        )
+        r["mean_text"] = format_pair(r["mean"], hw)[0] + ("%" if r["unit"] == "%" else "")
+    return rows
 
 
 def _text_syscalls(w: Writer, c: CellReport, sys_docs: list[Any]) -> None:
@@ -477,7 +499,7 @@ def _cell_view(c: CellReport, name: str, ctx: Context, base_folded: str | None) 
         "labels": c.labels or {},
         "attribution": ctx.attributions.get(c.key),
         "monitor_svg": monitor_svg,
-        "monitor_rows": attr.monitor_summary(series),
+        "monitor_rows": monitor_rows(series),
         "kernel_events": cell_kernel_events(c),
         "warnings": list(c.warnings),
         "loops_note": c.loops_note,
