@@ -275,15 +275,18 @@ def outcome(test: seq.Look, *, log: bool, design: seq.Design, units: str = "roun
         level = 100.0 - 200.0 * design.alpha
         return (
             f"equivalent within {m} after {test.n} {units} (two one-sided tests at {100 * design.alpha:g}%, "
-            f"sequential {level:g}% interval {_look_pct(test.eq_low, log)} to {_look_pct(test.eq_high, log)})"
+            f"sequential {level:g}% interval {_look_interval(test.eq_low, test.eq_high, log)})"
         )
     state = "undecided" if test.decision == "undecided" else "not yet decided"
     return f"{state} after {test.n} {units} (neither a difference nor equivalence within {m} proven)"
 
 
-def _look_pct(x: float, log: bool) -> str:
-    v = 100.0 * (math.expm1(x) if log else x)
-    return f"{v:+.1f}%" if abs(v) >= 0.05 else f"{v:+.2g}%"
+def _look_interval(low: float, high: float, log: bool) -> str:
+    """'-1.0% to +1.3%': both bounds rounded once at the interval's digits (change_text), as every interval of
+    a change is ("+0.06% to +0.09%" printed "+0.1% to +0.1%" with one decimal, "-12.34%" kept four digits)."""
+    lo, hi = (100.0 * (math.expm1(x) if log else x) for x in (low, high))
+    hw = (hi - lo) / 2 or None
+    return f"{change_text(lo, hw)} to {change_text(hi, hw)}"
 
 
 def sequential_sentence(
