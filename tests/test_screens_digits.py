@@ -375,3 +375,53 @@ def test_compare_geomean_and_medians_at_their_intervals_digits(capsys: pytest.Ca
     assert "geomean 8059 8538 +120%" in lines, lines  # was "+120.30%" (no median interval at n=5: 4 digits)
     lines = _compare_lines(capsys, "benchstat/crc-old.txt", "benchstat/crc-new.txt")
     assert "44.4 ± 2.0% 44.4 ± 1.5% ~ -0.47%" in " ".join(lines), lines  # was "44.4 ± 2%": two digits
+
+
+def test_an_equivalence_interval_rounds_both_bounds_at_its_digits() -> None:
+    """The decision stop's equivalence interval printed each bound with one decimal: "+0.06% to +0.09%" read
+    "+0.1% to +0.1%", and a wide one kept a digit its width does not support ("-12.3% to +15.7%")."""
+    from types import SimpleNamespace
+
+    from fairmark.verdict.compare import outcome
+
+    design = SimpleNamespace(equivalence_pct=2.0, alpha=0.05)
+    look = SimpleNamespace(decision="equivalent", n=12, eq_low=0.0006, eq_high=0.0009)
+    text = outcome(look, log=False, design=design)  # type: ignore[arg-type]
+    assert "sequential 90% interval +0.060% to +0.090%)" in text, text
+    look = SimpleNamespace(decision="equivalent", n=12, eq_low=math.log(1 - 0.1234), eq_high=math.log(1.1567))
+    text = outcome(look, log=True, design=design)  # type: ignore[arg-type]
+    assert "interval -12% to +16%)" in text, text
+
+
+def _monitor_trial(user: float, ctxt: float) -> dict[str, object]:
+    return {
+        "ncpu": 2,
+        "totals": {
+            "wall_s": 1.0,
+            "cpu_pct": {"user": user, "system": 2.0, "idle": 98.0 - user},
+            "counters": {"ctxt": ctxt},
+        },
+        "rates_per_s": {"ctxt": [ctxt]},
+        "gauges": {"runq": [1.0, 1.5]},
+    }
+
+
+def test_the_monitor_digest_keeps_the_digits_its_trials_support() -> None:
+    """`report --text`'s "monitor (…, means)" printed four significant digits whatever the trials' spread
+    ("CPU user 47.83%" of trials from 30% to 66%), and the HTML report three of the same mean ("47.8"): both now
+    print the mean at the digits of its trials' 95% interval."""
+    from fairmark.report.sections.groups import monitor_rows as monitor_summary
+
+    rows = {
+        r["name"]: r
+        for r in monitor_summary([_monitor_trial(u, c) for u, c in ((30.1, 1234), (65.55, 5678))])
+    }
+    # hand check: user 47.825, half-width t(1, 97.5%) 12.706 × sd 25.07 / √2 = 225: its last digit the tens
+    assert rows["CPU user"]["mean_text"] == "50%", rows["CPU user"]
+    assert rows["context switches"]["mean_text"] == "3000", rows["context switches"]  # was "3456"
+    assert rows["CPU system"]["mean_text"] == "2%", rows["CPU system"]  # every trial 2%: no spread, no digit
+    close = [_monitor_trial(u, 1000 + u) for u in (47.80, 47.84, 47.82, 47.83)]
+    # 47.8225 ± 3.182 × 0.0171 / 2 = 0.027: its last digit the thousandths
+    assert {r["name"]: r for r in monitor_summary(close)}["CPU user"]["mean_text"] == "47.822%"
+    one = {r["name"]: r for r in monitor_summary([_monitor_trial(47.8321, 1234)])}
+    assert one["CPU user"]["mean_text"] == "47.83%"  # one trial: no interval, four significant digits
