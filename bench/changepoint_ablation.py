@@ -19,7 +19,9 @@ The variants (none is fairmark's detector unless named "main"):
 - no despiking: the series only scaled (no Hampel filter at all);
 - one step only: the two-step model's prior weight and the weight to report two splits near 0;
 - no descent: a rejected segment's two sides are not tested again;
-- top split only: no binary segmentation below the first significant split.
+- top split only: no binary segmentation below the first significant split;
+- allowance 1.5: DRIFT_ALLOWANCE 1.5 instead of 1.25 (the top-level test spends more under drift);
+- no descent + allowance 1.5: the descent's spend moved to the top-level test.
 
 "found" is the step found within ±1 run (as in the bench), "any" a series with any change point.
 
@@ -115,6 +117,14 @@ PATCHES: dict[str, list[tuple[object, str, object]]] = {
     "one step only": [(cb, "TWO_STEP_WEIGHT", 1e-12), (cb, "PAIR_WEIGHT", 1e-12)],
     "no descent": [(cp, "DESCENT", 0.0)],
     "top split only": [(cp, "detect", _top_only)],
+    # the spend moved from the descent to the top-level test (issue 38 item 3, sixth pass); the tail kept up to
+    # SHORT runs long enough for p at φ > 0 up to 1.5 × 0.05
+    "allowance 1.5": [(cp, "DRIFT_ALLOWANCE", 1.5), (cp, "SHORT_TAIL", 2000)],
+    "no descent + allowance 1.5": [
+        (cp, "DRIFT_ALLOWANCE", 1.5),
+        (cp, "SHORT_TAIL", 2000),
+        (cp, "DESCENT", 0.0),
+    ],
 }
 
 
