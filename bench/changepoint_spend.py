@@ -14,6 +14,7 @@ sixth pass), on bench/continual_changepoints.py's own 20-run series (the same se
 
     .venv/bin/python bench/changepoint_spend.py --bound [--per-place 600] [--null 5000] [--series 2000]
     .venv/bin/python bench/changepoint_spend.py --screen [--series 2000] [--variants "main;no despiking"]
+    .venv/bin/python bench/changepoint_spend.py --check
 """
 
 from __future__ import annotations
@@ -270,10 +271,30 @@ def spend(per_place: int, per_null: int, series: int) -> None:
                 )
 
 
+def check() -> None:
+    """The screen's closed form of a known-size step (1F1) against the bound's direction density, integrated
+    numerically over the radius, on steps and on noise: equal up to rounding (the constant included)."""
+    rng = np.random.default_rng(1)
+    q = bound.contrasts()
+    x = rng.standard_normal((600, N))
+    x[:300, 10:] += 10 / 3 * rng.choice([-1.0, 1.0], (300, 1))
+    z = bound._direction(x, q)
+    for size in (2.5, 10 / 3):
+        comps = bound._components(z, q, size, bound.PLACES)
+        exact = _lme(comps, axis=0) - bound.null_density(z, q, 0.0)
+        diff = exact - _alt_point(x / x.std(axis=1, keepdims=True), size)[0]
+        print(
+            f"step ±{size:.2f} sd: largest |closed form − numerical| {np.abs(diff).max():.1e} (log density ratio)"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bound", action="store_true", help="the bound at the top-level test's spend")
     ap.add_argument("--screen", action="store_true", help="the top-level test and its variants")
+    ap.add_argument(
+        "--check", action="store_true", help="the screen's closed form against the bound's density"
+    )
     ap.add_argument("--series", type=int, default=2000, help="bench series a row")
     ap.add_argument("--per-place", type=int, default=600, help="--bound: step series a place (fit, check)")
     ap.add_argument("--null", type=int, default=5000, help="--bound: null series a φ")
@@ -285,6 +306,8 @@ def main() -> int:
         spend(args.per_place, args.null, args.series)
     if args.screen:
         screen(args.series, args.variants.split(";"))
+    if args.check:
+        check()
     return 0
 
 
