@@ -766,6 +766,9 @@ LAZY_FOR_START = {
     # a journal is looked for by the commands that change things; compare does not
     ("cli/main.py", "fairmark.run.variants.journal"),
     ("cli/compare.py", "fairmark.formats"),
+    # `fairmark agent` loads the agent alone (no click, no CLI: tests/test_cli_imports.py), any other the CLI
+    ("cli/_entry.py", "fairmark.remote.agent"),
+    ("cli/_entry.py", "fairmark.cli.main"),
     # two samples without levels above their values (compare of files) need neither (verdict/judge.py's _level)
     ("verdict/judge.py", "fairmark.stats.levels"),
     ("verdict/judge.py", "fairmark.verdict.levels"),

@@ -128,3 +128,47 @@ def test_show_and_history_to_a_pipe_load_no_rich(tmp_path) -> None:
         # these runs stored no resolved variants: their plan is read by the plan model (pydantic, typing_extensions)
         allowed = {"fairmark.store.records", "typing_extensions"} if args[0] == "show" else set()
         assert set(out["loaded"]) <= allowed, f"fairmark {' '.join(args)} imported {out['loaded']}"
+
+
+# Run as `python -m fairmark` is (runpy; the console script's entry is the same cli/_entry.py); at exit, what was
+# imported of click, the heavy libraries and the CLI's command modules.
+AGENT_PROBE = f"""
+import atexit, runpy, sys
+cli = ("fairmark.cli._entry", "fairmark.cli._threads")
+def loaded():
+    print(sorted(m for m in sys.modules if m.split(".")[0] in {(*HEAVY, "click")!r}
+                 or (m.startswith("fairmark.cli.") and m not in cli)), file=sys.stderr)
+atexit.register(loaded)
+sys.argv[1:] = ["agent"]
+runpy.run_module("fairmark", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_the_agent_starts_without_the_cli(tmp_path) -> None:
+    """`fairmark agent` serves the protocol with the agent's own modules, as the shipped agent does: no click, no
+    command module, nothing heavy — a controller starts one at every connection (every boot of a boot run), and
+    in a QEMU guest under TCG each import is seconds (docs/performance.md). `fairmark agent --help` is the CLI's."""
+    import os
+
+    env = os.environ | {"FAIRMARK_STATE_DIR": str(tmp_path / "state")}
+    hello = json.dumps({"v": 3, "id": 1, "op": "hello"})
+    res = subprocess.run(
+        [sys.executable, "-c", AGENT_PROBE],
+        input=hello + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    answer = json.loads(res.stdout.splitlines()[0])
+    assert answer["ok"] is True and answer["result"]["protocol"] == 3, answer
+    assert res.stderr.strip().splitlines()[-1] == "[]", res.stderr
+    helped = subprocess.run(
+        [sys.executable, "-m", "fairmark", "agent", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert helped.returncode == 0 and "Serve fairmark's agent protocol" in helped.stdout, helped.stderr

@@ -1,3 +1,3 @@
-from fairmark.cli.main import entry
+from fairmark.cli._entry import entry
 
 entry()

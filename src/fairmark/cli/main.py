@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import sys
 import traceback
 
 import click
 
 import fairmark.cli as pkg
 from fairmark import __version__
-from fairmark.cli import _threads
+from fairmark.cli._entry import entry as entry  # an older install's console script names it here
 from fairmark.cli.common import state
 from fairmark.console import console
 from fairmark.errors import ExitStatus, FairmarkError, Terminated
@@ -118,8 +117,3 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         console.error(f"internal error: {type(exc).__name__}: {exc} (rerun with --traceback and report it)")
         return INTERNAL_ERROR
-
-
-def entry() -> None:
-    _threads.install()  # before anything imports numpy: its BLAS on one thread, in fairmark's process only
-    sys.exit(main())
