@@ -58,10 +58,14 @@ format: $(STAMP)
 # The suite runs in TEST_WORKERS processes (pytest-xdist): most of its time is waiting — guests booting, servers
 # starting, processes being killed — not computing. `--dist loadgroup` keeps each module that shares a fixture on
 # one worker, and runs the tests marked `machine` (they change or watch machine-wide state) one at a time on one
-# worker (tests/conftest.py); the longest units go out first (the machine group and the QEMU guests start at once).
+# worker (tests/conftest.py); the longest units go out first, and a worker still busy with a long test is given a
+# short one, not a long unit that would wait for it (tests/suite_schedule.py). 6 workers: the five units of many
+# minutes (the three QEMU guests' modules, the two machine groups) each start at once on a worker of their own,
+# and the sixth begins the rest; with 3, test_explain_qemu waited behind test_cgroup_v2 and the machine group
+# behind both (861 s and 2400+ s into a suite at load ~22).
 # TEST_WORKERS=0 runs it in this one process, as before.
 # pytest exits 5 when it collected nothing; that is a failure here, like any other non-zero code.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 6
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
 
 test: setup tools-test lint typecheck

@@ -119,6 +119,21 @@ def pytest_configure(config: pytest.Config) -> None:
         # tests each has: xdist's default put the QEMU modules (1-4 tests of minutes each) behind dozens of
         # quick groups, so they started 17-23 minutes in and ended the suite
         config.option.loadscopereorder = False
+        if not hasattr(config, "workerinput"):  # the controller: the workers write the tests' costs here
+            fd, path = tempfile.mkstemp(prefix="fairmark-test-costs-", suffix=".json")
+            os.close(fd)
+            os.environ["FAIRMARK_TEST_COSTS"] = path  # before xdist starts them (tests/suite_schedule.py)
+            config.add_cleanup(lambda: Path(path).unlink(missing_ok=True))
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: without xdist, none
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """--dist loadgroup, except that a long unit does not wait behind a worker's long test (tests/suite_schedule.py)."""
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return None
+    import suite_schedule
+
+    return suite_schedule.LongUnitsApart(config, log)  # type: ignore[arg-type]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
@@ -145,13 +160,18 @@ def _longest_first(items: list[pytest.Item], scopes: dict[pytest.Item, str]) -> 
     tests of minutes have one: 600-3600 s), else 60 if it is slow, else 1; a unit's is its tests' sum. Stable:
     each unit keeps its order, and every worker collects the same order (xdist checks)."""
     cost: dict[str, float] = {}
+    own: dict[str, float] = {}
     for item in items:
         mark = item.get_closest_marker("timeout")
-        own = (
+        own[item.nodeid] = (
             float(mark.args[0]) if mark and mark.args else (60.0 if item.get_closest_marker("slow") else 1.0)
         )
-        cost[scopes[item]] = cost.get(scopes[item], 0.0) + own
+        cost[scopes[item]] = cost.get(scopes[item], 0.0) + own[item.nodeid]
     items.sort(key=lambda item: -cost[scopes[item]])
+    if os.environ.get("FAIRMARK_TEST_COSTS"):  # for the controller's scheduler (tests/suite_schedule.py)
+        import suite_schedule
+
+        suite_schedule.write_costs(own)
 
 
 def _uses_module_fixture(item: pytest.Item) -> bool:
