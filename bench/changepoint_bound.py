@@ -30,13 +30,36 @@ figure printed is an unbiased estimate of a valid bound (± its 95% Monte Carlo 
 it is run on fresh null series of each φ to show which constraints bind. The densities are those of the centred
 series' direction (location- and scale-free, as fairmark's statistic), normalized exactly.
 
+With --goal --score within1, the bound on the score the goal itself uses: a step is found when the run reported
+is within ±1 of it. A test is a map from the direction z to nothing or one reported run k (a detector that
+reports several runs scores, without a reported run > 1 from the step, no more than the one reporting its first:
+see docs/statistics.md). With f_τ the step's density at place τ (either sign, halves), w_τ the prior's weights
+and f_φ the nulls', its score is Σ_τ w_τ P_τ(k reported, |k − τ| ≤ 1) = ∫ Σ_k 1[k reported] g_k dμ, where
+g_k = Σ_{|τ−k| ≤ 1} w_τ f_τ and μ is the surface measure of the sphere of directions, under ∫ 1[anything
+reported] f_φ dμ ≤ α_φ. For every λ ≥ 0, adding Σ λ_φ (α_φ − that) ≥ 0:
+    score ≤ ∫ Σ_k 1[k reported] (g_k − Σ λ_φ f_φ) dμ + Σ λ_φ α_φ ≤ ∫ (max_k g_k − Σ λ_φ f_φ)⁺ dμ + Σ λ_φ α_φ
+          = E_m[(G − Σ λ_φ f_φ / m)⁺] + Σ λ_φ α_φ,
+m = Σ_τ w_τ f_τ being the step mixture (the reference measure the expectation is over: series drawn place by
+place, each weighted w_τ over the number drawn at τ) and G = max_k g_k / m ≤ 1. The rule "report the k of the
+largest g_k wherever G > Σ λ_φ f_φ / m" attains it when it meets the constraints, with equality where λ_φ > 0.
+G ≡ 1 (one report that finds every place) gives the rejection bound above; the same samples give both. With
+--two-steps, a place is a pair a < b (both steps upward by the size, every level at least 3 runs long), a report
+a pair k1 < k2 that finds (a, b) when |k1 − a| ≤ 1 and |k2 − b| ≤ 1 (a single run never finds two steps, and
+under the null it is an alarm like any report). The step's direction density is h(z·m) − |m|²/2 with
+h(a) = log ∫ r^(k−1) e^(−r²/2 + ra) dr, tabulated and interpolated (the 156 densities of two steps); the closed
+form Γ(k) e^(a²/4) D_−k(−a) (D the parabolic cylinder function) and a Monte Carlo of the normalization check it
+in tests/test_changepoint_bound.py.
+
     .venv/bin/python bench/changepoint_bound.py [--series 40000] [--placeless 10000] [--placeless-only] [--favour 1,2,4,8]
     .venv/bin/python bench/changepoint_bound.py --goal [--series 20000] [--favour 2,4]
+    .venv/bin/python bench/changepoint_bound.py --goal --score within1 [--per-place 4000] [--sizes 2.5,3.33]
+    .venv/bin/python bench/changepoint_bound.py --goal --two-steps [--per-place 400] [--told-series 8000]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 
@@ -186,8 +209,11 @@ def _ratios(comps: np.ndarray, nulls: np.ndarray, lw: np.ndarray) -> np.ndarray:
     return np.exp(np.minimum(nulls.T - log_step[:, None], 700))
 
 
-def _dual(ratios: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """The λ ≥ 0 that minimizes Σ_i w_i (1 − ratios_i · λ)⁺ + λ · levels: an exact linear program."""
+def _dual(
+    ratios: np.ndarray, weights: np.ndarray, levels: np.ndarray, gain: np.ndarray | None = None
+) -> np.ndarray:
+    """The λ ≥ 0 that minimizes Σ_i w_i (gain_i − ratios_i · λ)⁺ + λ · levels (gain 1: the rejection score):
+    an exact linear program."""
     from scipy.optimize import linprog
     from scipy.sparse import eye, hstack
 
@@ -195,7 +221,7 @@ def _dual(ratios: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.nda
     res = linprog(
         np.r_[levels, weights],
         A_ub=hstack([-ratios, -eye(n)]).tocsr(),
-        b_ub=-np.ones(n),
+        b_ub=-np.ones(n) if gain is None else -gain,
         bounds=[(0, None)] * (j + n),
         method="highs",
     )
@@ -255,6 +281,199 @@ def goal(rng: np.random.Generator, per_place: int, per_null: int, q: np.ndarray,
                     print(f"| {size:.2f} | {name} | {allowed} | {row}", flush=True)
 
 
+# --goal --score within1 and --goal --two-steps: the bound on the goal's own score (the docstring's last part).
+R_WIDE = np.linspace(1e-3, 40, 1000)  # the radius grid of the profile below: r^18 e^(-r²/2 + ra) has its mass
+# well inside 40 for |a| ≤ 16, and the sum matches the closed form Γ(k) e^(a²/4) D_-k(-a) (the parabolic
+# cylinder function) to 1e-13 in log over a in [-14, 14] (tests/test_changepoint_bound.py)
+A_STEP = 1e-3  # the profile's grid of a: linear interpolation errs by at most h''·A_STEP²/8 < 2e-7 in log
+
+
+def log_profile(a: np.ndarray) -> np.ndarray:
+    """h(a) = log ∫ r^(k-1) e^(-r²/2 + r a) dr: the direction density of N(m, I) is h(z·m) − |m|²/2 (the
+    constant the nulls share left out; step_density's, without its radius bound of 16, which two steps outgrow)."""
+    dr = R_WIDE[1] - R_WIDE[0]
+    lg = (K - 1) * np.log(R_WIDE) - 0.5 * R_WIDE * R_WIDE + R_WIDE * np.asarray(a, dtype=float)[..., None]
+    top = lg.max(axis=-1, keepdims=True)
+    return np.asarray((top + np.log(np.exp(lg - top).sum(axis=-1, keepdims=True) * dr))[..., 0])
+
+
+class Profile:
+    """h tabulated on [-a_max, a_max] and interpolated (|z·m| ≤ |m| as |z| = 1): the 156 step densities of
+    30 000 series in seconds rather than an hour."""
+
+    def __init__(self, a_max: float) -> None:
+        self.grid = np.arange(-a_max - A_STEP, a_max + 2 * A_STEP, A_STEP)
+        self.table = np.concatenate(
+            [log_profile(self.grid[c : c + 2000]) for c in range(0, self.grid.size, 2000)]
+        )
+
+    def __call__(self, a: np.ndarray) -> np.ndarray:
+        return np.asarray(np.interp(a, self.grid, self.table))
+
+
+Places = list[tuple[int, ...]]
+
+
+def single_steps(size: float) -> tuple[Places, np.ndarray]:
+    """One upward step of `size` sd at each place 3–17 (3 runs a side at least), and the mean series."""
+    places: Places = [(t,) for t in PLACES]
+    return places, np.array([np.r_[np.zeros(t), np.full(N - t, size)] for (t,) in places])
+
+
+def step_pairs(size: float) -> tuple[Places, np.ndarray]:
+    """Two upward steps of `size` sd at a < b with every level at least 3 runs long (a ≥ 3, b − a ≥ 3, b ≤ 17:
+    the single step's 3 runs a side, for each of the three levels): 78 pairs; the staircase's (6, 13) is one."""
+    places: Places = [(a, b) for a in range(3, N - 2) for b in range(a + 3, N - 2)]
+    means = [np.r_[np.zeros(a), np.full(b - a, size), np.full(N - b, 2 * size)] for a, b in places]
+    return places, np.array(means)
+
+
+def cover(places: Places, score: str) -> np.ndarray:
+    """(reports, places): 1 where a report scores on a step at that place. "reject": one report, anything
+    found; "within1": a report is a run (a pair of runs for two steps), and scores when each is within ±1 of
+    its step (a single run never scores on two steps)."""
+    if score == "reject":
+        return np.ones((1, len(places)))
+    reports = list(itertools.combinations(range(1, N), len(places[0])))
+    return np.array(
+        [[all(abs(k - t) <= 1 for k, t in zip(r, p, strict=True)) for p in places] for r in reports]
+    )
+
+
+Sample = tuple[np.ndarray, np.ndarray, np.ndarray]  # log step densities (series, places), log nulls
+# (series, φ of GOAL_PHIS), the place each series was drawn at (-1: a null series)
+
+
+def log_parts(
+    x: np.ndarray, q: np.ndarray, means: np.ndarray, prof: Profile
+) -> tuple[np.ndarray, np.ndarray]:
+    """The log direction densities of series x under a step at each place, either sign alike (fairmark looks
+    both ways: for a test that does, the power on upward steps is the power under the two signs), and under
+    the nulls at GOAL_PHIS."""
+    z = _direction(x, q)
+    m = means @ q
+    a = z @ m.T
+    steps = np.logaddexp(prof(a), prof(-a)) - math.log(2) - 0.5 * (m * m).sum(axis=1)
+    return steps, np.array([null_density(z, q, f) for f in GOAL_PHIS]).T
+
+
+def draw(
+    rng: np.random.Generator, q: np.ndarray, means: np.ndarray, prof: Profile, counts: np.ndarray
+) -> Sample:
+    """counts[i] step series at place i, upward in independent Gaussian noise."""
+    x = np.concatenate([m + rng.standard_normal((c, N)) for m, c in zip(means, counts, strict=True)])
+    return (*log_parts(x, q, means, prof), np.repeat(np.arange(len(counts)), counts))
+
+
+def draw_nulls(
+    rng: np.random.Generator, q: np.ndarray, means: np.ndarray, prof: Profile, r: int
+) -> list[Sample]:
+    out = []
+    for f in GOAL_PHIS:
+        steps, nulls = log_parts(ar1(rng, r, f), q, means, prof)
+        out.append((steps, nulls, np.full(r, -1)))
+    return out
+
+
+def score(sample: Sample, lw: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the step mixture Σ w_τ f_τ: G = max over reports k of Σ_{τ k finds} w_τ f_τ / the mixture, the k,
+    and f_φ / the mixture for each φ."""
+    v = sample[0] + lw
+    top = v.max(axis=1, keepdims=True)
+    share = np.exp(v - top)
+    total = share.sum(axis=1, keepdims=True)
+    g = (share / total) @ cov.T
+    ratios = np.exp(np.minimum(sample[1] - (top + np.log(total)), 700))
+    return g.max(axis=1), g.argmax(axis=1), ratios
+
+
+def _weights(place: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """A series' weight in the mixture's expectation: its place's prior weight over the series drawn there."""
+    return w[place] / np.bincount(place, minlength=len(w))[place]
+
+
+def within_row(
+    fit: Sample, ev: Sample, nulls: list[Sample], lw: np.ndarray, cov: np.ndarray, levels: np.ndarray
+) -> dict:
+    """The dual bound fitted on `fit`, evaluated on `ev` (± its 95% Monte Carlo half-width); the attaining rule
+    (report the k of G where G > λ·ratios) scored on `ev` per place, and its false alarms on `nulls`."""
+    w = np.exp(lw)
+    g, _, ratios = score(fit, lw, cov)
+    wf = _weights(fit[2], w)
+    keep = wf > 0
+    lam = _dual(ratios[keep], wf[keep], levels, g[keep])
+    g, k, ratios = score(ev, lw, cov)
+    term = np.maximum(0.0, g - ratios @ lam)
+    found = (g > ratios @ lam) & (cov[k, ev[2]] > 0)
+    told = [int(t) for t in np.flatnonzero(w)]
+    var = sum(w[t] ** 2 * term[ev[2] == t].var() / np.sum(ev[2] == t) for t in told)
+    alarms = []
+    for null in nulls:
+        gn, _, rn = score(null, lw, cov)
+        alarms.append(100 * float(np.mean(gn > rn @ lam)))
+    return {
+        "bound": 100 * float(_weights(ev[2], w) @ term + lam @ levels),
+        "half": 100 * 1.96 * math.sqrt(var),
+        "power": {t: 100 * float(found[ev[2] == t].mean()) for t in told},
+        "alarms": alarms,
+        "lambda": lam,
+    }
+
+
+def _row_text(
+    size: float, name: str, alpha: float, label: str, row: dict, w: np.ndarray, at: list[int]
+) -> str:
+    """One table row; where λ = 0 (on the fit sample no constraint binds: the bound is the score of reporting
+    on every series, which no test at level α may do) the attaining rule is not a test, and is left out."""
+    power = row["power"]
+    mean = sum(w[t] * v for t, v in power.items())
+    cells = " / ".join(f"{power[t]:.1f}" if t in power else "–" for t in at)
+    alarms = " / ".join(f"{v:.1f}" for v in row["alarms"])
+    rule = f"{mean:.1f}% | {cells}% | {alarms}%" if row["lambda"].any() else "λ = 0 | – | –"
+    return f"| {size:.2f} | {name} | {alpha:g} | {label} | {row['bound']:.1f}% ± {row['half']:.1f} | {rule} |"
+
+
+def within(
+    rng: np.random.Generator,
+    q: np.ndarray,
+    two: bool,
+    sizes: list[float],
+    per_place: int,
+    told_series: int,
+    r: int,
+) -> None:
+    """The bounds on the goal's score under its constraint (α at φ 0, 2α at 0.3 and 0.6), beside the rejection
+    bound on the same series: one step (places 3–17, or told 10) or two (the 78 pairs, or told (6, 13))."""
+    family, told, at = (
+        (step_pairs, (6, 13), [(3, 6), (6, 13), (14, 17)])
+        if two
+        else (single_steps, (10,), [(3,), (10,), (17,)])
+    )
+    found = "both found within ±1" if two else "found within ±1"
+    print(
+        f"| step (noise sd) | the place | α | score | bound (± 95% MC) | the attaining rule's score "
+        f"| at {' / '.join(map(str, at))} | its false alarms at φ 0 / 0.3 / 0.6 |\n|---|---|---|---|---|---|---|---|"
+    )
+    for size in sizes:
+        places, means = family(size)
+        prof = Profile(float(np.linalg.norm(means @ q, axis=1).max()))
+        counts = np.full(len(places), per_place)
+        counts[places.index(told)] = max(per_place, told_series)
+        fit, ev = draw(rng, q, means, prof, counts), draw(rng, q, means, prof, counts)
+        nulls = draw_nulls(rng, q, means, prof, r)
+        alike = f"any of the {len(places)} alike" if two else "any of 3–17 alike"
+        one = np.where(np.arange(len(places)) == places.index(told), 0.0, -np.inf)
+        for name, lw in ((f"told: {told}", one), (alike, np.full(len(places), -math.log(len(places))))):
+            for alpha in (0.01, 0.05):
+                levels = np.array([alpha, 2 * alpha, 2 * alpha])
+                for label, key in (("anything found", "reject"), (found, "within1")):
+                    row = within_row(fit, ev, nulls, lw, cover(places, key), levels)
+                    print(
+                        _row_text(size, name, alpha, label, row, np.exp(lw), [places.index(p) for p in at]),
+                        flush=True,
+                    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--series", type=int, default=40_000)
@@ -265,11 +484,23 @@ def main() -> int:
     ap.add_argument(
         "--per-place", type=int, default=2000, help="--goal: step series a place (twice: fit, check)"
     )
+    ap.add_argument(
+        "--score", choices=("reject", "within1"), default="reject", help="--goal: the score bounded"
+    )
+    ap.add_argument("--two-steps", action="store_true", help="--goal: two steps, both found within ±1")
+    ap.add_argument("--sizes", default="", help="--goal --score within1 / --two-steps: step sizes in sd")
+    ap.add_argument("--told-series", type=int, default=8000, help="step series at the told place")
     args = ap.parse_args()
     r = args.series
     rng = np.random.default_rng(38)
     q = contrasts()
     favour = [float(g) for g in args.favour.split(",") if g]
+    if args.goal and (args.two_steps or args.score == "within1"):
+        sizes = [float(v) for v in args.sizes.split(",") if v] or (
+            [10 / 3] if args.two_steps else [2.5, 10 / 3]
+        )
+        within(rng, q, args.two_steps, sizes, args.per_place, args.told_series, r)
+        return 0
     if args.goal:
         goal(rng, args.per_place, r, q, favour)
         return 0
