@@ -52,8 +52,9 @@ in tests/test_changepoint_bound.py.
 
     .venv/bin/python bench/changepoint_bound.py [--series 40000] [--placeless 10000] [--placeless-only] [--favour 1,2,4,8]
     .venv/bin/python bench/changepoint_bound.py --goal [--series 20000] [--favour 2,4]
-    .venv/bin/python bench/changepoint_bound.py --goal --score within1 [--per-place 4000] [--sizes 2.5,3.33]
-    .venv/bin/python bench/changepoint_bound.py --goal --two-steps [--per-place 400] [--told-series 8000]
+    .venv/bin/python bench/changepoint_bound.py --goal --score within1 [--per-place 6000] [--fit-per-place 1000]
+        [--told-series 8000] [--sizes 2.5,3.33]
+    .venv/bin/python bench/changepoint_bound.py --goal --two-steps [--per-place 600] [--fit-per-place 150]
 """
 
 from __future__ import annotations
@@ -420,6 +421,29 @@ def within_row(
     }
 
 
+def least_favourable(
+    fit: Sample, cov: np.ndarray, levels: np.ndarray, rounds: int = 12, eta: float = 8.0
+) -> np.ndarray:
+    """The log prior over places under which the bound is least, by multiplicative weights on the attaining
+    rule's power at each place (in the fit sample, so the bound's sample stays fresh). A test that meets the
+    constraints with power p at EVERY place has p ≤ Σ w_τ P_τ ≤ the bound under w, for every prior w: the least
+    bounds the power a test can have at every place alike (the ends' weight raised until they are as hard)."""
+    n = fit[0].shape[1]
+    w = np.full(n, 1 / n)
+    best = (math.inf, w)
+    for _ in range(rounds):
+        g, k, ratios = score(fit, np.log(w), cov)
+        wf = _weights(fit[2], w)
+        lam = _dual(ratios, wf, levels, g)
+        value = float(wf @ np.maximum(0.0, g - ratios @ lam) + lam @ levels)
+        best = min(best, (value, w), key=lambda b: b[0])
+        found = (g > ratios @ lam) & (cov[k, fit[2]] > 0)
+        power = np.bincount(fit[2], weights=found, minlength=n) / np.bincount(fit[2], minlength=n)
+        w = w * np.exp(-eta * (power - w @ power))
+        w /= w.sum()
+    return np.log(best[1])
+
+
 def _row_text(
     size: float, name: str, alpha: float, label: str, row: dict, w: np.ndarray, at: list[int]
 ) -> str:
@@ -438,12 +462,14 @@ def within(
     q: np.ndarray,
     two: bool,
     sizes: list[float],
-    per_place: int,
+    per_place: tuple[int, int],
     told_series: int,
     r: int,
 ) -> None:
     """The bounds on the goal's score under its constraint (α at φ 0, 2α at 0.3 and 0.6), beside the rejection
-    bound on the same series: one step (places 3–17, or told 10) or two (the 78 pairs, or told (6, 13))."""
+    bound on the same series: one step (places 3–17, or told 10) or two (the 78 pairs, or told (6, 13)).
+    per_place: the step series a place that fit λ (any λ bounds: fewer keep the linear program small), and that
+    evaluate the bound (told_series at the told place)."""
     family, told, at = (
         (step_pairs, (6, 13), [(3, 6), (6, 13), (14, 17)])
         if two
@@ -457,21 +483,24 @@ def within(
     for size in sizes:
         places, means = family(size)
         prof = Profile(float(np.linalg.norm(means @ q, axis=1).max()))
-        counts = np.full(len(places), per_place)
-        counts[places.index(told)] = max(per_place, told_series)
-        fit, ev = draw(rng, q, means, prof, counts), draw(rng, q, means, prof, counts)
+        counts = np.full(len(places), per_place[1])
+        counts[places.index(told)] = max(per_place[1], told_series)
+        fit = draw(rng, q, means, prof, np.full(len(places), per_place[0]))
+        ev = draw(rng, q, means, prof, counts)
         nulls = draw_nulls(rng, q, means, prof, r)
         alike = f"any of the {len(places)} alike" if two else "any of 3–17 alike"
         one = np.where(np.arange(len(places)) == places.index(told), 0.0, -np.inf)
-        for name, lw in ((f"told: {told}", one), (alike, np.full(len(places), -math.log(len(places))))):
-            for alpha in (0.01, 0.05):
-                levels = np.array([alpha, 2 * alpha, 2 * alpha])
+        ats = [places.index(p) for p in at]
+        for alpha in (0.01, 0.05):
+            levels = np.array([alpha, 2 * alpha, 2 * alpha])
+            for name, lw in ((f"told: {told}", one), (alike, np.full(len(places), -math.log(len(places))))):
                 for label, key in (("anything found", "reject"), (found, "within1")):
                     row = within_row(fit, ev, nulls, lw, cover(places, key), levels)
-                    print(
-                        _row_text(size, name, alpha, label, row, np.exp(lw), [places.index(p) for p in at]),
-                        flush=True,
-                    )
+                    print(_row_text(size, name, alpha, label, row, np.exp(lw), ats), flush=True)
+            lw = least_favourable(fit, cover(places, "within1"), levels)
+            row = within_row(fit, ev, nulls, lw, cover(places, "within1"), levels)
+            name = "least favourable, n·w " + " / ".join(f"{len(places) * math.exp(lw[t]):.2f}" for t in ats)
+            print(_row_text(size, name, alpha, found, row, np.exp(lw), ats), flush=True)
 
 
 def main() -> int:
@@ -490,6 +519,7 @@ def main() -> int:
     ap.add_argument("--two-steps", action="store_true", help="--goal: two steps, both found within ±1")
     ap.add_argument("--sizes", default="", help="--goal --score within1 / --two-steps: step sizes in sd")
     ap.add_argument("--told-series", type=int, default=8000, help="step series at the told place")
+    ap.add_argument("--fit-per-place", type=int, default=1000, help="step series a place that fit λ")
     args = ap.parse_args()
     r = args.series
     rng = np.random.default_rng(38)
@@ -499,7 +529,7 @@ def main() -> int:
         sizes = [float(v) for v in args.sizes.split(",") if v] or (
             [10 / 3] if args.two_steps else [2.5, 10 / 3]
         )
-        within(rng, q, args.two_steps, sizes, args.per_place, args.told_series, r)
+        within(rng, q, args.two_steps, sizes, (args.fit_per_place, args.per_place), args.told_series, r)
         return 0
     if args.goal:
         goal(rng, args.per_place, r, q, favour)
