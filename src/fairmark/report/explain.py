@@ -198,8 +198,11 @@ def where_by_cell(report: RunReport) -> dict[tuple[str, str], str]:
 
 def table(d: AttributionDiff) -> list[str]:
     """80 columns: each function's self time per trial on A and B (ms), the difference and its interval; claimed
-    functions first, then the largest differences."""
-    rows = sorted((f for f in d.functions if f.mode == "self"), key=lambda f: (not f.claimed, -abs(f.diff_s)))
+    functions first in the sentence's order (AttributionDiff.claimed), then the largest differences."""
+    rows = sorted(
+        (f for f in d.functions if f.mode == "self"),
+        key=lambda f: (not f.claimed, -f.proven_s, -abs(f.diff_s)),
+    )
     head = f"{'function (self)':<{NAME_WIDTH}} {'A ms':>8} {'B ms':>8} {'B-A ms':>8}  interval"
     lines = [head]
     for f in rows[:TABLE_ROWS]:
