@@ -47,6 +47,7 @@ from fairmark.errors import EnvironmentRefused, FairmarkError
 from fairmark.remote import wire
 from fairmark.remote.agent import KILL_WAIT_S, PROTOCOL
 from fairmark.run.guard.lock import pid_alive
+from fairmark.run.profiles.base import PERF_WAIT_CAP_S
 
 SSH_BASE_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
 CONNECT_TIMEOUT_S = 30.0
@@ -88,8 +89,9 @@ def agent_deadline_s(op: str, args: dict[str, Any]) -> float | None:
     spec = args.get("spec") or {}
     if spec.get("timeout_s") is None:
         return None
-    # a profiled trial's profiler reduces what it recorded there before the answer (perf report)
-    margin = base * (5 if args.get("profile") else 1)
+    # a profiled trial's profiler reduces what it recorded there before the answer (perf report), after perf
+    # started and stopped, each given up to PERF_WAIT_CAP_S on a slow host (a loaded QEMU guest)
+    margin = base * 5 + 2 * PERF_WAIT_CAP_S if args.get("profile") else base
     return float(spec["timeout_s"]) + float(spec.get("grace_s") or 2.0) + 2 * KILL_WAIT_S + margin
 
 

@@ -41,7 +41,14 @@ class ProfilerFailed(FairmarkError):
     """A profiler that was expected to work failed for this trial (its error text is kept)."""
 
 
-PERF_SETUP_TIMEOUT_S = 30.0
+# How long perf may take to start (until it acks "enable") and to exit after SIGINT (writing its file, reading the
+# build-ids of what it sampled): a fraction of a second here, but in the QEMU guest of tests/test_explain_qemu.py,
+# at load ~20 (TCG gets what the busy host leaves it), starts took 15-19 s and stops 12-32 s, and a fixed 30 s failed
+# 8 of 12 starts and 1 of 4 stops (the stop killed mid-write: "data size field is 0"). A perf that still uses CPU
+# is working, not stuck: it gets PERF_WAIT_S from the last CPU it used, at most PERF_WAIT_CAP_S in all. The trial
+# does not run meanwhile (before it, or after it ended): waiting changes no measurement.
+PERF_WAIT_S = 30.0
+PERF_WAIT_CAP_S = 300.0
 
 
 def is_root() -> bool:
@@ -331,6 +338,37 @@ def _ends_with(parent: int) -> Any:
     return arm
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """A process's user + system CPU time in clock ticks (/proc/PID/stat), None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # the command name may hold spaces and parentheses
+    return int(fields[11]) + int(fields[12])
+
+
+class Patience:
+    """Whether to give up waiting for perf: PERF_WAIT_S after the last CPU it used, PERF_WAIT_CAP_S in all."""
+
+    def __init__(self, pid: int):
+        self.pid, self.wait_s, self.cap_s = pid, PERF_WAIT_S, PERF_WAIT_CAP_S
+        self.start = self.last = time.monotonic()
+        self.ticks = cpu_ticks(pid)
+
+    def expired(self) -> bool:
+        now, ticks = time.monotonic(), cpu_ticks(self.pid)
+        if ticks != self.ticks:
+            self.ticks, self.last = ticks, now
+        return now - self.last > self.wait_s or now - self.start > self.cap_s
+
+    def why(self) -> str:
+        now = time.monotonic()
+        if now - self.start > self.cap_s:
+            return f"within {self.cap_s:g} s"
+        return f"in {now - self.start:.0f} s, the last {now - self.last:.0f} s without using CPU (stuck?)"
+
+
 class PerfRecorder:
     """One `perf <sub> record -a … -o FILE` per trial (its events filtered to the trial's cgroup as `argv`
     says), enabled through a control FIFO, stopped with SIGINT."""
@@ -358,29 +396,43 @@ class PerfRecorder:
         self._wait_ack()
 
     def _wait_ack(self) -> None:
-        deadline = time.monotonic() + PERF_SETUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self._ack], [], [], 0.1)
+        patience = Patience(self.proc.pid)
+        while not patience.expired():
+            ready, _, _ = select.select([self._ack], [], [], 0.2)
             if ready:
                 os.read(self._ack, 16)
                 return
             if self.proc.poll() is not None:
-                break
+                err = self.stop()
+                raise ProfilerFailed(
+                    f"{' '.join(self.argv[:3])} did not start: {err.strip()[-300:] or 'exited'}"
+                )
+        why = patience.why()
         err = self.stop()
-        raise ProfilerFailed(f"{' '.join(self.argv[:3])} did not start: {err.strip()[-300:] or 'no ack'}")
+        raise ProfilerFailed(
+            f"{' '.join(self.argv[:3])} did not start {why}; {err.strip()[-300:]}".rstrip("; ")
+        )
 
     def stop(self) -> str:
-        """Stop recording; returns perf's stderr (empty when all went well)."""
+        """Stop recording; returns perf's stderr (empty when all went well), and why perf was killed if it was."""
         self.proc.send_signal(signal.SIGINT)
-        try:
-            _, err = self.proc.communicate(timeout=PERF_SETUP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate()
+        patience, killed, out = Patience(self.proc.pid), "", b""
+        while True:
+            try:
+                _, out = self.proc.communicate(timeout=1.0)
+                break
+            except subprocess.TimeoutExpired:
+                if patience.expired():
+                    killed = (
+                        f"\n{self.argv[0]} {self.argv[1]} killed: it did not finish its file {patience.why()}"
+                    )
+                    self.proc.kill()
+                    _, out = self.proc.communicate()
+                    break
         for fd in (self._ctl, self._ack):
             os.close(fd)
         shutil.rmtree(self._dir, ignore_errors=True)
-        return err.decode(errors="replace")
+        return out.decode(errors="replace") + killed
 
 
 class Profiler(TrialHook):
