@@ -417,11 +417,19 @@ def test_the_monitor_digest_keeps_the_digits_its_trials_support() -> None:
         for r in monitor_summary([_monitor_trial(u, c) for u, c in ((30.1, 1234), (65.55, 5678))])
     }
     # hand check: user 47.825, half-width t(1, 97.5%) 12.706 × sd 25.07 / √2 = 225: its last digit the tens
-    assert rows["CPU user"]["mean_text"] == "50%", rows["CPU user"]
+    assert rows["CPU user"]["mean_text"] == "50", rows["CPU user"]
     assert rows["context switches"]["mean_text"] == "3000", rows["context switches"]  # was "3456"
-    assert rows["CPU system"]["mean_text"] == "2%", rows["CPU system"]  # every trial 2%: no spread, no digit
+    assert rows["CPU system"]["mean_text"] == "2", rows["CPU system"]  # every trial 2%: no spread, no digit
     close = [_monitor_trial(u, 1000 + u) for u in (47.80, 47.84, 47.82, 47.83)]
     # 47.8225 ± 3.182 × 0.0171 / 2 = 0.027: its last digit the thousandths
-    assert {r["name"]: r for r in monitor_summary(close)}["CPU user"]["mean_text"] == "47.822%"
+    assert {r["name"]: r for r in monitor_summary(close)}["CPU user"]["mean_text"] == "47.822"
     one = {r["name"]: r for r in monitor_summary([_monitor_trial(47.8321, 1234)])}
-    assert one["CPU user"]["mean_text"] == "47.83%"  # one trial: no interval, four significant digits
+    assert one["CPU user"]["mean_text"] == "47.83"  # one trial: no interval, four significant digits
+
+
+def test_the_monitor_digest_says_a_rates_unit() -> None:
+    """ "context switches 2600" in `report --text`: a rate per second without its unit (the HTML has it)."""
+    from fairmark.report.sections.groups import monitor_digest
+
+    text = monitor_digest([_monitor_trial(u, c) for u, c in ((47.7, 2600), (47.9, 2640), (47.8, 2620))])
+    assert "context switches 2620/s" in text and "CPU user 47.80%" in text, text  # ± 0.25

@@ -271,19 +271,23 @@ def _text_cell(w: Writer, c: CellReport, arts: RunArtifacts, a: Any) -> None:
         w.para(f"[{c.variant}] {a.sentence}", "  ")
         for f in a.flags:
             w.para(f"USE: {f.message}", "    ")
-    series = arts.data(c.key, "monitor/system")
-    digest = [
-        f"{m['name']} {m['mean_text']}"
-        for m in monitor_rows(series)
-        if m["name"] in ("CPU user", "CPU system", "CPU iowait", "run queue", "context switches")
-    ]
+    digest = monitor_digest(arts.data(c.key, "monitor/system"))
     if digest:
-        w.para(f"monitor ({c.variant}, means): " + ", ".join(digest), "    ")
+        w.para(f"monitor ({c.variant}, means): {digest}", "    ")
     text_profiles(w, c, arts)
 
 
+def monitor_digest(series: Sequence[Mapping[str, Any]]) -> str:
+    """'CPU user 93%, …, context switches 2600/s, run queue 23.0' (a rate with its unit: it read "2600")."""
+    return ", ".join(
+        f"{m['name']} {m['mean_text']}{m['unit'] if m['unit'] == '%' or m['unit'].startswith('/') else ''}"
+        for m in monitor_rows(series)
+        if m["name"] in ("CPU user", "CPU system", "CPU iowait", "run queue", "context switches")
+    )
+
+
 def monitor_rows(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """attribution.monitor_summary's rows, each with `mean_text`: its mean rounded at the digits of the 95% t
+    """attribution.monitor_summary's rows, each with `mean_text`: its mean (no unit) rounded at the digits of the 95% t
     half-width of the trials' own values' mean (two trials or more; one: four significant digits). The text and
     HTML reports printed four and three significant digits whatever the trials' spread."""
     rows = attr.monitor_summary(series)
@@ -298,7 +302,9 @@ def monitor_rows(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             if len(vals) > 1
             else None
         )
-        r["mean_text"] = format_pair(r["mean"], hw)[0] + ("%" if r["unit"] == "%" else "")
+        r["mean_text"] = format_pair(r["mean"], hw)[
+            0
+        ]  # its unit in the HTML table's header, the digest's text
     return rows
 
 
