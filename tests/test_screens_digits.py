@@ -433,3 +433,23 @@ def test_the_monitor_digest_says_a_rates_unit() -> None:
 
     text = monitor_digest([_monitor_trial(u, c) for u, c in ((47.7, 2600), (47.9, 2640), (47.8, 2620))])
     assert "context switches 2620/s" in text and "CPU user 47.80%" in text, text  # ± 0.25
+
+
+def test_a_units_mean_has_the_digits_of_its_own_interval() -> None:
+    """compare-runs' table said "28600 ± 500" of a run and its levels line "28580" of the same mean (every mean at
+    half the pooled sd); a log sd of 1.3 printed "1.3e+02%"."""
+    from fairmark.report.boots import levels_lines
+    from fairmark.stats.describe import mean_ci
+    from fairmark.stats.digits import format_pair
+    from fairmark.verdict.levels import compare_levels
+
+    a = [28400.0, 28520.0, 28300.0, 28610.0, 28450.0, 28420.0]
+    b = [28100.0, 29300.0, 28000.0, 29100.0, 28700.0, 28300.0]
+    c = compare_levels(a, ["r1"] * 6, b, ["r2"] * 6, level="run")
+    text = " ".join(levels_lines(c, "transactions/s"))
+    mine = [format_pair(*mean_ci(v)[::2])[0] for v in (a, b)]  # each run's "mean ± CI" digits
+    assert f"run means — A: {mine[0]} transactions/s; B: {mine[1]} transactions/s" in text, text
+    assert mine == ["28450", "28600"], mine
+    wild = compare_levels([1.0, 9.0, 0.2], ["r1"] * 3, [2.0, 0.1, 8.0], ["r2"] * 3, level="run")
+    text = " ".join(levels_lines(wild, "s"))
+    assert "e+" not in text and "within-run sd 1" in text, text

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from fairmark.console import console
 from fairmark.report.section import Context, Section
-from fairmark.stats.describe import pooled_var
-from fairmark.stats.digits import column_unit, format_pair, format_spread
+from fairmark.stats.describe import mean_ci, pooled_var
+from fairmark.stats.digits import column_unit, format_cv, format_pair, format_spread
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
@@ -56,22 +56,29 @@ def levels_lines(comparison: Comparison, unit: str) -> list[str]:
     lv = comparison.levels.levels
     level, log = lv.unit, lv.scale == "log"
     sides = (lv.baseline, lv.other)
-    # one prefix for every mean of the line, digits as far as the trials' spread (in the values' unit) supports
+    # one prefix for every mean of the line, each mean at the digits of its own CI: the "mean ± CI" a run's table
+    # shows ("28450 ± 250" there, "28580" of "28600 ± 500" here, when every mean took half the pooled sd); a unit
+    # of one trial at half the pooled sd
     var_t, df_t = pooled_var([*lv.groups_baseline, *lv.groups_other])
     sd_t = math.sqrt(var_t) if df_t else 0.0
     divisor, shown = column_unit([*lv.unit_means_baseline, *lv.unit_means_other], unit)
     suffix = "%" if shown == "%" else f" {shown}" if shown else ""
 
-    def means(xs: tuple[float, ...]) -> str:
-        return ", ".join(
-            format_pair(x / divisor, sd_t / 2 / divisor if sd_t else None)[0] + suffix for x in xs
+    def half(g: Any) -> float | None:
+        hw = mean_ci(g, comparison.confidence)[2] if len(g) > 1 else sd_t / 2
+        return hw / divisor if hw and math.isfinite(hw) else None
+
+    def means(xs: tuple[float, ...], groups: tuple[Any, ...]) -> str:
+        halves = (
+            [half(g) for g in groups] if len(groups) == len(xs) else [sd_t / 2 / divisor or None] * len(xs)
         )
+        return ", ".join(format_pair(x / divisor, h)[0] + suffix for x, h in zip(xs, halves, strict=True))
 
     def sd(x: float) -> str:  # a zero spread in the means' prefix ("0 ms"), not the base unit's
         if not math.isfinite(x):
             return "unknown"
         if log:
-            return f"{100 * x:.2g}%"
+            return format_cv(x)  # "130%", not "1.3e+02%"
         return f"0{suffix}" if x == 0 else format_spread(x, unit)
 
     names = (comparison.name_baseline, comparison.name_other)
@@ -82,7 +89,8 @@ def levels_lines(comparison: Comparison, unit: str) -> list[str]:
     )
     scale = "; sd of the logarithm ×100, the scale the verdict tests" if log else ""
     return [
-        f"{level} means — {names[0]}: {means(lv.unit_means_baseline)}; {names[1]}: {means(lv.unit_means_other)}",
+        f"{level} means — {names[0]}: {means(lv.unit_means_baseline, lv.groups_baseline)}; "
+        f"{names[1]}: {means(lv.unit_means_other, lv.groups_other)}",
         f"{per_side} ({lv.units_baseline} vs {lv.units_other} {level}s, {_trial_counts(lv)}{scale})",
     ]
 
