@@ -9,7 +9,8 @@ Null data on the log scale: every boot adds its own offset (σ_unit per side, be
 
 Power rows ("power"): the same data with side B's kernel slower by 3 standard errors of the true difference of
 the sides' mean log boot means (the change each row prints), so every row sits where power is neither 0 nor 1.
-Run: `.venv/bin/python bench/boots_unequal.py [--sims N] [--seed S] [--kind aa|power|both] [--only TEXT]`."""
+Run: `.venv/bin/python bench/boots_unequal.py [--sims N] [--seed S] [--kind aa|power|both] [--only TEXT]
+[--confidence 90|95|99]` (the t tests alone at the level 1 − confidence/100)."""
 
 from __future__ import annotations
 
@@ -52,19 +53,20 @@ def shift_of(case: tuple) -> float:
     return EFFECT_SE * float(np.sqrt((sa**2 + st**2 / ma) / ka + (sb**2 + st**2 / mb) / kb))
 
 
-def rates(case: tuple, sims: int, seed: int, shift: float = 0.0) -> dict[str, int]:
+def rates(case: tuple, sims: int, seed: int, shift: float = 0.0, confidence: float = 95.0) -> dict[str, int]:
     _, ka, kb, ma, mb, sa, sb, st = case
+    alpha = 1 - confidence / 100
     rng = np.random.default_rng(seed)
     hits = {"unit_test": 0, "welch": 0, "pooled": 0}
     for _ in range(sims):
         (a, ua), (b, ub) = side(rng, ka, ma, sa, st, "a"), side(rng, kb, mb, sb, st, "b", shift)
         lv = unit_levels(a, ua, b, ub)
-        test = unit_test(lv, confidence=95.0)
+        test = unit_test(lv, confidence=confidence)
         hits["unit_test"] += bool(test and test.significant)
         xa = np.array([np.log(g).mean() for g in lv.groups_baseline])
         xb = np.array([np.log(g).mean() for g in lv.groups_other])
-        hits["welch"] += bool(t_p(xa, xb, pooled=False) <= 0.05)
-        hits["pooled"] += bool(t_p(xa, xb, pooled=True) <= 0.05)
+        hits["welch"] += bool(t_p(xa, xb, pooled=False) <= alpha)
+        hits["pooled"] += bool(t_p(xa, xb, pooled=True) <= alpha)
     return hits
 
 
@@ -110,6 +112,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--kind", choices=("aa", "power", "both"), default="aa")
     ap.add_argument("--only", default="", help="only the cases whose name holds this text")
+    ap.add_argument(
+        "--confidence", type=float, default=95.0, help="the verdict's; the t tests' level its rest"
+    )
     args = ap.parse_args()
     print(
         "| case | kind | the verdict (unit_test) | Welch's t on the boot means (scipy) "
@@ -123,7 +128,7 @@ def main() -> None:
         for kind in kinds:
             shift = shift_of(case) if kind == "power" else 0.0
             # the A/A rows keep the seeds they had; the power rows draw their own
-            h = rates(case, args.sims, args.seed * 100 + i + (50 if shift else 0), shift)
+            h = rates(case, args.sims, args.seed * 100 + i + (50 if shift else 0), shift, args.confidence)
             label = f"power at {100 * np.expm1(shift):+.1f}%" if shift else "A/A"
             print(
                 f"| {case[0]} | {label} | {ci(h['unit_test'], args.sims)} | {ci(h['welch'], args.sims)} | "

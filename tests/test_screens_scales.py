@@ -153,7 +153,7 @@ def test_compare_runs_vs_interval_and_detectable_change_share_one_spread(
 ) -> None:
     """The golden `compare-runs A1 A2 --vs B1 B2` (tests/screens_store.py): crypto/nodebug's interval and its
     detectable change are both Welch's t on the boot means (Satterthwaite's df 1.0005) at the level α′ that keeps
-    5% with 2 vs 2 boots (stats.levels.SMALL_ALPHA), its se widened ×1.45 for drift; the screen's df is the one
+    5% with 2 vs 2 boots (stats.levels.small_alpha), its se widened ×1.45 for drift; the screen's df is the one
     whose 95% quantile is that t. The change is large because its 80% power is averaged over the true spread,
     which one df leaves nearly unknown (stats.power). Checked here against scipy and a Monte Carlo."""
     import json
@@ -209,7 +209,7 @@ def test_boots_as_the_unit_is_welch_and_the_pooled_t_on_the_boot_means() -> None
     needs both parts, Welch's t on the boot means (each side's own spread, Satterthwaite's df) and the nested
     model (σ_unit pooled: with equal trials per boot, the pooled t on the boot means). Hand-checked with scipy:
     its p is the larger of the two, its interval the union; Welch's part at 2 vs 6 boots at the level α′ of
-    stats.levels.SMALL_ALPHA (its df the one whose 95% quantile is Satterthwaite's t at α′). The pooling is the
+    stats.levels.small_alpha (its df the one whose 95% quantile is Satterthwaite's t at α′). The pooling is the
     guard Welch's df needs at 2 vs 6 boots of equal spread, not the verdict's model of unequal ones
     (bench/boots_unequal.py)."""
     from scipy import stats

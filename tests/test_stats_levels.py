@@ -130,7 +130,7 @@ def _side(rng, k, m, sd_unit, sd_trial, tag, shift=0.0):
 def test_welch_on_two_units_against_six_uses_the_corrected_level_not_satterthwaites_df():
     """2 vs 6 boots, A's boots 10 times as spread: Satterthwaite's df at 5% rejects up to 9.0% of A/A comparisons
     (its variance on 1 df is often small, which makes both t and the df large). The Welch part's t is the t at the
-    level α′ of stats.levels.SMALL_ALPHA on Satterthwaite's df (scipy), and its df the one whose 97.5% quantile
+    level α′ of stats.levels.small_alpha on Satterthwaite's df (scipy), and its df the one whose 97.5% quantile
     that t is; the interval and the detectable change are that part's."""
     from scipy import stats
 
@@ -199,3 +199,88 @@ def test_without_trials_inside_the_units_welch_takes_hsus_df():
     b, ub = [11.0, 11.2, 10.9, 11.1, 11.3, 10.8], [f"b{i}" for i in range(6)]
     test = unit_test(levels(a, ua, b, ub), confidence=95)
     assert test.parts == "" and test.df == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("confidence", "few", "many"), [(90.0, 2, 6), (99.0, 3, 8), (99.0, 2, 3)])
+def test_at_90_and_99_percent_two_to_five_units_take_the_corrected_level_not_hsus_df(confidence, few, many):
+    """At 90% and 99% a side of 2–5 units fell back to Hsu's df (min(na, nb) − 1): at 3 standard errors and equal
+    spreads 2 vs 6 boots at 90% detected 16.7% where α′ detects 46.1%, 3 vs 8 at 99% 0.8% where α′ detects 12.2%
+    (bench/welch_small_units.py --power). Now Welch's part tests at the α′ of stats/small_alpha.json at that
+    confidence, on Satterthwaite's df (as at 95%)."""
+    from scipy import stats
+
+    from fairmark.stats.levels import small_alpha
+
+    rng = np.random.default_rng(11)
+    (a, ua), (b, ub) = _side(rng, few, 8, 0.05, 0.01, "a"), _side(rng, many, 8, 0.005, 0.01, "b")
+    lv = levels(a, ua, b, ub)
+    test = unit_test(lv, confidence=confidence)
+    xa = np.array([np.log(g).mean() for g in lv.groups_baseline])
+    xb = np.array([np.log(g).mean() for g in lv.groups_other])
+    va, vb = xa.var(ddof=1) / few, xb.var(ddof=1) / many
+    df = (va + vb) ** 2 / (va**2 / (few - 1) + vb**2 / (many - 1))
+    alpha = small_alpha(few, many, confidence)
+    assert 0 < alpha < 1 - confidence / 100
+    assert test.t_quantile == pytest.approx(stats.t.ppf(1 - alpha / 2, df), rel=1e-6)
+    tail = (1 - confidence / 100) / 2
+    assert test.t_quantile == pytest.approx(stats.t.ppf(1 - tail, test.df), rel=1e-6) and test.df < df
+
+
+def test_where_no_corrected_level_keeps_99_percent_welch_takes_hsus_df():
+    """At 99%, 2 units against 5 or more: a 2-unit side whose variance on 1 df comes out small makes both parts
+    reject whatever α′ (the quadrature finds none that keeps 1%): Hsu's df, as before."""
+    from scipy import stats
+
+    from fairmark.stats.levels import small_alpha
+
+    assert small_alpha(2, 6, 99.0) == 0 and small_alpha(2, 7, 99.0) == 0
+    rng = np.random.default_rng(11)
+    (a, ua), (b, ub) = _side(rng, 2, 8, 0.05, 0.01, "a"), _side(rng, 6, 8, 0.005, 0.01, "b")
+    test = unit_test(levels(a, ua, b, ub), confidence=99.0)
+    assert test.t_quantile == pytest.approx(stats.t.ppf(0.995, 1.0), rel=1e-6), test
+
+
+def test_small_alpha_is_computed_at_every_count_up_to_twelve():
+    """The level dips between the old table's columns (95%, 5 vs 10: 4.531%, below both 5 vs 8 and 5 vs 12 at
+    4.551%, the α′ the smaller-of-the-two rule took there): every count up to 12 is computed, and above 12, where
+    α′ only rises with the larger side, the lower column's α′ is below the level between."""
+    from fairmark.stats.levels import small_alpha, small_alpha_table
+
+    assert small_alpha(5, 10, 95.0) == pytest.approx(0.0453125)
+    for conf in (90.0, 95.0, 99.0):
+        table = small_alpha_table(conf)
+        assert table is not None
+        for few in range(2, 6):
+            assert all((few, m) in table for m in range(few, 13))
+            rising = [table[few, m] for m in (12, 14, 16, 20, 25, 30, 40, 60, 100)]
+            assert rising == sorted(rising), (conf, few, rising)
+            assert small_alpha(few, 50, conf) == table[few, 40]
+    assert small_alpha_table(80.0) is None
+
+
+@pytest.mark.parametrize(
+    ("confidence", "pairs"),
+    [(90.0, ((2, 2), (2, 6), (2, 7), (3, 8), (5, 40))), (99.0, ((2, 2), (2, 3), (3, 3), (3, 8), (5, 40)))],
+)
+def test_the_corrected_level_keeps_the_nominal_rate_at_90_and_99_percent(confidence, pairs):
+    """The table's α′ at 90% and 99% (bench/welch_small_units.py --grid), checked as at 95% by an independent
+    coarse quadrature (scipy): the verdict's two parts reject at most 10% / 1% at the worst ratio of spreads."""
+    from scipy import stats
+
+    from fairmark.stats.levels import small_alpha
+
+    u = (np.arange(80) + 0.5) / 80
+    nominal = 1 - confidence / 100
+
+    def rate(n1: int, n2: int, alpha: float, theta: float) -> float:
+        q1, q2 = np.meshgrid(*(stats.chi2.ppf(u, n - 1) / (n - 1) for n in (n1, n2)), indexing="ij")
+        v1, v2 = theta * q1, (1 - theta) * q2
+        df = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1))
+        c = stats.t.ppf(1 - alpha / 2, df) * np.sqrt(v1 + v2)
+        sp2 = ((n1 - 1) * n1 * theta * q1 + (n2 - 1) * n2 * (1 - theta) * q2) / (n1 + n2 - 2)
+        c = np.maximum(c, stats.t.ppf(1 - nominal / 2, n1 + n2 - 2) * np.sqrt(sp2 * (1 / n1 + 1 / n2)))
+        return float((2 * stats.norm.sf(c)).mean())
+
+    thetas = (0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
+    for n1, n2 in pairs:
+        assert max(rate(n1, n2, small_alpha(n1, n2, confidence), th) for th in thetas) <= nominal * 1.01

@@ -30,7 +30,10 @@ side's boots, 20 times slower, had a within-boot spread that swamped them (issue
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -294,14 +297,14 @@ def unit_test(lv: Levels, *, confidence: float, inflation: float = 1.0) -> Ratio
     variance is known). Two tests must both reject, and the interval is the union of theirs:
 
     * Welch's t on the unit means (no assumption about either side's spread), with 2–5 units on a side at the
-      level of SMALL_ALPHA (welch_units_df: at 5%, 8.2% false positives at 2 vs 6 boots, the 2 the noisy side);
+      level α′ of small_alpha (welch_units_df: at 5%, 8.2% false positives at 2 vs 6 boots, the 2 the noisy side);
     * the nested model (Kalibera & Jones): a unit mean varies by σ_unit² + σ_trial²/m, with σ_trial from the
       trials inside the units (many df) and σ_unit pooled over both sides (method of moments) — it weighs
       a unit of 2 trials and one of 40 as they deserve (pooled t on unweighted means: 25% false positives
       at 2 boots × 2 trials vs 6 × 40), but assumes the same unit-to-unit spread on both sides. Alone, with one
       side's boots 10 times as spread, it claims 39–44%; here Welch's part must reject too, so the verdict keeps
       Welch's rate (bench/boots_unequal.py, docs/statistics.md). Each side's own σ_unit would make it Welch's t
-      again (identical with equal trials per unit) and lose what the pooling guards (and SMALL_ALPHA counts on):
+      again (identical with equal trials per unit) and lose what the pooling guards (and α′ counts on):
       2.5% at 2 vs 6 boots of equal spread, where Welch alone gives 8.7%.
 
     With one unit on a side only the nested model can judge (the single unit varies like the others, and by its
@@ -363,54 +366,36 @@ def _welch_parts(
     return ([part] if part is not None else []), None
 
 
-# Welch's t on the unit means with 2–5 units on a side: the level α′ (at 95% confidence) at which the verdict's
-# two parts together (Welch's AND the nested model's, the pooled t with equal trials per unit) reject at most 5%
-# of A/A comparisons whatever the ratio of the sides' spreads, by (fewer units, more units). Satterthwaite's df
-# at 5% reached 9.0% at 2 vs 6 when the 2 units are the noisy side: its variance on 1 df is often small, which
-# makes both t and the df large. Computed by quadrature, not sampled: bench/welch_small_units.py prints the table.
-SMALL_ALPHA: dict[tuple[int, int], float] = {
-    (2, 2): 0.03594,
-    (2, 3): 0.01719,
-    (2, 4): 0.00996,
-    (2, 5): 0.00645,
-    (2, 6): 0.00469,
-    (2, 8): 0.00371,
-    (2, 12): 0.00449,
-    (2, 20): 0.00820,
-    (2, 40): 0.01875,
-    (2, 100): 0.03613,
-    (3, 3): 0.04082,
-    (3, 4): 0.03672,
-    (3, 5): 0.03477,
-    (3, 6): 0.03438,
-    (3, 8): 0.03457,
-    (3, 12): 0.03652,
-    (3, 20): 0.04043,
-    (3, 40): 0.04531,
-    (3, 100): 0.04883,
-    (4, 4): 0.04453,
-    (4, 5): 0.04297,
-    (4, 6): 0.04258,
-    (4, 8): 0.04219,
-    (4, 12): 0.04336,
-    (4, 20): 0.04512,
-    (4, 40): 0.04746,
-    (4, 100): 0.04922,
-    (5, 5): 0.04648,
-    (5, 6): 0.04590,
-    (5, 8): 0.04551,
-    (5, 12): 0.04551,
-    (5, 20): 0.04648,
-    (5, 40): 0.04805,
-    (5, 100): 0.04941,
-}
+# Welch's t on the unit means with 2–5 units on a side: the level α′ at which the verdict's two parts together
+# (Welch's AND the nested model's, the pooled t with equal trials per unit) reject at most the nominal share
+# (5% at 95% confidence) of A/A comparisons whatever the ratio of the sides' spreads, by (fewer units, more
+# units). Satterthwaite's df at 5% reached 9.0% at 2 vs 6 when the 2 units are the noisy side: its variance on 1
+# df is often small, which makes both t and the df large. Computed by quadrature, not sampled:
+# `bench/welch_small_units.py --grid` writes small_alpha.json, a table per confidence ("90", "95", "99"): every
+# count of the larger side up to 12 (α′ dips there: 0.469% at 2 vs 6, 0.371% at 2 vs 8, 0.449% at 2 vs 12 at 95%),
+# then 14, 16, 20, 25, 30, 40, 60, 100, where α′ only rises with the larger side. An α′ of 0: none keeps the level
+# (at 99%, 2 vs 5 and more: a side of 2 units whose variance on 1 df comes out small makes both tests reject
+# whatever α′), or Hsu's df has the more power; Welch's part then takes Hsu's df.
+SMALL_ALPHA_FILE = "small_alpha.json"
 SMALL_UNITS = 5  # above, Welch's worst case at 5% is within a few tenths of a point of it
 
 
-def small_alpha(few: int, many: int) -> float:
-    """α′ for these unit counts: between the table's columns the smaller of the two around, beyond its last the
-    smaller of the last two (the level falls and rises again with the larger side; both ends are computed)."""
-    row = sorted((m, a) for (f, m), a in SMALL_ALPHA.items() if f == few)
+@functools.cache
+def small_alpha_table(confidence: float) -> Mapping[tuple[int, int], float] | None:
+    """α′ by (fewer units, more units) at this confidence, None where none was computed (Hsu's df then)."""
+    with open(os.path.join(os.path.dirname(__file__), SMALL_ALPHA_FILE), encoding="utf-8") as f:
+        rows = json.load(f).get(f"{float(confidence):g}")
+    return {(int(a), int(b)): float(x) for a, b, x in rows} if rows else None
+
+
+def small_alpha(few: int, many: int, confidence: float = 95.0) -> float:
+    """α′ for these unit counts at `confidence` (a computed level: small_alpha_table): exact at every computed
+    count; between two (above 12, where α′ rises with the larger side) the smaller, i.e. the lower count's; beyond
+    the last the smaller of the last two."""
+    table = small_alpha_table(confidence)
+    if table is None:
+        raise ValueError(f"no α′ computed at {confidence:g}% confidence")
+    row = sorted((m, a) for (f, m), a in table.items() if f == few)
     above = [a for m, a in row if m >= many]
     below = [a for m, a in row if m <= many]
     if not above:
@@ -423,15 +408,16 @@ def welch_units_df(
 ) -> tuple[float, float]:
     """The df of the verdict's Welch part on unit means, and the level (as a confidence) its t is taken at on
     Satterthwaite's df `df`: Satterthwaite's own at `confidence`, or with 2–5 units on a side the corrected level
-    α′ (SMALL_ALPHA) and the df whose quantile at `confidence` is that t, so the interval and the p come from one
-    t. Without the nested part (one trial per unit), or at a level the table was not computed for, Hsu's
+    α′ (small_alpha) and the df whose quantile at `confidence` is that t, so the interval and the p come from one
+    t. Without the nested part (one trial per unit), or at a level no table was computed for (80, 98, 99.5%), Hsu's
     min(na, nb) − 1, which keeps the level whatever the spreads (Mickey & Brown 1966), at a cost of power."""
     few, many = sorted((na, nb))
     if few > SMALL_UNITS:
         return df, confidence
-    if not with_nested or float(confidence) != 95.0:
+    alpha = small_alpha(few, many, confidence) if with_nested and small_alpha_table(confidence) else 0.0
+    # no table, no nested part, or no α′ keeps the level (or one with less power than Hsu's df)
+    if alpha <= 0:
         return min(df, float(few - 1)), confidence
-    alpha = small_alpha(few, many)
     t = t_isf(df, alpha / 2)
     return _df_of_quantile(t, (1 - confidence / 100) / 2, df), 100 * (1 - alpha)
 
