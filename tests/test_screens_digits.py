@@ -453,3 +453,12 @@ def test_a_units_mean_has_the_digits_of_its_own_interval() -> None:
     wild = compare_levels([1.0, 9.0, 0.2], ["r1"] * 3, [2.0, 0.1, 8.0], ["r2"] * 3, level="run")
     text = " ".join(levels_lines(wild, "s"))
     assert "e+" not in text and "within-run sd 1" in text, text
+
+
+def test_compare_tables_take_one_prefix_named_in_their_title(capsys: pytest.CaptureFixture[str]) -> None:
+    """pyperf's timings printed "0.00013 ± 27%" under "s (lower is better)", Google Benchmark's bytes/s
+    "42590000000": each table now takes the prefix its medians call for and names it in its title."""
+    lines = _compare_lines(capsys, "pyperf/pyperf_a.json", "pyperf/pyperf_b.json")
+    assert "µs (lower is better)" in lines and "timeit 130 ± 27% 91 ± 20%" in " ".join(lines), lines
+    lines = _compare_lines(capsys, "gbench/gb_a.json", "gbench/gb_b.json")
+    assert "G bytes/s (higher is better)" in lines and "BM_StringCopy/4096 42.59 41.94" in " ".join(lines)

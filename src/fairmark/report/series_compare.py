@@ -17,7 +17,7 @@ import numpy as np
 from fairmark.console import console
 from fairmark.formats.model import Results, Series
 from fairmark.stats.describe import describe
-from fairmark.stats.digits import format_cv, format_pair, format_value
+from fairmark.stats.digits import column_unit, format_cv, format_pair, format_value
 from fairmark.stats.robust import DESIGN as ROBUST
 from fairmark.verdict.compare import Comparison, change_text, percent_texts
 from fairmark.verdict.judge import MIN_VALUES, Judgement
@@ -88,12 +88,16 @@ def render(files: Sequence[Results], rows: Sequence[Row], *, confidence: float) 
     for group, unit in dict.fromkeys((r.key[0], r.key[2]) for r in rows):
         mine = [r for r in rows if r.key[0] == group and r.key[2] == unit]
         table = console.table("benchmark", *_headers(names), right=tuple(names))
+        # one prefix for the table, named in its title ("µs", not "0.00013 ± 27%" under "s")
+        div, shown = column_unit(
+            [float(np.median(s.values)) for r in mine for s in r.series if s and s.values], unit
+        )
         for r in mine:
-            table.add_row(r.key[1], *_cells(r, notes))
+            table.add_row(r.key[1], *_cells(r, notes, div))
         if len(mine) > 1:
-            table.add_row("geomean", *_geomean(mine, len(names)))
+            table.add_row("geomean", *_geomean(mine, len(names), div))
         better = mine[0].series[0].better if mine[0].series[0] else "lower"
-        title = f"{unit or 'value'} ({better} is better)" + (f", pkg: {group}" if group else "")
+        title = f"{shown or 'value'} ({better} is better)" + (f", pkg: {group}" if group else "")
         console.print_table(table, title)
     said = "; ".join(dict.fromkeys(notes))
     console.print(
@@ -115,24 +119,24 @@ def _headers(names: Sequence[str]) -> list[str]:
     return out
 
 
-def _center(s: Series | None) -> str:
+def _center(s: Series | None, div: float = 1.0) -> str:
     """The median at the digits its interval's half-width allows, and that half-width in % (two digits)."""
     if s is None:
         return "—"
     if len(s.values) < 2:
-        return f"{format_value(s.values[0])} (n=1)" if s.values else "(n=0)"
+        return f"{format_value(s.values[0] / div)} (n=1)" if s.values else "(n=0)"
     d = describe(s.values)
     if math.isfinite(d.median_ci_low) and d.median:
         half = (d.median_ci_high - d.median_ci_low) / 2
-        shown = format_pair(d.median, half)[0] if half > 0 else format_value(d.median)
+        shown = format_pair(d.median / div, half / div)[0] if half > 0 else format_value(d.median / div)
         return f"{shown} ± {format_cv(half / abs(d.median))}"
-    return format_value(d.median)
+    return format_value(d.median / div)
 
 
-def _cells(r: Row, notes: list[str]) -> list[str]:
-    out = [_center(r.series[0])]
+def _cells(r: Row, notes: list[str], div: float) -> list[str]:
+    out = [_center(r.series[0], div)]
     for j, judged in enumerate(r.judged, start=1):
-        out += [_center(r.series[j]), _change(r, j, judged, notes)]
+        out += [_center(r.series[j], div), _change(r, j, judged, notes)]
     return out
 
 
@@ -162,7 +166,7 @@ def _word(c: Comparison) -> str:
     return c.change if c.change != "none" else ""
 
 
-def _geomean(rows: Sequence[Row], columns: int) -> list[str]:
+def _geomean(rows: Sequence[Row], columns: int, div: float) -> list[str]:
     """Each column's geometric mean of the benchmarks' medians over the rows every column has (positive
     values only), and the geometric mean of the rows' verdict ratios — a summary, not a test. Each is rounded
     as the house rounds a value: to the digits of its interval's half-width, here on the log scale the root of
@@ -170,7 +174,7 @@ def _geomean(rows: Sequence[Row], columns: int) -> list[str]:
     full = [r for r in rows if all(s is not None and s.values and min(s.values) > 0 for s in r.series)]
     if not full:
         return [""] * (2 * columns - 1)
-    centers = [_center_mean([r.series[j] for r in full]) for j in range(columns)]  # type: ignore[misc]
+    centers = [_center_mean([r.series[j] for r in full], div) for j in range(columns)]  # type: ignore[misc]
     out = [centers[0]]
     for j in range(1, columns):
         cs = [r.judged[j - 1].comparison for r in full if r.judged[j - 1] is not None]  # type: ignore[union-attr]
@@ -189,9 +193,10 @@ def _log_mean(pairs: Sequence[tuple[float, float, float]]) -> tuple[float, float
     return centre, math.sqrt(sum(h * h for h in halves)) / len(pairs)
 
 
-def _center_mean(series: Sequence[Series]) -> str:
+def _center_mean(series: Sequence[Series], div: float) -> str:
     ds = [describe(s.values) for s in series]
     centre, hw = _log_mean([(d.median, d.median_ci_low, d.median_ci_high) for d in ds])
+    centre /= div
     return format_pair(centre, centre * math.expm1(hw))[0] if hw else format_value(centre)
 
 
