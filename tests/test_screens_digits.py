@@ -462,3 +462,19 @@ def test_compare_tables_take_one_prefix_named_in_their_title(capsys: pytest.Capt
     assert "µs (lower is better)" in lines and "timeit 130 ± 27% 91 ± 20%" in " ".join(lines), lines
     lines = _compare_lines(capsys, "gbench/gb_a.json", "gbench/gb_b.json")
     assert "G bytes/s (higher is better)" in lines and "BM_StringCopy/4096 42.59 41.94" in " ".join(lines)
+
+
+def test_checks_sentence_says_why_its_table_says_no_change_proven() -> None:
+    """`check`'s table said "crypto/malloc-debug -2.0% [-3.8%, -0.20%] no change proven" and its sentence below
+    "3a0571d4 is lower (worse) than baseline": significant alone, not after the false discovery rate control."""
+    from types import SimpleNamespace
+
+    from fairmark.report.check import UNCHANGED, _case
+
+    c = SimpleNamespace(sentence="B is lower (worse) than A: -2.0%", significant=True, change="worse")
+    c.unit, c.better, c.ratio_ci_low, c.ratio_ci_high = "B/s", "higher", 0.962, 0.998
+    case = _case("crypto", "crypto/b", "bytes_s", SimpleNamespace(comparison=c, fdr_significant=False), 3.0)  # type: ignore[arg-type]
+    assert case.status == UNCHANGED
+    assert case.sentence.endswith("; not significant after false-discovery-rate control across the check")
+    proven = _case("crypto", "crypto/b", "bytes_s", SimpleNamespace(comparison=c, fdr_significant=True), 3.0)  # type: ignore[arg-type]
+    assert "false-discovery" not in proven.sentence

@@ -289,6 +289,9 @@ def _case(workload: str, cell: str, metric: str, v: Verdict | None, threshold: f
     sentence = c.sentence if c else "fewer than 3 measured values on a side: not judged"
     if status == POSSIBLE:
         sentence += f" (not proven worse by more than the {threshold:g}% threshold)"
+    elif v is not None and c is not None and c.significant and not v.fdr_significant:
+        # the table says "no change proven" and so must the sentence that reads "is lower (worse)" below it
+        sentence += "; not significant after false-discovery-rate control across the check"
     unit, better = (c.unit, c.better) if c else ("", "")
     return Case(workload, cell, metric, unit, better, status, sentence, v, threshold)
 
