@@ -167,13 +167,14 @@ def _bisect() -> None:
 
 def _calibrate() -> None:
     from fairmark.cli.calibrate import show
+    from fairmark.stats.calibration import clopper_pearson
 
     def row(group: str, metric: str, fp: int, mde: float) -> dict:
         data = {
             "runs": 20,
             "false_positives": fp,
             "false_positive_rate": fp / 20,
-            "false_positive_ci": (0.0 if fp == 0 else 0.0123, 0.161 if fp == 0 else 0.3),
+            "false_positive_ci": clopper_pearson(fp, 20),  # it was one made-up (1.2%, 30%) for 1 and 3 of 20
             "alpha": 0.05,
             "mde_percent": mde,
             "trials_per_side": (6, 8),
