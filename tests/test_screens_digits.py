@@ -9,7 +9,7 @@ import random
 import pytest
 
 from fairmark.stats.digits import last_digit_exponent
-from fairmark.verdict.compare import EXACT_PCT, percent_texts
+from fairmark.verdict.compare import EXACT_PCT, change_text, percent_texts
 
 
 @pytest.mark.parametrize(
@@ -309,6 +309,12 @@ def test_a_change_without_an_interval_is_never_in_exponent_notation() -> None:
     )
     text = _within_text(c)  # type: ignore[arg-type]
     assert "e+" not in text and text.startswith("+1234") and text.endswith("(no interval)"), text
+    # a side whose every trial measured 0 (user_s of a quick plan's nodebug cell): no ratio, and no crash —
+    # compare-runs --all-metrics stopped with "could not convert string to float: 'n/a'"
+    for pct in (math.inf, math.nan):
+        c.change_percent, c.ratio = pct, pct
+        assert _within_text(c) == "no percentage (a mean of 0)"  # type: ignore[arg-type]
+    assert change_text(math.nan, None) == change_text(math.inf, 2.0) == "n/a"
 
 
 def test_fleet_hosts_intervals_keep_the_verdicts_digits(capsys: pytest.CaptureFixture[str]) -> None:

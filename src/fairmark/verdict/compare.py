@@ -344,6 +344,8 @@ def change_text(pct: float, hw: float | None) -> str:
     what is left (the ratio), so a value never rounds across 0 or onto -100%: a boots run's lower bound of ratio
     0.0052 printed "0% to +30000%", one of 0.03 "-100%", and an estimate of -99.7% under a wide interval "-100%".
     A value under EXACT_PCT is floating-point rounding of 0: it keeps the interval's digits, as 0 does."""
+    if not math.isfinite(pct):  # no change can be stated (a mean of 0): format_pair's "n/a", unsigned
+        return "n/a"
     text = format_pair(pct, hw)[0]  # the interval's digits (a float-noise interval: four significant digits)
     shown = last_digit_exponent(hw) if hw is not None else None
     if abs(pct) >= EXACT_PCT and math.isfinite(pct) and shown is not None:

@@ -198,6 +198,8 @@ def _no_claim(below: Comparison, lv: Levels, level: str, names: tuple[str, str])
 
 def _within_text(c: Comparison) -> str:
     texts = percent_texts(c.ratio, c.ratio_ci_low, c.ratio_ci_high, False)
+    if texts is None and not math.isfinite(c.change_percent):  # user_s of 0 ms on one side: no ratio to state
+        return "no percentage (a mean of 0)"
     if texts is None:
         return f"{change_text(c.change_percent, None)} (no interval)"  # not :g, which wrote +1.23e+03%
     how = "paired by round" if c.design == "paired by round" else "trials as independent samples"
