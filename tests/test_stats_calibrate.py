@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fairmark.errors import GateTripped
-from fairmark.stats.digits import format_spread
+from fairmark.verdict.compare import detectable_text
 
 PLAN = """
 [run]
@@ -47,8 +47,13 @@ def test_calibrate_stores_rate_and_mde_and_later_verdicts_show_them(tmp_path: Pa
     code, out, err = fairmark_cli("run", str(plan), "--json", "--no-monitors", "--accept-risk")
     assert code == 0, err
     (verdict,) = json.loads(out)["verdicts"]
-    # the calibration's change as the verdict's own: a factor either way on the log scale ("-47% or +90%")
-    size = "±" if data["mde_percent"] < 10 else f"-{format_spread(fall, '%')} or +"  # two significant digits
+    # the calibration's change as the verdict's own: a factor either way on the log scale ("-47% or +90%"), in
+    # the one text every screen gives a detectable change (its digits: tests/test_screens_digits.py) — not
+    # recomputed here: near -100% ("-99.7%") two significant digits of the fall said "-100%"
+    size = detectable_text(data["mde_percent"], True)
+    if " or " in size:  # "-X% or +Y%": the fall and the rise, each to its shown digits (hand check)
+        down, up = (float(p.strip("-+%")) for p in size.split(" or "))
+        assert abs(down - fall) <= 0.06 * fall and abs(up - data["mde_percent"]) <= 0.06 * data["mde_percent"]
     assert (
         data["scale"] == "log"
         and f"calibration: this machine shows changes beyond {size}" in verdict["sentence"]
