@@ -1,7 +1,8 @@
 """Does the adaptive stop of the CPU-profiled rounds inflate false claims? A/A, by simulation (issue 35 follow-up).
 
     .venv/bin/python bench/profile_aa_adaptive.py [--reps 2000] [--cv 2,5,8] [--functions 6,11] [--max 16,20]
-    .venv/bin/python bench/profile_aa_adaptive.py --aa-store sqlite:///PATH   (also a recorded A/A pool)
+    .venv/bin/python bench/profile_aa_adaptive.py --no-synthetic --record   (explain_validation's A/A pool,
+        recorded here; or --aa-store sqlite:///PATH of recorded A/A runs)
 
 `fairmark run --profile cpu` / `--explain` take `profiled_trials` rounds, then one more at a time; before each
 further round (run/loop/runner.py `_profiled_rounds`) run/loop/profiled.py asks `top_decided(compare_profiles(A,
@@ -21,7 +22,7 @@ per replication a CPU time per trial drawn uniform in 0.5-1 s. Per trial each fu
 independent lognormal factor of the given CV; the trial's CPU time is their sum; perf's cpu-clock at ~1000 Hz is
 a Poisson(1000 x CPU s) number of samples, split among the functions multinomially by their shares of the trial.
 
-(b) --aa-store: the recorded profiled trials of bench/explain_validation.py's A/A pool (its `aa_pool`: both
+(b) --record / --aa-store: the recorded profiled trials of bench/explain_validation.py's A/A pool (its `aa_pool`: both
 sides of A/A runs); each replication draws 2 x max of them without replacement, the first max side A by round.
 
 A claim counted: any self-time function claimed ("self", what the report's sentence names), any row claimed
