@@ -185,7 +185,7 @@ def test_between_boot_sd_is_not_its_own_plus_minus(capsys) -> None:
             units["b1"] + units["b2"],
         )
     )
-    comparison = SimpleNamespace(levels=levels, name_baseline="A", name_other="B", unit="s")
+    comparison = SimpleNamespace(levels=levels, name_baseline="A", name_other="B", unit="s", confidence=95.0)
     show_levels(SimpleNamespace(group="w", variant="", metric="wall_s", comparison=comparison))
     out = capsys.readouterr().out
     assert "A: between-boot sd 12 ms, within-boot sd 3.6 ms" in out, out  # √((17²/2) − 3.56²/10); √(114/9)

@@ -56,6 +56,8 @@ def fake_perf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_a_perf_that_works_longer_than_the_wait_is_waited_for(fake_perf) -> None:
     rec = fake_perf("slow-start")  # 1.2 s of CPU before its ack: a fixed 0.5 s would have failed it
     assert rec.proc.poll() is None
+    rec.stop()  # not left sleeping: the worker's next test (test_workload_iperf3) counts its children
+    assert rec.proc.returncode == 0
     rec = fake_perf("slow-stop")
     err = rec.stop()  # 1.2 s of CPU writing "its file" after SIGINT
     assert "written" in err and "killed" not in err and rec.proc.returncode == 0
