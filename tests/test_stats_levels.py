@@ -160,20 +160,11 @@ def test_the_corrected_level_keeps_five_percent_at_the_worst_spread_ratio():
     """An independent check of the table's entries (scipy, coarse quadrature over both sample variances): the
     verdict's two parts at α′ reject at most 5% at the worst ratio of the sides' spreads, where Satterthwaite's
     df at 5% rejects 6.4% (2 vs 2) to 9.0% (2 vs 6)."""
-    from scipy import stats
 
     from fairmark.stats.levels import small_alpha
 
-    u = (np.arange(80) + 0.5) / 80
-
     def rate(n1: int, n2: int, alpha: float, theta: float) -> float:
-        q1, q2 = np.meshgrid(*(stats.chi2.ppf(u, n - 1) / (n - 1) for n in (n1, n2)), indexing="ij")
-        v1, v2 = theta * q1, (1 - theta) * q2
-        df = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1))
-        c = stats.t.ppf(1 - alpha / 2, df) * np.sqrt(v1 + v2)
-        sp2 = ((n1 - 1) * n1 * theta * q1 + (n2 - 1) * n2 * (1 - theta) * q2) / (n1 + n2 - 2)
-        c = np.maximum(c, stats.t.ppf(0.975, n1 + n2 - 2) * np.sqrt(sp2 * (1 / n1 + 1 / n2)))
-        return float((2 * stats.norm.sf(c)).mean())
+        return _aa_rate(n1, n2, alpha, theta, 0.05)
 
     for n1, n2, before in ((2, 2, 0.063), (2, 6, 0.088), (3, 8, 0.06)):
         thetas = (0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
@@ -265,22 +256,29 @@ def test_small_alpha_is_computed_at_every_count_up_to_twelve():
 def test_the_corrected_level_keeps_the_nominal_rate_at_90_and_99_percent(confidence, pairs):
     """The table's α′ at 90% and 99% (bench/welch_small_units.py --grid), checked as at 95% by an independent
     coarse quadrature (scipy): the verdict's two parts reject at most 10% / 1% at the worst ratio of spreads."""
-    from scipy import stats
 
     from fairmark.stats.levels import small_alpha
 
-    u = (np.arange(80) + 0.5) / 80
     nominal = 1 - confidence / 100
 
     def rate(n1: int, n2: int, alpha: float, theta: float) -> float:
-        q1, q2 = np.meshgrid(*(stats.chi2.ppf(u, n - 1) / (n - 1) for n in (n1, n2)), indexing="ij")
-        v1, v2 = theta * q1, (1 - theta) * q2
-        df = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1))
-        c = stats.t.ppf(1 - alpha / 2, df) * np.sqrt(v1 + v2)
-        sp2 = ((n1 - 1) * n1 * theta * q1 + (n2 - 1) * n2 * (1 - theta) * q2) / (n1 + n2 - 2)
-        c = np.maximum(c, stats.t.ppf(1 - nominal / 2, n1 + n2 - 2) * np.sqrt(sp2 * (1 / n1 + 1 / n2)))
-        return float((2 * stats.norm.sf(c)).mean())
+        return _aa_rate(n1, n2, alpha, theta, nominal)
 
     thetas = (0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
     for n1, n2 in pairs:
         assert max(rate(n1, n2, small_alpha(n1, n2, confidence), th) for th in thetas) <= nominal * 1.01
+
+
+def _aa_rate(n1: int, n2: int, alpha: float, theta: float, nominal: float) -> float:
+    """The verdict's two parts' A/A rejection rate by coarse quadrature over both sample variances (scipy):
+    Welch's t at α on Satterthwaite's df AND the pooled t at the nominal level, the sides' variances θ and 1 − θ."""
+    from scipy import stats
+
+    u = (np.arange(80) + 0.5) / 80
+    q1, q2 = np.meshgrid(*(stats.chi2.ppf(u, n - 1) / (n - 1) for n in (n1, n2)), indexing="ij")
+    v1, v2 = theta * q1, (1 - theta) * q2
+    df = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1))
+    c = stats.t.ppf(1 - alpha / 2, df) * np.sqrt(v1 + v2)
+    sp2 = ((n1 - 1) * n1 * theta * q1 + (n2 - 1) * n2 * (1 - theta) * q2) / (n1 + n2 - 2)
+    c = np.maximum(c, stats.t.ppf(1 - nominal / 2, n1 + n2 - 2) * np.sqrt(sp2 * (1 / n1 + 1 / n2)))
+    return float((2 * stats.norm.sf(c)).mean())
