@@ -246,7 +246,11 @@ def test_tool_data_lives_on_each_variants_scratch_file_system(tmp_path: Path) ->
     assert "preparing its data for variant sync on" in res.stderr
     doc = json.loads(res.stdout)
     default, sync = ({c["variant"]: c for c in doc["cells"]}[v] for v in ("default", "sync"))
-    assert default["n_ok"] == sync["n_ok"] == 3
+    # Three measured trials each — or more for one: the compared cells stop together, so a failed trial of one
+    # (dbench under load, its raw output stored) gives the other a fourth round (seen in a fresh-clone suite)
+    assert min(default["n_ok"], sync["n_ok"]) == 3, (default, sync)
+    for cell, other in ((default, sync), (sync, default)):
+        assert cell["n_ok"] == 3 or other["n_failed"] >= cell["n_ok"] - 3, (cell["n_ok"], other["n_failed"])
     # The proof is where the data went, not how fast it was written: three trials of a 5-25x effect can end
     # "not significant after FDR" on a loaded machine (seen at load 14), which says nothing about the mount.
     dirs = {name: Path(cell["params"]["directory"]) for name, cell in (("default", default), ("sync", sync))}
