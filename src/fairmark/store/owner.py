@@ -30,6 +30,17 @@ def process_start(pid: int) -> str | None:
     return text.rsplit(")", 1)[1].split()[19]
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """A process's user + system CPU time in clock ticks (/proc/PID/stat fields 14 and 15), None when it is gone
+    (run/profiles: whether a slow perf is still working)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()  # the command name may hold spaces and parentheses
+    return int(fields[11]) + int(fields[12])
+
+
 def owner_alive(pid: int, start: str | None) -> bool:
     """True while the process that recorded (pid, start) runs: the PID alive and, where known, started then."""
     if not pid_alive(pid):

@@ -35,6 +35,7 @@ from fairmark.probe.which import find_tool
 from fairmark.run.guard.lock import pid_alive
 from fairmark.run.guard.scratch import PREFIX
 from fairmark.run.hooks import HookContext, TrialHook
+from fairmark.store.owner import cpu_ticks
 
 
 class ProfilerFailed(FairmarkError):
@@ -336,16 +337,6 @@ def _ends_with(parent: int) -> Any:
             os._exit(1)
 
     return arm
-
-
-def cpu_ticks(pid: int) -> int | None:
-    """A process's user + system CPU time in clock ticks (/proc/PID/stat), None when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()  # the command name may hold spaces and parentheses
-    return int(fields[11]) + int(fields[12])
 
 
 class Patience:
