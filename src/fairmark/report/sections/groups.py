@@ -5,7 +5,6 @@ cell — what the monitors attribute its time to, its other metrics, warnings, f
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +30,8 @@ from fairmark.report.views import (
     table_scale,
 )
 from fairmark.stats import format_median, format_value
+from fairmark.stats.describe import mean_ci
 from fairmark.stats.digits import column_unit, format_cv, format_interval, format_pair
-from fairmark.stats.tlight import t_ppf
 from fairmark.store.events import events_in
 from fairmark.verdict.judge import enough
 
@@ -297,11 +296,7 @@ def monitor_rows(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             per_trial.setdefault(r["name"], []).append(r["mean"])
     for r in rows:
         vals = per_trial.get(r["name"], [])
-        hw = (
-            t_ppf(len(vals) - 1, 0.975) * statistics.stdev(vals) / math.sqrt(len(vals))
-            if len(vals) > 1
-            else None
-        )
+        hw = mean_ci(vals)[2] if len(vals) > 1 else None
         r["mean_text"] = format_pair(r["mean"], hw)[
             0
         ]  # its unit in the HTML table's header, the digest's text
