@@ -173,8 +173,9 @@ def format_percent(percent: float, half_width: float | None = None, *, signed: b
 
 
 def format_cv(cv: float | None) -> str:
-    """A coefficient of variation as a percentage with two significant digits ('0.95%', '14%', '140%'): it
-    describes the spread, nobody reads a third digit of it."""
+    """A coefficient of variation as a percentage: two significant digits below 10%, whole percents above
+    (0.0095 → '0.95%', 0.14 → '14%', 1.35 → '135%', never '1.4e+02%'): it describes the spread, nobody reads
+    a digit past the percent."""
     if cv is None or not math.isfinite(cv):
         return "—"
     pct = 100 * cv
