@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from fairmark.jsonvalue import JSONObject
 
 Key = tuple[str, str, str]  # (group, name, unit)
+UNPROVEN, ROBUST_MARK = "~", "†"  # a row's marks: not proven after FDR control; Yuen's t decided
+MARKS = (UNPROVEN, ROBUST_MARK)
 
 
 @dataclass(frozen=True)
@@ -99,16 +101,25 @@ def render(files: Sequence[Results], rows: Sequence[Row], *, confidence: float) 
         better = mine[0].series[0].better if mine[0].series[0] else "lower"
         title = f"{shown or 'value'} ({better} is better)" + (f", pkg: {group}" if group else "")
         console.print_table(table, title)
-    said = "; ".join(dict.fromkeys(notes))
-    console.print(
-        console.wrap(
-            f"~: no difference proven at {confidence:g}% confidence. Each change is fairmark's verdict for that "
-            "benchmark (Welch's t on the logarithms; † Yuen's t on 20%-trimmed means, where outliers were "
-            "flagged or the rank test disagreed), with its interval; q: the false discovery rate across all "
-            f"rows (Benjamini-Hochberg). Medians ± the half-width of their {confidence:g}% interval."
-            + (f" {said}." if said else "")
-        ),
-        highlight=False,
+    console.print(console.wrap(_legend(notes, confidence)), highlight=False)
+
+
+def _legend(notes: Sequence[str], confidence: float) -> str:
+    """The notes under the tables: "~" and "†" explained only when a row shows them (`notes` holds each row's
+    mark, MARKS, and the sentences of rows that could not be judged)."""
+    said = "; ".join(dict.fromkeys(n for n in notes if n not in MARKS))
+    unproven = (
+        f"{UNPROVEN}: no difference proven at {confidence:g}% confidence. " if UNPROVEN in notes else ""
+    )
+    robust = (
+        f"; {ROBUST_MARK} Yuen's t on 20%-trimmed means, where outliers were flagged or the rank test disagreed"
+        if ROBUST_MARK in notes
+        else ""
+    )
+    return (
+        f"{unproven}Each change is fairmark's verdict for that benchmark (Welch's t on the logarithms{robust}), "
+        "with its interval; q: the false discovery rate across all rows (Benjamini-Hochberg). Medians ± the "
+        f"half-width of their {confidence:g}% interval." + (f" {said}." if said else "")
     )
 
 
@@ -149,10 +160,13 @@ def _change(r: Row, j: int, judged: Judgement[tuple[int, int]] | None, notes: li
         notes.append(f"cannot be judged: fewer than {MIN_VALUES} values on a side (go test -count=1?)")
         return f"cannot be judged (n={least})"
     c = judged.comparison
-    mark = "†" if c.design == ROBUST else ""
+    mark = ROBUST_MARK if c.design == ROBUST else ""
+    if mark:
+        notes.append(mark)
     n = f"n={c.n_baseline}+{c.n_other}"
     if not judged.fdr_significant:
-        return f"~ {c.interval}{mark} q={judged.q_value:.2g} {n}"
+        notes.append(UNPROVEN)
+        return f"{UNPROVEN} {c.interval}{mark} q={judged.q_value:.2g} {n}"
     return f"{c.interval}{mark} {_word(c)} q={judged.q_value:.2g} {n}"
 
 
