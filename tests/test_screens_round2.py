@@ -38,3 +38,25 @@ def test_compares_legend_explains_only_the_marks_its_rows_show(capsys: pytest.Ca
     assert "~: no difference proven at 95% confidence." in text and "†" not in text, text
     text = _compare_text(capsys, "benchstat/old.txt", "benchstat/new.txt")  # both
     assert "~: no difference proven" in text and "† Yuen's t on 20%-trimmed means" in text, text
+
+
+def test_a_constant_metric_is_not_called_fragile() -> None:
+    """Five equal values a side were warned of as "only 5 values; fewer than 6 make a fragile verdict": with no
+    spread there is nothing for a few values to misjudge. What is true is said instead: zero spread, and where
+    the constants differ, whether the rank test that decides can reach α with these counts."""
+    from fairmark.verdict.compare import compare
+
+    same = compare([7.0] * 5, [7.0] * 5, name_baseline="a", name_other="b")
+    assert same.sentence == "b vs a: the same value in every trial (no variation to test)", same.sentence
+    assert not any("fragile" in w for w in same.warnings), same.warnings
+    assert any(w.startswith("both samples have zero spread") for w in same.warnings), same.warnings
+    apart = compare([7.0] * 3, [8.0] * 3, name_baseline="a", name_other="b")
+    assert not any("fragile" in w for w in apart.warnings), apart.warnings
+    assert (
+        "a different value on each side, but Mann-Whitney U cannot reach p < 0.05 with 3 and 3 values: only "
+        "more trials can prove it" in apart.warnings
+    ), apart.warnings
+    proven = compare([7.0] * 5, [8.0] * 5, name_baseline="a", name_other="b")  # p = 0.0079: no such warning
+    assert proven.significant and not any("cannot reach" in w for w in proven.warnings), proven.warnings
+    spread = compare([7.0] * 5, [7.0, 7.0, 7.0, 7.0, 8.0], name_baseline="a", name_other="b")
+    assert "a has only 5 values; fewer than 6 make a fragile verdict" in spread.warnings  # a spread: kept

@@ -538,12 +538,19 @@ def _warnings(
 ) -> list[str]:
     """`early`: the decision stop decided on these few trials, by design (its sentence says after how many)."""
     out = []
-    for name, s in zip(names, (sa, sb), strict=True):
-        if s.n < FEW_TRIALS and not early:
-            out.append(f"{name} has only {s.n} values; fewer than {FEW_TRIALS} make a fragile verdict")
-    if sa.stddev == 0 and sb.stddev == 0:
-        out.append(f"{ZERO_SPREAD}; suspect a coarse clock, a cached result or a constant")
     alpha = 1.0 - confidence / 100.0
+    constant = sa.stddev == 0 and sb.stddev == 0
+    # every value equal on each side: no spread for a few values to misjudge, only the rank test's reach
+    for name, s in zip(names, (sa, sb), strict=True):
+        if s.n < FEW_TRIALS and not early and not constant:
+            out.append(f"{name} has only {s.n} values; fewer than {FEW_TRIALS} make a fragile verdict")
+    if constant:
+        out.append(f"{ZERO_SPREAD}; suspect a coarse clock, a cached result or a constant")
+        if sa.mean != sb.mean and not can_reach(cross, alpha):
+            out.append(
+                f"a different value on each side, but {cross['test']} cannot reach p < {alpha:g} with "
+                f"{sa.n} and {sb.n} values: only more trials can prove it"
+            )
     # A rank test that cannot reach α with these n (3 + 3 values: p ≥ 0.1) has nothing to disagree with.
     if not test.constant and test.significant != cross["significant"] and can_reach(cross, alpha):
         mine = {
