@@ -3,8 +3,10 @@ one test (or more) per text, each failing on the code before its fix (main at 9f
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -60,3 +62,46 @@ def test_a_constant_metric_is_not_called_fragile() -> None:
     assert proven.significant and not any("cannot reach" in w for w in proven.warnings), proven.warnings
     spread = compare([7.0] * 5, [7.0, 7.0, 7.0, 7.0, 8.0], name_baseline="a", name_other="b")
     assert "a has only 5 values; fewer than 6 make a fragile verdict" in spread.warnings  # a spread: kept
+
+
+def _run_levels(variant: str, mean: float, seed: int) -> SimpleNamespace:
+    """A compare-runs verdict of two runs a side around `mean` seconds, as verdict.levels gives it."""
+    from fairmark.verdict.compare import compare
+    from fairmark.verdict.levels import compare_levels
+
+    rng = random.Random(seed)
+    a, b = ([mean * (1 + 0.02 * rng.random()) for _ in range(10)] for _ in range(2))
+    units = (["r1"] * 5 + ["r2"] * 5, ["r3"] * 5 + ["r4"] * 5)
+    c = compare_levels(a, units[0], b, units[1], level="run", within=compare(a, b, unit="s"))
+    return SimpleNamespace(group="w", workload="w", variant=variant, metric="wall_s", unit="s", comparison=c)
+
+
+def test_compare_runs_says_a_value_in_its_tables_unit(capsys: pytest.CaptureFixture[str]) -> None:
+    """A table in s ("fast 0.4663 ± 0.0018") was followed by "w/fast wall_s: run means — A: 467.1 ms, 466 ms":
+    the same means in another unit. The run means now take their table's prefix."""
+    from fairmark.report.compare_runs import show
+
+    verdicts = [_run_levels("fast", 0.46, 5), _run_levels("slow", 1.2, 6)]
+    runs = [SimpleNamespace(id=f"{i}" * 8, options={}, host_id="h", seed=1) for i in range(4)]
+    env = {"unknown": [], "differences": [], "accepted": []}
+    show(runs[::2], env, verdicts, None, {}, [runs[:2], runs[2:]])  # type: ignore[arg-type]
+    out = " ".join(capsys.readouterr().out.split())
+    assert "w — wall_s in s (lower is better)" in out, out
+    fast = out.split("w/fast wall_s: run means — ")[1].split(" (2 vs 2 runs")[0]
+    assert " s," in fast and "ms" not in fast, fast
+
+
+def test_run_means_in_the_prefix_of_the_table_above_them() -> None:
+    """`compare-runs --all-metrics`: sys_s's table in ms ("0.9 ± 2.4") and below it "run means — 900 µs;
+    800 µs": the same means in two units on one screen."""
+    from fairmark.report.boots import levels_lines
+    from fairmark.verdict.compare import compare
+    from fairmark.verdict.levels import compare_levels
+
+    a = [0.0, 0.0, 0.0, 0.0, 0.0045]  # a process's system time in s, mostly under the clock tick
+    b = [0.0, 0.0, 0.004, 0.0, 0.0]
+    c = compare_levels(a, ["r1"] * 5, b, ["r2"] * 5, level="run", within=compare(a, b, unit="s"))
+    alone = "; ".join(levels_lines(c, "s"))  # no table: the means' own prefix
+    assert "run means — A: 900 µs; B: 800 µs;" in alone, alone
+    table = "; ".join(levels_lines(c, "s", scale=0.0024))  # under a table whose largest mean is 2.4 ms
+    assert "run means — A: 0.9 ms; B: 0.8 ms;" in table and "within-run sd 2.0 ms" in table, table

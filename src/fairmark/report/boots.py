@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fairmark.console import console
 from fairmark.report.section import Context, Section
 from fairmark.stats.describe import mean_ci, pooled_var
-from fairmark.stats.digits import column_unit, format_cv, format_pair, format_spread
+from fairmark.stats.digits import format_cv, format_pair, format_spread, scale_unit, shared_scale
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
@@ -48,9 +48,12 @@ def boot_lines(report: RunReport) -> list[str]:
     return out
 
 
-def levels_lines(comparison: Comparison, unit: str) -> list[str]:
+def levels_lines(comparison: Comparison, unit: str, scale: float | None = None) -> list[str]:
     """Per-unit means and each side's sd at each level, on the scale the verdict tests (logarithms: in %, the sd
-    of the log ×100; else in the values' unit), of a verdict judged with boots (or hosts, runs) as the unit."""
+    of the log ×100; else in the values' unit), of a verdict judged with boots (or hosts, runs) as the unit.
+    `scale`: the magnitude that picks the means' prefix, that of the table these lines follow (its means'
+    digits.shared_scale), so that a mean is in one unit on one screen ("0.46" in a table in s, not "460 ms"
+    below it); by default the unit means' own. An sd, a spread, takes its own ("sd 12 ms" of means in s)."""
     if comparison.levels is None:
         return []
     lv = comparison.levels.levels
@@ -61,7 +64,8 @@ def levels_lines(comparison: Comparison, unit: str) -> list[str]:
     # of one trial at half the pooled sd
     var_t, df_t = pooled_var([*lv.groups_baseline, *lv.groups_other])
     sd_t = math.sqrt(var_t) if df_t else 0.0
-    divisor, shown = column_unit([*lv.unit_means_baseline, *lv.unit_means_other], unit)
+    ref = shared_scale([*lv.unit_means_baseline, *lv.unit_means_other]) if scale is None else scale
+    divisor, shown = scale_unit(ref or 0.0, unit)
     suffix = "%" if shown == "%" else f" {shown}" if shown else ""
 
     def half(g: Any) -> float | None:
@@ -87,11 +91,11 @@ def levels_lines(comparison: Comparison, unit: str) -> list[str]:
         for n, s in zip(names, sides, strict=True)
         if s is not None
     )
-    scale = "; sd of the logarithm ×100, the scale the verdict tests" if log else ""
+    tested = "; sd of the logarithm ×100, the scale the verdict tests" if log else ""
     return [
         f"{level} means — {names[0]}: {means(lv.unit_means_baseline, lv.groups_baseline)}; "
         f"{names[1]}: {means(lv.unit_means_other, lv.groups_other)}",
-        f"{per_side} ({lv.units_baseline} vs {lv.units_other} {level}s, {_trial_counts(lv)}{scale})",
+        f"{per_side} ({lv.units_baseline} vs {lv.units_other} {level}s, {_trial_counts(lv)}{tested})",
     ]
 
 

@@ -12,7 +12,7 @@ from fairmark.report.boots import levels_lines
 from fairmark.report.load import load_report
 from fairmark.report.views import in_unit, short_verdict
 from fairmark.stats import format_value
-from fairmark.stats.digits import column_unit
+from fairmark.stats.digits import scale_unit, shared_scale
 from fairmark.store.db import RunRecord
 from fairmark.verdict.judge import MIN_VALUES
 from fairmark.verdict.levels import said_once
@@ -58,9 +58,10 @@ def show(
     label = [" + ".join(r.id[:8] for r in side) for side in sides]
     if verdicts:
         _table(verdicts, f"A = {label[0]} (baseline)   B = {label[1]}")
+    scales = _scales(verdicts)
     for v in verdicts:
         if v.comparison.levels:
-            show_levels(v)
+            show_levels(v, scales[id(v)])
     for e in explained or []:
         sentence, rows = explain_units.lines(e)
         console.text(sentence)
@@ -135,15 +136,11 @@ def _table(verdicts: list[Verdict], title: str) -> None:
     said = {id(v): s for v, s in zip(verdicts, sentences, strict=True)}
     if once:  # the same runs in every verdict: their arrangement in time said once, not in every sentence
         console.text(f"{once[0].upper()}{once[1:]}.")
-    groups: dict[tuple[str, str, str], list[Verdict]] = {}
-    for v in verdicts:
-        groups.setdefault((v.group, v.metric, v.comparison.better), []).append(v)
-    for (name, metric, better), members in groups.items():
+    scales = _scales(verdicts)
+    for (name, metric, better), members in _tables(verdicts).items():
         table = console.table("variant", "A mean ± CI", "B mean ± CI", "B vs A", wrap=("B vs A",))
         comps = [v.comparison for v in members]
-        divisor, unit = column_unit(
-            [x for c in comps for x in (c.baseline.mean, c.other.mean)], comps[0].unit
-        )
+        divisor, unit = scale_unit(scales[id(members[0])] or 0.0, comps[0].unit)
         for v, c in zip(members, comps, strict=True):
             change = short_verdict(c)  # the interval of the design that decided
             table.add_row(escape(v.variant), _mean(c.baseline, divisor), _mean(c.other, divisor), change)
@@ -151,6 +148,26 @@ def _table(verdicts: list[Verdict], title: str) -> None:
         console.print_table(table, f"{name} — {metric}{in_unit(unit)} ({better} is better)")
         for v in members:
             console.text(f"  {v.variant}: {said[id(v)]}")
+
+
+def _tables(verdicts: list[Verdict]) -> dict[tuple[str, str, str], list[Verdict]]:
+    """The verdicts by table: workload and sweep point, metric, and which way is better."""
+    groups: dict[tuple[str, str, str], list[Verdict]] = {}
+    for v in verdicts:
+        groups.setdefault((v.group, v.metric, v.comparison.better), []).append(v)
+    return groups
+
+
+def _scales(verdicts: list[Verdict]) -> dict[int, float | None]:
+    """Each verdict's table's magnitude (the largest mean of it, A's and B's): what picks the table's prefix,
+    and that of the run or boot means said below it — one unit for a value on the screen."""
+    out: dict[int, float | None] = {}
+    for members in _tables(verdicts).values():
+        scale = shared_scale(
+            x for v in members for x in (v.comparison.baseline.mean, v.comparison.other.mean)
+        )
+        out |= {id(v): scale for v in members}
+    return out
 
 
 def _json(v: Verdict) -> dict[str, Any]:
@@ -163,10 +180,11 @@ def _json(v: Verdict) -> dict[str, Any]:
     return head | {"q_value": v.q_value} | v.comparison.to_dict()
 
 
-def show_levels(v: Verdict) -> None:
-    """Per-unit means and the variance at each level: what the units-as-the-observation verdict rests on."""
+def show_levels(v: Verdict, scale: float | None = None) -> None:
+    """Per-unit means and the variance at each level: what the units-as-the-observation verdict rests on, in
+    the prefix of the verdict's table (`scale`: _scales)."""
     # an sd is a spread, not an interval: "sd 0.016 s", never "0.016 ± 0.016 s" (the same lines as `show`)
-    lines = levels_lines(v.comparison, v.comparison.unit)
+    lines = levels_lines(v.comparison, v.comparison.unit, scale)
     cell = v.group + (f"/{v.variant}" if v.variant else "")
     console.text(f"{cell} {v.metric}: " + "; ".join(lines))
 

@@ -31,7 +31,14 @@ from fairmark.report.views import (
 )
 from fairmark.stats import format_median, format_value
 from fairmark.stats.describe import mean_ci
-from fairmark.stats.digits import column_unit, format_cv, format_interval, format_pair
+from fairmark.stats.digits import (
+    column_unit,
+    format_cv,
+    format_interval,
+    format_pair,
+    scale_unit,
+    shared_scale,
+)
 from fairmark.store.events import events_in
 from fairmark.verdict.judge import enough
 
@@ -85,7 +92,7 @@ def _table(r: RunReport, group: str, cells: list[CellReport]) -> None:
     verdicts = {v.variant: v for v in r.verdicts if v.group == group and v.metric == primary}
     failed = any(c.n_failed for c in cells)
     cols = ["variant", "n", "median", f"mean ± {r.confidence:g}% CI", "CV", "fail", "vs baseline"]
-    divisor, unit = column_unit(((c.summaries.get(primary) or {}).get("mean") for c in cells), spec.unit)
+    divisor, unit = scale_unit(_table_scale(cells) or 0.0, spec.unit)
     texts = {
         c.variant: "baseline" if c.variant == r.baseline else _short(verdicts.get(c.variant)) for c in cells
     }
@@ -103,12 +110,22 @@ def _table(r: RunReport, group: str, cells: list[CellReport]) -> None:
     console.print_table(t, f"{group} — {primary}{in_unit(unit)} ({spec.better} is better)")
 
 
-def _verdict_lines(r: RunReport, group: str, caveats: dict[tuple[str, str, str], str]) -> None:
+def _table_scale(cells: list[CellReport]) -> float | None:
+    """The magnitude that picks the prefix of the group's table (its primary metric's largest mean), and of the
+    boot or run means said under it."""
+    primary = cells[0].primary_metric
+    return shared_scale((c.summaries.get(primary) or {}).get("mean") for c in cells)
+
+
+def _verdict_lines(
+    r: RunReport, group: str, caveats: dict[tuple[str, str, str], str], cells: list[CellReport]
+) -> None:
     for v in r.verdicts:
         if v.group == group:
             fdr = "" if v.fdr_significant or not v.significant else " — not significant after FDR control"
             console.text(f"  {v.metric}: {v.sentence}{fdr}")
-            for line in levels_lines(v.comparison, v.unit):
+            scale = _table_scale(cells) if v.metric == cells[0].primary_metric else None
+            for line in levels_lines(v.comparison, v.unit, scale):
                 console.text(f"    {line}")
             for w in v.comparison.warnings:  # rank tests that disagree, an A/A twin… (issue 23)
                 if " has only " in w:  # the cells' own warnings below say how few trials they have
@@ -132,7 +149,7 @@ def _group(
     data = [(c.variant, c.values.get(primary, [])) for c in cells if enough(c.values.get(primary, []))]
     if data:
         console.block(legend(data) + ascii_plot(data, width=plot_width))
-    _verdict_lines(r, group, caveats)
+    _verdict_lines(r, group, caveats, cells)
     _params(cells)
     _other_metrics(cells)
     for c in cells:
