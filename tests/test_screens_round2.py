@@ -105,3 +105,27 @@ def test_run_means_in_the_prefix_of_the_table_above_them() -> None:
     assert "run means — A: 900 µs; B: 800 µs;" in alone, alone
     table = "; ".join(levels_lines(c, "s", scale=0.0024))  # under a table whose largest mean is 2.4 ms
     assert "run means — A: 0.9 ms; B: 0.8 ms;" in table and "within-run sd 2.0 ms" in table, table
+
+
+def test_package_data_is_read_where_the_package_is_even_a_zip(tmp_path: Path) -> None:
+    """stats/levels.py and stats/power.py opened their tables by a path beside `__file__`, stats/changepoints.py
+    through importlib.resources: one way now (importlib.resources), which reads them from a zipped package too."""
+    import subprocess
+    import sys
+    import zipfile
+
+    src = Path(__file__).parents[1] / "src"
+    archive = tmp_path / "fairmark.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for f in sorted((src / "fairmark").rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts:
+                z.write(f, f.relative_to(src))
+    probe = (
+        f"import sys; sys.path.insert(0, {str(archive)!r})\n"
+        "import fairmark.stats.changepoints as c, fairmark.stats.levels as l, fairmark.stats.power as p\n"
+        f"assert l.__file__.startswith({str(archive)!r}), l.__file__\n"
+        "print(len(l.small_alpha_table(95.0)), len(p._shipped()) > 0, 'n6' in c._shipped().files)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split()[1:] == ["True", "True"] and int(res.stdout.split()[0]) > 0, res.stdout

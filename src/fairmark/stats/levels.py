@@ -33,10 +33,10 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from importlib.resources import files
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import numpy as np
@@ -383,8 +383,9 @@ SMALL_UNITS = 5  # above, Welch's worst case at 5% is within a few tenths of a p
 @functools.cache
 def small_alpha_table(confidence: float) -> Mapping[tuple[int, int], float] | None:
     """α′ by (fewer units, more units) at this confidence, None where none was computed (Hsu's df then)."""
-    with open(os.path.join(os.path.dirname(__file__), SMALL_ALPHA_FILE), encoding="utf-8") as f:
-        rows = json.load(f).get(f"{float(confidence):g}")
+    rows = json.loads(files("fairmark.stats").joinpath(SMALL_ALPHA_FILE).read_text(encoding="utf-8")).get(
+        f"{float(confidence):g}"
+    )
     return {(int(a), int(b)): float(x) for a, b, x in rows} if rows else None
 
 
