@@ -129,3 +129,27 @@ def test_package_data_is_read_where_the_package_is_even_a_zip(tmp_path: Path) ->
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split()[1:] == ["True", "True"] and int(res.stdout.split()[0]) > 0, res.stdout
+
+
+def test_a_confidence_written_as_a_fraction_is_named_as_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """A plan's `confidence = 0.995` was refused as "expected one of 80, …, 99.5" (true, but not why), and
+    `compare --confidence 0.95` ran at 0.95% confidence: "c3 is higher (worse): +2.707% (0.95% CI …)"."""
+    from fairmark.cli.main import main
+    from fairmark.errors import PlanError
+    from fairmark.plan.load import parse_plan
+
+    plan = 'title = "t"\n[run]\nconfidence = {}\n[[workload]]\nname = "w"\ncommand = ["true"]\n'
+    for fraction, percent in (("0.80", "80"), ("0.98", "98"), ("0.995", "99.5")):
+        with pytest.raises(PlanError) as err:
+            parse_plan(plan.format(fraction), "p.toml")
+        assert (
+            f"p.toml:3: run.confidence: {float(fraction):g} is a fraction; the confidence is in percent: "
+            in (str(err.value))
+            and f"{percent} (one of 80, 90, 95, 98, 99, 99.5)" in str(err.value)
+        ), err.value
+    with pytest.raises(PlanError, match=r"run.confidence: expected one of 80, 90, 95, 98, 99, 99.5$"):
+        parse_plan(plan.format("97"), "p.toml")
+    assert parse_plan(plan.format("99.5"), "p.toml").run.confidence == 99.5
+    files = [str(OTHERTOOLS / "go" / f) for f in ("old.txt", "new.txt")]
+    assert main(["compare", "--confidence", "0.95", *files]) == 2
+    assert "--confidence 0.95 is a fraction; the confidence is in percent: 95" in capsys.readouterr().err

@@ -358,6 +358,10 @@ def compare(
 
     Other tools' files are read as they are — `go test -bench` output, hyperfine --export-json, pyperf and Google
     Benchmark JSON, criterion's sample.json — and judged per benchmark and unit (benchstat's layout)."""
+    if confidence < 1:  # 0.95 as scipy and R write it: "proven at 0.95% confidence" would prove anything
+        raise UsageError(
+            f"--confidence {confidence:g} is a fraction; the confidence is in percent: {100 * confidence:g}"
+        )
     paths = list(files) or ["-"]
     # Files of one number per line are read a block at a time (the usual case: its text is never held whole)
     lean = column == 1 and set(delimiters) >= {" ", "\t"}

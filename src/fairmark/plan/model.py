@@ -21,6 +21,16 @@ from fairmark.plan.metric import MetricSpec as MetricSpec
 # ministat's table levels; fairmark accepts exactly these so results stay comparable with it.
 CONFIDENCE_LEVELS = (80.0, 90.0, 95.0, 98.0, 99.0, 99.5)
 
+
+def confidence_error(value: float) -> str:
+    """Why `value` is no confidence level: "0.95" (a fraction, as scipy and R write it) is named as the percent
+    it stands for — taken as 0.95% it would make every difference "proven"."""
+    allowed = f"one of {', '.join(f'{c:g}' for c in CONFIDENCE_LEVELS)}"
+    if round(100 * value, 6) in CONFIDENCE_LEVELS:
+        return f"{value:g} is a fraction; the confidence is in percent: {100 * value:g} ({allowed})"
+    return f"expected {allowed}"
+
+
 Command = Annotated[list[str], Field(min_length=1)] | str
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]*$")
 
@@ -79,7 +89,7 @@ class RunPolicy(Strict):
     @classmethod
     def _confidence(cls, v: float) -> float:
         if float(v) not in CONFIDENCE_LEVELS:
-            raise ValueError(f"expected one of {', '.join(f'{c:g}' for c in CONFIDENCE_LEVELS)}")
+            raise ValueError(confidence_error(float(v)))
         return float(v)
 
     @model_validator(mode="after")
