@@ -19,11 +19,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from fairmark.stats.fdr import bh_adjust
+from fairmark.stats.profile_looks import ALPHA, look_alpha, look_index
 
 KERNEL_MARK = "_[k]"
 MIN_SHARE = (
@@ -71,9 +72,16 @@ class AttributionDiff:
     n_b: int
     cpu_a_s: float  # mean CPU seconds per profiled trial
     cpu_b_s: float
-    alpha: float
+    alpha: float  # this comparison's level: its look's share of alpha_in_all (stats.profile_looks)
     tested: int
     functions: tuple[FunctionDiff, ...]  # self then inclusive, each by |difference|, largest first
+    looks: tuple[int, ...] = ()  # the rounds the stop looked after; () or one: a fixed number, alpha is all
+    alpha_in_all: float | None = None  # the false-claim rate over all the looks together (None: alpha)
+
+    @property
+    def look(self) -> int:
+        """Which of `looks` (0-based) this comparison is at."""
+        return look_index(self.looks, min(self.n_a, self.n_b)) if self.looks else 0
 
     def claimed(self, mode: str = "self") -> list[FunctionDiff]:
         """The claimed functions, by how much their difference is at least (`proven_s`), largest first. Not by
@@ -93,6 +101,9 @@ class AttributionDiff:
             units: [self.n_a, self.n_b],
             "cpu_s_per_trial": [self.cpu_a_s, self.cpu_b_s],
             "alpha": self.alpha,
+            "looks": list(self.looks),
+            "look": self.look + 1 if self.looks else None,
+            "alpha_in_all": self.alpha if self.alpha_in_all is None else self.alpha_in_all,
             "tested": self.tested,
             "functions": [f.to_dict() for f in self.functions],
         }
@@ -189,9 +200,14 @@ def _tests(
 
 
 def compare_profiles(
-    a: Sequence[ProfiledTrial], b: Sequence[ProfiledTrial], alpha: float = 0.05
+    a: Sequence[ProfiledTrial],
+    b: Sequence[ProfiledTrial],
+    alpha: float = ALPHA,
+    looks: tuple[int, ...] = (),
 ) -> AttributionDiff | None:
-    """Each function's difference B - A per trial, with intervals; None with fewer than 2 trials a side."""
+    """Each function's difference B - A per trial, with intervals; None with fewer than 2 trials a side.
+    `looks`: the rounds after which the adaptive stop was asked (stats.profile_looks): a comparison then claims
+    at its look's share of alpha, so that the run's false claims over all of them stay at alpha."""
     if len(a) < 2 or len(b) < 2:
         return None
     rounds = _paired_rounds(a, b)
@@ -200,11 +216,13 @@ def compare_profiles(
         b = sorted((t for t in b if t.round in rounds), key=lambda t: t.round)
     times_a, times_b = [trial_times(t) for t in a], [trial_times(t) for t in b]
     cpu = ([t.cpu_s for t in a], [t.cpu_s for t in b])
-    return _differences(times_a, times_b, cpu, "paired" if rounds is not None else "welch", alpha)
+    design = "paired" if rounds is not None else "welch"
+    level = look_alpha(looks, min(len(a), len(b)), alpha)
+    return replace(_differences(times_a, times_b, cpu, design, level), looks=looks, alpha_in_all=alpha)
 
 
 def compare_units(
-    a: Sequence[Sequence[ProfiledTrial]], b: Sequence[Sequence[ProfiledTrial]], alpha: float = 0.05
+    a: Sequence[Sequence[ProfiledTrial]], b: Sequence[Sequence[ProfiledTrial]], alpha: float = ALPHA
 ) -> AttributionDiff | None:
     """The same with boots (or runs) as the unit, as the verdict takes them when the sides were measured in
     different boots: each unit's mean time per function over its profiled trials is one observation (Welch
