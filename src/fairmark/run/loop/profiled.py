@@ -1,11 +1,14 @@
 """How many profiled trials a workload's CPU profiles take (issue 35 item 3), and whether `--explain` takes any.
 
 `--profile cpu` takes the plan's `profiled_trials` rounds of profiled trials (interleaved by round like the
-measured ones, apart from them), then one round more at a time until, for every variant compared with the
-baseline and with at least MIN_DECIDE trials a side, the top contributor's interval is decided — its function's difference B - A proven (the interval
-excludes 0), or bounded within ±EQUIVALENT_SHARE of the CPU time per trial (nothing that large to find) — or
-`max_profiled` rounds are done. The rounds are stopped on the profiles alone (stats.attribution_diff, the
-report's own test), never on the measured trials, whose verdict the profiles do not touch.
+measured ones, apart from them), then one round more at a time. At a few numbers of rounds only — the looks of
+stats.profile_looks: max(MIN_DECIDE, profiled_trials), doubling, and `max_profiled` the last — it asks whether,
+for every variant compared with the baseline, the top contributor's interval is decided: its function's
+difference B - A proven (the interval excludes 0), or bounded within ±EQUIVALENT_SHARE of the CPU time per
+trial (nothing that large to find). Each look compares at α / L for L looks, as the report then does: a look
+after every round, at α each, ended three times as many A/A runs with a false claim. The rounds are stopped on
+the profiles alone (stats.attribution_diff, the report's own test), never on the measured trials, whose verdict
+the profiles do not touch.
 
 `--explain` profiles only a workload whose measured trials ended with a significant difference from the
 baseline on the primary metric: the same adaptive CPU profiling, after the measured rounds.
@@ -16,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from fairmark.stats import profile_looks
 from fairmark.stats.attribution_diff import AttributionDiff, ProfiledTrial, compare_profiles
 from fairmark.stats.compare import tested
+from fairmark.stats.profile_looks import MIN_DECIDE
 
 if TYPE_CHECKING:
     from fairmark.plan.model import RunPolicy
@@ -27,10 +32,6 @@ if TYPE_CHECKING:
     from fairmark.store.db import Store
 
 EQUIVALENT_SHARE = 0.01  # a top contributor bounded within ±1% of the CPU time per trial: nothing to find
-# no stop before 5 profiled trials a side: with 3, the first that claimed the planted function gave an interval of
-# +21.9 to +22.5 ms around a cost of 24.1 (bench/explain_validation.py, run 10 of 10 at 11404ae): two degrees of
-# freedom make a lucky small spread, and a stop at the first claim picks exactly that one
-MIN_DECIDE = 5
 
 
 def adaptive(profiler: TrialHook) -> bool:
@@ -40,7 +41,28 @@ def adaptive(profiler: TrialHook) -> bool:
 
 def span(policy: RunPolicy) -> int:
     """The rounds each profiler has (fixed, so that resume finds the rounds already run)."""
-    return max(policy.profiled_trials, policy.max_profiled)
+    return profile_looks.span(policy.profiled_trials, policy.max_profiled)
+
+
+def looks(policy: RunPolicy) -> tuple[int, ...]:
+    """The numbers of rounds after which the CPU profiler's rounds may stop (the last: all of them)."""
+    return profile_looks.looks(policy.profiled_trials, policy.max_profiled)
+
+
+def may_stop(profiler: TrialHook, policy: RunPolicy, done: int) -> bool:
+    """Whether the stop is asked after `done` rounds: the CPU profiler's at its looks only (each look is one
+    more chance to stop on a chance claim), the others' once the plan's `profiled_trials` are done."""
+    if adaptive(profiler):
+        return done in looks(policy)
+    return done >= policy.profiled_trials
+
+
+def stored_looks(options: RunOptions, policy: RunPolicy, boots: bool) -> dict[str, list[int]]:
+    """The run options' "profile_looks" with the CPU profiler: the looks its rounds take, so that the report
+    claims at the level the run earned (a boot run takes a fixed `profiled_trials` per boot: one look)."""
+    if not any(adaptive(h) for h in options.hooks):
+        return {}
+    return {"profile_looks": [policy.profiled_trials] if boots else list(looks(policy))}
 
 
 def top_decided(d: AttributionDiff | None) -> bool:
@@ -55,10 +77,17 @@ def top_decided(d: AttributionDiff | None) -> bool:
     return top.claimed or (-bound <= top.low_s and top.high_s <= bound)
 
 
-def enough(profiler: TrialHook, store: Store, run_id: str, cells: Sequence[CellState], baseline: str) -> bool:
-    """Whether a profiler's rounds may stop: the CPU profiler's once `decided`; the others' at once (after the
-    plan's `profiled_trials`)."""
-    return not adaptive(profiler) or decided(store, run_id, cells, baseline)
+def enough(
+    profiler: TrialHook,
+    store: Store,
+    run_id: str,
+    cells: Sequence[CellState],
+    baseline: str,
+    policy: RunPolicy,
+) -> bool:
+    """Whether a profiler's rounds may stop (asked where `may_stop` says): the CPU profiler's once `decided` at
+    the looks' level; the others' at once."""
+    return not adaptive(profiler) or decided(store, run_id, cells, baseline, looks(policy))
 
 
 def cell_trials(store: Store, run_id: str, cell_ids: set[int]) -> dict[int, list[ProfiledTrial]]:
@@ -85,13 +114,16 @@ def pairs(cells: Sequence[CellState], baseline: str) -> list[tuple[CellState, Ce
     ]
 
 
-def decided(store: Store, run_id: str, cells: Sequence[CellState], baseline: str) -> bool:
-    """Every compared pair's top contributor decided (a workload of one variant: nothing to decide)."""
+def decided(
+    store: Store, run_id: str, cells: Sequence[CellState], baseline: str, schedule: tuple[int, ...] = ()
+) -> bool:
+    """Every compared pair's top contributor decided (a workload of one variant: nothing to decide), compared
+    at α split over `schedule`'s looks (stats.profile_looks), the level the report then claims at."""
     compared = pairs(cells, baseline)
     if not compared:
         return True
     trials = cell_trials(store, run_id, {cs.id for pair in compared for cs in pair})
-    return all(top_decided(compare_profiles(trials[a.id], trials[b.id])) for a, b in compared)
+    return all(top_decided(compare_profiles(trials[a.id], trials[b.id], looks=schedule)) for a, b in compared)
 
 
 def significant(rt: WorkloadRuntime, policy: RunPolicy, baseline: str) -> bool:

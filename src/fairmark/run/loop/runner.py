@@ -117,6 +117,9 @@ class Runner:
                     "variants": {v.name: v.model_dump(mode="json") for v in self.plan.variant},
                     "tuning": {name: t.model_dump(mode="json") for name, t in self.plan.tuning.items()},
                     "hooks": [h.name for h in self.options.hooks],
+                    **profiled.stored_looks(
+                        self.options, self.policy, boots=any(v.boot for v in self.plan.variant)
+                    ),
                     "controller": controller(),  # a kill -9 leaves "running": show tells it is gone
                     **self.gate.baselines(runtimes),  # wrap_costs, device_baselines
                     **({"hosts": self.hosts.describe()} if self.hosts.remote else {}),
@@ -268,8 +271,8 @@ class Runner:
             # a profiler that cannot work here is in a run on hosts for theirs: this machine's cells go without
             cells = [cs for cs in done if not (profiler.unavailable and self._runs_here(rt, cs))]
             for r in range(start, start + profiled.span(self.policy)):
-                if r >= start + self.policy.profiled_trials and profiled.enough(
-                    profiler, self.store, self.run_id, cells, self.plan.baseline
+                if profiled.may_stop(profiler, self.policy, r - start) and profiled.enough(
+                    profiler, self.store, self.run_id, cells, self.plan.baseline, self.policy
                 ):
                     break
                 for cs in self._round_order(order, rt.workload.name, r, cells):
