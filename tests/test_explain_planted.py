@@ -58,16 +58,18 @@ def test_planted_function_is_named_first(tmp_path, fairmark_cli) -> None:
     doc = json.loads(out)
     # The profiled trials themselves: the planted function is the one claimed first, whatever the measured trials
     # of a busy shared machine decided (their CPU time's CV reached 16% here while other suites ran).
-    from fairmark.report.explain import profiled_trials
+    from fairmark.report.explain import profiled_trials, run_looks
     from fairmark.report.load import load_report
     from fairmark.stats.attribution_diff import compare_profiles
     from fairmark.store.db import Store
 
     report = load_report(Store.open(db), doc["run"]["id"])
     a, b = (profiled_trials(report, c) for c in sorted(report.cells, key=lambda c: c.variant))
-    # --profile cpu: 3 profiled rounds, then one at a time until the top function is decided (run/loop/profiled.py)
-    assert 3 <= len(a) == len(b) <= 16
-    d = compare_profiles(a, b)
+    # --profile cpu: 3 profiled rounds, then one at a time, stopping at the first look (5, 10 or 16 rounds) at which
+    # the top function is decided (run/loop/profiled.py); compared at α / 3, as the report does
+    assert report.run.options["profile_looks"] == [5, 10, 16]
+    assert len(a) == len(b) in (5, 10, 16)
+    d = compare_profiles(a, b, looks=run_looks(report.run.options))
     assert d is not None and d.design == "paired"
     top = d.claimed("self")[0]
     assert (top.function, top.space) == ("planted_extra", "user")

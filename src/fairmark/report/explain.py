@@ -7,6 +7,7 @@ same, --json every function tested."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from fairmark.console import console, escape
@@ -19,6 +20,7 @@ from fairmark.stats.attribution_diff import (
     compare_units,
     frame_space,
 )
+from fairmark.stats.profile_looks import legacy_looks
 from fairmark.verdict.compare import TIME_UNITS, percent_texts
 
 if TYPE_CHECKING:
@@ -59,12 +61,28 @@ def profiled_boots(report: RunReport, cell: CellReport) -> list[list[ProfiledTri
     return list(units.values())
 
 
+def run_looks(options: Mapping[str, Any] | None) -> tuple[int, ...]:
+    """The looks the run's CPU-profiled rounds took, as its options stored them (run.loop.profiled): α is split
+    over them. A run recorded before they were stored looked after every round (stats.profile_looks); one from
+    before max_profiled, or a boot run (a fixed number of profiled trials per boot), took a fixed number."""
+    opts = options or {}
+    if "profile_looks" in opts:
+        return tuple(int(n) for n in opts["profile_looks"])
+    policy = opts.get("policy") or {}
+    variants = (opts.get("variants") or {}).values()
+    if "max_profiled" not in policy or any(isinstance(v, dict) and v.get("boot") for v in variants):
+        return ()
+    return legacy_looks(int(policy["profiled_trials"]), int(policy["max_profiled"]))
+
+
 def _compared(report: RunReport, v: Verdict, base: CellReport, other: CellReport) -> AttributionDiff | None:
-    """Where the verdict's difference went, with the verdict's unit: profiled trials paired by round, or, when
-    the verdict took boots as its unit (a boot run), each boot's mean per function as one observation."""
+    """Where the verdict's difference went, with the verdict's unit: profiled trials paired by round, at the
+    level of each of the run's looks, or, when the verdict took boots as its unit (a boot run: a fixed number
+    of profiled trials in each boot), each boot's mean per function as one observation."""
     if v.comparison.design == BOOTS:
         return compare_units(profiled_boots(report, base), profiled_boots(report, other))
-    return compare_profiles(profiled_trials(report, base), profiled_trials(report, other))
+    looks = run_looks(report.run.options)
+    return compare_profiles(profiled_trials(report, base), profiled_trials(report, other), looks=looks)
 
 
 def _cell(report: RunReport, v: Verdict, variant: str) -> CellReport | None:
@@ -150,6 +168,15 @@ def _design(d: AttributionDiff) -> str:
     return f"{d.n_a} + {d.n_b} {DESIGNS.get(d.design, 'profiled trials, unpaired (Welch)')}"
 
 
+def level(d: AttributionDiff) -> str:
+    """The claims' false discovery rate: at this look, and in all, when the adaptive rounds looked more than
+    once (stats.profile_looks)."""
+    each = f"FDR {100 * d.alpha:.2g}% over {d.tested} functions"
+    if len(d.looks) <= 1 or d.alpha_in_all is None:
+        return each
+    return f"{each} at look {d.look + 1} of {len(d.looks)} ({100 * d.alpha_in_all:.2g}% in all)"
+
+
 def _too_few(d: AttributionDiff) -> str | None:
     """Nothing claimed although the CPU time per trial moved (by a tenth or more) and one function carries most
     of the move: not off-CPU time, but too few units to prove it (2 + 2 boots give Welch intervals about one
@@ -164,8 +191,8 @@ def _too_few(d: AttributionDiff) -> str | None:
         return None
     more = "more boots (min_boots) or runs" if d.design == "units" else "more profiled trials (max_profiled)"
     return (
-        f"no function's CPU time per trial differs provably with {_design(d)} (FDR {100 * d.alpha:g}% over "
-        f"{d.tested} functions), though the CPU time differs by {_ms(total)} ms per trial, of which "
+        f"no function's CPU time per trial differs provably with {_design(d)} ({level(d)}), though the CPU "
+        f"time differs by {_ms(total)} ms per trial, of which "
         f"{_named(top)}: too few to prove it; {more} would"
     )
 
@@ -214,7 +241,10 @@ def table(d: AttributionDiff) -> list[str]:
             f"{mark}{name:<{NAME_WIDTH - 1}} {f.a_s * 1e3:8.1f} {f.b_s * 1e3:8.1f} {_ms_short(f.diff_s):>8}  {interval}"
         )
     rest = len(rows) - TABLE_ROWS
-    lines.append(f"* claimed: FDR {100 * d.alpha:g}% over {d.tested} functions; {_design(d)}")
+    foot = f"* claimed: {level(d)}; {_design(d)}"
+    lines += (
+        [foot] if len(foot) <= 76 else [f"* claimed: {level(d)};", f"  {_design(d)}"]
+    )  # 80 with the indent
     if rest > 0:
         lines.append(f"  {rest} more functions tested: --json has them all")
     return lines
@@ -290,12 +320,19 @@ def palette(d: AttributionDiff, folded: str) -> dict[str, str]:
     return colours
 
 
+def _title_level(d: AttributionDiff) -> str:
+    each = f"FDR {100 * d.alpha:.2g}%"
+    if len(d.looks) <= 1 or d.alpha_in_all is None:
+        return each
+    return f"{each} at look {d.look + 1} of {len(d.looks)}, {100 * d.alpha_in_all:.2g}% in all"
+
+
 def _flame_view(e: dict[str, Any]) -> dict[str, str]:
     from fairmark.report import plots  # matplotlib: the HTML report's alone (tests/test_architecture.py)
 
     v, d = e["verdict"], e["diff"]
     folded = plots.merge_folded([t.folded for t in e["trials_b"]])
-    title = f"{v.workload}: {v.variant} vs {v.baseline}, coloured where proven (FDR {100 * d.alpha:g}%)"
+    title = f"{v.workload}: {v.variant} vs {v.baseline}, coloured where proven ({_title_level(d)})"
     made = plots.flamegraph_svg(folded, title, palette=palette(d, folded))
     if made is None:
         return {"missing": "no flame graph renderer: `cargo install inferno` (or FlameGraph on PATH)"}
