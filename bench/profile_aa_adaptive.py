@@ -3,24 +3,34 @@
     .venv/bin/python bench/profile_aa_adaptive.py [--reps 2000] [--cv 2,5,8] [--functions 6,11] [--max 16,20]
     .venv/bin/python bench/profile_aa_adaptive.py --no-synthetic --record   (explain_validation's A/A pool,
         recorded here; or --aa-store sqlite:///PATH of recorded A/A runs)
+    .venv/bin/python bench/profile_aa_adaptive.py --plant 2 --cv 5   (power: B's f1 costs 2% of the CPU more)
 
-`fairmark run --profile cpu` / `--explain` take `profiled_trials` rounds, then one more at a time; before each
-further round (run/loop/runner.py `_profiled_rounds`) run/loop/profiled.py asks `top_decided(compare_profiles(A,
+`fairmark run --profile cpu` / `--explain` take `profiled_trials` rounds, then one more at a time; at each look
+(run/loop/runner.py `_profiled_rounds`, run/loop/profiled.py `may_stop`) it asks `top_decided(compare_profiles(A,
 B))` over every profiled trial so far: with >= MIN_DECIDE (5) a side, the self-time function with the largest
-difference claimed (Benjamini-Hochberg at 5% over the functions tested) or bounded within ±1% of the CPU time per
-trial. Undecided after the round before the last, the `max_profiled`-th round is the last. The report then
-compares every profiled trial: that is the comparison whose claims this script counts.
+difference claimed (Benjamini-Hochberg over the functions tested) or bounded within ±1% of the CPU time per
+trial. Undecided at the last look but one, the `max_profiled`-th round is the last. The report then compares
+every profiled trial: that is the comparison whose claims this script counts. Two procedures, side by side:
+
+* every round (the product before the schedule): a look after every round from 5 to max - 1, each at α = 5%;
+* looks (the product now, stats/profile_looks.py): looks at 5, 10, 20 … and max only (the product's `looks` and
+  `may_stop` for the plan's default profiled_trials = 2), each — the stop's and the report's — at its share of
+  α, in proportion to its rounds (the product's compare_profiles(looks=...));
+* equal split: the same looks at α / L each (L looks), the split the product does not take: beside it, the
+  power its proportional split buys (--plant).
 
 Method. One replication is an A/A pair: both sides the same program, `max` rounds a side generated up front, and
-the procedure replayed on its prefixes with the product's own `compare_profiles` and `top_decided`: the first n in
-5..max-1 that is decided ends it with n trials a side, else n = max. The same replication gives the fixed-n rates
-at 5 + 5 and at max + max (the prefixes the procedure would not stop on are compared all the same).
+each procedure replayed on its prefixes with the product's own functions: the first look that is decided ends
+it with that many trials a side, else n = max. The same replication gives the fixed-n rates at 5 + 5 and at
+max + max (the prefixes the procedure would not stop on are compared all the same, at α).
 
 (a) Synthetic program: k functions (leaves under main, every other one under a `work` frame, so the inclusive
 rows main, work and the leaves are tested in the same family as the report's), mean CPU time shares ∝ 1/(i+1);
 per replication a CPU time per trial drawn uniform in 0.5-1 s. Per trial each function's time is its mean times an
 independent lognormal factor of the given CV; the trial's CPU time is their sum; perf's cpu-clock at ~1000 Hz is
 a Poisson(1000 x CPU s) number of samples, split among the functions multinomially by their shares of the trial.
+--plant P: on side B, f1 (the second largest, under `work`) costs P% of the mean CPU time per trial more: then
+the rows count the runs that name f1 first (power) beside the false claims of any other self row.
 
 (b) --record / --aa-store: the recorded profiled trials of bench/explain_validation.py's A/A pool (its `aa_pool`: both
 sides of A/A runs); each replication draws 2 x max of them without replacement, the first max side A by round.
@@ -44,12 +54,23 @@ from pathlib import Path
 import numpy as np
 
 import _commit
-from fairmark.run.loop.profiled import MIN_DECIDE, top_decided
+from fairmark.plan.model import RunPolicy
+from fairmark.run.loop.profiled import MIN_DECIDE, looks, may_stop, top_decided
 from fairmark.stats.attribution_diff import AttributionDiff, ProfiledTrial, compare_profiles
+from fairmark.stats.profile_looks import ALPHA, legacy_looks
 
 HZ = 1000.0  # perf record -e cpu-clock's default rate: samples per CPU second
 SEED = 3535
 Z95 = 1.959964
+PROFILED_TRIALS = 2  # the plan's default
+PLANTED = "f1"
+
+
+class _CpuProfiler:
+    """What may_stop asks of a profiler: its name (the CPU profiler's rounds are the adaptive ones)."""
+
+    name = "profile.cpu"
+    unavailable = None
 
 
 @dataclass
@@ -57,15 +78,23 @@ class Tally:
     """Replications of one row: how many ended with each kind of claim, per procedure."""
 
     reps: int = 0
-    counts: dict[str, list[int]] = field(default_factory=dict)  # procedure -> [self, any, top]
-    rounds: list[int] = field(default_factory=list)  # the adaptive procedure's trials a side (first max)
+    counts: dict[str, list[int]] = field(default_factory=dict)  # procedure -> [self, any, top, planted first]
+    rounds: dict[str, list[int]] = field(default_factory=dict)  # procedure -> trials a side it ended with
+    stopped: dict[str, int] = field(default_factory=dict)  # procedure -> runs that ended before its last look
 
-    def add(self, procedure: str, d: AttributionDiff) -> None:
-        c = self.counts.setdefault(procedure, [0, 0, 0])
-        c[0] += bool(d.claimed("self"))
-        c[1] += any(f.claimed for f in d.functions)
+    def add(self, procedure: str, d: AttributionDiff, planted: bool, last: int) -> None:
+        c = self.counts.setdefault(procedure, [0, 0, 0, 0])
+        # with a plant, f1 differs, and so do the inclusive rows of its callers: the rest may not
+        moved = {(PLANTED, "self"), (PLANTED, "inclusive"), ("main", "inclusive"), ("work", "inclusive")}
+        others = [f for f in d.functions if not (planted and (f.function, f.mode) in moved)]
+        c[0] += any(f.claimed and f.mode == "self" for f in others)
+        c[1] += any(f.claimed for f in others)
         selfrows = [f for f in d.functions if f.mode == "self"]
         c[2] += bool(selfrows and selfrows[0].claimed)
+        first = d.claimed("self")
+        c[3] += bool(first and first[0].function == PLANTED)
+        self.rounds.setdefault(procedure, []).append(d.n_a)
+        self.stopped[procedure] = self.stopped.get(procedure, 0) + (d.n_a < last)
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -92,10 +121,13 @@ def synthetic_trial(rng: np.random.Generator, stacks: list[str], mean_s: np.ndar
     return ProfiledTrial(r, folded, cpu)
 
 
-def synthetic_sides(rng: np.random.Generator, k: int, cv: float, rounds: int):
+def synthetic_sides(rng: np.random.Generator, k: int, cv: float, rounds: int, plant: float = 0.0):
+    """A's and B's trials; B's f1 costs `plant` (a share of the mean CPU time per trial) more."""
     stacks, shares = program(k)
     mean_s = shares * rng.uniform(0.5, 1.0)
-    side = [[synthetic_trial(rng, stacks, mean_s, cv, r) for r in range(rounds)] for _ in range(2)]
+    mean_b = mean_s.copy()
+    mean_b[1] += plant * mean_s.sum()
+    side = [[synthetic_trial(rng, stacks, m, cv, r) for r in range(rounds)] for m in (mean_s, mean_b)]
     return side[0], side[1]
 
 
@@ -106,46 +138,72 @@ def pool_sides(rng: random.Random, pool: list[ProfiledTrial], rounds: int):
     return a, b
 
 
-def replay(tally: Tally, a: list[ProfiledTrial], b: list[ProfiledTrial], maxes: list[int]) -> None:
-    """One A/A replication: every prefix from MIN_DECIDE compared once; each procedure read off them."""
-    diffs: dict[int, AttributionDiff] = {}
-    for n in range(MIN_DECIDE, max(maxes) + 1):
-        d = compare_profiles(a[:n], b[:n])
-        assert d is not None
-        diffs[n] = d
+def procedure(a: list[ProfiledTrial], b: list[ProfiledTrial], schedule: tuple[int, ...], level: str, memo):
+    """The comparison a run ends with: the first of `schedule`'s looks (before its last) whose top function
+    is decided, else the last. `level`: "α" at every look; "product", each look's share of α as the product
+    gives it (compare_profiles(looks=...)); "equal", α / L at every look (the split the product does not take)."""
+
+    def at(n: int) -> AttributionDiff:
+        key = (n, level, schedule if level != "α" else ())
+        if key not in memo:
+            if level == "equal":
+                memo[key] = compare_profiles(a[:n], b[:n], alpha=ALPHA / len(schedule))
+            else:
+                memo[key] = compare_profiles(a[:n], b[:n], looks=key[2])
+        return memo[key]
+
+    return next((at(n) for n in schedule[:-1] if top_decided(at(n))), at(schedule[-1]))
+
+
+def new_schedule(m: int) -> tuple[int, ...]:
+    """The product's looks, read off its own stop: the rounds after which may_stop asks, and the last."""
+    policy = RunPolicy(profiled_trials=PROFILED_TRIALS, max_profiled=m)
+    asked = tuple(n for n in range(1, m) if may_stop(_CpuProfiler(), policy, n))  # type: ignore[arg-type]
+    assert (*asked, m) == looks(policy)
+    return looks(policy)
+
+
+def replay(
+    tally: Tally, a: list[ProfiledTrial], b: list[ProfiledTrial], maxes: list[int], planted: bool
+) -> None:
+    """One replication: each procedure read off the same trials (a prefix compared once per level)."""
+    memo: dict[tuple[int, str, tuple[int, ...]], AttributionDiff] = {}
     tally.reps += 1
-    tally.add(f"fixed {MIN_DECIDE}", diffs[MIN_DECIDE])
+    tally.add(f"fixed {MIN_DECIDE}", procedure(a, b, (MIN_DECIDE,), "α", memo), planted, MIN_DECIDE)
     for m in maxes:
-        stop = next((n for n in range(MIN_DECIDE, m) if top_decided(diffs[n])), m)
-        tally.add(f"adaptive ≤{m}", diffs[stop])
-        tally.add(f"fixed {m}", diffs[m])
-        if m == maxes[0]:
-            tally.rounds.append(stop)
+        old, new = legacy_looks(PROFILED_TRIALS, m), new_schedule(m)
+        tally.add(f"every round ≤{m}", procedure(a, b, old, "α", memo), planted, m)
+        tally.add(f"looks ≤{m}", procedure(a, b, new, "product", memo), planted, m)
+        tally.add(f"equal split ≤{m}", procedure(a, b, new, "equal", memo), planted, m)
+        tally.add(f"fixed {m}", procedure(a, b, (m,), "α", memo), planted, m)
 
 
-def report(label: str, tally: Tally, maxes: list[int]) -> None:
-    order = [f"fixed {MIN_DECIDE}"] + [p for m in maxes for p in (f"adaptive ≤{m}", f"fixed {m}")]
-    mean_rounds = sum(tally.rounds) / len(tally.rounds)
-    stopped = sum(r < maxes[0] for r in tally.rounds) / len(tally.rounds)
-    print(f"{label}: {tally.reps} A/A replications; adaptive ≤{maxes[0]}: {mean_rounds:.1f} trials a side on")
-    print(f"  average, {100 * stopped:.1f}% stopped before the last round")
+def report(label: str, tally: Tally, maxes: list[int], planted: bool) -> None:
+    order = [f"fixed {MIN_DECIDE}"] + [
+        p for m in maxes for p in (f"every round ≤{m}", f"looks ≤{m}", f"equal split ≤{m}", f"fixed {m}")
+    ]
+    print(f"{label}: {tally.reps} replications")
     for p in order:
         cells = []
-        for k in tally.counts[p]:
+        for k in tally.counts[p][:4] if planted else tally.counts[p][:3]:
             lo, hi = wilson(k, tally.reps)
             cells.append(f"{100 * k / tally.reps:5.1f}% ({100 * lo:.1f}-{100 * hi:.1f})")
-        print(f"  | {p:<12} | " + " | ".join(cells) + " |")
+        rounds = tally.rounds[p]
+        stopped = tally.stopped[p] / len(rounds)
+        cells.append(f"{sum(rounds) / len(rounds):4.1f} a side, {100 * stopped:4.1f}% before the last")
+        print(f"  | {p:<16} | " + " | ".join(cells) + " |")
     sys.stdout.flush()
 
 
-def synthetic(reps: int, ks: list[int], cvs: list[float], maxes: list[int]) -> None:
+def synthetic(reps: int, ks: list[int], cvs: list[float], maxes: list[int], plant: float) -> None:
     for k in ks:
         for cv in cvs:
-            rng = np.random.default_rng([SEED, k, round(cv * 1000)])
+            rng = np.random.default_rng([SEED, k, round(cv * 1000)] + ([round(plant * 1e4)] if plant else []))
             tally = Tally()
             for _ in range(reps):
-                replay(tally, *synthetic_sides(rng, k, cv, max(maxes)), maxes)
-            report(f"synthetic, {k} functions, CV {100 * cv:.0f}%", tally, maxes)
+                replay(tally, *synthetic_sides(rng, k, cv, max(maxes), plant), maxes, plant > 0)
+            what = f", B's f1 +{100 * plant:g}% of the CPU" if plant else ""
+            report(f"synthetic, {k} functions, CV {100 * cv:.0f}%{what}", tally, maxes, plant > 0)
 
 
 def recorded(store_url: str | None, reps: int, maxes: list[int]) -> None:
@@ -158,8 +216,8 @@ def recorded(store_url: str | None, reps: int, maxes: list[int]) -> None:
         raise SystemExit(f"the pool has {len(pool)} profiled trials: too few for 2 x max_profiled")
     rng, tally = random.Random(SEED), Tally()
     for _ in range(reps):
-        replay(tally, *pool_sides(rng, pool, max(maxes)), maxes)
-    report(f"recorded A/A pool ({len(pool)} profiled trials)", tally, maxes)
+        replay(tally, *pool_sides(rng, pool, max(maxes)), maxes, False)
+    report(f"recorded A/A pool ({len(pool)} profiled trials)", tally, maxes, False)
 
 
 def main() -> None:
@@ -171,14 +229,20 @@ def main() -> None:
     ap.add_argument("--aa-store", help="sqlite:///PATH of recorded A/A runs (explain_validation's pool)")
     ap.add_argument("--record", action="store_true", help="record explain_validation's A/A pool and use it")
     ap.add_argument("--no-synthetic", action="store_true")
+    ap.add_argument("--plant", type=float, default=0.0, help="B's f1 costs this % of the CPU time more")
     _commit.add_option(ap)
     args = ap.parse_args()
     maxes = sorted(int(m) for m in args.max.split(","))
     t0, load0 = time.time(), os.getloadavg()[0]
-    print("claims among A/A replications: any self row | any row (self or inclusive) | the top self row")
+    plant = args.plant / 100
+    print(
+        "claims among replications: any self row | any row (self or inclusive) | the top self row"
+        + (" (the first two: rows that do not differ) | f1 named first" if plant else "")
+        + " | trials a side the run ended with, on average"
+    )
     if not args.no_synthetic:
         cvs = [float(c) / 100 for c in args.cv.split(",")]
-        synthetic(args.reps, [int(k) for k in args.functions.split(",")], cvs, maxes)
+        synthetic(args.reps, [int(k) for k in args.functions.split(",")], cvs, maxes, plant)
     if args.aa_store or args.record:
         recorded(args.aa_store, args.reps, maxes)
     print(
