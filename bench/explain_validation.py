@@ -6,7 +6,8 @@
 
 1. Planted function (--planted-runs N): a C program built here with frame pointers; B calls planted_extra, a
    tenth of main_work's loop. N runs of `fairmark run --profile cpu` (adaptive profiled rounds): per run the
-   function claimed first, its difference B - A per trial and interval, and the reference: planted_extra's CPU
+   function claimed first (at the report's level: its look's share of α, stats/profile_looks.py), its difference
+   B - A per trial and interval, and the profiled trials a side the run took; the reference: planted_extra's CPU
    time as the program measured it around the call (its own thread clock, printed on stdout), mean over B's
    profiled trials, with whether the interval covers it. Also shown: main_work / 10 (the former reference,
    which assumed the two loops run at the same speed in every trial: they do not, see docs/reproductions.md
@@ -119,6 +120,14 @@ def stored_trials(store_url: str, run_id: str) -> dict[str, list[ProfiledTrial]]
     return {c.variant: profiled_trials(report, c) for c in report.cells}
 
 
+def run_looks(store_url: str, run_id: str) -> tuple[int, ...]:
+    """The looks the run's CPU-profiled rounds took: the report claims at the level of the one it stopped at."""
+    from fairmark.report.explain import run_looks as looks_of
+    from fairmark.store.db import Store
+
+    return looks_of(Store.open(store_url).get_run(run_id).options)
+
+
 # -- 1. planted ---------------------------------------------------------------------------------------------
 
 
@@ -167,11 +176,11 @@ def planted(tmp: Path, runs: int) -> None:
         f"{'run':>3} {'n':>2}  {'first claimed':<14} {'B-A ms':>6}  {'interval ms':<14} {'own clock':>9} cov "
         f"{'main/10':>7} cov"
     )
-    rows, errors, every = [], [], []
+    rows, errors, every, sides = [], [], [], []
     for i in range(runs):
         run_id = fairmark_run(plan, store)
         trials = stored_trials(store, run_id)
-        d = compare_profiles(trials["A"], trials["B"])
+        d = compare_profiles(trials["A"], trials["B"], looks=run_looks(store, run_id))  # the report's level
         assert d is not None
         clock = own_clock(store, run_id, "B")
         every += [v[1] for v in clock.values()]
@@ -183,7 +192,8 @@ def planted(tmp: Path, runs: int) -> None:
         top = d.claimed("self")[0] if d.claimed("self") else None
         main = next(f for f in d.functions if f.mode == "self" and f.function == "main_work")
         rows.append(_planted_row(i + 1, d.n_a, top, own, main.b_s / 10))
-    _planted_summary(rows, errors, every)
+        sides.append(d.n_a)
+    _planted_summary(rows, errors, every, sides)
 
 
 def _covers(top, value: float) -> bool:
@@ -202,7 +212,7 @@ def _planted_row(i: int, n: int, top, own: float, model: float) -> tuple[bool, b
     return (top is not None and top.function == "planted_extra", _covers(top, own), _covers(top, model), top)
 
 
-def _planted_summary(rows, errors, every: list[float]) -> None:
+def _planted_summary(rows, errors, every: list[float], sides: list[int]) -> None:
     runs = len(rows)
     mean_all = statistics.mean(every)
     print(
@@ -210,6 +220,7 @@ def _planted_summary(rows, errors, every: list[float]) -> None:
         f"in the same trials: {sum(r[1] for r in rows)} of {runs}; covers main_work / 10: "
         f"{sum(r[2] for r in rows)} of {runs}"
     )
+    print(f"  profiled trials a side: mean {statistics.mean(sides):.1f}, range {min(sides)}-{max(sides)}")
     print(
         f"  planted_extra's own clock over all {len(every)} B trials of the sitting (measured and profiled): "
         f"mean {mean_all * 1e3:.1f} ms, median {statistics.median(every) * 1e3:.1f}, "

@@ -127,7 +127,8 @@ _run_options = [
         "--profile",
         metavar="LIST",
         help="Profilers (cpu,locks,syscalls): extra trials per cell, each profiler in trials of its own, of the "
-        "workload's own processes; cpu's go on until the top function's difference is decided (max_profiled).",
+        "workload's own processes; cpu's go on until the top function's difference is decided, asked after 5, "
+        "10, 20 … rounds up to max_profiled.",
     ),
     click.option(
         "--explain",
