@@ -153,3 +153,22 @@ def test_a_confidence_written_as_a_fraction_is_named_as_one(capsys: pytest.Captu
     files = [str(OTHERTOOLS / "go" / f) for f in ("old.txt", "new.txt")]
     assert main(["compare", "--confidence", "0.95", *files]) == 2
     assert "--confidence 0.95 is a fraction; the confidence is in percent: 95" in capsys.readouterr().err
+
+
+def test_the_advice_says_a_standard_error_without_exponent_notation() -> None:
+    """compare-runs --vs (tests/golden/compare-runs-vs.80.txt): "the next repetitions buy most as more trials
+    per boot (standard error 1.1e+02% now, 70% with twice the boots, …)"."""
+    import math
+
+    import numpy as np
+
+    from fairmark.stats.levels import Advice, levels
+    from fairmark.verdict.levels import advice_sentence
+
+    a, b = np.array([1.0, 1.1, 1.2, 1.3]), np.array([1.0, 1.2, 1.1, 1.4])
+    lv = levels(a, ["a1", "a1", "a2", "a2"], b, ["b1", "b1", "b2", "b2"])
+    adv = Advice("boot", math.log(2.1), math.log(1.7), math.log(1.004), scale="log")
+    text = advice_sentence(lv, adv, 1.0, ("A", "B"))
+    assert "(standard error 110% now, 70% with twice the boots, 0.40% with twice the trials per boot)" in text
+    raw = advice_sentence(lv, Advice("boot", 1.234, 0.5, 0.004), 1.0, ("A", "B"))  # raw scale: of the mean
+    assert "(standard error 120% now, 50% with twice the boots, 0.40% with twice the trials per boot)" in raw

@@ -12,6 +12,7 @@ import numpy as np
 
 from fairmark.stats.arrays import Unit, Values
 from fairmark.stats.compare import change_of, verdict_fields
+from fairmark.stats.digits import format_spread
 from fairmark.stats.levels import (
     Advice,
     Levels,
@@ -55,14 +56,15 @@ def advice_sentence(lv: Levels, adv: Advice | None, mean_baseline: float, names:
     shares = share_clause(lv, names)
     if adv is None:
         return f"{shares}; where more repetitions help most: unknown until each side has ≥ 2 {lv.unit}s"
+    # two significant digits, never in exponent notation ("1.1e+02%" of a side of 3 trials a boot at load 20)
     if adv.scale == "log":  # a standard error of the log ratio, as the change of the ratio it stands for
 
         def pct(se: float) -> str:
-            return f"{100 * math.expm1(se):.2g}%"
+            return format_spread(100 * math.expm1(se), "%")
     else:
 
         def pct(se: float) -> str:
-            return f"{100 * se / abs(mean_baseline):.2g}%" if mean_baseline else "unknown"
+            return format_spread(100 * se / abs(mean_baseline), "%") if mean_baseline else "unknown"
 
     return (
         f"{shares}; the next repetitions buy most as {advice_words(adv)} (standard error {pct(adv.se_now)} now, "
