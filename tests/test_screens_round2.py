@@ -172,3 +172,16 @@ def test_the_advice_says_a_standard_error_without_exponent_notation() -> None:
     assert "(standard error 110% now, 70% with twice the boots, 0.40% with twice the trials per boot)" in text
     raw = advice_sentence(lv, Advice("boot", 1.234, 0.5, 0.004), 1.0, ("A", "B"))  # raw scale: of the mean
     assert "(standard error 120% now, 50% with twice the boots, 0.40% with twice the trials per boot)" in raw
+
+
+def test_the_runs_summary_agrees_in_number(capsys: pytest.CaptureFixture[str]) -> None:
+    """`show` of the quick plan ended "4 comparison(s), 1 significant at 95%; 1 survive Benjamini-Hochberg"."""
+    from fairmark.report.sections.summary import SECTION
+
+    def verdicts(proven: int) -> list[SimpleNamespace]:
+        return [SimpleNamespace(significant=i < proven, fdr_significant=i < proven) for i in range(4)]
+
+    for proven, word in ((1, "1 survives"), (2, "2 survive"), (0, "0 survive")):
+        SECTION.terminal(SimpleNamespace(verdicts=verdicts(proven), confidence=95.0), None)  # type: ignore[misc,arg-type]
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"; {word} Benjamini-Hochberg (FDR 5%) across the run" in out, out

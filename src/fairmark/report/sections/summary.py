@@ -14,12 +14,13 @@ if TYPE_CHECKING:
 
 def _terminal(r: RunReport, _: Context) -> None:
     significant = [v for v in r.verdicts if v.significant]
+    survive = sum(v.fdr_significant for v in r.verdicts)
     if r.verdicts:
         console.print()
         console.text(
             f"{len(r.verdicts)} comparison(s), {len(significant)} significant at {r.confidence:g}%; "
-            f"{sum(v.fdr_significant for v in r.verdicts)} survive Benjamini-Hochberg (FDR "
-            f"{100 - r.confidence:g}%) across the run"
+            f"{survive} survive{'s' if survive == 1 else ''} Benjamini-Hochberg (FDR {100 - r.confidence:g}%) "
+            "across the run"
         )
 
 
