@@ -185,3 +185,23 @@ def test_the_runs_summary_agrees_in_number(capsys: pytest.CaptureFixture[str]) -
         SECTION.terminal(SimpleNamespace(verdicts=verdicts(proven), confidence=95.0), None)  # type: ignore[misc,arg-type]
         out = " ".join(capsys.readouterr().out.split())
         assert f"; {word} Benjamini-Hochberg (FDR 5%) across the run" in out, out
+
+
+def test_every_option_says_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """`fairmark run --help` listed "--monitor-interval S  [default: 1.0]" and nothing else (S what?), as
+    `export --help` did --format and `runs --help` --limit."""
+    import click
+
+    from fairmark.cli.main import _register, cli, main
+
+    assert main(["run", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--monitor-interval S Seconds between two samples of the monitors during a trial." in help_text
+    _register()
+    bare = [
+        f"{name} {opt.opts[0]}"
+        for name, command in cli.commands.items()
+        for opt in command.params
+        if isinstance(opt, click.Option) and not opt.hidden and not opt.help
+    ]
+    assert not bare, bare

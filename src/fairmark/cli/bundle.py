@@ -165,7 +165,13 @@ def _write_ministat(report: Any, out: Path) -> list[Path]:
 @click.command()
 @click.argument("run_ref", metavar="RUN")
 @click.option(
-    "--format", "fmt", type=click.Choice(["json", "csv", "ministat"]), default="json", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "csv", "ministat"]),
+    default="json",
+    show_default=True,
+    help="json: the bundle `fairmark import` and `fairmark run` read; csv: samples.csv and trials.csv; "
+    "ministat: one file of values per cell and metric, for `ministat A B`.",
 )
 @click.option(
     "--out",

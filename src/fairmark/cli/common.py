@@ -47,7 +47,14 @@ def stack(*options: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Call
 ALLOW_CONCURRENT = click.option(
     "--allow-concurrent", is_flag=True, help="Run even if another fairmark run holds the host lock."
 )
-MONITOR_INTERVAL = click.option("--monitor-interval", type=float, default=1.0, show_default=True, metavar="S")
+MONITOR_INTERVAL = click.option(
+    "--monitor-interval",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="S",
+    help="Seconds between two samples of the monitors during a trial.",
+)
 NO_MONITORS_HELP = "Do not sample vmstat-like monitors during trials."
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--limit", type=int, default=50, show_default=True, help="List at most this many runs.")
 @click.option("--host", metavar="NAME", help="Only runs whose trials ran on this host ([hosts.NAME]).")
 @tag_option("Only runs with this tag (repeatable: all of them).")
 @common_options
