@@ -192,12 +192,16 @@ def test_without_trials_inside_the_units_welch_takes_hsus_df():
     assert test.parts == "" and test.df == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize(("confidence", "few", "many"), [(90.0, 2, 6), (99.0, 3, 8), (99.0, 2, 3)])
-def test_at_90_and_99_percent_two_to_five_units_take_the_corrected_level_not_hsus_df(confidence, few, many):
+@pytest.mark.parametrize(
+    ("confidence", "few", "many"),
+    [(90.0, 2, 6), (99.0, 3, 8), (99.0, 2, 3), (80.0, 2, 6), (98.0, 3, 8), (99.5, 4, 8)],
+)
+def test_at_other_levels_two_to_five_units_take_the_corrected_level_not_hsus_df(confidence, few, many):
     """At 90% and 99% a side of 2–5 units fell back to Hsu's df (min(na, nb) − 1): at 3 standard errors and equal
     spreads 2 vs 6 boots at 90% detected 16.7% where α′ detects 46.1%, 3 vs 8 at 99% 0.8% where α′ detects 12.2%
-    (bench/welch_small_units.py --power). Now Welch's part tests at the α′ of stats/small_alpha.json at that
-    confidence, on Satterthwaite's df (as at 95%)."""
+    (bench/welch_small_units.py --power); at 80%, 98% and 99.5% until the tables held them too (98%, 3 vs 8:
+    5.5% → 24.0%). Now Welch's part tests at the α′ of stats/small_alpha.json at that confidence, on
+    Satterthwaite's df (as at 95%)."""
     from scipy import stats
 
     from fairmark.stats.levels import small_alpha
@@ -238,7 +242,7 @@ def test_small_alpha_is_computed_at_every_count_up_to_twelve():
     from fairmark.stats.levels import small_alpha, small_alpha_table
 
     assert small_alpha(5, 10, 95.0) == pytest.approx(0.0453125)
-    for conf in (90.0, 95.0, 99.0):
+    for conf in (80.0, 90.0, 95.0, 98.0, 99.0, 99.5):  # every level a plan may take (plan.model)
         table = small_alpha_table(conf)
         assert table is not None
         for few in range(2, 6):
@@ -246,16 +250,23 @@ def test_small_alpha_is_computed_at_every_count_up_to_twelve():
             rising = [table[few, m] for m in (12, 14, 16, 20, 25, 30, 40, 60, 100)]
             assert rising == sorted(rising), (conf, few, rising)
             assert small_alpha(few, 50, conf) == table[few, 40]
-    assert small_alpha_table(80.0) is None
+    assert small_alpha_table(97.0) is None  # `compare --confidence 97`: Hsu's df
 
 
 @pytest.mark.parametrize(
     ("confidence", "pairs"),
-    [(90.0, ((2, 2), (2, 6), (2, 7), (3, 8), (5, 40))), (99.0, ((2, 2), (2, 3), (3, 3), (3, 8), (5, 40)))],
+    [
+        (90.0, ((2, 2), (2, 6), (2, 7), (3, 8), (5, 40))),
+        (99.0, ((2, 2), (2, 3), (3, 3), (3, 8), (5, 40))),
+        (80.0, ((2, 2), (2, 6), (3, 8), (5, 40), (2, 100))),
+        (98.0, ((2, 2), (2, 6), (3, 3), (3, 8), (5, 40))),
+        (99.5, ((2, 2), (2, 3), (3, 3), (3, 8), (4, 8), (5, 40))),
+    ],
 )
-def test_the_corrected_level_keeps_the_nominal_rate_at_90_and_99_percent(confidence, pairs):
-    """The table's α′ at 90% and 99% (bench/welch_small_units.py --grid), checked as at 95% by an independent
-    coarse quadrature (scipy): the verdict's two parts reject at most 10% / 1% at the worst ratio of spreads."""
+def test_the_corrected_level_keeps_the_nominal_rate_at_the_other_levels(confidence, pairs):
+    """The table's α′ at 80, 90, 98, 99 and 99.5% (bench/welch_small_units.py --grid), checked as at 95% by an
+    independent coarse quadrature (scipy): the verdict's two parts reject at most the nominal share (20% … 0.5%)
+    at the worst ratio of spreads."""
 
     from fairmark.stats.levels import small_alpha
 

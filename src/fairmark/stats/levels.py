@@ -371,11 +371,13 @@ def _welch_parts(
 # (5% at 95% confidence) of A/A comparisons whatever the ratio of the sides' spreads, by (fewer units, more
 # units). Satterthwaite's df at 5% reached 9.0% at 2 vs 6 when the 2 units are the noisy side: its variance on 1
 # df is often small, which makes both t and the df large. Computed by quadrature, not sampled:
-# `bench/welch_small_units.py --grid` writes small_alpha.json, a table per confidence ("90", "95", "99"): every
-# count of the larger side up to 12 (α′ dips there: 0.469% at 2 vs 6, 0.371% at 2 vs 8, 0.449% at 2 vs 12 at 95%),
-# then 14, 16, 20, 25, 30, 40, 60, 100, where α′ only rises with the larger side. An α′ of 0: none keeps the level
-# (at 99%, 2 vs 5 and more: a side of 2 units whose variance on 1 df comes out small makes both tests reject
-# whatever α′), or Hsu's df has the more power; Welch's part then takes Hsu's df.
+# `bench/welch_small_units.py --grid` writes small_alpha.json, a table per level a plan may take (80, 90, 95, 98,
+# 99, 99.5): every count of the larger side up to 12 (α′ dips there: 0.469% at 2 vs 6, 0.371% at 2 vs 8, 0.449% at
+# 2 vs 12 at 95%), then 14, 16, 20, 25, 30, 40, 60, 100, where α′ only rises with the larger side (at 80% it
+# reaches the nominal 20% at 2 vs 100: no correction). An α′ of 0: none keeps the level
+# (at 99%, 2 vs 5 and more, at 98% 2 vs 7–60, at 99.5% 2 vs 4 and more: a side of 2 units whose variance on 1 df
+# comes out small makes both tests reject whatever α′), or Hsu's df has the more power; Welch's part then takes
+# Hsu's df.
 SMALL_ALPHA_FILE = "small_alpha.json"
 SMALL_UNITS = 5  # above, Welch's worst case at 5% is within a few tenths of a point of it
 
@@ -410,8 +412,9 @@ def welch_units_df(
     """The df of the verdict's Welch part on unit means, and the level (as a confidence) its t is taken at on
     Satterthwaite's df `df`: Satterthwaite's own at `confidence`, or with 2–5 units on a side the corrected level
     α′ (small_alpha) and the df whose quantile at `confidence` is that t, so the interval and the p come from one
-    t. Without the nested part (one trial per unit), or at a level no table was computed for (80, 98, 99.5%), Hsu's
-    min(na, nb) − 1, which keeps the level whatever the spreads (Mickey & Brown 1966), at a cost of power."""
+    t. Without the nested part (one trial per unit), where the table's α′ is 0, or at a level no table was computed
+    for (a plan takes only those that are), Hsu's min(na, nb) − 1, which keeps the level whatever the spreads
+    (Mickey & Brown 1966), at a cost of power."""
     few, many = sorted((na, nb))
     if few > SMALL_UNITS:
         return df, confidence
