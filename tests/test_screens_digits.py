@@ -306,9 +306,11 @@ def test_a_change_without_an_interval_is_never_in_exponent_notation() -> None:
         change_percent=1234.5,
         design="Welch",
         confidence=95.0,
+        constant=False,
     )
     text = _within_text(c)  # type: ignore[arg-type]
-    assert "e+" not in text and text.startswith("+1234") and text.endswith("(no interval)"), text
+    # no bounded interval: two significant digits (tests/test_screens_round2.py), never "+1.2e+03%"
+    assert "e+" not in text and text == "+1200% (no interval)", text
     # a side whose every trial measured 0 (user_s of a quick plan's nodebug cell): no ratio, and no crash —
     # compare-runs --all-metrics stopped with "could not convert string to float: 'n/a'"
     for pct in (math.inf, math.nan):

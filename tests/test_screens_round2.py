@@ -205,3 +205,18 @@ def test_every_option_says_what_it_does(capsys: pytest.CaptureFixture[str]) -> N
         if isinstance(opt, click.Option) and not opt.hidden and not opt.help
     ]
     assert not bare, bare
+
+
+def test_a_change_without_a_bounded_interval_has_two_digits() -> None:
+    """`compare-runs --all-metrics` of two quick runs, sys_s (mostly 0 s: the ratio's interval unbounded): "Within
+    the run (a lower bound on the uncertainty, not a verdict): -8.767% (no interval)" — four digits of a change
+    nothing bounds. A constant metric's exact change keeps its four."""
+    from fairmark.verdict.compare import compare
+    from fairmark.verdict.levels import compare_levels
+
+    a, b = [0.0, 0.0, 0.0, 0.0, 0.0045], [0.0, 0.0, 0.004, 0.0, 0.0]  # one run a side
+    c = compare_levels(a, ["r1"] * 5, b, ["r2"] * 5, level="run", within=compare(a, b, unit="s"))
+    assert c.sentence.endswith("not a verdict): -11% (no interval)"), c.sentence  # was -11.11%
+    exact = [7.0] * 5, [8.0] * 5
+    c = compare_levels(exact[0], ["r1"] * 5, exact[1], ["r2"] * 5, level="run", within=compare(*exact))
+    assert c.sentence.endswith("not a verdict): +14.29% (no interval)"), c.sentence

@@ -343,11 +343,13 @@ def change_text(pct: float, hw: float | None) -> str:
     two significant digits of its own, whichever is finer — and above -100% to one significant digit at least of
     what is left (the ratio), so a value never rounds across 0 or onto -100%: a boots run's lower bound of ratio
     0.0052 printed "0% to +30000%", one of 0.03 "-100%", and an estimate of -99.7% under a wide interval "-100%".
-    A value under EXACT_PCT is floating-point rounding of 0: it keeps the interval's digits, as 0 does."""
+    A value under EXACT_PCT is floating-point rounding of 0: it keeps the interval's digits, as 0 does. An
+    unbounded interval (`hw` inf) has no digit to give: two of its own ("-8.8%", not "-8.767%")."""
     if not math.isfinite(pct):  # no change can be stated (a mean of 0): format_pair's "n/a", unsigned
         return "n/a"
     text = format_pair(pct, hw)[0]  # the interval's digits (a float-noise interval: four significant digits)
-    shown = last_digit_exponent(hw) if hw is not None else None
+    unbounded = hw is not None and math.isinf(hw)
+    shown = math.inf if unbounded else last_digit_exponent(hw) if hw is not None else None
     if abs(pct) >= EXACT_PCT and math.isfinite(pct) and shown is not None:
         own = significant_exponent(pct, 2)
         if -100 < pct < 0:

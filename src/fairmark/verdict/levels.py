@@ -202,8 +202,9 @@ def _within_text(c: Comparison) -> str:
     texts = percent_texts(c.ratio, c.ratio_ci_low, c.ratio_ci_high, False)
     if texts is None and not math.isfinite(c.change_percent):  # user_s of 0 ms on one side: no ratio to state
         return "no percentage (a mean of 0)"
-    if texts is None:
-        return f"{change_text(c.change_percent, None)} (no interval)"  # not :g, which wrote +1.23e+03%
+    if texts is None:  # no spread (an exact change: four digits), or an unbounded interval (two digits)
+        hw = None if c.constant else math.inf
+        return f"{change_text(c.change_percent, hw)} (no interval)"  # not :g, which wrote +1.23e+03%
     how = "paired by round" if c.design == "paired by round" else "trials as independent samples"
     return f"{texts[0]} ({c.confidence:g}% interval, {how}: {texts[1]} to {texts[2]})"
 
