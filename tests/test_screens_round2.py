@@ -42,6 +42,17 @@ def test_compares_legend_explains_only_the_marks_its_rows_show(capsys: pytest.Ca
     assert "~: no difference proven" in text and "† Yuen's t on 20%-trimmed means" in text, text
 
 
+def test_compares_legend_says_no_verdict_where_no_row_has_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """go test -count=1 against -count=6: every row "cannot be judged (n=1)", and the notes explained each
+    change's verdict, its interval and q anyway, then went on "… interval. cannot be judged: …"."""
+    text = _compare_text(capsys, "go/one.txt", "go/new.txt")
+    assert "cannot be judged (n=1)" in text and "verdict" not in text and "q:" not in text, text
+    assert text.endswith(
+        "Medians ± the half-width of their 95% interval. Cannot be judged: fewer than 3 values on a side "
+        "(go test -count=1?)."
+    ), text
+
+
 def test_a_constant_metric_is_not_called_fragile() -> None:
     """Five equal values a side were warned of as "only 5 values; fewer than 6 make a fragile verdict": with no
     spread there is nothing for a few values to misjudge. What is true is said instead: zero spread, and where

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 Key = tuple[str, str, str]  # (group, name, unit)
 UNPROVEN, ROBUST_MARK = "~", "†"  # a row's marks: not proven after FDR control; Yuen's t decided
-MARKS = (UNPROVEN, ROBUST_MARK)
+JUDGED = ""  # a row with a verdict (no mark of its own): the legend then says what a verdict is
+MARKS = (UNPROVEN, ROBUST_MARK, JUDGED)
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,8 @@ def render(files: Sequence[Results], rows: Sequence[Row], *, confidence: float) 
 
 def _legend(notes: Sequence[str], confidence: float) -> str:
     """The notes under the tables: "~" and "†" explained only when a row shows them (`notes` holds each row's
-    mark, MARKS, and the sentences of rows that could not be judged)."""
-    said = "; ".join(dict.fromkeys(n for n in notes if n not in MARKS))
+    mark, MARKS, and the sentences of rows that could not be judged); what a verdict is only when a row has one."""
+    said = "; ".join(dict.fromkeys(n[0].upper() + n[1:] for n in notes if n not in MARKS))
     unproven = (
         f"{UNPROVEN}: no difference proven at {confidence:g}% confidence. " if UNPROVEN in notes else ""
     )
@@ -116,10 +117,14 @@ def _legend(notes: Sequence[str], confidence: float) -> str:
         if ROBUST_MARK in notes
         else ""
     )
-    return (
+    verdicts = (
         f"{unproven}Each change is fairmark's verdict for that benchmark (Welch's t on the logarithms{robust}), "
-        "with its interval; q: the false discovery rate across all rows (Benjamini-Hochberg). Medians ± the "
-        f"half-width of their {confidence:g}% interval." + (f" {said}." if said else "")
+        "with its interval; q: the false discovery rate across all rows (Benjamini-Hochberg). "
+        if JUDGED in notes
+        else ""
+    )
+    return f"{verdicts}Medians ± the half-width of their {confidence:g}% interval." + (
+        f" {said}." if said else ""
     )
 
 
@@ -160,6 +165,7 @@ def _change(r: Row, j: int, judged: Judgement[tuple[int, int]] | None, notes: li
         notes.append(f"cannot be judged: fewer than {MIN_VALUES} values on a side (go test -count=1?)")
         return f"cannot be judged (n={least})"
     c = judged.comparison
+    notes.append(JUDGED)
     mark = ROBUST_MARK if c.design == ROBUST else ""
     if mark:
         notes.append(mark)
