@@ -231,3 +231,22 @@ def test_a_change_without_a_bounded_interval_has_two_digits() -> None:
     exact = [7.0] * 5, [8.0] * 5
     c = compare_levels(exact[0], ["r1"] * 5, exact[1], ["r2"] * 5, level="run", within=compare(*exact))
     assert c.sentence.endswith("not a verdict): +14.29% (no interval)"), c.sentence
+
+
+def test_a_difference_in_the_unit_takes_the_prefix_its_size_calls_for() -> None:
+    """A verdict on the raw scale (a side with zeros: system time under the clock tick) said "+0.00047 s ± 0.0004
+    s", its detectable change "±0.0006 s (the baseline's mean, 0.00027 s, …)", a constant's "+0.002 s": the
+    tables and the other lines say µs and ms."""
+    from fairmark.verdict.compare import compare
+
+    z1, z2 = [0, 0.0004, 0, 0.0008, 0.0004, 0], [0.0004, 0.0008, 0.0012, 0.0008, 0.0004, 0.0008]
+    c = compare(z1, z2, unit="s", name_baseline="a", name_other="b")
+    assert c.sentence.startswith("b is slower than a: +470 µs ± 400 µs (95% CI)"), c.sentence
+    same = compare(z1, [0, 0.0004, 0.0004, 0.0008, 0, 0], unit="s", name_baseline="a", name_other="b")
+    assert (
+        "observed 0 µs ± 400 µs (95% CI); this run would detect a change of ±600 µs (the baseline's mean, "
+        in (same.sentence)
+        and "270 µs, is too near 0 for a percentage)" in same.sentence
+    ), same.sentence
+    const = compare([0.0] * 3, [0.002] * 3, unit="s", name_baseline="a", name_other="b")
+    assert "were each constant (b: +2 ms vs a)" in const.sentence, const.sentence

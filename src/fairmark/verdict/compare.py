@@ -21,6 +21,8 @@ from fairmark.stats.digits import (
     format_spread,
     last_digit_exponent,
     round_to,
+    scale_unit,
+    shared_scale,
     significant_exponent,
 )
 from fairmark.stats.paired import RatioTest
@@ -400,11 +402,10 @@ def verdict_sentence(
     if ci:
         observed = f"{ci[0]} ({how}: {ci[1]} to {ci[2]})"
     else:
-        suffix = f" {unit}" if unit else ""
         hw = test.t_quantile * test.se
-        observed = (
-            f"{_signed(test.difference, hw)}{suffix} ± {format_pair(test.difference, hw)[1]}{suffix} ({how})"
-        )
+        div, suffix = in_prefix(unit, test.difference, hw)
+        d, h = test.difference / div, hw / div
+        observed = f"{_signed(d, h)}{suffix} ± {format_pair(d, h)[1]}{suffix} ({how})"
     if significant:
         word = _direction_word(test.ratio if ci else 1 + math.copysign(1, test.difference), better, unit)
         text = f"{other} is {word} than {base}: {observed}"
@@ -446,17 +447,26 @@ def detectable_text(rise_pct: float, log: bool, fmt: Callable[[float], str] = de
     return f"-{fall_text(fall, rise, fmt)} or +{fmt(rise)}"
 
 
+def in_prefix(unit: str, *values: float) -> tuple[float, str]:
+    """(divisor, suffix) for values in `unit` said in one sentence: the prefix the largest of them calls for
+    ("+470 µs ± 400 µs", not "+0.00047 s ± 0.0004 s"; a % attached, any other unit after a space)."""
+    divisor, shown = scale_unit(shared_scale(values) or 0.0, unit)
+    return divisor, "%" if shown == "%" else f" {shown}" if shown else ""
+
+
 def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
     pct = mde_percent(test, mean_baseline)
     if math.isfinite(pct) and test.scale == "raw" and pct > 100 and math.isfinite(test.mde):
         # values around 0 (a difference, a count): a percentage of a mean near 0 says nothing ("±800%")
-        suffix = f" {unit}" if unit else ""
-        near = estimate_text(mean_baseline, test.mde)  # two digits: "the baseline's mean, 0 ms" was 0.017 ms
-        return f"±{format_pair(test.mde, test.mde)[0]}{suffix} (the baseline's mean, {near}{suffix}, is too near 0 for a percentage)"
+        div, suffix = in_prefix(unit, test.mde, mean_baseline)
+        mde = test.mde / div
+        near = estimate_text(mean_baseline / div, mde)  # two digits: "the baseline's mean, 0 ms" was 0.017 ms
+        return f"±{format_pair(mde, mde)[0]}{suffix} (the baseline's mean, {near}{suffix}, is too near 0 for a percentage)"
     if math.isfinite(pct):  # on the log scale a factor either way: "-91% or +970%", not "±970%"
         return detectable_text(pct, test.scale == "log")
     if math.isfinite(test.mde):  # a baseline mean of 0: in the values' unit (once, not "±2.1 ± 2.1")
-        return f"±{format_pair(test.mde, test.mde)[0]}" + (f" {unit}" if unit else "")
+        div, suffix = in_prefix(unit, test.mde)
+        return f"±{format_pair(test.mde / div, test.mde / div)[0]}{suffix}"
     return "no size (too few values)"
 
 
@@ -474,7 +484,8 @@ def _constant_sentence(
     if test.scale == "log":
         size = f"{_signed(100.0 * (test.ratio - 1.0), None)}%"
     else:
-        size = f"{_signed(test.difference, None)}" + (f" {unit}" if unit else "")
+        div, suffix = in_prefix(unit, test.difference)
+        size = f"{_signed(test.difference / div, None)}{suffix}"
     if test.design == "paired by round":
         what = f"{other} − {base} was the same {size} in all {test.n_pairs} rounds"
         rank = f"sign test p = {test.p_value:.2g}"
