@@ -79,9 +79,11 @@ def verdict_rows(report: RunReport, attributions: Mapping[str, Any]) -> list[dic
 
 
 def difference_text(c: Comparison, unit: str) -> str:
-    """The difference of the means, signed like the change beside it and with the digits the verdict's interval
-    gives it in the unit (at least two significant): "means differ by 1.588 s" stood beside "+350% (+290% to
-    +430%)", and "-26.83 µs" beside an interval of ±54 µs. Empty for a metric that never varied."""
+    """The difference of the arithmetic means, its sign written out as the change's is, with the digits the
+    verdict's interval gives it in the unit (at least two significant): "means differ by 1.588 s" stood beside
+    "+350% (+290% to +430%)", and "-26.83 µs" beside an interval of ±54 µs. Empty for a metric that never
+    varied. Not always of the change's sign: the change is the deciding design's estimate (paired by round, on
+    logarithms), and where its interval spans 0 the two can differ ("-0.78% (-45% to +79%)", "+7.7 MB/s")."""
     if c.constant and c.difference == 0:
         return ""
     low, high = c.ratio_ci_low, c.ratio_ci_high
