@@ -27,6 +27,12 @@ The other libraries pin numpy/scipy versions fairmark cannot share, so they run 
     /tmp/spa/bin/python bench/continual_changepoints.py --method spa
     python3 -m venv /tmp/otava && /tmp/otava/bin/pip install apache-otava==0.8.0
     /tmp/otava/bin/python bench/continual_changepoints.py --method otava
+
+Two versions of fairmark on the same series, paired (another checkout's detector through --src):
+
+    .venv/bin/python bench/continual_changepoints.py --src /tmp/before/src --save before.npz
+    .venv/bin/python bench/continual_changepoints.py --save after.npz
+    .venv/bin/python bench/continual_changepoints.py --pair before.npz after.npz
 """
 
 from __future__ import annotations
@@ -154,10 +160,22 @@ def binom_ci(k: int, n: int) -> tuple[float, float]:
     return 100 * ci.low, 100 * ci.high
 
 
-def rates(detect: Detector, level: float, n_noise: int, n_steps: int, name: str, only: str = "") -> None:
+def rates(
+    detect: Detector,
+    level: float,
+    n_noise: int,
+    n_steps: int,
+    name: str,
+    only: str = "",
+    outcomes: dict[str, np.ndarray] | None = None,
+) -> None:
+    """Each row's rate; with `outcomes`, each series' outcome too (alarm, or found within ±1), for --pair."""
     for shape, make in ((k, v) for k, v in NOISE.items() if only in k):
         t = time.process_time()
-        k = sum(bool(detect(make(i), level, i)) for i in range(n_noise))
+        alarms = [bool(detect(make(i), level, i)) for i in range(n_noise)]
+        k = sum(alarms)
+        if outcomes is not None:
+            outcomes[f"{level:g} | false alarms, {shape}"] = np.array(alarms)
         per = (time.process_time() - t) / n_noise
         lo, hi = binom_ci(k, n_noise)
         verdict = "met" if k / n_noise <= 2 * level else "NOT met"
@@ -167,11 +185,15 @@ def rates(detect: Detector, level: float, n_noise: int, n_steps: int, name: str,
         )
     for shape, (make, want) in ((k, v) for k, v in STEPS.items() if only in k):
         hit = exact = extra = 0
+        hits = []
         for i in range(n_steps):
             got = detect(make(i), level, i)
-            hit += all(any(abs(g - w) <= 1 for g in got) for w in want)
+            hits.append(all(any(abs(g - w) <= 1 for g in got) for w in want))
+            hit += hits[-1]
             exact += all(w in got for w in want)  # ±1 hides a step reported one run early or late
             extra += any(all(abs(g - w) > 1 for w in want) for g in got)
+        if outcomes is not None:
+            outcomes[f"{level:g} | found, {shape}"] = np.array(hits)
         lo, hi = binom_ci(hit, n_steps)
         xlo, xhi = binom_ci(exact, n_steps)
         elo, ehi = binom_ci(extra, n_steps)
@@ -229,6 +251,22 @@ def two_hundred(detect: Detector, name: str) -> None:
     )
 
 
+def pair(before: str, after: str) -> None:
+    """The rows of two --save files on the same series (the same seeds and counts), side by side: the rate of
+    each and the paired difference ± its 95% half-width (normal approximation over the series)."""
+    a, b = np.load(before), np.load(after)
+    print("| α | series | before | after | Δ (paired) |\n|---|---|---|---|---|")
+    for key in a.files:
+        x, y = a[key].astype(float), b[key].astype(float)
+        d = y - x
+        half = 1.96 * d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else float("nan")
+        level, row = key.split(" | ", 1)
+        print(
+            f"| {level} | {row} ({d.size}) | {100 * x.mean():.1f}% | {100 * y.mean():.1f}% | "
+            f"{100 * d.mean():+.1f} ± {100 * half:.1f} |"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--method", choices=sorted(METHODS), default="fairmark")
@@ -239,17 +277,28 @@ def main() -> int:
         "--only", default="", help="just the rows whose series' name holds this (no cost, no tigerbeetle)"
     )
     ap.add_argument("--tigerbeetle", action="store_true", help="just tigerbeetle's prefixes")
+    ap.add_argument("--src", help="the source tree whose fairmark is measured (another checkout's src/)")
+    ap.add_argument("--save", help="write each series' outcome here (.npz) for --pair")
+    ap.add_argument("--pair", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two --save files and stop")
     args = ap.parse_args()
+    if args.pair:
+        pair(*args.pair)
+        return 0
+    if args.src:
+        sys.path.insert(0, str(Path(args.src).resolve()))
     detect = METHODS[args.method]
+    outcomes: dict[str, np.ndarray] | None = {} if args.save else None
     print("| method | α | series | result | CPU per series |\n|---|---|---|---|---|")
     if not (args.only or args.tigerbeetle):
         thousand(detect, args.method)  # first: in a process whose caches are cold
         two_hundred(detect, args.method)
     for level in (float(v) for v in args.levels.split(",")):
         if not args.tigerbeetle:
-            rates(detect, level, args.noise, args.steps, args.method, args.only)
+            rates(detect, level, args.noise, args.steps, args.method, args.only, outcomes)
         if not args.only:
             tigerbeetle(detect, level, args.method)
+    if args.save and outcomes is not None:
+        np.savez_compressed(args.save, **outcomes)
     return 0
 
 

@@ -104,11 +104,12 @@ def test_shipped_null_tables_are_what_the_simulation_gives() -> None:
 
 
 def test_p_values_are_the_tables_exceedances_up_to_the_largest_level() -> None:
-    """p = max(p at φ 0, p at φ > 0 / DRIFT_ALLOWANCE), each (1 + the null statistics at least as large) /
+    """p = max(p at φ 0, p at φ > 0 / drift_allowance(n)), each (1 + the null statistics at least as large) /
     (SIMULATIONS + 1), while that is at most max_alpha(), 1 past it: every p a level can be compared with is exact
-    (a short segment's tails reach max_alpha() × DRIFT_ALLOWANCE), and a level above it is refused, not silently
-    tested at max_alpha(). The stated α is held on independent runs; under drift, up to SHORT runs, α × the
-    allowance; a longer segment (the t, its own autocorrelation estimate) is held to α under drift too."""
+    (a short segment's tails reach max_alpha() × the larger allowance), and a level above it is refused, not
+    silently tested at max_alpha(). The stated α is held on independent runs; under drift, up to SHORT runs, α ×
+    the allowance (SHORT_ALLOWANCE up to DESCENT_PAST runs, where no descent follows); a longer segment (the t,
+    its own autocorrelation estimate) is held to α under drift too."""
     from fairmark.errors import UsageError
     from fairmark.stats import changepoints as cp
 
@@ -120,10 +121,18 @@ def test_p_values_are_the_tables_exceedances_up_to_the_largest_level() -> None:
     want = max(ps[0], max(ps[1:]) / cp.DRIFT_ALLOWANCE)
     p, _, _ = cp._test(x)
     assert p == (want if want <= cp.max_alpha() else 1.0)
+    y = x[:20] + np.r_[np.zeros(10), np.full(10, 6.0)]  # 20 runs: the short allowance, no descent
+    t20 = float(cp._statistic(y[None, :])[0][0])
+    ps = [(1 + int((table >= t20).sum())) / (cp.SIMULATIONS + 1) for table in cp._null(20)]
+    want = max(ps[0], max(ps[1:]) / cp.SHORT_ALLOWANCE)
+    assert cp.drift_allowance(20) == cp.SHORT_ALLOWANCE and cp.drift_allowance(21) == cp.DRIFT_ALLOWANCE
+    assert cp._test(y)[0] == (want if want <= cp.max_alpha() else 1.0) < 1.0
     assert cp.max_alpha() == cp.TAIL / (cp.SIMULATIONS + 1) >= 0.05
-    assert cp.max_alpha() * cp.DRIFT_ALLOWANCE <= cp.SHORT_TAIL / (cp.SIMULATIONS + 1)
+    # every p × allowance up to max_alpha() is counted in the tables of SHORT runs or fewer
+    assert cp.TAIL * max(cp.DRIFT_ALLOWANCE, cp.SHORT_ALLOWANCE) <= cp.SHORT_TAIL
     assert cp._null(cp.SHORT + 1).shape == (len(cp.PHI_GRID), cp.TAIL)
     assert 1 < cp.DRIFT_ALLOWANCE < 2  # issue 38's 2α under drift, with room for the search's other tests
+    assert cp.DRIFT_ALLOWANCE <= cp.SHORT_ALLOWANCE < 2  # … and, with no descent, room for the tables' error
     smallest = float(tables[:, 0].max())  # the largest statistic not counted in some table: p = 1
     assert cp._p_value(smallest - 1e-9, 30) == 1.0
     largest = float(tables[:, -1].max())
