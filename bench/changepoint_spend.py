@@ -85,9 +85,31 @@ def _geometry(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     return tau, cz[:, -1:] - cz[:, tau], tau * (n - tau) / n, i1, i2
 
 
-def _alt_g(u: np.ndarray, two: float, prior: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _two_correlated(
+    a1: np.ndarray, a2: np.ndarray, c11: np.ndarray, c22: np.ndarray, c12: np.ndarray, k: int, rho: float
+) -> np.ndarray:
+    """changepoint_bayes._two_steps with the two shifts' prior correlated: half the prior at +rho (a staircase,
+    both steps one way), half at -rho (a step and its return). Σ = I + V B V', B = g [[1, ρ], [ρ, 1]]: with
+    P = B⁻¹ + V'V, det Σ = det B det P and z'Σ⁻¹z = 1 - z'V P⁻¹ V'z (rho 0 gives _two_steps)."""
+    g = np.asarray(cb.G_PRIOR)[:, None]
+    parts = []
+    for r in (rho, -rho):
+        b = g * (1 - r * r)
+        p11, p22, p12 = 1 / b + c11, 1 / b + c22, -r / b + c12
+        det = p11 * p22 - p12 * p12
+        x1, x2 = a1[:, None, :], a2[:, None, :]
+        q = (p22 * x1 * x1 - 2 * p12 * x1 * x2 + p11 * x2 * x2) / det
+        parts.append(-0.5 * np.log(g * b * det)[None] - k / 2 * np.log1p(-q))
+    out: np.ndarray = np.logaddexp(parts[0], parts[1]) - math.log(2)
+    return out
+
+
+def _alt_g(
+    u: np.ndarray, two: float, prior: tuple[float, ...], rho: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """changepoint_bayes's log Bayes factor of steps against φ 0 (g-prior over G_PRIOR), two steps at weight
-    `two` (0: one step only), and the one-step model's most probable split."""
+    `two` (0: one step only; their shifts correlated ±rho, _two_correlated), and the one-step model's most
+    probable split."""
     r, n = u.shape
     tau, a, ct, i1, i2 = _geometry(u)
     g = np.asarray(prior)[:, None, None]
@@ -99,7 +121,12 @@ def _alt_g(u: np.ndarray, two: float, prior: tuple[float, ...]) -> tuple[np.ndar
     if two <= 0:
         return lo, at
     saved, cb.G_PRIOR = cb.G_PRIOR, prior  # _two_steps reads the module's prior
-    pair = cb._two_steps(a[:, i1], a[:, i2], ct[i1], ct[i2], tau[i1] * (n - tau[i2]) / n, n - 1)
+    c12 = tau[i1] * (n - tau[i2]) / n
+    pair = (
+        _two_correlated(a[:, i1], a[:, i2], ct[i1], ct[i2], c12, n - 1, rho)
+        if rho
+        else cb._two_steps(a[:, i1], a[:, i2], ct[i1], ct[i2], c12, n - 1)
+    )
     cb.G_PRIOR = saved
     return np.logaddexp(lo + math.log(1 - two), _lme(pair.reshape(r, -1)) + math.log(two)), at
 
@@ -121,6 +148,7 @@ def variant(
     weight: float = 1.0,
     two: float = cb.TWO_STEP_WEIGHT,
     g: tuple[float, ...] = cb.G_PRIOR,
+    rho: float = 0.0,
 ) -> Stat:
     """A top-level statistic: `alt` main (fairmark's, its own placement), "one-step mode" (the same statistic,
     the split of the one-step model), "one step" (two steps weighed 0), "point" (known size); the null's drift
@@ -132,7 +160,9 @@ def variant(
         if alt == "main":
             s: tuple[np.ndarray, np.ndarray] = cb.statistic(u, cp.MIN_SIZE)
             return s
-        a, at = _alt_point(u, size) if alt == "point" else _alt_g(u, 0.0 if alt == "one step" else two, g)
+        a, at = (
+            _alt_point(u, size) if alt == "point" else _alt_g(u, 0.0 if alt == "one step" else two, g, rho)
+        )
         ll = _drift_lls(u)
         w = np.zeros(ll.shape[1])
         w[0], w[-1] = 0.1, 1.0
@@ -170,6 +200,13 @@ VARIANTS: dict[str, tuple[Stat, float]] = {
         cp.DRIFT_ALLOWANCE,
     ),
     "trade: size prior sd 3-5 (2-4)": (variant("one-step mode", g=(9.0, 16.0, 25.0)), cp.DRIFT_ALLOWANCE),
+    # the staircase at α 0.01 (seventh pass): two-step-aware top tests at the 20-run allowance (SHORT_ALLOWANCE),
+    # against "allowance 1.5"
+    "at 1.5: two steps weighed 0.6 (0.5)": (variant("one-step mode", two=0.6), 1.5),
+    "at 1.5: two steps weighed 0.75 (0.5)": (variant("one-step mode", two=0.75), 1.5),
+    "at 1.5: the two shifts correlated ±0.5": (variant("one-step mode", rho=0.5), 1.5),
+    "at 1.5: the two shifts correlated ±0.8": (variant("one-step mode", rho=0.8), 1.5),
+    "at 1.5: the two shifts correlated ±0.8, weighed 0.6": (variant("one-step mode", two=0.6, rho=0.8), 1.5),
 }
 
 
