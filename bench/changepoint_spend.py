@@ -93,6 +93,12 @@ def _two_correlated(
     P = B⁻¹ + V'V, det Σ = det B det P and z'Σ⁻¹z = 1 - z'V P⁻¹ V'z (rho 0 gives _two_steps)."""
     g = np.asarray(cb.G_PRIOR)[:, None]
     parts = []
+    if abs(rho) >= 1:  # one shift: the column of both steps (a staircase) or of the step less its return
+        for sign in (1.0, -1.0):
+            c = c11 + c22 + 2 * sign * c12
+            x = a1[:, None, :] + sign * a2[:, None, :]
+            parts.append(-0.5 * np.log1p(g * c)[None] - k / 2 * np.log1p(-g * x * x / (1 + g * c)))
+        return np.asarray(np.logaddexp(parts[0], parts[1]) - math.log(2))
     for r in (rho, -rho):
         b = g * (1 - r * r)
         p11, p22, p12 = 1 / b + c11, 1 / b + c22, -r / b + c12
@@ -140,6 +146,20 @@ def _alt_point(u: np.ndarray, size: float) -> tuple[np.ndarray, np.ndarray]:
     return _lme(one), tau[np.argmax(one, axis=1)]
 
 
+def _alt_point_two(u: np.ndarray, size: float, share: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """One step of known size ±size (a share of the prior) or a staircase of two such steps the same way (the
+    rest; the 78 pairs of bench/changepoint_bound.py --joint), each at a uniform place: _alt_point's closed form
+    with the staircase's column the sum of its two steps' columns; the one-step model's most probable split."""
+    n = u.shape[1]
+    tau, a, ct, i1, i2 = _geometry(u)
+    one = -size * size * ct / 2 + np.log(hyp1f1((n - 1) / 2, 0.5, size * size * a * a / 2))
+    c2 = ct[i1] + ct[i2] + 2 * tau[i1] * (n - tau[i2]) / n
+    b = a[:, i1] + a[:, i2]
+    two = -size * size * c2 / 2 + np.log(hyp1f1((n - 1) / 2, 0.5, size * size * b * b / 2))
+    both = np.logaddexp(_lme(one) + math.log(share), _lme(two) + math.log(1 - share))
+    return both, tau[np.argmax(one, axis=1)]
+
+
 def variant(
     alt: str = "main",
     despike: bool = True,
@@ -151,7 +171,8 @@ def variant(
     rho: float = 0.0,
 ) -> Stat:
     """A top-level statistic: `alt` main (fairmark's, its own placement), "one-step mode" (the same statistic,
-    the split of the one-step model), "one step" (two steps weighed 0), "point" (known size); the null's drift
+    the split of the one-step model), "one step" (two steps weighed 0), "point" (known size), "point or staircase"
+    (known size, one step or two the same way); the null's drift
     term the max over PHI_NULL (fairmark's), "λ" (the bound's form: log(0.1 f_0 + f_0.6)) or "mixture" (the
     mean over PHI_NULL), times `weight`; `two` the two-step model's weight, `g` the step-size prior's."""
 
@@ -161,7 +182,11 @@ def variant(
             s: tuple[np.ndarray, np.ndarray] = cb.statistic(u, cp.MIN_SIZE)
             return s
         a, at = (
-            _alt_point(u, size) if alt == "point" else _alt_g(u, 0.0 if alt == "one step" else two, g, rho)
+            _alt_point(u, size)
+            if alt == "point"
+            else _alt_point_two(u, size)
+            if alt == "point or staircase"
+            else _alt_g(u, 0.0 if alt == "one step" else two, g, rho)
         )
         ll = _drift_lls(u)
         w = np.zeros(ll.shape[1])
@@ -206,6 +231,22 @@ VARIANTS: dict[str, tuple[Stat, float]] = {
     "at 1.5: two steps weighed 0.75 (0.5)": (variant("one-step mode", two=0.75), 1.5),
     "at 1.5: the two shifts correlated ±0.5": (variant("one-step mode", rho=0.5), 1.5),
     "at 1.5: the two shifts correlated ±0.8": (variant("one-step mode", rho=0.8), 1.5),
+    # … and which part of the --joint bound's rule carries its staircase: the size told (one step or a staircase of
+    # two, half each), in fairmark's p (the largest over φ) or the bound's null form
+    "at 1.5: the two shifts equal (±1: one shift, its size unknown)": (
+        variant("one-step mode", rho=1.0),
+        1.5,
+    ),
+    "at 1.5: the two shifts equal, weighed 0.6": (variant("one-step mode", two=0.6, rho=1.0), 1.5),
+    "at 1.5: told ±3.33 sd, one step, no despiking": (variant("point", False, size=10 / 3), 1.5),
+    "at 1.5: told ±3.33 sd, one step or a staircase, no despiking": (
+        variant("point or staircase", False, size=10 / 3),
+        1.5,
+    ),
+    "at 1.5: told ±3.33 sd, one step or a staircase, null 0.1 f0 + f0.6": (
+        variant("point or staircase", False, "λ", 10 / 3),
+        1.5,
+    ),
     "at 1.5: the two shifts correlated ±0.8, weighed 0.6": (variant("one-step mode", two=0.6, rho=0.8), 1.5),
 }
 
