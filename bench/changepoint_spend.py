@@ -8,7 +8,9 @@ sixth pass), on bench/continual_changepoints.py's own 20-run series (the same se
 --screen: fairmark's top-level test of a 20-run series (the Bayes factor of stats/changepoint_bayes.py on the
   despiked series, p = max(p at φ 0, p at φ 0.3 or 0.6 / DRIFT_ALLOWANCE)) and variants, one component changed
   at a time, each with its own null tables of 20 runs (9999 series per φ, the shipped tables' seed), vectorized;
-  paired Δ against the first variant on the same series (± its 95% half-width). "found" is the split reported
+  paired Δ against the first variant on the same series (± its 95% half-width). "main" is the sixth pass's
+  top test (DRIFT_ALLOWANCE); since the seventh a 20-run top test ships with SHORT_ALLOWANCE 1.5, which the
+  "allowance 1.5" variant is (its placement the one-step model's), and the "at 1.5" variants are paired with it. "found" is the split reported
   within ±1 run of the step; "any" a rejection. The staircase row counts a rejection (the top test finds one
   split; the search finds the second). Only the top-level test: the descent and the recursion are not run.
 
