@@ -20,12 +20,11 @@ import operator
 import os
 import re
 import sys
-import textwrap
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fairmark import plaintable
+from fairmark import plaintable, prose
 from fairmark.plaintable import PlainTable
 
 if TYPE_CHECKING:
@@ -427,14 +426,14 @@ class Console:
         out = []
         for line in text.split("\n"):
             lead = line[: len(line) - len(line.lstrip(" "))]
-            wrapper = textwrap.TextWrapper(
-                width=width,
+            wrapped = prose.wrap(
+                line.strip(" "),
+                width,
                 initial_indent=" " * first + lead,
                 subsequent_indent=(lead + "  ") if indent is None else indent,
                 break_long_words=False,
                 break_on_hyphens=False,
-            )
-            wrapped = wrapper.wrap(line.strip(" ")) or [""]
+            ) or [""]
             wrapped[0] = wrapped[0][first:]
             out += wrapped
             first = 0

@@ -3,8 +3,9 @@ columns, fenced in Markdown (report/text.py and the sections' text parts write t
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
+
+from fairmark import prose
 
 WIDTH = 80
 
@@ -19,12 +20,12 @@ class Writer:
             self.lines += ["", "#" * level + " " + text, ""]
         else:
             rule = "=" if level <= 2 else "-"
-            wrapped = textwrap.wrap(text, WIDTH, break_long_words=False, break_on_hyphens=False) or [""]
+            wrapped = prose.wrap(text, WIDTH, break_long_words=False, break_on_hyphens=False) or [""]
             self.lines += ["", *wrapped, rule * min(max(map(len, wrapped)), WIDTH)]
 
     def para(self, text: str, indent: str = "") -> None:
         rest = " " * len(indent) + "  "
-        self.lines += textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=rest) or [""]
+        self.lines += prose.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=rest) or [""]
 
     def block(self, lines: Sequence[str]) -> None:
         """Preformatted lines (tables, plots): fenced in Markdown so they keep their columns."""
