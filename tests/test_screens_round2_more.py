@@ -3,6 +3,8 @@ more) per text, each failing on the code before its fix (main at 7f07b74)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -36,3 +38,26 @@ def test_the_wrapper_still_breaks_between_values() -> None:
     assert lines == ["x" * 74 + " a 1.2", "  ± 400 µs"], lines
     lines = console.wrap("x" * 76 + " 3 runs", width=80).split("\n")
     assert lines == ["x" * 76 + " 3", "  runs"], lines
+
+
+def _report(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    import screens_store
+    from fairmark.cli.main import main
+
+    store = tmp_path / "screens.db"
+    screens_store.build(store)
+    assert main(["report", "last", *args, "--store", f"sqlite:///{store}"]) == 0
+    return capsys.readouterr().out
+
+
+def test_ministats_lines_in_the_unit_of_the_table_above_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report --text`: "alloc — wall_s in ms" over "nodebug 8 63.1 ± 0.6", then ministat's lines in seconds
+    ("x 8 0.062438376 … 0.063148288"), and under "bytes_s in GB/s" "5.344727e+09": the same means in another
+    unit, no unit said. They are now in the table's unit (63.148288, 5.344727)."""
+    text = _report(tmp_path, capsys, "--text")
+    for heading, mean in (("alloc — wall_s in ms", 63.1), ("crypto — bytes_s in GB/s", 5.34)):
+        section = text.split(heading)[1]
+        avg = float(section.split("Stddev\n")[1].split()[5])  # x, N, Min, Max, Median, Avg
+        assert avg == pytest.approx(mean, rel=0.01), section[:1500]

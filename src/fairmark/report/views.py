@@ -146,8 +146,14 @@ def table_scale(cells: Sequence[CellReport]) -> float | None:
     return shared_scale((c.summaries.get(c.primary_metric) or {}).get("mean") for c in cells)
 
 
-def ministat_text(cells: Sequence[CellReport], metric: str) -> str:
-    datasets = [(c.variant, c.values.get(metric, [])) for c in cells if len(c.values.get(metric, [])) >= 1]
+def ministat_text(cells: Sequence[CellReport], metric: str, divisor: float = 1.0) -> str:
+    """ministat's plot and N/Min/Max/… lines of the cells' `metric`, its values divided by `divisor`: in the
+    unit of the table above them (the text report's "wall_s in ms" table was followed by "0.069011467")."""
+    datasets = [
+        (c.variant, [v / divisor for v in c.values.get(metric, [])])
+        for c in cells
+        if len(c.values.get(metric, [])) >= 1
+    ]
     if not datasets:
         return ""
     try:

@@ -374,7 +374,7 @@ def _text(w: Writer, report: RunReport, ctx: Context) -> None:
         divisor, unit = column_unit(((c.summaries.get(metric) or {}).get("mean") for c in cells), spec.unit)
         w.heading(f"{group} — {metric}" + (f" in {unit}" if unit else "") + f", {spec.better} is better", 3)
         w.block(_text_table(cells, divisor))
-        plot = ministat_text(cells, metric)
+        plot = ministat_text(cells, metric, divisor)
         if plot:
             w.blank()
             w.block(plot.splitlines())
