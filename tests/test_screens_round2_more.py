@@ -29,6 +29,16 @@ def test_a_value_keeps_its_unit_and_plus_minus_its_number_on_one_line(words: str
             assert any(words in line for line in wrapped), (lead, wrapped)
 
 
+@pytest.mark.parametrize("words", ["α = 5%", "p < 0.05", "(r₁ = -0.50)"])
+def test_a_relation_keeps_its_two_sides_on_one_line(words: str) -> None:
+    """`calibrate`: "… (0%, 95% CI 0–84%; α =" at a line's end and "5%); detects …" at the next one's start."""
+    from fairmark.console import console
+
+    for lead in range(60, 80):
+        lines = console.wrap(f"{'x' * lead} {words} y", width=80).split("\n")
+        assert any(words in line for line in lines), (lead, lines)
+
+
 def test_the_wrapper_still_breaks_between_values() -> None:
     """Only a value and its unit are joined: "1.2 ± 400 µs" may break before "±", and a plain count of
     things ("3 runs") is words as any others."""
