@@ -71,3 +71,16 @@ def test_ministats_lines_in_the_unit_of_the_table_above_them(
         section = text.split(heading)[1]
         avg = float(section.split("Stddev\n")[1].split()[5])  # x, N, Min, Max, Median, Avg
         assert avg == pytest.approx(mean, rel=0.01), section[:1500]
+
+
+def test_checks_change_of_a_constant_metric_has_no_sign() -> None:
+    """`fairmark check last` after `fairmark run plans/quick.toml --quick`: zstd's ratio, the same in every trial
+    of both variants, showed "+0%" in the change column: no change has no sign (the verdicts say "0%")."""
+    from fairmark.report.check_output import fmt_change
+    from fairmark.verdict.compare import compare
+
+    same = compare([1.333] * 5, [1.333] * 5, name_baseline="a", name_other="b")
+    assert fmt_change(same) == "0%", fmt_change(same)
+    assert fmt_change(compare([7.0] * 5, [7.0, 7.0, 7.0, 7.0, 7.07])).startswith("+"), (
+        "a change keeps its sign"
+    )

@@ -17,7 +17,10 @@ from fairmark.verdict.compare import change_text as percent_change_text
 
 
 def _pct(value: float) -> str:
-    # two significant digits below 1% (an A/A change of a few hundredths of a percent is not "-0.0%")
+    # two significant digits below 1% (an A/A change of a few hundredths of a percent is not "-0.0%"); no sign
+    # on none at all (a metric the same in every trial read "+0%")
+    if value == 0:
+        return "0%"
     return f"{value:+.2g}%" if abs(value) < 1 else f"{value:+.1f}%"
 
 
