@@ -84,3 +84,17 @@ def test_checks_change_of_a_constant_metric_has_no_sign() -> None:
     assert fmt_change(compare([7.0] * 5, [7.0, 7.0, 7.0, 7.0, 7.07])).startswith("+"), (
         "a change keeps its sign"
     )
+
+
+def test_a_calibrations_alpha_is_the_confidences_complement_exactly() -> None:
+    """`fairmark calibrate plans/quick.toml --runs 2 --quick --json` stored and printed "alpha":
+    0.050000000000000044 (1 - 95/100 in binary floating point)."""
+    from fairmark.stats.calibration import summarize
+
+    aa = [{"significant": False, "mde_percent": 9.0, "scale": "log", "n_baseline": 5, "n_other": 5}] * 2
+    assert [summarize(aa, confidence=c)["alpha"] for c in (95.0, 99.0, 99.5, 80.0)] == [
+        0.05,
+        0.01,
+        0.005,
+        0.2,
+    ]

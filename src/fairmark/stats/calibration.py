@@ -46,7 +46,7 @@ def summarize(aa: Sequence[Mapping[str, object]], *, confidence: float) -> Calib
         "false_positives": k,
         "false_positive_rate": k / n if n else math.nan,
         "false_positive_ci": [low, high],
-        "alpha": 1.0 - confidence / 100.0,
+        "alpha": (100.0 - confidence) / 100.0,  # 0.05 at 95%: 1 - 0.95 stored 0.050000000000000044
         "mde_percent": mdes[len(mdes) // 2] if mdes else None,
         "scale": "log" if aa and all(c.get("scale") == "log" for c in aa) else "raw",
         "trials_per_side": [trials[0], trials[-1]] if trials else None,
