@@ -39,6 +39,24 @@ def test_a_relation_keeps_its_two_sides_on_one_line(words: str) -> None:
         assert any(words in line for line in lines), (lead, lines)
 
 
+def test_a_tables_wrapped_column_keeps_a_value_with_its_unit(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table's column that wraps (check's status, compare-runs' "B vs A") is wrapped by rich, at every space:
+    "… 12.5 ± 0.3" above "ms per call", "… 1.2 ±" above "0.4 s"."""
+    from fairmark.console import console
+
+    monkeypatch.setenv("COLUMNS", "80")
+    t = console.table("name", "said", wrap=("said",))
+    t.add_row("x" * 50, "the change is now 12.5 ± 0.3 ms per call, or 400 µs in all")
+    t.add_row("y" * 50, "a change of the mean 1.2 ± 0.4 s, or 3 s")
+    console.print_table(t)
+    lines = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
+    assert max(map(len, lines)) <= 80, lines
+    for words in ("± 0.3 ms", "400 µs", "± 0.4 s"):
+        assert any(words in line for line in lines), (words, lines)
+
+
 def test_the_wrapper_still_breaks_between_values() -> None:
     """Only a value and its unit are joined: "1.2 ± 400 µs" may break before "±", and a plain count of
     things ("3 runs") is words as any others."""

@@ -630,6 +630,17 @@ def fit(table: Table, width: int) -> None:
         spare -= 1
     for i in flexible:
         cols[i].width, cols[i].overflow = widths[i], "fold"
+        cols[i]._cells = [_kept_whole(cell, widths[i]) for cell in cols[i]._cells]
+
+
+def _kept_whole(cell: Any, width: int) -> Any:
+    """A plain cell of a column that wraps, its lines made by prose.wrap where rich's own wrapping (at every
+    space) would split a value from its unit ("0 =" above "the six default sizes"). Markup, and a word wider
+    than the column (rich folds it its own way), are left to rich."""
+    if not isinstance(cell, str) or "[" in cell or "\n" in cell or not prose.joins(cell):
+        return cell
+    lines = prose.wrap(cell, width, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines) if all(len(line) <= width for line in lines) else cell
 
 
 console = Console()

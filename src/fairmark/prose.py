@@ -35,3 +35,8 @@ def wrap(text: str, width: int, **options: Any) -> list[str]:
     if _GLUE in text:  # never in fairmark's own words: wrapped as it is
         return textwrap.wrap(text, width, **options)
     return [line.replace(_GLUE, " ") for line in textwrap.wrap(_glued(text), width, **options)]
+
+
+def joins(text: str) -> bool:
+    """`text` holds a value and its unit, "±" and its number or a relation: a space `wrap` does not break at."""
+    return _GLUE not in text and _glued(text) != text
