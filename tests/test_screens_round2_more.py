@@ -116,3 +116,36 @@ def test_a_calibrations_alpha_is_the_confidences_complement_exactly() -> None:
         0.005,
         0.2,
     ]
+
+
+def test_markdown_paragraphs_do_not_run_together() -> None:
+    """`report last --markdown` of a quick run on a busy machine: "… confidence 95%, baseline nodebug", "quick
+    run: …" and "busy machine: …" were written line after line, and Markdown shows them as one paragraph: "…
+    baseline nodebug quick run: few trials … not a result to quote busy machine: …". List items and the blocks
+    under them (4 spaces: apart, Markdown would make them code) still follow on."""
+    from fairmark.report.writer import Writer
+
+    w = Writer(markdown=True)
+    w.para("status done, confidence 95%, baseline nodebug")
+    w.para("quick run: few trials and short parameters")
+    w.para("- alloc wall_s: slower")
+    w.para("change +405%", "    ")
+    w.para("- zstd ratio: the same value")
+    w.para("  [nodebug] alloc: 99% user time")
+    w.para("  [malloc-debug] alloc: 99.5% user time")
+    assert w.lines == [
+        "status done, confidence 95%, baseline nodebug",
+        "",
+        "quick run: few trials and short parameters",
+        "- alloc wall_s: slower",
+        "    change +405%",
+        "- zstd ratio: the same value",
+        "",
+        "  [nodebug] alloc: 99% user time",
+        "",
+        "  [malloc-debug] alloc: 99.5% user time",
+    ], w.lines
+    text = Writer(markdown=False)
+    text.para("status done")
+    text.para("quick run")
+    assert text.lines == ["status done", "quick run"], "the text report as it was"
