@@ -474,7 +474,8 @@ def test_compare_tables_take_one_prefix_named_in_their_title(capsys: pytest.Capt
 
 def test_checks_sentence_says_why_its_table_says_no_change_proven() -> None:
     """`check`'s table said "crypto/malloc-debug -2.0% [-3.8%, -0.20%] no change proven" and its sentence below
-    "3a0571d4 is lower (worse) than baseline": significant alone, not after the false discovery rate control."""
+    "3a0571d4 is lower (worse) than baseline": significant alone, not after the false discovery rate control.
+    The sentence now says so first (it ended with it, after eight lines of detail)."""
     from types import SimpleNamespace
 
     from fairmark.report.check import UNCHANGED, _case
@@ -483,6 +484,8 @@ def test_checks_sentence_says_why_its_table_says_no_change_proven() -> None:
     c.unit, c.better, c.ratio_ci_low, c.ratio_ci_high = "B/s", "higher", 0.962, 0.998
     case = _case("crypto", "crypto/b", "bytes_s", SimpleNamespace(comparison=c, fdr_significant=False), 3.0)  # type: ignore[arg-type]
     assert case.status == UNCHANGED
-    assert case.sentence.endswith("; not significant after false-discovery-rate control across the check")
+    assert case.sentence.startswith(
+        "no change proven after false-discovery-rate control across the check; alone: B is lower (worse)"
+    ), case.sentence
     proven = _case("crypto", "crypto/b", "bytes_s", SimpleNamespace(comparison=c, fdr_significant=True), 3.0)  # type: ignore[arg-type]
     assert "false-discovery" not in proven.sentence
