@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fairmark.console import console
 from fairmark.report.section import Context, Section
 from fairmark.stats.describe import mean_ci, pooled_var
-from fairmark.stats.digits import format_cv, format_pair, format_spread, scale_unit, shared_scale
+from fairmark.stats.digits import format_cv, format_pair, format_spread, scale_unit, shared_scale, unit_suffix
 
 if TYPE_CHECKING:
     from fairmark.report.data import RunReport
@@ -66,7 +66,7 @@ def levels_lines(comparison: Comparison, unit: str, scale: float | None = None) 
     sd_t = math.sqrt(var_t) if df_t else 0.0
     ref = shared_scale([*lv.unit_means_baseline, *lv.unit_means_other]) if scale is None else scale
     divisor, shown = scale_unit(ref or 0.0, unit)
-    suffix = "%" if shown == "%" else f" {shown}" if shown else ""
+    suffix = unit_suffix(shown)
 
     def half(g: Any) -> float | None:
         hw = mean_ci(g, comparison.confidence)[2] if len(g) > 1 else sd_t / 2

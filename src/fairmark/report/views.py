@@ -16,7 +16,15 @@ from fairmark.report.boots import levels_lines
 from fairmark.report.data import CellReport, RunReport
 from fairmark.report.ministat import ascii_plot, legend, vitals_line
 from fairmark.stats import format_median, format_value
-from fairmark.stats.digits import bounds, estimate_text, format_bounded, format_cv, scale_unit, shared_scale
+from fairmark.stats.digits import (
+    bounds,
+    estimate_text,
+    format_bounded,
+    format_cv,
+    scale_unit,
+    shared_scale,
+    unit_suffix,
+)
 
 if TYPE_CHECKING:
     from fairmark.verdict.compare import Comparison
@@ -92,7 +100,7 @@ def difference_text(c: Comparison, unit: str) -> str:
     divisor, shown = scale_unit(max(abs(c.difference), hw or 0.0), unit)
     text = estimate_text(c.difference / divisor, None if hw is None else hw / divisor)
     sign = "" if text.startswith("-") or float(text) == 0 else "+"
-    return sign + text + ("%" if shown == "%" else f" {shown}" if shown else "")
+    return sign + text + unit_suffix(shown)
 
 
 def mean_text(

@@ -73,6 +73,11 @@ def scale_unit(magnitude: float, unit: str) -> tuple[float, str]:
     return table[prefix] / own, prefix + base
 
 
+def unit_suffix(shown: str) -> str:
+    """A value's unit as written after it: a percent sign attached ("12%"), any other unit after a space."""
+    return "%" if shown == "%" else f" {shown}" if shown else ""
+
+
 def shared_scale(values: Iterable[float | None]) -> float | None:
     """The magnitude that picks one prefix for a column of values (its largest finite one), or None."""
     finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
@@ -234,7 +239,7 @@ def format_median(
         return format_value(median, None, unit, scale=scale)
     ref = scale if scale is not None else max(abs(v) for v in (median, hw, *ends))
     divisor, shown = scale_unit(ref, unit)
-    suffix = "%" if shown == "%" else f" {shown}" if shown else ""
+    suffix = unit_suffix(shown)
     if not ends:
         return _at_least_one_digit(median / divisor, hw / divisor) + suffix
     texts = [format_pair(v / divisor, hw / divisor or None)[0] for v in (median, *ends)]
@@ -260,7 +265,7 @@ def format_interval(value: float, low: float, high: float, unit: str = "") -> st
         _at_least_one_digit(v / divisor, hw / divisor) if hw else _plain(v / divisor)
         for v in (value, low, high)
     ]
-    suffix = "%" if shown == "%" else f" {shown}" if shown else ""
+    suffix = unit_suffix(shown)
     return f"{texts[0]} [{texts[1]}, {texts[2]}]{suffix}"
 
 
@@ -306,7 +311,7 @@ def format_bounded(
     divisor, shown = scale_unit(ref, unit)
     hw = half_width / divisor
     texts = [_at_least_one_digit(v / divisor, hw) if v else "0" for v in (value, lo, hi)]
-    suffix = "%" if shown == "%" else f" {shown}" if shown else ""
+    suffix = unit_suffix(shown)
     return f"{texts[0]} [{texts[1]}, {texts[2]}]{suffix}"
 
 

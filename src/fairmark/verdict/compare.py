@@ -24,6 +24,7 @@ from fairmark.stats.digits import (
     scale_unit,
     shared_scale,
     significant_exponent,
+    unit_suffix,
 )
 from fairmark.stats.paired import RatioTest
 from fairmark.stats.ranks import RankCheck, can_reach
@@ -451,7 +452,7 @@ def in_prefix(unit: str, *values: float) -> tuple[float, str]:
     """(divisor, suffix) for values in `unit` said in one sentence: the prefix the largest of them calls for
     ("+470 µs ± 400 µs", not "+0.00047 s ± 0.0004 s"; a % attached, any other unit after a space)."""
     divisor, shown = scale_unit(shared_scale(values) or 0.0, unit)
-    return divisor, "%" if shown == "%" else f" {shown}" if shown else ""
+    return divisor, unit_suffix(shown)
 
 
 def _mde_text(test: RatioTest, mean_baseline: float, unit: str) -> str:
