@@ -56,9 +56,9 @@ def show(
     for f in env["accepted"]:
         console.warn(f"accepted as part of the intended difference: {f['evidence']}")
     label = [" + ".join(r.id[:8] for r in side) for side in sides]
-    if verdicts:
-        _table(verdicts, f"A = {label[0]} (baseline)   B = {label[1]}")
     scales = _scales(verdicts)
+    if verdicts:
+        _table(verdicts, f"A = {label[0]} (baseline)   B = {label[1]}", scales)
     for v in verdicts:
         if v.comparison.levels:
             show_levels(v, scales[id(v)])
@@ -128,7 +128,7 @@ def reproduced(rows: list[dict[str, Any]]) -> None:
     console.text(f"{same} of {len(rows)} verdict(s) the same in both runs")
 
 
-def _table(verdicts: list[Verdict], title: str) -> None:
+def _table(verdicts: list[Verdict], title: str, scales: dict[int, float | None]) -> None:
     """Per workload, sweep point and metric (as `show` lays out a run): each variant's mean in A and B and the
     change, one line each; the verdicts' sentences below, wrapped."""
     console.text(title)
@@ -136,7 +136,6 @@ def _table(verdicts: list[Verdict], title: str) -> None:
     said = {id(v): s for v, s in zip(verdicts, sentences, strict=True)}
     if once:  # the same runs in every verdict: their arrangement in time said once, not in every sentence
         console.text(f"{once[0].upper()}{once[1:]}.")
-    scales = _scales(verdicts)
     for (name, metric, better), members in _tables(verdicts).items():
         table = console.table("variant", "A mean ± CI", "B mean ± CI", "B vs A", wrap=("B vs A",))
         comps = [v.comparison for v in members]

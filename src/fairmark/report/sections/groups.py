@@ -37,7 +37,6 @@ from fairmark.stats.digits import (
     format_interval,
     format_pair,
     scale_unit,
-    shared_scale,
 )
 from fairmark.store.events import events_in
 from fairmark.verdict.judge import enough
@@ -92,7 +91,7 @@ def _table(r: RunReport, group: str, cells: list[CellReport]) -> None:
     verdicts = {v.variant: v for v in r.verdicts if v.group == group and v.metric == primary}
     failed = any(c.n_failed for c in cells)
     cols = ["variant", "n", "median", f"mean ± {r.confidence:g}% CI", "CV", "fail", "vs baseline"]
-    divisor, unit = scale_unit(_table_scale(cells) or 0.0, spec.unit)
+    divisor, unit = scale_unit(table_scale(cells) or 0.0, spec.unit)
     texts = {
         c.variant: "baseline" if c.variant == r.baseline else _short(verdicts.get(c.variant)) for c in cells
     }
@@ -110,22 +109,16 @@ def _table(r: RunReport, group: str, cells: list[CellReport]) -> None:
     console.print_table(t, f"{group} — {primary}{in_unit(unit)} ({spec.better} is better)")
 
 
-def _table_scale(cells: list[CellReport]) -> float | None:
-    """The magnitude that picks the prefix of the group's table (its primary metric's largest mean), and of the
-    boot or run means said under it."""
-    primary = cells[0].primary_metric
-    return shared_scale((c.summaries.get(primary) or {}).get("mean") for c in cells)
-
-
 def _verdict_lines(
     r: RunReport, group: str, caveats: dict[tuple[str, str, str], str], cells: list[CellReport]
 ) -> None:
+    scale = table_scale(cells)  # the prefix of the table above: the boot or run means of its metric take it
     for v in r.verdicts:
         if v.group == group:
             fdr = "" if v.fdr_significant or not v.significant else " — not significant after FDR control"
             console.text(f"  {v.metric}: {v.sentence}{fdr}")
-            scale = _table_scale(cells) if v.metric == cells[0].primary_metric else None
-            for line in levels_lines(v.comparison, v.unit, scale):
+            primary = v.metric == cells[0].primary_metric
+            for line in levels_lines(v.comparison, v.unit, scale if primary else None):
                 console.text(f"    {line}")
             for w in v.comparison.warnings:  # rank tests that disagree, an A/A twin… (issue 23)
                 if " has only " in w:  # the cells' own warnings below say how few trials they have
@@ -540,12 +533,13 @@ def group_view(report: RunReport, name: str, cells: list[CellReport], ctx: Conte
     )
     base = next((c for c in cells if c.variant == report.baseline), cells[0])
     base_folded = plots.merge_folded(ctx.artifacts.data(base.key, "profile.cpu/folded")) or None
+    scale = table_scale(cells)
     return {
         "name": name,
         "metric": metric,
         "unit": spec.unit,
         "better": spec.better,
-        "rows": [cell_row(c, table_scale(cells)) for c in cells],
+        "rows": [cell_row(c, scale) for c in cells],
         "plot_svg": plot,
         "ministat": ministat_text(cells, metric),
         "cells": [_cell_view(c, name, ctx, base_folded if c is not base else None) for c in cells],
