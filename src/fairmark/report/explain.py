@@ -168,13 +168,15 @@ def _design(d: AttributionDiff) -> str:
     return f"{d.n_a} + {d.n_b} {DESIGNS.get(d.design, 'profiled trials, unpaired (Welch)')}"
 
 
-def level(d: AttributionDiff) -> str:
+def level(d: AttributionDiff, over: bool = True) -> str:
     """The claims' false discovery rate: at this look, and in all, when the adaptive rounds looked more than
-    once (stats.profile_looks)."""
-    each = f"FDR {100 * d.alpha:.2g}% over {d.tested} functions"
+    once (stats.profile_looks). `over`: with the functions it is over, the total in parentheses (the table and
+    sentences); without, the total after a comma (the flame graph's title, itself in parentheses)."""
+    each = f"FDR {100 * d.alpha:.2g}%" + (f" over {d.tested} functions" if over else "")
     if len(d.looks) <= 1 or d.alpha_in_all is None:
         return each
-    return f"{each} at look {d.look + 1} of {len(d.looks)} ({100 * d.alpha_in_all:.2g}% in all)"
+    look, in_all = f"at look {d.look + 1} of {len(d.looks)}", f"{100 * d.alpha_in_all:.2g}% in all"
+    return f"{each} {look} ({in_all})" if over else f"{each} {look}, {in_all}"
 
 
 def _too_few(d: AttributionDiff) -> str | None:
@@ -320,19 +322,12 @@ def palette(d: AttributionDiff, folded: str) -> dict[str, str]:
     return colours
 
 
-def _title_level(d: AttributionDiff) -> str:
-    each = f"FDR {100 * d.alpha:.2g}%"
-    if len(d.looks) <= 1 or d.alpha_in_all is None:
-        return each
-    return f"{each} at look {d.look + 1} of {len(d.looks)}, {100 * d.alpha_in_all:.2g}% in all"
-
-
 def _flame_view(e: dict[str, Any]) -> dict[str, str]:
     from fairmark.report import plots  # matplotlib: the HTML report's alone (tests/test_architecture.py)
 
     v, d = e["verdict"], e["diff"]
     folded = plots.merge_folded([t.folded for t in e["trials_b"]])
-    title = f"{v.workload}: {v.variant} vs {v.baseline}, coloured where proven ({_title_level(d)})"
+    title = f"{v.workload}: {v.variant} vs {v.baseline}, coloured where proven ({level(d, over=False)})"
     made = plots.flamegraph_svg(folded, title, palette=palette(d, folded))
     if made is None:
         return {"missing": "no flame graph renderer: `cargo install inferno` (or FlameGraph on PATH)"}
