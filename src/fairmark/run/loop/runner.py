@@ -259,11 +259,11 @@ class Runner:
         return [by_cell[c] for c in cells]
 
     def _profiled_rounds(self, rt: WorkloadRuntime, contexts: Contexts, order: Order) -> None:
-        """With --profile: the plan's `profiled_trials` extra rounds per profiler after the measured ones, every
-        cell that finished, one profiler per trial (two in one trial profile each other); the CPU profiler's go
-        on, a round at a time, until run.loop.profiled says decided at one of its looks (each spends part of α;
-        --explain: only a workload with a significant difference, CPU only). Stored apart (profiled, warm-up for
-        every statistic): perf and strace slow what they watch, so their times never reach a verdict."""
+        """With --profile: `profiled_trials` extra rounds per profiler after the measured ones, every cell that
+        finished, one profiler per trial (two profile each other: strace's ptrace stops topped the lock table);
+        the CPU profiler's go on a round at a time until run.loop.profiled says decided at a look (each spends
+        part of α; --explain: only a workload with a significant difference, CPU only). Stored apart (profiled,
+        warm-up for every statistic): perf and strace slow what they watch, so their times reach no verdict."""
         done = [cs for cs in rt.cells if cs.status == "done"]
         first = self.policy.max_trials + self.policy.max_failures
         for i, profiler in enumerate(profiled.profilers(self.options, rt, self.policy, self.plan.baseline)):
